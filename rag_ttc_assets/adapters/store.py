@@ -1,0 +1,173 @@
+"""The one artifact store: atomic writes, content-addressed shared artifacts, per-arm tables.
+
+Shared artifacts (chunks, representations, embeddings, indexes) live under `cache/<kind>/<key>`
+where the key is the digest of the upstream configuration, so arms that agree upstream reuse
+them. A build happens under a file lock, into a temporary folder renamed into place, so two
+processes never build the same artifact twice and a half-built artifact never looks complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+MANIFEST = "manifest.json"
+
+
+def canonical_json(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def digest_of(obj: Any) -> str:
+    return "sha256:" + hashlib.sha256(canonical_json(obj)).hexdigest()
+
+
+def digest_bytes(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def digest_tree(path: Path) -> str:
+    """Digest of every file under `path` except the manifest: names and bytes, in sorted order."""
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and p.name != MANIFEST:
+            h.update(str(p.relative_to(path)).encode())
+            h.update(b"\0")
+            with p.open("rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+
+
+@contextlib.contextmanager
+def file_lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class Built:
+    """A shared artifact: where it is, its input key digest, its content digest, and whether it was reused."""
+
+    kind: str
+    path: Path
+    key_digest: str
+    content_digest: str
+    cache_hit: bool
+    manifest: dict[str, Any]
+
+
+class ArtifactStore:
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+
+    # --- shared, content-addressed artifacts -------------------------------------------------
+    def artifact_dir(self, kind: str, key: dict[str, Any]) -> tuple[Path, str]:
+        kd = digest_of(key)
+        return self.root / "cache" / kind / kd.split(":", 1)[1][:24], kd
+
+    def _read_manifest(self, final: Path) -> dict[str, Any] | None:
+        mpath = final / MANIFEST
+        if not mpath.is_file():
+            return None
+        try:
+            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+            if manifest.get("content_digest") != digest_tree(final):
+                raise ValueError("content digest does not match the files")
+            return manifest
+        except (ValueError, OSError) as e:
+            warnings.warn(f"artifact {final} is corrupt ({e}); rebuilding it", stacklevel=3)
+            return None
+
+    def build_once(self, kind: str, key: dict[str, Any], builder: Callable[[Path], dict[str, Any]]) -> Built:
+        """Return the artifact for `key`, building it with `builder(tmp_dir) -> info` if absent or corrupt."""
+        final, kd = self.artifact_dir(kind, key)
+        manifest = self._read_manifest(final)
+        if manifest is not None:
+            return Built(kind, final, kd, manifest["content_digest"], True, manifest)
+        with file_lock(self.root / "locks" / f"{kind}-{final.name}.lock"):
+            manifest = self._read_manifest(final)  # another process may have built it meanwhile
+            if manifest is not None:
+                return Built(kind, final, kd, manifest["content_digest"], True, manifest)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+            try:
+                info = builder(tmp)
+                manifest = {"kind": kind, "key": key, "key_digest": kd, "info": info,
+                            "content_digest": digest_tree(tmp)}
+                atomic_write_json(tmp / MANIFEST, manifest)
+                if final.exists():
+                    shutil.rmtree(final)
+                os.replace(tmp, final)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        return Built(kind, final, kd, manifest["content_digest"], False, manifest)
+
+    # --- per-arm tables ---------------------------------------------------------------------
+    def arm_path(self, arm: str, name: str) -> Path:
+        return self.root / "arms" / arm / name
+
+    def write_table(self, arm: str, name: str, df) -> str:
+        """Write a polars DataFrame as Parquet atomically; return the digest of the bytes written."""
+        buf = io.BytesIO()
+        df.write_parquet(buf)
+        data = buf.getvalue()
+        atomic_write_bytes(self.arm_path(arm, f"{name}.parquet"), data)
+        return digest_bytes(data)
+
+    def read_table(self, arm: str, name: str):
+        import polars as pl
+
+        path = self.arm_path(arm, f"{name}.parquet")
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path}: the {name!r} table of arm {arm!r} has not been materialized; "
+                f"materialize its upstream assets first (rag-ttc run {arm})"
+            )
+        return pl.read_parquet(path)
+
+    def write_arm_json(self, arm: str, name: str, obj: Any) -> str:
+        data = json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode() + b"\n"
+        atomic_write_bytes(self.arm_path(arm, name), data)
+        return digest_bytes(data)
+
+    def read_arm_json(self, arm: str, name: str) -> Any:
+        path = self.arm_path(arm, name)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: not materialized yet for arm {arm!r} (rag-ttc run {arm})")
+        return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,279 @@
+"""`rag-ttc`: the lab from a terminal. It runs the same Dagster definitions the UI runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from rag_ttc_assets.lab import PROJECT_ROOT  # noqa: E402
+
+STAGES = {
+    "retrieval": ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index",
+                  "retrieval_rows", "retrieval_summary", "admitted_contexts"],
+}
+STAGES["all"] = STAGES["retrieval"]
+
+
+class CliError(Exception):
+    pass
+
+
+def _lab(args):
+    from rag_ttc_assets.lab import Lab
+
+    # Flags win over the environment; exporting them lets the Dagster definitions see the same lab.
+    for flag, env in (("arms_file", "RAG_TTC_ARMS"), ("datasets_dir", "RAG_TTC_DATASETS"), ("home", "RAG_TTC_HOME")):
+        value = getattr(args, flag, None)
+        if value:
+            os.environ[env] = str(Path(value).resolve())
+    return Lab.from_env()
+
+
+def _print(obj, as_json: bool, text: str) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=False, default=str) if as_json else text)
+
+
+def cmd_validate(args) -> int:
+    from rag_ttc_assets.core.dataset import DatasetError, dataset_counts, load_dataset
+
+    try:
+        ds = load_dataset(Path(args.dir))
+    except DatasetError as e:
+        if args.json:
+            print(json.dumps({"valid": False, "problems": [str(p) for p in e.problems]}, indent=2))
+        else:
+            print(str(e), file=sys.stderr)
+        return 1
+    counts = dataset_counts(ds)
+    text = (f"valid: {args.dir}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+            + f"; corpus {ds.corpus_digest[:19]}…")
+    _print({"valid": True, "corpus_digest": ds.corpus_digest, **counts}, args.json, text)
+    return 0
+
+
+def cmd_arms(args) -> int:
+    lab = _lab(args)
+    arms = lab.arms
+    names = arms.family(args.family) if args.family else arms.names
+    if args.json:
+        print(json.dumps({n: arms[n].model_dump(mode="json") for n in names}, indent=2))
+        return 0
+    cols = ["arm", "chunk_runes", "overlap_runes", "retrieval", "retrieve_k", "evidence_k", "context_runes",
+            "evidence_order", "prompt", "generator", "judge"]
+    rows = []
+    for n in names:
+        c = arms[n]
+        rows.append([n, c.chunk_runes, c.overlap_runes, c.retrieval, c.retrieve_k, c.evidence_k, c.context_runes,
+                     c.evidence_order, c.prompt, c.generator.model, c.judge.model])
+    print(_table(cols, rows))
+    if not args.family:
+        print("\nfamilies: " + "; ".join(f"{f}: {', '.join(m)}" for f, m in arms.families.items()))
+    return 0
+
+
+def _table(cols, rows) -> str:
+    cells = [[str(c) for c in cols]] + [[_fmt(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return "-" if v is None else str(v)
+
+
+def _dagster_home() -> Path:
+    home = Path(os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / ".dagster_home")
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists() and (PROJECT_ROOT / "dagster.yaml").exists():
+        shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+def materialize_arms(arm_names: list[str], stage: str) -> dict[str, dict]:
+    """Materialize `stage` for each arm through the project's job, recorded in DAGSTER_HOME."""
+    from dagster import AssetKey, DagsterInstance
+
+    from rag_ttc_assets.definitions import JOB, build_definitions
+
+    _dagster_home()
+    job = build_definitions().resolve_job_def(JOB)
+    selection = [AssetKey(a) for a in STAGES[stage]]
+    out = {}
+    with DagsterInstance.get() as instance:
+        for arm in arm_names:
+            result = job.execute_in_process(partition_key=arm, instance=instance, asset_selection=selection,
+                                            raise_on_error=False, tags={"rag_ttc/source": "cli"})
+            if not result.success:
+                raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{_failure_text(result)}")
+            out[arm] = {"run_id": result.run_id}
+    return out
+
+
+def _failure_text(result) -> str:
+    lines = []
+    for ev in result.all_events:
+        if ev.is_step_failure:
+            err = ev.step_failure_data.error
+            msg = err.cause.message if err and err.cause else (err.message if err else "")
+            lines.append(f"  step {ev.step_key}: {msg.strip()}")
+    return "\n".join(lines) or "  (no step failure recorded)"
+
+
+def arm_report(lab, arm: str) -> dict:
+    store = lab.store
+    report: dict = {}
+    try:
+        r = store.read_arm_json(arm, "retrieval_summary.json")["summary"]
+        report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
+                                                 "evaluated", "undefined")}
+        report["admission"] = store.read_arm_json(arm, "admission_summary.json")
+    except FileNotFoundError:
+        pass
+    return report
+
+
+def cmd_run(args) -> int:
+    lab = _lab(args)
+    names = list(args.arms)
+    if args.family:
+        names += [n for n in lab.arms.family(args.family) if n not in names]
+    if not names:
+        raise CliError("name at least one arm, or a family with --family")
+    for n in names:
+        lab.arms[n]
+    runs = materialize_arms(names, args.stage)
+    reports = {n: {**arm_report(lab, n), "run_id": runs[n]["run_id"]} for n in names}
+    if args.json:
+        print(json.dumps({"arms": reports}, indent=2, default=str))
+        return 0
+    cols = ["arm", "recip_rank", "recall_10", "ndcg_cut_10", "success_10", "evaluated", "undefined",
+            "omissions", "admitted", "used_runes", "adm_coverage"]
+    rows = []
+    for n, rep in reports.items():
+        r, a = rep.get("retrieval", {}), rep.get("admission", {})
+        rows.append([n, r.get("recip_rank"), r.get("recall_10"), r.get("ndcg_cut_10"), r.get("success_10"),
+                     r.get("evaluated"), r.get("undefined"), a.get("queries_with_omissions"),
+                     a.get("mean_admitted_chunks"), a.get("mean_used_runes"), a.get("admission_coverage")])
+    print(_table(cols, rows))
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    from rag_ttc_assets.core.metrics import evaluate
+    from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
+
+    qrels = parse_qrels(_read(args.qrels), args.qrels)
+    run = parse_run(_read(args.run), args.run)
+    result = evaluate(qrels, run, complete=args.complete)
+    out = {"measures": result.measures}
+    if args.per_query:
+        out["per_query"] = result.per_query
+    print(json.dumps(out, indent=2, sort_keys=True))
+    return 0
+
+
+def _read(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise CliError(f"{path}: file not found")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise CliError(f"{path}: not valid UTF-8 at byte {e.start}") from None
+
+
+def cmd_import_beir(args) -> int:
+    from rag_ttc_assets.adapters.store import atomic_write_bytes
+    from rag_ttc_assets.core.beir import BEIR_FILES, convert
+    from rag_ttc_assets.core.dataset import sha256_digest
+
+    src, dest = Path(args.src), Path(args.dest)
+    texts = {name: _read(str(src / name)) for name in (*BEIR_FILES, f"qrels/{args.split}.tsv")}
+    corpus, evaluation, report = convert(texts, str(src), args.split, args.drop_missing)
+    cbytes = (json.dumps(corpus, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    evaluation = {"corpus_digest": sha256_digest(cbytes), **evaluation}
+    # The corpus first, the evaluation last: a folder with only a corpus is visibly incomplete.
+    atomic_write_bytes(dest / "corpus.json", cbytes)
+    atomic_write_bytes(dest / "evaluation.json",
+                       (json.dumps(evaluation, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+    out = {"dest": str(dest), "documents": report.documents, "questions": report.questions,
+           "judgments": report.judgments, "dropped_missing": report.dropped_missing,
+           "corpus_digest": evaluation["corpus_digest"]}
+    _print(out, args.json, f"imported {report.documents} documents, {report.questions} questions, "
+                           f"{report.judgments} judgments ({report.dropped_missing} dropped: missing document) "
+                           f"into {dest}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--arms-file", help="arms file (default: $RAG_TTC_ARMS or ./arms.yaml)")
+    common.add_argument("--datasets-dir", help="datasets folder (default: $RAG_TTC_DATASETS or ./datasets)")
+    common.add_argument("--home", help="artifact store folder (default: $RAG_TTC_HOME or ./.rag_ttc)")
+    p = argparse.ArgumentParser(prog="rag-ttc", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("validate", help="check a dataset folder", description="Check a dataset folder: digest "
+                       "binding, unique IDs, targets and evidence documents exist, quotes are verbatim.")
+    s.add_argument("dir")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_validate)
+
+    s = sub.add_parser("arms", parents=[common], help="list arms with their effective parameters")
+    s.add_argument("--family")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_arms)
+
+    s = sub.add_parser("run", parents=[common], help="materialize arms through the Dagster definitions",
+                       description="Materialize the named arms (partitions) up to and including a stage, "
+                                   "recorded in DAGSTER_HOME so the runs appear in the UI.")
+    s.add_argument("arms", nargs="*")
+    s.add_argument("--family")
+    s.add_argument("--stage", choices=list(STAGES), default="all")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("metrics", help="trec_eval measures of a TREC run against TREC qrels")
+    s.add_argument("--qrels", required=True)
+    s.add_argument("--run", required=True)
+    s.add_argument("--per-query", action="store_true")
+    s.add_argument("--complete", action="store_true", help="score queries missing from the run as 0 (trec_eval -c)")
+    s.set_defaults(fn=cmd_metrics)
+
+    s = sub.add_parser("import-beir", help="convert a BEIR folder into corpus.json + evaluation.json")
+    s.add_argument("src")
+    s.add_argument("dest")
+    s.add_argument("--split", default="test")
+    s.add_argument("--drop-missing", action="store_true", help="drop qrels naming missing documents (counted)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_import_beir)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from rag_ttc_assets.core.arms import ArmsError
+    from rag_ttc_assets.core.beir import BeirError
+    from rag_ttc_assets.core.dataset import DatasetError
+    from rag_ttc_assets.core.trec_files import TrecFormatError
+
+    try:
+        return args.fn(args)
+    except (CliError, ArmsError, DatasetError, BeirError, TrecFormatError, FileNotFoundError) as e:
+        print(f"rag-ttc: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure domain logic: typed functions over typed records. Never imports dagster."""

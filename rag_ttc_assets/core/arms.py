@@ -1,0 +1,256 @@
+"""Experiment arms: `arms.yaml` parsed into typed, frozen configs (one arm = one Dagster partition).
+
+An arm is the full effective configuration. Named arms and sweep-family members are both
+expanded from `defaults`, so every arm can be printed, copied into a run record and compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+ARM_NAME = re.compile(r"^[a-z0-9-]+$")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(Frozen):
+    """A litellm model string and how to call it. `api_key_env` is the NAME of a variable, never a key."""
+
+    model: str = Field(min_length=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+    api_base: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+
+    @field_validator("params")
+    @classmethod
+    def _no_keys_in_params(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if "api_key" in v:
+            raise ValueError("put the key in an environment variable and name it in api_key_env, not api_key")
+        return v
+
+
+class ArmConfig(Frozen):
+    """The effective configuration of one arm (seed section 4.1 baseline as defaults)."""
+
+    dataset: str = "pyref"
+    question_set: Literal["all", "pilot"] = "all"
+    chunk_runes: int = Field(default=1200, gt=0)
+    overlap_runes: int = Field(default=120, ge=0)
+    representation: Literal["plain", "titled"] = "titled"
+    embedding_model: str = "all-MiniLM-L6-v2"
+    retrieval: Literal["bm25", "vector", "rrf"] = "rrf"
+    rrf_k: int = Field(default=60, gt=0)
+    retrieve_k: int = Field(default=20, gt=0)
+    evidence_k: int = Field(default=5, gt=0)
+    context_runes: int = Field(default=12000, gt=0)
+    evidence_order: Literal["ranked", "reversed", "shuffled"] = "ranked"
+    shuffle_seed: int = 0
+    prompt: str = "grounded-answer-v1"
+    generator: ModelConfig = ModelConfig(model="local/extractive")
+    generation_workers: int = Field(default=4, gt=0, le=64)
+    generation_budget: int = Field(default=10000, ge=0)
+    allow_unpriced_provider: bool = False
+    judge: ModelConfig = ModelConfig(model="local/lexical")
+    judge_statements_prompt: str = "judge-statements-v1"
+    judge_verdicts_prompt: str = "judge-verdicts-v1"
+    judge_gold_prompt: str = "judge-gold-v1"
+    judge_budget: int = Field(default=20000, ge=0)
+
+    @model_validator(mode="after")
+    def _possible(self) -> ArmConfig:
+        if self.overlap_runes >= self.chunk_runes:
+            raise ValueError(
+                f"overlap_runes ({self.overlap_runes}) must be smaller than chunk_runes ({self.chunk_runes})"
+            )
+        if self.evidence_k > self.retrieve_k:
+            raise ValueError(f"evidence_k ({self.evidence_k}) cannot exceed retrieve_k ({self.retrieve_k})")
+        return self
+
+    # Digests of the upstream configuration: arms that agree on them share the artifact.
+    def chunks_key(self, corpus_digest: str) -> dict[str, Any]:
+        return {"corpus_digest": corpus_digest, "chunk_runes": self.chunk_runes, "overlap_runes": self.overlap_runes}
+
+    def representations_key(self, corpus_digest: str) -> dict[str, Any]:
+        return {**self.chunks_key(corpus_digest), "representation": self.representation}
+
+    def vector_key(self, corpus_digest: str) -> dict[str, Any]:
+        return {**self.representations_key(corpus_digest), "embedding_model": self.embedding_model}
+
+
+class Family(Frozen):
+    """A sweep: one parameter and its values, plus fixed overrides. Members become arms."""
+
+    parameter: str
+    values: list[Any] = Field(min_length=1)
+    fixed: dict[str, Any] = Field(default_factory=dict)
+    name: str = "{family}-{value}"
+    names: list[str] | None = None
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _names_match(self) -> Family:
+        if self.names is not None and len(self.names) != len(self.values):
+            raise ValueError(f"names has {len(self.names)} entries but values has {len(self.values)}")
+        return self
+
+
+class ArmsFile(Frozen):
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    arms: dict[str, dict[str, Any] | None] = Field(default_factory=dict)
+    families: dict[str, Family] = Field(default_factory=dict)
+    comparisons: list[tuple[str, str]] = Field(default_factory=list)
+
+
+class ArmsError(ValueError):
+    """arms.yaml cannot be used; the message names the file, the arm and the field."""
+
+
+class Arms:
+    """All arms of one arms file, expanded, in a stable order (named arms first, then families)."""
+
+    def __init__(self, arms: dict[str, ArmConfig], families: dict[str, list[str]],
+                 family_specs: dict[str, Family], comparisons: list[tuple[str, str]], source: str):
+        self.arms = arms
+        self.families = families
+        self.family_specs = family_specs
+        self.comparisons = comparisons
+        self.source = source
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.arms)
+
+    def __getitem__(self, name: str) -> ArmConfig:
+        if name not in self.arms:
+            raise ArmsError(f"{self.source}: unknown arm {name!r}; known arms: {', '.join(self.arms)}")
+        return self.arms[name]
+
+    def family(self, name: str) -> list[str]:
+        if name not in self.families:
+            raise ArmsError(f"{self.source}: unknown family {name!r}; known families: {', '.join(self.families)}")
+        return self.families[name]
+
+
+def _fmt_errors(source: str, where: str, e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(arm)"
+        lines.append(f"{source}: {where}: field {field!r}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def _build(source: str, where: str, merged: dict[str, Any]) -> ArmConfig:
+    try:
+        return ArmConfig.model_validate(merged)
+    except ValidationError as e:
+        raise ArmsError(_fmt_errors(source, where, e)) from None
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def parse_arms(raw: Any, source: str = "arms.yaml") -> Arms:
+    """Expand a parsed arms file into effective arm configs; raise ArmsError naming the field."""
+    if raw is None:
+        raw = {}
+    try:
+        spec = ArmsFile.model_validate(raw)
+    except ValidationError as e:
+        raise ArmsError(_fmt_errors(source, "(top level)", e)) from None
+    defaults = spec.defaults
+    _build(source, "defaults", defaults)
+    arms: dict[str, ArmConfig] = {}
+
+    def add(name: str, cfg: ArmConfig, where: str) -> None:
+        if not ARM_NAME.fullmatch(name):
+            raise ArmsError(f"{source}: {where}: arm name {name!r} is not a valid partition key (use [a-z0-9-]+)")
+        if name in arms and arms[name] != cfg:
+            raise ArmsError(f"{source}: {where}: duplicate arm {name!r} with a different configuration")
+        arms[name] = cfg
+
+    for name, over in spec.arms.items():
+        add(name, _build(source, f"arms.{name}", _merge(defaults, over or {})), f"arms.{name}")
+    families: dict[str, list[str]] = {}
+    for fam, f in spec.families.items():
+        members = []
+        for i, value in enumerate(f.values):
+            over = dict(f.fixed)
+            if isinstance(value, dict):
+                over.update(value)
+                shown = value.get(f.parameter, "-".join(str(v) for v in value.values()))
+            else:
+                over[f.parameter] = value
+                shown = value
+            if f.names is not None:
+                name = f.names[i]
+            else:
+                name = f.name.format(family=fam, value=shown, **{k: v for k, v in over.items() if k != "value"})
+            cfg = _build(source, f"families.{fam}.values[{i}]", _merge(defaults, over))
+            add(name, cfg, f"families.{fam}.values[{i}]")
+            members.append(name)
+        families[fam] = members
+    for i, (a, b) in enumerate(spec.comparisons):
+        for n in (a, b):
+            if n not in arms:
+                raise ArmsError(f"{source}: comparisons[{i}]: unknown arm {n!r}")
+    return Arms(arms, families, dict(spec.families), list(spec.comparisons), source)
+
+
+def load_arms(path) -> Arms:
+    import yaml  # local: core stays importable without yaml for pure callers
+
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise ArmsError(f"{p}: arms file not found")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ArmsError(f"{p}: malformed YAML: {e}") from None
+    _reject_duplicate_keys(p)
+    return parse_arms(raw, str(p))
+
+
+def _reject_duplicate_keys(p) -> None:
+    """YAML silently keeps the last of two equal keys; a duplicated arm must be an error instead."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct(loader, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ArmsError(f"{p}: line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+            seen.add(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct)
+    yaml.load(p.read_text(encoding="utf-8"), Loader=Loader)
+
+
+def config_digest(obj: Any) -> str:
+    """Stable digest of a JSON-able config (sorted keys)."""
+    if isinstance(obj, BaseModel):
+        obj = obj.model_dump(mode="json")
+    data = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return "sha256:" + hashlib.sha256(data).hexdigest()

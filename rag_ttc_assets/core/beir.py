@@ -1,0 +1,97 @@
+"""Convert a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) into the lab's format.
+
+BEIR has document-level qrels but no request annotations, so each question becomes a single
+request with no evidence quotes: retrieval metrics work, request-level evidence is undefined.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+
+class BeirError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class BeirReport:
+    documents: int
+    questions: int
+    judgments: int
+    dropped_missing: int
+
+
+def _read_jsonl(text: str, path: str) -> list[dict]:
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise BeirError(f"{path}: line {n}: malformed JSON: {e.msg}") from None
+        if not isinstance(rec, dict) or "_id" not in rec:
+            raise BeirError(f"{path}: line {n}: field '_id' is missing")
+        out.append(rec)
+    return out
+
+
+def _read_qrels(text: str, path: str) -> list[tuple[int, str, str, int]]:
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        parts = line.strip().split("\t") if "\t" in line else line.split()
+        if not parts or not line.strip():
+            continue
+        if n == 1 and parts[0] in ("query-id", "query_id", "qid"):
+            continue
+        if len(parts) != 3:
+            raise BeirError(f"{path}: line {n}: expected 3 fields (query-id, corpus-id, score), got {len(parts)}")
+        try:
+            rel = int(float(parts[2]))
+        except ValueError:
+            raise BeirError(f"{path}: line {n}: field 'score' is not a number: {parts[2]!r}") from None
+        rows.append((n, parts[0], parts[1], rel))
+    return rows
+
+
+BEIR_FILES = ("corpus.jsonl", "queries.jsonl")
+
+
+def convert(texts: dict[str, str], src: str, split: str = "test",
+            drop_missing: bool = False) -> tuple[dict, dict, BeirReport]:
+    """Convert the texts of a BEIR folder, keyed by relative path; return (corpus, evaluation, report).
+
+    The evaluation's `corpus_digest` is left for the writer, which digests the bytes it writes.
+    """
+    docs = _read_jsonl(texts["corpus.jsonl"], f"{src}/corpus.jsonl")
+    queries = {str(q["_id"]): q for q in _read_jsonl(texts["queries.jsonl"], f"{src}/queries.jsonl")}
+    qrels_path = f"{src}/qrels/{split}.tsv"
+    doc_ids = {str(d["_id"]) for d in docs}
+    targets: dict[str, dict[str, int]] = {}
+    dropped = 0
+    for n, qid, did, rel in _read_qrels(texts[f"qrels/{split}.tsv"], qrels_path):
+        if did not in doc_ids:
+            if drop_missing:
+                dropped += 1
+                continue
+            raise BeirError(f"{qrels_path}: line {n}: corpus-id {did!r} is not in {src}/corpus.jsonl "
+                            "(use --drop-missing to drop such judgments)")
+        if qid not in queries:
+            raise BeirError(f"{qrels_path}: line {n}: query-id {qid!r} is not in {src}/queries.jsonl")
+        targets.setdefault(qid, {})[did] = rel
+    corpus = {"documents": [{"id": str(d["_id"]), "title": d.get("title") or "", "text": d.get("text") or "",
+                             "metadata": d.get("metadata") or {}} for d in docs]}
+    questions = []
+    order = {q: i for i, q in enumerate(queries)}
+    for qid in sorted(targets, key=order.__getitem__):
+        q = queries[qid]
+        questions.append({
+            "id": qid, "text": q.get("text", ""), "answerable": True,
+            "targets": [{"doc_id": d, "relevance": r} for d, r in targets[qid].items()],
+            "requests": [{"id": f"{qid}.r1", "text": q.get("text", ""), "evidence": []}],
+        })
+    report = BeirReport(len(docs), len(questions), sum(len(t) for t in targets.values()), dropped)
+    return corpus, {"pilot": [q["id"] for q in questions[:12]], "questions": questions}, report
+
+

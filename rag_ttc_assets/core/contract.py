@@ -1,0 +1,150 @@
+"""The answer contract: a gate (not a completeness score) giving each generated row exactly one status.
+
+Checked in this order, first failure wins ("valid" = well-formed and citing only admitted evidence):
+
+  provider_status != "ok" (timeout, rate_limited, truncated, ...) -> status = reason = provider_status
+  stripped text (one ```json fence removed) not JSON / not an object -> "parse_failure",
+      reason "not JSON: <error>" / "not an object: <json type>"
+  object violates the schema (strict types) -> "contract_failure", reason "schema: <field>: missing"
+      or "schema: <field>: wrong type, expected <type>" (first error; nested as requests.0.supported)
+  then the rules, "contract_failure" unless stated ("cited" = top-level, then request items' citations):
+  1. abstained, and anything cited or a request supported -> "abstained yet claiming"
+  2. abstained otherwise                      -> status and reason "abstained"
+  3. answer blank                             -> "empty answer"
+  4. no top-level citation                    -> "missing citations"
+  5. a cited id not in admitted_chunk_ids     -> "citation of a chunk that was not admitted: <id>"
+  6. a request supported=true, no citation    -> "supported request without citation: requests[<i>]"
+  7. otherwise                                -> status "valid", reason ""
+
+The seed's parse failure ("cannot be parsed as the expected structured response") is drawn at the
+syntax layer: an object missing a field is the model breaking the contract.  Rule 1's claim is a
+citation or a supported request (prose is not judged).  Extra fields are ignored (providers add them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED = "valid", "parse_failure", "contract_failure", "abstained"
+CONTRACT_STATUSES = frozenset({VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED})
+
+_FENCE = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL | re.IGNORECASE)
+_JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+_EXPECTED = {"string_type": "string", "bool_type": "boolean", "list_type": "array", "model_type": "object"}
+
+
+class RequestItem(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    request: str
+    answer: str
+    citation_chunk_ids: list[str]
+    supported: bool
+
+
+class AnswerObject(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    answer: str
+    citation_chunk_ids: list[str]
+    abstained: bool
+    requests: list[RequestItem] = Field(default_factory=list)
+
+
+class ContractResult(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    status: str
+    reason: str
+    answer: AnswerObject | None = None
+
+
+class ContractSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    total: int
+    valid: int
+    parse_failures: int
+    contract_failures: int
+    contract_failure_reasons: dict[str, int]
+    abstentions: int
+    provider_faults: dict[str, int]
+
+
+def _schema_reason(error: ValidationError) -> str:
+    first = error.errors()[0]
+    field, kind = ".".join(str(part) for part in first["loc"]), first["type"]
+    if kind == "missing":
+        return f"schema: {field}: missing"
+    problem = f"wrong type, expected {_EXPECTED.get(kind, kind[:-5])}" if kind.endswith("_type") else first["msg"]
+    return f"schema: {field}: {problem}"
+
+
+def _rules(answer: AnswerObject, admitted_chunk_ids: list[str]) -> tuple[str, str]:
+    cited = [*answer.citation_chunk_ids, *(c for item in answer.requests for c in item.citation_chunk_ids)]
+    if answer.abstained:
+        if cited or any(item.supported for item in answer.requests):
+            return CONTRACT_FAILURE, "abstained yet claiming"
+        return ABSTAINED, ABSTAINED
+    if not answer.answer.strip():
+        return CONTRACT_FAILURE, "empty answer"
+    if not answer.citation_chunk_ids:
+        return CONTRACT_FAILURE, "missing citations"
+    admitted = set(admitted_chunk_ids)
+    if (stray := next((c for c in cited if c not in admitted), None)) is not None:
+        return CONTRACT_FAILURE, f"citation of a chunk that was not admitted: {stray}"
+    for i, item in enumerate(answer.requests):
+        if item.supported and not item.citation_chunk_ids:
+            return CONTRACT_FAILURE, f"supported request without citation: requests[{i}]"
+    return VALID, ""
+
+
+def check_contract(
+    raw_text: str | None, admitted_chunk_ids: list[str], provider_status: str = "ok"
+) -> ContractResult:
+    if provider_status != "ok":
+        if not provider_status.strip() or provider_status in CONTRACT_STATUSES:
+            raise ValueError(f"provider_status {provider_status!r} is not a provider status")
+        return ContractResult(status=provider_status, reason=provider_status)
+    text = (raw_text or "").strip()
+    text = fenced.group(1) if (fenced := _FENCE.match(text)) else text
+    if not text:
+        return ContractResult(status=PARSE_FAILURE, reason="not JSON: empty text")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return ContractResult(status=PARSE_FAILURE, reason=f"not JSON: {exc}")
+    if not isinstance(obj, dict):
+        kind = _JSON_TYPES.get(type(obj), "null")
+        return ContractResult(status=PARSE_FAILURE, reason=f"not an object: {kind}")
+    try:
+        answer = AnswerObject.model_validate(obj)
+    except ValidationError as exc:
+        return ContractResult(status=CONTRACT_FAILURE, reason=_schema_reason(exc))
+    status, reason = _rules(answer, admitted_chunk_ids)
+    return ContractResult(status=status, reason=reason, answer=answer)
+
+
+def summarize_contract(statuses: list[tuple[str, str]]) -> ContractSummary:
+    """Count (status, reason) rows; contract failures are keyed by the reason's text before ':'."""
+    counts, reasons, faults = Counter[str](), Counter[str](), Counter[str]()
+    for row, (status, reason) in enumerate(statuses):
+        if status in CONTRACT_STATUSES:
+            counts[status] += 1
+            if status == CONTRACT_FAILURE:
+                reasons[reason.split(":", 1)[0].strip() or "unspecified"] += 1
+        elif not status.strip() or status == "ok":
+            raise ValueError(f"statuses[{row}]: {status!r} is not a row status")
+        else:
+            faults[status] += 1
+    return ContractSummary(
+        total=len(statuses), valid=counts[VALID], parse_failures=counts[PARSE_FAILURE],
+        contract_failures=counts[CONTRACT_FAILURE], contract_failure_reasons=dict(sorted(reasons.items())),
+        abstentions=counts[ABSTAINED], provider_faults=dict(sorted(faults.items())),
+    )
+
+
+def contract_sums_close(summary: ContractSummary) -> bool:
+    """Every row lands in exactly one bucket."""
+    parts = summary.valid + summary.parse_failures + summary.contract_failures + summary.abstentions
+    return parts + sum(summary.provider_faults.values()) == summary.total

@@ -1,0 +1,199 @@
+"""Load and validate a dataset folder (corpus.json + evaluation.json), including the digest binding.
+
+Every problem names the file, the record and the field, so a user can fix it without guessing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from rag_ttc_assets.core.records import Corpus, Evaluation
+
+CORPUS_FILE = "corpus.json"
+EVALUATION_FILE = "evaluation.json"
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    record: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.record}: {self.field}: {self.message}"
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used; `problems` lists every reason found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        head = f"{len(problems)} problem(s) in dataset" if len(problems) > 1 else "dataset problem"
+        super().__init__(head + ":\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class DigestMismatchError(DatasetError):
+    """The evaluation was labelled against a different corpus than the one supplied."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    corpus_path: Path
+    evaluation_path: Path
+    corpus: Corpus
+    evaluation: Evaluation
+    corpus_digest: str
+    evaluation_digest: str
+
+    @property
+    def documents_by_id(self) -> dict[str, str]:
+        return {d.id: d.text for d in self.corpus.documents}
+
+
+def sha256_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _read_json(path: Path, problems: list[Problem]) -> tuple[bytes | None, object | None]:
+    if not path.is_file():
+        problems.append(Problem(str(path), "(file)", "(file)", "file not found"))
+        return None, None
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        problems.append(
+            Problem(str(path), "(file)", "(encoding)",
+                    "starts with a UTF-8 byte-order mark; save the file as UTF-8 without BOM "
+                    "(the digest binding is over the exact bytes)")
+        )
+        return data, None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        problems.append(Problem(str(path), "(file)", "(encoding)", f"not valid UTF-8 at byte {e.start}: {e.reason}"))
+        return data, None
+    try:
+        return data, json.loads(text)
+    except json.JSONDecodeError as e:
+        problems.append(Problem(str(path), f"line {e.lineno} column {e.colno}", "(json)", f"malformed JSON: {e.msg}"))
+        return data, None
+
+
+def _record_name(raw: object, loc: tuple, list_key: str) -> tuple[str, str]:
+    """Turn a pydantic error location into (record, field), naming the record by its id when it has one."""
+    if len(loc) >= 2 and loc[0] == list_key and isinstance(loc[1], int):
+        items = raw.get(list_key) if isinstance(raw, dict) else None
+        rid = None
+        if isinstance(items, list) and loc[1] < len(items) and isinstance(items[loc[1]], dict):
+            rid = items[loc[1]].get("id")
+        record = f"{list_key}[{loc[1]}]" + (f" (id {rid!r})" if isinstance(rid, str) else "")
+        return record, ".".join(str(p) for p in loc[2:]) or "(record)"
+    return "(top level)", ".".join(str(p) for p in loc) or "(record)"
+
+
+def _parse(model, raw: object, path: Path, list_key: str, problems: list[Problem]):
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        for err in e.errors():
+            record, field = _record_name(raw, tuple(err["loc"]), list_key)
+            problems.append(Problem(str(path), record, field, err["msg"]))
+        return None
+
+
+def _check_corpus(corpus: Corpus, path: Path, problems: list[Problem]) -> None:
+    if not corpus.documents:
+        problems.append(Problem(str(path), "(top level)", "documents", "the corpus has no documents"))
+    seen: set[str] = set()
+    for i, doc in enumerate(corpus.documents):
+        record = f"documents[{i}] (id {doc.id!r})"
+        if doc.id in seen:
+            problems.append(Problem(str(path), record, "id", f"duplicate document id {doc.id!r}"))
+        seen.add(doc.id)
+        if not doc.text.strip():
+            problems.append(Problem(str(path), record, "text", "empty document text"))
+
+
+def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, problems: list[Problem]) -> None:
+    qids: set[str] = set()
+    rids: set[str] = set()
+    for i, q in enumerate(ev.questions):
+        rec = f"questions[{i}] (id {q.id!r})"
+        if q.id in qids:
+            problems.append(Problem(str(path), rec, "id", f"duplicate question id {q.id!r}"))
+        qids.add(q.id)
+        if not q.requests:
+            problems.append(Problem(str(path), rec, "requests", "a question needs at least one request"))
+        for j, t in enumerate(q.targets):
+            if docs is not None and t.doc_id not in docs:
+                problems.append(Problem(str(path), rec, f"targets[{j}].doc_id", f"unknown document {t.doc_id!r}"))
+        for j, r in enumerate(q.requests):
+            rrec = f"{rec} request {r.id!r}"
+            if r.id in rids:
+                problems.append(Problem(str(path), rrec, f"requests[{j}].id", f"duplicate request id {r.id!r}"))
+            rids.add(r.id)
+            for k, ev_ in enumerate(r.evidence):
+                field = f"requests[{j}].evidence[{k}]"
+                if docs is None:
+                    continue
+                if ev_.doc_id not in docs:
+                    problems.append(Problem(str(path), rrec, field + ".doc_id", f"unknown document {ev_.doc_id!r}"))
+                elif ev_.quote not in docs[ev_.doc_id]:
+                    problems.append(Problem(str(path), rrec, field + ".quote",
+                                            f"quote is not a verbatim substring of document {ev_.doc_id!r}: "
+                                            f"{ev_.quote[:60]!r}"))
+    for i, pid in enumerate(ev.pilot):
+        if pid not in qids:
+            problems.append(Problem(str(path), f"pilot[{i}]", "pilot", f"unknown question id {pid!r}"))
+
+
+def load_dataset(dataset_dir: Path | str, name: str | None = None) -> Dataset:
+    """Read, parse and validate a dataset folder; raise DatasetError listing every problem.
+
+    The digest binding is checked first: a mismatch raises DigestMismatchError naming both
+    digests and both files, before anything else is trusted.
+    """
+    d = Path(dataset_dir)
+    cpath, epath = d / CORPUS_FILE, d / EVALUATION_FILE
+    problems: list[Problem] = []
+    cbytes, craw = _read_json(cpath, problems)
+    ebytes, eraw = _read_json(epath, problems)
+    corpus = _parse(Corpus, craw, cpath, "documents", problems) if craw is not None else None
+    evaluation = _parse(Evaluation, eraw, epath, "questions", problems) if eraw is not None else None
+    cdigest = sha256_digest(cbytes) if cbytes is not None else ""
+    if evaluation is not None and cbytes is not None and evaluation.corpus_digest != cdigest:
+        raise DigestMismatchError([Problem(
+            str(epath), "(top level)", "corpus_digest",
+            f"the evaluation is bound to corpus {evaluation.corpus_digest} but {cpath} has digest {cdigest}; "
+            "use the corpus the evaluation was labelled against, or relabel and update corpus_digest",
+        )])
+    if corpus is not None:
+        _check_corpus(corpus, cpath, problems)
+    if evaluation is not None:
+        docs = {doc.id: doc.text for doc in corpus.documents} if corpus is not None else None
+        _check_evaluation(evaluation, docs, epath, problems)
+    if problems:
+        raise DatasetError(problems)
+    assert corpus is not None and evaluation is not None and ebytes is not None
+    return Dataset(name or d.name, cpath, epath, corpus, evaluation, cdigest, sha256_digest(ebytes))
+
+
+def dataset_counts(ds: Dataset) -> dict[str, int]:
+    qs = ds.evaluation.questions
+    return {
+        "documents": len(ds.corpus.documents),
+        "questions": len(qs),
+        "multi_part": sum(1 for q in qs if len(q.requests) > 1),
+        "requests": sum(len(q.requests) for q in qs),
+        "unanswerable": sum(1 for q in qs if not q.answerable),
+        "with_targets": sum(1 for q in qs if any(t.relevance > 0 for t in q.targets)),
+        # Allowed (a BEIR import has none), but request-level completeness is undefined for them.
+        "requests_without_evidence": sum(1 for q in qs if q.answerable for r in q.requests if not r.evidence),
+        "pilot": len(ds.evaluation.pilot),
+    }

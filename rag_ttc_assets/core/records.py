@@ -1,0 +1,59 @@
+"""Typed records of the dataset format (DESIGN section 4): corpus documents and evaluation questions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Document(Record):
+    id: str = Field(min_length=1)
+    title: str = ""
+    text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Corpus(Record):
+    documents: list[Document]
+
+
+class Target(Record):
+    """A document-level retrieval judgment (trec qrels row)."""
+
+    doc_id: str = Field(min_length=1)
+    relevance: int = 1
+
+
+class Evidence(Record):
+    """A verbatim quote from one document that supports a request."""
+
+    doc_id: str = Field(min_length=1)
+    quote: str = Field(min_length=1)
+
+
+class Request(Record):
+    """One atomic ask of a (possibly multi-part) question."""
+
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class Question(Record):
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    answerable: bool = True
+    targets: list[Target] = Field(default_factory=list)
+    requests: list[Request] = Field(default_factory=list)
+    gold_answer: str | None = None
+
+
+class Evaluation(Record):
+    corpus_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    pilot: list[str] = Field(default_factory=list)
+    questions: list[Question]

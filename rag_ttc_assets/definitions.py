@@ -1,0 +1,31 @@
+"""The one Definitions object: assets by stage, the lab resource, and the per-arm job."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from dagster import AssetSelection, Definitions, define_asset_job  # noqa: E402
+
+from rag_ttc_assets.defs import indexes, ingest, retrieval  # noqa: E402,F401  (registers the assets)
+from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
+from rag_ttc_assets.defs.registry import build_assets  # noqa: E402
+from rag_ttc_assets.defs.resources import LabResource  # noqa: E402
+from rag_ttc_assets.lab import Lab  # noqa: E402
+
+JOB = "arm_job"
+
+
+def build_definitions(lab: Lab | None = None) -> Definitions:
+    """Definitions whose partitions are the arms of `lab` (default: the RAG_TTC_* environment)."""
+    lab = lab or Lab.from_env()
+    assets = build_assets(arm_partitions(lab))
+    job = define_asset_job(JOB, selection=AssetSelection.assets(*assets),
+                           description="Materialize every stage of one arm (one partition).")
+    resource = LabResource(arms_file=str(lab.arms_file), datasets_dir=str(lab.datasets_dir),
+                           prompts_dir=str(lab.prompts_dir), home=str(lab.home))
+    return Definitions(assets=assets, jobs=[job], resources={"lab": resource})
+
+
+defs = build_definitions()

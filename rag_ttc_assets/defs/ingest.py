@@ -1,0 +1,58 @@
+"""Ingest stage: digest binding, chunks, representations."""
+
+
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
+
+from rag_ttc_assets.core.chunking import CHUNKER_VERSION
+from rag_ttc_assets.core.dataset import dataset_counts
+from rag_ttc_assets.core.representations import BUILDERS
+from rag_ttc_assets.defs.meta import artifact_metadata, numbers, version_of
+from rag_ttc_assets.defs.registry import arm_asset
+from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.stages import ingest
+
+GROUP = "ingest"
+
+
+@arm_asset(group=GROUP, kinds={"python", "json"}, code_version="binding/1")
+def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """The arm's corpus and evaluation, validated, with the evaluation's digest binding checked."""
+    lab_, cfg = lab.arm(context.partition_key)
+    ds = ingest.bind_dataset(lab_, cfg)
+    return MaterializeResult(
+        metadata={
+            "dataset": cfg.dataset,
+            "corpus_file": MetadataValue.path(str(ds.corpus_path)),
+            "evaluation_file": MetadataValue.path(str(ds.evaluation_path)),
+            "corpus_digest": ds.corpus_digest,
+            "evaluation_digest": ds.evaluation_digest,
+            "evaluation_corpus_digest": ds.evaluation.corpus_digest,
+            "effective_config": MetadataValue.json(cfg.model_dump(mode="json")),
+            **numbers(dataset_counts(ds)),
+        },
+        data_version=version_of(ds.corpus_digest + ds.evaluation_digest),
+    )
+
+
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("corpus_binding",),
+           code_version=CHUNKER_VERSION)
+def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Rune-based chunks with overlap and stable IDs `<doc_id>#chunk-<n>`."""
+    lab_, cfg = lab.arm(context.partition_key)
+    ds = ingest.bind_dataset(lab_, cfg)
+    built = ingest.build_chunks(lab_, cfg, ds)
+    meta = artifact_metadata(built, cfg.chunks_key(ds.corpus_digest), {"corpus": ds.corpus_digest})
+    return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
+
+
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("chunks",),
+           code_version="representations/1")
+def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """The text each chunk is indexed and embedded as (plain, or titled with its section title)."""
+    lab_, cfg = lab.arm(context.partition_key)
+    ds = ingest.bind_dataset(lab_, cfg)
+    ch = ingest.build_chunks(lab_, cfg, ds)
+    built = ingest.build_representations(lab_, cfg, ds, ch)
+    meta = artifact_metadata(built, cfg.representations_key(ds.corpus_digest), {"chunks": ch.content_digest})
+    meta["builder"] = BUILDERS[cfg.representation]
+    return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))

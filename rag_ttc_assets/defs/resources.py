@@ -1,0 +1,24 @@
+"""The lab resource: where arms, datasets, prompts and the artifact store live."""
+
+from __future__ import annotations
+
+from dagster import ConfigurableResource
+
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.lab import Lab
+
+
+class LabResource(ConfigurableResource):
+    """Paths default to the RAG_TTC_* environment variables, then the project folder."""
+
+    arms_file: str | None = None
+    datasets_dir: str | None = None
+    prompts_dir: str | None = None
+    home: str | None = None
+
+    def lab(self) -> Lab:
+        return Lab.from_env(self.arms_file, self.datasets_dir, self.prompts_dir, self.home)
+
+    def arm(self, name: str) -> tuple[Lab, ArmConfig]:
+        lab = self.lab()
+        return lab, lab.arms[name]

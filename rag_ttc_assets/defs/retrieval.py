@@ -1,0 +1,95 @@
+"""Retrieval stage: ranked rows (RRF), retrieval metrics from the ranked list, admitted contexts."""
+
+
+import polars as pl
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
+
+from rag_ttc_assets.defs.meta import md_table, numbers, version_of
+from rag_ttc_assets.defs.registry import arm_asset
+from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.stages import indexes, ingest
+from rag_ttc_assets.stages import retrieval as stage
+
+GROUP = "retrieval"
+
+
+def _arm(context, lab):
+    lab_, cfg = lab.arm(context.partition_key)
+    ds = ingest.bind_dataset(lab_, cfg)
+    ch = ingest.build_chunks(lab_, cfg, ds)
+    return lab_, cfg, ds, ch
+
+
+@arm_asset(group=GROUP, kinds={"python", "parquet"},
+           deps=("bm25_index", "vector_index"), code_version="retrieval-rows/1")
+def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Per question: ranked_chunk_ids (retrieve_k) fused by RRF, with each source's rank and score."""
+    lab_, cfg, ds, ch = _arm(context, lab)
+    reps = ingest.build_representations(lab_, cfg, ds, ch)
+    bm, vec = indexes.build_bm25(lab_, cfg, ds, reps), indexes.build_vectors(lab_, cfg, ds, reps)
+    qemb = indexes.build_question_embeddings(lab_, cfg, ds)
+    chunk_docs = dict(pl.read_parquet(ch.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
+    df = stage.retrieve(cfg, ds, bm, vec, qemb, chunk_docs)
+    digest = lab_.store.write_table(context.partition_key, "retrieval_rows", df)
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": df.height,
+            "retrieval": cfg.retrieval, "retrieve_k": cfg.retrieve_k, "rrf_k": cfg.rrf_k,
+            "upstream_digests": MetadataValue.json({"bm25_index": bm.content_digest, "vector_index": vec.content_digest,
+                                                    "lancedb_version": vec.manifest["info"]["lancedb_version"]}),
+            "table_digest": digest,
+            "path": MetadataValue.path(str(lab_.store.arm_path(context.partition_key, "retrieval_rows.parquet"))),
+            "preview": md_table(df.head(5).select("query_id", "ranked_chunk_ids").to_dicts()),
+        },
+        data_version=version_of(digest),
+    )
+
+
+@arm_asset(group=GROUP, kinds={"python", "json"}, deps=("retrieval_rows",),
+           code_version="retrieval-metrics/1")
+def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """trec_eval measures (recip_rank, recall_10, ndcg_cut_10, success_10) from the ranked list only."""
+    lab_, cfg = lab.arm(context.partition_key)
+    ds = ingest.bind_dataset(lab_, cfg)
+    rows = lab_.store.read_table(context.partition_key, "retrieval_rows")
+    result = stage.retrieval_metrics(stage.arm_questions(cfg, ds), rows)
+    digest = lab_.store.write_arm_json(context.partition_key, "retrieval_summary.json", result)
+    s = result["summary"]
+    return MaterializeResult(
+        metadata={
+            **numbers(s),
+            "metric_definitions": s["metric_definitions"],
+            "undefined_query_ids": MetadataValue.json(s["undefined_query_ids"]),
+            "summary": md_table([{k: s[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
+                                                    "evaluated", "undefined")}]),
+        },
+        data_version=version_of(digest),
+    )
+
+
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("retrieval_rows",),
+           code_version="admission/1")
+def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """The evidence_k prefix, then whole chunks admitted under context_runes; omitted_chunk_ids recorded."""
+    lab_, cfg, ds, ch = _arm(context, lab)
+    rows = lab_.store.read_table(context.partition_key, "retrieval_rows")
+    chunk_list = ingest.read_chunks(ch)
+    contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list})
+    questions = stage.arm_questions(cfg, ds)
+    coverage = stage.request_coverage(questions, stage.request_support(ds, questions, chunk_list), rows, contexts)
+    digest = lab_.store.write_table(context.partition_key, "admitted_contexts", contexts)
+    lab_.store.write_table(context.partition_key, "request_coverage", coverage)
+    summary = stage.admission_summary(coverage, contexts)
+    lab_.store.write_arm_json(context.partition_key, "admission_summary.json", summary)
+    worst = contexts.sort(pl.col("omitted_chunk_ids").list.len(), descending=True).head(5)
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": contexts.height,
+            "evidence_k": cfg.evidence_k, "context_runes": cfg.context_runes, "evidence_order": cfg.evidence_order,
+            **numbers(summary),
+            "most_omissions": md_table(worst.select("query_id", "admitted_chunk_ids", "omitted_chunk_ids",
+                                                    "used_runes", "max_runes").to_dicts()),
+            "table_digest": digest,
+        },
+        data_version=version_of(digest),
+    )

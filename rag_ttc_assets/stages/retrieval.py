@@ -1,0 +1,159 @@
+"""Retrieval rows, admitted contexts and retrieval metrics for one arm.
+
+The seed's central distinction is kept exact: `ranked_chunk_ids` (retrieve_k), then
+`selected_chunk_ids` (evidence_k prefix), then the admitted `evidence` and `omitted_chunk_ids`
+under the rune budget. Retrieval metrics read only the ranked list, so evidence_k cannot move them.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from rag_ttc_assets.adapters.bm25 import BM25Index
+from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.adapters.vectors import VectorIndex
+from rag_ttc_assets.core import admission, metrics
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.chunking import Chunk
+from rag_ttc_assets.core.dataset import Dataset
+from rag_ttc_assets.core.evidence_map import supporting_chunk_ids
+from rag_ttc_assets.core.fusion import rrf
+from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.stages.indexes import read_question_embeddings
+
+# Each source contributes this many candidates to fusion, so a chunk ranked just below
+# retrieve_k by one source can still be lifted by the other.
+SOURCE_DEPTH = 100
+
+
+def arm_questions(cfg: ArmConfig, ds: Dataset) -> list[Question]:
+    qs = ds.evaluation.questions
+    if cfg.question_set == "pilot":
+        pilot = set(ds.evaluation.pilot)
+        return [q for q in qs if q.id in pilot]
+    return list(qs)
+
+
+def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built, vec_built: Built, qemb: Built,
+             chunk_docs: dict[str, str]) -> pl.DataFrame:
+    """One row per question: the fused ranked list with each source's rank and score."""
+    bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None
+    vi = VectorIndex(vec_built.path / "lancedb") if cfg.retrieval in ("vector", "rrf") else None
+    qvecs = read_question_embeddings(qemb) if vi is not None else {}
+    depth = max(SOURCE_DEPTH, cfg.retrieve_k)
+    rows = []
+    for q in arm_questions(cfg, ds):
+        lists: dict[str, list[tuple[str, float]]] = {}
+        if bm is not None:
+            lists["bm25"] = bm.search(q.text, depth)
+        if vi is not None:
+            lists["vector"] = vi.search(qvecs[q.id], depth)
+        if cfg.retrieval == "rrf":
+            fused = rrf({s: [c for c, _ in hits] for s, hits in lists.items()}, k=cfg.rrf_k, limit=cfg.retrieve_k)
+            ranked = [(h.chunk_id, h.score) for h in fused]
+        else:
+            ranked = lists[cfg.retrieval][: cfg.retrieve_k]
+        ids = [c for c, _ in ranked]
+        row = {"query_id": q.id, "retrieval": cfg.retrieval, "retrieve_k": cfg.retrieve_k,
+               "ranked_chunk_ids": ids, "ranked_doc_ids": [chunk_docs[c] for c in ids],
+               "scores": [float(s) for _, s in ranked]}
+        for source in ("bm25", "vector"):
+            pos = {c: (i + 1, s) for i, (c, s) in enumerate(lists.get(source, []))}
+            row[f"{source}_ranks"] = [pos[c][0] if c in pos else None for c in ids]
+            row[f"{source}_scores"] = [float(pos[c][1]) if c in pos else None for c in ids]
+        rows.append(row)
+    return pl.DataFrame(rows, schema_overrides={
+        "bm25_ranks": pl.List(pl.Int64), "vector_ranks": pl.List(pl.Int64),
+        "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64)})
+
+
+def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, str]) -> pl.DataFrame:
+    """The evidence_k cut, the evidence order, then whole-chunk admission under context_runes."""
+    rows = []
+    for r in retrieval_rows.iter_rows(named=True):
+        selected = admission.select_evidence(r["ranked_chunk_ids"], cfg.evidence_k)
+        ordered = admission.order_evidence(selected, cfg.evidence_order, cfg.shuffle_seed)
+        ctx = admission.admit_complete_chunks([(c, chunk_text[c]) for c in ordered], cfg.context_runes)
+        rows.append({
+            "query_id": r["query_id"], "evidence_k": cfg.evidence_k, "evidence_order": cfg.evidence_order,
+            "selected_chunk_ids": selected,
+            "admitted_chunk_ids": [e.chunk_id for e in ctx.evidence],
+            "evidence_runes": [e.runes for e in ctx.evidence],
+            "omitted_chunk_ids": ctx.omitted_chunk_ids,
+            "used_runes": ctx.used_runes, "max_runes": ctx.max_runes,
+        })
+    return pl.DataFrame(rows, schema_overrides={"selected_chunk_ids": pl.List(pl.String),
+                                                "admitted_chunk_ids": pl.List(pl.String),
+                                                "omitted_chunk_ids": pl.List(pl.String),
+                                                "evidence_runes": pl.List(pl.Int64)})
+
+
+def request_support(ds: Dataset, questions: list[Question], chunks: list[Chunk]) -> dict[str, list[str]]:
+    """For every request with gold evidence: the chunk IDs (this arm's chunking) that support it."""
+    docs = ds.documents_by_id
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    out: dict[str, list[str]] = {}
+    for q in questions:
+        for req in q.requests:
+            ids: list[str] = []
+            for ev in req.evidence:
+                for cid in supporting_chunk_ids(docs[ev.doc_id], ev.quote, by_doc.get(ev.doc_id, [])):
+                    if cid not in ids:
+                        ids.append(cid)
+            out[req.id] = ids
+    return out
+
+
+def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame, ks=(5, 10, 20, 100)) -> dict:
+    """Document-level trec_eval measures from the ranked list; questions without targets are undefined."""
+    ranked = {r["query_id"]: metrics.doc_ranking(r["ranked_doc_ids"]) for r in retrieval_rows.iter_rows(named=True)}
+    qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions
+             if any(t.relevance > 0 for t in q.targets)}
+    undefined = [q.id for q in questions if q.id not in qrels]
+    result = metrics.evaluate_ranked(qrels, {q: ranked.get(q, []) for q in qrels}, ks=ks, complete=True)
+    per_query = {q.id: result.per_query.get(q.id) for q in questions}
+    summary = {k: float(v) for k, v in result.measures.items() if k != "num_q"}
+    summary.update({"evaluated": len(qrels), "undefined": len(undefined), "questions": len(questions),
+                    "undefined_query_ids": undefined, "metric_definitions": metrics.METRIC_DEFINITIONS_VERSION})
+    return {"summary": summary, "per_query": per_query}
+
+
+def request_coverage(questions: list[Question], support: dict[str, list[str]], retrieval_rows: pl.DataFrame,
+                     contexts: pl.DataFrame) -> pl.DataFrame:
+    """Per request: is a supporting chunk ranked, selected, admitted (chunk level)."""
+    ranked = {r["query_id"]: set(r["ranked_chunk_ids"]) for r in retrieval_rows.iter_rows(named=True)}
+    ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
+    rows = []
+    for q in questions:
+        c = ctx[q.id]
+        for req in q.requests:
+            sup = support.get(req.id, [])
+            rows.append({
+                "query_id": q.id, "request_id": req.id, "has_evidence": bool(sup),
+                "supporting_chunk_ids": sup,
+                "ranked": any(s in ranked[q.id] for s in sup),
+                "selected": any(s in c["selected_chunk_ids"] for s in sup),
+                "admitted": any(s in c["admitted_chunk_ids"] for s in sup),
+            })
+    return pl.DataFrame(rows, schema_overrides={"supporting_chunk_ids": pl.List(pl.String)})
+
+
+def admission_summary(coverage: pl.DataFrame, contexts: pl.DataFrame) -> dict:
+    with_ev = coverage.filter(pl.col("has_evidence"))
+    n = with_ev.height
+    omitted = contexts["omitted_chunk_ids"].list.len()
+    return {
+        "queries": contexts.height,
+        "queries_with_omissions": int((omitted > 0).sum()),
+        "omitted_chunks": int(omitted.sum()),
+        "mean_admitted_chunks": float(contexts["admitted_chunk_ids"].list.len().mean() or 0.0),
+        "mean_used_runes": float(contexts["used_runes"].mean() or 0.0),
+        "max_runes": int(contexts["max_runes"].max() or 0),
+        "requests_with_evidence": n,
+        "requests_ranked": int(with_ev["ranked"].sum()),
+        "requests_selected": int(with_ev["selected"].sum()),
+        "requests_admitted": int(with_ev["admitted"].sum()),
+        "admission_coverage": float(with_ev["admitted"].sum() / n) if n else None,
+    }

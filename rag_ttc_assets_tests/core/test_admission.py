@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rag_ttc_assets.core.admission import (
+    AdmittedContext,
+    EvidenceItem,
+    admit_complete_chunks,
+    order_evidence,
+    select_evidence,
+)
+
+
+def test_select_evidence_prefix() -> None:
+    assert select_evidence(["c1", "c2", "c3"], 2) == ["c1", "c2"]
+    assert select_evidence(["c1", "c2"], 5) == ["c1", "c2"]
+    assert select_evidence(["c1"], 0) == []
+    with pytest.raises(ValueError, match="evidence_k must be >= 0"):
+        select_evidence(["c1"], -1)
+
+
+def test_order_evidence_ranked_and_reversed() -> None:
+    ids = ["c1", "c2", "c3"]
+    assert order_evidence(ids, "ranked") == ["c1", "c2", "c3"]
+    assert order_evidence(ids, "reversed") == ["c3", "c2", "c1"]
+    assert ids == ["c1", "c2", "c3"]  # input untouched
+
+
+def test_order_evidence_shuffled_is_seeded() -> None:
+    ids = [f"c{i}" for i in range(10)]
+    expected = list(ids)
+    random.Random(7).shuffle(expected)
+    random.seed(12345)  # global state must not matter
+    assert order_evidence(ids, "shuffled", seed=7) == expected
+    assert order_evidence(ids, "shuffled", seed=7) == order_evidence(ids, "shuffled", seed=7)
+    assert sorted(order_evidence(ids, "shuffled", seed=3)) == sorted(ids)
+    assert order_evidence(ids, "shuffled", seed=0) != order_evidence(ids, "shuffled", seed=1)
+
+
+def test_order_evidence_unknown_order() -> None:
+    with pytest.raises(ValueError, match="got 'best'"):
+        order_evidence(["c1"], "best")  # type: ignore[arg-type]
+
+
+def test_later_smaller_chunk_fits_after_omitted_big_one() -> None:
+    chunks = [("a", "x" * 4), ("b", "y" * 7), ("c", "z" * 3), ("d", "w" * 2)]
+    ctx = admit_complete_chunks(chunks, max_runes=10)
+    # a: 0+4<=10 in; b: 4+7=11>10 out; c: 4+3=7 in; d: 7+2=9 in.
+    assert [e.chunk_id for e in ctx.evidence] == ["a", "c", "d"]
+    assert ctx.omitted_chunk_ids == ["b"]
+    assert (ctx.used_runes, ctx.max_runes) == (9, 10)
+
+
+def test_exact_fit_boundary() -> None:
+    ctx = admit_complete_chunks([("a", "abcd"), ("b", "efghij"), ("c", "k")], max_runes=10)
+    assert [e.chunk_id for e in ctx.evidence] == ["a", "b"]  # 4 + 6 == 10 fits
+    assert ctx.omitted_chunk_ids == ["c"]  # 10 + 1 > 10
+    assert ctx.used_runes == 10
+
+
+def test_runes_are_code_points() -> None:
+    text = "h\u00e9\u4e16\U0001f600"  # 4 code points, 10 UTF-8 bytes
+    ctx = admit_complete_chunks([("a", text)], max_runes=4)
+    assert ctx.evidence == [EvidenceItem(chunk_id="a", text=text, runes=4)]
+
+
+def test_chunk_larger_than_budget_is_never_split() -> None:
+    ctx = admit_complete_chunks([("big", "x" * 11)], max_runes=10)
+    assert ctx == AdmittedContext(evidence=[], omitted_chunk_ids=["big"], used_runes=0, max_runes=10)
+
+
+def test_zero_chunks() -> None:
+    assert admit_complete_chunks([], max_runes=5) == AdmittedContext(
+        evidence=[], omitted_chunk_ids=[], used_runes=0, max_runes=5
+    )
+
+
+@pytest.mark.parametrize("max_runes", [0, -3])
+def test_max_runes_must_be_positive(max_runes: int) -> None:
+    with pytest.raises(ValueError, match="max_runes must be a positive integer"):
+        admit_complete_chunks([("a", "x")], max_runes=max_runes)
+
+
+def test_duplicate_chunk_id_rejected() -> None:
+    with pytest.raises(ValueError, match=r"chunks\[1\]: duplicate chunk_id 'a'"):
+        admit_complete_chunks([("a", "x"), ("a", "y")], max_runes=5)

@@ -1,0 +1,246 @@
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from rag_ttc_assets.core.arms import ArmConfig, ArmsError, ModelConfig, config_digest, load_arms, parse_arms
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def arms_error(raw: object) -> str:
+    with pytest.raises(ArmsError) as err:
+        parse_arms(raw)
+    return str(err.value)
+
+
+def test_defaults_are_the_seed_baseline() -> None:
+    arms = parse_arms({"arms": {"baseline": {}, "also": None}})
+    assert arms.names == ["baseline", "also"]
+    b = arms["baseline"]
+    assert (b.retrieval, b.chunk_runes, b.overlap_runes, b.retrieve_k, b.evidence_k, b.context_runes) == (
+        "rrf", 1200, 120, 20, 5, 12000)
+    assert (b.dataset, b.representation, b.rrf_k, b.evidence_order, b.prompt) == (
+        "pyref", "titled", 60, "ranked", "grounded-answer-v1")
+    assert b.generator == ModelConfig(model="local/extractive")
+    assert b.judge == ModelConfig(model="local/lexical")
+    assert arms["also"] == b == ArmConfig()
+
+
+def test_empty_file_has_no_arms() -> None:
+    arms = parse_arms(None)
+    assert (arms.names, arms.families, arms.comparisons) == ([], {}, [])
+
+
+def test_arm_overrides_defaults_and_nested_configs_merge() -> None:
+    arms = parse_arms({
+        "defaults": {"evidence_k": 3, "generator": {"model": "openai/gpt-4o-mini", "params": {"temperature": 0}}},
+        "arms": {"x": {"retrieval": "bm25", "generator": {"params": {"max_tokens": 5}}}},
+    })
+    x = arms["x"]
+    assert (x.evidence_k, x.retrieval, x.context_runes) == (3, "bm25", 12000)
+    assert x.generator == ModelConfig(model="openai/gpt-4o-mini", params={"temperature": 0, "max_tokens": 5})
+
+
+def test_family_expansion_with_name_template() -> None:
+    arms = parse_arms({"families": {"evidence-k": {
+        "parameter": "evidence_k", "values": [1, 3, 8], "fixed": {"context_runes": 40000},
+        "name": "evidence-k-{value}"}}})
+    assert arms.names == ["evidence-k-1", "evidence-k-3", "evidence-k-8"]
+    assert arms.family("evidence-k") == ["evidence-k-1", "evidence-k-3", "evidence-k-8"]
+    assert [(arms[n].evidence_k, arms[n].context_runes) for n in arms.names] == [(1, 40000), (3, 40000), (8, 40000)]
+
+
+def test_family_default_name_is_family_dash_value() -> None:
+    arms = parse_arms({"families": {"ctx": {"parameter": "context_runes", "values": [700, 4000]}}})
+    assert arms.family("ctx") == ["ctx-700", "ctx-4000"]
+    assert arms["ctx-4000"].context_runes == 4000
+
+
+def test_family_with_names_list() -> None:
+    arms = parse_arms({"families": {"prompt": {
+        "parameter": "prompt", "values": ["grounded-answer-v1", "grounded-answer-multipart-v1"],
+        "names": ["prompt-baseline", "prompt-multipart"]}}})
+    assert arms.family("prompt") == ["prompt-baseline", "prompt-multipart"]
+    assert arms["prompt-multipart"].prompt == "grounded-answer-multipart-v1"
+    assert arms["prompt-baseline"] == ArmConfig()
+
+
+def test_family_mapping_values_are_named_by_the_parameter() -> None:
+    arms = parse_arms({"families": {"chunks": {
+        "parameter": "chunk_runes", "name": "chunks-{value}",
+        "values": [{"chunk_runes": 600, "overlap_runes": 60}, {"chunk_runes": 2400, "overlap_runes": 240}]}}})
+    assert arms.family("chunks") == ["chunks-600", "chunks-2400"]
+    assert (arms["chunks-600"].chunk_runes, arms["chunks-600"].overlap_runes) == (600, 60)
+    assert (arms["chunks-2400"].chunk_runes, arms["chunks-2400"].overlap_runes) == (2400, 240)
+
+
+def test_names_list_of_the_wrong_length_is_rejected() -> None:
+    assert arms_error({"families": {"f": {"parameter": "evidence_k", "values": [1, 2], "names": ["a"]}}}) == (
+        "arms.yaml: (top level): field 'families.f': Value error, names has 1 entries but values has 2")
+
+
+def test_unknown_key_names_the_field_and_the_arm() -> None:
+    assert arms_error({"arms": {"x": {"evidence_kk": 3}}}) == (
+        "arms.yaml: arms.x: field 'evidence_kk': Extra inputs are not permitted")
+    assert arms_error({"bogus": 1}) == "arms.yaml: (top level): field 'bogus': Extra inputs are not permitted"
+
+
+def test_unknown_key_in_a_family_names_the_member() -> None:
+    assert arms_error({"families": {"f": {"parameter": "evidence_kk", "values": [1, 2]}}}) == (
+        "arms.yaml: families.f.values[0]: field 'evidence_kk': Extra inputs are not permitted")
+
+
+def test_wrong_type() -> None:
+    assert arms_error({"arms": {"x": {"evidence_k": "many"}}}) == (
+        "arms.yaml: arms.x: field 'evidence_k': Input should be a valid integer, unable to parse string as an integer")
+    assert arms_error({"arms": {"x": {"retrieval": "dense"}}}) == (
+        "arms.yaml: arms.x: field 'retrieval': Input should be 'bm25', 'vector' or 'rrf'")
+
+
+@pytest.mark.parametrize("name", ["Baseline", "a_b", "a b", "baseline\n", ""])
+def test_invalid_partition_key(name: str) -> None:
+    assert arms_error({"arms": {name: {}}}) == (
+        f"arms.yaml: arms.{name}: arm name {name!r} is not a valid partition key (use [a-z0-9-]+)")
+
+
+def test_invalid_partition_key_from_a_family_template() -> None:
+    assert arms_error({"families": {"t": {"parameter": "evidence_k", "values": [2], "name": "T_{value}"}}}) == (
+        "arms.yaml: families.t.values[0]: arm name 'T_2' is not a valid partition key (use [a-z0-9-]+)")
+
+
+def test_duplicate_arm_with_a_different_config_is_an_error() -> None:
+    raw = {"arms": {"evidence-k-8": {"evidence_k": 8}},
+           "families": {"evidence-k": {"parameter": "evidence_k", "values": [8], "fixed": {"context_runes": 40000},
+                                       "name": "evidence-k-{value}"}}}
+    assert arms_error(raw) == (
+        "arms.yaml: families.evidence-k.values[0]: duplicate arm 'evidence-k-8' with a different configuration")
+
+
+def test_duplicate_arm_with_the_same_config_is_merged() -> None:
+    arms = parse_arms({"arms": {"evidence-k-8": {"evidence_k": 8, "context_runes": 40000}},
+                       "families": {"evidence-k": {"parameter": "evidence_k", "values": [5, 8],
+                                                   "fixed": {"context_runes": 40000}, "name": "evidence-k-{value}"}}})
+    assert arms.names == ["evidence-k-8", "evidence-k-5"]
+    assert arms.family("evidence-k") == ["evidence-k-5", "evidence-k-8"]
+    assert (arms["evidence-k-8"].evidence_k, arms["evidence-k-8"].context_runes) == (8, 40000)
+
+
+def test_overlap_not_smaller_than_chunk_size() -> None:
+    assert arms_error({"arms": {"x": {"overlap_runes": 1200}}}) == (
+        "arms.yaml: arms.x: field '(arm)': Value error, overlap_runes (1200) must be smaller than chunk_runes (1200)")
+    assert arms_error({"defaults": {"chunk_runes": 100, "overlap_runes": 150}}) == (
+        "arms.yaml: defaults: field '(arm)': Value error, overlap_runes (150) must be smaller than chunk_runes (100)")
+
+
+def test_evidence_k_above_retrieve_k() -> None:
+    assert arms_error({"arms": {"x": {"evidence_k": 21}}}) == (
+        "arms.yaml: arms.x: field '(arm)': Value error, evidence_k (21) cannot exceed retrieve_k (20)")
+    assert parse_arms({"arms": {"x": {"evidence_k": 20}}})["x"].evidence_k == 20
+
+
+@pytest.mark.parametrize("value", [0, -5])
+def test_non_positive_context_runes(value: int) -> None:
+    assert arms_error({"arms": {"x": {"context_runes": value}}}) == (
+        "arms.yaml: arms.x: field 'context_runes': Input should be greater than 0")
+
+
+def test_comparison_naming_an_unknown_arm() -> None:
+    assert arms_error({"arms": {"x": {}, "y": {}}, "comparisons": [["x", "y"], ["x", "nope"]]}) == (
+        "arms.yaml: comparisons[1]: unknown arm 'nope'")
+    assert parse_arms({"arms": {"x": {}, "y": {}}, "comparisons": [["x", "y"]]}).comparisons == [("x", "y")]
+
+
+def test_api_key_in_generator_params_is_rejected() -> None:
+    raw = {"defaults": {"generator": {"model": "openai/gpt-4o-mini"}},
+           "arms": {"x": {"generator": {"params": {"api_key": "sk-not-a-real-key"}}}}}
+    assert arms_error(raw) == (
+        "arms.yaml: arms.x: field 'generator.params': Value error, put the key in an environment variable "
+        "and name it in api_key_env, not api_key")
+
+
+def test_source_is_named_and_unknown_lookups_fail() -> None:
+    arms = parse_arms({"arms": {"a": {}}, "families": {"f": {"parameter": "evidence_k", "values": [1]}}},
+                      source="lab/arms.yaml")
+    with pytest.raises(ArmsError) as err:
+        arms["b"]
+    assert str(err.value) == "lab/arms.yaml: unknown arm 'b'; known arms: a, f-1"
+    with pytest.raises(ArmsError) as err:
+        arms.family("g")
+    assert str(err.value) == "lab/arms.yaml: unknown family 'g'; known families: f"
+
+
+def test_load_arms_rejects_a_duplicated_arm_key_naming_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "arms.yaml"
+    p.write_text("defaults:\n  evidence_k: 5\narms:\n  baseline: {}\n  fast: {evidence_k: 3}\n"
+                 "  fast: {evidence_k: 4}\n", encoding="utf-8")
+    with pytest.raises(ArmsError) as err:
+        load_arms(p)
+    assert str(err.value) == f"{p}: line 6: duplicate key 'fast'"
+
+
+def test_load_arms_rejects_a_duplicated_field_inside_an_arm(tmp_path: Path) -> None:
+    p = tmp_path / "arms.yaml"
+    p.write_text("arms:\n  x: {evidence_k: 3, evidence_k: 4}\n", encoding="utf-8")
+    with pytest.raises(ArmsError) as err:
+        load_arms(p)
+    assert str(err.value) == f"{p}: line 2: duplicate key 'evidence_k'"
+
+
+def test_load_arms_missing_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ArmsError) as err:
+        load_arms(tmp_path / "none.yaml")
+    assert str(err.value) == f"{tmp_path / 'none.yaml'}: arms file not found"
+    p = tmp_path / "bad.yaml"
+    p.write_text("arms: [\n", encoding="utf-8")
+    with pytest.raises(ArmsError) as err:
+        load_arms(p)
+    assert str(err.value).startswith(f"{p}: malformed YAML: ")
+
+
+def test_load_arms_names_the_file_in_field_errors(tmp_path: Path) -> None:
+    p = tmp_path / "arms.yaml"
+    p.write_text("arms:\n  x: {evidence_k: 0}\n", encoding="utf-8")
+    with pytest.raises(ArmsError) as err:
+        load_arms(p)
+    assert str(err.value) == f"{p}: arms.x: field 'evidence_k': Input should be greater than 0"
+
+
+def test_repository_arms_file() -> None:
+    arms = load_arms(REPO / "arms.yaml")
+    assert arms.families == {
+        "evidence-k": ["evidence-k-1", "evidence-k-3", "evidence-k-5", "evidence-k-8", "evidence-k-12"],
+        "context": ["context-1500", "context-3000", "context-6000", "context-24000", "context-40000"],
+        "chunks": ["chunks-600", "chunks-1200", "chunks-2400"],
+        "prompt": ["prompt-baseline", "prompt-multipart"],
+    }
+    assert arms.names[:5] == ["baseline", "evidence-k-8", "prompt-multipart", "retrieval-bm25", "retrieval-vector"]
+    assert len(arms.names) == 18  # 5 named + 5 + 5 + 3 + 2 members, two of them shared with named arms
+    baseline = arms["baseline"]
+    assert baseline == ArmConfig(generator=ModelConfig(model="local/extractive"),
+                                 judge=ModelConfig(model="local/lexical"))
+    assert arms["evidence-k-8"] == baseline.model_copy(update={"evidence_k": 8, "context_runes": 40000})
+    assert arms["evidence-k-8"].context_runes == 40000
+    assert arms["prompt-multipart"] == baseline.model_copy(update={"prompt": "grounded-answer-multipart-v1"})
+    assert arms["prompt-baseline"] == baseline
+    assert (arms["chunks-600"].chunk_runes, arms["chunks-600"].overlap_runes) == (600, 60)
+    assert arms.comparisons == [("baseline", "evidence-k-8"), ("baseline", "prompt-multipart"),
+                                ("context-1500", "context-24000")]
+
+
+def test_config_digest_hand_computed() -> None:
+    assert config_digest({"b": 1, "a": [1, 2]}) == "sha256:" + hashlib.sha256(b'{"a":[1,2],"b":1}').hexdigest()
+    assert config_digest({"b": 1, "a": [1, 2]}) == (
+        "sha256:94a786c3662bc7beeb598efa7d8cb58d7bea25d6c275ea9785a0230ff1f8c2ba")
+    assert config_digest({"n": "\u00e9"}) == "sha256:" + hashlib.sha256('{"n":"\u00e9"}'.encode()).hexdigest()
+
+
+def test_config_digest_is_stable_and_order_independent() -> None:
+    assert config_digest({"a": 1, "b": {"c": 2, "d": 3}}) == config_digest({"b": {"d": 3, "c": 2}, "a": 1})
+    assert config_digest({"a": [1, 2]}) != config_digest({"a": [2, 1]})
+    one = parse_arms({"arms": {"x": {"evidence_k": 3, "retrieval": "bm25"}}})["x"]
+    two = parse_arms({"arms": {"x": {"retrieval": "bm25", "evidence_k": 3}}})["x"]
+    assert config_digest(one) == config_digest(two) == config_digest(one.model_dump(mode="json"))
+    assert config_digest(one) != config_digest(ArmConfig())

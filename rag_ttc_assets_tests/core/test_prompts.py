@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from rag_ttc_assets.core.prompts import (
+    Prompt,
+    PromptError,
+    evidence_block,
+    numbered_block,
+    parse_prompt,
+    requests_block,
+    statements_block,
+)
+
+PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
+
+KIND_BY_PREFIX = {"grounded-answer-": "answer", "judge-statements-": "judge_statements",
+                  "judge-verdicts-": "judge_verdicts", "judge-gold-": "judge_gold"}
+
+
+def kind_of(name: str) -> str:
+    kinds = [k for prefix, k in KIND_BY_PREFIX.items() if name.startswith(prefix)]
+    assert len(kinds) == 1, f"prompt {name!r} has no known kind"
+    return kinds[0]
+
+
+def test_unknown_placeholder_names_file_and_placeholder() -> None:
+    with pytest.raises(PromptError) as err:
+        parse_prompt("p", "Q: {{question}}\n{{evidence}}\n{{context}}", "answer", "prompts/p.txt")
+    assert str(err.value) == ("prompts/p.txt: unknown placeholder(s) ['context'] in answer prompt 'p'; "
+                              "allowed: ['evidence', 'question', 'requests']")
+
+
+def test_unknown_placeholder_without_source_names_the_prompt() -> None:
+    with pytest.raises(PromptError) as err:
+        parse_prompt("j", "{{ answer }} {{gold}}", "judge_statements")
+    assert str(err.value) == ("j: unknown placeholder(s) ['gold'] in judge_statements prompt 'j'; "
+                              "allowed: ['answer', 'question']")
+
+
+def test_missing_required_placeholder() -> None:
+    with pytest.raises(PromptError) as err:
+        parse_prompt("p", "Q: {{question}}", "answer", "prompts/p.txt")
+    assert str(err.value) == "prompts/p.txt: answer prompt 'p' lacks required placeholder(s) ['evidence']"
+    with pytest.raises(PromptError) as err:
+        parse_prompt("g", "{{question}}", "judge_gold", "prompts/g.txt")
+    assert str(err.value) == "prompts/g.txt: judge_gold prompt 'g' lacks required placeholder(s) ['gold', 'statements']"
+
+
+def test_optional_placeholders_may_be_left_out() -> None:
+    assert parse_prompt("s", "{{answer}}", "judge_statements").placeholders == {"answer"}
+
+
+def test_render_replaces_every_placeholder() -> None:
+    p = parse_prompt("p", "[{{question}}] {{ evidence }} / {{question}}{{requests}}", "answer")
+    assert p.placeholders == {"question", "evidence", "requests"}
+    assert p.render(question="Q?", evidence="E", requests="R") == "[Q?] E / Q?R"
+
+
+def test_render_does_not_rescan_or_escape_values() -> None:
+    p = parse_prompt("p", "{{question}}|{{evidence}}", "answer")
+    assert p.render(question="{{evidence}}", evidence=r"\1 \g<0>") == r"{{evidence}}|\1 \g<0>"
+
+
+def test_render_requires_every_value() -> None:
+    p = parse_prompt("p", "{{question}} {{evidence}} {{requests}}", "answer")
+    with pytest.raises(PromptError) as err:
+        p.render(question="Q")
+    assert str(err.value) == "prompt 'p': no value for placeholder(s) ['evidence', 'requests']"
+
+
+def test_json_braces_in_the_template_are_untouched() -> None:
+    text = ('Reply: {"answer": "<a>", "requests": [{"id": "x", "ok": {}}]}\n'
+            '{{question}}\n{ {evidence} }\n{{evidence}}\n{"nested": {"k": {"v": 1}}}')
+    p = parse_prompt("p", text, "answer")
+    assert p.render(question="Q", evidence="E") == (
+        'Reply: {"answer": "<a>", "requests": [{"id": "x", "ok": {}}]}\nQ\n{ {evidence} }\nE\n'
+        '{"nested": {"k": {"v": 1}}}')
+
+
+def test_digest_is_over_the_text_only() -> None:
+    assert Prompt("a", "abc", "answer").digest == (
+        "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    assert Prompt("b", "abc", "judge_gold").digest == Prompt("a", "abc", "answer").digest
+    assert Prompt("a", "abc ", "answer").digest != Prompt("a", "abc", "answer").digest
+    text = "\u00e9 {{question}} {{evidence}}"
+    assert parse_prompt("p", text, "answer").digest == "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_blocks() -> None:
+    assert evidence_block([("d#chunk-0", "one"), ("e#chunk-2", "two")]) == (
+        '<chunk id="d#chunk-0">\none\n</chunk>\n\n<chunk id="e#chunk-2">\ntwo\n</chunk>')
+    assert requests_block([("q1.r1", "first?"), ("q1.r2", "second?")]) == "- [q1.r1] first?\n- [q1.r2] second?"
+    assert statements_block(["A.", "B."]) == "[1] A.\n[2] B."
+    assert numbered_block("gold", ["x", "y"]) == '<gold n="1">\nx\n</gold>\n\n<gold n="2">\ny\n</gold>'
+    assert evidence_block([]) == requests_block([]) == statements_block([]) == numbered_block("g", []) == ""
+
+
+def test_repository_prompts_parse_with_their_kinds() -> None:
+    files = sorted(PROMPTS.glob("*.txt"))
+    found = {}
+    for f in files:
+        p = parse_prompt(f.stem, f.read_text(encoding="utf-8"), kind_of(f.stem), str(f))
+        found[f.stem] = (p.kind, p.placeholders)
+    expected = {
+        "grounded-answer-v1": ("answer", {"question", "evidence"}),
+        "grounded-answer-multipart-v1": ("answer", {"question", "requests", "evidence"}),
+        "judge-statements-v1": ("judge_statements", {"question", "answer"}),
+        "judge-verdicts-v1": ("judge_verdicts", {"question", "statements", "evidence"}),
+        "judge-gold-v1": ("judge_gold", {"question", "statements", "gold"}),
+    }
+    assert {k: found[k] for k in expected} == expected

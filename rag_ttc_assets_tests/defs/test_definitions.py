@@ -1,0 +1,90 @@
+"""Definitions load, partitions are the arms, and a whole arm materializes in-process."""
+
+import json
+
+from dagster import DagsterInstance
+
+from rag_ttc_assets.core.arms import load_arms
+from rag_ttc_assets_tests.conftest import REPO
+
+
+def test_definitions_load_with_one_partition_per_arm():
+    from rag_ttc_assets.definitions import defs
+
+    job = defs.resolve_job_def("arm_job")
+    assert job.partitions_def.get_partition_keys() == load_arms(REPO / "arms.yaml").names
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.group_name in {"ingest", "indexes", "retrieval", "generation", "evaluation"}, key
+        assert node.kinds, key
+        assert node.description and "\n" not in node.description.strip(), key
+
+
+def _materialize(arm, instance, raise_on_error=True):
+    from rag_ttc_assets.definitions import build_definitions
+
+    result = build_definitions().resolve_job_def("arm_job").execute_in_process(
+        partition_key=arm, instance=instance, raise_on_error=raise_on_error)
+    return result
+
+
+def _materialized(arm, instance):
+    result = _materialize(arm, instance)
+    assert result.success
+    return {ev.asset_key.to_user_string(): ev.materialization.metadata
+            for ev in result.get_asset_materialization_events()}
+
+
+def _value(meta, key):
+    return meta[key].value
+
+
+def test_arm_materializes_through_both_indexes_and_a_k_sweep_shares_them(mini_lab):
+    instance = DagsterInstance.ephemeral()
+    first = _materialized("baseline", instance)
+    second = _materialized("evidence-k-5", instance)  # differs from baseline only in evidence_k
+
+    for asset in ("chunks", "representations", "bm25_index", "vector_index"):
+        assert _value(first[asset], "cache") == "build", asset
+        assert _value(second[asset], "cache") == "hit", asset
+        assert _value(first[asset], "content_digest") == _value(second[asset], "content_digest")
+    assert _value(first["vector_index"], "embedding_calls_this_run") > 0
+    assert _value(second["vector_index"], "embedding_calls_this_run") == 0
+
+    # Retrieval metrics come from the ranked list, so evidence_k cannot move them.
+    for m in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10", "evaluated", "undefined"):
+        assert _value(first["retrieval_summary"], m) == _value(second["retrieval_summary"], m)
+    assert _value(first["retrieval_summary"], "undefined") == 1  # the unanswerable question
+    assert _value(first["retrieval_summary"], "evaluated") == 7
+    assert _value(first["admitted_contexts"], "requests_admitted") <= _value(second["admitted_contexts"],
+                                                                             "requests_admitted")
+    upstream = _value(first["chunks"], "upstream_digests")
+    assert upstream["corpus"].startswith("sha256:")
+
+
+def test_tight_context_omits_whole_chunks(mini_lab):
+    instance = DagsterInstance.ephemeral()
+    _materialized("tight", instance)
+    contexts = mini_lab.store.read_table("tight", "admitted_contexts")
+    chunks_seen = 0
+    for row in contexts.iter_rows(named=True):
+        assert row["used_runes"] <= row["max_runes"] == 700
+        assert set(row["admitted_chunk_ids"]) | set(row["omitted_chunk_ids"]) == set(row["selected_chunk_ids"])
+        assert sum(row["evidence_runes"]) == row["used_runes"]
+        chunks_seen += len(row["omitted_chunk_ids"])
+    assert chunks_seen > 0
+
+
+def test_digest_mismatch_fails_before_chunking(mini_lab):
+    ev_path = mini_lab.datasets_dir / "mini" / "evaluation.json"
+    ev = json.loads(ev_path.read_text())
+    ev["corpus_digest"] = "sha256:" + "0" * 64
+    ev_path.write_text(json.dumps(ev))
+    result = _materialize("baseline", DagsterInstance.ephemeral(), raise_on_error=False)
+    assert not result.success
+    failures = [ev for ev in result.all_events if ev.is_step_failure]
+    assert [f.step_key for f in failures] == ["corpus_binding"]
+    message = failures[0].step_failure_data.error.cause.message
+    assert "sha256:" + "0" * 64 in message and "corpus.json" in message and "evaluation.json" in message
+    assert not (mini_lab.store.root / "cache" / "chunks").exists()

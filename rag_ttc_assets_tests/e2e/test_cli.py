@@ -1,0 +1,127 @@
+"""The `rag-ttc` command, run as a user runs it: a subprocess with exit codes and stdout."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rag_ttc_assets_tests.conftest import PYREF, REPO
+
+
+def rag_ttc(*args, env=None, cwd=REPO):
+    proc = subprocess.run([sys.executable, "-m", "rag_ttc_assets.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=600)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_validate_bundled_dataset():
+    code, out, err = rag_ttc("validate", str(PYREF), "--json")
+    assert code == 0, err
+    counts = json.loads(out)
+    assert counts["valid"] is True
+    assert counts["questions"] >= 120
+    assert counts["multi_part"] / counts["questions"] >= 0.4
+    assert counts["unanswerable"] >= 10
+    assert counts["pilot"] == 12
+    assert counts["requests_without_evidence"] == 0
+    code, out, _ = rag_ttc("validate", str(PYREF))
+    assert code == 0 and out.startswith("valid: ")
+
+
+def test_validate_reports_every_problem_and_exits_1(tmp_path):
+    (tmp_path / "corpus.json").write_text(json.dumps({"documents": [{"id": "a", "text": "x"},
+                                                                     {"id": "a", "text": ""}]}))
+    (tmp_path / "evaluation.json").write_text("{not json")
+    code, out, err = rag_ttc("validate", str(tmp_path))
+    assert code == 1
+    assert "duplicate document id 'a'" in err and "empty document text" in err
+    assert "evaluation.json" in err and "malformed JSON" in err
+
+
+def test_every_subcommand_has_help():
+    for sub in ("validate", "arms", "run", "metrics", "import-beir"):
+        code, out, _ = rag_ttc(sub, "--help")
+        assert code == 0 and "usage: rag-ttc " + sub in out
+
+
+def test_arms_lists_the_families_of_the_repository():
+    code, out, err = rag_ttc("arms", "--family", "context", "--json")
+    assert code == 0, err
+    arms = json.loads(out)
+    assert list(arms) == ["context-1500", "context-3000", "context-6000", "context-24000", "context-40000"]
+    assert [a["context_runes"] for a in arms.values()] == [1500, 3000, 6000, 24000, 40000]
+    assert {a["evidence_k"] for a in arms.values()} == {5}
+
+
+def test_bad_arms_file_names_file_arm_and_field(tmp_path):
+    bad = tmp_path / "arms.yaml"
+    bad.write_text("arms:\n  baseline: {evidence_k: 30}\n")
+    code, _, err = rag_ttc("arms", "--arms-file", str(bad))
+    assert code == 1
+    assert str(bad) in err and "arms.baseline" in err and "evidence_k (30) cannot exceed retrieve_k (20)" in err
+
+
+def test_run_retrieval_stage_records_runs_and_prints_metrics(mini_lab, tmp_path):
+    env = {"DAGSTER_HOME": str(tmp_path / "dh")}
+    code, out, err = rag_ttc("run", "baseline", "evidence-k-5", "--stage", "retrieval", "--json", env=env)
+    assert code == 0, err
+    arms = json.loads(out)["arms"]
+    a, b = arms["baseline"], arms["evidence-k-5"]
+    assert a["retrieval"] == b["retrieval"]  # only admission changes with evidence_k
+    assert a["retrieval"]["evaluated"] == 7 and a["retrieval"]["undefined"] == 1
+    assert a["admission"]["requests_with_evidence"] == 11
+    # The runs are in DAGSTER_HOME, where `dagster dev` would show them.
+    from dagster import DagsterInstance
+
+    os.environ["DAGSTER_HOME"] = env["DAGSTER_HOME"]
+    try:
+        with DagsterInstance.get() as instance:
+            assert instance.get_run_by_id(a["run_id"]).is_success
+    finally:
+        del os.environ["DAGSTER_HOME"]
+
+
+def test_run_of_unknown_arm_is_an_error(mini_lab):
+    code, _, err = rag_ttc("run", "no-such-arm")
+    assert code == 1 and "unknown arm 'no-such-arm'" in err
+
+
+def test_metrics_command_prints_trec_eval_measures(tmp_path):
+    (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n")
+    (tmp_path / "run").write_text("q1 Q0 d2 1 2.0 t\nq1 Q0 d1 2 1.0 t\nq2 Q0 d9 1 1.0 t\n")
+    code, out, err = rag_ttc("metrics", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
+                             "--per-query")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["measures"]["recip_rank"] == pytest.approx((1 / 2 + 0) / 2)
+    assert res["measures"]["num_q"] == 2
+    assert res["per_query"]["q1"]["success_10"] == 1.0
+
+
+def test_metrics_bad_line_names_file_and_line(tmp_path):
+    (tmp_path / "qrels").write_text("q1 0 d1 1\n")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 high t\n")
+    code, _, err = rag_ttc("metrics", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert code == 1 and f"{tmp_path / 'run'}:2" in err
+
+
+def test_import_beir_writes_a_valid_bound_dataset(tmp_path):
+    src = tmp_path / "beir"
+    (src / "qrels").mkdir(parents=True)
+    (src / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in [
+        {"_id": "d1", "title": "One", "text": "first doc"}, {"_id": "d2", "title": "", "text": "second doc"}]))
+    (src / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
+        {"_id": "q1", "text": "first?"}, {"_id": "q2", "text": "second?"}, {"_id": "q3", "text": "unjudged"}]))
+    (src / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq2\td2\t1\nq2\tdX\t1\n")
+    code, _, err = rag_ttc("import-beir", str(src), str(tmp_path / "out"))
+    assert code == 1 and "dX" in err and "test.tsv: line 4" in err
+    assert not (tmp_path / "out" / "evaluation.json").exists()
+    code, out, err = rag_ttc("import-beir", str(src), str(tmp_path / "out"), "--drop-missing", "--json")
+    assert code == 0, err
+    assert json.loads(out)["dropped_missing"] == 1 and json.loads(out)["questions"] == 2
+    code, out, err = rag_ttc("validate", str(tmp_path / "out"), "--json")
+    assert code == 0, err
+    ev = json.loads((tmp_path / "out" / "evaluation.json").read_text())
+    assert [t["relevance"] for t in ev["questions"][0]["targets"]] == [2]

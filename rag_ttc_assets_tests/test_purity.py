@@ -1,0 +1,94 @@
+"""rag_ttc_assets.core and rag_ttc_assets.adapters never import dagster (core/__init__.py promises it)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "rag_ttc_assets"
+PURE_PACKAGES = ("core", "adapters")
+
+
+def _is_dagster(module: str) -> bool:
+    root = module.split(".")[0]
+    return root == "dagster" or root.startswith("dagster_")  # dagster and its integration libraries
+
+
+def dagster_imports(source: str, filename: str = "<source>") -> list[str]:
+    """`file:line: statement` for every import of dagster in `source`, at any depth (functions, TYPE_CHECKING, ...)."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and ((isinstance(node.func, ast.Name) and node.func.id in ("__import__", "import_module"))
+                   or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"))):
+            names = [node.args[0].value]
+        if any(_is_dagster(n) for n in names):
+            found.append(f"{filename}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def pure_sources(package: Path = PACKAGE) -> list[Path]:
+    return sorted(p for pkg in PURE_PACKAGES for p in (package / pkg).rglob("*.py"))
+
+
+def pure_offenders(package: Path = PACKAGE) -> list[str]:
+    return [hit for p in pure_sources(package)
+            for hit in dagster_imports(p.read_text(encoding="utf-8"), p.relative_to(package).as_posix())]
+
+
+def test_the_pure_packages_have_sources() -> None:
+    names = {p.relative_to(PACKAGE).as_posix() for p in pure_sources()}
+    assert {"core/__init__.py", "core/chunking.py", "core/arms.py", "adapters/__init__.py"} <= names
+
+
+def test_core_and_adapters_never_import_dagster() -> None:
+    assert pure_offenders() == []
+
+
+@pytest.mark.parametrize(("source", "hit"), [
+    ("import dagster\n", "m.py:1: import dagster"),
+    ("import os, dagster as dg\n", "m.py:1: import os, dagster as dg"),
+    ("from dagster import asset\n", "m.py:1: from dagster import asset"),
+    ("from dagster._core.definitions import AssetKey\n", "m.py:1: from dagster._core.definitions import AssetKey"),
+    ("import dagster.core\n", "m.py:1: import dagster.core"),
+    ("import dagster_polars\n", "m.py:1: import dagster_polars"),
+    ("def f():\n    from dagster import Output\n", "m.py:2: from dagster import Output"),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import dagster\n", "m.py:3: import dagster"),
+    ("import importlib\nimportlib.import_module('dagster')\n", "m.py:2: importlib.import_module('dagster')"),
+    ("__import__('dagster')\n", "m.py:1: __import__('dagster')"),
+])
+def test_the_checker_catches_dagster_imports(source: str, hit: str) -> None:
+    assert dagster_imports(source, "m.py") == [hit]
+
+
+@pytest.mark.parametrize("source", [
+    "import os\nfrom pathlib import Path\n",
+    "from . import dagster\n",  # a sibling module that happens to share the name
+    "from .dagster import x\n",
+    "import dagsterish\n",
+    "x = 'import dagster'\n",
+    "# import dagster\n",
+])
+def test_the_checker_ignores_non_dagster_imports(source: str) -> None:
+    assert dagster_imports(source, "m.py") == []
+
+
+def test_the_checker_fails_on_a_package_tree(tmp_path: Path) -> None:
+    (tmp_path / "core" / "sub").mkdir(parents=True)
+    (tmp_path / "adapters").mkdir()
+    (tmp_path / "defs").mkdir()
+    (tmp_path / "core" / "ok.py").write_text("import json\n", encoding="utf-8")
+    (tmp_path / "core" / "sub" / "leaky.py").write_text('"""Pure."""\n\nimport json\nfrom dagster import asset\n',
+                                                       encoding="utf-8")
+    (tmp_path / "adapters" / "store.py").write_text("def f():\n    import dagster as dg\n", encoding="utf-8")
+    (tmp_path / "defs" / "assets.py").write_text("import dagster\n", encoding="utf-8")  # allowed outside
+    assert pure_offenders(tmp_path) == ["adapters/store.py:2: import dagster as dg",
+                                        "core/sub/leaky.py:4: from dagster import asset"]
