@@ -17,7 +17,9 @@ STAGES = {
     "retrieval": ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index",
                   "retrieval_rows", "retrieval_summary", "admitted_contexts"],
 }
-STAGES["all"] = STAGES["retrieval"]
+STAGES["answers"] = STAGES["retrieval"] + ["answers", "contract_results", "contract_summary"]
+STAGES["judge"] = STAGES["answers"] + ["judge_verdicts", "judge_summary"]
+STAGES["all"] = STAGES["judge"]
 
 
 class CliError(Exception):
@@ -100,23 +102,57 @@ def _dagster_home() -> Path:
     return home
 
 
-def materialize_arms(arm_names: list[str], stage: str) -> dict[str, dict]:
-    """Materialize `stage` for each arm through the project's job, recorded in DAGSTER_HOME."""
+def stale_assets(instance, lab, arm: str, stage: str, force: bool = False) -> list[str]:
+    """Assets of `stage` to run for `arm`: those whose fingerprint changed since their last
+    materialization, those with incomplete rows (provider faults, budget stops), and everything
+    downstream of them. A prompt change re-runs answers onward; the indexes stay as they are."""
+    from dagster import AssetKey, AssetRecordsFilter
+
+    from rag_ttc_assets.defs.registry import FINGERPRINT, SPECS, fingerprints
+
+    cfg = lab.arms[arm]
+    current = fingerprints(cfg, lab.fingerprint_inputs(cfg))
+    deps = {s.fn.__name__: s.deps for s in SPECS}
+    run: list[str] = []
+    for name in STAGES[stage]:
+        if force or any(d in run for d in deps[name]):
+            run.append(name)
+            continue
+        records = instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=AssetKey(name), asset_partitions=[arm]), limit=1).records
+        meta = records[0].asset_materialization.metadata if records else {}
+        last = meta.get(FINGERPRINT)
+        incomplete = meta.get("incomplete_rows")
+        if last is None or last.value != current[name] or (incomplete is not None and incomplete.value):
+            run.append(name)
+    return run
+
+
+def materialize_arms(arm_names: list[str], stage: str, force: bool = False) -> dict[str, dict]:
+    """Materialize `stage` for each arm through the project's job, recorded in DAGSTER_HOME.
+
+    Only stale assets run (see `stale_assets`); `force` runs every asset of the stage."""
     from dagster import AssetKey, DagsterInstance
 
     from rag_ttc_assets.definitions import JOB, build_definitions
+    from rag_ttc_assets.lab import Lab
 
     _dagster_home()
-    job = build_definitions().resolve_job_def(JOB)
-    selection = [AssetKey(a) for a in STAGES[stage]]
+    lab = Lab.from_env()
+    job = build_definitions(lab).resolve_job_def(JOB)
     out = {}
     with DagsterInstance.get() as instance:
         for arm in arm_names:
-            result = job.execute_in_process(partition_key=arm, instance=instance, asset_selection=selection,
+            todo = stale_assets(instance, lab, arm, stage, force)
+            if not todo:
+                out[arm] = {"run_id": None, "ran": []}
+                continue
+            result = job.execute_in_process(partition_key=arm, instance=instance,
+                                            asset_selection=[AssetKey(a) for a in todo],
                                             raise_on_error=False, tags={"rag_ttc/source": "cli"})
             if not result.success:
                 raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{_failure_text(result)}")
-            out[arm] = {"run_id": result.run_id}
+            out[arm] = {"run_id": result.run_id, "ran": todo}
     return out
 
 
@@ -130,9 +166,11 @@ def _failure_text(result) -> str:
     return "\n".join(lines) or "  (no step failure recorded)"
 
 
-def arm_report(lab, arm: str) -> dict:
+def arm_report(lab, arm: str, stage: str = "all") -> dict:
+    """The summaries of `arm` up to and including `stage`, read from the store."""
     store = lab.store
     report: dict = {}
+    upto = set(STAGES[stage])
     try:
         r = store.read_arm_json(arm, "retrieval_summary.json")["summary"]
         report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
@@ -140,6 +178,33 @@ def arm_report(lab, arm: str) -> dict:
         report["admission"] = store.read_arm_json(arm, "admission_summary.json")
     except FileNotFoundError:
         pass
+    try:
+        if "contract_summary" not in upto:
+            raise FileNotFoundError
+        c = store.read_arm_json(arm, "contract_summary.json")
+        report["contract"] = {k: c[k] for k in ("total", "valid", "parse_failures", "contract_failures",
+                                                "contract_failure_reasons", "abstentions", "provider_faults",
+                                                "mean_answer_chars")}
+        from rag_ttc_assets.stages.generation import calls_summary
+
+        report["calls"] = {"answers": calls_summary(store.read_table(arm, "answers"))}
+        report["generator_model"] = lab.arms[arm].generator.model
+    except FileNotFoundError:
+        pass
+    try:
+        if "judge_summary" not in upto:
+            raise FileNotFoundError
+        j = store.read_arm_json(arm, "judge_summary.json")
+        report["judge"] = {k: j[k] for k in ("judged", "abstained", "invalid", "judge_failures", "mean_faithfulness",
+                                             "mean_relevance", "contradicts_gold", "gold_judged", "judge_model",
+                                             "same_model_as_generator", "offline_baseline_judge")}
+        report.setdefault("calls", {})["judge"] = {"provider_calls": j["provider_calls"], "cache_hits": j["cache_hits"]}
+    except FileNotFoundError:
+        pass
+    if "calls" in report:
+        parts = report["calls"].values()
+        report["calls"].update({k: sum(p.get(k, 0) for p in parts)
+                                for k in ("provider_calls", "cache_hits", "input_tokens", "output_tokens")})
     return report
 
 
@@ -152,21 +217,52 @@ def cmd_run(args) -> int:
         raise CliError("name at least one arm, or a family with --family")
     for n in names:
         lab.arms[n]
-    runs = materialize_arms(names, args.stage)
-    reports = {n: {**arm_report(lab, n), "run_id": runs[n]["run_id"]} for n in names}
+    runs = materialize_arms(names, args.stage, args.force)
+    reports = {n: {**arm_report(lab, n, args.stage), **runs[n]} for n in names}
     if args.json:
         print(json.dumps({"arms": reports}, indent=2, default=str))
         return 0
-    cols = ["arm", "recip_rank", "recall_10", "ndcg_cut_10", "success_10", "evaluated", "undefined",
-            "omissions", "admitted", "used_runes", "adm_coverage"]
+    for n, rep in reports.items():
+        print(f"{n}: " + (f"ran {len(rep['ran'])} asset(s) in run {rep['run_id']}" if rep["ran"]
+                          else "up to date, nothing to run"))
+    print()
+    print(run_tables(reports))
+    return 0
+
+
+def run_tables(reports: dict[str, dict]) -> str:
+    """The per-arm summary: retrieval and admission, then contract, then judge and calls."""
+    out = []
     rows = []
     for n, rep in reports.items():
         r, a = rep.get("retrieval", {}), rep.get("admission", {})
         rows.append([n, r.get("recip_rank"), r.get("recall_10"), r.get("ndcg_cut_10"), r.get("success_10"),
                      r.get("evaluated"), r.get("undefined"), a.get("queries_with_omissions"),
                      a.get("mean_admitted_chunks"), a.get("mean_used_runes"), a.get("admission_coverage")])
-    print(_table(cols, rows))
-    return 0
+    out.append(_table(["arm", "recip_rank", "recall_10", "ndcg_cut_10", "success_10", "evaluated", "undefined",
+                       "omissions", "admitted", "used_runes", "adm_coverage"], rows))
+    if any("contract" in rep for rep in reports.values()):
+        rows = []
+        for n, rep in reports.items():
+            c = rep.get("contract", {})
+            rows.append([n, rep.get("generator_model"), c.get("total"), c.get("valid"), c.get("parse_failures"),
+                         c.get("contract_failures"), c.get("abstentions"),
+                         sum(c.get("provider_faults", {}).values()) if c else None, c.get("mean_answer_chars")])
+        out.append(_table(["arm", "generator", "total", "valid", "parse_failures", "contract_failures",
+                           "abstentions", "provider_faults", "mean_chars"], rows))
+    if any("judge" in rep for rep in reports.values()):
+        rows = []
+        for n, rep in reports.items():
+            j, calls = rep.get("judge", {}), rep.get("calls", {})
+            rows.append([n, j.get("judge_model"), j.get("same_model_as_generator"), j.get("judged"),
+                         j.get("abstained"), j.get("invalid"), j.get("mean_faithfulness"), j.get("mean_relevance"),
+                         j.get("contradicts_gold"), calls.get("provider_calls"), calls.get("cache_hits")])
+        out.append(_table(["arm", "judge", "same_model", "judged", "abstained", "invalid", "faithfulness",
+                           "relevance", "contradicts_gold", "provider_calls", "cache_hits"], rows))
+    if any(str(rep.get("generator_model", "")).startswith("local/") for rep in reports.values()):
+        out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
+                   "not language models.")
+    return "\n\n".join(out)
 
 
 def cmd_metrics(args) -> int:
@@ -241,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("arms", nargs="*")
     s.add_argument("--family")
     s.add_argument("--stage", choices=list(STAGES), default="all")
+    s.add_argument("--force", action="store_true", help="re-run every asset of the stage, not only stale ones")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_run)
 

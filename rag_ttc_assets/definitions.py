@@ -8,9 +8,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from dagster import AssetSelection, Definitions, define_asset_job  # noqa: E402
 
-from rag_ttc_assets.defs import indexes, ingest, retrieval  # noqa: E402,F401  (registers the assets)
+from rag_ttc_assets.defs import evaluation, generation, indexes, ingest, retrieval  # noqa: E402,F401  (registers the assets)
 from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
-from rag_ttc_assets.defs.registry import build_assets  # noqa: E402
+from rag_ttc_assets.defs.registry import build_assets, build_checks  # noqa: E402
 from rag_ttc_assets.defs.resources import LabResource  # noqa: E402
 from rag_ttc_assets.lab import Lab  # noqa: E402
 
@@ -20,12 +20,14 @@ JOB = "arm_job"
 def build_definitions(lab: Lab | None = None) -> Definitions:
     """Definitions whose partitions are the arms of `lab` (default: the RAG_TTC_* environment)."""
     lab = lab or Lab.from_env()
-    assets = build_assets(arm_partitions(lab))
-    job = define_asset_job(JOB, selection=AssetSelection.assets(*assets),
+    partitions = arm_partitions(lab)
+    assets = build_assets(partitions)
+    checks = build_checks(partitions)
+    job = define_asset_job(JOB, selection=AssetSelection.assets(*assets) | AssetSelection.checks(*checks),
                            description="Materialize every stage of one arm (one partition).")
     resource = LabResource(arms_file=str(lab.arms_file), datasets_dir=str(lab.datasets_dir),
                            prompts_dir=str(lab.prompts_dir), home=str(lab.home))
-    return Definitions(assets=assets, jobs=[job], resources={"lab": resource})
+    return Definitions(assets=assets, asset_checks=checks, jobs=[job], resources={"lab": resource})
 
 
 defs = build_definitions()

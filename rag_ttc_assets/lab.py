@@ -6,6 +6,7 @@ Resolved the same way for the CLI, `dagster dev` and tests: explicit argument, t
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +20,13 @@ PROMPT_FIELDS = {"prompt": "answer", "judge_statements_prompt": "judge_statement
                  "judge_verdicts_prompt": "judge_verdicts", "judge_gold_prompt": "judge_gold"}
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return "missing"
 
 
 def _path(explicit: str | Path | None, env: str, default: Path) -> Path:
@@ -57,6 +65,16 @@ class Lab:
                 except (PromptError, FileNotFoundError) as e:
                     raise ArmsError(f"{self.arms_file}: arm {name!r}: field {field!r}: {e}") from None
         return arms
+
+    def fingerprint_inputs(self, cfg) -> dict[str, str]:
+        """Digests of what an arm reads besides its config: the dataset files and the prompt texts."""
+        ds = self.dataset_dir(cfg.dataset)
+        # The store folder too: the same arm materialized into another store is not up to date there.
+        files = [_file_digest(ds / f) for f in ("corpus.json", "evaluation.json")]
+        out = {"dataset": ":".join([str(self.home), *files])}
+        for field, kind in PROMPT_FIELDS.items():
+            out[field] = _file_digest(self.prompts_dir / f"{getattr(cfg, field)}.txt")
+        return out
 
     def prompt(self, name: str, kind: str) -> Prompt:
         path = self.prompts_dir / f"{name}.txt"

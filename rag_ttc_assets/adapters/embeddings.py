@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
@@ -40,3 +41,21 @@ def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64) -
 
 def dimension(model: str = DEFAULT_MODEL) -> int:
     return int(_load(model).get_embedding_dimension())
+
+
+_memo: "OrderedDict[tuple[str, str], np.ndarray]" = OrderedDict()
+_MEMO_MAX = 50_000
+
+
+def encode_memoized(texts: list[str], model: str = DEFAULT_MODEL) -> np.ndarray:
+    """`encode`, remembering each text's vector in this process (the offline baselines re-embed the
+    same evidence sentences for many questions and for each judge stage)."""
+    missing = list(dict.fromkeys(t for t in texts if (model, t) not in _memo))
+    if missing:
+        for t, v in zip(missing, encode(missing, model)):
+            _memo[(model, t)] = v
+        while len(_memo) > _MEMO_MAX:
+            _memo.popitem(last=False)
+    if not texts:
+        return np.zeros((0, dimension(model)), dtype=np.float32)
+    return np.stack([_memo[(model, t)] for t in texts])

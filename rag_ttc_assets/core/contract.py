@@ -99,6 +99,21 @@ def _rules(answer: AnswerObject, admitted_chunk_ids: list[str]) -> tuple[str, st
     return VALID, ""
 
 
+def load_json_object(raw_text: str | None) -> tuple[dict | None, str]:
+    """The JSON object in a provider response (one ```json fence allowed), or (None, why not)."""
+    text = (raw_text or "").strip()
+    text = fenced.group(1) if (fenced := _FENCE.match(text)) else text
+    if not text:
+        return None, "not JSON: empty text"
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON: {exc}"
+    if not isinstance(obj, dict):
+        return None, f"not an object: {_JSON_TYPES.get(type(obj), 'null')}"
+    return obj, ""
+
+
 def check_contract(
     raw_text: str | None, admitted_chunk_ids: list[str], provider_status: str = "ok"
 ) -> ContractResult:
@@ -106,17 +121,9 @@ def check_contract(
         if not provider_status.strip() or provider_status in CONTRACT_STATUSES:
             raise ValueError(f"provider_status {provider_status!r} is not a provider status")
         return ContractResult(status=provider_status, reason=provider_status)
-    text = (raw_text or "").strip()
-    text = fenced.group(1) if (fenced := _FENCE.match(text)) else text
-    if not text:
-        return ContractResult(status=PARSE_FAILURE, reason="not JSON: empty text")
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return ContractResult(status=PARSE_FAILURE, reason=f"not JSON: {exc}")
-    if not isinstance(obj, dict):
-        kind = _JSON_TYPES.get(type(obj), "null")
-        return ContractResult(status=PARSE_FAILURE, reason=f"not an object: {kind}")
+    obj, error = load_json_object(raw_text)
+    if obj is None:
+        return ContractResult(status=PARSE_FAILURE, reason=error)
     try:
         answer = AnswerObject.model_validate(obj)
     except ValidationError as exc:

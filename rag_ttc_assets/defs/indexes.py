@@ -30,7 +30,8 @@ def bm25_index(context: AssetExecutionContext, lab: LabResource) -> MaterializeR
 
 
 @arm_asset(group=GROUP, kinds={"lancedb"}, deps=("representations",),
-           code_version=indexes.EMBEDDER_VERSION)
+           code_version=indexes.EMBEDDER_VERSION,
+           config=("embedding_model",))
 def vector_index(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """LanceDB table of representation embeddings (cosine), all-MiniLM-L6-v2 offline by default."""
     lab_, cfg, ds, reps = _upstream(context, lab)

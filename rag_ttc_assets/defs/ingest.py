@@ -14,7 +14,8 @@ from rag_ttc_assets.stages import ingest
 GROUP = "ingest"
 
 
-@arm_asset(group=GROUP, kinds={"python", "json"}, code_version="binding/1")
+@arm_asset(group=GROUP, kinds={"python", "json"}, code_version="binding/1",
+           config=("dataset",))
 def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The arm's corpus and evaluation, validated, with the evaluation's digest binding checked."""
     lab_, cfg = lab.arm(context.partition_key)
@@ -35,7 +36,8 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("corpus_binding",),
-           code_version=CHUNKER_VERSION)
+           code_version=CHUNKER_VERSION,
+           config=("chunk_runes", "overlap_runes"))
 def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Rune-based chunks with overlap and stable IDs `<doc_id>#chunk-<n>`."""
     lab_, cfg = lab.arm(context.partition_key)
@@ -46,7 +48,8 @@ def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("chunks",),
-           code_version="representations/1")
+           code_version="representations/1",
+           config=("representation",))
 def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The text each chunk is indexed and embedded as (plain, or titled with its section title)."""
     lab_, cfg = lab.arm(context.partition_key)

@@ -4,10 +4,14 @@ Partitions come from the arms file when the definitions load, and tests load def
 their own arms file, so the asset decorator is applied in `build_assets`, not at import.
 """
 
+import functools
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dagster import AssetsDefinition, PartitionsDefinition, asset
+from dagster import AssetChecksDefinition, AssetsDefinition, PartitionsDefinition, PreviewWarning, asset, asset_check
+
+from rag_ttc_assets.core.arms import ArmConfig, config_digest
 
 
 @dataclass(frozen=True)
@@ -18,20 +22,65 @@ class ArmAssetSpec:
     deps: tuple[str, ...]
     code_version: str
     pool: str | None = None
+    config: tuple[str, ...] = ()
 
 
 SPECS: list[ArmAssetSpec] = []
 
 
 def arm_asset(*, group: str, kinds: set[str], deps: tuple[str, ...] = (), code_version: str,
-              pool: str | None = None):
-    """Declare a per-arm asset; the function's docstring first line is its UI description."""
+              pool: str | None = None, config: tuple[str, ...] = ()):
+    """Declare a per-arm asset; the function's docstring first line is its UI description.
+
+    `config` names the arm fields the asset reads itself: with its code version and its upstream
+    assets' fingerprints they make the fingerprint `rag-ttc run` uses to skip up-to-date assets.
+    """
 
     def register(fn):
-        SPECS.append(ArmAssetSpec(fn, group, frozenset(kinds), tuple(deps), code_version, pool))
+        SPECS.append(ArmAssetSpec(_fingerprinted(fn), group, frozenset(kinds), tuple(deps), code_version, pool,
+                                  tuple(config)))
         return fn
 
     return register
+
+
+FINGERPRINT = "rag_ttc/fingerprint"
+
+
+def fingerprints(cfg: ArmConfig, inputs: dict[str, str]) -> dict[str, str]:
+    """Per asset: digest of its code version, the arm fields it reads, its inputs, and its upstream fingerprints.
+
+    `inputs` are content digests outside the arm config (dataset files, prompt texts), keyed by
+    the config field that names them.
+    """
+    out: dict[str, str] = {}
+    specs = {s.fn.__name__: s for s in SPECS}
+
+    def fp(name: str) -> str:
+        if name not in out:
+            s = specs[name]
+            fields = {f: cfg.model_dump(mode="json")[f] for f in s.config}
+            out[name] = config_digest({"code_version": s.code_version, "config": fields,
+                                       "inputs": {f: inputs.get(f) for f in s.config if f in inputs},
+                                       "upstream": {d: fp(d) for d in s.deps}})
+        return out[name]
+
+    for name in specs:
+        fp(name)
+    return out
+
+
+def _fingerprinted(fn):
+    """Record the asset's fingerprint in its materialization metadata."""
+
+    @functools.wraps(fn)
+    def wrapped(context, lab):
+        result = fn(context, lab)
+        lab_, cfg = lab.arm(context.partition_key)
+        digest = fingerprints(cfg, lab_.fingerprint_inputs(cfg))[fn.__name__]
+        return result._replace(metadata={**(result.metadata or {}), FINGERPRINT: digest})
+
+    return wrapped
 
 
 def build_assets(partitions_def: PartitionsDefinition) -> list[AssetsDefinition]:
@@ -42,3 +91,31 @@ def build_assets(partitions_def: PartitionsDefinition) -> list[AssetsDefinition]
                          deps=list(s.deps), code_version=s.code_version, description=description,
                          pool=s.pool)(s.fn))
     return out
+
+
+@dataclass(frozen=True)
+class ArmCheckSpec:
+    fn: Callable
+    asset: str
+    description: str
+    blocking: bool
+
+
+CHECK_SPECS: list[ArmCheckSpec] = []
+
+
+def arm_check(*, asset: str, description: str, blocking: bool = False):
+    """Declare a per-arm asset check (a plain validation wrapped in AssetCheckResult)."""
+
+    def register(fn):
+        CHECK_SPECS.append(ArmCheckSpec(fn, asset, description, blocking))
+        return fn
+
+    return register
+
+
+def build_checks(partitions_def: PartitionsDefinition) -> list[AssetChecksDefinition]:
+    # Partitioned checks are a preview feature in this Dagster; we rely on them knowingly.
+    warnings.filterwarnings("ignore", category=PreviewWarning)
+    return [asset_check(asset=s.asset, name=s.fn.__name__, description=s.description, blocking=s.blocking,
+                        partitions_def=partitions_def)(s.fn) for s in CHECK_SPECS]

@@ -21,7 +21,8 @@ def _arm(context, lab):
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"},
-           deps=("bm25_index", "vector_index"), code_version="retrieval-rows/1")
+           deps=("bm25_index", "vector_index"), code_version="retrieval-rows/1",
+           config=("retrieval", "rrf_k", "retrieve_k", "question_set", "embedding_model"))
 def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per question: ranked_chunk_ids (retrieve_k) fused by RRF, with each source's rank and score."""
     lab_, cfg, ds, ch = _arm(context, lab)
@@ -68,7 +69,8 @@ def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> Mater
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("retrieval_rows",),
-           code_version="admission/1")
+           code_version="admission/1",
+           config=("evidence_k", "context_runes", "evidence_order", "shuffle_seed"))
 def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The evidence_k prefix, then whole chunks admitted under context_runes; omitted_chunk_ids recorded."""
     lab_, cfg, ds, ch = _arm(context, lab)

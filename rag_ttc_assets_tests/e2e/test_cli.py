@@ -125,3 +125,28 @@ def test_import_beir_writes_a_valid_bound_dataset(tmp_path):
     assert code == 0, err
     ev = json.loads((tmp_path / "out" / "evaluation.json").read_text())
     assert [t["relevance"] for t in ev["questions"][0]["targets"]] == [2]
+
+
+def test_changing_only_the_prompt_reruns_only_the_downstream_assets(mini_lab, tmp_path):
+    env = {"DAGSTER_HOME": str(tmp_path / "dh")}
+    code, out, err = rag_ttc("run", "baseline", "--json", env=env)
+    assert code == 0, err
+    first = json.loads(out)["arms"]["baseline"]
+    assert first["ran"][0] == "corpus_binding" and first["ran"][-1] == "judge_summary"
+    assert first["calls"]["answers"]["provider_calls"] == 8  # one per question, offline baseline
+
+    code, out, err = rag_ttc("run", "baseline", "--json", env=env)
+    assert code == 0, err
+    assert json.loads(out)["arms"]["baseline"]["ran"] == []  # nothing changed: nothing runs
+
+    arms = mini_lab.arms_file.read_text().replace("  baseline: {}", "  baseline: {prompt: grounded-answer-multipart-v1}")
+    mini_lab.arms_file.write_text(arms)
+    code, out, err = rag_ttc("run", "baseline", "--json", env=env)
+    assert code == 0, err
+    again = json.loads(out)["arms"]["baseline"]
+    assert again["ran"] == ["answers", "contract_results", "contract_summary", "judge_verdicts", "judge_summary"]
+    assert again["calls"]["answers"]["provider_calls"] == 8  # a new prompt is a new request
+    assert again["retrieval"] == first["retrieval"]
+    code, out, err = rag_ttc("run", "baseline", "--stage", "answers", env=env)
+    assert code == 0 and "baseline: up to date, nothing to run" in out
+    assert "offline baselines" in out

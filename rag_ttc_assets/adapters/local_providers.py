@@ -1,0 +1,174 @@
+"""Offline baseline providers behind litellm: `local/extractive` (answerer) and `local/lexical` (judge).
+litellm hands "local/<name>" to the one handler registered for provider "local", so that handler routes on <name>."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm: never fetch the cost map
+
+import litellm  # noqa: E402
+import numpy as np  # noqa: E402
+from litellm import CustomLLM  # noqa: E402
+from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
+from litellm.types.utils import ModelResponse, Usage  # noqa: E402
+
+from rag_ttc_assets.core import prompt_markup  # noqa: E402
+from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
+from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
+
+PROVIDER = "local"
+EXTRACTIVE = "extractive"
+LEXICAL = "lexical"
+# Marks every response as coming from a baseline, not a language model.
+FINGERPRINT = "offline-baseline"
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+def _default_embed(texts: list[str]) -> np.ndarray:
+    # Imported lazily: loading sentence-transformers costs seconds and only the first call should pay it.
+    from rag_ttc_assets.adapters.embeddings import encode_memoized
+
+    return encode_memoized(texts)
+
+
+def _text(message: dict[str, Any]) -> str:
+    """A message's text; OpenAI-style content part lists are joined."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return content if isinstance(content, str) else ""
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    return next((_text(m) for m in reversed(messages) if m.get("role") == "user"), "")
+
+
+def approx_tokens(text: str) -> int:
+    """Whitespace token count: an approximation, there is no tokenizer behind these baselines."""
+    return len(text.split())
+
+
+class _Baseline(CustomLLM):
+    """A CustomLLM whose reply is `respond(prompt)`; malformed prompts get a plain-text explanation."""
+
+    name = ""
+
+    def __init__(self, embed: Embed | None = None) -> None:
+        super().__init__()
+        self._embed = embed or _default_embed
+
+    def respond(self, prompt: str) -> str:
+        raise NotImplementedError
+
+    def reply(self, prompt: str) -> str:
+        try:
+            return self.respond(prompt)
+        except ValueError as error:
+            # Deliberately not JSON: the caller's contract must record a parse failure, as it would for a model
+            # that ignored the format.
+            return f"{PROVIDER}/{self.name} (offline baseline) cannot answer this prompt: {error}."
+
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        return _respond(self, messages, kwargs.get("model_response"))
+
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        # Off the event loop: embedding is CPU-bound and would stall concurrent calls.
+        return await asyncio.to_thread(_respond, self, messages, kwargs.get("model_response"))
+
+
+class ExtractiveAnswerer(_Baseline):
+    """Answers by quoting evidence sentences (core.extractive); JSON answer object out."""
+
+    name = EXTRACTIVE
+
+    def respond(self, prompt: str) -> str:
+        parsed = prompt_markup.parse_answer_prompt(prompt)
+        answer = answer_extractively(parsed.question, parsed.chunks, self._embed, requests=parsed.requests)
+        return json.dumps(answer, ensure_ascii=False)
+
+
+class LexicalJudge(_Baseline):
+    """Judges by content-word recall and embedding cosine (core.lexical_judge); dispatches on <task>."""
+
+    name = LEXICAL
+
+    def respond(self, prompt: str) -> str:
+        parsed = prompt_markup.parse_judge_prompt(prompt)
+        if parsed.task == prompt_markup.TASK_EXTRACT:
+            return json.dumps({"statements": extract_statements(_answer_text(parsed.answer or ""))}, ensure_ascii=False)
+        if parsed.task == prompt_markup.TASK_VERIFY:
+            verdicts, relevance = verify_statements(
+                parsed.statements or [], parsed.evidence or [], self._embed, question=parsed.question or ""
+            )
+            out: dict[str, Any] = {"verdicts": verdicts}
+            if parsed.question:
+                # Relevance is measured against the question; without one there is nothing honest to report.
+                out["answer_relevance"] = relevance
+            return json.dumps(out, ensure_ascii=False)
+        verdicts = verify_against_gold(parsed.statements or [], parsed.gold or [], self._embed)
+        return json.dumps({"verdicts": verdicts}, ensure_ascii=False)
+
+
+def _answer_text(answer: str) -> str:
+    """The prose of an answer; a structured answer object (JSON with "answer") is unwrapped."""
+    try:
+        loaded = json.loads(answer)
+    except ValueError:
+        return answer
+    if isinstance(loaded, dict) and isinstance(loaded.get("answer"), str):
+        return loaded["answer"]
+    return answer
+
+
+def _respond(baseline: _Baseline, messages: list, model_response: ModelResponse | None) -> ModelResponse:
+    prompt_text = "\n".join(_text(m) for m in messages if isinstance(m, dict))
+    content = baseline.reply(last_user_text(messages))
+    response = model_response if model_response is not None else ModelResponse()
+    response.choices[0].message.content = content  # type: ignore[union-attr]
+    response.choices[0].finish_reason = "stop"
+    response.model = f"{PROVIDER}/{baseline.name}"
+    response.created = int(time.time())
+    response.system_fingerprint = FINGERPRINT
+    prompt_tokens, completion_tokens = approx_tokens(prompt_text), approx_tokens(content)
+    response.usage = Usage(  # type: ignore[attr-defined]
+        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens
+    )
+    return response
+
+
+class LocalProviders(CustomLLM):
+    """The single handler litellm finds for provider "local"; routes on the model name after "local/"."""
+
+    def __init__(self, embed: Embed | None = None) -> None:
+        super().__init__()
+        self.models: dict[str, _Baseline] = {EXTRACTIVE: ExtractiveAnswerer(embed), LEXICAL: LexicalJudge(embed)}
+
+    def _route(self, model: str) -> _Baseline:
+        name = model.split("/", 1)[1] if model.startswith(f"{PROVIDER}/") else model
+        if name not in self.models:
+            # A misconfigured model name is a setup error, not a model reply: fail loudly.
+            raise CustomLLMError(status_code=404, message=f"unknown offline baseline {PROVIDER}/{name}")
+        return self.models[name]
+
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        return self._route(model).completion(model, messages, *args, **kwargs)
+
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        return await self._route(model).acompletion(model, messages, *args, **kwargs)
+
+
+def register(embed: Embed | None = None) -> None:
+    """Make `local/extractive` and `local/lexical` resolvable by litellm; calling it again changes nothing."""
+    if any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
+        return
+    litellm.custom_provider_map = [
+        *litellm.custom_provider_map,
+        {"provider": PROVIDER, "custom_handler": LocalProviders(embed)},
+    ]

@@ -1,0 +1,141 @@
+"""Content-addressed on-disk cache of provider results: one self-checking JSON file per request.
+Callers should cache only successful results (CallResult.status == "ok"): a cached fault would be replayed forever."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+KEY_VERSION = 1  # part of every key: bump it when what a key covers changes, and old entries go unread
+_KEY = re.compile(r"^[0-9a-f]{64}$")
+_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+class CorruptCacheEntryWarning(UserWarning):
+    """A cache entry failed its check on read and was deleted, so it will be rebuilt."""
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, no NaN: the same value always gives the same bytes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class ProviderCache:
+    """Entries live at `root/namespace/ab/abcdef....json` and hold `{"key", "digest", "record"}`."""
+
+    def __init__(self, root: Path, namespace: str) -> None:
+        if not _NAMESPACE.match(namespace):
+            raise ValueError(f"ProviderCache: namespace {namespace!r} must match {_NAMESPACE.pattern}")
+        self.root = Path(root)
+        self.namespace = namespace
+        self.dir = self.root / namespace
+
+    def key(
+        self,
+        model: str,
+        messages: list[dict],
+        params: dict[str, Any],
+        sample_index: int = 0,
+        api_base: str | None = None,
+    ) -> str:
+        """sha256 of the canonical JSON of the request.
+
+        api_base is in the key (another endpoint may serve another model under the same name); the
+        API key and the name of its env var are not (they do not change the answer).
+        """
+        payload = {
+            "v": KEY_VERSION,
+            "model": model,
+            "api_base": api_base,
+            "messages": messages,
+            "params": params,
+            "sample_index": sample_index,
+        }
+        try:
+            return _sha256(canonical_json(payload))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"ProviderCache.key: request for {model!r} is not plain JSON: {exc}") from exc
+
+    def path_for(self, key: str) -> Path:
+        if not _KEY.match(key):
+            raise ValueError(f"ProviderCache({self.namespace}): {key!r} is not a 64-hex-digit key")
+        return self.dir / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        """The record stored under `key`, or None if absent or corrupt (a corrupt entry is deleted)."""
+        path = self.path_for(key)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        problem = None
+        try:
+            entry = json.loads(text)
+        except ValueError as exc:
+            problem = f"not JSON ({exc})"
+        else:
+            if not isinstance(entry, dict) or not isinstance(entry.get("record"), dict):
+                problem = "missing its record"
+            elif entry.get("key") != key:
+                problem = f"stored key {entry.get('key')!r} is not its file name"
+            elif entry.get("digest") != "sha256:" + _sha256(canonical_json(entry["record"])):
+                problem = "record does not match its digest"
+        if problem is None:
+            return entry["record"]
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass  # a concurrent reader got there first
+        warnings.warn(
+            f"ProviderCache({self.namespace}): corrupt entry {path}: {problem}; deleted, will be rebuilt",
+            CorruptCacheEntryWarning,
+            stacklevel=2,
+        )
+        return None
+
+    def put(self, key: str, record: dict) -> Path:
+        """Store `record` (plain JSON) under `key` atomically: readers see the old entry or the new one."""
+        path = self.path_for(key)
+        try:
+            body = canonical_json(record)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"ProviderCache({self.namespace}).put {key}: record is not plain JSON: {exc}") from exc
+        entry = {"key": key, "digest": "sha256:" + _sha256(body), "record": record}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Same directory as the target, so os.replace is a rename within one filesystem.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(canonical_json(entry))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
+        return path
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; not every platform lets a directory be opened for this.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

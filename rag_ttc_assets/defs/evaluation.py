@@ -1,0 +1,79 @@
+"""Evaluation stage: the two-stage judge (with the gold judge beside it) and its summary."""
+
+from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
+                     MetadataValue)
+
+from rag_ttc_assets.defs.meta import md_table, numbers, version_of
+from rag_ttc_assets.defs.registry import arm_asset, arm_check
+from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.stages import generation as stage
+from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.stages.calls import Caller
+from rag_ttc_assets.stages.retrieval import arm_questions
+
+GROUP = "evaluation"
+
+
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="judge/1",
+           pool="provider",
+           config=("judge", "judge_statements_prompt", "judge_verdicts_prompt", "judge_gold_prompt",
+                   "judge_budget"))
+def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Statements and per-statement verdicts for valid rows; invalid rows and abstentions kept unjudged."""
+    arm = context.partition_key
+    lab_, cfg = lab.arm(arm)
+    ds = ingest.bind_dataset(lab_, cfg)
+    chunk_text = {c.chunk_id: c.text for c in ingest.read_chunks(ingest.build_chunks(lab_, cfg, ds))}
+    prompts = {"statements": lab_.prompt(cfg.judge_statements_prompt, "judge_statements"),
+               "verdicts": lab_.prompt(cfg.judge_verdicts_prompt, "judge_verdicts"),
+               "gold": lab_.prompt(cfg.judge_gold_prompt, "judge_gold")}
+    caller = Caller(cfg.judge, lab_.home / "provider_cache", "judging", cfg.judge_budget,
+                    cfg.allow_unpriced_provider, stage.JUDGE_ROLE)
+    log = stage.RowLog(lab_.store.arm_path(arm, f"judge.{context.run.run_id}.partial.jsonl"))
+    try:
+        df = stage.judge(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "contract_results"),
+                         lab_.store.read_table(arm, "admitted_contexts"), chunk_text, prompts, caller, log)
+    finally:
+        log.close()
+    digest = lab_.store.write_table(arm, "judge_verdicts", df)
+    log.path.unlink(missing_ok=True)
+    return MaterializeResult(
+        metadata={"dagster/row_count": df.height, "judge_model": cfg.judge.model,
+                  "prompt_digests": MetadataValue.json({k: p.digest for k, p in prompts.items()}),
+                  "statuses": MetadataValue.json(dict(df.group_by("status").len().iter_rows())),
+                  "provider_calls": caller.provider_calls, "cache_hits": caller.cache_hits,
+                  "incomplete_rows": int(df["status"].str.starts_with("judge_").sum()),
+                  "table_digest": digest},
+        data_version=version_of(digest),
+    )
+
+
+@arm_asset(group=GROUP, kinds={"json"}, deps=("judge_verdicts",), code_version="judge-summary/1")
+def judge_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Judged rows, abstained, invalid, mean faithfulness and relevance, the judge model and whether it is the generator's."""
+    arm = context.partition_key
+    lab_, cfg = lab.arm(arm)
+    s = stage.judge_summary(cfg, lab_.store.read_table(arm, "judge_verdicts"))
+    digest = lab_.store.write_arm_json(arm, "judge_summary.json", s)
+    return MaterializeResult(
+        metadata={**numbers({k: v for k, v in s.items() if v is not None}),
+                  "judge_model": s["judge_model"], "generator_model": s["generator_model"],
+                  "same_model_as_generator": MetadataValue.bool(s["same_model_as_generator"]),
+                  "offline_baseline_judge": MetadataValue.bool(s["offline_baseline_judge"]),
+                  "statuses": MetadataValue.json(s["statuses"]),
+                  "summary": md_table([{k: s[k] for k in ("answer_rows", "judged", "abstained", "invalid",
+                                                          "mean_faithfulness", "mean_relevance",
+                                                          "contradicts_gold", "judge_model",
+                                                          "same_model_as_generator")}])},
+        data_version=version_of(digest),
+    )
+
+
+@arm_check(asset="judge_summary", description="every answer row is in the judge output with exactly one status")
+def judge_keeps_every_row(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
+    store = lab.lab().store
+    arm = context.partition_key
+    n_answers = store.read_table(arm, "contract_results").height
+    s = store.read_arm_json(arm, "judge_summary.json")
+    return AssetCheckResult(passed=s["answer_rows"] == n_answers == sum(s["statuses"].values()),
+                            metadata={"answer_rows": n_answers, "judge_rows": s["answer_rows"]})

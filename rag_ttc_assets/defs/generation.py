@@ -1,0 +1,93 @@
+"""Generation stage: answers through litellm, then the answer contract and its summary."""
+
+import polars as pl
+from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
+                     MaterializeResult, MetadataValue)
+
+from rag_ttc_assets.defs.meta import md_table, numbers, version_of
+from rag_ttc_assets.defs.registry import arm_asset, arm_check
+from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.stages import generation as stage
+from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.stages.calls import Caller
+from rag_ttc_assets.stages.retrieval import arm_questions
+
+GROUP = "generation"
+
+
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",), code_version="answers/1",
+           pool="provider",
+           config=("prompt", "generator", "generation_budget", "allow_unpriced_provider"))
+def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """One litellm call per question over its admitted evidence; raw response, tokens, latency, cost, status."""
+    arm = context.partition_key
+    lab_, cfg = lab.arm(arm)
+    ds = ingest.bind_dataset(lab_, cfg)
+    chunk_text = {c.chunk_id: c.text for c in ingest.read_chunks(ingest.build_chunks(lab_, cfg, ds))}
+    prompt = lab_.prompt(cfg.prompt, "answer")
+    caller = Caller(cfg.generator, lab_.home / "provider_cache", "generation", cfg.generation_budget,
+                    cfg.allow_unpriced_provider, stage.GENERATOR_ROLE)
+    log = stage.RowLog(lab_.store.arm_path(arm, f"answers.{context.run.run_id}.partial.jsonl"))
+    try:
+        df = stage.generate(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "admitted_contexts"),
+                            chunk_text, prompt, caller, log)
+    finally:
+        log.close()
+    digest = lab_.store.write_table(arm, "answers", df)
+    log.path.unlink(missing_ok=True)
+    calls = stage.calls_summary(df)
+    statuses = dict(df.group_by("status").len().iter_rows())
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": df.height, **numbers(calls),
+            "model": cfg.generator.model, "provider_role": stage.GENERATOR_ROLE,
+            "offline_baseline": MetadataValue.bool(df["offline_baseline"].all() if df.height else False),
+            "prompt": prompt.name, "prompt_digest": prompt.digest,
+            "provider_statuses": MetadataValue.json(statuses),
+            "budget": cfg.generation_budget, "table_digest": digest,
+            # Rows a rerun should retry: provider faults and budget stops (parse failures are answers).
+            "incomplete_rows": int((df["status"] != "ok").sum()),
+        },
+        data_version=version_of(digest),
+    )
+
+
+@arm_asset(group=GROUP, kinds={"pydantic", "parquet"}, deps=("answers",), code_version="contract/1")
+def contract_results(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Each answer row through the contract: exactly one status (valid, parse/contract failure, abstained, fault)."""
+    arm = context.partition_key
+    lab_, _ = lab.arm(arm)
+    df = stage.contract(lab_.store.read_table(arm, "answers"))
+    digest = lab_.store.write_table(arm, "contract_results", df)
+    failures = df.filter(pl.col("status") != "valid").head(10)
+    return MaterializeResult(
+        metadata={"dagster/row_count": df.height,
+                  "statuses": MetadataValue.json(dict(df.group_by("status").len().iter_rows())),
+                  "not_valid": md_table(failures.select("query_id", "status", "reason").to_dicts()),
+                  "table_digest": digest},
+        data_version=version_of(digest),
+    )
+
+
+@arm_asset(group=GROUP, kinds={"json"}, deps=("contract_results",), code_version="contract-summary/1")
+def contract_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Total, valid, parse failures, contract failures by reason, abstentions, provider faults."""
+    arm = context.partition_key
+    lab_, _ = lab.arm(arm)
+    s = stage.contract_summary(lab_.store.read_table(arm, "contract_results"))
+    digest = lab_.store.write_arm_json(arm, "contract_summary.json", s)
+    return MaterializeResult(
+        metadata={**numbers(s), "contract_failure_reasons": MetadataValue.json(s["contract_failure_reasons"]),
+                  "provider_faults": MetadataValue.json(s["provider_faults"]),
+                  "summary": md_table([{k: s[k] for k in ("total", "valid", "parse_failures", "contract_failures",
+                                                          "abstentions")}])},
+        data_version=version_of(digest),
+    )
+
+
+@arm_check(asset="contract_summary", description="valid + parse + contract failures + abstentions + faults = total")
+def contract_sums_close(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
+    s = lab.lab().store.read_arm_json(context.partition_key, "contract_summary.json")
+    return AssetCheckResult(passed=bool(s["sums_close"]), severity=AssetCheckSeverity.ERROR,
+                            metadata={k: s[k] for k in ("total", "valid", "parse_failures", "contract_failures",
+                                                        "abstentions")})

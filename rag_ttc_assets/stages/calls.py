@@ -1,0 +1,91 @@
+"""Provider calls with the content-addressed cache and a call budget, shared by answers and judge.
+
+The cache is an optimization, not the truth: only successful responses are stored, and every
+row says whether it came from a provider call or a cache hit.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rag_ttc_assets.adapters import llm
+from rag_ttc_assets.adapters.provider_cache import ProviderCache
+from rag_ttc_assets.core.arms import ModelConfig
+
+BUDGET_EXHAUSTED = "budget_exhausted"
+
+
+class UnpricedModelError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Call:
+    status: str
+    raw_text: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_s: float
+    cost_usd: float | None
+    attempts: int
+    error: str | None
+    cache_hit: bool
+
+    def as_row(self, prefix: str = "") -> dict:
+        return {prefix + k: v for k, v in asdict(self).items()}
+
+
+def model_spec(cfg: ModelConfig) -> llm.ModelSpec:
+    return llm.ModelSpec(model=cfg.model, params=dict(cfg.params), api_base=cfg.api_base,
+                         api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
+
+
+def is_offline_baseline(model: str) -> bool:
+    return model.startswith(llm.LOCAL_PREFIX)
+
+
+class Caller:
+    """Calls one model through litellm, serving repeats from the cache, spending at most `budget` calls."""
+
+    def __init__(self, cfg: ModelConfig, cache_root: Path, namespace: str, budget: int,
+                 allow_unpriced: bool = True, role: str = "generator"):
+        if is_offline_baseline(cfg.model):
+            from rag_ttc_assets.adapters import local_providers
+
+            local_providers.register()
+        if not allow_unpriced and not llm.is_priced(cfg.model):
+            raise UnpricedModelError(
+                f"model {cfg.model!r} ({role}) has no known price in litellm's cost map; set "
+                "allow_unpriced_provider: true in the arm to run it anyway (its cost will be reported as unknown)"
+            )
+        self.cfg = cfg
+        self.spec = model_spec(cfg)
+        self.cache = ProviderCache(cache_root, namespace)
+        self.budget = budget
+        self.role = role
+        self._lock = threading.Lock()
+        self.provider_calls = 0
+        self.cache_hits = 0
+
+    def call(self, messages: list[dict], sample_index: int = 0) -> Call:
+        key = self.cache.key(self.cfg.model, messages, dict(self.cfg.params), sample_index, self.cfg.api_base)
+        hit = self.cache.get(key)
+        if hit is not None:
+            with self._lock:
+                self.cache_hits += 1
+            return Call(**{**hit, "cache_hit": True})
+        with self._lock:
+            if self.provider_calls >= self.budget:
+                return Call(BUDGET_EXHAUSTED, None, None, None, 0.0, None, 0,
+                            f"{self.role} budget of {self.budget} provider calls exhausted", False)
+            self.provider_calls += 1
+        r = llm.complete(self.spec, messages)
+        call = Call(r.status, r.raw_text, r.input_tokens, r.output_tokens, r.latency_s, r.cost_usd, r.attempts,
+                    r.error, False)
+        if r.ok:
+            record = asdict(call)
+            record.pop("cache_hit")
+            self.cache.put(key, record)
+        return call

@@ -1,0 +1,223 @@
+"""Answers through litellm, the answer contract, and the two-stage judge for one arm.
+
+Rows are appended to a JSONL file as they finish (flushed per row), so a run that dies keeps
+what it finished; the Parquet table is written once the stage completes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from statistics import mean
+
+import polars as pl
+
+from rag_ttc_assets.core import judging
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.contract import VALID, check_contract, summarize_contract
+from rag_ttc_assets.core.prompts import Prompt, evidence_block, numbered_block, requests_block, statements_block
+from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.stages.calls import Call, Caller, is_offline_baseline
+
+GENERATOR_ROLE, JUDGE_ROLE = "generator", "judge"
+
+
+class RowLog:
+    """Append-only JSONL of finished rows, flushed per row; safe across worker threads."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._f = path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def write(self, row: dict) -> None:
+        with self._lock:
+            self._f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]]) -> list[dict]:
+    text = prompt.render(question=q.text, evidence=evidence_block(evidence),
+                         requests=requests_block([(r.id, r.text) for r in q.requests]))
+    return [{"role": "user", "content": text}]
+
+
+def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, chunk_text: dict[str, str],
+             prompt: Prompt, caller: Caller, log: RowLog | None = None) -> pl.DataFrame:
+    ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
+
+    def one(q: Question) -> dict:
+        admitted = ctx[q.id]["admitted_chunk_ids"]
+        call = caller.call(answer_messages(prompt, q, [(c, chunk_text[c]) for c in admitted]))
+        row = {"query_id": q.id, "prompt": prompt.name, "prompt_digest": prompt.digest, "model": cfg.generator.model,
+               "provider_role": GENERATOR_ROLE, "offline_baseline": is_offline_baseline(cfg.generator.model),
+               "admitted_chunk_ids": admitted, **call.as_row()}
+        if log is not None:
+            log.write(row)
+        return row
+
+    with ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
+        rows = list(pool.map(one, questions))
+    return pl.DataFrame(rows, schema_overrides=ANSWER_SCHEMA)
+
+
+ANSWER_SCHEMA = {"raw_text": pl.String, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64,
+                 "error": pl.String, "admitted_chunk_ids": pl.List(pl.String)}
+
+
+def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
+    cache = df[prefix + "cache_hit"]
+    made = df.filter(~cache & (pl.col(prefix + "status") != "budget_exhausted"))
+    latencies = sorted(made[prefix + "latency_s"].to_list())
+    return {
+        "provider_calls": made.height, "cache_hits": int(cache.sum()),
+        "input_tokens": int(df[prefix + "input_tokens"].fill_null(0).sum()),
+        "output_tokens": int(df[prefix + "output_tokens"].fill_null(0).sum()),
+        "mean_input_tokens": float(df[prefix + "input_tokens"].fill_null(0).mean() or 0.0),
+        "p95_latency_s": float(latencies[int(0.95 * (len(latencies) - 1))]) if latencies else 0.0,
+        "cost_usd": float(df[prefix + "cost_usd"].fill_null(0).sum()),
+        "unpriced_rows": int(df[prefix + "cost_usd"].is_null().sum()),
+    }
+
+
+def contract(answers: pl.DataFrame) -> pl.DataFrame:
+    rows = []
+    for a in answers.iter_rows(named=True):
+        res = check_contract(a["raw_text"], a["admitted_chunk_ids"], a["status"])
+        ans = res.answer
+        rows.append({
+            "query_id": a["query_id"], "status": res.status, "reason": res.reason,
+            "answer": ans.answer if ans else None,
+            "citation_chunk_ids": list(ans.citation_chunk_ids) if ans else [],
+            "abstained": ans.abstained if ans else None,
+            "request_items": json.dumps([r.model_dump() for r in ans.requests]) if ans else "[]",
+            "answer_chars": len(ans.answer) if ans else 0,
+        })
+    return pl.DataFrame(rows, schema_overrides={"answer": pl.String, "abstained": pl.Boolean,
+                                                "citation_chunk_ids": pl.List(pl.String)})
+
+
+def contract_summary(results: pl.DataFrame) -> dict:
+    s = summarize_contract(list(zip(results["status"].to_list(), results["reason"].to_list())))
+    out = s.model_dump()
+    valid = results.filter(pl.col("status") == VALID)
+    out["mean_answer_chars"] = float(valid["answer_chars"].mean() or 0.0)
+    out["mean_cited_chunks"] = float(valid["citation_chunk_ids"].list.len().mean() or 0.0)
+    out["sums_close"] = out["total"] == (s.valid + s.parse_failures + s.contract_failures + s.abstentions
+                                         + sum(s.provider_faults.values()))
+    return out
+
+
+def _parsed_call(call: Call, parse):
+    """(status, parsed) for a judge call: a provider fault or unparseable output is a row status."""
+    if call.status != "ok":
+        return f"judge_{call.status}", None
+    try:
+        return "ok", parse(call.raw_text)
+    except judging.JudgeParseError as e:
+        return "judge_parse_failure", str(e)
+
+
+def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, contexts: pl.DataFrame,
+          chunk_text: dict[str, str], prompts: dict[str, Prompt], caller: Caller,
+          log: RowLog | None = None) -> pl.DataFrame:
+    """Statements, then verdicts against the admitted evidence, then verdicts against the gold evidence.
+
+    Rows that are not contract-valid keep their status and are not judged: the judge never repairs.
+    """
+    qs = {q.id: q for q in questions}
+    ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
+
+    def one(c: dict) -> dict:
+        q = qs[c["query_id"]]
+        row = {"query_id": q.id, "status": c["status"], "judged": False, "statements": [], "verdicts": "[]",
+               "faithfulness": None, "answer_relevance": None, "gold_verdicts": "[]", "gold_supported": None,
+               "contradicts_gold": None, "judge_error": None, "judge_model": cfg.judge.model}
+        calls: list[Call] = []
+        if c["status"] == VALID:
+            row.update(_judge_valid(q, c["answer"], [chunk_text[x] for x in ctx[q.id]["admitted_chunk_ids"]],
+                                    prompts, caller, calls))
+        row["judge_provider_calls"] = sum(not k.cache_hit and k.status != "budget_exhausted" for k in calls)
+        row["judge_cache_hits"] = sum(k.cache_hit for k in calls)
+        row["judge_input_tokens"] = sum(k.input_tokens or 0 for k in calls)
+        row["judge_output_tokens"] = sum(k.output_tokens or 0 for k in calls)
+        if log is not None:
+            log.write(row)
+        return row
+
+    with ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
+        rows = list(pool.map(one, contracts.iter_rows(named=True)))
+    return pl.DataFrame(rows, schema_overrides={"faithfulness": pl.Float64, "answer_relevance": pl.Float64,
+                                                "gold_supported": pl.Float64, "contradicts_gold": pl.Boolean,
+                                                "judge_error": pl.String, "statements": pl.List(pl.String)})
+
+
+def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[str, Prompt], caller: Caller,
+                 calls: list[Call]) -> dict:
+    call = caller.call([{"role": "user", "content": prompts["statements"].render(question=q.text, answer=answer)}])
+    calls.append(call)
+    status, statements = _parsed_call(call, judging.parse_statements)
+    if status != "ok":
+        return {"status": status, "judge_error": statements if isinstance(statements, str) else call.error}
+    if not statements:
+        return {"status": "no_statements", "judged": True}
+    block = statements_block(statements)
+    call = caller.call([{"role": "user", "content": prompts["verdicts"].render(
+        question=q.text, statements=block, evidence=numbered_block("evidence", evidence))}])
+    calls.append(call)
+    status, parsed = _parsed_call(call, lambda raw: judging.parse_verdicts(raw, len(statements)))
+    if status != "ok":
+        return {"status": status, "statements": statements,
+                "judge_error": parsed if isinstance(parsed, str) else call.error}
+    verdicts, relevance = parsed
+    out = {"status": "judged", "judged": True, "statements": statements,
+           "verdicts": json.dumps([v.model_dump(exclude={"contradicts_gold"}) for v in verdicts]),
+           "faithfulness": judging.faithfulness(verdicts), "answer_relevance": relevance}
+    gold = [e.quote for r in q.requests for e in r.evidence]
+    if gold:
+        call = caller.call([{"role": "user", "content": prompts["gold"].render(
+            question=q.text, statements=block, gold=numbered_block("gold", gold))}])
+        calls.append(call)
+        status, parsed = _parsed_call(call, lambda raw: judging.parse_verdicts(raw, len(statements), gold=True))
+        if status == "ok":
+            gv, _ = parsed
+            out.update(gold_verdicts=json.dumps([v.model_dump() for v in gv]),
+                       gold_supported=judging.faithfulness(gv), contradicts_gold=any(v.contradicts_gold for v in gv))
+        else:
+            out["judge_error"] = f"gold judge: {parsed if isinstance(parsed, str) else call.error}"
+    return out
+
+
+def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame) -> dict:
+    judged = verdicts.filter(pl.col("judged"))
+    statuses = Counter(verdicts["status"].to_list())
+    faith = [x for x in judged["faithfulness"].to_list() if x is not None]
+    rel = [x for x in judged["answer_relevance"].to_list() if x is not None]
+    gold = verdicts.filter(pl.col("contradicts_gold").is_not_null())
+    return {
+        "answer_rows": verdicts.height,
+        "judged": judged.height,
+        "abstained": statuses.get("abstained", 0),
+        "invalid": sum(n for s, n in statuses.items() if s not in ("judged", "no_statements", "abstained")
+                       and not s.startswith("judge_")),
+        "judge_failures": sum(n for s, n in statuses.items() if s.startswith("judge_")),
+        "statuses": dict(statuses),
+        "mean_faithfulness": mean(faith) if faith else None,
+        "mean_relevance": mean(rel) if rel else None,
+        "gold_judged": gold.height,
+        "contradicts_gold": int(gold["contradicts_gold"].sum()) if gold.height else 0,
+        "mean_gold_supported": float(gold["gold_supported"].mean()) if gold.height else None,
+        "judge_model": cfg.judge.model,
+        "generator_model": cfg.generator.model,
+        "same_model_as_generator": cfg.judge.model == cfg.generator.model,
+        "offline_baseline_judge": is_offline_baseline(cfg.judge.model),
+        "provider_calls": int(verdicts["judge_provider_calls"].sum()),
+        "cache_hits": int(verdicts["judge_cache_hits"].sum()),
+    }

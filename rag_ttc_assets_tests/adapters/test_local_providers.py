@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm  # noqa: E402
+
+from rag_ttc_assets.adapters import local_providers  # noqa: E402
+from rag_ttc_assets.core.contract import check_contract  # noqa: E402
+from rag_ttc_assets.core.prompts import (  # noqa: E402
+    evidence_block,
+    numbered_block,
+    parse_prompt,
+    requests_block,
+    statements_block,
+)
+
+PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
+CHUNKS = [
+    ("assert#chunk-0", "Assert statements are a convenient way to insert debugging assertions into a program. "
+                       "The current code generator emits no code for an assert statement when optimization is "
+                       "requested at compile time."),
+    ("lambda#chunk-0", "Lambda expressions (sometimes called lambda forms) are used to create anonymous functions."),
+]  # fmt: skip
+CHUNK_IDS = [cid for cid, _ in CHUNKS]
+
+
+def render(name: str, kind: str, **values: str) -> str:
+    return parse_prompt(name, (PROMPTS / f"{name}.txt").read_text(encoding="utf-8"), kind).render(**values)
+
+
+def ask(model: str, prompt: str) -> litellm.ModelResponse:
+    return litellm.completion(model=model, messages=[{"role": "system", "content": "Be exact."},
+                                                     {"role": "user", "content": prompt}])  # fmt: skip
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered():
+    before = list(litellm.custom_provider_map)
+    litellm.custom_provider_map = [item for item in before if item.get("provider") != "local"]
+    local_providers.register()
+    yield
+    litellm.custom_provider_map = before
+
+
+def test_register_is_idempotent() -> None:
+    local_providers.register()
+    local_providers.register()
+    entries = [item for item in litellm.custom_provider_map if item["provider"] == "local"]
+    assert len(entries) == 1
+    assert isinstance(entries[0]["custom_handler"], local_providers.LocalProviders)
+
+
+def test_extractive_multipart_prompt_gives_a_valid_answer_object() -> None:
+    prompt = render(
+        "grounded-answer-multipart-v1", "answer",
+        question="What does the assert statement do, and how do I configure pip's proxy?",
+        requests=requests_block([("q1.r1", "What does the assert statement do?"),
+                                 ("q1.r2", "How do I configure pip's proxy?")]),
+        evidence=evidence_block(CHUNKS),
+    )  # fmt: skip
+    response = ask("local/extractive", prompt)
+    answer = json.loads(response.choices[0].message.content)
+    assert answer["citation_chunk_ids"] == ["assert#chunk-0"]
+    assert set(answer["citation_chunk_ids"]) <= set(CHUNK_IDS)
+    assert [(r["request"], r["supported"], r["citation_chunk_ids"]) for r in answer["requests"]] == [
+        ("q1.r1", True, ["assert#chunk-0"]),
+        ("q1.r2", False, []),
+    ]
+    assert check_contract(response.choices[0].message.content, CHUNK_IDS).status == "valid"
+    # Marked as a baseline, with approximate (whitespace) token counts.
+    assert response.model == "local/extractive"
+    assert response.system_fingerprint == "offline-baseline"
+    assert response.choices[0].finish_reason == "stop"
+    assert response.usage.prompt_tokens == len(prompt.split()) + 2  # + the system message
+    assert response.usage.completion_tokens == len(response.choices[0].message.content.split())
+    assert response.usage.total_tokens == response.usage.prompt_tokens + response.usage.completion_tokens
+
+
+def test_extractive_abstains_on_an_unrelated_question() -> None:
+    prompt = render("grounded-answer-v1", "answer", question="How do I configure pip's proxy?",
+                    evidence=evidence_block(CHUNKS))  # fmt: skip
+    raw = ask("local/extractive", prompt).choices[0].message.content
+    assert json.loads(raw)["citation_chunk_ids"] == []
+    assert check_contract(raw, CHUNK_IDS).status == "abstained"
+
+
+def test_prompt_without_tags_is_explained_in_plain_text() -> None:
+    raw = ask("local/extractive", "What does the assert statement do?").choices[0].message.content
+    assert raw == (
+        "local/extractive (offline baseline) cannot answer this prompt: prompt has no <question>...</question> block."
+    )
+    assert check_contract(raw, CHUNK_IDS).status == "parse_failure"
+    raw = ask("local/lexical", "<task>verify_statements</task> and nothing else").choices[0].message.content
+    assert raw.endswith("prompt has no <statements>...</statements> block.")
+
+
+def test_lexical_extract_statements() -> None:
+    answer = json.dumps({
+        "answer": "1. Assert statements insert debugging assertions.\n2. The provided evidence does not say.",
+        "citation_chunk_ids": ["assert#chunk-0"],
+        "abstained": False,
+    })
+    prompt = render("judge-statements-v1", "judge_statements", question="What does assert do?", answer=answer)
+    response = ask("local/lexical", prompt)
+    assert response.model == "local/lexical"
+    assert json.loads(response.choices[0].message.content) == {
+        "statements": ["Assert statements insert debugging assertions."]
+    }
+
+
+def test_lexical_verify_statements() -> None:
+    prompt = render(
+        "judge-verdicts-v1", "judge_verdicts", question="What does the assert statement do?",
+        statements=statements_block(["Assert statements insert debugging assertions into a program.",
+                                     "pip reads its proxy from HTTPS_PROXY."]),
+        evidence=numbered_block("evidence", [text for _, text in CHUNKS]),
+    )  # fmt: skip
+    out = json.loads(ask("local/lexical", prompt).choices[0].message.content)
+    verdicts = [(v["statement"], v["supported"], v["evidence"]) for v in out["verdicts"]]
+    assert verdicts == [(1, True, [1]), (2, False, [])]
+    assert 0.0 <= out["answer_relevance"] <= 1.0
+
+
+def test_lexical_verify_against_gold() -> None:
+    prompt = render(
+        "judge-gold-v1", "judge_gold", question="What does the assert statement do?",
+        statements=statements_block([
+            "The current code generator emits code for an assert statement when optimization is requested "
+            "at compile time.",
+            "Assert statements are a convenient way to insert debugging assertions into a program.",
+        ]),
+        gold=numbered_block("gold", [text for _, text in CHUNKS[:1]]),
+    )  # fmt: skip
+    out = json.loads(ask("local/lexical", prompt).choices[0].message.content)
+    assert [(v["statement"], v["supported"], v["contradicts_gold"], v["evidence"]) for v in out["verdicts"]] == [
+        (1, False, True, [1]),
+        (2, True, False, [1]),
+    ]
+    assert set(out) == {"verdicts"}
+
+
+def test_acompletion_serves_the_same_answer() -> None:
+    prompt = render("grounded-answer-v1", "answer", question="What do lambda expressions create?",
+                    evidence=evidence_block(CHUNKS))  # fmt: skip
+    messages = [{"role": "user", "content": prompt}]
+    response = asyncio.run(litellm.acompletion(model="local/extractive", messages=messages))
+    assert json.loads(response.choices[0].message.content)["citation_chunk_ids"] == ["lambda#chunk-0"]
+    assert response.system_fingerprint == "offline-baseline"
+
+
+def test_unknown_local_model_is_a_configuration_error() -> None:
+    with pytest.raises(litellm.NotFoundError, match="unknown offline baseline local/nope"):
+        ask("local/nope", "<question>Q?</question>")
+
+
+def test_project_llm_adapter_reaches_the_baseline() -> None:
+    from rag_ttc_assets.adapters.llm import ModelSpec, complete
+
+    prompt = render("grounded-answer-v1", "answer", question="What do lambda expressions create?",
+                    evidence=evidence_block(CHUNKS))  # fmt: skip
+    result = complete(ModelSpec(model="local/extractive"), [{"role": "user", "content": prompt}])
+    assert (result.status, result.attempts, result.cost_usd) == ("ok", 1, 0.0)
+    assert result.input_tokens == len(prompt.split())
+    assert check_contract(result.raw_text, CHUNK_IDS).status == "valid"

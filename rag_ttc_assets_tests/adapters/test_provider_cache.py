@@ -1,0 +1,152 @@
+"""adapters.provider_cache: content-addressed keys, atomic writes, self-checking entries."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+import pytest
+
+from rag_ttc_assets.adapters import provider_cache
+from rag_ttc_assets.adapters.provider_cache import CorruptCacheEntryWarning, ProviderCache
+
+MODEL = "openai/gpt-4o-mini"
+MESSAGES = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Capital of France?"}]
+PARAMS = {"temperature": 0.0, "max_tokens": 64}
+RECORD = {
+    "status": "ok",
+    "raw_text": '{"answer": "Paris"}',
+    "input_tokens": 8,
+    "output_tokens": 2,
+    "cost_usd": 2.4e-06,
+    "attempts": 1,
+    "latency_s": 0.125,
+    "error": None,
+}
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return ProviderCache(tmp_path, "generation")
+
+
+def all_files(root):
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_round_trip_and_layout(cache, tmp_path):
+    key = cache.key(MODEL, MESSAGES, PARAMS)
+    assert cache.get(key) is None
+    path = cache.put(key, RECORD)
+
+    assert path == tmp_path / "generation" / key[:2] / f"{key}.json"
+    assert cache.get(key) == RECORD
+    stored = json.loads(path.read_text())
+    assert stored["key"] == key
+    assert stored["record"] == RECORD
+    assert stored["digest"] == "sha256:" + hashlib.sha256(
+        json.dumps(RECORD, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
+
+
+def test_key_is_pinned_sha256_of_canonical_request(cache):
+    key = cache.key(MODEL, MESSAGES, PARAMS)
+    canonical = (
+        '{"api_base":null,"messages":[{"content":"Answer briefly.","role":"system"},'
+        '{"content":"Capital of France?","role":"user"}],"model":"openai/gpt-4o-mini",'
+        '"params":{"max_tokens":64,"temperature":0.0},"sample_index":0,"v":1}'
+    )
+    assert key == hashlib.sha256(canonical.encode()).hexdigest()
+    # Pinned so that an accidental change of the key format (which orphans every entry) fails here.
+    assert key == "be85d19838147ad3f8d0e47426e408f5ac717638959889b5135bdcbf402ab494"
+
+
+def test_key_stability_and_what_it_covers(cache):
+    key = cache.key(MODEL, MESSAGES, PARAMS)
+    assert key == cache.key(MODEL, [dict(m) for m in MESSAGES], {"max_tokens": 64, "temperature": 0.0})
+    assert key == cache.key(MODEL, MESSAGES, PARAMS, sample_index=0, api_base=None)
+    assert key == ProviderCache(cache.root, "judging").key(MODEL, MESSAGES, PARAMS)  # namespace is the folder
+    different = {
+        "sample_index": cache.key(MODEL, MESSAGES, PARAMS, sample_index=1),
+        "api_base": cache.key(MODEL, MESSAGES, PARAMS, api_base="http://127.0.0.1:9/v1"),
+        "model": cache.key("openai/gpt-4o", MESSAGES, PARAMS),
+        "params": cache.key(MODEL, MESSAGES, {**PARAMS, "temperature": 0.7}),
+        "messages": cache.key(MODEL, MESSAGES[1:], PARAMS),
+    }
+    assert key not in different.values()
+    assert len(set(different.values())) == len(different)
+
+
+def test_namespaces_are_separate_folders(tmp_path):
+    generation, judging = ProviderCache(tmp_path, "generation"), ProviderCache(tmp_path, "judging")
+    key = generation.key(MODEL, MESSAGES, PARAMS)
+    generation.put(key, RECORD)
+    assert judging.get(key) is None
+    assert all_files(tmp_path) == [f"generation/{key[:2]}/{key}.json"]
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "reason"),
+    [
+        (lambda text: text[: len(text) // 2], "not JSON (Unterminated string"),
+        (lambda text: "", "not JSON (Expecting value"),
+        (lambda text: text.replace('"input_tokens":8', '"input_tokens":9'), "record does not match its digest"),
+        (
+            lambda text: json.dumps({**json.loads(text), "key": "0" * 64}),
+            f"stored key '{'0' * 64}' is not its file name",
+        ),
+        (lambda text: json.dumps({"key": json.loads(text)["key"], "digest": "x"}), "missing its record"),
+    ],
+    ids=["truncated", "empty", "edited", "wrong-key", "no-record"],
+)
+def test_corrupt_entry_warns_is_deleted_and_rebuilt(cache, corrupt, reason):
+    key = cache.key(MODEL, MESSAGES, PARAMS)
+    path = cache.put(key, RECORD)
+    path.write_text(corrupt(path.read_text()))
+
+    with pytest.warns(CorruptCacheEntryWarning, match=re.escape(f"corrupt entry {path}: {reason}")):
+        assert cache.get(key) is None
+    assert not path.exists()
+    assert cache.get(key) is None  # already gone: no second warning
+
+    cache.put(key, RECORD)
+    assert cache.get(key) == RECORD
+
+
+def test_writes_leave_no_temp_files(cache, tmp_path):
+    keys = [cache.key(MODEL, MESSAGES, PARAMS, sample_index=i) for i in range(5)]
+    for key in keys:
+        cache.put(key, RECORD)
+    cache.put(keys[0], {**RECORD, "raw_text": "overwritten"})
+
+    assert all_files(tmp_path) == sorted(f"generation/{k[:2]}/{k}.json" for k in keys)
+    assert cache.get(keys[0])["raw_text"] == "overwritten"
+
+
+def test_failed_write_keeps_old_entry_and_removes_temp_file(cache, tmp_path, monkeypatch):
+    key = cache.key(MODEL, MESSAGES, PARAMS)
+    cache.put(key, RECORD)
+
+    def failing_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(provider_cache.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="No space left"):
+        cache.put(key, {**RECORD, "raw_text": "never lands"})
+    monkeypatch.setattr(provider_cache.os, "replace", os.replace)
+
+    assert cache.get(key) == RECORD
+    assert all_files(tmp_path) == [f"generation/{key[:2]}/{key}.json"]
+
+
+def test_rejects_bad_namespace_key_and_non_json(cache, tmp_path):
+    with pytest.raises(ValueError, match="namespace '../up'"):
+        ProviderCache(tmp_path, "../up")
+    with pytest.raises(ValueError, match="'abc' is not a 64-hex-digit key"):
+        cache.get("abc")
+    with pytest.raises(TypeError, match="record is not plain JSON"):
+        cache.put(cache.key(MODEL, MESSAGES, PARAMS), {"latency_s": float("nan")})
+    with pytest.raises(TypeError, match="request for 'm' is not plain JSON"):
+        cache.key("m", MESSAGES, {"stop": {"a", "set"}})
