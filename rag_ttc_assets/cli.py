@@ -18,7 +18,8 @@ STAGES = {
                   "retrieval_rows", "retrieval_summary", "admitted_contexts"],
 }
 STAGES["answers"] = STAGES["retrieval"] + ["answers", "contract_results", "contract_summary"]
-STAGES["judge"] = STAGES["answers"] + ["judge_verdicts", "judge_summary"]
+STAGES["judge"] = STAGES["answers"] + ["judge_verdicts", "judge_summary", "request_completeness", "failure_flow",
+                                       "run_record"]
 STAGES["all"] = STAGES["judge"]
 
 
@@ -135,6 +136,7 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False) -> d
     from dagster import AssetKey, DagsterInstance
 
     from rag_ttc_assets.definitions import JOB, build_definitions
+    from rag_ttc_assets.defs.meta import CLI_SOURCE_TAG
     from rag_ttc_assets.lab import Lab
 
     _dagster_home()
@@ -149,7 +151,7 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False) -> d
                 continue
             result = job.execute_in_process(partition_key=arm, instance=instance,
                                             asset_selection=[AssetKey(a) for a in todo],
-                                            raise_on_error=False, tags={"rag_ttc/source": "cli"})
+                                            raise_on_error=False, tags=dict([CLI_SOURCE_TAG]))
             if not result.success:
                 raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{_failure_text(result)}")
             out[arm] = {"run_id": result.run_id, "ran": todo}
@@ -199,6 +201,16 @@ def arm_report(lab, arm: str, stage: str = "all") -> dict:
                                              "mean_relevance", "contradicts_gold", "gold_judged", "judge_model",
                                              "same_model_as_generator", "offline_baseline_judge")}
         report.setdefault("calls", {})["judge"] = {"provider_calls": j["provider_calls"], "cache_hits": j["cache_hits"]}
+    except FileNotFoundError:
+        pass
+    try:
+        if "failure_flow" not in upto:
+            raise FileNotFoundError
+        c = store.read_arm_json(arm, "request_completeness.json")
+        f = store.read_arm_json(arm, "failure_flow.json")
+        report["completeness"] = c
+        report["flow"] = {k: v for k, v in f.items() if k != "accounting"}
+        report["flow"]["accounting"] = f["accounting"]
     except FileNotFoundError:
         pass
     if "calls" in report:
@@ -259,10 +271,96 @@ def run_tables(reports: dict[str, dict]) -> str:
                          j.get("contradicts_gold"), calls.get("provider_calls"), calls.get("cache_hits")])
         out.append(_table(["arm", "judge", "same_model", "judged", "abstained", "invalid", "faithfulness",
                            "relevance", "contradicts_gold", "provider_calls", "cache_hits"], rows))
+    if any("completeness" in rep for rep in reports.values()):
+        from rag_ttc_assets.core.flow import FLOW_BRANCHES
+
+        rows = []
+        for n, rep in reports.items():
+            c, f = rep.get("completeness", {}), rep.get("flow", {})
+            rows.append([n, c.get("requests_total"), c.get("requests_answered"), c.get("requests_supported"),
+                         c.get("questions_complete"), c.get("correct_abstentions"),
+                         (f.get("hit_rate") or {}).get("hit_rate"), *[f.get(b) for b in FLOW_BRANCHES]])
+        out.append(_table(["arm", "requests", "answered", "supported", "q_complete", "correct_abst", "hit_rate",
+                           *FLOW_BRANCHES], rows))
     if any(str(rep.get("generator_model", "")).startswith("local/") for rep in reports.values()):
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
                    "not language models.")
     return "\n\n".join(out)
+
+
+def cmd_inspect(args) -> int:
+    from rag_ttc_assets.stages.inspect import InspectError, inspect_question, to_markdown
+
+    lab = _lab(args)
+    lab.arms[args.arm]
+    try:
+        view = inspect_question(lab, args.arm, args.question_id)
+    except InspectError as e:
+        raise CliError(str(e)) from None
+    print(json.dumps(view, indent=2, default=str) if args.json else to_markdown(view))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from rag_ttc_assets.core.compare import LabelDriftError
+    from rag_ttc_assets.stages.diagnostics import compare_two
+
+    lab = _lab(args)
+    for arm in (args.a, args.b):
+        lab.arms[arm]
+    out_dir = lab.home / "store" / "comparisons"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline)
+    except LabelDriftError as e:
+        raise CliError(str(e)) from None
+    if args.json:
+        print(json.dumps(rep, indent=2, default=str))
+        return 0
+    print(f"{args.b} vs {args.a}: {rep['n']} paired cases; changed: "
+          + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep["changed_parameters"].items()))
+    rows = [[m, v["mean_a"], v["mean_b"], v["mean_delta"], v["ci_low"], v["ci_high"], v["p_value"], v["test"],
+             v["gains"], v["losses"], v["ties"]] for m, v in rep["metrics"].items()]
+    print(_table(["metric", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "test", "gains",
+                  "losses", "ties"], rows))
+    print(f"\nHow the {rep['headline']} mean is made (per-case deltas by size):")
+    print(_table(["bucket", "count", "sum"], [[b["label"], b["count"], b["sum"]] for b in rep["buckets"]
+                                              if b["count"]]))
+    print(f"\nCatastrophic cases ({len(rep['catastrophic'])}):")
+    if rep["catastrophic"]:
+        print(_table(["case", "a", "b", "delta", f"branches in {args.a}", f"branches in {args.b}"],
+                     [[c["case_id"], c["a"], c["b"], c["delta"], " ".join(c["branches_a"]),
+                       " ".join(c["branches_b"])] for c in rep["catastrophic"]]))
+    t = rep["token_latency"]
+    print(f"\nmean input tokens {t['mean_input_tokens']['a']:.1f} -> {t['mean_input_tokens']['b']:.1f}; "
+          f"p95 latency {t['p95_latency_s']['a']:.3f}s -> {t['p95_latency_s']['b']:.3f}s; "
+          f"attributed to: {', '.join(t['attributed_to']) or 'nothing (same config)'}")
+    if rep.get("plots"):
+        print("plots: " + ", ".join(rep["plots"].values()))
+    return 0
+
+
+def cmd_runs(args) -> int:
+    from dagster import DagsterInstance
+
+    from rag_ttc_assets.stages.run_record import list_runs
+
+    lab = _lab(args)
+    if args.arm:
+        lab.arms[args.arm]
+    _dagster_home()
+    from rag_ttc_assets.defs.meta import instance_status_lookup
+
+    with DagsterInstance.get() as instance:
+        runs = list_runs(lab, args.arm, instance_status_lookup(instance))
+    if args.json:
+        print(json.dumps(runs, indent=2))
+        return 0
+    rows = [[r["arm"], r["status"], r["started_at"], r["counts"].get("answer_rows"), r["counts"].get("valid"),
+             sum(r["partial_rows"].values()) if r["partial_rows"] else None, r["run_dir"]] for r in runs]
+    print(_table(["arm", "status", "started_at", "answer_rows", "valid", "partial_rows", "run_dir"], rows)
+          if rows else "no run records yet (rag-ttc run ARM writes one per materialization)")
+    return 0
 
 
 def cmd_metrics(args) -> int:
@@ -340,6 +438,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="re-run every asset of the stage, not only stale ones")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("inspect", parents=[common], help="one question of one arm, in the seed's reading order")
+    s.add_argument("arm")
+    s.add_argument("question_id")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_inspect)
+
+    s = sub.add_parser("compare", parents=[common], help="paired per-case comparison of two arms")
+    s.add_argument("a")
+    s.add_argument("b")
+    s.add_argument("--headline", default="completeness",
+                   choices=["completeness", "valid", "faithfulness", "recip_rank", "recall_10", "ndcg_cut_10"])
+    s.add_argument("--allow-label-drift", action="store_true",
+                   help="compare arms whose evaluation digests differ (labels revised between runs)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_compare)
+
+    s = sub.add_parser("runs", parents=[common], help="list run records (one per materialization) with status")
+    s.add_argument("arm", nargs="?")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_runs)
 
     s = sub.add_parser("metrics", help="trec_eval measures of a TREC run against TREC qrels")
     s.add_argument("--qrels", required=True)

@@ -8,7 +8,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from dagster import AssetSelection, Definitions, define_asset_job  # noqa: E402
 
-from rag_ttc_assets.defs import evaluation, generation, indexes, ingest, retrieval  # noqa: E402,F401  (registers the assets)
+from rag_ttc_assets.defs import diagnostics, evaluation, generation, indexes, ingest, retrieval  # noqa: E402,F401
 from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
 from rag_ttc_assets.defs.registry import build_assets, build_checks  # noqa: E402
 from rag_ttc_assets.defs.resources import LabResource  # noqa: E402
@@ -21,13 +21,16 @@ def build_definitions(lab: Lab | None = None) -> Definitions:
     """Definitions whose partitions are the arms of `lab` (default: the RAG_TTC_* environment)."""
     lab = lab or Lab.from_env()
     partitions = arm_partitions(lab)
-    assets = build_assets(partitions)
+    assets = [*build_assets(partitions), diagnostics.arm_comparisons]
     checks = build_checks(partitions)
-    job = define_asset_job(JOB, selection=AssetSelection.assets(*assets) | AssetSelection.checks(*checks),
+    per_arm = [a for a in assets if a.partitions_def is not None]
+    job = define_asset_job(JOB, selection=AssetSelection.assets(*per_arm) | AssetSelection.checks(*checks),
                            description="Materialize every stage of one arm (one partition).")
     resource = LabResource(arms_file=str(lab.arms_file), datasets_dir=str(lab.datasets_dir),
                            prompts_dir=str(lab.prompts_dir), home=str(lab.home))
-    return Definitions(assets=assets, asset_checks=checks, jobs=[job], resources={"lab": resource})
+    comparisons = define_asset_job("comparisons_job", selection=AssetSelection.assets(diagnostics.arm_comparisons),
+                                   description="Compare the arm pairs of `comparisons` and plot the sweeps.")
+    return Definitions(assets=assets, asset_checks=checks, jobs=[job, comparisons], resources={"lab": resource})
 
 
 defs = build_definitions()

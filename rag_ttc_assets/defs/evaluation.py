@@ -3,11 +3,12 @@
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue)
 
-from rag_ttc_assets.defs.meta import md_table, numbers, version_of
+from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
-from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.stages import indexes, ingest
+from rag_ttc_assets.stages import run_record as records
 from rag_ttc_assets.stages.calls import Caller
 from rag_ttc_assets.stages.retrieval import arm_questions
 
@@ -29,14 +30,14 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
                "gold": lab_.prompt(cfg.judge_gold_prompt, "judge_gold")}
     caller = Caller(cfg.judge, lab_.home / "provider_cache", "judging", cfg.judge_budget,
                     cfg.allow_unpriced_provider, stage.JUDGE_ROLE)
-    log = stage.RowLog(lab_.store.arm_path(arm, f"judge.{context.run.run_id}.partial.jsonl"))
+    run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "judge")
+    log = stage.RowLog(run_dir / records.PARTIAL_JUDGE)
     try:
         df = stage.judge(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "contract_results"),
                          lab_.store.read_table(arm, "admitted_contexts"), chunk_text, prompts, caller, log)
     finally:
         log.close()
     digest = lab_.store.write_table(arm, "judge_verdicts", df)
-    log.path.unlink(missing_ok=True)
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "judge_model": cfg.judge.model,
                   "prompt_digests": MetadataValue.json({k: p.digest for k, p in prompts.items()}),
@@ -77,3 +78,40 @@ def judge_keeps_every_row(context: AssetCheckExecutionContext, lab: LabResource)
     s = store.read_arm_json(arm, "judge_summary.json")
     return AssetCheckResult(passed=s["answer_rows"] == n_answers == sum(s["statuses"].values()),
                             metadata={"answer_rows": n_answers, "judge_rows": s["answer_rows"]})
+
+
+@arm_asset(group=GROUP, kinds={"json"}, deps=("judge_summary", "retrieval_summary", "contract_summary",
+                                              "failure_flow"), code_version="run-record/1")
+def run_record(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """The seed's self-contained run directory: config, input copies, preparation, results, summary, status."""
+    arm = context.partition_key
+    lab_, cfg = lab.arm(arm)
+    ds = ingest.bind_dataset(lab_, cfg)
+    ch = ingest.build_chunks(lab_, cfg, ds)
+    reps = ingest.build_representations(lab_, cfg, ds, ch)
+    built = {"chunks": ch, "representations": reps, "bm25_index": indexes.build_bm25(lab_, cfg, ds, reps),
+             "vector_index": indexes.build_vectors(lab_, cfg, ds, reps)}
+    run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "run_record")
+    from rag_ttc_assets.defs.registry import fingerprints
+
+    counts = records.write_run_record(lab_, arm, cfg, run_dir, ds, built,
+                                         fingerprints(cfg, lab_.fingerprint_inputs(cfg)))
+    return MaterializeResult(metadata={"run_dir": MetadataValue.path(str(run_dir)), **numbers(counts),
+                                       "summary": MetadataValue.md((run_dir / "summary.md").read_text())})
+
+
+@arm_check(asset="run_record", description="the seed's post-run validation sequence (section 10.4)")
+def post_run_validation(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
+    lab_, cfg = lab.arm(context.partition_key)
+    runs = [r for r in records.list_runs(lab_, context.partition_key) if r["status"] == records.COMPLETE]
+    if not runs:
+        return AssetCheckResult(passed=False, metadata={"detail": "no complete run record"})
+    ds = ingest.bind_dataset(lab_, cfg)
+    expected = len(arm_questions(cfg, ds))
+    from pathlib import Path
+
+    results = records.validate_run_record(Path(runs[-1]["run_dir"]), expected,
+                                             {"generator": cfg.generator.model, "judge": cfg.judge.model})
+    return AssetCheckResult(passed=all(r["passed"] for r in results),
+                            metadata={"run_dir": MetadataValue.path(runs[-1]["run_dir"]),
+                                      "steps": md_table(results)})

@@ -4,11 +4,12 @@ import polars as pl
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
                      MaterializeResult, MetadataValue)
 
-from rag_ttc_assets.defs.meta import md_table, numbers, version_of
+from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
 from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.stages import run_record as records
 from rag_ttc_assets.stages.calls import Caller
 from rag_ttc_assets.stages.retrieval import arm_questions
 
@@ -27,14 +28,14 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
     prompt = lab_.prompt(cfg.prompt, "answer")
     caller = Caller(cfg.generator, lab_.home / "provider_cache", "generation", cfg.generation_budget,
                     cfg.allow_unpriced_provider, stage.GENERATOR_ROLE)
-    log = stage.RowLog(lab_.store.arm_path(arm, f"answers.{context.run.run_id}.partial.jsonl"))
+    run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "answers")
+    log = stage.RowLog(run_dir / records.PARTIAL_ANSWERS)
     try:
         df = stage.generate(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "admitted_contexts"),
                             chunk_text, prompt, caller, log)
     finally:
         log.close()
     digest = lab_.store.write_table(arm, "answers", df)
-    log.path.unlink(missing_ok=True)
     calls = stage.calls_summary(df)
     statuses = dict(df.group_by("status").len().iter_rows())
     return MaterializeResult(
@@ -45,6 +46,7 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
             "prompt": prompt.name, "prompt_digest": prompt.digest,
             "provider_statuses": MetadataValue.json(statuses),
             "budget": cfg.generation_budget, "table_digest": digest,
+            "run_record": MetadataValue.path(str(run_dir)),
             # Rows a rerun should retry: provider faults and budget stops (parse failures are answers).
             "incomplete_rows": int((df["status"] != "ok").sum()),
         },

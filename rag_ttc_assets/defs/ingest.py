@@ -20,6 +20,10 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
     """The arm's corpus and evaluation, validated, with the evaluation's digest binding checked."""
     lab_, cfg = lab.arm(context.partition_key)
     ds = ingest.bind_dataset(lab_, cfg)
+    # What this arm was run against, so later comparisons read the labels it used, not today's files.
+    lab_.store.write_arm_json(context.partition_key, "binding.json", {
+        "dataset": cfg.dataset, "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
+        "corpus_file": str(ds.corpus_path), "evaluation_file": str(ds.evaluation_path)})
     return MaterializeResult(
         metadata={
             "dataset": cfg.dataset,

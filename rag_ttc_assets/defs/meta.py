@@ -55,3 +55,25 @@ def artifact_metadata(built: Built, config: dict[str, Any], upstream: dict[str, 
 
 def version_of(digest: str) -> DataVersion:
     return DataVersion(digest.split(":", 1)[-1][:32])
+
+
+CLI_SOURCE_TAG = ("rag_ttc/source", "cli")  # runs `rag-ttc run` executes in its own process
+
+
+def run_status_lookup(context):
+    """Dagster's word on a run (SUCCESS, FAILURE, CANCELED, STARTED...), for marking run records."""
+    return instance_status_lookup(context.instance)
+
+
+def instance_status_lookup(instance):
+    def status_of(run_id: str) -> str | None:
+        run = instance.get_run_by_id(run_id)
+        if run is None:
+            return None
+        # The CLI executes a run in its own process, which nothing monitors: killed, it leaves the run
+        # STARTED for ever. None lets the run record's pid (that process) say whether it is alive.
+        if run.status.value == "STARTED" and run.tags.get(CLI_SOURCE_TAG[0]) == CLI_SOURCE_TAG[1]:
+            return None
+        return run.status.value
+
+    return status_of

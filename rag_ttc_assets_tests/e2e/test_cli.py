@@ -132,7 +132,7 @@ def test_changing_only_the_prompt_reruns_only_the_downstream_assets(mini_lab, tm
     code, out, err = rag_ttc("run", "baseline", "--json", env=env)
     assert code == 0, err
     first = json.loads(out)["arms"]["baseline"]
-    assert first["ran"][0] == "corpus_binding" and first["ran"][-1] == "judge_summary"
+    assert first["ran"][0] == "corpus_binding" and first["ran"][-1] == "run_record"
     assert first["calls"]["answers"]["provider_calls"] == 8  # one per question, offline baseline
 
     code, out, err = rag_ttc("run", "baseline", "--json", env=env)
@@ -144,7 +144,8 @@ def test_changing_only_the_prompt_reruns_only_the_downstream_assets(mini_lab, tm
     code, out, err = rag_ttc("run", "baseline", "--json", env=env)
     assert code == 0, err
     again = json.loads(out)["arms"]["baseline"]
-    assert again["ran"] == ["answers", "contract_results", "contract_summary", "judge_verdicts", "judge_summary"]
+    assert again["ran"] == ["answers", "contract_results", "contract_summary", "judge_verdicts", "judge_summary",
+                            "request_completeness", "failure_flow", "run_record"]
     assert again["calls"]["answers"]["provider_calls"] == 8  # a new prompt is a new request
     assert again["retrieval"] == first["retrieval"]
     code, out, err = rag_ttc("run", "baseline", "--stage", "answers", env=env)

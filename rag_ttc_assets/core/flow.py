@@ -1,0 +1,149 @@
+"""The failure flow (seed sections 8 and 9.2, second seed): for each request of an answerable question, the
+FIRST boundary at which its support disappeared.  Every request lands in exactly one branch, checked in order:
+
+  not_retrieved       no supporting chunk in the ranked list.  This includes requests with no supporting chunk
+                      at all in this arm's chunking (no gold evidence, or quotes no chunk covers) and requests
+                      of questions that never reached retrieval: support that does not exist was not retrieved.
+  cut_by_evidence_k   ranked, but no supporting chunk in the evidence_k prefix (selected).
+  omitted_by_context  selected, but no supporting chunk admitted under the context budget.
+  contract_failure    no parsed answer (no contract row, parse failure, provider fault such as timeout or
+                      budget_exhausted, schema failure), or contract status contract_failure.  It comes before
+                      admitted_not_cited because an unparsed row's citations cannot be observed: calling it "not
+                      cited" would charge the generator's citing for a row that was never serviceable; and a
+                      parsed contract_failure row was rejected before any of its citations could count.
+  admitted_not_cited  the parsed answer (valid or abstained) cites no supporting chunk for the request: the request
+                      items' citations when the answer has request items, else the top-level ones (completeness's
+                      `request_citations`).  An abstention cites nothing, so it lands here.
+  judged_unsupported  the row was judged (judged=true) and no statement is supported for this request: with gold
+                      verdicts, no verdict with supported=true cites one of the request's gold quotes; without
+                      them, faithfulness == 0 against the admitted evidence, or no statements at all.
+  ok                  otherwise, including rows whose judge call failed (a judge failure is no verdict).
+
+Accounting (second seed: a miss is not automatically a wrong answer, nor a hit a right one), per request
+from completeness, a partition of each branch (precedence top down):
+  wrong       contradicts_gold, or answered but not supported;
+  acceptable  answered and supported;
+  unanswered  not answered.
+
+Hit rate over ALL cases: a question hits when every request's gold evidence was admitted; a case whose
+evidence never arrived is a miss whatever the reason, and the denominator is every answerable question,
+including those with no ranked list at all.  Request level: admitted requests over all requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from rag_ttc_assets.core.completeness import (
+    coverage_by_request,
+    gold_numbers,
+    gold_verdicts,
+    keyed_items,
+    parsed_answer,
+    request_citations,
+    request_outcomes,
+)
+from rag_ttc_assets.core.contract import ABSTAINED, VALID
+from rag_ttc_assets.core.records import Question
+
+FLOW_BRANCHES = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure",
+                 "admitted_not_cited", "judged_unsupported", "ok")
+QUALITIES = ("acceptable", "wrong", "unanswered")
+Branch = Literal["not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure",
+                 "admitted_not_cited", "judged_unsupported", "ok"]
+
+
+class FlowRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query_id: str
+    request_id: str
+    branch: Branch
+    admitted: bool
+    answered: bool
+    supported: bool
+    contradicts_gold: bool | None
+    quality: Literal["acceptable", "wrong", "unanswered"]
+
+
+def _judged_unsupported(question: Question, request_id: str, judge_row: dict | None) -> bool:
+    if judge_row is None or judge_row.get("judged") is not True:
+        return False
+    verdicts = gold_verdicts(judge_row)
+    if verdicts:
+        mine = gold_numbers(question, request_id)
+        return not any(v.supported and mine & set(v.evidence) for v in verdicts)
+    faith = judge_row.get("faithfulness")
+    return faith is None or faith == 0
+
+
+def flow_branch(question: Question, coverage_row: dict, contract_row: dict | None, judge_row: dict | None) -> str:
+    """The branch of the request that `coverage_row` names."""
+    cov = coverage_by_request(question, [coverage_row])[coverage_row["request_id"]]
+    request = next(r for r in question.requests if r.id == cov["request_id"])
+    if not cov["ranked"]:
+        return "not_retrieved"
+    if not cov["selected"]:
+        return "cut_by_evidence_k"
+    if not cov["admitted"]:
+        return "omitted_by_context"
+    if contract_row is None or not parsed_answer(contract_row) or contract_row["status"] not in (VALID, ABSTAINED):
+        return "contract_failure"
+    items = keyed_items(question, contract_row)
+    if not any(c in cov["supporting_chunk_ids"] for c in request_citations(request, contract_row, items)):
+        return "admitted_not_cited"
+    if _judged_unsupported(question, request.id, judge_row):
+        return "judged_unsupported"
+    return "ok"
+
+
+def flow_rows(question: Question, coverage_rows: Iterable[dict], contract_row: dict | None,
+              judge_row: dict | None) -> list[FlowRow]:
+    """One row per request of an answerable question; missing coverage rows count as nothing ranked."""
+    coverage = coverage_by_request(question, coverage_rows)
+    out = []
+    for o in request_outcomes(question, coverage.values(), contract_row, judge_row):
+        if o.contradicts_gold or (o.answered and not o.supported):
+            quality = "wrong"
+        else:
+            quality = "acceptable" if o.answered else "unanswered"
+        out.append(FlowRow(query_id=o.query_id, request_id=o.request_id,
+                           branch=flow_branch(question, coverage[o.request_id], contract_row, judge_row),
+                           admitted=o.evidence_admitted, answered=o.answered, supported=o.supported,
+                           contradicts_gold=o.contradicts_gold, quality=quality))
+    return out
+
+
+def flow_table(rows: Iterable[FlowRow]) -> dict:
+    """Requests per branch (every branch present), the total, and per branch acceptable/wrong/unanswered."""
+    rows = list(rows)
+    counts = dict.fromkeys(FLOW_BRANCHES, 0)
+    accounting = {b: dict.fromkeys(QUALITIES, 0) for b in FLOW_BRANCHES}
+    for r in rows:
+        counts[r.branch] += 1
+        accounting[r.branch][r.quality] += 1
+    return {
+        **counts,
+        "total": len(rows),
+        "closes": sum(counts.values()) == len(rows),
+        "accounting": accounting,
+        "accounting_closes": all(sum(accounting[b].values()) == counts[b] for b in FLOW_BRANCHES),
+    }
+
+
+def hit_rate(rows: Iterable[FlowRow]) -> dict:
+    """Retrieval hit rate over every case given: question hit = all its requests' evidence admitted."""
+    rows = list(rows)
+    question_hit: dict[str, bool] = {}
+    for r in rows:
+        question_hit[r.query_id] = question_hit.get(r.query_id, True) and r.admitted
+    hits, cases = sum(question_hit.values()), len(question_hit)
+    request_hits = sum(r.admitted for r in rows)
+    return {
+        "hits": hits, "cases": cases, "hit_rate": hits / cases if cases else None,
+        "request_hits": request_hits, "request_cases": len(rows),
+        "request_hit_rate": request_hits / len(rows) if rows else None,
+    }

@@ -1,0 +1,109 @@
+"""Diagnostics: request-level completeness, the failure flow, and case-by-case arm comparisons."""
+
+import json
+
+from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
+                     MetadataValue, asset)
+
+from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.defs.meta import md_table, numbers, version_of
+from rag_ttc_assets.defs.registry import arm_asset, arm_check
+from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.stages import diagnostics as stage
+
+GROUP = "diagnostics"
+
+
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("judge_verdicts", "admitted_contexts"),
+           code_version="completeness/2")
+def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Per request: answered, supported by cited admitted evidence, and which of the seed's four cases it is."""
+    arm = context.partition_key
+    lab_, _ = lab.arm(arm)
+    d = stage.diagnose(lab_, arm)
+    store = lab_.store
+    store.write_table(arm, "request_outcomes", d["requests"])
+    store.write_table(arm, "question_completeness", d["questions"])
+    store.write_table(arm, "abstention_outcomes", d["abstentions"])
+    digest = store.write_arm_json(arm, "request_completeness.json", d["completeness"])
+    totals = d["completeness"]
+    return MaterializeResult(
+        metadata={**numbers({k: v for k, v in totals.items() if v is not None}),
+                  "summary": md_table([{k: totals[k] for k in ("requests_total", "requests_answered",
+                                                               "requests_supported", "questions_complete",
+                                                               "correct_abstentions")}])},
+        data_version=version_of(digest),
+    )
+
+
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/2")
+def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Per request, the first boundary at which its support disappeared; branches add up to the total."""
+    arm = context.partition_key
+    lab_, _ = lab.arm(arm)
+    d = stage.diagnose(lab_, arm)
+    store = lab_.store
+    store.write_table(arm, "failure_flow", d["flow"])
+    s = d["flow_summary"]
+    digest = store.write_arm_json(arm, "failure_flow.json", s)
+    png = stage.flow_bars(lab_, [arm], store.arm_path(arm, "failure-flow.png"))
+    rows = [{"branch": b, "requests": s[b], **s["accounting"][b]} for b in FLOW_BRANCHES]
+    return MaterializeResult(
+        metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": s["total"],
+                  **numbers(s["hit_rate"], prefix="hit_rate/"),
+                  "flow": md_table(rows),
+                  "plot": MetadataValue.md(_image(png)) if png else "no flow",
+                  "plot_path": MetadataValue.path(str(png)) if png else ""},
+        data_version=version_of(digest),
+    )
+
+
+def _image(path) -> str:
+    import base64
+
+    return f"![failure flow](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+
+
+@arm_check(asset="failure_flow", description="every request lands in exactly one branch; branches add to the total")
+def flow_closes(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
+    s = lab.lab().store.read_arm_json(context.partition_key, "failure_flow.json")
+    total = sum(s[b] for b in FLOW_BRANCHES)
+    return AssetCheckResult(passed=bool(s["closes"] and s["accounting_closes"] and total == s["total"]),
+                            metadata={"branches_sum": total, "total": s["total"]})
+
+
+@asset(group_name=GROUP, kinds={"python", "png"}, deps=["failure_flow", "run_record"],
+       code_version="comparisons/1")
+def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
+    lab_ = lab.lab()
+    out_dir = lab_.home / "store" / "comparisons"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary, skipped = [], []
+    for a, b in lab_.arms.comparisons:
+        try:
+            rep = stage.compare_two(lab_, a, b, plots_dir=out_dir)
+        except FileNotFoundError as e:
+            skipped.append(f"{a} vs {b}: {e}")
+            continue
+        (out_dir / f"{a}--{b}.json").write_text(json.dumps(rep, indent=1, default=str))
+        m = rep["metrics"]
+        summary.append({"a": a, "b": b, "n": rep["n"], "valid_delta": m["valid"]["mean_delta"],
+                        "valid_p": m["valid"]["p_value"], "completeness_delta": m["completeness"]["mean_delta"],
+                        "completeness_p": m["completeness"]["p_value"], "catastrophic": len(rep["catastrophic"])})
+    from rag_ttc_assets.adapters import plots
+
+    sweeps = {}
+    for family in lab_.arms.families:
+        parameter, rows = stage.sweep_rows(lab_, family)
+        if rows:
+            sweeps[family] = str(plots.sweep_curves(out_dir / f"sweep-{family}.png", parameter, rows,
+                                                    ["valid", "recall_10", "requests_supported", "omitted_chunks"],
+                                                    f"sweep {family}: {parameter}"))
+    flow_png = stage.flow_bars(lab_, lab_.arms.names, out_dir / "failure-flow-all-arms.png")
+    return MaterializeResult(metadata={
+        "comparisons": md_table(summary), "skipped": MetadataValue.json(skipped),
+        "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)),
+        **({"failure_flow_plot": MetadataValue.md(_image(flow_png))} if flow_png else {}),
+        **{f"sweep_{f}": MetadataValue.md(_image(__import__("pathlib").Path(p))) for f, p in sweeps.items()},
+    })

@@ -1,0 +1,157 @@
+"""Request-level completeness, the failure flow, and paired per-case comparisons between arms.
+
+Reads an arm's tables from the store (request_coverage, contract_results, judge_verdicts,
+retrieval summary) and calls the pure functions in core.completeness, core.flow and core.compare.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from rag_ttc_assets.core import compare as cmp
+from rag_ttc_assets.core.completeness import (abstention_outcome, completeness_totals, question_completeness,
+                                              request_outcomes)
+from rag_ttc_assets.core.flow import FLOW_BRANCHES, flow_rows, flow_table, hit_rate
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.stages.retrieval import arm_questions
+
+
+def _rows_by_query(df: pl.DataFrame) -> dict[str, dict]:
+    return {r["query_id"]: r for r in df.iter_rows(named=True)}
+
+
+def diagnose(lab: Lab, arm: str) -> dict:
+    """Completeness outcomes, abstention outcomes, flow rows and their totals for one arm."""
+    cfg = lab.arms[arm]
+    ds = ingest.bind_dataset(lab, cfg)
+    store = lab.store
+    coverage = store.read_table(arm, "request_coverage")
+    contracts = _rows_by_query(store.read_table(arm, "contract_results"))
+    judged = _rows_by_query(store.read_table(arm, "judge_verdicts"))
+    cov_by_q: dict[str, list[dict]] = {}
+    for r in coverage.iter_rows(named=True):
+        cov_by_q.setdefault(r["query_id"], []).append(r)
+    outcomes, abstentions, flows = [], [], []
+    for q in arm_questions(cfg, ds):
+        if q.answerable:
+            outcomes += request_outcomes(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id))
+            flows += flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id))
+        else:
+            abstentions.append(abstention_outcome(q, contracts.get(q.id)))
+    return {
+        "requests": pl.DataFrame([o.model_dump() for o in outcomes]),
+        "questions": pl.DataFrame([q.model_dump() for q in question_completeness(outcomes)]),
+        "abstentions": pl.DataFrame([a.model_dump() for a in abstentions]),
+        "flow": pl.DataFrame([f.model_dump() for f in flows]),
+        "completeness": completeness_totals(outcomes, abstentions),
+        "flow_summary": {**flow_table(flows), "hit_rate": hit_rate(flows)},
+    }
+
+
+def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]], dict]:
+    """Per-case values of each compared metric for one arm, and the arm's context for comparisons."""
+    store = lab.store
+    contract = _rows_by_query(store.read_table(arm, "contract_results"))
+    answers = _rows_by_query(store.read_table(arm, "answers"))
+    judge = _rows_by_query(store.read_table(arm, "judge_verdicts"))
+    questions = _rows_by_query(store.read_table(arm, "question_completeness"))
+    flow = store.read_table(arm, "failure_flow")
+    retrieval = store.read_arm_json(arm, "retrieval_summary.json")["per_query"]
+    cases = list(contract)
+    values = {
+        "valid": {c: float(contract[c]["status"] == "valid") for c in cases},
+        "completeness": {c: (questions[c]["supported"] / questions[c]["requests"]) if c in questions else None
+                         for c in cases},
+        "faithfulness": {c: judge[c]["faithfulness"] if c in judge else None for c in cases},
+        "input_tokens": {c: float(answers[c]["input_tokens"]) if answers[c]["input_tokens"] is not None else None
+                         for c in cases},
+        "latency_s": {c: float(answers[c]["latency_s"]) for c in cases},
+    }
+    for m in ("recip_rank", "recall_10", "ndcg_cut_10"):
+        values[m] = {c: (retrieval.get(c) or {}).get(m) for c in cases}
+    branches: dict[str, list[str]] = {}
+    for r in flow.iter_rows(named=True):
+        branches.setdefault(r["query_id"], []).append(f"{r['request_id']}:{r['branch']}")
+    binding = store.read_arm_json(arm, "binding.json")
+    return values, {"branches": branches, "evaluation_digest": binding["evaluation_digest"],
+                    "config": lab.arms[arm].model_dump(mode="json")}
+
+
+KINDS = {"valid": "binary", "completeness": "continuous", "faithfulness": "continuous", "recip_rank": "continuous",
+         "recall_10": "continuous", "ndcg_cut_10": "continuous", "input_tokens": "continuous",
+         "latency_s": "continuous"}
+
+
+def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots_dir: Path | None = None,
+                headline: str = "completeness", seed: int = 0) -> dict:
+    """The paired per-case comparison of arms a and b (refused across label versions)."""
+    va, ctx_a = case_values(lab, a)
+    vb, ctx_b = case_values(lab, b)
+    drift = cmp.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
+    report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed).to_json()
+    for row in report["catastrophic"]:
+        row["branches_a"] = ctx_a["branches"].get(row["case_id"], [])
+        row["branches_b"] = ctx_b["branches"].get(row["case_id"], [])
+    changed = cmp.attribute_changes(ctx_a["config"], ctx_b["config"])
+    report["changed_parameters"] = {k: list(v) for k, v in changed.items()}
+    report["token_latency"] = {
+        "mean_input_tokens": {"a": report["metrics"]["input_tokens"]["mean_a"],
+                              "b": report["metrics"]["input_tokens"]["mean_b"],
+                              "delta": report["metrics"]["input_tokens"]["mean_delta"]},
+        "p95_latency_s": {"a": _p95(va["latency_s"]), "b": _p95(vb["latency_s"])},
+        "attributed_to": sorted(changed),
+    }
+    report["headline"] = headline
+    report["label_drift"] = drift
+    report["evaluation_digests"] = {a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]}
+    if plots_dir is not None:
+        from rag_ttc_assets.adapters import plots
+
+        pairs = cmp.paired(va[headline], vb[headline])
+        report["plots"] = {
+            "delta_histogram": str(plots.delta_histogram(plots_dir / f"{a}--{b}-deltas.png",
+                                                         [y - x for _, x, y in pairs], headline, a, b)),
+            "buckets": str(plots.bucket_table_plot(plots_dir / f"{a}--{b}-buckets.png", report["buckets"])),
+        }
+    return report
+
+
+def _p95(values: dict[str, float | None]) -> float | None:
+    xs = sorted(v for v in values.values() if v is not None)
+    return xs[int(0.95 * (len(xs) - 1))] if xs else None
+
+
+def sweep_rows(lab: Lab, family: str) -> tuple[str, list[dict]]:
+    """One row per materialized member of a family: the swept parameter and the curves' values."""
+    spec = lab.arms.family_specs[family]
+    rows = []
+    for arm in lab.arms.family(family):
+        try:
+            contract = lab.store.read_arm_json(arm, "contract_summary.json")
+            retrieval = lab.store.read_arm_json(arm, "retrieval_summary.json")["summary"]
+            admission = lab.store.read_arm_json(arm, "admission_summary.json")
+            diag = lab.store.read_arm_json(arm, "request_completeness.json")
+        except FileNotFoundError:
+            continue
+        value = getattr(lab.arms[arm], spec.parameter)
+        rows.append({"arm": arm, spec.parameter: value, "valid": contract["valid"],
+                     "recall_10": retrieval["recall_10"], "requests_supported": diag["requests_supported"],
+                     "omitted_chunks": admission["omitted_chunks"],
+                     "admission_coverage": admission["admission_coverage"]})
+    return spec.parameter, rows
+
+
+def flow_bars(lab: Lab, arms: list[str], path: Path) -> Path | None:
+    from rag_ttc_assets.adapters import plots
+
+    flows = {}
+    for arm in arms:
+        try:
+            s = lab.store.read_arm_json(arm, "failure_flow.json")
+        except FileNotFoundError:
+            continue
+        flows[arm] = {b: s[b] for b in FLOW_BRANCHES}
+    return plots.failure_flow_bars(path, flows, list(FLOW_BRANCHES)) if flows else None

@@ -1,0 +1,108 @@
+"""`rag-ttc inspect`: one question of one arm in the seed's reading order (section 9).
+
+The question and its requests first, then ranked, selected, admitted, omitted and cited chunk IDs
+with ranks, sources and rune lengths, the context accounting, the first failing boundary per
+request, the raw response, the contract status and reason, and the judge's statements and verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages import ingest
+
+
+class InspectError(LookupError):
+    pass
+
+
+def _row(df: pl.DataFrame, qid: str) -> dict | None:
+    rows = df.filter(pl.col("query_id") == qid).to_dicts()
+    return rows[0] if rows else None
+
+
+def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
+    cfg = lab.arms[arm]
+    ds = ingest.bind_dataset(lab, cfg)
+    q = next((q for q in ds.evaluation.questions if q.id == qid), None)
+    if q is None:
+        raise InspectError(f"{ds.evaluation_path}: no question with id {qid!r}")
+    store = lab.store
+    retrieval = _row(store.read_table(arm, "retrieval_rows"), qid)
+    if retrieval is None:
+        raise InspectError(f"arm {arm!r} has no retrieval row for {qid!r} (question_set {cfg.question_set!r})")
+    ctx = _row(store.read_table(arm, "admitted_contexts"), qid)
+    chunks = {c.chunk_id: c for c in ingest.read_chunks(ingest.build_chunks(lab, cfg, ds))}
+    optional = {}
+    for name in ("answers", "contract_results", "judge_verdicts", "failure_flow", "request_coverage"):
+        try:
+            df = store.read_table(arm, name)
+        except FileNotFoundError:
+            continue
+        optional[name] = df.filter(pl.col("query_id") == qid).to_dicts()
+    contract = (optional.get("contract_results") or [None])[0]
+    cited = set(contract["citation_chunk_ids"]) if contract else set()
+    ranked = []
+    for i, cid in enumerate(retrieval["ranked_chunk_ids"], 1):
+        state = ("admitted" if cid in ctx["admitted_chunk_ids"] else "omitted" if cid in ctx["omitted_chunk_ids"]
+                 else "selected" if cid in ctx["selected_chunk_ids"] else "ranked only")
+        ranked.append({"rank": i, "chunk_id": cid, "doc_id": retrieval["ranked_doc_ids"][i - 1],
+                       "runes": chunks[cid].runes, "bm25_rank": retrieval["bm25_ranks"][i - 1],
+                       "vector_rank": retrieval["vector_ranks"][i - 1], "state": state, "cited": cid in cited})
+    coverage = {r["request_id"]: r for r in optional.get("request_coverage", [])}
+    flow = {r["request_id"]: r for r in optional.get("failure_flow", [])}
+    requests = [{"id": r.id, "text": r.text, "supporting_chunk_ids": coverage.get(r.id, {}).get("supporting_chunk_ids"),
+                 "branch": flow.get(r.id, {}).get("branch"), "answered": flow.get(r.id, {}).get("answered"),
+                 "supported": flow.get(r.id, {}).get("supported")} for r in q.requests]
+    answer = (optional.get("answers") or [None])[0]
+    judge = (optional.get("judge_verdicts") or [None])[0]
+    return {
+        "arm": arm, "question": {"id": q.id, "text": q.text, "answerable": q.answerable,
+                                 "targets": [t.model_dump() for t in q.targets]},
+        "requests": requests,
+        "ranked": ranked,
+        "selected_chunk_ids": ctx["selected_chunk_ids"], "admitted_chunk_ids": ctx["admitted_chunk_ids"],
+        "omitted_chunk_ids": ctx["omitted_chunk_ids"], "cited_chunk_ids": sorted(cited),
+        "used_runes": ctx["used_runes"], "max_runes": ctx["max_runes"], "evidence_k": cfg.evidence_k,
+        "answer": {"model": answer["model"], "status": answer["status"], "cache_hit": answer["cache_hit"],
+                   "raw_response": answer["raw_text"], "error": answer["error"]} if answer else None,
+        "contract": {"status": contract["status"], "reason": contract["reason"], "answer": contract["answer"],
+                     "abstained": contract["abstained"]} if contract else None,
+        "judge": {"status": judge["status"], "model": judge["judge_model"], "statements": judge["statements"],
+                  "verdicts": json.loads(judge["verdicts"]), "faithfulness": judge["faithfulness"],
+                  "gold_verdicts": json.loads(judge["gold_verdicts"]),
+                  "contradicts_gold": judge["contradicts_gold"]} if judge else None,
+    }
+
+
+def to_markdown(v: dict) -> str:
+    q = v["question"]
+    out = [f"### {q['id']} in arm `{v['arm']}`", "", f"> {q['text']}", "",
+           f"answerable: {q['answerable']}; targets: " + ", ".join(f"{t['doc_id']} ({t['relevance']})"
+                                                                   for t in q["targets"]), "",
+           "**Requests** (first failing boundary)", "", "| request | text | branch | answered | supported |",
+           "|---|---|---|---|---|"]
+    out += [f"| {r['id']} | {r['text']} | {r['branch']} | {r['answered']} | {r['supported']} |"
+            for r in v["requests"]]
+    out += ["", f"**Evidence**: evidence_k {v['evidence_k']}, used_runes {v['used_runes']} / max_runes "
+                f"{v['max_runes']}, omitted {len(v['omitted_chunk_ids'])}", "",
+            "| rank | chunk | doc | runes | bm25 | vector | state | cited |", "|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r['rank']} | {r['chunk_id']} | {r['doc_id']} | {r['runes']} | {r['bm25_rank']} | "
+            f"{r['vector_rank']} | {r['state']} | {'yes' if r['cited'] else ''} |" for r in v["ranked"]]
+    if v["answer"]:
+        a = v["answer"]
+        out += ["", f"**Answer** from `{a['model']}` ({'cache hit' if a['cache_hit'] else 'provider call'}), "
+                    f"provider status {a['status']}", "", "```", (a["raw_response"] or a["error"] or "")[:4000], "```"]
+    if v["contract"]:
+        c = v["contract"]
+        out += ["", f"**Contract**: {c['status']}" + (f" ({c['reason']})" if c["reason"] else "")]
+    if v["judge"]:
+        j = v["judge"]
+        out += ["", f"**Judge** `{j['model']}`: {j['status']}, faithfulness {j['faithfulness']}, "
+                    f"contradicts_gold {j['contradicts_gold']}", ""]
+        out += [f"- [{x['statement']}] {'supported' if x['supported'] else 'UNSUPPORTED'}: {x['text']} — "
+                f"{x.get('reason', '')}" for x in j["verdicts"]]
+    return "\n".join(out)

@@ -1,0 +1,273 @@
+"""The seed's self-contained run directory (section 2.4), one per materialization, never reused.
+
+`runs/<arm>/<UTC time>-<dagster run id>/` holds copies, not references: the effective config,
+the corpus and evaluation bytes, the prompts, the chunks and representations, an index manifest,
+every per-query result and the summaries. `status.json` says running, complete, failed or
+interrupted; a run killed before it could say so is marked interrupted by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from datetime import datetime, timezone
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+
+from rag_ttc_assets.adapters.store import atomic_write_bytes, atomic_write_json
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.lab import PROMPT_FIELDS, Lab
+
+STATUS = "status.json"
+RUNNING, COMPLETE, INTERRUPTED, FAILED = "running", "complete", "interrupted", "failed"
+PARTIAL_ANSWERS = "results/generated-answers.partial.jsonl"
+PARTIAL_JUDGE = "results/judge-per-query.partial.jsonl"
+
+
+def runs_root(lab: Lab, arm: str) -> Path:
+    return lab.home / "runs" / arm
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def read_status(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / STATUS).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {"status": INTERRUPTED, "reason": "no readable status.json"}
+
+
+def _alive(pid: int | None, host: str | None) -> bool:
+    if not pid or host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
+                     status_of: Callable[[str], str | None] | None = None) -> list[Path]:
+    """Run directories left `running` by a process that is gone: say so, keep their partial rows.
+
+    `status_of` asks Dagster about the run: a run it recorded as FAILURE is `failed` (a step raised),
+    anything else whose process is gone is `interrupted` (killed before it could say so).
+    """
+    marked = []
+    root = runs_root(lab, arm)
+    for d in sorted(root.glob("*")) if root.is_dir() else []:
+        st = read_status(d)
+        if st.get("status") != RUNNING or st.get("dagster_run_id") == current_run_id:
+            continue
+        dagster_status = status_of(st["dagster_run_id"]) if status_of and st.get("dagster_run_id") else None
+        # Steps may run in other processes (multiprocess executor): Dagster's word wins over the pid.
+        if dagster_status in ("STARTED", "QUEUED", "STARTING", "NOT_STARTED", "CANCELING"):
+            continue
+        if dagster_status is None and _alive(st.get("pid"), st.get("host")):
+            continue
+        rows = {name: _count_lines(d / name) for name in (PARTIAL_ANSWERS, PARTIAL_JUDGE)}
+        failed = dagster_status == "FAILURE"
+        atomic_write_json(d / STATUS, {**st, "status": FAILED if failed else INTERRUPTED, "detected_at": _now(),
+                                       "dagster_status": dagster_status,
+                                       "reason": "a step failed" if failed
+                                       else "the process ended without completing the run record",
+                                       "partial_rows": rows})
+        marked.append(d)
+    return marked
+
+
+def _count_lines(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    with path.open("rb") as f:
+        return sum(1 for line in f if line.endswith(b"\n"))
+
+
+def open_run(lab: Lab, arm: str, dagster_run_id: str, status_of, stage: str) -> Path:
+    """The run directory of this Dagster run (created on first use, status running)."""
+    root = runs_root(lab, arm)
+    for d in root.glob(f"*-{dagster_run_id[:8]}") if root.is_dir() else []:
+        st = read_status(d)
+        if st.get("dagster_run_id") == dagster_run_id:
+            atomic_write_json(d / STATUS, {**st, "stage": stage, "updated_at": _now()})
+            return d
+    mark_interrupted(lab, arm, dagster_run_id, status_of)
+    d = root / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{dagster_run_id[:8]}"
+    (d / "results").mkdir(parents=True, exist_ok=True)
+    atomic_write_json(d / STATUS, {"status": RUNNING, "arm": arm, "dagster_run_id": dagster_run_id,
+                                   "started_at": _now(), "stage": stage, "pid": os.getpid(),
+                                   "host": socket.gethostname()})
+    return d
+
+
+def list_runs(lab: Lab, arm: str | None = None, status_of=None) -> list[dict]:
+    arms = [arm] if arm else sorted(p.name for p in (lab.home / "runs").glob("*") if p.is_dir())
+    out = []
+    for a in arms:
+        mark_interrupted(lab, a, status_of=status_of)
+        for d in sorted(runs_root(lab, a).glob("*")):
+            st = read_status(d)
+            out.append({"arm": a, "run_dir": str(d), "status": st.get("status"), "started_at": st.get("started_at"),
+                        "dagster_run_id": st.get("dagster_run_id"), "counts": st.get("counts", {}),
+                        "partial_rows": st.get("partial_rows", {})})
+    return out
+
+
+def _jsonl(path: Path, rows: list[dict]) -> None:
+    atomic_write_bytes(path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows).encode())
+
+
+def _loads(v, default):
+    return json.loads(v) if isinstance(v, str) and v else default
+
+
+def per_query_rows(arm: str, cfg: ArmConfig, tables: dict[str, pl.DataFrame], chunk_text: dict[str, str],
+                   retrieval_per_query: dict) -> list[dict]:
+    """Retrieval, context, generation and contract per question, in the seed's section 3.1 shape."""
+    by = {name: {r["query_id"]: r for r in df.iter_rows(named=True)} for name, df in tables.items()}
+    rows = []
+    for qid, r in by["retrieval_rows"].items():
+        c, a, k = by["admitted_contexts"][qid], by["answers"].get(qid), by["contract_results"].get(qid)
+        answer = None
+        if k and k["answer"] is not None:
+            answer = {"answer": k["answer"], "citation_chunk_ids": k["citation_chunk_ids"],
+                      "abstained": k["abstained"], "requests": _loads(k["request_items"], [])}
+        rows.append({
+            "query_id": qid, "arm": arm,
+            "retrieval": {"ranked_chunk_ids": r["ranked_chunk_ids"], "ranked_doc_ids": r["ranked_doc_ids"],
+                          "retrieve_k": cfg.retrieve_k, "evidence_k": cfg.evidence_k,
+                          "selected_chunk_ids": c["selected_chunk_ids"], "metrics": retrieval_per_query.get(qid)},
+            "generated_answer": {
+                "context": {"evidence": [{"chunk_id": cid, "text": chunk_text[cid]} for cid in c["admitted_chunk_ids"]],
+                            "omitted_chunk_ids": c["omitted_chunk_ids"], "used_runes": c["used_runes"],
+                            "max_runes": c["max_runes"]},
+                "answer": answer,
+                "contract": {"valid": bool(k and k["status"] == "valid"), "status": k["status"] if k else None,
+                             "reason": k["reason"] if k else None},
+                "provider": {key: a[key] for key in ("model", "provider_role", "offline_baseline", "status",
+                                                     "input_tokens", "output_tokens", "latency_s", "cost_usd",
+                                                     "cache_hit", "attempts", "error")} if a else None,
+                "raw_response": a["raw_text"] if a else None,
+            },
+        })
+    return rows
+
+
+def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, built: dict, fingerprints: dict) -> dict:
+    """Fill `run_dir` with the seed's layout and mark it complete; return the counts written."""
+    store = lab.store
+    (run_dir / "inputs" / "prompts").mkdir(parents=True, exist_ok=True)
+    atomic_write_json(run_dir / "config.json", {
+        "arm": arm, "effective_config": cfg.model_dump(mode="json"), "fingerprints": fingerprints,
+        "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
+        "model_assignments": {"generator": cfg.generator.model, "judge": cfg.judge.model,
+                              "same_model": cfg.generator.model == cfg.judge.model},
+        "arms_file": str(lab.arms_file)})
+    shutil.copyfile(ds.corpus_path, run_dir / "inputs" / "corpus.json")
+    shutil.copyfile(ds.evaluation_path, run_dir / "inputs" / "evaluation.json")
+    for field, kind in PROMPT_FIELDS.items():
+        p = lab.prompt(getattr(cfg, field), kind)
+        target = run_dir / "inputs" / ("prompt.txt" if field == "prompt" else f"prompts/{p.name}.txt")
+        atomic_write_bytes(target, p.text.encode("utf-8"))
+    chunks = pl.read_parquet(built["chunks"].path / "chunks.parquet")
+    (run_dir / "preparation").mkdir(exist_ok=True)
+    atomic_write_json(run_dir / "preparation" / "chunks.json", chunks.to_dicts())
+    reps = pl.read_parquet(built["representations"].path / "representations.parquet")
+    atomic_write_json(run_dir / "preparation" / "representations.json",
+                      {"builder": built["representations"].manifest["info"]["builder"], "records": reps.to_dicts()})
+    atomic_write_json(run_dir / "indexes" / "manifest.json", {
+        name: {"path": str(b.path), "content_digest": b.content_digest, "key_digest": b.key_digest,
+               "info": b.manifest.get("info", {})} for name, b in built.items() if name.endswith("index")})
+    tables = {n: store.read_table(arm, n) for n in ("retrieval_rows", "admitted_contexts", "answers",
+                                                    "contract_results", "judge_verdicts")}
+    chunk_text = dict(zip(chunks["chunk_id"].to_list(), chunks["text"].to_list()))
+    retrieval = store.read_arm_json(arm, "retrieval_summary.json")
+    per_query = per_query_rows(arm, cfg, tables, chunk_text, retrieval["per_query"])
+    results = run_dir / "results"
+    _jsonl(results / "per-query.jsonl", per_query)
+    atomic_write_json(results / "generated-answers.json", tables["answers"].to_dicts())
+    atomic_write_json(results / "answer-contract-summary.json", store.read_arm_json(arm, "contract_summary.json"))
+    atomic_write_json(results / "retrieval-summary.json", retrieval)
+    judge_rows = [{**r, "verdicts": _loads(r["verdicts"], []), "gold_verdicts": _loads(r["gold_verdicts"], [])}
+                  for r in tables["judge_verdicts"].to_dicts()]
+    _jsonl(results / "judge-per-query.jsonl", judge_rows)
+    judge_summary = store.read_arm_json(arm, "judge_summary.json")
+    atomic_write_json(results / "judge-summary.json", {**judge_summary, "judge_config": cfg.judge.model_dump(mode="json")})
+    atomic_write_json(results / "request-completeness.json", store.read_arm_json(arm, "request_completeness.json"))
+    atomic_write_json(results / "failure-flow.json", store.read_arm_json(arm, "failure_flow.json"))
+    _jsonl(results / "request-outcomes.jsonl", store.read_table(arm, "failure_flow").to_dicts())
+    for partial in (PARTIAL_ANSWERS, PARTIAL_JUDGE):
+        (run_dir / partial).unlink(missing_ok=True)  # complete tables replace the per-row logs
+    contract = store.read_arm_json(arm, "contract_summary.json")
+    counts = {"questions": len(per_query), "answer_rows": tables["answers"].height,
+              "judge_rows": tables["judge_verdicts"].height, "valid": contract["valid"],
+              "judged": judge_summary["judged"]}
+    atomic_write_bytes(run_dir / "summary.md", summary_markdown(arm, cfg, retrieval["summary"], contract,
+                                                                judge_summary, counts).encode("utf-8"))
+    st = read_status(run_dir)
+    atomic_write_json(run_dir / STATUS, {**st, "status": COMPLETE, "finished_at": _now(), "counts": counts,
+                                         "exit_code": 0})
+    return counts
+
+
+def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, judge: dict, counts: dict) -> str:
+    lines = [f"# Run of arm `{arm}`", "",
+             f"chunks {cfg.chunk_runes}/{cfg.overlap_runes}, {cfg.retrieval}, retrieve_k {cfg.retrieve_k}, "
+             f"evidence_k {cfg.evidence_k}, context_runes {cfg.context_runes}, prompt `{cfg.prompt}`", "",
+             "## Retrieval (ranked list, before evidence_k)", "",
+             "| recip_rank | recall_10 | ndcg_cut_10 | success_10 | evaluated | undefined |", "|---|---|---|---|---|---|",
+             "| {recip_rank:.4f} | {recall_10:.4f} | {ndcg_cut_10:.4f} | {success_10:.4f} | {evaluated} | {undefined} |"
+             .format(**retrieval), "",
+             "## Answer contract", "", "| total | valid | parse failures | contract failures | abstentions |",
+             "|---|---|---|---|---|",
+             f"| {contract['total']} | {contract['valid']} | {contract['parse_failures']} | "
+             f"{contract['contract_failures']} | {contract['abstentions']} |", "",
+             "## Judge", "",
+             f"judge `{judge['judge_model']}`, generator `{judge['generator_model']}`, "
+             f"same model: {judge['same_model_as_generator']}"
+             + (" (offline baseline judge, not a language model)" if judge.get("offline_baseline_judge") else ""),
+             "", f"judged {judge['judged']}, abstained {judge['abstained']}, invalid {judge['invalid']}, "
+             f"mean faithfulness {judge['mean_faithfulness']}, mean relevance {judge['mean_relevance']}, "
+             f"contradicts_gold {judge['contradicts_gold']}", "", f"rows: {counts}", ""]
+    return "\n".join(lines)
+
+
+def validate_run_record(run_dir: Path, expected_rows: int, design: dict) -> list[dict]:
+    """The seed's post-run validation sequence (section 10.4), one result per step."""
+    st = read_status(run_dir)
+    checks = [("status complete, exit 0", st.get("status") == COMPLETE and st.get("exit_code") == 0,
+               f"status {st.get('status')}, exit {st.get('exit_code')}")]
+    try:
+        per_query = (run_dir / "results" / "per-query.jsonl").read_text(encoding="utf-8").splitlines()
+        contract = json.loads((run_dir / "results" / "answer-contract-summary.json").read_text(encoding="utf-8"))
+        retrieval = json.loads((run_dir / "results" / "retrieval-summary.json").read_text(encoding="utf-8"))
+        judge = json.loads((run_dir / "results" / "judge-summary.json").read_text(encoding="utf-8"))
+        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        answers = json.loads((run_dir / "results" / "generated-answers.json").read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError) as e:
+        return [*[{"check": c, "passed": p, "detail": d} for c, p, d in checks],
+                {"check": "run record files present", "passed": False, "detail": str(e)}]
+    checks.append(("expected answer rows", len(per_query) == expected_rows == len(answers),
+                   f"{len(per_query)} per-query rows, {len(answers)} answers, expected {expected_rows}"))
+    rs = retrieval["summary"]
+    checks.append(("retrieval and contract totals match the evaluation",
+                   rs["evaluated"] + rs["undefined"] == expected_rows == contract["total"],
+                   f"retrieval {rs['evaluated']}+{rs['undefined']}, contract total {contract['total']}"))
+    roles_ok = all(a["model"] == design["generator"] and a["provider_role"] == "generator" for a in answers)
+    checks.append(("provider model and role match the design",
+                   roles_ok and judge["judge_model"] == design["judge"],
+                   f"generator {design['generator']}, judge {design['judge']}"))
+    checks.append(("judge configuration and same-model limitation recorded",
+                   "same_model_as_generator" in judge and "judge_config" in judge
+                   and config["model_assignments"]["same_model"] == judge["same_model_as_generator"],
+                   f"same_model_as_generator {judge.get('same_model_as_generator')}"))
+    return [{"check": c, "passed": bool(p), "detail": d} for c, p, d in checks]
