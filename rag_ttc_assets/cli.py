@@ -105,8 +105,9 @@ def _dagster_home() -> Path:
 
 def stale_assets(instance, lab, arm: str, stage: str, force: bool = False) -> list[str]:
     """Assets of `stage` to run for `arm`: those whose fingerprint changed since their last
-    materialization, those with incomplete rows (provider faults, budget stops), and everything
-    downstream of them. A prompt change re-runs answers onward; the indexes stay as they are."""
+    materialization, those with incomplete rows (provider faults, budget stops), those whose shared
+    artifact no longer matches its digest, and everything downstream of them. A prompt change re-runs
+    answers onward; the indexes stay as they are."""
     from dagster import AssetKey, AssetRecordsFilter
 
     from rag_ttc_assets.defs.registry import FINGERPRINT, SPECS, fingerprints
@@ -124,7 +125,9 @@ def stale_assets(instance, lab, arm: str, stage: str, force: bool = False) -> li
         meta = records[0].asset_materialization.metadata if records else {}
         last = meta.get(FINGERPRINT)
         incomplete = meta.get("incomplete_rows")
-        if last is None or last.value != current[name] or (incomplete is not None and incomplete.value):
+        # A shared artifact damaged or removed since (its digest no longer matches) is rebuilt, not trusted.
+        damaged = "cache_hit" in meta and not lab.store.intact(meta["path"].value)
+        if last is None or last.value != current[name] or (incomplete is not None and incomplete.value) or damaged:
             run.append(name)
     return run
 
@@ -288,6 +291,42 @@ def run_tables(reports: dict[str, dict]) -> str:
     return "\n\n".join(out)
 
 
+def hit_rates(coverage) -> dict:
+    """Hit rate over all cases at each boundary, from request_coverage (no generation involved)."""
+    with_ev = coverage.filter(coverage["has_evidence"])
+    out = {"questions": with_ev["query_id"].n_unique(), "requests": with_ev.height}
+    for boundary in ("ranked", "selected", "admitted"):
+        hits = {}
+        for r in with_ev.iter_rows(named=True):
+            hits[r["query_id"]] = hits.get(r["query_id"], True) and r[boundary]
+        n_req = int(with_ev[boundary].sum())
+        out[boundary] = {"question_hits": sum(hits.values()),
+                         "question_hit_rate": sum(hits.values()) / len(hits) if hits else None,
+                         "request_hits": n_req, "request_hit_rate": n_req / with_ev.height if with_ev.height else None}
+    return out
+
+
+def cmd_hitrate(args) -> int:
+    lab = _lab(args)
+    lab.arms[args.arm]
+    materialize_arms([args.arm], "retrieval")
+    report = {"arm": args.arm, **hit_rates(lab.store.read_table(args.arm, "request_coverage")),
+              "retrieval": arm_report(lab, args.arm, "retrieval")["retrieval"]}
+    admitted = report["admitted"]["question_hit_rate"]
+    failed = args.min_hit_rate is not None and (admitted is None or admitted < args.min_hit_rate)
+    report["gate"] = None if args.min_hit_rate is None else {"min_hit_rate": args.min_hit_rate, "passed": not failed}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{args.arm}: {report['questions']} questions with gold evidence, {report['requests']} requests")
+        print(_table(["boundary", "question_hits", "question_hit_rate", "request_hits", "request_hit_rate"],
+                     [[b, report[b]["question_hits"], report[b]["question_hit_rate"], report[b]["request_hits"],
+                       report[b]["request_hit_rate"]] for b in ("ranked", "selected", "admitted")]))
+        if report["gate"]:
+            print(f"gate: admitted hit rate {admitted:.4f} {'>=' if not failed else '<'} {args.min_hit_rate}")
+    return 1 if failed else 0
+
+
 def cmd_inspect(args) -> int:
     from rag_ttc_assets.stages.inspect import InspectError, inspect_question, to_markdown
 
@@ -301,11 +340,39 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def compare_all() -> dict:
+    """Materialize `arm_comparisons` (every pair in `comparisons`, every family's sweep plot) in DAGSTER_HOME."""
+    from dagster import DagsterInstance
+
+    from rag_ttc_assets.definitions import build_definitions
+
+    _dagster_home()
+    job = build_definitions().resolve_job_def("comparisons_job")
+    with DagsterInstance.get() as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False, tags={"rag_ttc/source": "cli"})
+        if not result.success:
+            raise CliError(f"arm_comparisons: run {result.run_id} failed:\n{_failure_text(result)}")
+        meta = result.get_asset_materialization_events()[0].materialization.metadata
+    return {k: getattr(v, "value", v) for k, v in meta.items() if not k.startswith("sweep_") or k == "sweep_plots"
+            and k != "failure_flow_plot"} | {"run_id": result.run_id}
+
+
 def cmd_compare(args) -> int:
     from rag_ttc_assets.core.compare import LabelDriftError
     from rag_ttc_assets.stages.diagnostics import compare_two
 
     lab = _lab(args)
+    if args.all:
+        out = compare_all()
+        if args.json:
+            print(json.dumps(out, indent=2, default=str))
+        else:
+            print(out["comparisons"])
+            print("\nskipped: " + ("; ".join(out["skipped"]) or "none"))
+            print("sweep plots: " + ", ".join(f"{k}: {v}" for k, v in out["sweep_plots"].items()))
+        return 0
+    if not (args.a and args.b):
+        raise CliError("name two arms (rag-ttc compare A B), or use --all for every pair in `comparisons`")
     for arm in (args.a, args.b):
         lab.arms[arm]
     out_dir = lab.home / "store" / "comparisons"
@@ -446,14 +513,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_inspect)
 
     s = sub.add_parser("compare", parents=[common], help="paired per-case comparison of two arms")
-    s.add_argument("a")
-    s.add_argument("b")
+    s.add_argument("a", nargs="?")
+    s.add_argument("b", nargs="?")
+    s.add_argument("--all", action="store_true",
+                   help="materialize arm_comparisons: every pair in `comparisons` and every family's sweep plot")
     s.add_argument("--headline", default="completeness",
                    choices=["completeness", "valid", "faithfulness", "recip_rank", "recall_10", "ndcg_cut_10"])
     s.add_argument("--allow-label-drift", action="store_true",
                    help="compare arms whose evaluation digests differ (labels revised between runs)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_compare)
+
+    s = sub.add_parser("hitrate", parents=[common], help="retrieval hit rate and admission coverage, no generation",
+                       description="Hit rate over all cases against the gold labels at each boundary (ranked, "
+                                   "selected by evidence_k, admitted under the context budget), without generating "
+                                   "an answer: cheap enough for CI whenever the corpus or chunking changes.")
+    s.add_argument("arm")
+    s.add_argument("--min-hit-rate", type=float, help="exit 1 when the admitted question hit rate is below this")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_hitrate)
 
     s = sub.add_parser("runs", parents=[common], help="list run records (one per materialization) with status")
     s.add_argument("arm", nargs="?")

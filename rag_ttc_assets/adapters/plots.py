@@ -218,7 +218,7 @@ def failure_flow_bars(path: str | os.PathLike, flows: dict[str, dict[str, int]],
         left += counts
     ax.set_yticks(ypos, arms, fontsize=7 if len(arms) <= 12 else 5)
     ax.invert_yaxis()  # first arm on top
-    ax.set_xlabel("cases", fontsize=8)
+    ax.set_xlabel("requests", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.set_xlim(0, widest * 1.02)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=min(len(branches), 3), frameon=False)

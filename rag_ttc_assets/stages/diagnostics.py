@@ -137,6 +137,8 @@ def sweep_rows(lab: Lab, family: str) -> tuple[str, list[dict]]:
         except FileNotFoundError:
             continue
         value = getattr(lab.arms[arm], spec.parameter)
+        if not isinstance(value, (int, float)):
+            value = spec.values.index(value) if value in spec.values else len(rows)  # categorical: its position
         rows.append({"arm": arm, spec.parameter: value, "valid": contract["valid"],
                      "recall_10": retrieval["recall_10"], "requests_supported": diag["requests_supported"],
                      "omitted_chunks": admission["omitted_chunks"],

@@ -151,3 +151,16 @@ def test_changing_only_the_prompt_reruns_only_the_downstream_assets(mini_lab, tm
     code, out, err = rag_ttc("run", "baseline", "--stage", "answers", env=env)
     assert code == 0 and "baseline: up to date, nothing to run" in out
     assert "offline baselines" in out
+
+
+def test_hitrate_gate_without_generation(mini_lab, tmp_path):
+    env = {"DAGSTER_HOME": str(tmp_path / "dh")}
+    code, out, err = rag_ttc("hitrate", "tight", "--json", env=env)
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["questions"] == 7 and rep["requests"] == 11
+    ranked, admitted = rep["ranked"]["request_hits"], rep["admitted"]["request_hits"]
+    assert admitted < ranked  # the 700-rune budget omits evidence that retrieval found
+    assert not (mini_lab.store.arm_path("tight", "answers.parquet")).exists()  # no generation happened
+    code, out, _ = rag_ttc("hitrate", "tight", "--min-hit-rate", "1.01", env=env)
+    assert code == 1 and "gate: admitted hit rate" in out
