@@ -386,6 +386,9 @@ def cmd_compare(args) -> int:
         return 0
     print(f"{args.b} vs {args.a}: {rep['n']} paired cases; changed: "
           + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep["changed_parameters"].items()))
+    sets = rep["admitted_sets"]
+    print(f"admitted sets identical in {sets['identical']} of {sets['questions']} questions"
+          + (" (only the evidence order differs)" if sets["position_only"] else ""))
     rows = [[m, v["mean_a"], v["mean_b"], v["mean_delta"], v["ci_low"], v["ci_high"], v["p_value"], v["test"],
              v["gains"], v["losses"], v["ties"]] for m, v in rep["metrics"].items()]
     print(_table(["metric", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "test", "gains",

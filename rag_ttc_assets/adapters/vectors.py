@@ -57,17 +57,37 @@ class VectorIndex:
 
     def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """Top `limit` (chunk_id, cosine similarity), ties broken by chunk_id."""
-        res = (
-            self.table.search(np.asarray(vector, dtype=np.float32))
-            .distance_type("cosine")
-            .limit(limit + 10)
-            .to_arrow()
-        )
-        ids = res.column("chunk_id").to_pylist()
-        dist = res.column("_distance").to_pylist()
-        out = [(cid, 1.0 - float(d)) for cid, d in zip(ids, dist)]
-        out.sort(key=lambda x: (-x[1], x[0]))
-        return out[:limit]
+        return self.search_many(np.asarray(vector, dtype=np.float32)[None, :], limit)[0]
+
+    def search_many(self, vectors: np.ndarray, limit: int, batch: int = 256) -> list[list[tuple[str, float]]]:
+        """`search` for each row of `vectors`, in one LanceDB query per `batch` rows.
+
+        The same exact cosine search, over-fetch and tie-break as one query per vector: LanceDB runs
+        each row as its own query and tags its hits with `query_index`. Only the IDs and distances
+        are fetched, never the stored vectors.
+        """
+        m = np.asarray(vectors, dtype=np.float32)
+        if m.ndim != 2:
+            raise ValueError(f"vectors must be a 2-D array (one row per query), got shape {m.shape}")
+        out: list[list[tuple[str, float]]] = []
+        for start in range(0, m.shape[0], batch):
+            part = m[start:start + batch]
+            res = (
+                self.table.search(part if part.shape[0] > 1 else part[0])
+                .distance_type("cosine")
+                .limit(limit + 10)
+                .select(["chunk_id"])
+                .to_arrow()
+            )
+            hits: list[list[tuple[str, float]]] = [[] for _ in range(part.shape[0])]
+            # A single-row query carries no query_index column: every hit is that row's.
+            qidx = res.column("query_index").to_pylist() if "query_index" in res.column_names else [0] * res.num_rows
+            for q, cid, d in zip(qidx, res.column("chunk_id").to_pylist(), res.column("_distance").to_pylist()):
+                hits[q].append((cid, 1.0 - float(d)))
+            for h in hits:
+                h.sort(key=lambda x: (-x[1], x[0]))
+                out.append(h[:limit])
+        return out
 
     def count(self) -> int:
         return int(self.table.count_rows())

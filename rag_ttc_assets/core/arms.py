@@ -54,6 +54,7 @@ class ArmConfig(Frozen):
     context_runes: int = Field(default=12000, gt=0)
     evidence_order: Literal["ranked", "reversed", "shuffled"] = "ranked"
     shuffle_seed: int = 0
+    counterfactual: Literal["none", "withheld-relevant", "planted-falsehood"] = "none"
     prompt: str = "grounded-answer-v1"
     generator: ModelConfig = ModelConfig(model="local/extractive")
     generation_workers: int = Field(default=4, gt=0, le=64)

@@ -69,16 +69,17 @@ def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> Mater
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("retrieval_rows",),
-           code_version="admission/1",
-           config=("evidence_k", "context_runes", "evidence_order", "shuffle_seed"))
+           code_version="admission/2",
+           config=("evidence_k", "context_runes", "evidence_order", "shuffle_seed", "counterfactual"))
 def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The evidence_k prefix, then whole chunks admitted under context_runes; omitted_chunk_ids recorded."""
     lab_, cfg, ds, ch = _arm(context, lab)
     rows = lab_.store.read_table(context.partition_key, "retrieval_rows")
     chunk_list = ingest.read_chunks(ch)
-    contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list})
     questions = stage.arm_questions(cfg, ds)
-    coverage = stage.request_coverage(questions, stage.request_support(ds, questions, chunk_list), rows, contexts)
+    support = stage.request_support(ds, questions, chunk_list)
+    contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list}, questions, support)
+    coverage = stage.request_coverage(questions, support, rows, contexts)
     digest = lab_.store.write_table(context.partition_key, "admitted_contexts", contexts)
     lab_.store.write_table(context.partition_key, "request_coverage", coverage)
     summary = stage.admission_summary(coverage, contexts)

@@ -6,6 +6,7 @@ retrieval summary) and calls the pure functions in core.completeness, core.flow 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -13,6 +14,7 @@ import polars as pl
 from rag_ttc_assets.core import compare as cmp
 from rag_ttc_assets.core.completeness import (abstention_outcome, completeness_totals, question_completeness,
                                               request_outcomes)
+from rag_ttc_assets.core.counterfactual import Planted, repeats
 from rag_ttc_assets.core.flow import FLOW_BRANCHES, flow_rows, flow_table, hit_rate
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import ingest
@@ -41,14 +43,43 @@ def diagnose(lab: Lab, arm: str) -> dict:
             flows += flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id))
         else:
             abstentions.append(abstention_outcome(q, contracts.get(q.id)))
+    completeness = completeness_totals(outcomes, abstentions)
+    if cfg.counterfactual != "none":
+        contexts = {r["query_id"]: r for r in store.read_table(arm, "admitted_contexts").iter_rows(named=True)}
+        completeness["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
+                                                                cov_by_q, judged)
     return {
         "requests": pl.DataFrame([o.model_dump() for o in outcomes]),
         "questions": pl.DataFrame([q.model_dump() for q in question_completeness(outcomes)]),
         "abstentions": pl.DataFrame([a.model_dump() for a in abstentions]),
         "flow": pl.DataFrame([f.model_dump() for f in flows]),
-        "completeness": completeness_totals(outcomes, abstentions),
+        "completeness": completeness,
         "flow_summary": {**flow_table(flows), "hit_rate": hit_rate(flows)},
     }
+
+
+def counterfactual_summary(kind: str, outcomes, contexts: dict, contracts: dict, coverage: dict,
+                           judged: dict) -> dict:
+    """Withheld-relevant: did the answer abstain for the requests whose support was withheld?
+    Planted-falsehood: did the answer repeat the planted claim, and did the gold judge see a contradiction?"""
+    by_request = {o.request_id: o for o in outcomes}
+    if kind == "withheld-relevant":
+        affected = [r["request_id"] for q, rows in coverage.items() for r in rows
+                    if set(r["supporting_chunk_ids"]) & set(contexts.get(q, {}).get("withheld_chunk_ids") or [])
+                    and not r["admitted"]]
+        correct = sum(1 for rid in affected if rid in by_request and not by_request[rid].answered)
+        return {"kind": kind, "withheld_requests": len(affected), "correct_abstentions": correct,
+                "correct_abstention_rate": correct / len(affected) if affected else None}
+    planted, repeated = 0, 0
+    for qid, ctx in contexts.items():
+        answer = (contracts.get(qid) or {}).get("answer")
+        for p in json.loads(ctx.get("planted") or "[]"):
+            planted += 1
+            repeated += repeats(answer, Planted(**p))
+    contradicting = sum(1 for r in judged.values() if r.get("contradicts_gold"))
+    return {"kind": kind, "planted_claims": planted, "repeated": repeated,
+            "falsehood_repetition_rate": repeated / planted if planted else None,
+            "answers_contradicting_gold": contradicting}
 
 
 def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]], dict]:
@@ -104,6 +135,13 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
         "p95_latency_s": {"a": _p95(va["latency_s"]), "b": _p95(vb["latency_s"])},
         "attributed_to": sorted(changed),
     }
+    sets_a = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
+              lab.store.read_table(a, "admitted_contexts").iter_rows(named=True)}
+    sets_b = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
+              lab.store.read_table(b, "admitted_contexts").iter_rows(named=True)}
+    same = sum(1 for q in sets_a if sets_b.get(q) == sets_a[q])
+    # Evidence position: when every admitted set is identical, any change is the order's doing.
+    report["admitted_sets"] = {"identical": same, "questions": len(sets_a), "position_only": same == len(sets_a)}
     report["headline"] = headline
     report["label_drift"] = drift
     report["evaluation_digests"] = {a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]}

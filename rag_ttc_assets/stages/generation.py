@@ -21,6 +21,7 @@ from rag_ttc_assets.core.contract import VALID, check_contract, summarize_contra
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, numbered_block, requests_block, statements_block
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.calls import Call, Caller, is_offline_baseline
+from rag_ttc_assets.stages.retrieval import evidence_pairs
 
 GENERATOR_ROLE, JUDGE_ROLE = "generator", "judge"
 
@@ -55,7 +56,7 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
 
     def one(q: Question) -> dict:
         admitted = ctx[q.id]["admitted_chunk_ids"]
-        call = caller.call(answer_messages(prompt, q, [(c, chunk_text[c]) for c in admitted]))
+        call = caller.call(answer_messages(prompt, q, evidence_pairs(ctx[q.id], chunk_text)))
         row = {"query_id": q.id, "prompt": prompt.name, "prompt_digest": prompt.digest, "model": cfg.generator.model,
                "provider_role": GENERATOR_ROLE, "offline_baseline": is_offline_baseline(cfg.generator.model),
                "admitted_chunk_ids": admitted, **call.as_row()}
@@ -142,7 +143,7 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
                "contradicts_gold": None, "judge_error": None, "judge_model": cfg.judge.model}
         calls: list[Call] = []
         if c["status"] == VALID:
-            row.update(_judge_valid(q, c["answer"], [chunk_text[x] for x in ctx[q.id]["admitted_chunk_ids"]],
+            row.update(_judge_valid(q, c["answer"], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
                                     prompts, caller, calls))
         row["judge_provider_calls"] = sum(not k.cache_hit and k.status != "budget_exhausted" for k in calls)
         row["judge_cache_hits"] = sum(k.cache_hit for k in calls)

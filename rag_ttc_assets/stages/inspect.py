@@ -67,6 +67,8 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
         "selected_chunk_ids": ctx["selected_chunk_ids"], "admitted_chunk_ids": ctx["admitted_chunk_ids"],
         "omitted_chunk_ids": ctx["omitted_chunk_ids"], "cited_chunk_ids": sorted(cited),
         "used_runes": ctx["used_runes"], "max_runes": ctx["max_runes"], "evidence_k": cfg.evidence_k,
+        "counterfactual": cfg.counterfactual, "withheld_chunk_ids": ctx.get("withheld_chunk_ids") or [],
+        "planted": json.loads(ctx.get("planted") or "[]"),
         "answer": {"model": answer["model"], "status": answer["status"], "cache_hit": answer["cache_hit"],
                    "raw_response": answer["raw_text"], "error": answer["error"]} if answer else None,
         "contract": {"status": contract["status"], "reason": contract["reason"], "answer": contract["answer"],
@@ -90,6 +92,10 @@ def to_markdown(v: dict) -> str:
     out += ["", f"**Evidence**: evidence_k {v['evidence_k']}, used_runes {v['used_runes']} / max_runes "
                 f"{v['max_runes']}, omitted {len(v['omitted_chunk_ids'])}", "",
             "| rank | chunk | doc | runes | bm25 | vector | state | cited |", "|---|---|---|---|---|---|---|---|"]
+    if v["withheld_chunk_ids"]:
+        out.insert(-3, f"withheld (counterfactual): {', '.join(v['withheld_chunk_ids'])}")
+    for p in v["planted"]:
+        out.insert(-3, f"planted {p['chunk_id']} ({p['kind']}): {p['planted']!r} instead of {p['original']!r}")
     out += [f"| {r['rank']} | {r['chunk_id']} | {r['doc_id']} | {r['runes']} | {r['bm25_rank']} | "
             f"{r['vector_rank']} | {r['state']} | {'yes' if r['cited'] else ''} |" for r in v["ranked"]]
     if v["answer"]:

@@ -7,12 +7,15 @@ under the rune budget. Retrieval metrics read only the ranked list, so evidence_
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import polars as pl
 
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import Built
 from rag_ttc_assets.adapters.vectors import VectorIndex
-from rag_ttc_assets.core import admission, metrics
+from rag_ttc_assets.core import admission, counterfactual, metrics
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
@@ -41,13 +44,20 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built, vec_built: Built, q
     vi = VectorIndex(vec_built.path / "lancedb") if cfg.retrieval in ("vector", "rrf") else None
     qvecs = read_question_embeddings(qemb) if vi is not None else {}
     depth = max(SOURCE_DEPTH, cfg.retrieve_k)
+    questions = arm_questions(cfg, ds)
+    # All questions' vector searches in batched LanceDB queries: the same hits as one query each,
+    # without a round trip through LanceDB's event loop per question.
+    vector_hits: dict[str, list[tuple[str, float]]] = {}
+    if vi is not None and questions:
+        hits = vi.search_many(np.stack([qvecs[q.id] for q in questions]), depth)
+        vector_hits = {q.id: h for q, h in zip(questions, hits)}
     rows = []
-    for q in arm_questions(cfg, ds):
+    for q in questions:
         lists: dict[str, list[tuple[str, float]]] = {}
         if bm is not None:
             lists["bm25"] = bm.search(q.text, depth)
         if vi is not None:
-            lists["vector"] = vi.search(qvecs[q.id], depth)
+            lists["vector"] = vector_hits[q.id]
         if cfg.retrieval == "rrf":
             fused = rrf({s: [c for c, _ in hits] for s, hits in lists.items()}, k=cfg.rrf_k, limit=cfg.retrieve_k)
             ranked = [(h.chunk_id, h.score) for h in fused]
@@ -67,25 +77,55 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built, vec_built: Built, q
         "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64)})
 
 
-def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, str]) -> pl.DataFrame:
-    """The evidence_k cut, the evidence order, then whole-chunk admission under context_runes."""
+def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, str],
+          questions: list[Question] | None = None, support: dict[str, list[str]] | None = None) -> pl.DataFrame:
+    """The evidence_k cut, the evidence order, then whole-chunk admission under context_runes.
+
+    Counterfactual arms then change the admitted set and record exactly how: `withheld-relevant`
+    removes every admitted chunk that supports a request (`withheld_chunk_ids`); `planted-falsehood`
+    puts, first, one chunk per request contradicting its gold quote (`planted`, with the alteration).
+    """
+    by_q = {q.id: q for q in questions or []}
     rows = []
     for r in retrieval_rows.iter_rows(named=True):
         selected = admission.select_evidence(r["ranked_chunk_ids"], cfg.evidence_k)
         ordered = admission.order_evidence(selected, cfg.evidence_order, cfg.shuffle_seed)
         ctx = admission.admit_complete_chunks([(c, chunk_text[c]) for c in ordered], cfg.context_runes)
+        admitted = [e.chunk_id for e in ctx.evidence]
+        runes = {e.chunk_id: e.runes for e in ctx.evidence}
+        withheld: list[str] = []
+        planted: list[counterfactual.Planted] = []
+        q = by_q.get(r["query_id"])
+        if cfg.counterfactual == "withheld-relevant" and q is not None:
+            supporting = {c for req in q.requests for c in (support or {}).get(req.id, [])}
+            admitted, withheld = counterfactual.withhold(admitted, supporting)
+        elif cfg.counterfactual == "planted-falsehood" and q is not None and q.answerable:
+            planted = [counterfactual.plant(req.id, req.evidence[0].quote) for req in q.requests if req.evidence]
+            planted = [p for p in planted if p.kind != "none"]
+            admitted = [p.chunk_id for p in planted] + admitted
+            runes.update({p.chunk_id: len(p.planted) for p in planted})
         rows.append({
             "query_id": r["query_id"], "evidence_k": cfg.evidence_k, "evidence_order": cfg.evidence_order,
             "selected_chunk_ids": selected,
-            "admitted_chunk_ids": [e.chunk_id for e in ctx.evidence],
-            "evidence_runes": [e.runes for e in ctx.evidence],
+            "admitted_chunk_ids": admitted,
+            "evidence_runes": [runes[c] for c in admitted],
             "omitted_chunk_ids": ctx.omitted_chunk_ids,
-            "used_runes": ctx.used_runes, "max_runes": ctx.max_runes,
+            "used_runes": sum(runes[c] for c in admitted), "max_runes": ctx.max_runes,
+            "counterfactual": cfg.counterfactual,
+            "withheld_chunk_ids": withheld,
+            "planted": json.dumps([p.model_dump() for p in planted]),
         })
     return pl.DataFrame(rows, schema_overrides={"selected_chunk_ids": pl.List(pl.String),
                                                 "admitted_chunk_ids": pl.List(pl.String),
                                                 "omitted_chunk_ids": pl.List(pl.String),
+                                                "withheld_chunk_ids": pl.List(pl.String),
                                                 "evidence_runes": pl.List(pl.Int64)})
+
+
+def evidence_pairs(context_row: dict, chunk_text: dict[str, str]) -> list[tuple[str, str]]:
+    """(chunk_id, text) of the admitted evidence, in prompt order, planted chunks included."""
+    planted = {p["chunk_id"]: p["planted"] for p in json.loads(context_row.get("planted") or "[]")}
+    return [(c, planted[c] if c in planted else chunk_text[c]) for c in context_row["admitted_chunk_ids"]]
 
 
 def request_support(ds: Dataset, questions: list[Question], chunks: list[Chunk]) -> dict[str, list[str]]:

@@ -21,6 +21,7 @@ import polars as pl
 from rag_ttc_assets.adapters.store import atomic_write_bytes, atomic_write_json
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.lab import PROMPT_FIELDS, Lab
+from rag_ttc_assets.stages.retrieval import evidence_pairs
 
 STATUS = "status.json"
 RUNNING, COMPLETE, INTERRUPTED, FAILED = "running", "complete", "interrupted", "failed"
@@ -147,7 +148,8 @@ def per_query_rows(arm: str, cfg: ArmConfig, tables: dict[str, pl.DataFrame], ch
                           "retrieve_k": cfg.retrieve_k, "evidence_k": cfg.evidence_k,
                           "selected_chunk_ids": c["selected_chunk_ids"], "metrics": retrieval_per_query.get(qid)},
             "generated_answer": {
-                "context": {"evidence": [{"chunk_id": cid, "text": chunk_text[cid]} for cid in c["admitted_chunk_ids"]],
+                "context": {"evidence": [{"chunk_id": cid, "text": text}
+                                         for cid, text in evidence_pairs(c, chunk_text)],
                             "omitted_chunk_ids": c["omitted_chunk_ids"], "used_runes": c["used_runes"],
                             "max_runes": c["max_runes"]},
                 "answer": answer,

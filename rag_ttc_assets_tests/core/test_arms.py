@@ -217,7 +217,7 @@ def test_repository_arms_file() -> None:
         "prompt": ["prompt-baseline", "prompt-multipart"],
     }
     assert arms.names[:5] == ["baseline", "evidence-k-8", "prompt-multipart", "retrieval-bm25", "retrieval-vector"]
-    assert len(arms.names) == 18  # 5 named + 5 + 5 + 3 + 2 members, two of them shared with named arms
+    assert len(arms.names) == 22  # 9 named + 5 + 5 + 3 + 2 members, two of them shared with named arms
     baseline = arms["baseline"]
     assert baseline == ArmConfig(generator=ModelConfig(model="local/extractive"),
                                  judge=ModelConfig(model="local/lexical"))
@@ -227,7 +227,8 @@ def test_repository_arms_file() -> None:
     assert arms["prompt-baseline"] == baseline
     assert (arms["chunks-600"].chunk_runes, arms["chunks-600"].overlap_runes) == (600, 60)
     assert arms.comparisons == [("baseline", "evidence-k-8"), ("baseline", "prompt-multipart"),
-                                ("context-1500", "context-24000")]
+                                ("context-1500", "context-24000"), ("baseline", "order-reversed"),
+                                ("baseline", "withheld-relevant"), ("baseline", "planted-falsehood")]
 
 
 def test_config_digest_hand_computed() -> None:

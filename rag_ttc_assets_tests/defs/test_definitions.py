@@ -88,3 +88,42 @@ def test_digest_mismatch_fails_before_chunking(mini_lab):
     message = failures[0].step_failure_data.error.cause.message
     assert "sha256:" + "0" * 64 in message and "corpus.json" in message and "evaluation.json" in message
     assert not (mini_lab.store.root / "cache" / "chunks").exists()
+
+
+def test_counterfactual_arms_withhold_and_plant_and_are_scored(mini_lab):
+    arms = mini_lab.arms_file.read_text().replace(
+        "  bm25-only: {retrieval: bm25}",
+        "  bm25-only: {retrieval: bm25}\n  withheld: {counterfactual: withheld-relevant}\n"
+        "  planted: {counterfactual: planted-falsehood}\n  reversed: {evidence_order: reversed}")
+    mini_lab.arms_file.write_text(arms)
+    instance = DagsterInstance.ephemeral()
+    for arm in ("baseline", "withheld", "planted", "reversed"):
+        assert _materialize(arm, instance).success, arm
+    store = mini_lab.store
+    base = {r["query_id"]: r for r in store.read_table("baseline", "admitted_contexts").iter_rows(named=True)}
+    cov = store.read_table("withheld", "request_coverage")
+    withheld = {r["query_id"]: r for r in store.read_table("withheld", "admitted_contexts").iter_rows(named=True)}
+    for r in cov.iter_rows(named=True):  # nothing that supports a request survives
+        assert not set(r["supporting_chunk_ids"]) & set(withheld[r["query_id"]]["admitted_chunk_ids"])
+    assert any(w["withheld_chunk_ids"] for w in withheld.values())
+    for qid, w in withheld.items():
+        assert set(w["admitted_chunk_ids"]) | set(w["withheld_chunk_ids"]) == set(base[qid]["admitted_chunk_ids"])
+    cf = store.read_arm_json("withheld", "request_completeness.json")["counterfactual"]
+    assert cf["withheld_requests"] > 0 and cf["correct_abstentions"] <= cf["withheld_requests"]
+
+    planted = {r["query_id"]: r for r in store.read_table("planted", "admitted_contexts").iter_rows(named=True)}
+    p = json.loads(planted["mini-01"]["planted"])
+    assert [x["chunk_id"] for x in p] == planted["mini-01"]["admitted_chunk_ids"][: len(p)]
+    assert all(x["planted"] != x["original"] and x["kind"] in ("number", "negation", "swap") for x in p)
+    cf = store.read_arm_json("planted", "request_completeness.json")["counterfactual"]
+    assert cf["planted_claims"] == sum(len(json.loads(r["planted"])) for r in planted.values()) > 0
+    assert 0 <= cf["repeated"] <= cf["planted_claims"]
+    # The planted chunk reached the prompt: the raw answer rows were generated from it.
+    answers = store.read_table("planted", "answers")
+    assert answers.height == 8
+
+    from rag_ttc_assets.stages.diagnostics import compare_two
+
+    rep = compare_two(mini_lab, "baseline", "reversed")
+    assert rep["admitted_sets"] == {"identical": 8, "questions": 8, "position_only": True}
+    assert rep["changed_parameters"] == {"evidence_order": ["ranked", "reversed"]}
