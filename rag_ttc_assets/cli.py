@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -139,7 +140,6 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False) -> d
     from dagster import AssetKey, DagsterInstance
 
     from rag_ttc_assets.definitions import JOB, build_definitions
-    from rag_ttc_assets.defs.meta import CLI_SOURCE_TAG
     from rag_ttc_assets.lab import Lab
 
     _dagster_home()
@@ -147,6 +147,7 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False) -> d
     job = build_definitions(lab).resolve_job_def(JOB)
     out = {}
     with DagsterInstance.get() as instance:
+        reap_dead_runs(instance)
         for arm in arm_names:
             todo = stale_assets(instance, lab, arm, stage, force)
             if not todo:
@@ -154,11 +155,35 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False) -> d
                 continue
             result = job.execute_in_process(partition_key=arm, instance=instance,
                                             asset_selection=[AssetKey(a) for a in todo],
-                                            raise_on_error=False, tags=dict([CLI_SOURCE_TAG]))
+                                            raise_on_error=False, tags=_cli_tags())
             if not result.success:
                 raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{_failure_text(result)}")
             out[arm] = {"run_id": result.run_id, "ran": todo}
     return out
+
+
+def _cli_tags() -> dict[str, str]:
+    return {"rag_ttc/source": "cli", "rag_ttc/pid": str(os.getpid()), "rag_ttc/host": socket.gethostname()}
+
+
+def reap_dead_runs(instance) -> list[str]:
+    """Runs this CLI executed in a process that has since died (killed): nothing monitors an in-process
+    run, so it stays STARTED for ever and keeps its `provider` pool slot, and every later provider-bound
+    step would wait for that slot for ever. Mark them canceled and free their slots."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    from rag_ttc_assets.stages.run_record import _alive
+
+    reaped = []
+    for run in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED], tags={"rag_ttc/source": "cli"})):
+        pid, host = run.tags.get("rag_ttc/pid"), run.tags.get("rag_ttc/host")
+        if pid is None or host != socket.gethostname() or _alive(int(pid), host):
+            continue
+        instance.report_run_canceled(run, message=f"the rag-ttc process ({pid}) ended before the run did")
+        if instance.event_log_storage.supports_global_concurrency_limits:
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        reaped.append(run.run_id)
+    return reaped
 
 
 def _failure_text(result) -> str:
@@ -419,10 +444,14 @@ def cmd_runs(args) -> int:
     if args.arm:
         lab.arms[args.arm]
     _dagster_home()
-    from rag_ttc_assets.defs.meta import instance_status_lookup
-
     with DagsterInstance.get() as instance:
-        runs = list_runs(lab, args.arm, instance_status_lookup(instance))
+        reap_dead_runs(instance)
+
+        def status_of(run_id):
+            run = instance.get_run_by_id(run_id)
+            return run.status.value if run else None
+
+        runs = list_runs(lab, args.arm, status_of)
     if args.json:
         print(json.dumps(runs, indent=2))
         return 0
@@ -555,6 +584,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--drop-missing", action="store_true", help="drop qrels naming missing documents (counted)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_beir)
+    from rag_ttc_assets import sweep
+
+    sweep.add_parser(sub)
     return p
 
 

@@ -113,6 +113,10 @@ class ArtifactStore:
             warnings.warn(f"artifact {final} is corrupt ({e}); rebuilding it", stacklevel=3)
             return None
 
+    def intact(self, path: Path | str) -> bool:
+        """Whether the shared artifact at `path` is there and matches its manifest (a corrupt one warns)."""
+        return self._read_manifest(Path(path)) is not None
+
     def build_once(self, kind: str, key: dict[str, Any], builder: Callable[[Path], dict[str, Any]]) -> Built:
         """Return the artifact for `key`, building it with `builder(tmp_dir) -> info` if absent or corrupt."""
         final, kd = self.artifact_dir(kind, key)

@@ -48,14 +48,29 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
     digest = store.write_arm_json(arm, "failure_flow.json", s)
     png = stage.flow_bars(lab_, [arm], store.arm_path(arm, "failure-flow.png"))
     rows = [{"branch": b, "requests": s[b], **s["accounting"][b]} for b in FLOW_BRANCHES]
+    worst = _worst_cases(lab_, arm, d["flow"])
     return MaterializeResult(
         metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": s["total"],
                   **numbers(s["hit_rate"], prefix="hit_rate/"),
                   "flow": md_table(rows),
+                  "worst_cases": MetadataValue.md(worst or "_(no failing requests)_"),
                   "plot": MetadataValue.md(_image(png)) if png else "no flow",
                   "plot_path": MetadataValue.path(str(png)) if png else ""},
         data_version=version_of(digest),
     )
+
+
+def _worst_cases(lab_, arm: str, flow, n: int = 3) -> str:
+    """The `inspect` view of the questions with the most requests that did not end `ok`."""
+    from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
+
+    if flow.height == 0:
+        return ""
+    failing = {}
+    for r in flow.iter_rows(named=True):
+        failing[r["query_id"]] = failing.get(r["query_id"], 0) + (r["branch"] != "ok")
+    ranked = sorted((q for q, k in failing.items() if k), key=lambda q: (-failing[q], q))[:n]
+    return "\n\n---\n\n".join(to_markdown(inspect_question(lab_, arm, q)) for q in ranked)
 
 
 def _image(path) -> str:

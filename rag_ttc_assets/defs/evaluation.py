@@ -51,7 +51,7 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
 
 @arm_asset(group=GROUP, kinds={"json"}, deps=("judge_verdicts",), code_version="judge-summary/1")
 def judge_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """Judged rows, abstained, invalid, mean faithfulness and relevance, the judge model and whether it is the generator's."""
+    """Judged, abstained and invalid rows, mean faithfulness and relevance, the judge model, same model or not."""
     arm = context.partition_key
     lab_, cfg = lab.arm(arm)
     s = stage.judge_summary(cfg, lab_.store.read_table(arm, "judge_verdicts"))

@@ -1,13 +1,17 @@
 """Ingest stage: digest binding, chunks, representations."""
 
 
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
+import json
+from pathlib import Path
+
+from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
+                     MetadataValue)
 
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION
-from rag_ttc_assets.core.dataset import dataset_counts
+from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
 from rag_ttc_assets.core.representations import BUILDERS
 from rag_ttc_assets.defs.meta import artifact_metadata, numbers, version_of
-from rag_ttc_assets.defs.registry import arm_asset
+from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import ingest
 
@@ -63,3 +67,15 @@ def representations(context: AssetExecutionContext, lab: LabResource) -> Materia
     meta = artifact_metadata(built, cfg.representations_key(ds.corpus_digest), {"chunks": ch.content_digest})
     meta["builder"] = BUILDERS[cfg.representation]
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
+
+
+@arm_check(asset="corpus_binding",
+           description="the evaluation names the digest of the exact corpus bytes it was run with")
+def digest_binding(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
+    lab_, _ = lab.arm(context.partition_key)
+    binding = lab_.store.read_arm_json(context.partition_key, "binding.json")
+    evaluation = json.loads(Path(binding["evaluation_file"]).read_text(encoding="utf-8"))
+    actual = sha256_digest(Path(binding["corpus_file"]).read_bytes())
+    return AssetCheckResult(passed=evaluation.get("corpus_digest") == actual == binding["corpus_digest"],
+                            metadata={"evaluation_corpus_digest": str(evaluation.get("corpus_digest")),
+                                      "corpus_file_digest": actual, "recorded_digest": binding["corpus_digest"]})

@@ -36,7 +36,7 @@ def numbers(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(v, int):
             out[prefix + k] = MetadataValue.int(v)
         elif isinstance(v, float):
-            out[prefix + k] = MetadataValue.float(v)
+            out[prefix + k] = MetadataValue.float(round(v, 6))
     return out
 
 
@@ -57,23 +57,11 @@ def version_of(digest: str) -> DataVersion:
     return DataVersion(digest.split(":", 1)[-1][:32])
 
 
-CLI_SOURCE_TAG = ("rag_ttc/source", "cli")  # runs `rag-ttc run` executes in its own process
-
-
 def run_status_lookup(context):
     """Dagster's word on a run (SUCCESS, FAILURE, CANCELED, STARTED...), for marking run records."""
-    return instance_status_lookup(context.instance)
 
-
-def instance_status_lookup(instance):
     def status_of(run_id: str) -> str | None:
-        run = instance.get_run_by_id(run_id)
-        if run is None:
-            return None
-        # The CLI executes a run in its own process, which nothing monitors: killed, it leaves the run
-        # STARTED for ever. None lets the run record's pid (that process) say whether it is alive.
-        if run.status.value == "STARTED" and run.tags.get(CLI_SOURCE_TAG[0]) == CLI_SOURCE_TAG[1]:
-            return None
-        return run.status.value
+        run = context.instance.get_run_by_id(run_id)
+        return run.status.value if run else None
 
     return status_of

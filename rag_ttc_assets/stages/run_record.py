@@ -3,7 +3,8 @@
 `runs/<arm>/<UTC time>-<dagster run id>/` holds copies, not references: the effective config,
 the corpus and evaluation bytes, the prompts, the chunks and representations, an index manifest,
 every per-query result and the summaries. `status.json` says running, complete, failed or
-interrupted; a run killed before it could say so is marked interrupted by the next run.
+interrupted; a run killed before it could say so is marked interrupted by the next run, and one
+that succeeded without reaching the run record (`rag-ttc run --stage answers`) is marked partial.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from rag_ttc_assets.lab import PROMPT_FIELDS, Lab
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 
 STATUS = "status.json"
-RUNNING, COMPLETE, INTERRUPTED, FAILED = "running", "complete", "interrupted", "failed"
+RUNNING, COMPLETE, INTERRUPTED, FAILED, PARTIAL = "running", "complete", "interrupted", "failed", "partial"
 PARTIAL_ANSWERS = "results/generated-answers.partial.jsonl"
 PARTIAL_JUDGE = "results/judge-per-query.partial.jsonl"
 
@@ -61,7 +62,8 @@ def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
     """Run directories left `running` by a process that is gone: say so, keep their partial rows.
 
     `status_of` asks Dagster about the run: a run it recorded as FAILURE is `failed` (a step raised),
-    anything else whose process is gone is `interrupted` (killed before it could say so).
+    one it recorded as SUCCESS is `partial` (it ran fewer stages), anything else whose process is gone
+    is `interrupted` (killed before it could say so).
     """
     marked = []
     root = runs_root(lab, arm)
@@ -76,12 +78,13 @@ def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
         if dagster_status is None and _alive(st.get("pid"), st.get("host")):
             continue
         rows = {name: _count_lines(d / name) for name in (PARTIAL_ANSWERS, PARTIAL_JUDGE)}
-        failed = dagster_status == "FAILURE"
-        atomic_write_json(d / STATUS, {**st, "status": FAILED if failed else INTERRUPTED, "detected_at": _now(),
-                                       "dagster_status": dagster_status,
-                                       "reason": "a step failed" if failed
-                                       else "the process ended without completing the run record",
-                                       "partial_rows": rows})
+        status, reason = {
+            "FAILURE": (FAILED, "a step failed"),
+            # A run of fewer stages ended as asked: not killed, but no run record either.
+            "SUCCESS": (PARTIAL, "the run succeeded without its run_record step (a --stage run)"),
+        }.get(dagster_status, (INTERRUPTED, "the process ended without completing the run record"))
+        atomic_write_json(d / STATUS, {**st, "status": status, "detected_at": _now(),
+                                       "dagster_status": dagster_status, "reason": reason, "partial_rows": rows})
         marked.append(d)
     return marked
 

@@ -1,0 +1,342 @@
+"""`rag-ttc sweep FAMILY`: every arm of a sweep family as one Dagster partition backfill.
+
+By default the backfill is launched on a running `dagster dev` (`make dev`) through its GraphQL
+endpoint, exactly as *Launch backfill* in an asset's partition dialog does: one asset backfill of
+the stage's assets over the family's partitions (arm names). The daemon queues its runs through
+the QueuedRunCoordinator, so `concurrency.runs.max_concurrent_runs` and the `provider` pool limit
+of dagster.yaml apply. `--wait` follows it until every partition has finished. `--in-process`
+gives the runs the in_process executor (one process per arm instead of one per step).
+
+`--local` runs the family in this process instead, arm after arm, through the same job as
+`rag-ttc run` (only stale assets run there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+DEFAULT_URL = "http://127.0.0.1:3000"
+POLL_S = 2.0  # --wait polls the backfill this often
+SWEEP_TAG = "rag_ttc/sweep"
+RUN_FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
+# Run config of the project's default executor: every step of a run in the run's own process.
+IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
+BACKFILL_FINISHED = ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED")
+
+LAUNCH = """
+mutation LaunchSweep($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message stack }
+    ... on Error { message }
+  }
+}"""
+
+BACKFILL = """
+query SweepBackfill($id: String!) {
+  partitionBackfillOrError(backfillId: $id) {
+    __typename
+    ... on PartitionBackfill {
+      id status partitionNames
+      error { message }
+      runs(limit: 1000) { runId status tags { key value } assetSelection { path } }
+    }
+    ... on PythonError { message }
+    ... on Error { message }
+  }
+}"""
+
+
+STEP_FAILURES = """
+query SweepRunFailures($id: ID!) {
+  logsForRun(runId: $id) {
+    __typename
+    ... on EventConnection {
+      events { __typename ... on ExecutionStepFailureEvent { stepKey error { message cause { message } } } }
+    }
+  }
+}"""
+
+
+class SweepError(Exception):
+    pass
+
+
+class GraphQLClient:
+    """POSTs to `<url>/graphql`; SweepError when dagster dev is not there or reports errors."""
+
+    def __init__(self, url: str, timeout_s: float = 60.0):
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def __call__(self, query: str, variables: dict[str, Any] | None = None) -> dict:
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        req = urllib.request.Request(self.url + "/graphql", data=body, method="POST",
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                answer = json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            body = e.read()[:500].decode(errors="replace")
+            raise SweepError(f"{self.url}/graphql answered HTTP {e.code}: {body}") from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise SweepError(f"dagster dev is not reachable at {self.url} ({reason}); start it with `make dev`, "
+                             f"or pass --url, or run the sweep in this process with --local") from None
+        except json.JSONDecodeError:
+            raise SweepError(f"{self.url}/graphql did not answer JSON: is this the Dagster webserver?") from None
+        if answer.get("errors"):
+            raise SweepError("GraphQL error: " + "; ".join(e.get("message", str(e)) for e in answer["errors"]))
+        return answer["data"]
+
+
+def family_arms(args, local: bool) -> list[str]:
+    from rag_ttc_assets.cli import _lab
+
+    lab = _lab(args)
+    if local:
+        return lab.arms.family(args.family)  # full check: datasets and prompts must exist here
+    from rag_ttc_assets.core.arms import load_arms
+
+    # Only the names are needed: dagster dev checks the partitions against its own arms file.
+    return load_arms(lab.arms_file).family(args.family)
+
+
+def backfill_params(family: str, arms: list[str], stage: str, in_process: bool = False) -> dict:
+    """The `LaunchBackfillParams` of an asset backfill: the stage's assets over the family's arms."""
+    from rag_ttc_assets.cli import STAGES
+
+    params = {
+        "partitionNames": arms,
+        "assetSelection": [{"path": [name]} for name in STAGES[stage]],
+        "title": f"sweep {family} ({stage})",
+        "description": f"rag-ttc sweep {family} --stage {stage}: arms {', '.join(arms)}",
+        "tags": [{"key": SWEEP_TAG, "value": family}, {"key": "rag_ttc/stage", "value": stage}],
+    }
+    if in_process:
+        params["runConfigData"] = IN_PROCESS
+    return params
+
+
+def launch_backfill(gql: GraphQLClient, family: str, arms: list[str], stage: str, in_process: bool = False) -> str:
+    result = gql(LAUNCH, {"params": backfill_params(family, arms, stage, in_process)})["launchPartitionBackfill"]
+    if result["__typename"] != "LaunchBackfillSuccess":
+        raise SweepError(f"the backfill was not launched ({result['__typename']}): {result.get('message', result)}")
+    return result["backfillId"]
+
+
+def backfill_state(gql: GraphQLClient, backfill_id: str) -> dict:
+    b = gql(BACKFILL, {"id": backfill_id})["partitionBackfillOrError"]
+    if b["__typename"] != "PartitionBackfill":
+        raise SweepError(f"backfill {backfill_id}: {b['__typename']}: {b.get('message', b)}")
+    return b
+
+
+def _partition(run: dict) -> str | None:
+    return next((t["value"] for t in run["tags"] if t["key"] == "dagster/partition"), None)
+
+
+def partition_statuses(arms: list[str], runs: list[dict], assets: list[str], backfill_done: bool) -> dict[str, str]:
+    """Per arm: FAILURE or CANCELED once one of its runs ended so; the status of its unfinished run
+    (QUEUED, STARTED...); SUCCESS once successful runs have materialized every asset of the stage;
+    else PENDING, or NOT_LAUNCHED / INCOMPLETE when the backfill has finished without that."""
+    out = {}
+    for arm in arms:
+        mine = [r for r in runs if _partition(r) == arm]
+        bad = [r["status"] for r in mine if r["status"] in ("FAILURE", "CANCELED")]
+        unfinished = [r["status"] for r in mine if r["status"] not in RUN_FINISHED]
+        done_assets: set[str] = set()
+        for r in mine:
+            if r["status"] == "SUCCESS":
+                # A run without an asset selection ran its whole job.
+                done_assets.update(k["path"][-1] for k in r["assetSelection"]) if r.get("assetSelection") \
+                    else done_assets.update(assets)
+        if bad:
+            out[arm] = bad[0]
+        elif unfinished:
+            out[arm] = unfinished[0]
+        elif mine and done_assets >= set(assets):
+            out[arm] = "SUCCESS"
+        elif backfill_done:
+            out[arm] = "INCOMPLETE" if mine else "NOT_LAUNCHED"
+        else:
+            out[arm] = "PENDING"
+    return out
+
+
+def wait_for_backfill(gql: GraphQLClient, backfill_id: str, arms: list[str], assets: list[str], out,
+                      poll_s: float | None = None, timeout_s: float | None = None) -> dict:
+    """Poll until every arm has finished, writing `arm -> STATUS (run …)` to `out` as runs finish.
+
+    Finished means: the backfill says so, or every arm has failed or has all of `assets`
+    materialized by successful runs (the daemon marks the backfill completed on its next tick,
+    up to half a minute later; nothing is left for it to launch by then)."""
+    seen: set[str] = set()
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        b = backfill_state(gql, backfill_id)
+        for run in sorted(b["runs"], key=lambda r: r["runId"]):
+            if run["status"] in RUN_FINISHED and run["runId"] not in seen:
+                seen.add(run["runId"])
+                print(f"{_partition(run)} -> {run['status']} (run {run['runId']})", file=out, flush=True)
+        backfill_done = b["status"] in BACKFILL_FINISHED
+        statuses = partition_statuses(arms, b["runs"], assets, backfill_done)
+        settled = all(s in ("SUCCESS", "FAILURE", "CANCELED", "NOT_LAUNCHED", "INCOMPLETE") for s in statuses.values())
+        if settled or (backfill_done and all(r["status"] in RUN_FINISHED for r in b["runs"])):
+            return {**b, "partition_status": statuses}
+        if deadline is not None and time.monotonic() > deadline:
+            now = ", ".join(f"{a} {s}" for a, s in statuses.items())
+            raise SweepError(f"backfill {backfill_id} still {b['status']} after {timeout_s:.0f} s "
+                             f"(it keeps running in dagster dev): {now}")
+        time.sleep(POLL_S if poll_s is None else poll_s)
+
+
+def run_failures(gql: GraphQLClient, run_id: str) -> list[str]:
+    """`step KEY: message` for each failed step of a run (the cause's message when there is one)."""
+    logs = gql(STEP_FAILURES, {"id": run_id})["logsForRun"]
+    out = []
+    for ev in logs.get("events", []):
+        if ev["__typename"] == "ExecutionStepFailureEvent":
+            err = ev.get("error") or {}
+            msg = ((err.get("cause") or {}).get("message") or err.get("message") or "").strip()
+            out.append(f"step {ev['stepKey']}: {msg}")
+    return out
+
+
+def cmd_sweep(args) -> int:
+    """Errors are reported here, not by the caller's main: under `python -m rag_ttc_assets.cli` that
+    module is `__main__`, whose CliError is not the one `rag_ttc_assets.cli` raises."""
+    from rag_ttc_assets.cli import CliError
+    from rag_ttc_assets.core.arms import ArmsError
+
+    try:
+        return _sweep(args)
+    except (SweepError, CliError, ArmsError, FileNotFoundError) as e:
+        print(f"rag-ttc: error: {e}", file=sys.stderr)
+        return 1
+
+
+def _sweep(args) -> int:
+    from rag_ttc_assets.cli import STAGES
+
+    if args.local:
+        return _sweep_local(args)
+    arms = family_arms(args, local=False)
+    gql = GraphQLClient(args.url)
+    gql("{ version }")  # fails early and clearly when dagster dev is not there
+    backfill_id = launch_backfill(gql, args.family, arms, args.stage, args.in_process)
+    link = f"{gql.url}/runs/b/{backfill_id}"  # the backfill's page in the 1.13 UI (Runs > Backfills)
+    report: dict[str, Any] = {"family": args.family, "stage": args.stage, "arms": arms,
+                              "backfill_id": backfill_id, "url": link}
+    # With --json the progress goes to stderr and stdout holds one JSON document.
+    progress = sys.stderr if args.json else sys.stdout
+    print(f"launched backfill {backfill_id}: {args.family} ({len(arms)} arms: {', '.join(arms)}), stage "
+          f"{args.stage}\n{link}", file=progress, flush=True)
+    if not args.wait:
+        if args.json:
+            print(json.dumps(report, indent=2))
+        return 0
+    try:
+        b = wait_for_backfill(gql, backfill_id, arms, STAGES[args.stage], progress, timeout_s=args.timeout)
+    except KeyboardInterrupt:
+        print(f"\nstopped waiting; backfill {backfill_id} keeps running: {link}", file=sys.stderr)
+        return 130
+    failed = {a: s for a, s in b["partition_status"].items() if s != "SUCCESS"}
+    status = "FAILURE" if failed or b.get("error") else "SUCCESS"
+    runs = []
+    for r in b["runs"]:
+        runs.append({"run_id": r["runId"], "arm": _partition(r), "status": r["status"]})
+        if r["status"] == "FAILURE":
+            runs[-1]["failed_steps"] = run_failures(gql, r["runId"])
+    report.update(status=status, partitions=b["partition_status"], runs=runs)
+    if b.get("error"):
+        report["error"] = b["error"]["message"]
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"sweep {args.family} {status}: " + ", ".join(f"{a} {s}" for a, s in b["partition_status"].items()))
+    if status == "SUCCESS":
+        return 0
+    msg = f"backfill {backfill_id}: " + (", ".join(f"{a} {s}" for a, s in failed.items()) or b["status"])
+    if b.get("error"):
+        msg += f"\n{b['error']['message'].strip()}"
+    for r in runs:
+        msg += "".join(f"\n  {r['arm']} (run {r['run_id']}) {line}" for line in r.get("failed_steps", []))
+    print(f"rag-ttc: error: {msg}\nsee {link}", file=sys.stderr)
+    return 1
+
+
+def _sweep_local(args) -> int:
+    from rag_ttc_assets.cli import materialize_arms
+
+    arms = family_arms(args, local=True)
+    progress = sys.stderr if args.json else sys.stdout
+    print(f"sweep {args.family} in this process ({len(arms)} arms), stage {args.stage}", file=progress, flush=True)
+    report = {}
+    for n, arm in enumerate(arms, 1):
+        print(f"[{n}/{len(arms)}] {arm} ...", file=progress, flush=True)
+        started = time.monotonic()
+        try:
+            r = materialize_arms([arm], args.stage)[arm]
+        except Exception:
+            print(f"[{n}/{len(arms)}] {arm} -> FAILURE", file=progress, flush=True)
+            raise
+        report[arm] = {**r, "status": "SUCCESS", "seconds": round(time.monotonic() - started, 1)}
+        what = f"ran {len(r['ran'])} asset(s) in run {r['run_id']}" if r["ran"] else "up to date, nothing to run"
+        print(f"[{n}/{len(arms)}] {arm} -> SUCCESS: {what} ({report[arm]['seconds']} s)", file=progress, flush=True)
+    if args.json:
+        print(json.dumps({"family": args.family, "stage": args.stage, "local": True, "arms": report}, indent=2))
+    return 0
+
+
+def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    from rag_ttc_assets.cli import STAGES
+
+    p.add_argument("family", help="a sweep family of the arms file (`rag-ttc arms` lists them)")
+    p.add_argument("--url", default=DEFAULT_URL, help=f"the dagster dev webserver (default: {DEFAULT_URL})")
+    p.add_argument("--local", action="store_true",
+                   help="run the family's arms in this process instead of a backfill on dagster dev")
+    p.add_argument("--stage", choices=list(STAGES), default="all")
+    p.add_argument("--wait", action="store_true",
+                   help="follow the backfill, printing each arm's status as its run finishes; exit 1 if one fails")
+    p.add_argument("--in-process", action="store_true",
+                   help="run each arm's steps in its run's process (Dagster's in_process executor) instead of a "
+                        "process per step: no process start per step, no parallel steps within an arm")
+    p.add_argument("--timeout", type=float, help="with --wait: give up waiting after this many seconds")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout, progress on stderr")
+    p.add_argument("--arms-file", help="arms file (default: $RAG_TTC_ARMS or ./arms.yaml)")
+    p.add_argument("--datasets-dir", help="datasets folder, with --local (default: $RAG_TTC_DATASETS or ./datasets)")
+    p.add_argument("--home", help="artifact store folder, with --local (default: $RAG_TTC_HOME or ./.rag_ttc)")
+    p.set_defaults(fn=cmd_sweep)
+    return p
+
+
+DESCRIPTION = ("Run every arm of a sweep family: by default as one partition backfill on a running "
+               "`dagster dev` (`make dev`; its runs are queued and obey dagster.yaml's concurrency limits), "
+               "or with --local in this process.")
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add `sweep` to the `rag-ttc` subcommands."""
+    return _configure(subparsers.add_parser("sweep", help="run a sweep family as a Dagster partition backfill",
+                                            description=DESCRIPTION))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m rag_ttc_assets.sweep FAMILY ...`, the same as `rag-ttc sweep FAMILY ...`."""
+    args = _configure(argparse.ArgumentParser(prog="rag-ttc sweep", description=DESCRIPTION)).parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
