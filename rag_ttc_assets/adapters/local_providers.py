@@ -1,4 +1,5 @@
-"""Offline baseline providers behind litellm: `local/extractive` (answerer) and `local/lexical` (judge).
+"""Offline baseline providers behind litellm: `local/extractive` (answerer) and `local/lexical` (judge); and,
+optionally, a real small language model, `local/smollm2` (adapters.smollm2, installed by `make install-local-llm`).
 litellm hands "local/<name>" to the one handler registered for provider "local", so that handler routes on <name>."""
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ EXTRACTIVE = "extractive"
 LEXICAL = "lexical"
 # Marks every response as coming from a baseline, not a language model.
 FINGERPRINT = "offline-baseline"
+SMOLLM2 = "smollm2"
+# A real language model, small and local: not one of the offline baselines above.
+SMOLLM2_FINGERPRINT = "local-small-llm:SmolLM2-135M-Instruct.Q4_1:llama.cpp"
+SMOLLM2_DEFAULT_MAX_TOKENS = 512  # when the caller sets none; llama.cpp's own default is "until the context ends"
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -143,14 +148,64 @@ def _respond(baseline: _Baseline, messages: list, model_response: ModelResponse 
     return response
 
 
+class SmolLM2(CustomLLM):
+    """`local/smollm2`: the model's raw reply, unrepaired, so parse and contract failures are the model's own.
+
+    Honours max_tokens (default SMOLLM2_DEFAULT_MAX_TOKENS) and temperature (default 0, greedy); any other
+    generation parameter is refused rather than silently ignored. Token counts are llama.cpp's own.
+    """
+
+    # litellm puts its own retry setting among the generation parameters; it is not one.
+    _IGNORED = frozenset({"max_retries"})
+
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        from rag_ttc_assets.adapters import smollm2
+
+        params = dict(kwargs.get("optional_params") or {})
+        unsupported = sorted(set(params) - {"max_tokens", "temperature"} - self._IGNORED)
+        if unsupported:
+            raise CustomLLMError(status_code=400, message=f"{PROVIDER}/{SMOLLM2} supports max_tokens and "
+                                                          f"temperature only; got {unsupported}")
+        max_tokens = params.get("max_tokens")
+        temperature = params.get("temperature")
+        try:
+            text, prompt_tokens, completion_tokens, finish_reason = smollm2.complete(
+                messages,
+                max_tokens=SMOLLM2_DEFAULT_MAX_TOKENS if max_tokens is None else int(max_tokens),
+                temperature=0.0 if temperature is None else float(temperature),
+            )
+        except smollm2.LocalLLMUnavailable as error:
+            # A setup error, not a transient fault: litellm would report a bare exception as a connection error
+            # (retried); 404 reaches the caller as NotFoundError, not retried, with the install hint.
+            raise CustomLLMError(status_code=404, message=str(error)) from error
+        except ValueError as error:  # llama.cpp: prompt longer than the context window, bad sampling value
+            raise CustomLLMError(status_code=400, message=f"{PROVIDER}/{SMOLLM2}: {error}") from error
+        response = kwargs.get("model_response") or ModelResponse()
+        response.choices[0].message.content = text  # type: ignore[union-attr]
+        response.choices[0].finish_reason = finish_reason  # "length" when max_tokens cut it: the caller sees it
+        response.model = f"{PROVIDER}/{SMOLLM2}"
+        response.created = int(time.time())
+        response.system_fingerprint = SMOLLM2_FINGERPRINT
+        response.usage = Usage(  # type: ignore[attr-defined]
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+        )
+        return response
+
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
+
+
 class LocalProviders(CustomLLM):
     """The single handler litellm finds for provider "local"; routes on the model name after "local/"."""
 
     def __init__(self, embed: Embed | None = None) -> None:
         super().__init__()
-        self.models: dict[str, _Baseline] = {EXTRACTIVE: ExtractiveAnswerer(embed), LEXICAL: LexicalJudge(embed)}
+        self.models: dict[str, CustomLLM] = {
+            EXTRACTIVE: ExtractiveAnswerer(embed), LEXICAL: LexicalJudge(embed), SMOLLM2: SmolLM2()
+        }
 
-    def _route(self, model: str) -> _Baseline:
+    def _route(self, model: str) -> CustomLLM:
         name = model.split("/", 1)[1] if model.startswith(f"{PROVIDER}/") else model
         if name not in self.models:
             # A misconfigured model name is a setup error, not a model reply: fail loudly.
@@ -165,7 +220,8 @@ class LocalProviders(CustomLLM):
 
 
 def register(embed: Embed | None = None) -> None:
-    """Make `local/extractive` and `local/lexical` resolvable by litellm; calling it again changes nothing."""
+    """Make `local/extractive`, `local/lexical` and `local/smollm2` resolvable by litellm; calling it again changes
+    nothing. `local/smollm2` loads nothing until its first call, and fails then if its packages are missing."""
     if any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
         return
     litellm.custom_provider_map = [

@@ -42,8 +42,12 @@ def model_spec(cfg: ModelConfig) -> llm.ModelSpec:
                          api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
 
 
+OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical"})
+
+
 def is_offline_baseline(model: str) -> bool:
-    return model.startswith(llm.LOCAL_PREFIX)
+    """Our extractive answerer and lexical judge; `local/smollm2` is a real (small) language model."""
+    return model in OFFLINE_BASELINES
 
 
 class Caller:
@@ -51,7 +55,7 @@ class Caller:
 
     def __init__(self, cfg: ModelConfig, cache_root: Path, namespace: str, budget: int,
                  allow_unpriced: bool = True, role: str = "generator"):
-        if is_offline_baseline(cfg.model):
+        if cfg.model.startswith(llm.LOCAL_PREFIX):
             from rag_ttc_assets.adapters import local_providers
 
             local_providers.register()
