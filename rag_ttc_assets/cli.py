@@ -586,9 +586,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--drop-missing", action="store_true", help="drop qrels naming missing documents (counted)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_beir)
-    from rag_ttc_assets import sweep
+    from rag_ttc_assets import bench, sweep
 
     sweep.add_parser(sub)
+    bench.add_parser(sub)
     return p
 
 

@@ -76,7 +76,7 @@ class VectorIndex:
                 self.table.search(part if part.shape[0] > 1 else part[0])
                 .distance_type("cosine")
                 .limit(limit + 10)
-                .select(["chunk_id"])
+                .select(["chunk_id", "_distance"])
                 .to_arrow()
             )
             hits: list[list[tuple[str, float]]] = [[] for _ in range(part.shape[0])]

@@ -1,0 +1,691 @@
+"""`rag-ttc bench`: the product's hot paths against plain references, measured side by side.
+
+Every measurement runs the product path and a reference doing the same work in the same process,
+alternating (product first on even rounds, reference first on odd rounds) and repeating R times;
+the reported times are medians.  The machine is shared and noisy, so only the RATIO of the two is
+compared with a target, never a wall-clock time.
+
+    cost ratio        = product seconds / reference seconds     (lower is better; target "<= x")
+    throughput ratio  = reference seconds / product seconds     (higher is better; target ">= x")
+
+Measurements (``--only NAME``, repeatable):
+
+- ``retrieval``: ``stages.retrieval.retrieve`` for every question of the dataset (baseline arm,
+  indexes built first) vs a plain loop over the Tantivy searcher and the LanceDB table (same
+  query terms, same depth, RRF summed in Python) on the same indexes.  Target cost <= 1.25.
+- ``embedding``: ``adapters.embeddings.encode`` over the representation texts (as build_vectors
+  calls it) vs a bare ``SentenceTransformer.encode`` on the same model object, same batch size.
+  Target throughput >= 0.9.
+- ``k_sweep``: the five ``evidence-k`` arms through the Dagster job up to ``admitted_contexts``
+  in a fresh store vs one arm the same way in another fresh store.  Target cost <= 1.2.
+- ``metrics``: ``core.metrics.evaluate`` over 10,000 seeded synthetic queries vs
+  ``pytrec_eval.RelevanceEvaluator`` (report only; skipped with a note without pytrec_eval).
+- ``dagster_overhead``: the retrieval graph of one arm through the Dagster job, warm caches, vs
+  the same stage functions called directly.  Target cost <= 1.3.
+- ``memory``: peak resident memory of materializing one full arm (offline generator and judge),
+  in a child process so the peak is that arm's alone.
+
+The store lives under ``--home`` (default: a temporary folder, removed afterwards), never in the
+user's ``.rag_ttc``.  ``--scale N`` replaces the bundled dataset by N synthetic documents
+recombined from its paragraphs (see `write_scaled_dataset`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import inspect
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from rag_ttc_assets.lab import PROJECT_ROOT, Lab  # noqa: E402
+
+ITEMS = ("retrieval", "embedding", "k_sweep", "metrics", "dagster_overhead", "memory")
+DATASET = "pyref"
+ARM = "baseline"
+K_FAMILY = "evidence-k"
+# The retrieval stage of the graph, as `rag-ttc run --stage retrieval` selects it.
+RETRIEVAL_GRAPH = ("corpus_binding", "chunks", "representations", "bm25_index", "vector_index",
+                   "retrieval_rows", "retrieval_summary", "admitted_contexts")
+METRIC_QUERIES, METRIC_DOCS, METRIC_SEED = 10_000, 100, 20_251_129
+SCALE_SEED = 1729
+RESULT_MARK = "RAG_TTC_BENCH_RESULT "
+
+
+def _log(msg: str) -> None:
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+# --- the timing harness ------------------------------------------------------------------------
+
+@dataclass
+class Target:
+    op: str  # "<=" (cost ratio) or ">=" (throughput ratio)
+    value: float
+
+    def met(self, ratio: float) -> bool:
+        return ratio <= self.value if self.op == "<=" else ratio >= self.value
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.value:g}"
+
+
+Timing = tuple[float, float]  # (wall seconds, CPU seconds of this process, all threads)
+
+
+class Stopwatch:
+    """Wall and CPU time of a block. CPU time is reported beside wall time because on a shared
+    machine other processes stretch the wall clock but not this process's CPU time."""
+
+    def __enter__(self) -> Stopwatch:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+    @property
+    def timing(self) -> Timing:
+        return self.wall, self.cpu
+
+
+def _timed(fn: Callable[[], Any]) -> Callable[[], Timing]:
+    """A side whose whole call is timed."""
+
+    def run() -> Timing:
+        with Stopwatch() as sw:
+            fn()
+        return sw.timing
+
+    return run
+
+
+def alternate(name: str, product: Callable[[], Timing], reference: Callable[[], Timing],
+              repeat: int) -> tuple[list[Timing], list[Timing]]:
+    """Run both sides `repeat` times, alternating which goes first; each side returns its own timing
+    (so a side can keep its untimed setup, such as a fresh store, out of the measurement)."""
+    p: list[Timing] = []
+    r: list[Timing] = []
+    for i in range(repeat):
+        sides = [("product", product, p), ("reference", reference, r)]
+        for label, fn, acc in (sides if i % 2 == 0 else sides[::-1]):
+            gc.collect()
+            acc.append(fn())
+            _log(f"{name}: {label} {acc[-1][0]:.3f}s wall, {acc[-1][1]:.3f}s CPU (round {i + 1}/{repeat})")
+    return p, r
+
+
+def _ratio(kind: str | None, product: float | None, reference: float | None) -> float | None:
+    if not product or not reference:
+        return None
+    return product / reference if kind == "cost" else reference / product if kind == "throughput" else None
+
+
+def item(name: str, product_runs: list[Timing], reference_runs: list[Timing] | None, kind: str | None,
+         target: Target | None, product: str, reference: str | None, **extra) -> dict:
+    """One measurement's record: median wall times, their ratio, the target and the verdict (on wall
+    time, as specified), and the same ratio of median CPU times beside it."""
+
+    def med(runs, i):
+        return statistics.median(t[i] for t in runs) if runs else None
+
+    ps, rs = med(product_runs, 0), med(reference_runs, 0)
+    ratio = _ratio(kind, ps, rs)
+    pc, rc = med(product_runs, 1), med(reference_runs, 1)
+    if ratio is None:
+        verdict = "skipped" if reference is None and kind is not None else "report"
+    elif target is None:
+        verdict = "report"
+    else:
+        verdict = "meets" if target.met(ratio) else "misses"
+    return {"name": name, "product_s": ps, "reference_s": rs, "ratio": ratio, "ratio_kind": kind,
+            "product_cpu_s": pc, "reference_cpu_s": rc, "cpu_ratio": _ratio(kind, pc, rc),
+            "target": str(target) if target else "report only", "target_op": target.op if target else None,
+            "target_value": target.value if target else None, "verdict": verdict,
+            "product": product, "reference": reference,
+            "product_runs": [t[0] for t in product_runs], "reference_runs": [t[0] for t in reference_runs or []],
+            "product_cpu_runs": [t[1] for t in product_runs],
+            "reference_cpu_runs": [t[1] for t in reference_runs or []], **extra}
+
+
+# --- labs, stores and datasets -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LabSpec:
+    """Where a measurement's lab reads arms, datasets and prompts; each measurement picks its home."""
+
+    arms_file: Path
+    datasets_dir: Path
+    prompts_dir: Path
+    dataset: str
+
+    def lab(self, home: Path) -> Lab:
+        return Lab(arms_file=self.arms_file, datasets_dir=self.datasets_dir, prompts_dir=self.prompts_dir,
+                   home=Path(home).resolve())
+
+    def as_json(self) -> dict:
+        return {k: str(v) for k, v in self.__dict__.items()}
+
+
+def bundled_spec() -> LabSpec:
+    # Explicit project paths, not RAG_TTC_*: the bench always measures the bundled dataset and arms.
+    return LabSpec(PROJECT_ROOT / "arms.yaml", PROJECT_ROOT / "datasets", PROJECT_ROOT / "prompts", DATASET)
+
+
+def write_scaled_dataset(dest: Path, n_docs: int, source: Path = PROJECT_ROOT / "datasets" / DATASET,
+                         seed: int = SCALE_SEED) -> Path:
+    """A synthetic dataset of `n_docs` documents, each 2-6 paragraphs of the bundled corpus picked by a
+    seeded generator, with an evaluation bound to its exact bytes.
+
+    Questions keep the bundled ids, texts and request texts (without evidence quotes, which need
+    not survive recombination). Targets are a small synthetic set: a synthetic document is relevant
+    to a question, at the bundled grade, when it contains a paragraph of one of the question's
+    bundled target documents (at most 10 per question, lowest document numbers first).
+    """
+    from rag_ttc_assets.core.dataset import sha256_digest
+
+    corpus = json.loads((source / "corpus.json").read_text(encoding="utf-8"))
+    evaluation = json.loads((source / "evaluation.json").read_text(encoding="utf-8"))
+    paragraphs = [(d["id"], d.get("title", ""), p) for d in corpus["documents"]
+                  for p in d["text"].split("\n\n") if p.strip()]
+    rng = random.Random(seed)
+    docs, sources_of = [], []
+    for i in range(n_docs):
+        picked = [paragraphs[rng.randrange(len(paragraphs))] for _ in range(rng.randint(2, 6))]
+        sources = list(dict.fromkeys(src for src, _, _ in picked))
+        docs.append({"id": f"synth-{i:06d}", "title": picked[0][1], "text": "\n\n".join(p for _, _, p in picked),
+                     "metadata": {"sources": sources}})
+        sources_of.append(sources)
+    by_source: dict[str, list[int]] = {}
+    for i, sources in enumerate(sources_of):
+        for s in sources:
+            by_source.setdefault(s, []).append(i)
+    questions = []
+    for q in evaluation["questions"]:
+        grade: dict[int, int] = {}
+        for t in q.get("targets", []):
+            if t.get("relevance", 1) > 0:
+                for i in by_source.get(t["doc_id"], []):
+                    grade[i] = max(grade.get(i, 0), t.get("relevance", 1))
+        targets = [{"doc_id": docs[i]["id"], "relevance": grade[i]} for i in sorted(grade)[:10]]
+        questions.append({"id": q["id"], "text": q["text"], "answerable": q.get("answerable", True),
+                          "targets": targets,
+                          "requests": [{"id": r["id"], "text": r["text"], "evidence": []} for r in q["requests"]],
+                          "gold_answer": q.get("gold_answer")})
+    dest.mkdir(parents=True, exist_ok=True)
+    cbytes = (json.dumps({"documents": docs}, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    ev = {"corpus_digest": sha256_digest(cbytes), "pilot": evaluation.get("pilot", []), "questions": questions}
+    (dest / "corpus.json").write_bytes(cbytes)
+    (dest / "evaluation.json").write_text(json.dumps(ev, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return dest
+
+
+def scaled_spec(root: Path, n_docs: int) -> LabSpec:
+    """The bundled arms pointed at a synthetic dataset of `n_docs` documents written under `root`."""
+    import yaml
+
+    name = f"synthetic-{n_docs}"
+    write_scaled_dataset(root / "datasets" / name, n_docs)
+    arms = yaml.safe_load((PROJECT_ROOT / "arms.yaml").read_text(encoding="utf-8"))
+    arms.setdefault("defaults", {})["dataset"] = name
+    for over in (arms.get("arms") or {}).values():
+        if isinstance(over, dict) and "dataset" in over:
+            over["dataset"] = name
+    (root / "arms.yaml").write_text(yaml.safe_dump(arms, sort_keys=False), encoding="utf-8")
+    return LabSpec(root / "arms.yaml", root / "datasets", PROJECT_ROOT / "prompts", name)
+
+
+def _fresh_home(base: Path, name: str) -> Path:
+    home = base / name
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    return home
+
+
+@dataclass
+class Prepared:
+    """The baseline arm's shared artifacts, built (or found) in one store."""
+
+    lab: Lab
+    cfg: Any
+    ds: Any
+    chunks: Any
+    reps: Any
+    bm25: Any
+    vectors: Any
+    qemb: Any
+    chunk_docs: dict[str, str]
+
+
+def prepare(lab: Lab, arm: str = ARM) -> Prepared:
+    from rag_ttc_assets.stages import indexes, ingest
+
+    cfg = lab.arms[arm]
+    ds = ingest.bind_dataset(lab, cfg)
+    ch = ingest.build_chunks(lab, cfg, ds)
+    reps = ingest.build_representations(lab, cfg, ds, ch)
+    bm = indexes.build_bm25(lab, cfg, ds, reps)
+    vec = indexes.build_vectors(lab, cfg, ds, reps)
+    qemb = indexes.build_question_embeddings(lab, cfg, ds)
+    chunk_docs = {c.chunk_id: c.doc_id for c in ingest.read_chunks(ch)}
+    return Prepared(lab, cfg, ds, ch, reps, bm, vec, qemb, chunk_docs)
+
+
+# --- 1. retrieval ------------------------------------------------------------------------------
+
+def reference_retrieve(p: Prepared) -> dict[str, list[str]]:
+    """The same retrieval as `stages.retrieval.retrieve` for an RRF arm, written as a plain loop over
+    the Tantivy searcher and the LanceDB table; returns query_id -> ranked chunk IDs."""
+    import numpy as np
+    import tantivy
+
+    from rag_ttc_assets.adapters import bm25 as bm25_adapter
+    from rag_ttc_assets.adapters import vectors as vec_adapter
+    from rag_ttc_assets.stages.retrieval import SOURCE_DEPTH, arm_questions
+
+    cfg = p.cfg
+    index = tantivy.Index.open(str(p.bm25.path / "tantivy"))
+    index.register_tokenizer(bm25_adapter.ANALYZER, bm25_adapter._analyzer())
+    index.reload()
+    searcher, analyzer, schema = index.searcher(), bm25_adapter._analyzer(), index.schema
+    table = vec_adapter._lancedb().connect(str(p.vectors.path / "lancedb")).open_table(vec_adapter.TABLE)
+    qids = (p.qemb.path / "question_ids.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    qvecs = dict(zip(qids, np.load(p.qemb.path / "questions.npy")))
+    depth = max(SOURCE_DEPTH, cfg.retrieve_k)
+    out: dict[str, list[str]] = {}
+    docs: dict[str, list[str]] = {}
+    for q in arm_questions(cfg, p.ds):
+        terms = sorted(set(analyzer.analyze(q.text)))
+        lexical: list[tuple[str, float]] = []
+        if terms:
+            query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Should, tantivy.Query.term_query(schema, bm25_adapter.FIELD_BODY, t)) for t in terms])
+            hits = searcher.search(query, depth + 10).hits
+            lexical = sorted(((searcher.doc(a)[bm25_adapter.FIELD_ID][0], s) for s, a in hits),
+                             key=lambda x: (-x[1], x[0]))[:depth]
+        res = table.search(np.asarray(qvecs[q.id], dtype=np.float32)).distance_type("cosine") \
+            .limit(depth + 10).to_arrow()
+        dense = sorted(zip(res.column("chunk_id").to_pylist(), (1.0 - d for d in res.column("_distance").to_pylist())),
+                       key=lambda x: (-x[1], x[0]))[:depth]
+        fused: dict[str, float] = {}
+        for ranking in (lexical, dense):  # sources in sorted order: bm25, vector
+            for rank, (cid, _) in enumerate(ranking, start=1):
+                fused[cid] = fused.get(cid, 0.0) + 1.0 / (cfg.rrf_k + rank)
+        ranked = sorted(fused.items(), key=lambda x: (-x[1], x[0]))[: cfg.retrieve_k]
+        out[q.id] = [c for c, _ in ranked]
+        docs[q.id] = [p.chunk_docs[c] for c in out[q.id]]  # the ranked doc IDs, as the product has them
+    return out
+
+
+def bench_retrieval(spec: LabSpec, base: Path, repeat: int) -> dict:
+    from rag_ttc_assets.stages.retrieval import retrieve
+
+    lab = spec.lab(base / "shared")
+    _log("retrieval: building (or finding) the baseline indexes")
+    p = prepare(lab)
+    if p.cfg.retrieval != "rrf":
+        raise RuntimeError(f"arm {ARM!r} must use rrf retrieval for this measurement")
+    box: dict[str, Any] = {}
+
+    def product():
+        box["product"] = retrieve(p.cfg, p.ds, p.bm25, p.vectors, p.qemb, p.chunk_docs)
+
+    def reference():
+        box["reference"] = reference_retrieve(p)
+
+    product(), reference()  # warm-up: imports, page cache, LanceDB's first connection
+    prod, ref = alternate("retrieval", _timed(product), _timed(reference), repeat)
+    got = dict(zip(box["product"]["query_id"].to_list(), box["product"]["ranked_chunk_ids"].to_list()))
+    identical = got == box["reference"]
+    notes = [] if identical else ["product and reference ranked lists differ"]
+    return item("retrieval", prod, ref, "cost", Target("<=", 1.25),
+                "stages.retrieval.retrieve (all questions, baseline arm)",
+                "plain Tantivy + LanceDB loop with RRF summed in Python",
+                questions=len(got), identical_ranked_lists=identical, notes=notes,
+                detail=f"{len(got)} questions; ranked lists {'identical' if identical else 'DIFFER'}")
+
+
+# --- 2. embedding ------------------------------------------------------------------------------
+
+def bench_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
+    import numpy as np
+
+    from rag_ttc_assets.adapters import embeddings
+    from rag_ttc_assets.stages import ingest
+
+    lab = spec.lab(base / "shared")
+    cfg = lab.arms[ARM]
+    ds = ingest.bind_dataset(lab, cfg)
+    reps = ingest.build_representations(lab, cfg, ds, ingest.build_chunks(lab, cfg, ds))
+    texts = ingest.read_representations(reps)["text"].to_list()
+    model = embeddings._load(cfg.embedding_model)  # the one model object both sides use
+    # encode's own default batch size: build_vectors calls it without one.
+    batch = inspect.signature(embeddings.encode).parameters["batch_size"].default
+    box: dict[str, Any] = {}
+
+    def product():
+        box["product"] = embeddings.encode(texts, cfg.embedding_model)
+
+    def reference():
+        box["reference"] = model.encode(texts, batch_size=batch, normalize_embeddings=True, show_progress_bar=False)
+
+    model.encode(texts[:batch], batch_size=batch, normalize_embeddings=True, show_progress_bar=False)  # warm-up
+    prod, ref = alternate("embedding", _timed(product), _timed(reference), repeat)
+    diff = float(np.max(np.abs(box["product"] - np.asarray(box["reference"], dtype=np.float32))))
+    return item("embedding", prod, ref, "throughput", Target(">=", 0.9),
+                f"adapters.embeddings.encode ({len(texts)} representation texts)",
+                f"SentenceTransformer.encode (batch_size={batch}, normalized, same model object)",
+                texts=len(texts), batch_size=batch, max_abs_diff=diff,
+                detail=f"{len(texts)} texts, batch {batch}; max |diff| {diff:.1e}")
+
+
+# --- 3. k_sweep and 5. dagster_overhead: the Dagster job -------------------------------------
+
+def materialize(lab: Lab, arms: list[str], assets: tuple[str, ...] | None) -> None:
+    """Materialize `assets` (all when None) of each arm through the project's job, ephemeral instance."""
+    from dagster import AssetKey, DagsterInstance
+
+    from rag_ttc_assets.definitions import JOB, build_definitions
+
+    job = build_definitions(lab).resolve_job_def(JOB)
+    selection = [AssetKey(a) for a in assets] if assets is not None else None
+    with DagsterInstance.ephemeral() as instance:
+        for arm in arms:
+            job.execute_in_process(partition_key=arm, asset_selection=selection, instance=instance)
+
+
+def bench_k_sweep(spec: LabSpec, base: Path, repeat: int) -> dict:
+    from dagster import AssetKey, DagsterInstance
+
+    from rag_ttc_assets.adapters import embeddings
+    from rag_ttc_assets.definitions import JOB, build_definitions
+
+    family = spec.lab(base / "shared").arms.family(K_FAMILY)
+    one = family[0]
+    embeddings._load(spec.lab(base / "shared").arms[one].embedding_model)  # the model load is no store's cost
+    counter = {"n": 0}
+
+    def side(arms: list[str]) -> Callable[[], Timing]:
+        def run() -> Timing:
+            counter["n"] += 1
+            home = _fresh_home(base / "k_sweep", f"store-{counter['n']}")
+            lab = spec.lab(home)
+            job = build_definitions(lab).resolve_job_def(JOB)
+            selection = [AssetKey(a) for a in RETRIEVAL_GRAPH]
+            with DagsterInstance.ephemeral() as instance, Stopwatch() as sw:
+                for arm in arms:
+                    job.execute_in_process(partition_key=arm, asset_selection=selection, instance=instance)
+            shutil.rmtree(home, ignore_errors=True)
+            return sw.timing
+
+        return run
+
+    # Warm-up in the shared store: Dagster's first run in a process pays imports the others do not.
+    materialize(spec.lab(base / "shared"), [one], RETRIEVAL_GRAPH)
+    prod, ref = alternate("k_sweep", side(family), side([one]), repeat)
+    return item("k_sweep", prod, ref, "cost", Target("<=", 1.2),
+                f"{len(family)} arms ({', '.join(family)}) to admitted_contexts, fresh store",
+                f"1 arm ({one}) to admitted_contexts, fresh store",
+                arms=family, detail=f"{len(family)} arms vs 1; ideal ratio ~1 (shared artifacts built once)")
+
+
+def direct_retrieval_graph(lab: Lab, arm: str) -> None:
+    """The retrieval graph of `arm` as plain calls of the stage functions the assets call."""
+    from rag_ttc_assets.stages import ingest
+    from rag_ttc_assets.stages import retrieval as stage
+
+    p = prepare(lab, arm)
+    store = lab.store
+    rows = stage.retrieve(p.cfg, p.ds, p.bm25, p.vectors, p.qemb, p.chunk_docs)
+    store.write_table(arm, "retrieval_rows", rows)
+    questions = stage.arm_questions(p.cfg, p.ds)
+    store.write_arm_json(arm, "retrieval_summary.json", stage.retrieval_metrics(questions, rows))
+    chunk_list = ingest.read_chunks(p.chunks)
+    contexts = stage.admit(p.cfg, rows, {c.chunk_id: c.text for c in chunk_list})
+    coverage = stage.request_coverage(questions, stage.request_support(p.ds, questions, chunk_list), rows, contexts)
+    store.write_table(arm, "admitted_contexts", contexts)
+    store.write_table(arm, "request_coverage", coverage)
+    store.write_arm_json(arm, "admission_summary.json", stage.admission_summary(coverage, contexts))
+
+
+def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
+    from dagster import AssetKey, DagsterInstance
+
+    from rag_ttc_assets.definitions import JOB, build_definitions
+
+    lab = spec.lab(base / "shared")
+    _log("dagster_overhead: warming the shared store (every shared artifact built)")
+    materialize(lab, [ARM], RETRIEVAL_GRAPH)
+    direct_retrieval_graph(lab, ARM)
+    job = build_definitions(lab).resolve_job_def(JOB)
+    selection = [AssetKey(a) for a in RETRIEVAL_GRAPH]
+
+    def product() -> Timing:
+        with DagsterInstance.ephemeral() as instance:
+            with Stopwatch() as sw:
+                job.execute_in_process(partition_key=ARM, asset_selection=selection, instance=instance)
+        return sw.timing
+
+    prod, ref = alternate("dagster_overhead", product, _timed(lambda: direct_retrieval_graph(lab, ARM)), repeat)
+    return item("dagster_overhead", prod, ref, "cost", Target("<=", 1.3),
+                f"arm_job, {len(RETRIEVAL_GRAPH)} retrieval-graph assets of {ARM!r}, warm caches",
+                "the same stage functions called directly, same store",
+                detail="warm caches: every shared artifact a cache hit")
+
+
+# --- 4. metrics --------------------------------------------------------------------------------
+
+def synthetic_metrics_case(n_queries: int = METRIC_QUERIES, n_docs: int = METRIC_DOCS, seed: int = METRIC_SEED):
+    """Seeded qrels (graded 0-3, some judged documents not retrieved) and a run of `n_docs` per query
+    (coarse scores on a third of the queries, so the docno tie-break matters)."""
+    rng = random.Random(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(n_queries):
+        qid = f"q{q:05d}"
+        pool = [f"d{n}" for n in rng.sample(range(5000), n_docs + 20)]
+        coarse = rng.random() < 1 / 3
+        run[qid] = {d: (rng.randint(0, 9) / 9 if coarse else rng.random()) for d in pool[:n_docs]}
+        judged = rng.sample(pool, rng.randint(5, 30))
+        qrels[qid] = {d: rng.choice((0, 0, 1, 1, 2, 3)) for d in judged}
+    return qrels, run
+
+
+def bench_metrics(spec: LabSpec, base: Path, repeat: int) -> dict:
+    from rag_ttc_assets.core.metrics import DEFAULT_KS, evaluate, measure_names
+
+    qrels, run = synthetic_metrics_case()
+    ks = ",".join(map(str, DEFAULT_KS))
+    measures = {"recip_rank", f"recall.{ks}", f"ndcg_cut.{ks}", f"success.{ks}"}
+    box: dict[str, Any] = {}
+    product = _timed(lambda: box.__setitem__("product", evaluate(qrels, run)))
+    label = f"core.metrics.evaluate ({METRIC_QUERIES} queries x {METRIC_DOCS} docs, graded qrels)"
+    try:
+        import pytrec_eval
+    except ImportError:
+        runs = []
+        for i in range(repeat):
+            gc.collect()
+            runs.append(product())
+            _log(f"metrics: product {runs[-1][0]:.3f}s (round {i + 1}/{repeat})")
+        return item("metrics", runs, None, "cost", None, label, None,
+                    notes=["pytrec_eval is not installed (a test dependency: pip install pytrec-eval-terrier); "
+                           "reference skipped"], detail="reference skipped: pytrec_eval missing")
+
+    def reference():
+        box["reference"] = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+
+    prod, ref = alternate("metrics", product, _timed(reference), repeat)
+    ours, theirs = box["product"], box["reference"]
+    diff = max(abs(sum(theirs[q][m] for q in theirs) / len(theirs) - ours.measures[m]) for m in measure_names())
+    return item("metrics", prod, ref, "cost", None, label, "pytrec_eval.RelevanceEvaluator (same data)",
+                queries=METRIC_QUERIES, max_mean_abs_diff=diff,
+                detail=f"report only; max |mean diff| vs pytrec_eval {diff:.1e}")
+
+
+# --- 6. memory ---------------------------------------------------------------------------------
+
+def _rss_mb() -> float | None:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _maxrss_mb() -> float:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB on Linux
+
+
+def memory_child(spec_json: str, home: str, arm: str = ARM) -> dict:
+    """In a fresh process: materialize every asset of `arm` in a fresh store; report the memory peak."""
+    spec = LabSpec(**{k: (v if k == "dataset" else Path(v)) for k, v in json.loads(spec_json).items()})
+    lab = spec.lab(Path(home))
+    from dagster import DagsterInstance
+
+    from rag_ttc_assets.definitions import JOB, build_definitions
+
+    job = build_definitions(lab).resolve_job_def(JOB)
+    before, peak_before = _rss_mb(), _maxrss_mb()
+    with DagsterInstance.ephemeral() as instance, Stopwatch() as sw:
+        job.execute_in_process(partition_key=arm, instance=instance)
+    peak, after = _maxrss_mb(), _rss_mb()
+    return {"seconds": sw.wall, "cpu_seconds": sw.cpu, "rss_before_mb": before, "peak_before_mb": peak_before, "ru_maxrss_mb": peak,
+            "rss_after_mb": after, "rss_delta_mb": (peak - before) if before is not None else None}
+
+
+def bench_memory(spec: LabSpec, base: Path, repeat: int) -> dict:
+    home = _fresh_home(base, "memory")
+    code = ("import json, sys; from rag_ttc_assets import bench; "
+            f"print({RESULT_MARK!r} + json.dumps(bench.memory_child(sys.argv[1], sys.argv[2])))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
+    _log(f"memory: materializing every asset of {ARM!r} in a child process")
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec.as_json()), str(home)], capture_output=True,
+                          text=True, env=env, cwd=str(PROJECT_ROOT))
+    shutil.rmtree(home, ignore_errors=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK)]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"memory child failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    m = json.loads(lines[-1][len(RESULT_MARK):])
+    return item("memory", [(m["seconds"], m["cpu_seconds"])], None, None, None,
+                f"every asset of {ARM!r} (answers and judge offline), fresh store, child process", None,
+                **m, notes=["measured once, not repeated: a peak is not noisy the way a time is"],
+                detail=f"peak RSS {m['ru_maxrss_mb']:.0f} MB; delta {m['rss_delta_mb']:.0f} MB "
+                       f"over {m['rss_before_mb']:.0f} MB after imports")
+
+
+MEASUREMENTS: dict[str, Callable[[LabSpec, Path, int], dict]] = {
+    "retrieval": bench_retrieval, "embedding": bench_embedding, "k_sweep": bench_k_sweep,
+    "metrics": bench_metrics, "dagster_overhead": bench_dagster_overhead, "memory": bench_memory,
+}
+
+
+# --- running and printing ----------------------------------------------------------------------
+
+def run_bench(only: list[str] | None = None, repeat: int = 3, home: str | Path | None = None,
+              scale: int | None = None) -> dict:
+    """Run the selected measurements (all by default, in the documented order); return the report."""
+    names = list(dict.fromkeys(only)) if only else list(ITEMS)
+    unknown = [n for n in names if n not in MEASUREMENTS]
+    if unknown:
+        raise ValueError(f"unknown measurement(s) {', '.join(unknown)}; known: {', '.join(ITEMS)}")
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    names = [n for n in ITEMS if n in names]
+    owned = home is None
+    base = Path(tempfile.mkdtemp(prefix="rag-ttc-bench-")) if owned else Path(home).expanduser().resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        spec = scaled_spec(base / "scaled", scale) if scale else bundled_spec()
+        items = {}
+        for name in names:
+            _log(f"{name}: start")
+            items[name] = MEASUREMENTS[name](spec, base, repeat)
+        return {"dataset": spec.dataset, "scale": scale, "repeat": repeat, "home": None if owned else str(base),
+                "python": sys.version.split()[0], "cpus": os.cpu_count(), "items": items}
+    finally:
+        if owned:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return "-" if v is None else str(v)
+
+
+def format_table(report: dict) -> str:
+    cols = ["name", "product_s", "reference_s", "ratio", "kind", "target", "verdict", "cpu_ratio", "detail"]
+    rows = [[i["name"], i["product_s"], i["reference_s"], i["ratio"], i["ratio_kind"], i["target"], i["verdict"],
+             i["cpu_ratio"], i.get("detail", "")] for i in report["items"].values()]
+    cells = [cols] + [[_fmt(v) for v in r] for r in rows]
+    widths = [max(len(r[c]) for r in cells) for c in range(len(cols))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    head = (f"dataset {report['dataset']}" + (f" (synthetic, {report['scale']} documents)" if report["scale"] else "")
+            + f"; repeat {report['repeat']} (medians); {report['cpus']} CPUs")
+    notes = [f"{i['name']}: {n}" for i in report["items"].values() for n in i.get("notes", [])]
+    return "\n".join([head, *lines, *(["", *notes] if notes else []),
+                      "", "cost ratio = product / reference seconds; throughput ratio = reference / product seconds;",
+                      "the verdict is on wall time; cpu_ratio is the same ratio of this process's CPU seconds, "
+                      "which other processes on a shared machine disturb less"])
+
+
+def cmd_bench(args) -> int:
+    report = run_bench(only=args.only, repeat=args.repeat, home=args.home, scale=args.scale)
+    print(json.dumps(report, indent=2, default=str) if args.json else format_table(report))
+    return 0
+
+
+def _positive(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return v
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the `bench` subcommand to an argparse subparsers object (as `rag-ttc bench`)."""
+    s = subparsers.add_parser("bench", help="measure product paths against plain references (ratios)",
+                              description="Run product code paths beside plain references in one process, "
+                                          "alternating and repeating, and report median times, their ratio, "
+                                          "the target and a verdict. Measurements: " + ", ".join(ITEMS) + ".")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--only", action="append", choices=list(ITEMS), metavar="NAME",
+                   help="run only this measurement (repeatable): " + ", ".join(ITEMS))
+    s.add_argument("--scale", type=_positive, metavar="N",
+                   help="use a synthetic corpus of N documents recombined from the bundled paragraphs")
+    s.add_argument("--repeat", type=_positive, default=3, metavar="R", help="rounds per measurement (default 3)")
+    s.add_argument("--home", help="store folder for the bench (default: a temporary folder, removed afterwards)")
+    s.set_defaults(fn=cmd_bench)
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="rag-ttc", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(argv if argv[:1] == ["bench"] else ["bench", *argv])
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

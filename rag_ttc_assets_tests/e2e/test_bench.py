@@ -1,0 +1,84 @@
+"""`python -m rag_ttc_assets.bench`, run as a user runs it. Ratios are reported, never asserted against
+their targets: the machine is shared and noisy, so a test can only check the report's shape."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rag_ttc_assets_tests.conftest import PYREF, REPO
+
+
+@pytest.mark.slow
+def test_bench_reports_retrieval_and_metrics_as_json(tmp_path):
+    home = tmp_path / "bench-home"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_ttc_assets.bench", "--only", "metrics", "--only", "retrieval",
+         "--repeat", "1", "--json", "--home", str(home)],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["dataset"] == PYREF.name and report["repeat"] == 1
+    items = report["items"]
+    assert list(items) == ["retrieval", "metrics"]  # the documented order, whatever the flag order
+
+    r = items["retrieval"]
+    assert r["product_s"] > 0 and r["reference_s"] > 0
+    assert isinstance(r["ratio"], float) and r["ratio"] > 0
+    assert r["ratio_kind"] == "cost" and r["target"] == "<= 1.25" and r["target_value"] == 1.25
+    assert r["verdict"] in ("meets", "misses")
+    assert r["identical_ranked_lists"] is True  # the reference really does the product's retrieval
+    assert r["questions"] >= 120
+
+    m = items["metrics"]
+    assert m["product_s"] > 0 and m["target"] == "report only" and m["verdict"] in ("report", "skipped")
+    if importlib.util.find_spec("pytrec_eval") is not None:
+        assert m["reference_s"] > 0 and isinstance(m["ratio"], float) and m["ratio"] > 0
+        assert m["max_mean_abs_diff"] < 1e-9  # same measures as trec_eval on the same data
+    else:
+        assert m["ratio"] is None and m["verdict"] == "skipped" and m["notes"]
+
+    # The bench wrote only under --home; the user's store was never the target.
+    assert (home / "shared" / "store" / "cache").is_dir()
+
+
+def test_scaled_dataset_is_valid_and_digest_bound(tmp_path):
+    from rag_ttc_assets.bench import write_scaled_dataset
+    from rag_ttc_assets.core.dataset import load_dataset
+
+    a = load_dataset(write_scaled_dataset(tmp_path / "a", 40))
+    b = load_dataset(write_scaled_dataset(tmp_path / "b", 40))
+    bundled = load_dataset(PYREF)
+    assert len(a.corpus.documents) == 40
+    assert a.corpus_digest == b.corpus_digest  # deterministic
+    assert [q.text for q in a.evaluation.questions] == [q.text for q in bundled.evaluation.questions]
+    targets = {t.doc_id for q in a.evaluation.questions for t in q.targets}
+    assert targets and targets <= {d.id for d in a.corpus.documents}
+    assert all(len(q.targets) <= 10 for q in a.evaluation.questions)
+
+
+def test_batched_vector_search_matches_one_query_per_vector(tmp_path):
+    """The product's batched LanceDB search (what `retrieve` now uses) against the one-query-per-vector
+    loop the bench's retrieval reference runs: same hits, scores and chunk_id tie-break, across batch
+    boundaries and for a single row."""
+    import numpy as np
+
+    from rag_ttc_assets.adapters.vectors import VectorIndex, build_table
+
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(60, 8)).astype(np.float32)
+    vecs[10] = vecs[11] = vecs[12]  # exact ties, broken by chunk_id
+    ids = [f"c{i:02d}" for i in range(60)][::-1]
+    build_table(tmp_path / "db", ids, vecs)
+    vi = VectorIndex(tmp_path / "db")
+    queries = np.concatenate([vecs[[12, 3]], rng.normal(size=(5, 8)).astype(np.float32)])
+    one_by_one = [vi.search(q, 15) for q in queries]
+    assert vi.search_many(queries, 15, batch=3) == one_by_one
+    assert vi.search_many(queries[:1], 15) == one_by_one[:1]
+    assert vi.search_many(queries[:0], 15) == []
+    tied = [c for c, _ in one_by_one[0][:3]]
+    assert tied == sorted(tied) == sorted(ids[i] for i in (10, 11, 12))
