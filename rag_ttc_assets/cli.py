@@ -69,12 +69,14 @@ def cmd_arms(args) -> int:
         print(json.dumps({n: arms[n].model_dump(mode="json") for n in names}, indent=2))
         return 0
     cols = ["arm", "chunk_runes", "overlap_runes", "retrieval", "retrieve_k", "evidence_k", "context_runes",
-            "evidence_order", "prompt", "generator", "judge"]
+            "evidence_order", "supply", "prompt", "generator", "judge"]
     rows = []
     for n in names:
         c = arms[n]
+        supply = c.supply if c.supply != "tool" else (
+            f"tool top{c.lookup_top_n}" + (" +index" if c.title_index else "") + (" +check" if c.citation_check else ""))
         rows.append([n, c.chunk_runes, c.overlap_runes, c.retrieval, c.retrieve_k, c.evidence_k, c.context_runes,
-                     c.evidence_order, c.prompt, c.generator.model, c.judge.model])
+                     c.evidence_order, supply, c.prompt, c.generator.model, c.judge.model])
     print(_table(cols, rows))
     if not args.family:
         print("\nfamilies: " + "; ".join(f"{f}: {', '.join(m)}" for f, m in arms.families.items()))
@@ -212,9 +214,10 @@ def arm_report(lab, arm: str, stage: str = "all") -> dict:
         if "contract_summary" not in upto:
             raise FileNotFoundError
         c = store.read_arm_json(arm, "contract_summary.json")
-        report["contract"] = {k: c[k] for k in ("total", "valid", "parse_failures", "contract_failures",
-                                                "contract_failure_reasons", "abstentions", "provider_faults",
-                                                "mean_answer_chars")}
+        report["contract"] = {k: c.get(k, 0) for k in ("total", "valid", "parse_failures", "contract_failures",
+                                                       "contract_failure_reasons", "abstentions", "escalated",
+                                                       "provider_faults", "mean_answer_chars")}
+        report["supply"] = lab.arms[arm].supply
         from rag_ttc_assets.stages.generation import calls_summary
 
         report["calls"] = {"answers": calls_summary(store.read_table(arm, "answers"))}
@@ -310,6 +313,18 @@ def run_tables(reports: dict[str, dict]) -> str:
                          (f.get("hit_rate") or {}).get("hit_rate"), *[f.get(b) for b in FLOW_BRANCHES]])
         out.append(_table(["arm", "requests", "answered", "supported", "q_complete", "correct_abst", "hit_rate",
                            *FLOW_BRANCHES], rows))
+    if any("calls" in rep and "answers" in rep["calls"] for rep in reports.values()):
+        from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
+
+        rows = []
+        for n, rep in reports.items():
+            a = rep.get("calls", {}).get("answers", {})
+            lf = rep.get("flow", {}).get("lookup_flow") or {}
+            rows.append([n, rep.get("supply"), a.get("mean_input_tokens"), a.get("p95_latency_s"),
+                         rep.get("contract", {}).get("escalated"), lf.get("lookup_calls"),
+                         *[lf.get(b) for b in LOOKUP_BRANCHES], lf.get("hit_rate"), lf.get("wrong_on_misses")])
+        out.append(_table(["arm", "supply", "mean_input_tokens", "p95_latency_s", "escalated", "lookups",
+                           *LOOKUP_BRANCHES, "lookup_hit_rate", "wrong_on_misses"], rows))
     from rag_ttc_assets.stages.calls import is_offline_baseline
 
     if any(is_offline_baseline(str(rep.get("generator_model", ""))) for rep in reports.values()):
@@ -340,17 +355,31 @@ def cmd_hitrate(args) -> int:
     report = {"arm": args.arm, **hit_rates(lab.store.read_table(args.arm, "request_coverage")),
               "retrieval": arm_report(lab, args.arm, "retrieval")["retrieval"]}
     admitted = report["admitted"]["question_hit_rate"]
+    cfg = lab.arms[args.arm]
+    if cfg.supply == "tool":
+        from rag_ttc_assets.stages import ingest, supply
+
+        # Nothing is admitted before a tool arm answers; its gate is the lookup hit rate of the request texts.
+        report["lookup"] = supply.request_text_lookups(lab, cfg, ingest.bind_dataset(lab, cfg))
+        admitted = report["lookup"]["hit_rate"]
     failed = args.min_hit_rate is not None and (admitted is None or admitted < args.min_hit_rate)
     report["gate"] = None if args.min_hit_rate is None else {"min_hit_rate": args.min_hit_rate, "passed": not failed}
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print(f"{args.arm}: {report['questions']} questions with gold evidence, {report['requests']} requests")
-        print(_table(["boundary", "question_hits", "question_hit_rate", "request_hits", "request_hit_rate"],
-                     [[b, report[b]["question_hits"], report[b]["question_hit_rate"], report[b]["request_hits"],
-                       report[b]["request_hit_rate"]] for b in ("ranked", "selected", "admitted")]))
+        if "lookup" not in report:  # a tool arm admits nothing before it answers: no boundary table
+            print(_table(["boundary", "question_hits", "question_hit_rate", "request_hits", "request_hit_rate"],
+                         [[b, report[b]["question_hits"], report[b]["question_hit_rate"], report[b]["request_hits"],
+                           report[b]["request_hit_rate"]] for b in ("ranked", "selected", "admitted")]))
+        if "lookup" in report:
+            lk = report["lookup"]
+            print(f"lookups with each request's text (no generation): {lk['correct_document']} of {lk['cases']} "
+                  f"cases returned every governing document (hit rate {lk['hit_rate']:.4f}); wrong document "
+                  f"{lk['wrong_document']}, empty {lk['empty_results']}")
         if report["gate"]:
-            print(f"gate: admitted hit rate {admitted:.4f} {'>=' if not failed else '<'} {args.min_hit_rate}")
+            what = "lookup" if "lookup" in report else "admitted"
+            print(f"gate: {what} hit rate {admitted:.4f} {'>=' if not failed else '<'} {args.min_hit_rate}")
     return 1 if failed else 0
 
 
@@ -432,6 +461,15 @@ def cmd_compare(args) -> int:
     print(f"\nmean input tokens {t['mean_input_tokens']['a']:.1f} -> {t['mean_input_tokens']['b']:.1f}; "
           f"p95 latency {t['p95_latency_s']['a']:.3f}s -> {t['p95_latency_s']['b']:.3f}s; "
           f"attributed to: {', '.join(t['attributed_to']) or 'nothing (same config)'}")
+    sup = rep.get("supply") or {}
+    if sup:
+        # The second seed's four numbers, none of them a mean of quality: per-case deltas (above), hit rate over
+        # all cases, contradictions of the gold evidence, tokens.
+        print("\nsupply (hit rate over all cases; the lookup flow's for tool arms):")
+        print(_table(["arm", "supply", "hit_rate", "hits", "cases", "contradicts_gold", "mean_input_tokens",
+                      "p95_latency_s", "lookup_calls"],
+                     [[arm, v["supply"], v["hit_rate"], v["hits"], v["cases"], v["contradicts_gold"],
+                       v["mean_input_tokens"], v["p95_latency_s"], v["lookup_calls"]] for arm, v in sup.items()]))
     if rep.get("plots"):
         print("plots: " + ", ".join(rep["plots"].values()))
     return 0
@@ -599,10 +637,11 @@ def main(argv: list[str] | None = None) -> int:
     from rag_ttc_assets.core.beir import BeirError
     from rag_ttc_assets.core.dataset import DatasetError
     from rag_ttc_assets.core.trec_files import TrecFormatError
+    from rag_ttc_assets.lab import LabPathError
 
     try:
         return args.fn(args)
-    except (CliError, ArmsError, DatasetError, BeirError, TrecFormatError, FileNotFoundError) as e:
+    except (CliError, ArmsError, DatasetError, BeirError, TrecFormatError, LabPathError, FileNotFoundError) as e:
         print(f"rag-ttc: error: {e}", file=sys.stderr)
         return 1
 

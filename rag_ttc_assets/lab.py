@@ -12,12 +12,24 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.store import ArtifactStore
 from rag_ttc_assets.core.arms import Arms, ArmsError, load_arms
 from rag_ttc_assets.core.prompts import Prompt, PromptError, parse_prompt
 
 PROMPT_FIELDS = {"prompt": "answer", "judge_statements_prompt": "judge_statements",
                  "judge_verdicts_prompt": "judge_verdicts", "judge_gold_prompt": "judge_gold"}
+
+
+def prompt_fields(cfg) -> dict[str, str]:
+    """The prompt fields an arm uses and each one's kind: a tool arm's answer prompt has no evidence (the model
+    looks it up), and the citation check's retry prompt is used only when the check is on."""
+    fields = dict(PROMPT_FIELDS)
+    if cfg.supply == "tool":
+        fields["prompt"] = "tool_answer"
+    if cfg.citation_check:
+        fields["citation_retry_prompt"] = "answer"
+    return fields
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,8 +41,17 @@ def _file_digest(path: Path) -> str:
         return "missing"
 
 
+class LabPathError(ValueError):
+    """A lab location the lab cannot use (an object-storage URI, for now)."""
+
+
 def _path(explicit: str | Path | None, env: str, default: Path) -> Path:
     value = explicit or os.environ.get(env) or default
+    if isinstance(value, str) and "://" in value:
+        # Path() would turn "s3://bucket/x" into a local folder "s3:/bucket/x" without a word.
+        where = "argument" if explicit else env
+        raise LabPathError(f"{where}: {value!r} is a URI; the lab's store, datasets and prompts must be local (or "
+                           "network-mounted) folders for now. docs/cluster.md says what object storage needs.")
     return Path(value).expanduser().resolve()
 
 
@@ -53,17 +74,29 @@ class Lab:
     @cached_property
     def arms(self) -> Arms:
         arms = load_arms(self.arms_file)
+        # Each (prompt, kind) read and checked once: the arms share a handful of prompts.
+        checked: dict[tuple[str, str], Prompt] = {}
         for name, cfg in arms.arms.items():
             if not (self.datasets_dir / cfg.dataset).is_dir():
                 raise ArmsError(
                     f"{self.arms_file}: arm {name!r}: field 'dataset': unknown dataset {cfg.dataset!r} "
                     f"(no folder {self.datasets_dir / cfg.dataset})"
                 )
-            for field, kind in PROMPT_FIELDS.items():
+            try:
+                embeddings.check_model(cfg.embedding_model)
+            except ValueError as e:
+                raise ArmsError(f"{self.arms_file}: arm {name!r}: field 'embedding_model': {e}") from None
+            for field, kind in prompt_fields(cfg).items():
                 try:
-                    self.prompt(getattr(cfg, field), kind)
+                    key = (getattr(cfg, field), kind)
+                    p = checked[key] if key in checked else checked.setdefault(key, self.prompt(*key))
                 except (PromptError, FileNotFoundError) as e:
                     raise ArmsError(f"{self.arms_file}: arm {name!r}: field {field!r}: {e}") from None
+                if field == "prompt" and cfg.title_index != ("title_index" in p.placeholders):
+                    raise ArmsError(
+                        f"{self.arms_file}: arm {name!r}: field 'title_index': title_index is {cfg.title_index} "
+                        f"but prompt {p.name!r} {'lacks' if cfg.title_index else 'has'} a {{{{title_index}}}} "
+                        "placeholder; pick a prompt that matches")
         return arms
 
     def fingerprint_inputs(self, cfg) -> dict[str, str]:
@@ -72,7 +105,7 @@ class Lab:
         # The store folder too: the same arm materialized into another store is not up to date there.
         files = [_file_digest(ds / f) for f in ("corpus.json", "evaluation.json")]
         out = {"dataset": ":".join([str(self.home), *files])}
-        for field, kind in PROMPT_FIELDS.items():
+        for field in prompt_fields(cfg):
             out[field] = _file_digest(self.prompts_dir / f"{getattr(cfg, field)}.txt")
         return out
 

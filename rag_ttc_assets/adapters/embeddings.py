@@ -6,6 +6,7 @@ import os
 import threading
 from collections import OrderedDict
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -27,10 +28,34 @@ def _load(model: str):
     return SentenceTransformer(model, device="cpu")
 
 
+def known_models() -> list[str]:
+    from rag_ttc_assets.adapters import onnx_embeddings
+
+    return [DEFAULT_MODEL, *onnx_embeddings.MODELS]
+
+
+def check_model(model: str) -> None:
+    """Raise ValueError unless `model` is an embedding model this lab can load offline: a known name or a local
+    sentence-transformers folder. Loads nothing (the ONNX models' optional packages are checked at first use)."""
+    if model in known_models() or Path(model).expanduser().is_dir():
+        return
+    raise ValueError(f"unknown embedding model {model!r}; known: {', '.join(known_models())} "
+                     "(or the path of a local sentence-transformers model folder)")
+
+
+def _onnx(model: str):
+    """The ONNX backend module when `model` is one of its models, else None."""
+    from rag_ttc_assets.adapters import onnx_embeddings
+
+    return onnx_embeddings if onnx_embeddings.is_onnx_model(model) else None
+
+
 def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64) -> np.ndarray:
-    """Unit-normalised float32 embeddings, one row per text."""
+    """Unit-normalised float32 embeddings, one row per text (ONNX Runtime for the `-onnx` models)."""
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
+    if (backend := _onnx(model)) is not None:
+        return backend.encode(list(texts), model, batch_size=batch_size)
     with _lock:
         st = _load(model)
         vectors = st.encode(
@@ -40,22 +65,29 @@ def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64) -
 
 
 def dimension(model: str = DEFAULT_MODEL) -> int:
+    if (backend := _onnx(model)) is not None:
+        return backend.dimension(model)
     return int(_load(model).get_embedding_dimension())
 
 
 _memo: "OrderedDict[tuple[str, str], np.ndarray]" = OrderedDict()
 _MEMO_MAX = 50_000
+_memo_lock = threading.Lock()
 
 
 def encode_memoized(texts: list[str], model: str = DEFAULT_MODEL) -> np.ndarray:
     """`encode`, remembering each text's vector in this process (the offline baselines re-embed the
     same evidence sentences for many questions and for each judge stage)."""
-    missing = list(dict.fromkeys(t for t in texts if (model, t) not in _memo))
-    if missing:
-        for t, v in zip(missing, encode(missing, model)):
-            _memo[(model, t)] = v
-        while len(_memo) > _MEMO_MAX:
-            _memo.popitem(last=False)
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
-    return np.stack([_memo[(model, t)] for t in texts])
+    # One lock over look-up, encode and eviction: worker threads asking for the same new sentences at once
+    # (every answer of a preloaded arm at its start) encode them once, and never see an entry evicted mid-read.
+    with _memo_lock:
+        missing = list(dict.fromkeys(t for t in texts if (model, t) not in _memo))
+        if missing:
+            for t, v in zip(missing, encode(missing, model)):
+                _memo[(model, t)] = v
+        out = np.stack([_memo[(model, t)] for t in texts])
+        while len(_memo) > _MEMO_MAX:
+            _memo.popitem(last=False)
+    return out

@@ -78,6 +78,8 @@ class CallResult:
     cost_usd: float | None  # of the last response; None when the model is unpriced or no usage came back
     attempts: int
     error: str | None  # short, key-scrubbed description of the last failure
+    # Tool calls of the last response ({"id", "name", "arguments"}), when `tools` were offered and the model called.
+    tool_calls: list[dict] | None = None
 
     @property
     def ok(self) -> bool:
@@ -200,6 +202,10 @@ def _classify(exc: Exception) -> str:
     if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError, litellm.UnprocessableEntityError)):
         return "bad_request"
     chain = list(_chain(exc))
+    # The openai client refuses to send a request without a key, and litellm wraps that as a server error: it is a
+    # setup fault (no key configured), not worth a retry.
+    if any("Missing credentials" in str(e) for e in chain):
+        return "auth_error"
     if any(
         isinstance(e, (litellm.Timeout, TimeoutError)) or _named(e, "APITimeoutError", "TimeoutException")
         for e in chain
@@ -272,13 +278,28 @@ def _api_key(spec: ModelSpec) -> str | None:
     return key
 
 
+def _tool_calls(message: Any) -> list[dict] | None:
+    calls = getattr(message, "tool_calls", None) if message is not None else None
+    if not calls:
+        return None
+    out = []
+    for call in calls:
+        function = getattr(call, "function", None)
+        out.append({"id": getattr(call, "id", None) or f"call_{len(out)}",
+                    "name": getattr(function, "name", None),
+                    "arguments": getattr(function, "arguments", None) or ""})
+    return out
+
+
 def complete(
-    spec: ModelSpec, messages: list[dict], *, sleep: Callable[[float], None] = time.sleep
+    spec: ModelSpec, messages: list[dict], *, tools: list[dict] | None = None,
+    sleep: Callable[[float], None] = time.sleep
 ) -> CallResult:
     """One chat completion with up to `spec.max_retries` retries; never raises for a provider fault.
 
     Retries timeouts, 429 (after Retry-After when sent), 5xx, connection faults and empty content;
     returns at once on auth/bad-request errors and on finish_reason "length" ("truncated").
+    With `tools`, a reply that calls a tool is "ok" without content; its calls are in `tool_calls`.
     Raises ValueError only for a misconfigured spec (e.g. its key env var is unset).
     """
     api_key = _api_key(spec)
@@ -287,6 +308,7 @@ def complete(
     while True:
         attempts += 1
         raw_text: str | None = None
+        tool_calls: list[dict] | None = None
         input_tokens = output_tokens = None
         retry_after: float | None = None
         try:
@@ -297,6 +319,7 @@ def complete(
                 api_key=api_key,
                 timeout=spec.timeout_s,
                 num_retries=0,  # also sets the openai client's max_retries to 0: every attempt is ours
+                **({"tools": tools} if tools else {}),
                 **spec.params,
             )
         except Exception as exc:  # every provider fault arrives as some litellm exception
@@ -310,10 +333,13 @@ def complete(
             output_tokens = getattr(usage, "completion_tokens", None)
             choice = response.choices[0] if getattr(response, "choices", None) else None
             raw_text = choice.message.content if choice is not None else None
+            tool_calls = _tool_calls(choice.message) if choice is not None and tools else None
             finish_reason = getattr(choice, "finish_reason", None)
             if finish_reason == "length":
                 status = "truncated"
                 error = _describe(spec, None, "finish_reason 'length': output hit max_tokens")
+            elif tool_calls:
+                status, error = "ok", None
             elif raw_text is None or not raw_text.strip():
                 status = "empty_response"
                 error = _describe(spec, None, f"empty content (finish_reason {finish_reason!r})")
@@ -330,6 +356,7 @@ def complete(
                 cost_usd=_cost(spec.model, input_tokens, output_tokens),
                 attempts=attempts,
                 error=error,
+                tool_calls=tool_calls,
             )
         delay = _delay_s(spec, attempts, status, retry_after)
         log.info(

@@ -17,7 +17,7 @@ import litellm  # noqa: E402
 import numpy as np  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
 from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
-from litellm.types.utils import ModelResponse, Usage  # noqa: E402
+from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage  # noqa: E402
 
 from rag_ttc_assets.core import prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
@@ -89,9 +89,23 @@ class _Baseline(CustomLLM):
 
 
 class ExtractiveAnswerer(_Baseline):
-    """Answers by quoting evidence sentences (core.extractive); JSON answer object out."""
+    """Answers by quoting evidence sentences (core.extractive); JSON answer object out.
+
+    Offered a `lookup` tool (tool arms), it first calls it once per request with the request's text (once with
+    the question when the prompt lists no requests), then answers from the tool results. It does not read a
+    pre-loaded title index: a baseline that always searches makes no no-call cases of its own.
+    """
 
     name = EXTRACTIVE
+
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        tools = (kwargs.get("optional_params") or {}).get("tools") or []
+        if not any(isinstance(m, dict) and m.get("role") == "tool" for m in messages) and _offers_lookup(tools):
+            return _lookup_calls(self, messages, kwargs.get("model_response"))
+        return _respond(self, messages, kwargs.get("model_response"))
+
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
 
     def respond(self, prompt: str) -> str:
         parsed = prompt_markup.parse_answer_prompt(prompt)
@@ -132,19 +146,60 @@ def _answer_text(answer: str) -> str:
     return answer
 
 
-def _respond(baseline: _Baseline, messages: list, model_response: ModelResponse | None) -> ModelResponse:
-    prompt_text = "\n".join(_text(m) for m in messages if isinstance(m, dict))
-    content = baseline.reply(last_user_text(messages))
+LOOKUP = "lookup"
+
+
+def _offers_lookup(tools: list) -> bool:
+    return any(isinstance(t, dict) and (t.get("function") or {}).get("name") == LOOKUP for t in tools)
+
+
+def _lookup_calls(baseline: _Baseline, messages: list, model_response: ModelResponse | None) -> ModelResponse:
+    """The first turn of a tool arm: one `lookup` call per request, with the request's text as the query."""
+    prompt = last_user_text(messages)
+    try:
+        requests = prompt_markup.parse_requests(prompt) or []
+        queries = [text for _, text in requests] or [prompt_markup.parse_question(prompt)]
+    except ValueError:
+        return _respond(baseline, messages, model_response)  # explains what the prompt lacked
     response = model_response if model_response is not None else ModelResponse()
-    response.choices[0].message.content = content  # type: ignore[union-attr]
-    response.choices[0].finish_reason = "stop"
-    response.model = f"{PROVIDER}/{baseline.name}"
+    message = response.choices[0].message  # type: ignore[union-attr]
+    message.content = None
+    message.tool_calls = [
+        ChatCompletionMessageToolCall(id=f"lookup_{i}", type="function",
+                                      function=Function(name=LOOKUP, arguments=json.dumps({"query": q})))
+        for i, q in enumerate(queries)
+    ]
+    response.choices[0].finish_reason = "tool_calls"
+    _stamp(response, baseline.name, "\n".join(_text(m) for m in messages if isinstance(m, dict)),
+           json.dumps(queries))
+    return response
+
+
+def _conversation_prompt(messages: list) -> str:
+    """What the answerer reads: the last user turn, then the results of the tool calls that followed it."""
+    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
+                    default=-1)
+    tail = [_text(m) for m in messages[last_user + 1:] if isinstance(m, dict) and m.get("role") == "tool"]
+    return "\n\n".join([last_user_text(messages), *tail])
+
+
+def _stamp(response: ModelResponse, name: str, prompt_text: str, content: str) -> None:
+    response.model = f"{PROVIDER}/{name}"
     response.created = int(time.time())
     response.system_fingerprint = FINGERPRINT
     prompt_tokens, completion_tokens = approx_tokens(prompt_text), approx_tokens(content)
     response.usage = Usage(  # type: ignore[attr-defined]
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens
     )
+
+
+def _respond(baseline: _Baseline, messages: list, model_response: ModelResponse | None) -> ModelResponse:
+    prompt_text = "\n".join(_text(m) for m in messages if isinstance(m, dict))
+    content = baseline.reply(_conversation_prompt(messages))
+    response = model_response if model_response is not None else ModelResponse()
+    response.choices[0].message.content = content  # type: ignore[union-attr]
+    response.choices[0].finish_reason = "stop"
+    _stamp(response, baseline.name, prompt_text, content)
     return response
 
 

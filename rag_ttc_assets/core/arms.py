@@ -56,6 +56,15 @@ class ArmConfig(Frozen):
     shuffle_seed: int = 0
     counterfactual: Literal["none", "withheld-relevant", "planted-falsehood"] = "none"
     prompt: str = "grounded-answer-v1"
+    # Supply mode (second seed, core.supply): retrieval, preloaded (a fixed document set pasted whole into every
+    # prompt) or tool (the model calls `lookup`; each call returns the top lookup_top_n chunks).
+    supply: Literal["retrieval", "preloaded", "tool"] = "retrieval"
+    preloaded_documents: Literal["all"] | list[str] = "all"
+    lookup_top_n: int = Field(default=1, gt=0, le=100)
+    lookup_rounds: int = Field(default=3, gt=0, le=10)
+    title_index: bool = False
+    citation_check: bool = False
+    citation_retry_prompt: str = "restated-evidence-v1"
     generator: ModelConfig = ModelConfig(model="local/extractive")
     generation_workers: int = Field(default=4, gt=0, le=64)
     generation_budget: int = Field(default=10000, ge=0)
@@ -74,6 +83,11 @@ class ArmConfig(Frozen):
             )
         if self.evidence_k > self.retrieve_k:
             raise ValueError(f"evidence_k ({self.evidence_k}) cannot exceed retrieve_k ({self.retrieve_k})")
+        if self.supply != "retrieval" and self.counterfactual != "none":
+            raise ValueError(f"counterfactual {self.counterfactual!r} edits retrieved evidence; it needs "
+                             f"supply 'retrieval', not {self.supply!r}")
+        if isinstance(self.preloaded_documents, list) and not self.preloaded_documents:
+            raise ValueError("preloaded_documents is an empty list; name documents or use 'all'")
         return self
 
     # Digests of the upstream configuration: arms that agree on them share the artifact.
@@ -213,6 +227,12 @@ def parse_arms(raw: Any, source: str = "arms.yaml") -> Arms:
     return Arms(arms, families, dict(spec.families), list(spec.comparisons), source)
 
 
+# Parsed arms files by (path as given, digest of the file's bytes): an asset that rebuilds its Lab
+# reads the file again (a few milliseconds) but parses and validates it only when its bytes change.
+_LOADED: dict[tuple[str, str], Arms] = {}
+_LOADED_MAX = 16
+
+
 def load_arms(path) -> Arms:
     import yaml  # local: core stays importable without yaml for pure callers
 
@@ -221,32 +241,56 @@ def load_arms(path) -> Arms:
     p = Path(path)
     if not p.is_file():
         raise ArmsError(f"{p}: arms file not found")
+    data = p.read_bytes()
+    key = (str(p), hashlib.sha256(data).hexdigest())
+    cached = _LOADED.get(key)
+    if cached is not None:
+        return cached
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        raw = _load_yaml(data.decode("utf-8"), p)
     except yaml.YAMLError as e:
         raise ArmsError(f"{p}: malformed YAML: {e}") from None
-    _reject_duplicate_keys(p)
-    return parse_arms(raw, str(p))
+    arms = parse_arms(raw, str(p))
+    if len(_LOADED) >= _LOADED_MAX:
+        _LOADED.clear()
+    _LOADED[key] = arms
+    return arms
 
 
-def _reject_duplicate_keys(p) -> None:
-    """YAML silently keeps the last of two equal keys; a duplicated arm must be an error instead."""
-    import yaml
+def _load_yaml(text: str, p) -> Any:
+    """Safe-load `text` in one pass (libyaml's parser when available), rejecting duplicate keys:
+    YAML silently keeps the last of two equal keys; a duplicated arm must be an error instead."""
+    loader = _duplicate_rejecting_loader()(text)
+    loader.arms_path = p
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
-    class Loader(yaml.SafeLoader):
-        pass
 
-    def construct(loader, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ArmsError(f"{p}: line {key_node.start_mark.line + 1}: duplicate key {key!r}")
-            seen.add(key)
-        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+_LOADER = None
 
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct)
-    yaml.load(p.read_text(encoding="utf-8"), Loader=Loader)
+
+def _duplicate_rejecting_loader():
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            arms_path = None
+
+        def construct(loader, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = loader.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise ArmsError(f"{loader.arms_path}: line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+                seen.add(key)
+            return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+        Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct)
+        _LOADER = Loader
+    return _LOADER
 
 
 def config_digest(obj: Any) -> str:

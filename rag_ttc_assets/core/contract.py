@@ -30,7 +30,9 @@ from collections import Counter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED = "valid", "parse_failure", "contract_failure", "abstained"
-CONTRACT_STATUSES = frozenset({VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED})
+# Set by the citation check (stages.supply), not by check_contract: both attempts failed to cite what was supplied.
+ESCALATED = "escalated"
+CONTRACT_STATUSES = frozenset({VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED, ESCALATED})
 
 _FENCE = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL | re.IGNORECASE)
 _JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
@@ -68,6 +70,7 @@ class ContractSummary(BaseModel):
     contract_failures: int
     contract_failure_reasons: dict[str, int]
     abstentions: int
+    escalated: int = 0
     provider_faults: dict[str, int]
 
 
@@ -147,11 +150,11 @@ def summarize_contract(statuses: list[tuple[str, str]]) -> ContractSummary:
     return ContractSummary(
         total=len(statuses), valid=counts[VALID], parse_failures=counts[PARSE_FAILURE],
         contract_failures=counts[CONTRACT_FAILURE], contract_failure_reasons=dict(sorted(reasons.items())),
-        abstentions=counts[ABSTAINED], provider_faults=dict(sorted(faults.items())),
+        abstentions=counts[ABSTAINED], escalated=counts[ESCALATED], provider_faults=dict(sorted(faults.items())),
     )
 
 
 def contract_sums_close(summary: ContractSummary) -> bool:
     """Every row lands in exactly one bucket."""
-    parts = summary.valid + summary.parse_failures + summary.contract_failures + summary.abstentions
+    parts = summary.valid + summary.parse_failures + summary.contract_failures + summary.abstentions + summary.escalated
     return parts + sum(summary.provider_faults.values()) == summary.total

@@ -153,12 +153,44 @@ def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, p
             problems.append(Problem(str(path), f"pilot[{i}]", "pilot", f"unknown question id {pid!r}"))
 
 
+# Loaded datasets by (folder, name, corpus digest, evaluation digest): every asset of a run binds the
+# dataset again, and reading and digesting the two files is far cheaper than parsing and validating
+# them. The key is the files' exact bytes, so an edited file is loaded (and validated) afresh.
+_LOADED: dict[tuple[str, str, str, str], Dataset] = {}
+_LOADED_MAX = 8
+
+
+def _load_key(d: Path, name: str) -> tuple[str, str, str, str] | None:
+    try:
+        cbytes, ebytes = (d / CORPUS_FILE).read_bytes(), (d / EVALUATION_FILE).read_bytes()
+    except OSError:
+        return None
+    return str(d), name, sha256_digest(cbytes), sha256_digest(ebytes)
+
+
 def load_dataset(dataset_dir: Path | str, name: str | None = None) -> Dataset:
     """Read, parse and validate a dataset folder; raise DatasetError listing every problem.
 
     The digest binding is checked first: a mismatch raises DigestMismatchError naming both
     digests and both files, before anything else is trusted.
+
+    A dataset whose files have exactly the bytes of one loaded before in this process is that same
+    (frozen) Dataset object; only valid datasets are remembered, so a broken one raises every time.
     """
+    d = Path(dataset_dir)
+    key = _load_key(d, name or d.name)
+    if key is not None and key in _LOADED:
+        return _LOADED[key]
+    ds = _load_dataset(d, name)
+    # Remembered only under the digests it was really parsed from (the files may change meanwhile).
+    if key is not None and key[2:] == (ds.corpus_digest, ds.evaluation_digest):
+        if len(_LOADED) >= _LOADED_MAX:
+            _LOADED.clear()
+        _LOADED[key] = ds
+    return ds
+
+
+def _load_dataset(dataset_dir: Path | str, name: str | None = None) -> Dataset:
     d = Path(dataset_dir)
     cpath, epath = d / CORPUS_FILE, d / EVALUATION_FILE
     problems: list[Problem] = []

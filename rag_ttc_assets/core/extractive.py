@@ -3,6 +3,8 @@ An honest floor for generated answers, not an imitation of one: it never writes 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -53,12 +55,18 @@ def request_terms(request: str) -> set[str]:
     return {stem(w) for w in content_words(request) if w not in QUESTION_WORDS}
 
 
+@lru_cache(maxsize=200_000)
+def text_stems(text: str) -> frozenset[str]:
+    """The stems of a text's content words, remembered: the same evidence sentences (a preloaded manual above all)
+    are scored against every question."""
+    return frozenset(stem(w) for w in content_words(text))
+
+
 def term_recall(terms: set[str], text: str) -> float:
     """Share of `terms` (stems) that occur in `text`."""
     if not terms:
         return 0.0
-    found = {stem(w) for w in content_words(text)}
-    return len(terms & found) / len(terms)
+    return len(terms & text_stems(text)) / len(terms)
 
 
 def _evidence_sentences(evidence: Sequence[tuple[str, str]]) -> list[_Sentence]:
@@ -81,7 +89,8 @@ def score_sentences(
         return empty, empty, empty
     vectors = embed(list(requests) + list(sentences))
     cosine = cosine_matrix(vectors[: len(requests)], vectors[len(requests) :])
-    recall = np.array([[term_recall(request_terms(r), s) for s in sentences] for r in requests])
+    terms = [request_terms(r) for r in requests]
+    recall = np.array([[term_recall(t, s) for s in sentences] for t in terms])
     score = COSINE_WEIGHT * cosine + (1 - COSINE_WEIGHT) * recall
     return score, cosine, recall
 

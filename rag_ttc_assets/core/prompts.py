@@ -14,7 +14,9 @@ PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 # Placeholders each kind of prompt may use, and those it must use.
 KINDS = {
-    "answer": ({"question", "evidence", "requests"}, {"question", "evidence"}),
+    "answer": ({"question", "evidence", "requests", "title_index"}, {"question", "evidence"}),
+    # A tool arm's first turn: no evidence, the model fetches it with `lookup` (core.supply).
+    "tool_answer": ({"question", "requests", "title_index"}, {"question"}),
     "judge_statements": ({"question", "answer"}, {"answer"}),
     "judge_verdicts": ({"question", "statements", "evidence"}, {"statements", "evidence"}),
     "judge_gold": ({"question", "statements", "gold"}, {"statements", "gold"}),

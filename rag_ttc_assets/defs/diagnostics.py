@@ -6,6 +6,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
                      MetadataValue, asset)
 
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
@@ -15,7 +16,7 @@ GROUP = "diagnostics"
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("judge_verdicts", "admitted_contexts"),
-           code_version="completeness/2")
+           code_version="completeness/3")
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request: answered, supported by cited admitted evidence, and which of the seed's four cases it is."""
     arm = context.partition_key
@@ -36,7 +37,7 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     )
 
 
-@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/2")
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/3")
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = context.partition_key
@@ -45,6 +46,14 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
     store = lab_.store
     store.write_table(arm, "failure_flow", d["flow"])
     s = d["flow_summary"]
+    lookup_md = {}
+    if "lookup_flow" in s:
+        store.write_table(arm, "lookup_cases", d["lookup_cases"])
+        lf = s["lookup_flow"]
+        lookup_md = {**numbers({k: v for k, v in lf.items() if k not in LOOKUP_BRANCHES}, prefix="lookup/"),
+                     **numbers({b: lf[b] for b in LOOKUP_BRANCHES}, prefix="lookup/"),
+                     "lookup_flow": md_table([{"branch": b, "cases": lf[b], **lf["accounting"][b]}
+                                              for b in LOOKUP_BRANCHES])}
     digest = store.write_arm_json(arm, "failure_flow.json", s)
     png = stage.flow_bars(lab_, [arm], store.arm_path(arm, "failure-flow.png"))
     rows = [{"branch": b, "requests": s[b], **s["accounting"][b]} for b in FLOW_BRANCHES]
@@ -52,7 +61,7 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
     return MaterializeResult(
         metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": s["total"],
                   **numbers(s["hit_rate"], prefix="hit_rate/"),
-                  "flow": md_table(rows),
+                  "flow": md_table(rows), "supply": s["supply"], **lookup_md,
                   "worst_cases": MetadataValue.md(worst or "_(no failing requests)_"),
                   "plot": MetadataValue.md(_image(png)) if png else "no flow",
                   "plot_path": MetadataValue.path(str(png)) if png else ""},
@@ -73,18 +82,21 @@ def _worst_cases(lab_, arm: str, flow, n: int = 3) -> str:
     return "\n\n---\n\n".join(to_markdown(inspect_question(lab_, arm, q)) for q in ranked)
 
 
-def _image(path) -> str:
+def _image(path, alt: str = "failure flow") -> str:
     import base64
 
-    return f"![failure flow](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+    return f"![{alt}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
 
 
 @arm_check(asset="failure_flow", description="every request lands in exactly one branch; branches add to the total")
 def flow_closes(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
     s = lab.lab().store.read_arm_json(context.partition_key, "failure_flow.json")
     total = sum(s[b] for b in FLOW_BRANCHES)
-    return AssetCheckResult(passed=bool(s["closes"] and s["accounting_closes"] and total == s["total"]),
-                            metadata={"branches_sum": total, "total": s["total"]})
+    lf = s.get("lookup_flow")
+    lookup_ok = lf is None or (lf["closes"] and lf["accounting_closes"])
+    return AssetCheckResult(passed=bool(s["closes"] and s["accounting_closes"] and total == s["total"] and lookup_ok),
+                            metadata={"branches_sum": total, "total": s["total"],
+                                      **({"lookup_cases": lf["cases"], "lookup_closes": lookup_ok} if lf else {})})
 
 
 @asset(group_name=GROUP, kinds={"python", "png"}, deps=["failure_flow", "run_record"],
@@ -120,5 +132,6 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
         "comparisons": md_table(summary), "skipped": MetadataValue.json(skipped),
         "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)),
         **({"failure_flow_plot": MetadataValue.md(_image(flow_png))} if flow_png else {}),
-        **{f"sweep_{f}": MetadataValue.md(_image(__import__("pathlib").Path(p))) for f, p in sweeps.items()},
+        **{f"sweep_{f}": MetadataValue.md(_image(__import__("pathlib").Path(p), f"sweep {f}"))
+           for f, p in sweeps.items()},
     })

@@ -7,7 +7,7 @@ from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, versi
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
-from rag_ttc_assets.stages import indexes, ingest
+from rag_ttc_assets.stages import indexes, ingest, supply
 from rag_ttc_assets.stages import run_record as records
 from rag_ttc_assets.stages.calls import Caller
 from rag_ttc_assets.stages.retrieval import arm_questions
@@ -15,7 +15,7 @@ from rag_ttc_assets.stages.retrieval import arm_questions
 GROUP = "evaluation"
 
 
-@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="judge/1",
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="judge/2",
            pool="provider",
            config=("judge", "judge_statements_prompt", "judge_verdicts_prompt", "judge_gold_prompt",
                    "judge_budget"))
@@ -34,7 +34,7 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
     log = stage.RowLog(run_dir / records.PARTIAL_JUDGE)
     try:
         df = stage.judge(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "contract_results"),
-                         lab_.store.read_table(arm, "admitted_contexts"), chunk_text, prompts, caller, log)
+                         supply.arm_contexts(lab_, arm, cfg), chunk_text, prompts, caller, log)
     finally:
         log.close()
     digest = lab_.store.write_table(arm, "judge_verdicts", df)

@@ -8,7 +8,8 @@ from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, versi
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
-from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.lab import prompt_fields
+from rag_ttc_assets.stages import ingest, supply
 from rag_ttc_assets.stages import run_record as records
 from rag_ttc_assets.stages.calls import Caller
 from rag_ttc_assets.stages.retrieval import arm_questions
@@ -16,23 +17,27 @@ from rag_ttc_assets.stages.retrieval import arm_questions
 GROUP = "generation"
 
 
-@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",), code_version="answers/1",
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",), code_version="answers/2",
            pool="provider",
-           config=("prompt", "generator", "generation_budget", "allow_unpriced_provider"))
+           config=("prompt", "generator", "generation_budget", "allow_unpriced_provider", "supply", "lookup_top_n",
+                   "lookup_rounds", "title_index", "citation_check", "citation_retry_prompt"))
 def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """One litellm call per question over its admitted evidence; raw response, tokens, latency, cost, status."""
+    """One litellm call per question over its admitted evidence (or lookup turns); response, tokens, cost, status."""
     arm = context.partition_key
     lab_, cfg = lab.arm(arm)
     ds = ingest.bind_dataset(lab_, cfg)
-    chunk_text = {c.chunk_id: c.text for c in ingest.read_chunks(ingest.build_chunks(lab_, cfg, ds))}
-    prompt = lab_.prompt(cfg.prompt, "answer")
+    chunks = ingest.build_chunks(lab_, cfg, ds)
+    chunk_text = {c.chunk_id: c.text for c in ingest.read_chunks(chunks)}
+    fields = prompt_fields(cfg)
+    prompt = lab_.prompt(cfg.prompt, fields["prompt"])
+    tools = supply.supply_tools(lab_, cfg, ds, chunks, chunk_text)
     caller = Caller(cfg.generator, lab_.home / "provider_cache", "generation", cfg.generation_budget,
                     cfg.allow_unpriced_provider, stage.GENERATOR_ROLE)
     run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "answers")
     log = stage.RowLog(run_dir / records.PARTIAL_ANSWERS)
     try:
         df = stage.generate(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "admitted_contexts"),
-                            chunk_text, prompt, caller, log)
+                            chunk_text, prompt, caller, log, tools)
     finally:
         log.close()
     digest = lab_.store.write_table(arm, "answers", df)
@@ -49,6 +54,8 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
             "run_record": MetadataValue.path(str(run_dir)),
             # Rows a rerun should retry: provider faults and budget stops (parse failures are answers).
             "incomplete_rows": int((df["status"] != "ok").sum()),
+            "supply": cfg.supply, "lookup_calls": int(df["lookup_calls"].sum()),
+            "citation_checks": MetadataValue.json(dict(df.group_by("citation_check").len().iter_rows())),
         },
         data_version=version_of(digest),
     )

@@ -55,11 +55,12 @@ def fingerprints(cfg: ArmConfig, inputs: dict[str, str]) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     specs = {s.fn.__name__: s for s in SPECS}
+    dumped = cfg.model_dump(mode="json")
 
     def fp(name: str) -> str:
         if name not in out:
             s = specs[name]
-            fields = {f: cfg.model_dump(mode="json")[f] for f in s.config}
+            fields = {f: dumped[f] for f in s.config}
             out[name] = config_digest({"code_version": s.code_version, "config": fields,
                                        "inputs": {f: inputs.get(f) for f in s.config if f in inputs},
                                        "upstream": {d: fp(d) for d in s.deps}})

@@ -7,7 +7,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.stages import indexes, ingest
+from rag_ttc_assets.stages import indexes, ingest, supply
 from rag_ttc_assets.stages import retrieval as stage
 
 GROUP = "retrieval"
@@ -21,7 +21,7 @@ def _arm(context, lab):
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"},
-           deps=("bm25_index", "vector_index"), code_version="retrieval-rows/1",
+           deps=("bm25_index", "vector_index"), code_version=stage.RETRIEVAL_ROWS_VERSION,
            config=("retrieval", "rrf_k", "retrieve_k", "question_set", "embedding_model"))
 def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per question: ranked_chunk_ids (retrieve_k) fused by RRF, with each source's rank and score."""
@@ -29,8 +29,8 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
     reps = ingest.build_representations(lab_, cfg, ds, ch)
     bm, vec = indexes.build_bm25(lab_, cfg, ds, reps), indexes.build_vectors(lab_, cfg, ds, reps)
     qemb = indexes.build_question_embeddings(lab_, cfg, ds)
-    chunk_docs = dict(pl.read_parquet(ch.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
-    df = stage.retrieve(cfg, ds, bm, vec, qemb, chunk_docs)
+    # Shared in the store: arms that differ only downstream of retrieval (a K sweep) retrieve once.
+    df = stage.retrieve_once(lab_.store, cfg, ds, ch, bm, vec, qemb)
     digest = lab_.store.write_table(context.partition_key, "retrieval_rows", df)
     return MaterializeResult(
         metadata={
@@ -69,27 +69,34 @@ def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> Mater
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("retrieval_rows",),
-           code_version="admission/2",
-           config=("evidence_k", "context_runes", "evidence_order", "shuffle_seed", "counterfactual"))
+           code_version="admission/3",
+           config=("evidence_k", "context_runes", "evidence_order", "shuffle_seed", "counterfactual", "supply",
+                   "preloaded_documents"))
 def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """The evidence_k prefix, then whole chunks admitted under context_runes; omitted_chunk_ids recorded."""
+    """The evidence_k prefix, then whole chunks admitted under context_runes (or the preloaded set); omissions."""
     lab_, cfg, ds, ch = _arm(context, lab)
     rows = lab_.store.read_table(context.partition_key, "retrieval_rows")
     chunk_list = ingest.read_chunks(ch)
     questions = stage.arm_questions(cfg, ds)
     support = stage.request_support(ds, questions, chunk_list)
-    contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list}, questions, support)
-    coverage = stage.request_coverage(questions, support, rows, contexts)
+    if cfg.supply == "preloaded":
+        contexts = supply.preloaded_contexts(cfg, questions, supply.preloaded_chunks(
+            cfg, ds, chunk_list, f"{lab_.arms_file}: arm {context.partition_key!r}"))
+    elif cfg.supply == "tool":
+        contexts = supply.tool_contexts(cfg, questions)
+    else:
+        contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list}, questions, support)
+    coverage = stage.request_coverage(questions, support, rows, contexts, cfg.supply)
     digest = lab_.store.write_table(context.partition_key, "admitted_contexts", contexts)
     lab_.store.write_table(context.partition_key, "request_coverage", coverage)
-    summary = stage.admission_summary(coverage, contexts)
+    summary = stage.admission_summary(coverage, contexts, cfg.supply)
     lab_.store.write_arm_json(context.partition_key, "admission_summary.json", summary)
     worst = contexts.sort(pl.col("omitted_chunk_ids").list.len(), descending=True).head(5)
     return MaterializeResult(
         metadata={
             "dagster/row_count": contexts.height,
             "evidence_k": cfg.evidence_k, "context_runes": cfg.context_runes, "evidence_order": cfg.evidence_order,
-            **numbers(summary),
+            "supply": cfg.supply, **numbers(summary),
             "most_omissions": md_table(worst.select("query_id", "admitted_chunk_ids", "omitted_chunk_ids",
                                                     "used_runes", "max_runes").to_dicts()),
             "table_digest": digest,

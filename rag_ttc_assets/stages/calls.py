@@ -32,9 +32,11 @@ class Call:
     attempts: int
     error: str | None
     cache_hit: bool
+    tool_calls: list[dict] | None = None  # when tools were offered and the model called one
 
     def as_row(self, prefix: str = "") -> dict:
-        return {prefix + k: v for k, v in asdict(self).items()}
+        """The row columns of a call; tool calls are logged by the caller that executes them."""
+        return {prefix + k: v for k, v in asdict(self).items() if k != "tool_calls"}
 
 
 def model_spec(cfg: ModelConfig) -> llm.ModelSpec:
@@ -73,8 +75,9 @@ class Caller:
         self.provider_calls = 0
         self.cache_hits = 0
 
-    def call(self, messages: list[dict], sample_index: int = 0) -> Call:
-        key = self.cache.key(self.cfg.model, messages, dict(self.cfg.params), sample_index, self.cfg.api_base)
+    def call(self, messages: list[dict], sample_index: int = 0, tools: list[dict] | None = None) -> Call:
+        params = {**self.cfg.params, "tools": tools} if tools else dict(self.cfg.params)
+        key = self.cache.key(self.cfg.model, messages, params, sample_index, self.cfg.api_base)
         hit = self.cache.get(key)
         if hit is not None:
             with self._lock:
@@ -85,9 +88,9 @@ class Caller:
                 return Call(BUDGET_EXHAUSTED, None, None, None, 0.0, None, 0,
                             f"{self.role} budget of {self.budget} provider calls exhausted", False)
             self.provider_calls += 1
-        r = llm.complete(self.spec, messages)
+        r = llm.complete(self.spec, messages, tools=tools)
         call = Call(r.status, r.raw_text, r.input_tokens, r.output_tokens, r.latency_s, r.cost_usd, r.attempts,
-                    r.error, False)
+                    r.error, False, r.tool_calls)
         if r.ok:
             record = asdict(call)
             record.pop("cache_hit")

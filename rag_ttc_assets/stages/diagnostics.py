@@ -17,7 +17,8 @@ from rag_ttc_assets.core.completeness import (abstention_outcome, completeness_t
 from rag_ttc_assets.core.counterfactual import Planted, repeats
 from rag_ttc_assets.core.flow import FLOW_BRANCHES, flow_rows, flow_table, hit_rate
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
+from rag_ttc_assets.stages import ingest, supply
 from rag_ttc_assets.stages.retrieval import arm_questions
 
 
@@ -30,7 +31,7 @@ def diagnose(lab: Lab, arm: str) -> dict:
     cfg = lab.arms[arm]
     ds = ingest.bind_dataset(lab, cfg)
     store = lab.store
-    coverage = store.read_table(arm, "request_coverage")
+    coverage = supply.arm_coverage(lab, arm, cfg, ds)
     contracts = _rows_by_query(store.read_table(arm, "contract_results"))
     judged = _rows_by_query(store.read_table(arm, "judge_verdicts"))
     cov_by_q: dict[str, list[dict]] = {}
@@ -48,13 +49,23 @@ def diagnose(lab: Lab, arm: str) -> dict:
         contexts = {r["query_id"]: r for r in store.read_table(arm, "admitted_contexts").iter_rows(named=True)}
         completeness["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
                                                                 cov_by_q, judged)
+    flow_summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
+    lookups = pl.DataFrame()
+    if cfg.supply == "tool":
+        qualities: dict[str, list[str]] = {}
+        for f in flows:
+            qualities.setdefault(f.query_id, []).append(f.quality)
+        cases = lookup_cases(arm_questions(cfg, ds), supply.read_lookups(store.read_table(arm, "answers")), qualities)
+        flow_summary["lookup_flow"] = lookup_flow(cases)
+        lookups = pl.DataFrame([c.model_dump() for c in cases], schema_overrides={"missing_requests": pl.List(pl.String)})
     return {
         "requests": pl.DataFrame([o.model_dump() for o in outcomes]),
         "questions": pl.DataFrame([q.model_dump() for q in question_completeness(outcomes)]),
         "abstentions": pl.DataFrame([a.model_dump() for a in abstentions]),
         "flow": pl.DataFrame([f.model_dump() for f in flows]),
+        "lookup_cases": lookups,
         "completeness": completeness,
-        "flow_summary": {**flow_table(flows), "hit_rate": hit_rate(flows)},
+        "flow_summary": flow_summary,
     }
 
 
@@ -136,9 +147,10 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
         "attributed_to": sorted(changed),
     }
     sets_a = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
-              lab.store.read_table(a, "admitted_contexts").iter_rows(named=True)}
+              supply.arm_contexts(lab, a, lab.arms[a]).iter_rows(named=True)}
     sets_b = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
-              lab.store.read_table(b, "admitted_contexts").iter_rows(named=True)}
+              supply.arm_contexts(lab, b, lab.arms[b]).iter_rows(named=True)}
+    report["supply"] = {a: supply_numbers(lab, a), b: supply_numbers(lab, b)}
     same = sum(1 for q in sets_a if sets_b.get(q) == sets_a[q])
     # Evidence position: when every admitted set is identical, any change is the order's doing.
     report["admitted_sets"] = {"identical": same, "questions": len(sets_a), "position_only": same == len(sets_a)}
@@ -155,6 +167,22 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
             "buckets": str(plots.bucket_table_plot(plots_dir / f"{a}--{b}-buckets.png", report["buckets"])),
         }
     return report
+
+
+def supply_numbers(lab: Lab, arm: str) -> dict:
+    """The second seed's four numbers beside the per-case deltas: supply mode, hit rate over all cases (the lookup
+    flow's for tool arms), answers contradicting the gold evidence, mean input tokens and p95 latency per request."""
+    flow = lab.store.read_arm_json(arm, "failure_flow.json")
+    judge = lab.store.read_arm_json(arm, "judge_summary.json")
+    answers = lab.store.read_table(arm, "answers")
+    latencies = sorted(answers["latency_s"].to_list())
+    hit = flow.get("lookup_flow") or flow["hit_rate"]
+    return {"supply": lab.arms[arm].supply, "hit_rate": hit["hit_rate"], "hits": hit["hits"], "cases": hit["cases"],
+            "contradicts_gold": judge["contradicts_gold"],
+            "mean_input_tokens": float(answers["input_tokens"].fill_null(0).mean() or 0.0),
+            "p95_latency_s": latencies[int(0.95 * (len(latencies) - 1))] if latencies else None,
+            # Over the same cases as the hit rate (answerable questions), as the run summary counts them.
+            "lookup_calls": (flow.get("lookup_flow") or {}).get("lookup_calls", 0)}
 
 
 def _p95(values: dict[str, float | None]) -> float | None:

@@ -17,9 +17,11 @@ import polars as pl
 
 from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.arms import ArmConfig
-from rag_ttc_assets.core.contract import VALID, check_contract, summarize_contract
+from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
+                                         summarize_contract)
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, numbered_block, requests_block, statements_block
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.calls import Call, Caller, is_offline_baseline
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 
@@ -44,22 +46,36 @@ class RowLog:
         self._f.close()
 
 
-def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]]) -> list[dict]:
+def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]], index_text: str = "") -> list[dict]:
     text = prompt.render(question=q.text, evidence=evidence_block(evidence),
-                         requests=requests_block([(r.id, r.text) for r in q.requests]))
+                         requests=requests_block([(r.id, r.text) for r in q.requests]), title_index=index_text)
     return [{"role": "user", "content": text}]
 
 
 def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, chunk_text: dict[str, str],
-             prompt: Prompt, caller: Caller, log: RowLog | None = None) -> pl.DataFrame:
+             prompt: Prompt, caller: Caller, log: RowLog | None = None,
+             tools: supply.SupplyTools = supply.SupplyTools()) -> pl.DataFrame:
+    """One row per question. Retrieval and preloaded arms answer over their admitted contexts in one call; tool
+    arms run the lookup conversation (stages.supply) and record each call's query and results in `lookups`.
+    With citation_check on, a row that fails it is retried once and otherwise marked `escalated`."""
     ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
+    if cfg.supply == "tool" and tools.lookup is None:
+        raise ValueError("a tool arm needs the lookup tool (SupplyTools.lookup)")
 
     def one(q: Question) -> dict:
-        admitted = ctx[q.id]["admitted_chunk_ids"]
-        call = caller.call(answer_messages(prompt, q, evidence_pairs(ctx[q.id], chunk_text)))
+        if cfg.supply == "tool":
+            calls, lookups, admitted = supply.tool_conversation(cfg, q, prompt, tools.index_text, caller,
+                                                                tools.lookup, chunk_text)
+            evidence = [(c, chunk_text[c]) for c in admitted]
+        else:
+            lookups, admitted = [], ctx[q.id]["admitted_chunk_ids"]
+            evidence = evidence_pairs(ctx[q.id], chunk_text)
+            calls = [caller.call(answer_messages(prompt, q, evidence, tools.index_text))]
+        check, retry = supply.citation_check(cfg, q, calls[-1], evidence, tools.retry_prompt, caller)
         row = {"query_id": q.id, "prompt": prompt.name, "prompt_digest": prompt.digest, "model": cfg.generator.model,
                "provider_role": GENERATOR_ROLE, "offline_baseline": is_offline_baseline(cfg.generator.model),
-               "admitted_chunk_ids": admitted, **call.as_row()}
+               "supply": cfg.supply, "admitted_chunk_ids": admitted, "lookups": supply.lookups_json(lookups),
+               "lookup_calls": len(lookups), "citation_check": check, **supply.merge_calls(calls + retry)}
         if log is not None:
             log.write(row)
         return row
@@ -92,6 +108,9 @@ def contract(answers: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for a in answers.iter_rows(named=True):
         res = check_contract(a["raw_text"], a["admitted_chunk_ids"], a["status"])
+        if a.get("citation_check") == supply.ESCALATED and res.status not in (VALID, ABSTAINED):
+            # The second seed's escalation: both attempts failed the citation check; no answer is delivered.
+            res = ContractResult(status=ESCALATED, reason=f"escalated after one retry: {res.reason}")
         ans = res.answer
         rows.append({
             "query_id": a["query_id"], "status": res.status, "reason": res.reason,
@@ -112,7 +131,7 @@ def contract_summary(results: pl.DataFrame) -> dict:
     out["mean_answer_chars"] = float(valid["answer_chars"].mean() or 0.0)
     out["mean_cited_chunks"] = float(valid["citation_chunk_ids"].list.len().mean() or 0.0)
     out["sums_close"] = out["total"] == (s.valid + s.parse_failures + s.contract_failures + s.abstentions
-                                         + sum(s.provider_faults.values()))
+                                         + s.escalated + sum(s.provider_faults.values()))
     return out
 
 

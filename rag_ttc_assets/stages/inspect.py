@@ -12,7 +12,7 @@ import json
 import polars as pl
 
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.stages import ingest, supply
 
 
 class InspectError(LookupError):
@@ -34,12 +34,12 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
     retrieval = _row(store.read_table(arm, "retrieval_rows"), qid)
     if retrieval is None:
         raise InspectError(f"arm {arm!r} has no retrieval row for {qid!r} (question_set {cfg.question_set!r})")
-    ctx = _row(store.read_table(arm, "admitted_contexts"), qid)
+    ctx = _row(supply.arm_contexts(lab, arm, cfg), qid)
     chunks = {c.chunk_id: c for c in ingest.read_chunks(ingest.build_chunks(lab, cfg, ds))}
     optional = {}
     for name in ("answers", "contract_results", "judge_verdicts", "failure_flow", "request_coverage"):
         try:
-            df = store.read_table(arm, name)
+            df = supply.arm_coverage(lab, arm, cfg, ds) if name == "request_coverage" else store.read_table(arm, name)
         except FileNotFoundError:
             continue
         optional[name] = df.filter(pl.col("query_id") == qid).to_dicts()
@@ -69,8 +69,11 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
         "used_runes": ctx["used_runes"], "max_runes": ctx["max_runes"], "evidence_k": cfg.evidence_k,
         "counterfactual": cfg.counterfactual, "withheld_chunk_ids": ctx.get("withheld_chunk_ids") or [],
         "planted": json.loads(ctx.get("planted") or "[]"),
+        "supply": cfg.supply,
+        "lookups": json.loads(answer.get("lookups") or "[]") if answer else [],
         "answer": {"model": answer["model"], "status": answer["status"], "cache_hit": answer["cache_hit"],
-                   "raw_response": answer["raw_text"], "error": answer["error"]} if answer else None,
+                   "raw_response": answer["raw_text"], "error": answer["error"],
+                   "citation_check": answer.get("citation_check")} if answer else None,
         "contract": {"status": contract["status"], "reason": contract["reason"], "answer": contract["answer"],
                      "abstained": contract["abstained"]} if contract else None,
         "judge": {"status": judge["status"], "model": judge["judge_model"], "statements": judge["statements"],
@@ -98,13 +101,24 @@ def to_markdown(v: dict) -> str:
         out.insert(-3, f"planted {p['chunk_id']} ({p['kind']}): {p['planted']!r} instead of {p['original']!r}")
     out += [f"| {r['rank']} | {r['chunk_id']} | {r['doc_id']} | {r['runes']} | {r['bm25_rank']} | "
             f"{r['vector_rank']} | {r['state']} | {'yes' if r['cited'] else ''} |" for r in v["ranked"]]
+    if v["supply"] != "retrieval":
+        out += ["", f"**Supply**: {v['supply']}" + (f", {len(v['admitted_chunk_ids'])} chunks in context"
+                                                    if v["supply"] == "preloaded" else "")]
+    if v["supply"] == "tool":
+        out += ["", f"**Lookups** ({len(v['lookups'])} calls)" if v["lookups"] else "**Lookups**: no call", ""]
+        if v["lookups"]:
+            out += ["| call | query | results | documents |", "|---|---|---|---|"]
+            out += [f"| {c['call_id']} | {c['query']} | {', '.join(c['result_chunk_ids']) or '(empty)'} | "
+                    f"{', '.join(c['result_doc_ids'])} |" for c in v["lookups"]]
     if v["answer"]:
         a = v["answer"]
         out += ["", f"**Answer** from `{a['model']}` ({'cache hit' if a['cache_hit'] else 'provider call'}), "
                     f"provider status {a['status']}", "", "```", (a["raw_response"] or a["error"] or "")[:4000], "```"]
     if v["contract"]:
         c = v["contract"]
-        out += ["", f"**Contract**: {c['status']}" + (f" ({c['reason']})" if c["reason"] else "")]
+        out += ["", f"**Contract**: {c['status']}" + (f" ({c['reason']})" if c["reason"] else "")
+                + (f"; citation check: {v['answer']['citation_check']}"
+                   if v["answer"] and v["answer"].get("citation_check") not in (None, "off") else "")]
     if v["judge"]:
         j = v["judge"]
         out += ["", f"**Judge** `{j['model']}`: {j['status']}, faithfulness {j['faithfulness']}, "

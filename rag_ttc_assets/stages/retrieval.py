@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from rag_ttc_assets.adapters.bm25 import BM25Index
-from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.adapters.store import ArtifactStore, Built
 from rag_ttc_assets.adapters.vectors import VectorIndex
 from rag_ttc_assets.core import admission, counterfactual, metrics
 from rag_ttc_assets.core.arms import ArmConfig
@@ -22,6 +22,7 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.evidence_map import supporting_chunk_ids
 from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
 from rag_ttc_assets.stages.indexes import read_question_embeddings
 
 # Each source contributes this many candidates to fusion, so a chunk ranked just below
@@ -77,6 +78,32 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built, vec_built: Built, q
         "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64)})
 
 
+# The retrieval_rows asset's code version, and part of the shared rows' key: bump it when `retrieve` changes.
+RETRIEVAL_ROWS_VERSION = "retrieval-rows/1"
+
+
+def retrieve_once(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Built, bm25_built: Built,
+                  vec_built: Built, qemb: Built) -> pl.DataFrame:
+    """`retrieve`, as a shared artifact of the store: keyed by everything the ranked lists depend on (the
+    questions, the chunks, both indexes, the question embeddings and the retrieval fields), so arms that
+    differ only downstream (evidence_k, context_runes, order, prompt...) share one retrieval."""
+    key = {"code": RETRIEVAL_ROWS_VERSION, "source_depth": SOURCE_DEPTH,
+           "evaluation_digest": ds.evaluation_digest, "question_set": cfg.question_set,
+           "retrieval": cfg.retrieval, "rrf_k": cfg.rrf_k, "retrieve_k": cfg.retrieve_k,
+           "embedding_model": cfg.embedding_model, "chunks_digest": chunks.content_digest,
+           "bm25_digest": bm25_built.content_digest, "vector_digest": vec_built.content_digest,
+           "question_embeddings_digest": qemb.content_digest}
+
+    def builder(tmp):
+        chunk_docs = dict(pl.read_parquet(chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
+        df = retrieve(cfg, ds, bm25_built, vec_built, qemb, chunk_docs)
+        df.write_parquet(tmp / "retrieval_rows.parquet")
+        return {"questions": df.height}
+
+    built = store.build_once("retrieval_rows", key, builder)
+    return pl.read_parquet(built.path / "retrieval_rows.parquet")
+
+
 def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, str],
           questions: list[Question] | None = None, support: dict[str, list[str]] | None = None) -> pl.DataFrame:
     """The evidence_k cut, the evidence order, then whole-chunk admission under context_runes.
@@ -108,24 +135,23 @@ def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, st
             "query_id": r["query_id"], "evidence_k": cfg.evidence_k, "evidence_order": cfg.evidence_order,
             "selected_chunk_ids": selected,
             "admitted_chunk_ids": admitted,
-            "evidence_runes": [runes[c] for c in admitted],
+            "evidence_runes": [runes[c] for c in admitted], "evidence_offsets": [0] * len(admitted),
             "omitted_chunk_ids": ctx.omitted_chunk_ids,
             "used_runes": sum(runes[c] for c in admitted), "max_runes": ctx.max_runes,
             "counterfactual": cfg.counterfactual,
             "withheld_chunk_ids": withheld,
-            "planted": json.dumps([p.model_dump() for p in planted]),
+            "planted": json.dumps([p.model_dump() for p in planted]), "supply": "retrieval",
         })
-    return pl.DataFrame(rows, schema_overrides={"selected_chunk_ids": pl.List(pl.String),
-                                                "admitted_chunk_ids": pl.List(pl.String),
-                                                "omitted_chunk_ids": pl.List(pl.String),
-                                                "withheld_chunk_ids": pl.List(pl.String),
-                                                "evidence_runes": pl.List(pl.Int64)})
+    return pl.DataFrame(rows, schema_overrides=CONTEXT_SCHEMA)
 
 
 def evidence_pairs(context_row: dict, chunk_text: dict[str, str]) -> list[tuple[str, str]]:
-    """(chunk_id, text) of the admitted evidence, in prompt order, planted chunks included."""
+    """(chunk_id, text) of the admitted evidence, in prompt order, planted chunks included; a preloaded document's
+    chunks drop the runes they share with the previous chunk (evidence_offsets), so it is pasted once, whole."""
     planted = {p["chunk_id"]: p["planted"] for p in json.loads(context_row.get("planted") or "[]")}
-    return [(c, planted[c] if c in planted else chunk_text[c]) for c in context_row["admitted_chunk_ids"]]
+    ids = context_row["admitted_chunk_ids"]
+    offsets = context_row.get("evidence_offsets") or [0] * len(ids)
+    return [(c, planted[c] if c in planted else chunk_text[c][o:]) for c, o in zip(ids, offsets)]
 
 
 def request_support(ds: Dataset, questions: list[Question], chunks: list[Chunk]) -> dict[str, list[str]]:
@@ -161,10 +187,13 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame, k
 
 
 def request_coverage(questions: list[Question], support: dict[str, list[str]], retrieval_rows: pl.DataFrame,
-                     contexts: pl.DataFrame) -> pl.DataFrame:
-    """Per request: is a supporting chunk ranked, selected, admitted (chunk level)."""
-    ranked = {r["query_id"]: set(r["ranked_chunk_ids"]) for r in retrieval_rows.iter_rows(named=True)}
+                     contexts: pl.DataFrame, supply: str = "retrieval") -> pl.DataFrame:
+    """Per request: is a supporting chunk ranked, selected, admitted (chunk level). For preloaded and tool arms
+    all three mean "in context" (the preloaded set; the lookups' results)."""
     ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
+    # Preloaded and tool arms are not supplied by the ranked list: what they had in context is what counts.
+    ranked = ({r["query_id"]: set(r["ranked_chunk_ids"]) for r in retrieval_rows.iter_rows(named=True)}
+              if supply == "retrieval" else {q: set(c["admitted_chunk_ids"]) for q, c in ctx.items()})
     rows = []
     for q in questions:
         c = ctx[q.id]
@@ -180,11 +209,15 @@ def request_coverage(questions: list[Question], support: dict[str, list[str]], r
     return pl.DataFrame(rows, schema_overrides={"supporting_chunk_ids": pl.List(pl.String)})
 
 
-def admission_summary(coverage: pl.DataFrame, contexts: pl.DataFrame) -> dict:
+def admission_summary(coverage: pl.DataFrame, contexts: pl.DataFrame, supply: str = "retrieval") -> dict:
     with_ev = coverage.filter(pl.col("has_evidence"))
     n = with_ev.height
     omitted = contexts["omitted_chunk_ids"].list.len()
+    if supply == "tool":
+        # Nothing is admitted before generation; the lookup flow (failure_flow) reports what the lookups supplied.
+        n = 0
     return {
+        "supply": supply,
         "queries": contexts.height,
         "queries_with_omissions": int((omitted > 0).sum()),
         "omitted_chunks": int(omitted.sum()),

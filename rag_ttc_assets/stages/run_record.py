@@ -21,7 +21,8 @@ import polars as pl
 
 from rag_ttc_assets.adapters.store import atomic_write_bytes, atomic_write_json
 from rag_ttc_assets.core.arms import ArmConfig
-from rag_ttc_assets.lab import PROMPT_FIELDS, Lab
+from rag_ttc_assets.lab import Lab, prompt_fields
+from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 
 STATUS = "status.json"
@@ -151,8 +152,9 @@ def per_query_rows(arm: str, cfg: ArmConfig, tables: dict[str, pl.DataFrame], ch
                           "retrieve_k": cfg.retrieve_k, "evidence_k": cfg.evidence_k,
                           "selected_chunk_ids": c["selected_chunk_ids"], "metrics": retrieval_per_query.get(qid)},
             "generated_answer": {
-                "context": {"evidence": [{"chunk_id": cid, "text": text}
-                                         for cid, text in evidence_pairs(c, chunk_text)],
+                # A preloaded set is the same for every question: written once, in preparation/preloaded.json.
+                "context": {"evidence": "preloaded: see preparation/preloaded.json" if cfg.supply == "preloaded"
+                            else [{"chunk_id": cid, "text": text} for cid, text in evidence_pairs(c, chunk_text)],
                             "omitted_chunk_ids": c["omitted_chunk_ids"], "used_runes": c["used_runes"],
                             "max_runes": c["max_runes"]},
                 "answer": answer,
@@ -162,6 +164,8 @@ def per_query_rows(arm: str, cfg: ArmConfig, tables: dict[str, pl.DataFrame], ch
                                                      "input_tokens", "output_tokens", "latency_s", "cost_usd",
                                                      "cache_hit", "attempts", "error")} if a else None,
                 "raw_response": a["raw_text"] if a else None,
+                "supply": {"mode": cfg.supply, "lookups": _loads(a.get("lookups"), []),
+                           "citation_check": a.get("citation_check")} if a else None,
             },
         })
     return rows
@@ -179,7 +183,7 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
         "arms_file": str(lab.arms_file)})
     shutil.copyfile(ds.corpus_path, run_dir / "inputs" / "corpus.json")
     shutil.copyfile(ds.evaluation_path, run_dir / "inputs" / "evaluation.json")
-    for field, kind in PROMPT_FIELDS.items():
+    for field, kind in prompt_fields(cfg).items():
         p = lab.prompt(getattr(cfg, field), kind)
         target = run_dir / "inputs" / ("prompt.txt" if field == "prompt" else f"prompts/{p.name}.txt")
         atomic_write_bytes(target, p.text.encode("utf-8"))
@@ -192,9 +196,14 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     atomic_write_json(run_dir / "indexes" / "manifest.json", {
         name: {"path": str(b.path), "content_digest": b.content_digest, "key_digest": b.key_digest,
                "info": b.manifest.get("info", {})} for name, b in built.items() if name.endswith("index")})
-    tables = {n: store.read_table(arm, n) for n in ("retrieval_rows", "admitted_contexts", "answers",
-                                                    "contract_results", "judge_verdicts")}
+    tables = {n: store.read_table(arm, n) for n in ("retrieval_rows", "answers", "contract_results",
+                                                    "judge_verdicts")}
+    tables["admitted_contexts"] = supply.arm_contexts(lab, arm, cfg)
     chunk_text = dict(zip(chunks["chunk_id"].to_list(), chunks["text"].to_list()))
+    if cfg.supply == "preloaded" and tables["admitted_contexts"].height:
+        first = tables["admitted_contexts"].row(0, named=True)
+        atomic_write_json(run_dir / "preparation" / "preloaded.json",
+                          [{"chunk_id": cid, "text": text} for cid, text in evidence_pairs(first, chunk_text)])
     retrieval = store.read_arm_json(arm, "retrieval_summary.json")
     per_query = per_query_rows(arm, cfg, tables, chunk_text, retrieval["per_query"])
     results = run_dir / "results"

@@ -278,3 +278,28 @@ def test_seeded_rate_plan_is_deterministic():
     first, second = run(), run()
     assert first == second
     assert len(first) == 8 and 0 < sum(f is not None for f in first) < 8
+
+
+def test_tool_calls_are_returned_and_a_tool_call_without_content_is_ok():
+    from rag_ttc_assets.core.supply import LOOKUP_TOOL
+
+    call = {"id": "call_7", "name": "lookup", "arguments": '{"query": "capital of France"}'}
+    with FakeOpenAIServer(lambda messages: {"tool_calls": [call]}) as server:
+        result = complete(spec_for(server), ask(), tools=[LOOKUP_TOOL])
+    assert result.status == "ok" and result.attempts == 1
+    assert result.tool_calls == [call]
+    (request,) = server.requests
+    assert request["body"]["tools"] == [LOOKUP_TOOL]
+    # Without tools, an empty content is still an empty response (retried, then reported).
+    with FakeOpenAIServer(lambda messages: "") as server:
+        result = complete(spec_for(server, max_retries=0), ask())
+    assert result.status == "empty_response" and result.tool_calls is None
+
+
+def test_missing_key_is_an_auth_error_without_retries(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAIServer(answer_fn) as server:
+        result = complete(spec_for(server, api_key_env=None), ask(), sleep=Sleeps())
+    assert result.status == "auth_error" and result.attempts == 1
+    assert "Missing credentials" in result.error
+    assert server.request_count == 0

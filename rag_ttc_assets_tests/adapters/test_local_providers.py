@@ -169,3 +169,30 @@ def test_project_llm_adapter_reaches_the_baseline() -> None:
     assert (result.status, result.attempts, result.cost_usd) == ("ok", 1, 0.0)
     assert result.input_tokens == len(prompt.split())
     assert check_contract(result.raw_text, CHUNK_IDS).status == "valid"
+
+
+def test_extractive_offered_lookup_calls_it_once_per_request_then_answers_from_the_results() -> None:
+    from rag_ttc_assets.core.supply import LOOKUP_TOOL
+
+    requests = [("q.r1", "What does the assert statement do?"), ("q.r2", "What are lambda expressions?")]
+    prompt = render("tool-answer-v1", "tool_answer", question="What do assert and lambda do?",
+                    requests=requests_block(requests))
+    messages = [{"role": "user", "content": prompt}]
+    first = litellm.completion(model="local/extractive", messages=messages, tools=[LOOKUP_TOOL])
+    calls = first.choices[0].message.tool_calls
+    assert first.choices[0].finish_reason == "tool_calls" and first.system_fingerprint == "offline-baseline"
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+        ("lookup", {"query": text}) for _, text in requests]
+    messages.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+        for c in calls]})
+    for c, chunk in zip(calls, CHUNKS):
+        messages.append({"role": "tool", "tool_call_id": c.id, "content": evidence_block([chunk])})
+    second = litellm.completion(model="local/extractive", messages=messages, tools=[LOOKUP_TOOL])
+    assert not second.choices[0].message.tool_calls
+    result = check_contract(second.choices[0].message.content, CHUNK_IDS)
+    assert result.status == "valid", result.reason
+    assert set(result.answer.citation_chunk_ids) == set(CHUNK_IDS)
+    # Without the tool the same first turn is an ordinary prompt with no evidence: an abstention, not a call.
+    plain = litellm.completion(model="local/extractive", messages=messages[:1])
+    assert check_contract(plain.choices[0].message.content, []).status == "abstained"

@@ -215,9 +215,11 @@ def test_repository_arms_file() -> None:
         "context": ["context-1500", "context-3000", "context-6000", "context-24000", "context-40000"],
         "chunks": ["chunks-600", "chunks-1200", "chunks-2400"],
         "prompt": ["prompt-baseline", "prompt-multipart"],
+        "supply": ["supply-preloaded", "supply-tool", "supply-tool-top3", "supply-tool-indexed",
+                   "supply-tool-checked"],
     }
     assert arms.names[:5] == ["baseline", "evidence-k-8", "prompt-multipart", "retrieval-bm25", "retrieval-vector"]
-    assert len(arms.names) == 22  # 9 named + 5 + 5 + 3 + 2 members, two of them shared with named arms
+    assert len(arms.names) == 29  # 11 named + 5 + 5 + 3 + 2 + 5 members, two of them shared with named arms
     baseline = arms["baseline"]
     assert baseline == ArmConfig(generator=ModelConfig(model="local/extractive"),
                                  judge=ModelConfig(model="local/lexical"))
@@ -228,7 +230,15 @@ def test_repository_arms_file() -> None:
     assert (arms["chunks-600"].chunk_runes, arms["chunks-600"].overlap_runes) == (600, 60)
     assert arms.comparisons == [("baseline", "evidence-k-8"), ("baseline", "prompt-multipart"),
                                 ("context-1500", "context-24000"), ("baseline", "order-reversed"),
-                                ("baseline", "withheld-relevant"), ("baseline", "planted-falsehood")]
+                                ("baseline", "withheld-relevant"), ("baseline", "planted-falsehood"),
+                                ("prompt-multipart", "supply-preloaded"), ("supply-preloaded", "supply-tool"),
+                                ("supply-tool", "supply-tool-top3"), ("supply-tool-top3", "supply-tool-indexed"),
+                                ("supply-tool-indexed", "supply-tool-checked")]
+    # The supply ladder adds one option at a time, so each step's token cost is its own.
+    assert arms["supply-tool-top3"] == arms["supply-tool"].model_copy(update={"lookup_top_n": 3})
+    assert arms["supply-tool-indexed"] == arms["supply-tool-top3"].model_copy(
+        update={"title_index": True, "prompt": "tool-answer-indexed-v1"})
+    assert arms["supply-tool-checked"] == arms["supply-tool-indexed"].model_copy(update={"citation_check": True})
 
 
 def test_config_digest_hand_computed() -> None:
@@ -245,3 +255,56 @@ def test_config_digest_is_stable_and_order_independent() -> None:
     two = parse_arms({"arms": {"x": {"retrieval": "bm25", "evidence_k": 3}}})["x"]
     assert config_digest(one) == config_digest(two) == config_digest(one.model_dump(mode="json"))
     assert config_digest(one) != config_digest(ArmConfig())
+
+
+def test_load_arms_is_cached_by_content_and_sees_an_edit_at_once(tmp_path: Path) -> None:
+    p = tmp_path / "arms.yaml"
+    p.write_text("arms:\n  x: {evidence_k: 3}\n", encoding="utf-8")
+    first = load_arms(p)
+    assert load_arms(p) is first  # same bytes: parsed and validated once
+    p.write_text("arms:\n  x: {evidence_k: 4}\n", encoding="utf-8")  # same size, same mtime second
+    assert load_arms(p)["x"].evidence_k == 4
+    p.write_text("arms:\n  x: {evidence_k: 4}\n  y: {}\n", encoding="utf-8")
+    assert load_arms(p).names == ["x", "y"]
+    p.write_text("arms:\n  x: {evidence_k: 3}\n", encoding="utf-8")  # back to the first bytes
+    assert load_arms(p)["x"].evidence_k == 3 and load_arms(p).names == ["x"]
+    # An edit that breaks the file is an error every time, never a stale cached parse.
+    p.write_text("arms:\n  x: {evidence_k: 3}\n  x: {evidence_k: 4}\n", encoding="utf-8")
+    for _ in range(2):
+        with pytest.raises(ArmsError, match="line 3: duplicate key 'x'"):
+            load_arms(p)
+    p.write_text("arms:\n  x: {evidence_k: 0}\n", encoding="utf-8")
+    for _ in range(2):
+        with pytest.raises(ArmsError, match="field 'evidence_k'"):
+            load_arms(p)
+
+
+def test_a_rebuilt_lab_sees_an_edited_arms_file_and_prompt(tmp_path: Path) -> None:
+    """Lab objects are rebuilt per asset; each sees the files as they are now."""
+    import shutil
+
+    from rag_ttc_assets.lab import Lab
+
+    (tmp_path / "datasets" / "pyref").mkdir(parents=True)
+    shutil.copytree(REPO / "prompts", tmp_path / "prompts")
+    arms_file = tmp_path / "arms.yaml"
+    arms_file.write_text("arms:\n  baseline: {}\n", encoding="utf-8")
+
+    def lab() -> Lab:
+        return Lab(arms_file, tmp_path / "datasets", tmp_path / "prompts", tmp_path / "home")
+
+    assert lab().arms.names == ["baseline"]
+    arms_file.write_text("arms:\n  baseline: {}\n  k3: {evidence_k: 3}\n", encoding="utf-8")
+    assert lab().arms.names == ["baseline", "k3"] and lab().arms["k3"].evidence_k == 3
+    # A prompt edited to lack a required placeholder fails the next Lab, though the arms file is unchanged.
+    prompt = tmp_path / "prompts" / "grounded-answer-v1.txt"
+    good = prompt.read_text(encoding="utf-8")
+    prompt.write_text("Answer {{question}} without evidence.\n", encoding="utf-8")
+    with pytest.raises(ArmsError, match="arm 'baseline': field 'prompt'"):
+        lab().arms
+    prompt.write_text(good, encoding="utf-8")
+    assert lab().arms.names == ["baseline", "k3"]
+    # A dataset folder that disappears is seen too.
+    (tmp_path / "datasets" / "pyref").rmdir()
+    with pytest.raises(ArmsError, match="unknown dataset 'pyref'"):
+        lab().arms

@@ -273,3 +273,30 @@ def test_digest_mismatch_is_reported_before_other_problems(tmp_path: Path) -> No
     with pytest.raises(DigestMismatchError) as err:
         load_dataset(d)
     assert [p.field for p in err.value.problems] == ["corpus_digest"]
+
+
+def test_load_dataset_is_cached_by_the_files_bytes_and_sees_an_edit_at_once(tmp_path: Path) -> None:
+    d = write(tmp_path / "tiny")
+    first = load_dataset(d)
+    assert load_dataset(d) is first  # same bytes: parsed and validated once
+    assert load_dataset(d, name="other").name == "other" and load_dataset(d).name == "tiny"
+    # An edited evaluation (same corpus) is loaded afresh.
+    write(d, questions=valid_questions()[:2], pilot=["q1"])
+    assert [q.id for q in load_dataset(d).evaluation.questions] == ["q1", "q2"]
+    # An edited corpus whose evaluation is re-bound to it is loaded afresh.
+    docs = [*DOCS, {"id": "extra", "text": "A fourth document."}]
+    write(d, corpus={"documents": docs})
+    ds = load_dataset(d)
+    assert [doc.id for doc in ds.corpus.documents] == ["assert", "pass", "del", "extra"]
+    assert ds.corpus_digest == sha256_digest((d / "corpus.json").read_bytes())
+    # An edited corpus the evaluation is not bound to fails every time, never a stale cached load.
+    (d / "corpus.json").write_bytes((d / "corpus.json").read_bytes().replace(b"fourth", b"fifth!"))
+    for _ in range(2):
+        with pytest.raises(DigestMismatchError):
+            load_dataset(d)
+    # An evaluation edited into an invalid one fails every time too.
+    write(d, questions=[question("q1", request("q1.r1", ("assert", "not in the text")))], pilot=[])
+    for _ in range(2):
+        assert [p.field for p in problems(d)] == ["requests[0].evidence[0].quote"]
+    write(d)
+    assert [q.id for q in load_dataset(d).evaluation.questions] == ["q1", "q2", "q3", "q4"]

@@ -18,7 +18,8 @@ from rag_ttc_assets.core.prompts import (
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 
 KIND_BY_PREFIX = {"grounded-answer-": "answer", "judge-statements-": "judge_statements",
-                  "judge-verdicts-": "judge_verdicts", "judge-gold-": "judge_gold"}
+                  "judge-verdicts-": "judge_verdicts", "judge-gold-": "judge_gold", "tool-answer-": "tool_answer",
+                  "restated-evidence-": "answer"}
 
 
 def kind_of(name: str) -> str:
@@ -31,7 +32,7 @@ def test_unknown_placeholder_names_file_and_placeholder() -> None:
     with pytest.raises(PromptError) as err:
         parse_prompt("p", "Q: {{question}}\n{{evidence}}\n{{context}}", "answer", "prompts/p.txt")
     assert str(err.value) == ("prompts/p.txt: unknown placeholder(s) ['context'] in answer prompt 'p'; "
-                              "allowed: ['evidence', 'question', 'requests']")
+                              "allowed: ['evidence', 'question', 'requests', 'title_index']")
 
 
 def test_unknown_placeholder_without_source_names_the_prompt() -> None:
@@ -111,5 +112,8 @@ def test_repository_prompts_parse_with_their_kinds() -> None:
         "judge-statements-v1": ("judge_statements", {"question", "answer"}),
         "judge-verdicts-v1": ("judge_verdicts", {"question", "statements", "evidence"}),
         "judge-gold-v1": ("judge_gold", {"question", "statements", "gold"}),
+        "tool-answer-v1": ("tool_answer", {"question", "requests"}),
+        "tool-answer-indexed-v1": ("tool_answer", {"question", "requests", "title_index"}),
+        "restated-evidence-v1": ("answer", {"question", "requests", "evidence"}),
     }
     assert {k: found[k] for k in expected} == expected

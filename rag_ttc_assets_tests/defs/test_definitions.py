@@ -52,6 +52,11 @@ def test_arm_materializes_through_both_indexes_and_a_k_sweep_shares_them(mini_la
     assert _value(first["vector_index"], "embedding_calls_this_run") > 0
     assert _value(second["vector_index"], "embedding_calls_this_run") == 0
 
+    # The ranked lists too: evidence_k is downstream of retrieval, so both arms share one retrieval.
+    shared = [p for p in (mini_lab.store.root / "cache" / "retrieval_rows").iterdir() if not p.name.startswith(".")]
+    assert len(shared) == 1
+    assert mini_lab.store.read_table("baseline", "retrieval_rows").equals(
+        mini_lab.store.read_table("evidence-k-5", "retrieval_rows"))
     # Retrieval metrics come from the ranked list, so evidence_k cannot move them.
     for m in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10", "evaluated", "undefined"):
         assert _value(first["retrieval_summary"], m) == _value(second["retrieval_summary"], m)

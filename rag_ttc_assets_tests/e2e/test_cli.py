@@ -164,3 +164,10 @@ def test_hitrate_gate_without_generation(mini_lab, tmp_path):
     assert not (mini_lab.store.arm_path("tight", "answers.parquet")).exists()  # no generation happened
     code, out, _ = rag_ttc("hitrate", "tight", "--min-hit-rate", "1.01", env=env)
     assert code == 1 and "gate: admitted hit rate" in out
+
+
+def test_object_storage_home_is_refused_not_made_a_local_folder(tmp_path):
+    code, out, err = rag_ttc("arms", env={"RAG_TTC_HOME": "s3://bucket/lab"}, cwd=tmp_path)
+    assert code == 1
+    assert "RAG_TTC_HOME: 's3://bucket/lab' is a URI" in err and "docs/cluster.md" in err
+    assert not (tmp_path / "s3:").exists()

@@ -87,7 +87,8 @@ class FakeOpenAIServer:
 
     def __init__(
         self,
-        answer_fn: Callable[[list[dict]], str] = lambda messages: "ok",
+        # A string is the reply's content; a dict {"tool_calls": [{"id", "name", "arguments"}]} calls tools.
+        answer_fn: Callable[[list[dict]], str | dict] = lambda messages: "ok",
         faults: FaultPlan | None = None,
         *,
         expected_key: str | None = None,  # when set, any other key gets a 401 that echoes it
@@ -261,6 +262,11 @@ class _Handler(BaseHTTPRequestHandler):
 
         answer = self.owner.answer_fn(messages)
         finish_reason = "stop"
+        tool_calls = None
+        if isinstance(answer, dict):  # {"tool_calls": [{"id", "name", "arguments"}]}: the model calls tools
+            tool_calls = [{"id": c["id"], "type": "function",
+                           "function": {"name": c["name"], "arguments": c["arguments"]}} for c in answer["tool_calls"]]
+            answer, finish_reason = "", "tool_calls"
         if fault == "empty":
             answer = ""
         elif fault == "truncated":
@@ -277,7 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": answer},
+                    "message": {"role": "assistant", "content": answer or None, "tool_calls": tool_calls}
+                    if tool_calls else {"role": "assistant", "content": answer},
                     "finish_reason": finish_reason,
                 }
             ],

@@ -1,0 +1,200 @@
+"""Supply modes (second seed): how the evidence reaches the model, and the lookup flow of tool arms.
+
+  retrieval  the default: retrieve, cut at evidence_k, admit under the context budget.
+  preloaded  a fixed document set (a "manual") pasted whole into every prompt: the governing text is present
+             by construction when it is in the set, at the token cost of the whole set on every request.
+  tool       just in time: the model is offered a `lookup` tool; each call's query and results are logged per
+             case, and the answer may cite only what the lookups returned.
+
+The lookup flow of a tool arm accounts for every answerable case exactly once, checked in order:
+
+  no_call          the model answered without calling `lookup` (the governing text was never in context);
+  empty_results    it called, and every call returned nothing;
+  wrong_document   results arrived, but without the governing document of at least one request;
+  correct_document every request's governing document was among the results.
+
+Hit rate divides correct_document by ALL answerable cases: a case with no call is a miss, so the retriever is
+scored on the questions the evaluation contains, not on the ones the model happened to search for.  Each branch
+also counts its answers as acceptable, wrong or unanswered (a case is wrong when any of its requests is).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from rag_ttc_assets.core.records import Document, Question
+
+SUPPLY_MODES = ("retrieval", "preloaded", "tool")
+LOOKUP_TOOL_NAME = "lookup"
+LOOKUP_BRANCHES = ("no_call", "empty_results", "wrong_document", "correct_document")
+CASE_QUALITIES = ("acceptable", "wrong", "unanswered")
+SUMMARY_RUNES = 100
+
+# The one tool a tool arm offers, in the OpenAI function-calling format litellm forwards to every provider.
+LOOKUP_TOOL = {
+    "type": "function",
+    "function": {
+        "name": LOOKUP_TOOL_NAME,
+        "description": "Search the document collection. Returns the passages that best match the query, each "
+                       "with the chunk ID to cite.",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "What to look up, in your own words."}},
+            "required": ["query"],
+        },
+    },
+}
+
+
+class LookupCall(BaseModel):
+    """One `lookup` call of one case: what the model asked and what the tool returned (or why it could not)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    call_id: str
+    query: str
+    result_chunk_ids: list[str]
+    result_doc_ids: list[str]
+    error: str | None = None
+
+
+def parse_lookup_arguments(arguments: str | dict | None) -> tuple[str | None, str | None]:
+    """(query, None), or (None, why the arguments are unusable): the tool answers a bad call with the error."""
+    if isinstance(arguments, dict):
+        obj = arguments
+    else:
+        try:
+            obj = json.loads(arguments or "")
+        except json.JSONDecodeError as exc:
+            return None, f"arguments are not JSON: {exc}"
+    if not isinstance(obj, dict):
+        return None, "arguments are not a JSON object"
+    query = obj.get("query")
+    if not isinstance(query, str) or not query.strip():
+        return None, "argument 'query' is missing or not a non-empty string"
+    return " ".join(query.split()), None
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def one_line_summary(text: str, limit: int = SUMMARY_RUNES) -> str:
+    """The document's first sentence, on one line, clipped to `limit` runes (an ellipsis marks a cut)."""
+    flat = " ".join(text.split())
+    match = _SENTENCE_END.search(flat)
+    first = flat[: match.start()] if match else flat
+    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+
+
+def title_index(documents: Iterable[Document]) -> str:
+    """The pre-loaded index of document titles and one-line summaries: one `- [doc id] title: summary` line each.
+
+    It answers nothing; it tells the model what exists, so a question with a document behind it is visibly one.
+    """
+    return "\n".join(f"- [{d.id}] {d.title or d.id}: {one_line_summary(d.text)}" for d in documents)
+
+
+def seamless_offsets(chunks: Sequence) -> list[int]:
+    """For chunks pasted in document order: runes to drop from each so the overlap at seams is not repeated.
+
+    With these offsets the pasted pieces of one document concatenate to exactly its text, so a preloaded
+    document is pasted whole, once, while each piece keeps its chunk ID for citation.
+    """
+    offsets = []
+    previous = None
+    for c in chunks:
+        same_doc = previous is not None and previous.doc_id == c.doc_id and previous.end > c.start
+        offsets.append(previous.end - c.start if same_doc else 0)
+        previous = c
+    return offsets
+
+
+def governing_documents(question: Question) -> dict[str, set[str]]:
+    """Per request with gold evidence: the documents its evidence quotes (the request's governing documents)."""
+    return {r.id: {e.doc_id for e in r.evidence} for r in question.requests if r.evidence}
+
+
+LookupBranch = Literal["no_call", "empty_results", "wrong_document", "correct_document"]
+
+
+class LookupCase(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query_id: str
+    branch: LookupBranch
+    calls: int
+    results: int
+    missing_requests: list[str]
+    quality: Literal["acceptable", "wrong", "unanswered"]
+
+
+def lookup_branch(question: Question, calls: Sequence[LookupCall]) -> tuple[str, list[str]]:
+    """The case's branch and the requests whose governing document the lookups never returned."""
+    if not calls:
+        return "no_call", sorted(governing_documents(question))
+    returned = {d for c in calls for d in c.result_doc_ids}
+    if not returned:
+        return "empty_results", sorted(governing_documents(question))
+    missing = sorted(rid for rid, docs in governing_documents(question).items() if not docs & returned)
+    return ("wrong_document" if missing else "correct_document"), missing
+
+
+def case_quality(request_qualities: Sequence[str]) -> str:
+    """A case is wrong when any request is wrong, unanswered when none was answered, else acceptable."""
+    if "wrong" in request_qualities:
+        return "wrong"
+    if request_qualities and all(q == "unanswered" for q in request_qualities):
+        return "unanswered"
+    return "acceptable"
+
+
+def lookup_cases(questions: Iterable[Question], lookups: dict[str, list[LookupCall]],
+                 request_qualities: dict[str, list[str]]) -> list[LookupCase]:
+    """One row per answerable question (a case without a lookup log made no call)."""
+    out = []
+    for q in questions:
+        if not q.answerable or not governing_documents(q):
+            continue
+        calls = lookups.get(q.id, [])
+        branch, missing = lookup_branch(q, calls)
+        out.append(LookupCase(query_id=q.id, branch=branch, calls=len(calls),
+                              results=sum(len(c.result_chunk_ids) for c in calls), missing_requests=missing,
+                              quality=case_quality(request_qualities.get(q.id, []))))
+    return out
+
+
+def lookup_flow(cases: Iterable[LookupCase]) -> dict:
+    """Cases per branch (every branch present), wrong answers per branch, hit rate over all cases, closure."""
+    cases = list(cases)
+    counts = dict.fromkeys(LOOKUP_BRANCHES, 0)
+    accounting = {b: dict.fromkeys(CASE_QUALITIES, 0) for b in LOOKUP_BRANCHES}
+    for c in cases:
+        counts[c.branch] += 1
+        accounting[c.branch][c.quality] += 1
+    called = len(cases) - counts["no_call"]
+    hits = counts["correct_document"]
+    misses = len(cases) - hits
+    wrong_on_misses = sum(accounting[b]["wrong"] for b in LOOKUP_BRANCHES if b != "correct_document")
+    return {
+        **counts,
+        "cases": len(cases),
+        "called": called,
+        "lookup_calls": sum(c.calls for c in cases),
+        "hits": hits,
+        "hit_rate": hits / len(cases) if cases else None,
+        "misses": misses,
+        "wrong_on_misses": wrong_on_misses,
+        "acceptable_on_misses": misses - wrong_on_misses - sum(
+            accounting[b]["unanswered"] for b in LOOKUP_BRANCHES if b != "correct_document"),
+        "wrong_on_hits": accounting["correct_document"]["wrong"],
+        "accounting": accounting,
+        # The seed's identities: no-calls + calls = cases; empty + wrong + correct = calls; each branch's answers.
+        "closes": counts["no_call"] + called == len(cases)
+        and counts["empty_results"] + counts["wrong_document"] + counts["correct_document"] == called,
+        "accounting_closes": all(sum(accounting[b].values()) == counts[b] for b in LOOKUP_BRANCHES),
+    }

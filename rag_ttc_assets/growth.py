@@ -1,0 +1,272 @@
+"""`rag-ttc bench --growth`: how each step of the retrieval side grows with the corpus.
+
+For each chunk count (default 1,000, 5,000, 10,000, 25,000 and 50,000 chunks of the baseline arm's
+chunking) a synthetic dataset is written with `bench.write_scaled_dataset`, taking the smallest
+number of documents that gives at least that many chunks (the seeded generator makes every
+smaller dataset a prefix of a larger one). Each size then runs in a fresh child process, so the
+peak resident memory is that size's alone, and times the product's own functions, in order:
+
+    dataset         stages.ingest.bind_dataset as every asset calls it: the dataset was parsed and
+                    validated once in the warm-up, so this is core.dataset's in-process cache
+                    check (read and digest both files)
+    chunking        stages.ingest.build_chunks (chunk, Parquet, manifest) in a fresh store
+    representations stages.ingest.build_representations
+    tantivy         stages.indexes.build_bm25 (Tantivy index)
+    embedding       adapters.embeddings.encode over the representation texts (as build_vectors calls it)
+    lancedb         adapters.vectors.build_table (the LanceDB table build_vectors writes)
+    retrieval       stages.retrieval.retrieve for every question (a fixed set: the bundled questions)
+    admission       read_chunks + admit + request_support + request_coverage (the admitted_contexts asset)
+
+The model is loaded and the question embeddings built before any timing. Every step but embedding runs
+`--repeat` rounds (default 3), each into a fresh store so each build is a build, and reports the median;
+embedding runs once. Embedding all-MiniLM-L6-v2
+on a 2-core CPU runs at roughly 20 chunks a second, so sizes above `embed_max` chunks are not embedded:
+their `embedding` cell is "-" and their LanceDB table holds seeded random unit vectors of the model's
+dimension (a flat LanceDB table's write and exhaustive cosine search cost the same whatever the
+values; the ranked lists of those sizes mean nothing and are not reported). Such sizes are marked
+in the table.
+
+The growth exponent between two sizes is log(t2 / t1) / log(n2 / n1), n the chunk count: ~1 is
+linear, ~2 quadratic, below 1 a fixed cost still dominating. Exponents above 1.3 are flagged.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rag_ttc_assets import bench
+
+DEFAULT_CHUNKS = (1_000, 5_000, 10_000, 25_000, 50_000)
+DEFAULT_EMBED_MAX = 10_000
+STEPS = ("dataset", "chunking", "representations", "tantivy", "embedding", "lancedb", "retrieval", "admission")
+SUPERLINEAR = 1.3
+MIN_SECONDS_FOR_EXPONENT = 0.05  # below this a time is mostly noise; its exponent is shown in parentheses
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'1000,5k,10000' -> [1000, 5000, 10000] (sorted, unique, positive)."""
+    out = []
+    for part in text.replace(" ", "").split(","):
+        if not part:
+            continue
+        mult = 1000 if part.lower().endswith("k") else 1
+        value = int(float(part[:-1]) * mult) if mult != 1 else int(part)
+        if value < 1:
+            raise ValueError(f"chunk counts must be positive, got {part!r}")
+        out.append(value)
+    if not out:
+        raise ValueError("no chunk counts given")
+    return sorted(set(out))
+
+
+def documents_for(chunk_targets: list[int], chunk_runes: int, overlap_runes: int) -> dict[int, tuple[int, int]]:
+    """chunk target -> (documents, chunks): the smallest synthetic prefix with at least that many chunks."""
+    from rag_ttc_assets.core.chunking import chunk_text
+
+    top = max(chunk_targets)
+    n_docs = max(8, top)  # a bundled paragraph mix gives >= ~1 chunk per document: an upper bound
+    with tempfile.TemporaryDirectory(prefix="rag-ttc-growth-cal-") as tmp:
+        while True:
+            path = bench.write_scaled_dataset(Path(tmp) / f"cal-{n_docs}", n_docs)
+            docs = json.loads((path / "corpus.json").read_text(encoding="utf-8"))["documents"]
+            out: dict[int, tuple[int, int]] = {}
+            total, pending = 0, sorted(chunk_targets)
+            for i, d in enumerate(docs, start=1):
+                total += len(chunk_text(d["id"], d["text"], chunk_runes, overlap_runes))
+                while pending and total >= pending[0]:
+                    out[pending.pop(0)] = (i, total)
+                if not pending:
+                    return out
+            n_docs *= 2
+
+
+def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: int = bench.SCALE_SEED) -> dict:
+    """In a fresh process: time every step for one size (see the module docstring); return the record."""
+    import numpy as np
+
+    from rag_ttc_assets.adapters import embeddings, vectors
+    from rag_ttc_assets.adapters.store import Built
+    from rag_ttc_assets.stages import indexes, ingest
+    from rag_ttc_assets.stages import retrieval as stage
+
+    spec = bench.LabSpec(**{k: (v if k == "dataset" else Path(v)) for k, v in json.loads(spec_json).items()})
+    lab = spec.lab(Path(home))
+    cfg = lab.arms[bench.ARM]
+    # Untimed warm-up: imports, the model, the question embeddings (a fixed cost, not a growing one).
+    embeddings._load(cfg.embedding_model)
+    dim = embeddings.dimension(cfg.embedding_model)
+    qemb = indexes.build_question_embeddings(lab, cfg, ingest.bind_dataset(lab, cfg))
+    vectors._lancedb()  # lancedb's and tantivy's imports are a fixed cost, not a growing one
+    import tantivy  # noqa: F401
+    rss_base = bench._rss_mb()
+    runs: dict[str, list[tuple[float, float]]] = {s: [] for s in STEPS}
+
+    def timed(name, fn):
+        gc.collect()
+        with bench.Stopwatch() as sw:
+            value = fn()
+        runs[name].append(sw.timing)
+        bench._log(f"growth: {name} {sw.wall:.3f}s")
+        return value
+
+    vecs = None
+    for i in range(repeat):
+        # Each round builds into a fresh store, so every build is a build, never a cache hit.
+        lab_i = spec.lab(Path(home) / f"round-{i}")
+        ds = timed("dataset", lambda: ingest.bind_dataset(lab_i, cfg))
+        ch = timed("chunking", lambda: ingest.build_chunks(lab_i, cfg, ds))
+        reps = timed("representations", lambda: ingest.build_representations(lab_i, cfg, ds, ch))
+        bm = timed("tantivy", lambda: indexes.build_bm25(lab_i, cfg, ds, reps))
+        df = ingest.read_representations(reps)
+        texts, ids = df["text"].to_list(), df["chunk_id"].to_list()
+        if vecs is None and embed:  # once: it dominates, and its time is steady
+            vecs = timed("embedding", lambda: embeddings.encode(texts, cfg.embedding_model))
+        elif vecs is None:
+            rng = np.random.default_rng(seed)
+            vecs = rng.standard_normal((len(texts), dim)).astype(np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        vec_dir = Path(home) / f"round-{i}" / "growth-vectors"
+        timed("lancedb", lambda: vectors.build_table(vec_dir / "lancedb", ids, vecs))
+        vec = Built("vector_index", vec_dir, "", "", False, {})
+        chunk_docs = dict(zip(ids, df["doc_id"].to_list()))
+        rows = timed("retrieval", lambda: stage.retrieve(cfg, ds, bm, vec, qemb, chunk_docs))
+
+        def admission():
+            chunk_list = ingest.read_chunks(ch)
+            questions = stage.arm_questions(cfg, ds)
+            support = stage.request_support(ds, questions, chunk_list)
+            contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list}, questions, support)
+            return stage.request_coverage(questions, support, rows, contexts)
+
+        timed("admission", admission)
+    peak = bench._maxrss_mb()
+
+    def med(name, k):
+        return statistics.median(t[k] for t in runs[name]) if runs[name] else None
+
+    return {"documents": len(ds.corpus.documents), "chunks": int(ch.manifest["info"]["chunks"]),
+            "questions": rows.height, "embedded": embed, "repeat": repeat,
+            "seconds": {s: med(s, 0) for s in STEPS}, "cpu_seconds": {s: med(s, 1) for s in STEPS},
+            "runs": {s: [t[0] for t in v] for s, v in runs.items()},
+            "rss_base_mb": rss_base, "peak_rss_mb": peak,
+            "peak_over_base_mb": (peak - rss_base) if rss_base is not None else None}
+
+
+def _run_child(spec: bench.LabSpec, home: Path, embed: bool, repeat: int) -> dict:
+    code = ("import json, sys; from rag_ttc_assets import bench, growth; "
+            f"print(bench.RESULT_MARK + json.dumps(growth.growth_child(sys.argv[1], sys.argv[2], sys.argv[3] == '1', int(sys.argv[4]))))")
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(bench.PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec.as_json()), str(home), "1" if embed else "0", str(repeat)],
+                          stdout=subprocess.PIPE, stderr=None, text=True, env=env, cwd=str(bench.PROJECT_ROOT))
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(bench.RESULT_MARK)]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"growth child failed (exit {proc.returncode}); see its stderr above")
+    return json.loads(lines[-1][len(bench.RESULT_MARK):])
+
+
+def exponent(t1: float | None, t2: float | None, n1: int, n2: int) -> float | None:
+    if not t1 or not t2 or t1 <= 0 or t2 <= 0 or n1 == n2:
+        return None
+    return math.log(t2 / t1) / math.log(n2 / n1)
+
+
+def run_growth(chunks: list[int] | None = None, embed_max: int = DEFAULT_EMBED_MAX,
+               home: str | Path | None = None, repeat: int = 3) -> dict:
+    """Measure every size (smallest first); return the report with per-step exponents."""
+    sizes = sorted(set(chunks or DEFAULT_CHUNKS))
+    owned = home is None
+    base = Path(tempfile.mkdtemp(prefix="rag-ttc-growth-")) if owned else Path(home).expanduser().resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    try:
+        arms = bench.bundled_spec().lab(base / "probe").arms[bench.ARM]
+        plan = documents_for(sizes, arms.chunk_runes, arms.overlap_runes)
+        results = []
+        for target in sizes:
+            n_docs, expected = plan[target]
+            embed = expected <= embed_max
+            bench._log(f"growth: {target} chunks -> {n_docs} documents ({expected} chunks), "
+                       f"{'embedding' if embed else 'random vectors, embedding not measured'}")
+            root = bench._fresh_home(base, f"size-{target}")
+            spec = bench.scaled_spec(root, n_docs)
+            rec = _run_child(spec, root / "home", embed, repeat)
+            rec["target_chunks"] = target
+            results.append(rec)
+            shutil.rmtree(root, ignore_errors=True)
+        exps = []
+        for a, b in zip(results, results[1:]):
+            e = {s: exponent(a["seconds"][s], b["seconds"][s], a["chunks"], b["chunks"]) for s in STEPS}
+            e["peak_over_base_mb"] = exponent(a["peak_over_base_mb"], b["peak_over_base_mb"], a["chunks"], b["chunks"])
+            exps.append({"from": a["chunks"], "to": b["chunks"], "exponents": e})
+        return {"arm": bench.ARM, "chunk_runes": arms.chunk_runes, "overlap_runes": arms.overlap_runes,
+                "embed_max": embed_max, "repeat": repeat, "cpus": os.cpu_count(), "python": sys.version.split()[0],
+                "total_seconds": time.perf_counter() - started, "sizes": results, "exponents": exps,
+                "home": None if owned else str(base)}
+    finally:
+        if owned:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _short(n: int) -> str:
+    return f"{n / 1000:g}k" if n >= 1000 else str(n)
+
+
+def format_growth(report: dict) -> str:
+    sizes, exps = report["sizes"], report["exponents"]
+    head = ["step"] + [f"{s['chunks']:,}" + ("" if s["embedded"] else "*") for s in sizes] \
+        + [f"b {_short(e['from'])}-{_short(e['to'])}" for e in exps]
+
+    def exp_cell(e: float | None, small: bool) -> str:
+        if e is None:
+            return "-"
+        text = f"{e:.2f}" + ("!" if e > SUPERLINEAR and not small else "")
+        return f"({text})" if small else text
+
+    rows = [["documents"] + [f"{s['documents']:,}" for s in sizes] + [""] * len(exps),
+            ["questions"] + [str(s["questions"]) for s in sizes] + [""] * len(exps)]
+    for step in STEPS:
+        cells = [step] + ["-" if s["seconds"][step] is None else f"{s['seconds'][step]:.3f}" for s in sizes]
+        for a, b, e in zip(sizes, sizes[1:], exps):
+            small = min(a["seconds"][step] or 0, b["seconds"][step] or 0) < MIN_SECONDS_FOR_EXPONENT
+            cells.append(exp_cell(e["exponents"][step], small))
+        rows.append(cells)
+    rows.append(["peak_rss_mb"] + [f"{s['peak_rss_mb']:.0f}" for s in sizes] + [""] * len(exps))
+    rows.append(["peak_over_base_mb"] + [f"{s['peak_over_base_mb']:.0f}" for s in sizes]
+                + [exp_cell(e["exponents"]["peak_over_base_mb"], False) for e in exps])
+    cells = [head] + rows
+    widths = [max(len(r[c]) for r in cells) for c in range(len(head))]
+    lines = ["  ".join(v.ljust(w) if c == 0 else v.rjust(w) for c, (v, w) in enumerate(zip(r, widths))).rstrip()
+             for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"growth of the {report['arm']} arm's retrieval side ({report['chunk_runes']}/{report['overlap_runes']}-rune "
+             f"chunks), median wall seconds per step over {report['repeat']} rounds in fresh stores (embedding: "
+             f"one round), one child process per size; {report['cpus']} CPUs; "
+             f"total {report['total_seconds']:.0f} s",
+             *lines, "",
+             "b a-b = growth exponent log(t_b / t_a) / log(n_b / n_a) over chunk counts: ~1 linear, ~2 quadratic; "
+             f"'!' marks > {SUPERLINEAR}; (parenthesized) when a time is under {MIN_SECONDS_FOR_EXPONENT} s (noise)"]
+    if any(not s["embedded"] for s in sizes):
+        notes.append(f"* not embedded (embedding measured up to {report['embed_max']:,} chunks): LanceDB and "
+                     "retrieval ran on seeded random unit vectors of the model's dimension")
+    notes.append("peak_rss_mb: the child's peak resident memory; peak_over_base_mb: its growth over the resident "
+                 "memory after imports, the model and the question embeddings")
+    return "\n".join(notes)
+
+
+def cmd_growth(args) -> int:
+    report = run_growth(parse_sizes(args.growth), embed_max=args.growth_embed_max, home=args.home,
+                        repeat=args.repeat)
+    print(json.dumps(report, indent=2, default=str) if args.json else format_growth(report))
+    return 0

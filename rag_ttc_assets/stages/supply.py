@@ -1,0 +1,274 @@
+"""Supply modes for one arm (core.supply): preloaded contexts, the `lookup` tool over the arm's own indexes,
+the tool conversation, the citation check with its one retry, and the evidence each row actually had."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from rag_ttc_assets.adapters.bm25 import BM25Index
+from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.adapters.vectors import VectorIndex
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.chunking import Chunk
+from rag_ttc_assets.core.contract import ABSTAINED, VALID, check_contract
+from rag_ttc_assets.core.dataset import Dataset
+from rag_ttc_assets.core.fusion import rrf
+from rag_ttc_assets.core.prompts import Prompt, evidence_block, requests_block
+from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.supply import LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCall, parse_lookup_arguments, \
+    seamless_offsets
+from rag_ttc_assets.stages.calls import Call, Caller
+
+NO_RESULTS = "No results."
+CITATION_OFF, CITATION_PASSED, CITATION_RETRIED, ESCALATED = "off", "passed", "retried_passed", "escalated"
+
+
+class PreloadError(ValueError):
+    """A preloaded document set names documents the corpus does not have."""
+
+
+def preloaded_chunks(cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], source: str = "arms.yaml") -> list[Chunk]:
+    """The chunks of the preloaded documents, in the set's order (corpus order for 'all')."""
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    if cfg.preloaded_documents == "all":
+        doc_ids = [d.id for d in ds.corpus.documents]
+    else:
+        unknown = [d for d in cfg.preloaded_documents if d not in ds.documents_by_id]
+        if unknown:
+            raise PreloadError(f"{source}: field 'preloaded_documents': unknown document(s) {unknown} in dataset "
+                               f"{cfg.dataset!r}")
+        doc_ids = list(dict.fromkeys(cfg.preloaded_documents))
+    return [c for d in doc_ids for c in by_doc.get(d, [])]
+
+
+def preloaded_contexts(cfg: ArmConfig, questions: list[Question], chunks: list[Chunk]) -> pl.DataFrame:
+    """Every question gets the same admitted evidence: the whole preloaded set, each document pasted once
+    (overlap at chunk seams dropped through evidence_offsets), no evidence_k cut, no context budget."""
+    ids = [c.chunk_id for c in chunks]
+    offsets = seamless_offsets(chunks)
+    runes = [c.runes - o for c, o in zip(chunks, offsets)]
+    row = {"evidence_k": cfg.evidence_k, "evidence_order": "preloaded", "selected_chunk_ids": ids,
+           "admitted_chunk_ids": ids, "evidence_runes": runes, "evidence_offsets": offsets,
+           "omitted_chunk_ids": [], "used_runes": sum(runes), "max_runes": sum(runes),
+           "counterfactual": "none", "withheld_chunk_ids": [], "planted": "[]", "supply": "preloaded"}
+    return pl.DataFrame([{"query_id": q.id, **row} for q in questions], schema_overrides=CONTEXT_SCHEMA)
+
+
+def tool_contexts(cfg: ArmConfig, questions: list[Question]) -> pl.DataFrame:
+    """A tool arm admits nothing before generation: its evidence is what each case's lookups return,
+    recorded in the answers table (`supplied_contexts` reads it back)."""
+    row = {"evidence_k": cfg.evidence_k, "evidence_order": "lookup", "selected_chunk_ids": [],
+           "admitted_chunk_ids": [], "evidence_runes": [], "evidence_offsets": [], "omitted_chunk_ids": [],
+           "used_runes": 0, "max_runes": 0, "counterfactual": "none", "withheld_chunk_ids": [], "planted": "[]",
+           "supply": "tool"}
+    return pl.DataFrame([{"query_id": q.id, **row} for q in questions], schema_overrides=CONTEXT_SCHEMA)
+
+
+CONTEXT_SCHEMA = {"selected_chunk_ids": pl.List(pl.String), "admitted_chunk_ids": pl.List(pl.String),
+                  "omitted_chunk_ids": pl.List(pl.String), "withheld_chunk_ids": pl.List(pl.String),
+                  "evidence_runes": pl.List(pl.Int64), "evidence_offsets": pl.List(pl.Int64)}
+
+
+def supplied_contexts(cfg: ArmConfig, contexts: pl.DataFrame, answers: pl.DataFrame | None) -> pl.DataFrame:
+    """The evidence each row had in context: admitted_contexts, except for tool arms, where it is the union of
+    the case's lookup results (the answers table's admitted_chunk_ids)."""
+    if cfg.supply != "tool" or answers is None:
+        return contexts
+    supplied = dict(zip(answers["query_id"].to_list(), answers["admitted_chunk_ids"].to_list()))
+    ids = [supplied.get(q) or [] for q in contexts["query_id"].to_list()]
+    return contexts.with_columns(
+        pl.Series("admitted_chunk_ids", ids, dtype=pl.List(pl.String)),
+        pl.Series("selected_chunk_ids", ids, dtype=pl.List(pl.String)),
+        pl.Series("evidence_offsets", [[0] * len(i) for i in ids], dtype=pl.List(pl.Int64)),
+    )
+
+
+@dataclass(frozen=True)
+class SupplyTools:
+    """What an arm's answers need beyond the admitted contexts: the pre-loaded title index (empty when off), the
+    lookup tool (tool arms) and the citation check's retry prompt (when the check is on)."""
+
+    index_text: str = ""
+    lookup: Lookup | None = None
+    retry_prompt: Prompt | None = None
+
+
+class Lookup:
+    """The `lookup` tool: the arm's own retrieval (bm25, vector or RRF over both) for one query, top n chunks."""
+
+    def __init__(self, cfg: ArmConfig, bm25_built: Built, vec_built: Built, chunk_docs: dict[str, str]):
+        from rag_ttc_assets.stages.retrieval import SOURCE_DEPTH
+
+        self.cfg = cfg
+        self.bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None
+        self.vi = VectorIndex(vec_built.path / "lancedb") if cfg.retrieval in ("vector", "rrf") else None
+        self.chunk_docs = chunk_docs
+        self.depth = max(SOURCE_DEPTH, cfg.lookup_top_n)
+        self._lock = threading.Lock()
+
+    def search(self, query: str) -> list[str]:
+        from rag_ttc_assets.adapters import embeddings
+
+        with self._lock:  # one searcher and one LanceDB handle shared by the worker threads
+            lists: dict[str, list[str]] = {}
+            if self.bm is not None:
+                lists["bm25"] = [c for c, _ in self.bm.search(query, self.depth)]
+            if self.vi is not None:
+                vector = embeddings.encode([query], self.cfg.embedding_model)[0]
+                lists["vector"] = [c for c, _ in self.vi.search(vector, self.depth)]
+        if self.cfg.retrieval == "rrf":
+            return [h.chunk_id for h in rrf(lists, k=self.cfg.rrf_k, limit=self.cfg.lookup_top_n)]
+        return lists[self.cfg.retrieval][: self.cfg.lookup_top_n]
+
+
+def _assistant_turn(call: Call) -> dict:
+    return {"role": "assistant", "content": call.raw_text,
+            "tool_calls": [{"id": t["id"], "type": "function",
+                            "function": {"name": t["name"], "arguments": t["arguments"]}} for t in call.tool_calls or []]}
+
+
+def tool_conversation(cfg: ArmConfig, q: Question, prompt: Prompt, index_text: str, caller: Caller,
+                      lookup: Lookup, chunk_text: dict[str, str]) -> tuple[list[Call], list[LookupCall], list[str]]:
+    """Offer `lookup` for up to lookup_rounds turns, executing every call; then the turn must answer.
+
+    Returns the provider calls, the lookup log, and the supplied chunk IDs (union of results, first seen first).
+    """
+    messages: list[dict] = [{"role": "user", "content": prompt.render(
+        question=q.text, requests=requests_block([(r.id, r.text) for r in q.requests]), title_index=index_text)}]
+    calls: list[Call] = []
+    log: list[LookupCall] = []
+    supplied: list[str] = []
+    for turn in range(cfg.lookup_rounds + 1):
+        call = caller.call(messages, tools=[LOOKUP_TOOL] if turn < cfg.lookup_rounds else None)
+        calls.append(call)
+        if call.status != "ok" or not call.tool_calls:
+            break
+        messages.append(_assistant_turn(call))
+        for t in call.tool_calls:
+            query, error = (parse_lookup_arguments(t["arguments"]) if t["name"] == LOOKUP_TOOL_NAME
+                            else (None, f"unknown tool {t['name']!r}; the only tool is {LOOKUP_TOOL_NAME!r}"))
+            hits = lookup.search(query) if query is not None else []
+            log.append(LookupCall(call_id=t["id"], query=query if query is not None else str(t["arguments"])[:200],
+                                  result_chunk_ids=hits, result_doc_ids=[lookup.chunk_docs[c] for c in hits],
+                                  error=error))
+            supplied += [c for c in hits if c not in supplied]
+            content = (f"error: {error}" if error else
+                       evidence_block([(c, chunk_text[c]) for c in hits]) if hits else NO_RESULTS)
+            messages.append({"role": "tool", "tool_call_id": t["id"], "content": content})
+    return calls, log, supplied
+
+
+def citation_check(cfg: ArmConfig, q: Question, final: Call, evidence: Sequence[tuple[str, str]],
+                   retry_prompt: Prompt | None, caller: Caller) -> tuple[str, list[Call]]:
+    """The second seed's post-generation check: the answer must pass the contract's citation rules against what
+    was actually supplied. On a failure, retry once with the evidence restated immediately before the question;
+    a second failure is `escalated` (to a human). Provider faults are not citation failures: the row keeps them."""
+    if not cfg.citation_check or retry_prompt is None or final.status != "ok":
+        return CITATION_OFF, []
+    supplied = [c for c, _ in evidence]
+    if check_contract(final.raw_text, supplied).status in (VALID, ABSTAINED):
+        return CITATION_PASSED, []
+    retry = caller.call([{"role": "user", "content": retry_prompt.render(
+        question=q.text, evidence=evidence_block(list(evidence)),
+        requests=requests_block([(r.id, r.text) for r in q.requests]), title_index="")}])
+    if retry.status != "ok":
+        return CITATION_OFF, [retry]
+    passed = check_contract(retry.raw_text, supplied).status in (VALID, ABSTAINED)
+    return (CITATION_RETRIED if passed else ESCALATED), [retry]
+
+
+def merge_calls(calls: list[Call]) -> dict:
+    """One row's call columns from all its provider calls: the final text, summed tokens, latency and cost, the
+    first fault (a row with a fault is retried on the next run), cache_hit only when every call was a hit."""
+    fault = next((c for c in calls if c.status != "ok"), None)
+    last = calls[-1]
+
+    def total(attr: str):
+        values = [getattr(c, attr) for c in calls]
+        return None if any(v is None for v in values) else sum(values)
+
+    return {"status": fault.status if fault else "ok", "raw_text": last.raw_text,
+            "input_tokens": total("input_tokens"), "output_tokens": total("output_tokens"),
+            "latency_s": sum(c.latency_s for c in calls), "cost_usd": total("cost_usd"),
+            "attempts": sum(c.attempts for c in calls), "error": fault.error if fault else None,
+            "cache_hit": all(c.cache_hit for c in calls), "provider_turns": len(calls)}
+
+
+def lookups_json(log: list[LookupCall]) -> str:
+    return json.dumps([c.model_dump() for c in log], ensure_ascii=False)
+
+
+def read_lookups(answers: pl.DataFrame) -> dict[str, list[LookupCall]]:
+    """The lookup log per case (tool arms); cases with no call have an empty list."""
+    if "lookups" not in answers.columns:
+        return {}
+    return {r["query_id"]: [LookupCall(**c) for c in json.loads(r["lookups"] or "[]")]
+            for r in answers.iter_rows(named=True)}
+
+
+def supply_tools(lab, cfg: ArmConfig, ds: Dataset, chunks: Built, chunk_text: dict[str, str]) -> SupplyTools:
+    """Build what `generate` needs for this arm: the title index, the lookup over the arm's indexes (tool arms:
+    the same representations, Tantivy index and LanceDB table as its retrieval rows), the retry prompt."""
+    from rag_ttc_assets.core.supply import title_index
+    from rag_ttc_assets.stages import indexes, ingest
+
+    lookup = None
+    if cfg.supply == "tool":
+        reps = ingest.build_representations(lab, cfg, ds, chunks)
+        chunk_docs = dict(pl.read_parquet(chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
+        lookup = Lookup(cfg, indexes.build_bm25(lab, cfg, ds, reps), indexes.build_vectors(lab, cfg, ds, reps),
+                        chunk_docs)
+    return SupplyTools(index_text=title_index(ds.corpus.documents) if cfg.title_index else "", lookup=lookup,
+                       retry_prompt=lab.prompt(cfg.citation_retry_prompt, "answer") if cfg.citation_check else None)
+
+
+def arm_contexts(lab, arm: str, cfg: ArmConfig) -> pl.DataFrame:
+    """What every row had in context, for the judge and the diagnostics (tool arms: the lookup results)."""
+    contexts = lab.store.read_table(arm, "admitted_contexts")
+    return supplied_contexts(cfg, contexts, lab.store.read_table(arm, "answers") if cfg.supply == "tool" else None)
+
+
+def arm_coverage(lab, arm: str, cfg: ArmConfig, ds: Dataset | None = None) -> pl.DataFrame:
+    """Per-request coverage: the request_coverage table, except for tool arms, whose supply is only known after
+    the answers (a supporting chunk counts when a lookup returned it)."""
+    if cfg.supply != "tool":
+        return lab.store.read_table(arm, "request_coverage")
+    from rag_ttc_assets.stages import ingest
+    from rag_ttc_assets.stages.retrieval import arm_questions, request_coverage, request_support
+
+    ds = ds or ingest.bind_dataset(lab, cfg)
+    questions = arm_questions(cfg, ds)
+    support = request_support(ds, questions, ingest.read_chunks(ingest.build_chunks(lab, cfg, ds)))
+    contexts = arm_contexts(lab, arm, cfg)
+    return request_coverage(questions, support, lab.store.read_table(arm, "retrieval_rows"), contexts, cfg.supply)
+
+
+def request_text_lookups(lab, cfg: ArmConfig, ds: Dataset) -> dict:
+    """A tool arm's lookup hit rate with no generation: each request looked up with its own text (the queries the
+    offline answerer sends; a model may phrase its own), scored against the governing documents. For CI gates."""
+    from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
+    from rag_ttc_assets.stages import ingest
+    from rag_ttc_assets.stages.retrieval import arm_questions
+
+    chunks = ingest.build_chunks(lab, cfg, ds)
+    chunk_text = {c.chunk_id: c.text for c in ingest.read_chunks(chunks)}
+    lookup = supply_tools(lab, cfg, ds, chunks, chunk_text).lookup
+    questions = arm_questions(cfg, ds)
+    logs = {}
+    for q in questions:
+        calls = []
+        for r in q.requests:
+            hits = lookup.search(r.text)
+            calls.append(LookupCall(call_id=r.id, query=r.text, result_chunk_ids=hits,
+                                    result_doc_ids=[lookup.chunk_docs[c] for c in hits]))
+        logs[q.id] = calls
+    flow = lookup_flow(lookup_cases(questions, logs, {}))
+    return {k: v for k, v in flow.items() if k not in ("accounting", "accounting_closes", "wrong_on_misses",
+                                                       "acceptable_on_misses", "wrong_on_hits")}
