@@ -8,10 +8,9 @@ and is closed after saving. Empty input draws a figure that says "no data" inste
 
 from __future__ import annotations
 
-import contextlib
+import io
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,8 @@ matplotlib.use("Agg")  # no display here; must precede the pyplot import
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from rag_ttc_assets.adapters.store import atomic_write_bytes  # noqa: E402
 
 FIGSIZE = (7.0, 4.0)
 DPI = 100
@@ -38,23 +39,13 @@ def _no_data(ax, message: str = "no data") -> None:
 
 
 def _save(fig, path: str | os.PathLike) -> Path:
-    """Tight layout, write to a temp file next to `path`, rename into place, close the figure."""
+    """Tight layout, render to PNG bytes, write them atomically (the store's temp-file-and-rename), close."""
     path = Path(path)
     try:
         fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o644)  # mkstemp makes 0600; a figure is for reading
-            with os.fdopen(fd, "wb") as f:
-                fig.savefig(f, format="png", dpi=DPI)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=DPI)
+        atomic_write_bytes(path, buffer.getvalue(), mode=0o644)  # a figure is for reading
     finally:
         plt.close(fig)
     return path
