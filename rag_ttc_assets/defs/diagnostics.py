@@ -21,7 +21,7 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     """Per request: answered, supported by cited admitted evidence, and which of the seed's four cases it is."""
     arm = context.partition_key
     lab_, _ = lab.arm(arm)
-    d = stage.diagnose(lab_, arm)
+    d = stage.completeness(lab_, arm)
     store = lab_.store
     store.write_table(arm, "request_outcomes", d["requests"])
     store.write_table(arm, "question_completeness", d["questions"])
@@ -42,7 +42,7 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = context.partition_key
     lab_, _ = lab.arm(arm)
-    d = stage.diagnose(lab_, arm)
+    d = stage.failure_flow(lab_, arm)
     store = lab_.store
     store.write_table(arm, "failure_flow", d["flow"])
     s = d["flow_summary"]

@@ -26,47 +26,56 @@ def _rows_by_query(df: pl.DataFrame) -> dict[str, dict]:
     return {r["query_id"]: r for r in df.iter_rows(named=True)}
 
 
-def diagnose(lab: Lab, arm: str) -> dict:
-    """Completeness outcomes, abstention outcomes, flow rows and their totals for one arm."""
+def _inputs(lab: Lab, arm: str):
+    """What both diagnostics read: the arm, its questions, per-request coverage, contract and judge rows."""
     cfg = lab.arms[arm]
     ds = ingest.bind_dataset(lab, cfg)
-    store = lab.store
     coverage = supply.arm_coverage(lab, arm, cfg, ds)
-    contracts = _rows_by_query(store.read_table(arm, "contract_results"))
-    judged = _rows_by_query(store.read_table(arm, "judge_verdicts"))
     cov_by_q: dict[str, list[dict]] = {}
     for r in coverage.iter_rows(named=True):
         cov_by_q.setdefault(r["query_id"], []).append(r)
-    outcomes, abstentions, flows = [], [], []
-    for q in arm_questions(cfg, ds):
+    return (cfg, arm_questions(cfg, ds), cov_by_q, _rows_by_query(lab.store.read_table(arm, "contract_results")),
+            _rows_by_query(lab.store.read_table(arm, "judge_verdicts")))
+
+
+def completeness(lab: Lab, arm: str) -> dict:
+    """Request and question completeness, abstention outcomes and their totals for one arm."""
+    cfg, questions, cov_by_q, contracts, judged = _inputs(lab, arm)
+    outcomes, abstentions = [], []
+    for q in questions:
         if q.answerable:
             outcomes += request_outcomes(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id))
-            flows += flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id))
         else:
             abstentions.append(abstention_outcome(q, contracts.get(q.id)))
-    completeness = completeness_totals(outcomes, abstentions)
+    totals = completeness_totals(outcomes, abstentions)
     if cfg.counterfactual != "none":
-        contexts = {r["query_id"]: r for r in store.read_table(arm, "admitted_contexts").iter_rows(named=True)}
-        completeness["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
-                                                                cov_by_q, judged)
-    flow_summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
+        contexts = {r["query_id"]: r for r in lab.store.read_table(arm, "admitted_contexts").iter_rows(named=True)}
+        totals["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
+                                                          cov_by_q, judged)
+    return {
+        "requests": pl.DataFrame([o.model_dump() for o in outcomes]),
+        "questions": pl.DataFrame([q.model_dump() for q in question_completeness(outcomes)]),
+        "abstentions": pl.DataFrame([a.model_dump() for a in abstentions]),
+        "completeness": totals,
+    }
+
+
+def failure_flow(lab: Lab, arm: str) -> dict:
+    """Flow rows (one per request of an answerable question), their totals, and a tool arm's lookup flow."""
+    cfg, questions, cov_by_q, contracts, judged = _inputs(lab, arm)
+    flows = [f for q in questions if q.answerable
+             for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id))]
+    summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
     lookups = pl.DataFrame()
     if cfg.supply == "tool":
         qualities: dict[str, list[str]] = {}
         for f in flows:
             qualities.setdefault(f.query_id, []).append(f.quality)
-        cases = lookup_cases(arm_questions(cfg, ds), supply.read_lookups(store.read_table(arm, "answers")), qualities)
-        flow_summary["lookup_flow"] = lookup_flow(cases)
-        lookups = pl.DataFrame([c.model_dump() for c in cases], schema_overrides={"missing_requests": pl.List(pl.String)})
-    return {
-        "requests": pl.DataFrame([o.model_dump() for o in outcomes]),
-        "questions": pl.DataFrame([q.model_dump() for q in question_completeness(outcomes)]),
-        "abstentions": pl.DataFrame([a.model_dump() for a in abstentions]),
-        "flow": pl.DataFrame([f.model_dump() for f in flows]),
-        "lookup_cases": lookups,
-        "completeness": completeness,
-        "flow_summary": flow_summary,
-    }
+        cases = lookup_cases(questions, supply.read_lookups(lab.store.read_table(arm, "answers")), qualities)
+        summary["lookup_flow"] = lookup_flow(cases)
+        lookups = pl.DataFrame([c.model_dump() for c in cases],
+                               schema_overrides={"missing_requests": pl.List(pl.String)})
+    return {"flow": pl.DataFrame([f.model_dump() for f in flows]), "lookup_cases": lookups, "flow_summary": summary}
 
 
 def counterfactual_summary(kind: str, outcomes, contexts: dict, contracts: dict, coverage: dict,
