@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -15,23 +14,8 @@ from rag_ttc_assets.adapters import local_providers, smollm2  # noqa: E402
 from rag_ttc_assets.core.contract import CONTRACT_STATUSES, check_contract  # noqa: E402
 from rag_ttc_assets.core.prompts import evidence_block, parse_prompt  # noqa: E402
 
-PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
-CHUNKS = [
-    ("assert#chunk-0", "Assert statements are a convenient way to insert debugging assertions into a program. "
-                       "The current code generator emits no code for an assert statement when optimization is "
-                       "requested at compile time."),
-    ("lambda#chunk-0", "Lambda expressions (sometimes called lambda forms) are used to create anonymous functions."),
-]  # fmt: skip
-CHUNK_IDS = [cid for cid, _ in CHUNKS]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def registered():
-    before = list(litellm.custom_provider_map)
-    litellm.custom_provider_map = [item for item in before if item.get("provider") != "local"]
-    local_providers.register()
-    yield
-    litellm.custom_provider_map = before
+# The same evidence and provider registration as the offline providers' tests.
+from rag_ttc_assets_tests.adapters.test_local_providers import CHUNK_IDS, CHUNKS, PROMPTS, registered  # noqa: E402,F401
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,8 @@ when they are copied into docs/screenshots/ is as in test_ui_browser.py. Skipped
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import time
-from pathlib import Path
 
 import pytest
 
@@ -32,7 +29,7 @@ sync_api = pytest.importorskip("playwright.sync_api", exc_type=ImportError,
                                reason="playwright is not importable (pip install -c constraints.txt -e '.[test]')")
 
 from rag_ttc_assets_tests.e2e.test_ui_browser import (  # noqa: E402,F401 (screenshots: the fixture)
-    ACTION_MS, CHROMIUM, CHROMIUM_ARGS, NAVIGATION_MS, add_run_config, run_ids, screenshots)
+    CHROMIUM, add_run_config, run_ids, screenshots, ui_session)
 
 FAMILY = "context"
 ARMS = ["context-700", "context-4000"]
@@ -108,171 +105,123 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
 
     assert load_arms(mini_lab.arms_file).family(FAMILY) == ARMS
 
-    env = {"RAG_TTC_ARMS": str(mini_lab.arms_file), "RAG_TTC_DATASETS": str(mini_lab.datasets_dir),
-           "RAG_TTC_HOME": str(mini_lab.home)}
-    taken: list[Path] = []
-    errors: list[str] = []
-    timings: list[tuple[str, float]] = []
-    clock = [time.monotonic()]
-
-    def phase(name: str) -> None:
-        now = time.monotonic()
-        timings.append((name, now - clock[0]))
-        clock[0] = now
-
-    with DagsterDev(REPO, env) as dev, sync_api.sync_playwright() as pw:
-        phase("dagster dev up")
-        dev.graphql("mutation { setNuxSeen }")  # no "Join the Dagster community" dialog over the page
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport=VIEWPORT)
-        page.set_default_timeout(ACTION_MS)
-        page.set_default_navigation_timeout(NAVIGATION_MS)
-        sync_api.expect.set_options(timeout=ACTION_MS)
-        page.on("pageerror", lambda e: errors.append(str(e)))
+    with ui_session(mini_lab, screenshots, VIEWPORT) as ui:
+        dev, page, open_, shot, phase = ui.dev, ui.page, ui.open_, ui.shot, ui.phase
         expect = sync_api.expect
+        # 1. Asset graph: select every per-arm asset, Materialize all…, the family's partitions, in-process.
+        open_("/asset-groups")
+        page.locator(".CodeMirror").first.click()  # the "Search and filter assets" selection editor
+        page.keyboard.type('not key:"arm_comparisons"')
+        page.keyboard.press("Enter")
+        page.get_by_role("button", name="Materialize all…").click()
+        dialog = page.get_by_role("dialog").filter(has_text="Launch runs to materialize")
+        expect(dialog.get_by_text(f"Launch runs to materialize {len(PER_ARM_ASSETS)} assets")).to_be_visible()
+        dialog.get_by_text("Select a partition or create one").click()
+        page.get_by_placeholder("Filter partitions").fill(f"{FAMILY}-")
+        for arm in ARMS:
+            expect(page.get_by_role("menuitem").filter(has_text=arm).first).to_be_visible()
+        page.get_by_role("menuitem").filter(has_text=re.compile(rf"^Select all \({len(ARMS)}\)$")).click()
+        dialog.get_by_text(re.compile(r"^Launch runs to materialize")).click()  # close the partition picker
+        expect(page.get_by_placeholder("Filter partitions")).to_be_hidden()
+        expect(dialog.get_by_text(f"{len(ARMS)} partitions", exact=True)).to_be_visible()
+        add_run_config(page, dialog, "execution: {config: {in_process: {}}}")
+        launch = dialog.get_by_role("button", name="Launch backfill")  # more than one partition: a backfill
+        expect(launch).to_be_enabled()
+        before = backfill_ids(dev)
+        runs_before = run_ids(dev)
+        launch.click()
+        expect(dialog).to_have_count(0)
+        backfill_id = new_backfill(dev, before)
+        expect(page.get_by_text(f"Created backfill {backfill_id}")).to_be_visible()  # the UI's toast
+        phase("backfill launched (UI: Materialize all…)")
 
-        def open_(path: str) -> None:
-            page.goto(dev.url + path, wait_until="networkidle")
+        # 2. Runs → the backfill's row → its page; wait for the backfill (GraphQL), then read it in the UI.
+        page.get_by_role("link", name="Runs").first.click()  # the navigation's Runs
+        link = page.locator(f'a[href="/runs/b/{backfill_id}"]').first
+        expect(link).to_be_visible()
+        link.click()
+        expect(page).to_have_url(re.compile(rf"/runs/b/{backfill_id}"))
+        b = wait_for_backfill(dev, backfill_id)
+        assert b["status"] == "COMPLETED_SUCCESS", b
+        assert b["isAssetBackfill"] and sorted(b["partitionNames"]) == sorted(ARMS), b
+        assert {k["path"][-1] for k in b["assetSelection"]} == set(PER_ARM_ASSETS)
+        assert sorted(partition_of(r) for r in b["runs"]) == sorted(ARMS), b["runs"]
+        assert not set(r["runId"] for r in b["runs"]) & runs_before
+        for r in b["runs"]:
+            assert r["status"] == "SUCCESS", r
+            assert "in_process" in r["runConfigYaml"], r["runConfigYaml"]  # the dialog's config reached it
+        for s in b["assetBackfillData"]["assetBackfillStatuses"]:
+            assert (s["numPartitionsTargeted"], s["numPartitionsMaterialized"], s["numPartitionsFailed"],
+                    s["numPartitionsInProgress"]) == (2, 2, 0, 0), s
+        for arm in ARMS:
+            assert mini_lab.store.arm_path(arm, "failure_flow.json").is_file(), arm
+        phase("backfill completed")
 
-        def shot(name: str, **kwargs) -> None:
-            path = screenshots / f"{name}.png"
-            page.screenshot(path=path, animations="disabled", **kwargs)
-            taken.append(path)
+        page.reload(wait_until="networkidle")
+        expect(page.get_by_text("Partition selection", exact=True)).to_be_visible()
+        for arm in ARMS:
+            expect(page.get_by_text(arm, exact=True).first).to_be_visible()
+        status_tag = page.get_by_text("Status", exact=True).first.locator("xpath=following-sibling::div[1]")
+        expect(status_tag).to_have_text("Succeeded")  # COMPLETED_SUCCESS
+        for name in PER_ARM_ASSETS:  # Overview: per asset, partitions targeted / in progress / succeeded / failed
+            row = page.locator('[class*="rowGrid"]').filter(has=page.locator(f'a[href^="/assets/{name}"]'))
+            expect(row).to_have_count(1)
+            row.scroll_into_view_if_needed()
+            assert lines(row)[-4:] == ["2", "0", "2", "0"], (name, lines(row))
+        page.mouse.wheel(0, -2000)
+        shot("07-backfill-assets")
+        page.get_by_role("tab", name="Runs").click()
+        for arm in ARMS:  # Runs: one run per partition, each Success
+            row = page.locator('[class*="rowGrid"]').filter(has=page.get_by_text(f"partition: {arm}", exact=True))
+            expect(row).to_have_count(1)
+            expect(row.get_by_text("Success", exact=True)).to_be_visible()
+        shot("07-backfill")
+        phase("backfill page")
 
-        try:
-            # 1. Asset graph: select every per-arm asset, Materialize all…, the family's partitions, in-process.
-            open_("/asset-groups")
-            page.locator(".CodeMirror").first.click()  # the "Search and filter assets" selection editor
-            page.keyboard.type('not key:"arm_comparisons"')
-            page.keyboard.press("Enter")
-            page.get_by_role("button", name="Materialize all…").click()
-            dialog = page.get_by_role("dialog").filter(has_text="Launch runs to materialize")
-            expect(dialog.get_by_text(f"Launch runs to materialize {len(PER_ARM_ASSETS)} assets")).to_be_visible()
-            dialog.get_by_text("Select a partition or create one").click()
-            page.get_by_placeholder("Filter partitions").fill(f"{FAMILY}-")
-            for arm in ARMS:
-                expect(page.get_by_role("menuitem").filter(has_text=arm).first).to_be_visible()
-            page.get_by_role("menuitem").filter(has_text=re.compile(rf"^Select all \({len(ARMS)}\)$")).click()
-            dialog.get_by_text(re.compile(r"^Launch runs to materialize")).click()  # close the partition picker
-            expect(page.get_by_placeholder("Filter partitions")).to_be_hidden()
-            expect(dialog.get_by_text(f"{len(ARMS)} partitions", exact=True)).to_be_visible()
-            add_run_config(page, dialog, "execution: {config: {in_process: {}}}")
-            launch = dialog.get_by_role("button", name="Launch backfill")  # more than one partition: a backfill
-            expect(launch).to_be_enabled()
-            before = backfill_ids(dev)
-            runs_before = run_ids(dev)
-            launch.click()
-            expect(dialog).to_have_count(0)
-            backfill_id = new_backfill(dev, before)
-            expect(page.get_by_text(f"Created backfill {backfill_id}")).to_be_visible()  # the UI's toast
-            phase("backfill launched (UI: Materialize all…)")
+        # 3. arm_comparisons from its own page: Materialize (not partitioned: one run, no dialog).
+        open_("/assets/arm_comparisons")
+        runs_before = run_ids(dev)
+        page.get_by_role("button").filter(has_text=re.compile(r"^Materialize$")).click()
+        expect(page.get_by_text(re.compile(r"^Launched run [0-9a-f]{8}$"))).to_be_visible()
+        fresh = [r for r in dev.graphql("{ runsOrError(limit: 50) { ... on Runs { results { runId } } } }")
+                 ["runsOrError"]["results"] if r["runId"] not in runs_before]
+        assert len(fresh) == 1, fresh
+        status = dev.wait_for_run(fresh[0]["runId"], timeout_s=RUN_S)
+        assert status == "SUCCESS", f"arm_comparisons run ended {status}\n{dev.log_text()[-6000:]}"
+        report = json.loads((mini_lab.home / "store" / "comparisons" / f"{ARMS[0]}--{ARMS[1]}.json").read_text())
+        phase("arm_comparisons run (UI: Materialize)")
 
-            # 2. Runs → the backfill's row → its page; wait for the backfill (GraphQL), then read it in the UI.
-            page.get_by_role("link", name="Runs").first.click()  # the navigation's Runs
-            link = page.locator(f'a[href="/runs/b/{backfill_id}"]').first
-            expect(link).to_be_visible()
-            link.click()
-            expect(page).to_have_url(re.compile(rf"/runs/b/{backfill_id}"))
-            b = wait_for_backfill(dev, backfill_id)
-            assert b["status"] == "COMPLETED_SUCCESS", b
-            assert b["isAssetBackfill"] and sorted(b["partitionNames"]) == sorted(ARMS), b
-            assert {k["path"][-1] for k in b["assetSelection"]} == set(PER_ARM_ASSETS)
-            assert sorted(partition_of(r) for r in b["runs"]) == sorted(ARMS), b["runs"]
-            assert not set(r["runId"] for r in b["runs"]) & runs_before
-            for r in b["runs"]:
-                assert r["status"] == "SUCCESS", r
-                assert "in_process" in r["runConfigYaml"], r["runConfigYaml"]  # the dialog's config reached it
-            for s in b["assetBackfillData"]["assetBackfillStatuses"]:
-                assert (s["numPartitionsTargeted"], s["numPartitionsMaterialized"], s["numPartitionsFailed"],
-                        s["numPartitionsInProgress"]) == (2, 2, 0, 0), s
-            for arm in ARMS:
-                assert mini_lab.store.arm_path(arm, "failure_flow.json").is_file(), arm
-            phase("backfill completed")
+        # 4. The materialization's metadata (Events tab): the comparison table, then a plot.
+        open_("/assets/arm_comparisons")  # afresh: the page it was launched from may still think it runs
+        page.get_by_role("button", name="Hide navigation").click()  # room for the table's eight columns
+        page.get_by_role("tab", name="Events").click()
+        expect(page.get_by_text(f"Materialized in run {fresh[0]['runId'][:8]}")).to_be_visible()
+        expect(page.get_by_text("is currently refreshing this asset")).to_have_count(0)
+        table = page.locator("table").filter(has=page.get_by_role("columnheader", name="completeness_delta")).last
+        expect(table).to_be_visible()
+        assert [c.strip() for c in table.get_by_role("columnheader").all_inner_texts()] == COMPARISON_COLUMNS
+        rows = table.locator("tbody tr")
+        expect(rows).to_have_count(1)  # one row per compared pair
+        cells = [c.strip() for c in rows.first.get_by_role("cell").all_inner_texts()]
+        m = report["metrics"]
+        assert cells == [ARMS[0], ARMS[1], str(report["n"]), f"{m['valid']['mean_delta']:.4f}",
+                         f"{m['valid']['p_value']:.4f}", f"{m['completeness']['mean_delta']:.4f}",
+                         f"{m['completeness']['p_value']:.4f}", str(len(report["catastrophic"]))], cells
 
-            page.reload(wait_until="networkidle")
-            expect(page.get_by_text("Partition selection", exact=True)).to_be_visible()
-            for arm in ARMS:
-                expect(page.get_by_text(arm, exact=True).first).to_be_visible()
-            status_tag = page.get_by_text("Status", exact=True).first.locator("xpath=following-sibling::div[1]")
-            expect(status_tag).to_have_text("Succeeded")  # COMPLETED_SUCCESS
-            for name in PER_ARM_ASSETS:  # Overview: per asset, partitions targeted / in progress / succeeded / failed
-                row = page.locator('[class*="rowGrid"]').filter(has=page.locator(f'a[href^="/assets/{name}"]'))
-                expect(row).to_have_count(1)
-                row.scroll_into_view_if_needed()
-                assert lines(row)[-4:] == ["2", "0", "2", "0"], (name, lines(row))
-            page.mouse.wheel(0, -2000)
-            shot("07-backfill-assets")
-            page.get_by_role("tab", name="Runs").click()
-            for arm in ARMS:  # Runs: one run per partition, each Success
-                row = page.locator('[class*="rowGrid"]').filter(has=page.get_by_text(f"partition: {arm}", exact=True))
-                expect(row).to_have_count(1)
-                expect(row.get_by_text("Success", exact=True)).to_be_visible()
-            shot("07-backfill")
-            phase("backfill page")
-
-            # 3. arm_comparisons from its own page: Materialize (not partitioned: one run, no dialog).
-            open_("/assets/arm_comparisons")
-            runs_before = run_ids(dev)
-            page.get_by_role("button").filter(has_text=re.compile(r"^Materialize$")).click()
-            expect(page.get_by_text(re.compile(r"^Launched run [0-9a-f]{8}$"))).to_be_visible()
-            fresh = [r for r in dev.graphql("{ runsOrError(limit: 50) { ... on Runs { results { runId } } } }")
-                     ["runsOrError"]["results"] if r["runId"] not in runs_before]
-            assert len(fresh) == 1, fresh
-            status = dev.wait_for_run(fresh[0]["runId"], timeout_s=RUN_S)
-            assert status == "SUCCESS", f"arm_comparisons run ended {status}\n{dev.log_text()[-6000:]}"
-            report = json.loads((mini_lab.home / "store" / "comparisons" / f"{ARMS[0]}--{ARMS[1]}.json").read_text())
-            phase("arm_comparisons run (UI: Materialize)")
-
-            # 4. The materialization's metadata (Events tab): the comparison table, then a plot.
-            open_("/assets/arm_comparisons")  # afresh: the page it was launched from may still think it runs
-            page.get_by_role("button", name="Hide navigation").click()  # room for the table's eight columns
-            page.get_by_role("tab", name="Events").click()
-            expect(page.get_by_text(f"Materialized in run {fresh[0]['runId'][:8]}")).to_be_visible()
-            expect(page.get_by_text("is currently refreshing this asset")).to_have_count(0)
-            table = page.locator("table").filter(has=page.get_by_role("columnheader", name="completeness_delta")).last
-            expect(table).to_be_visible()
-            assert [c.strip() for c in table.get_by_role("columnheader").all_inner_texts()] == COMPARISON_COLUMNS
-            rows = table.locator("tbody tr")
-            expect(rows).to_have_count(1)  # one row per compared pair
-            cells = [c.strip() for c in rows.first.get_by_role("cell").all_inner_texts()]
-            m = report["metrics"]
-            assert cells == [ARMS[0], ARMS[1], str(report["n"]), f"{m['valid']['mean_delta']:.4f}",
-                             f"{m['valid']['p_value']:.4f}", f"{m['completeness']['mean_delta']:.4f}",
-                             f"{m['completeness']['p_value']:.4f}", str(len(report["catastrophic"]))], cells
-
-            page.set_viewport_size(TALL)
-            for key, alt in (("failure_flow_plot", "failure flow"), (f"sweep_{FAMILY}", f"sweep {FAMILY}")):
-                row = page.get_by_role("row").filter(has=page.get_by_text(key, exact=True))
-                row.get_by_text("[Show Markdown]").click()
-                md = page.get_by_role("dialog").filter(has_text=key)
-                img = md.get_by_role("img", name=alt)
-                expect(img).to_be_visible()
-                img.evaluate("i => i.decode()")  # resolves once the data: URI has been decoded
-                size = img.evaluate("i => [i.complete, i.naturalWidth, i.naturalHeight]")
-                assert size[0] and size[1] > 0 and size[2] > 0, (key, size)
-                if key != f"sweep_{FAMILY}":
-                    md.get_by_role("button", name="Close").click()
-                    expect(md).to_have_count(0)
-            box = md.bounding_box()
-            shot("08-comparison-plots", clip={"x": 0, "y": 0, "width": TALL["width"],
-                                               "height": min(TALL["height"], box["y"] + box["height"] + 24)})
-            phase("comparison metadata")
-        except BaseException:
-            try:
-                page.screenshot(path=screenshots / "failure.png")
-            except Exception as e:  # the page may be gone; the log below still says why
-                print(f"no failure screenshot: {e}")
-            print(f"failure screenshot: {screenshots / 'failure.png'}; page errors: {errors[:5]}")
-            print(dev.log_text()[-6000:])
-            raise
-        finally:
-            browser.close()
-    phase("shutdown")
-    print("phases: " + ", ".join(f"{name} {secs:.0f} s" for name, secs in timings)
-          + f"; page errors: {len(errors)} {errors[:3]}")
-
-    if os.environ.get("RAG_TTC_UPDATE_SCREENSHOTS") == "1":
-        docs = REPO / "docs" / "screenshots"
-        docs.mkdir(parents=True, exist_ok=True)
-        for path in taken:
-            shutil.copy(path, docs / path.name)
+        page.set_viewport_size(TALL)
+        for key, alt in (("failure_flow_plot", "failure flow"), (f"sweep_{FAMILY}", f"sweep {FAMILY}")):
+            row = page.get_by_role("row").filter(has=page.get_by_text(key, exact=True))
+            row.get_by_text("[Show Markdown]").click()
+            md = page.get_by_role("dialog").filter(has_text=key)
+            img = md.get_by_role("img", name=alt)
+            expect(img).to_be_visible()
+            img.evaluate("i => i.decode()")  # resolves once the data: URI has been decoded
+            size = img.evaluate("i => [i.complete, i.naturalWidth, i.naturalHeight]")
+            assert size[0] and size[1] > 0 and size[2] > 0, (key, size)
+            if key != f"sweep_{FAMILY}":
+                md.get_by_role("button", name="Close").click()
+                expect(md).to_have_count(0)
+        box = md.bounding_box()
+        shot("08-comparison-plots", clip={"x": 0, "y": 0, "width": TALL["width"],
+                                           "height": min(TALL["height"], box["y"] + box["height"] + 24)})
+        phase("comparison metadata")
