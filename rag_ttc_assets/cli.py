@@ -135,20 +135,31 @@ def stale_assets(instance, lab, arm: str, stage: str, force: bool = False) -> li
     return run
 
 
+def _open_instance(home: Path):
+    """The Dagster instance of `home`, its storages created one process at a time: two `rag-ttc run`s starting
+    on a fresh DAGSTER_HOME could otherwise both stamp its sqlite schema, and alembic then finds two heads."""
+    from dagster import DagsterInstance
+
+    from rag_ttc_assets.adapters.store import file_lock
+
+    with file_lock(home / ".rag_ttc-instance.lock"):
+        return DagsterInstance.get()  # creates (and on a fresh home, stamps) every storage
+
+
 def materialize_arms(arm_names: list[str], stage: str, force: bool = False) -> dict[str, dict]:
     """Materialize `stage` for each arm through the project's job, recorded in DAGSTER_HOME.
 
     Only stale assets run (see `stale_assets`); `force` runs every asset of the stage."""
-    from dagster import AssetKey, DagsterInstance
+    from dagster import AssetKey
 
     from rag_ttc_assets.definitions import JOB, build_definitions
     from rag_ttc_assets.lab import Lab
 
-    _dagster_home()
+    home = _dagster_home()
     lab = Lab.from_env()
     job = build_definitions(lab).resolve_job_def(JOB)
     out = {}
-    with DagsterInstance.get() as instance:
+    with _open_instance(home) as instance:
         reap_dead_runs(instance)
         for arm in arm_names:
             todo = stale_assets(instance, lab, arm, stage, force)
@@ -398,13 +409,11 @@ def cmd_inspect(args) -> int:
 
 def compare_all() -> dict:
     """Materialize `arm_comparisons` (every pair in `comparisons`, every family's sweep plot) in DAGSTER_HOME."""
-    from dagster import DagsterInstance
-
     from rag_ttc_assets.definitions import build_definitions
 
-    _dagster_home()
+    home = _dagster_home()
     job = build_definitions().resolve_job_def("comparisons_job")
-    with DagsterInstance.get() as instance:
+    with _open_instance(home) as instance:
         result = job.execute_in_process(instance=instance, raise_on_error=False, tags={"rag_ttc/source": "cli"})
         if not result.success:
             raise CliError(f"arm_comparisons: run {result.run_id} failed:\n{_failure_text(result)}")
@@ -476,15 +485,12 @@ def cmd_compare(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from dagster import DagsterInstance
-
     from rag_ttc_assets.stages.run_record import list_runs
 
     lab = _lab(args)
     if args.arm:
         lab.arms[args.arm]
-    _dagster_home()
-    with DagsterInstance.get() as instance:
+    with _open_instance(_dagster_home()) as instance:
         reap_dead_runs(instance)
 
         def status_of(run_id):
