@@ -1,0 +1,85 @@
+"""The two sides of `rag-ttc bench --only dagster_overhead`: the reference must run every step the job runs,
+in an order the job could run them, and produce what the job produces; the no-op floor must have the job's shape.
+Ratios are not asserted (shared, noisy machines)."""
+
+import json
+
+from dagster import DagsterInstance
+
+from rag_ttc_assets import bench
+from rag_ttc_assets.definitions import JOB, build_definitions
+
+SUMMARIES = ("retrieval_summary.json", "admission_summary.json", "contract_summary.json", "judge_summary.json",
+             "failure_flow.json")
+
+
+def _job_shape(job) -> tuple[dict[str, set[str]], set[str]]:
+    graph = job.asset_layer.asset_graph
+    assets = {k.to_user_string(): {p.to_user_string() for p in graph.get(k).parent_keys}
+              for k in graph.executable_asset_keys if graph.get(k).partitions_def is not None}
+    checks = {f"{c.asset_key.to_user_string()}:{c.name}" for c in graph.asset_check_keys}
+    return assets, checks
+
+
+def _summaries(store, arm) -> dict:
+    """The arm's summaries, without the judge's provider-call counters (the first pass calls, the second hits)."""
+    out = {name: json.loads(store.arm_path(arm, name).read_text()) for name in SUMMARIES}
+    for k in ("provider_calls", "cache_hits"):
+        out["judge_summary.json"].pop(k)
+    return out
+
+
+def test_direct_steps_cover_the_job_in_an_order_it_could_run(mini_lab):
+    assets, checks = _job_shape(build_definitions(mini_lab).resolve_job_def(JOB))
+    steps = [name for name, _ in bench.graph_steps(None)]
+    assert {s for s in steps if ":" not in s} == set(assets)
+    assert {s for s in steps if ":" in s} == checks
+    seen: set[str] = set()
+    for s in steps:
+        if ":" in s:
+            assert s.split(":")[0] in seen  # a check runs after its asset
+        else:
+            assert assets[s] <= seen, f"{s} before its upstream {assets[s] - seen}"
+        seen.add(s.split(":")[0])
+
+    sub = [name for name, _ in bench.graph_steps(bench.RETRIEVAL_GRAPH)]
+    assert {s for s in sub if ":" not in s} == set(bench.RETRIEVAL_GRAPH)
+
+
+def test_noop_floor_job_has_the_arm_jobs_shape_and_runs(mini_lab):
+    real = _job_shape(build_definitions(mini_lab).resolve_job_def(JOB))
+    noop = bench.noop_graph_job(None)
+    assert _job_shape(noop) == real
+    with DagsterInstance.ephemeral() as instance:
+        result = noop.execute_in_process(partition_key=bench.ARM, instance=instance)
+    assert result.success
+    assert len(result.get_asset_materialization_events()) == len(real[0])
+    assert len(result.get_asset_check_evaluations()) == len(real[1])
+
+
+def test_direct_reference_does_the_jobs_work(mini_lab):
+    """Run the whole graph of one arm directly in a fresh store, then through the job on the same store:
+    the job's checks agree with the direct ones, and every summary the job writes equals the direct one."""
+    arm = bench.ARM
+    store = mini_lab.store
+    direct_checks = bench.direct_arm_graph(mini_lab, arm)
+    assert direct_checks and all(direct_checks.values()), direct_checks
+    direct = _summaries(store, arm)
+    files = {p.name for p in store.arm_path(arm, "").iterdir()}
+    assert {"answers.parquet", "judge_verdicts.parquet", "failure_flow.parquet"} <= files
+
+    job = build_definitions(mini_lab).resolve_job_def(JOB)
+    with DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(partition_key=arm, instance=instance)
+    assert result.success
+    assert bench._job_checks(result) == direct_checks
+    assert _summaries(store, arm) == direct
+    judged = json.loads(store.arm_path(arm, "judge_summary.json").read_text())
+    assert judged["provider_calls"] == 0 and judged["cache_hits"] > 0  # the second pass ran on warm caches
+    assert {p.name for p in store.arm_path(arm, "").iterdir()} == files
+
+    # The retrieval subgraph alone: only its assets are touched.
+    before = {name: store.arm_path(arm, name).stat().st_mtime_ns for name in ("answers.parquet", "judge_summary.json")}
+    sub = bench.direct_arm_graph(mini_lab, arm, bench.RETRIEVAL_GRAPH)
+    assert set(sub) == {"corpus_binding:digest_binding"}
+    assert {name: store.arm_path(arm, name).stat().st_mtime_ns for name in before} == before
