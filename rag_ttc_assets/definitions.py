@@ -27,7 +27,8 @@ def build_definitions(lab: Lab | None = None) -> Definitions:
     job = define_asset_job(JOB, selection=AssetSelection.assets(*per_arm) | AssetSelection.checks(*checks),
                            description="Materialize every stage of one arm (one partition).")
     resource = LabResource(arms_file=str(lab.arms_file), datasets_dir=str(lab.datasets_dir),
-                           prompts_dir=str(lab.prompts_dir), home=str(lab.home))
+                           prompts_dir=str(lab.prompts_dir), home=str(lab.home),
+                           provider_cache=str(lab.provider_cache) if lab.provider_cache is not None else None)
     comparisons = define_asset_job("comparisons_job", selection=AssetSelection.assets(diagnostics.arm_comparisons),
                                    description="Compare the arm pairs of `comparisons` and plot the sweeps.")
     return Definitions(assets=assets, asset_checks=checks, jobs=[job, comparisons], resources={"lab": resource})

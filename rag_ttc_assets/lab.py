@@ -55,21 +55,47 @@ def _path(explicit: str | Path | None, env: str, default: Path) -> Path:
     return Path(value).expanduser().resolve()
 
 
+def _cache_location(explicit: str | Path | None, env: str = "RAG_TTC_PROVIDER_CACHE") -> str | Path | None:
+    """The provider cache's root when set: a local folder, or an fsspec URI whose filesystem is installed."""
+    value = explicit or os.environ.get(env)
+    if not value:
+        return None
+    if isinstance(value, str) and "://" in value:
+        from rag_ttc_assets.adapters.provider_cache import remote_filesystem
+
+        where = "argument" if explicit else env
+        try:
+            fs, local = remote_filesystem(value)
+        except ValueError as e:
+            raise LabPathError(f"{where}: {e}; install that protocol's fsspec package (s3fs, gcsfs, adlfs...) "
+                               "or use a local or network-mounted folder") from None
+        return value if fs is not None else local
+    return Path(value).expanduser().resolve()
+
+
 @dataclass(frozen=True)
 class Lab:
     arms_file: Path
     datasets_dir: Path
     prompts_dir: Path
     home: Path
+    # None: `home/provider_cache`. A folder or an fsspec URI, so several stores (machines) share one cache.
+    provider_cache: str | Path | None = None
 
     @classmethod
-    def from_env(cls, arms_file=None, datasets_dir=None, prompts_dir=None, home=None) -> Lab:
+    def from_env(cls, arms_file=None, datasets_dir=None, prompts_dir=None, home=None, provider_cache=None) -> Lab:
         return cls(
             arms_file=_path(arms_file, "RAG_TTC_ARMS", PROJECT_ROOT / "arms.yaml"),
             datasets_dir=_path(datasets_dir, "RAG_TTC_DATASETS", PROJECT_ROOT / "datasets"),
             prompts_dir=_path(prompts_dir, "RAG_TTC_PROMPTS", PROJECT_ROOT / "prompts"),
             home=_path(home, "RAG_TTC_HOME", PROJECT_ROOT / ".rag_ttc"),
+            provider_cache=_cache_location(provider_cache),
         )
+
+    @property
+    def provider_cache_root(self) -> str | Path:
+        """Where provider results are cached: RAG_TTC_PROVIDER_CACHE (a folder or an fsspec URI) or home/provider_cache."""
+        return self.provider_cache if self.provider_cache is not None else self.home / "provider_cache"
 
     @cached_property
     def arms(self) -> Arms:

@@ -1,5 +1,11 @@
-"""Content-addressed on-disk cache of provider results: one self-checking JSON file per request.
-Callers should cache only successful results (CallResult.status == "ok"): a cached fault would be replayed forever."""
+"""Content-addressed cache of provider results: one self-checking JSON entry per request.
+Callers should cache only successful results (CallResult.status == "ok"): a cached fault would be replayed forever.
+
+The root is a local folder (or a `file://` URI), written by temp file and rename, or an fsspec URI of another
+filesystem (`s3://bucket/cache`, `gs://...`, `memory://...`, with that protocol's fsspec package installed),
+written one whole object per entry: a single PUT, which object stores make atomic, so readers see no entry or a
+whole one. Entries are content-addressed and self-checking, so two machines writing the same key write the same
+record and a torn or foreign entry is detected on read and rebuilt."""
 
 from __future__ import annotations
 
@@ -30,15 +36,42 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def is_uri(root: str | Path) -> bool:
+    return isinstance(root, str) and "://" in root
+
+
+def remote_filesystem(uri: str):
+    """(fsspec filesystem, root path within it) of a cache URI; `file://` URIs come back as (None, local Path).
+    Raises ValueError naming the URI when fsspec has no filesystem for its protocol (package not installed)."""
+    import fsspec
+
+    protocol = uri.split("://", 1)[0]
+    try:
+        cls = fsspec.get_filesystem_class(protocol)
+    except (ImportError, ValueError) as e:
+        raise ValueError(f"{uri!r}: no fsspec filesystem for protocol {protocol!r} ({e})") from None
+    if "file" in ([cls.protocol] if isinstance(cls.protocol, str) else list(cls.protocol)):
+        return None, Path(uri.split("://", 1)[1]).expanduser().resolve()
+    fs, path = fsspec.core.url_to_fs(uri)
+    return fs, path.rstrip("/")
+
+
 class ProviderCache:
     """Entries live at `root/namespace/ab/abcdef....json` and hold `{"key", "digest", "record"}`."""
 
-    def __init__(self, root: Path, namespace: str) -> None:
+    def __init__(self, root: Path | str, namespace: str) -> None:
         if not _NAMESPACE.match(namespace):
             raise ValueError(f"ProviderCache: namespace {namespace!r} must match {_NAMESPACE.pattern}")
-        self.root = Path(root)
+        self.fs = None
+        if is_uri(root):
+            self.fs, local = remote_filesystem(str(root))
+            if self.fs is not None:
+                self.root = str(root)
+                self.dir = f"{local}/{namespace}"
+        if self.fs is None:
+            self.root = local if is_uri(root) else Path(root)
+            self.dir = self.root / namespace
         self.namespace = namespace
-        self.dir = self.root / namespace
 
     def key(
         self,
@@ -66,22 +99,25 @@ class ProviderCache:
         except (TypeError, ValueError) as exc:
             raise TypeError(f"ProviderCache.key: request for {model!r} is not plain JSON: {exc}") from exc
 
-    def path_for(self, key: str) -> Path:
+    def path_for(self, key: str) -> Path | str:
+        """The entry's local Path, or its path within the fsspec filesystem for a URI root."""
         if not _KEY.match(key):
             raise ValueError(f"ProviderCache({self.namespace}): {key!r} is not a 64-hex-digit key")
+        if self.fs is not None:
+            return f"{self.dir}/{key[:2]}/{key}.json"
         return self.dir / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
         """The record stored under `key`, or None if absent or corrupt (a corrupt entry is deleted)."""
         path = self.path_for(key)
         try:
-            text = path.read_text(encoding="utf-8")
+            data = self.fs.cat_file(path) if self.fs is not None else path.read_bytes()
         except FileNotFoundError:
             return None
         problem = None
         try:
-            entry = json.loads(text)
-        except ValueError as exc:
+            entry = json.loads(data.decode("utf-8"))
+        except ValueError as exc:  # UnicodeDecodeError included
             problem = f"not JSON ({exc})"
         else:
             if not isinstance(entry, dict) or not isinstance(entry.get("record"), dict):
@@ -93,7 +129,7 @@ class ProviderCache:
         if problem is None:
             return entry["record"]
         try:
-            path.unlink()
+            self.fs.rm_file(path) if self.fs is not None else path.unlink()
         except FileNotFoundError:
             pass  # a concurrent reader got there first
         warnings.warn(
@@ -103,7 +139,7 @@ class ProviderCache:
         )
         return None
 
-    def put(self, key: str, record: dict) -> Path:
+    def put(self, key: str, record: dict) -> Path | str:
         """Store `record` (plain JSON) under `key` atomically: readers see the old entry or the new one."""
         path = self.path_for(key)
         try:
@@ -111,6 +147,11 @@ class ProviderCache:
         except (TypeError, ValueError) as exc:
             raise TypeError(f"ProviderCache({self.namespace}).put {key}: record is not plain JSON: {exc}") from exc
         entry = {"key": key, "digest": "sha256:" + _sha256(body), "record": record}
+        if self.fs is not None:
+            # One whole object: a single PUT on an object store, so no reader sees half an entry.
+            self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+            self.fs.pipe_file(path, canonical_json(entry).encode("utf-8"))
+            return path
         path.parent.mkdir(parents=True, exist_ok=True)
         # Same directory as the target, so os.replace is a rename within one filesystem.
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")

@@ -28,7 +28,7 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
     prompts = {"statements": lab_.prompt(cfg.judge_statements_prompt, "judge_statements"),
                "verdicts": lab_.prompt(cfg.judge_verdicts_prompt, "judge_verdicts"),
                "gold": lab_.prompt(cfg.judge_gold_prompt, "judge_gold")}
-    caller = Caller(cfg.judge, lab_.home / "provider_cache", "judging", cfg.judge_budget,
+    caller = Caller(cfg.judge, lab_.provider_cache_root, "judging", cfg.judge_budget,
                     cfg.allow_unpriced_provider, stage.JUDGE_ROLE)
     run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "judge")
     log = stage.RowLog(run_dir / records.PARTIAL_JUDGE)

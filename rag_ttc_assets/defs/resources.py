@@ -15,9 +15,10 @@ class LabResource(ConfigurableResource):
     datasets_dir: str | None = None
     prompts_dir: str | None = None
     home: str | None = None
+    provider_cache: str | None = None
 
     def lab(self) -> Lab:
-        return Lab.from_env(self.arms_file, self.datasets_dir, self.prompts_dir, self.home)
+        return Lab.from_env(self.arms_file, self.datasets_dir, self.prompts_dir, self.home, self.provider_cache)
 
     def arm(self, name: str) -> tuple[Lab, ArmConfig]:
         lab = self.lab()

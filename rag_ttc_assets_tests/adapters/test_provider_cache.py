@@ -150,3 +150,73 @@ def test_rejects_bad_namespace_key_and_non_json(cache, tmp_path):
         cache.put(cache.key(MODEL, MESSAGES, PARAMS), {"latency_s": float("nan")})
     with pytest.raises(TypeError, match="request for 'm' is not plain JSON"):
         cache.key("m", MESSAGES, {"stop": {"a", "set"}})
+
+
+# --- URI roots (RAG_TTC_PROVIDER_CACHE): fsspec filesystems, one whole object per entry ----------------
+
+@pytest.fixture
+def memory_root():
+    """A fresh folder of fsspec's in-memory filesystem (global to the process, so removed afterwards)."""
+    import uuid
+
+    import fsspec
+
+    root = f"memory://rag-ttc-test-{uuid.uuid4().hex[:8]}/cache"
+    yield root
+    fs, path = fsspec.core.url_to_fs(root)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
+
+
+def test_fsspec_root_round_trip_layout_and_sharing(memory_root):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    a = ProviderCache(memory_root, "generation")
+    key = a.key(MODEL, MESSAGES, PARAMS)
+    assert a.get(key) is None
+    path = a.put(key, RECORD)
+    base = fsspec.core.url_to_fs(memory_root)[1]
+    assert path == f"{base}/generation/{key[:2]}/{key}.json"
+    stored = json.loads(fs.cat_file(path))
+    assert stored["key"] == key and stored["record"] == RECORD
+    assert stored["digest"] == "sha256:" + hashlib.sha256(
+        json.dumps(RECORD, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    # Another cache object (another store, another process on a shared bucket) on the same URI sees the entry.
+    assert ProviderCache(memory_root, "generation").get(key) == RECORD
+    assert ProviderCache(memory_root, "judging").get(key) is None
+    assert fs.find(base) == [path]  # one object per entry, nothing beside it
+
+
+@pytest.mark.parametrize("corrupt, reason", [
+    (b"{not json", "not JSON"),
+    (b"\xff\xfe\x00", "not JSON"),
+    (json.dumps({"key": "0" * 64, "digest": "sha256:x", "record": RECORD}).encode(), "is not its file name"),
+])
+def test_fsspec_root_corrupt_entry_is_deleted_and_rebuilt(memory_root, corrupt, reason):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    cache = ProviderCache(memory_root, "generation")
+    key = cache.key(MODEL, MESSAGES, PARAMS)
+    path = cache.put(key, RECORD)
+    fs.pipe_file(path, corrupt)
+    with pytest.warns(CorruptCacheEntryWarning, match=reason):
+        assert cache.get(key) is None
+    assert not fs.exists(path)
+    cache.put(key, RECORD)
+    assert cache.get(key) == RECORD
+
+
+def test_file_uri_root_is_the_local_folder_with_atomic_writes(tmp_path):
+    cache = ProviderCache(f"file://{tmp_path}/shared", "generation")
+    assert cache.fs is None and cache.root == tmp_path / "shared"
+    key = cache.key(MODEL, MESSAGES, PARAMS)
+    path = cache.put(key, RECORD)
+    assert path == tmp_path / "shared" / "generation" / key[:2] / f"{key}.json"
+    assert ProviderCache(tmp_path / "shared", "generation").get(key) == RECORD
+
+
+def test_unknown_protocol_is_refused_naming_the_uri():
+    with pytest.raises(ValueError, match=r"'nosuchfs://bucket/cache': no fsspec filesystem for protocol 'nosuchfs'"):
+        ProviderCache("nosuchfs://bucket/cache", "generation")

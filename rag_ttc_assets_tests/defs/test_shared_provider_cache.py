@@ -1,0 +1,78 @@
+"""RAG_TTC_PROVIDER_CACHE: several stores (machines) share one provider cache, a folder or an fsspec URI.
+
+In process through the job with fsspec's in-memory filesystem (the code path of s3://, gs://... : whole-object
+writes and reads through fsspec), and through the CLI in subprocesses with a `file://` URI."""
+
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+from dagster import DagsterInstance
+
+from rag_ttc_assets.definitions import JOB, build_definitions
+from rag_ttc_assets.lab import Lab, LabPathError
+from rag_ttc_assets_tests.conftest import REPO
+
+
+def _answers_and_judge_calls(lab: Lab, arm: str) -> tuple[dict, dict]:
+    from rag_ttc_assets.stages.generation import calls_summary
+
+    answers = calls_summary(lab.store.read_table(arm, "answers"))
+    judged = lab.store.read_arm_json(arm, "judge_summary.json")
+    return answers, {k: judged[k] for k in ("provider_calls", "cache_hits")}
+
+
+def test_two_stores_share_one_fsspec_provider_cache(mini_lab, tmp_path, monkeypatch):
+    import fsspec
+
+    uri = f"memory://rag-ttc-shared-{uuid.uuid4().hex[:8]}/provider-cache"
+    monkeypatch.setenv("RAG_TTC_PROVIDER_CACHE", uri)
+    runs = {}
+    for home in ("store-a", "store-b"):
+        monkeypatch.setenv("RAG_TTC_HOME", str(tmp_path / home))
+        lab = Lab.from_env()
+        assert lab.provider_cache == uri and lab.provider_cache_root == uri
+        job = build_definitions(lab).resolve_job_def(JOB)
+        with DagsterInstance.ephemeral() as instance:
+            assert job.execute_in_process(partition_key="baseline", instance=instance).success
+        runs[home] = _answers_and_judge_calls(lab, "baseline")
+        assert not (tmp_path / home / "provider_cache").exists()  # nothing cached beside the store
+    (a_answers, a_judge), (b_answers, b_judge) = runs["store-a"], runs["store-b"]
+    assert a_answers["provider_calls"] > 0 and a_answers["cache_hits"] == 0
+    assert a_judge["provider_calls"] > 0
+    # The second store made no provider call at all: every answer and verdict came from the shared cache.
+    assert b_answers["provider_calls"] == 0 and b_answers["cache_hits"] == a_answers["provider_calls"]
+    assert b_judge["provider_calls"] == 0 and b_judge["cache_hits"] == a_judge["provider_calls"] + a_judge["cache_hits"]
+    fs, root = fsspec.core.url_to_fs(uri)
+    entries = fs.find(root)
+    assert len(entries) == a_answers["provider_calls"] + a_judge["provider_calls"]
+    assert {e.split("/")[len(root.rstrip("/").split("/"))] for e in entries} == {"generation", "judging"}
+    fs.rm(root, recursive=True)
+
+
+@pytest.mark.slow
+def test_cli_runs_in_two_stores_share_a_file_uri_cache(mini_lab, tmp_path):
+    shared = tmp_path / "shared-cache"
+    env = {**os.environ, "RAG_TTC_PROVIDER_CACHE": f"file://{shared}", "DAGSTER_HOME": str(tmp_path / "dagster"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    (tmp_path / "dagster").mkdir()
+    outs = []
+    for home in ("store-a", "store-b"):
+        proc = subprocess.run([sys.executable, "-m", "rag_ttc_assets.cli", "run", "baseline"], capture_output=True,
+                              text=True, cwd=REPO, timeout=600, env={**env, "RAG_TTC_HOME": str(tmp_path / home)})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(_answers_and_judge_calls(Lab.from_env(home=str(tmp_path / home)), "baseline"))
+    assert outs[0][0]["provider_calls"] > 0
+    assert outs[1][0]["provider_calls"] == 0 and outs[1][1]["provider_calls"] == 0
+    assert {p.name for p in shared.iterdir()} == {"generation", "judging"}
+    assert not (tmp_path / "store-a" / "provider_cache").exists()
+
+
+def test_unusable_cache_uri_is_refused_naming_the_variable(mini_lab, monkeypatch):
+    monkeypatch.setenv("RAG_TTC_PROVIDER_CACHE", "nosuchfs://bucket/cache")
+    with pytest.raises(LabPathError, match=r"RAG_TTC_PROVIDER_CACHE: 'nosuchfs://bucket/cache': no fsspec filesystem"):
+        Lab.from_env()
+    monkeypatch.delenv("RAG_TTC_PROVIDER_CACHE")
+    assert Lab.from_env().provider_cache_root == Lab.from_env().home / "provider_cache"
