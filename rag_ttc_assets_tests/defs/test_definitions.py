@@ -8,8 +8,17 @@ from rag_ttc_assets.core.arms import load_arms
 from rag_ttc_assets_tests.conftest import REPO
 
 
-def test_definitions_load_with_one_partition_per_arm():
-    from rag_ttc_assets.definitions import defs
+def test_definitions_load_with_one_partition_per_arm(monkeypatch):
+    import importlib
+    import os
+
+    import rag_ttc_assets.definitions
+
+    # As `dagster dev -m rag_ttc_assets.definitions` loads it: a fresh import in an environment with no lab
+    # overrides (an earlier test may have imported the module under a temporary lab's RAG_TTC_* variables).
+    for var in [v for v in os.environ if v.startswith("RAG_TTC_")]:
+        monkeypatch.delenv(var)
+    defs = importlib.reload(rag_ttc_assets.definitions).defs
 
     job = defs.resolve_job_def("arm_job")
     assert job.partitions_def.get_partition_keys() == load_arms(REPO / "arms.yaml").names
