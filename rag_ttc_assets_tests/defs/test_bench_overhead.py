@@ -4,6 +4,7 @@ Ratios are not asserted (shared, noisy machines)."""
 
 import json
 
+import pytest
 from dagster import DagsterInstance
 
 from rag_ttc_assets import bench
@@ -46,15 +47,25 @@ def test_direct_steps_cover_the_job_in_an_order_it_could_run(mini_lab):
     assert {s for s in sub if ":" not in s} == set(bench.RETRIEVAL_GRAPH)
 
 
-def test_noop_floor_job_has_the_arm_jobs_shape_and_runs(mini_lab):
-    real = _job_shape(build_definitions(mini_lab).resolve_job_def(JOB))
-    noop = bench.noop_graph_job(None)
-    assert _job_shape(noop) == real
+@pytest.mark.parametrize("layout", bench.NOOP_LAYOUTS)
+def test_noop_floor_jobs_materialize_the_arm_jobs_assets_and_checks(mini_lab, layout):
+    real_assets, real_checks = _job_shape(build_definitions(mini_lab).resolve_job_def(JOB))
+    noop = bench.noop_graph_job(None, layout)
+    if layout == "as_built":
+        assert _job_shape(noop) == (real_assets, real_checks)  # the same graph, step for step
     with DagsterInstance.ephemeral() as instance:
         result = noop.execute_in_process(partition_key=bench.ARM, instance=instance)
     assert result.success
-    assert len(result.get_asset_materialization_events()) == len(real[0])
-    assert len(result.get_asset_check_evaluations()) == len(real[1])
+    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == set(real_assets)
+    assert set(bench._job_checks(result)) == real_checks and all(bench._job_checks(result).values())
+    steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
+    assert len(steps) == {"as_built": len(real_assets) + len(real_checks), "checks_in_assets": len(real_assets),
+                          "one_step": 1}[layout]
+
+
+def test_unknown_noop_layout_is_refused():
+    with pytest.raises(ValueError, match="layout 'two_steps': one of as_built, checks_in_assets, one_step"):
+        bench.noop_graph_job(None, "two_steps")
 
 
 def test_direct_reference_does_the_jobs_work(mini_lab):
