@@ -81,7 +81,7 @@ def judge_keeps_every_row(context: AssetCheckExecutionContext, lab: LabResource)
 
 
 @arm_asset(group=GROUP, kinds={"json"}, deps=("judge_summary", "retrieval_summary", "contract_summary",
-                                              "failure_flow"), code_version="run-record/1")
+                                              "failure_flow"), code_version="run-record/2")
 def run_record(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The seed's self-contained run directory: config, input copies, preparation, results, summary, status."""
     arm = context.partition_key

@@ -180,7 +180,9 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
         "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
         "model_assignments": {"generator": cfg.generator.model, "judge": cfg.judge.model,
                               "same_model": cfg.generator.model == cfg.judge.model},
-        "arms_file": str(lab.arms_file)})
+        "arms_file": str(lab.arms_file),
+        # Where the answers and verdicts were cached: another store's cache (RAG_TTC_PROVIDER_CACHE) may have served them.
+        "provider_cache": str(lab.provider_cache_root)})
     shutil.copyfile(ds.corpus_path, run_dir / "inputs" / "corpus.json")
     shutil.copyfile(ds.evaluation_path, run_dir / "inputs" / "evaluation.json")
     for field, kind in prompt_fields(cfg).items():

@@ -3,16 +3,19 @@
 In process through the job with fsspec's in-memory filesystem (the code path of s3://, gs://... : whole-object
 writes and reads through fsspec), and through the CLI in subprocesses with a `file://` URI."""
 
+import json
 import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from dagster import DagsterInstance
 
 from rag_ttc_assets.definitions import JOB, build_definitions
 from rag_ttc_assets.lab import Lab, LabPathError
+from rag_ttc_assets.stages.run_record import COMPLETE, list_runs
 from rag_ttc_assets_tests.conftest import REPO
 
 
@@ -38,6 +41,8 @@ def test_two_stores_share_one_fsspec_provider_cache(mini_lab, tmp_path, monkeypa
         with DagsterInstance.ephemeral() as instance:
             assert job.execute_in_process(partition_key="baseline", instance=instance).success
         runs[home] = _answers_and_judge_calls(lab, "baseline")
+        (record,) = [r for r in list_runs(lab, "baseline") if r["status"] == COMPLETE]
+        assert json.loads((Path(record["run_dir"]) / "config.json").read_text())["provider_cache"] == uri
         assert not (tmp_path / home / "provider_cache").exists()  # nothing cached beside the store
     (a_answers, a_judge), (b_answers, b_judge) = runs["store-a"], runs["store-b"]
     assert a_answers["provider_calls"] > 0 and a_answers["cache_hits"] == 0
