@@ -481,15 +481,24 @@ def graph_steps(assets: tuple[str, ...] | None) -> list[tuple[str, Callable]]:
     return steps
 
 
-def direct_arm_graph(lab: Lab, arm: str, assets: tuple[str, ...] | None = None) -> dict[str, bool]:
-    """Every step of `arm_job` for `arm` (or the `assets` subgraph) as plain calls of the same asset and check
-    bodies, with the same lab resource, in dependency order; returns each check's verdict."""
+def lab_resource(lab: Lab):
+    """The lab resource the job's steps receive (built with the definitions, as `arm_job` gets it)."""
     from rag_ttc_assets.definitions import build_definitions
 
-    resource = build_definitions(lab).resources["lab"]
+    return build_definitions(lab).resources["lab"]
+
+
+def direct_arm_graph(lab: Lab, arm: str, assets: tuple[str, ...] | None = None, resource=None,
+                     steps: list[tuple[str, Callable]] | None = None) -> dict[str, bool]:
+    """Every step of `arm_job` for `arm` (or the `assets` subgraph) as plain calls of the same asset and check
+    bodies, with the same lab resource, in dependency order; returns each check's verdict.
+
+    The bench passes `resource` and `steps` built beforehand, as the job side resolves its job beforehand:
+    neither side's timing includes building definitions."""
+    resource = resource if resource is not None else lab_resource(lab)
     ctx = DirectContext(arm, uuid.uuid4().hex)
     checks = {}
-    for name, fn in graph_steps(assets):
+    for name, fn in steps if steps is not None else graph_steps(assets):
         result = fn(ctx, resource)
         if ":" in name:
             checks[name] = bool(result.passed)
@@ -576,6 +585,7 @@ def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
     _log("dagster_overhead: warming the shared store (every artifact of the arm built, answers and judge cached)")
     materialize(lab, [ARM], None)
     job = build_definitions(lab).resolve_job_def(JOB)
+    resource = lab_resource(lab)
     out: dict[str, Any] = {}
     for label, assets in (("whole graph", None), ("retrieval graph", RETRIEVAL_GRAPH)):
         selection = [AssetKey(a) for a in assets] if assets is not None else None
@@ -589,9 +599,11 @@ def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
                               len([e for e in result.all_events if e.event_type_value == "STEP_SUCCESS"]))
             return sw.timing
 
+        steps = graph_steps(assets)
+
         def reference() -> Timing:
             with Stopwatch() as sw:
-                box["reference"] = direct_arm_graph(lab, ARM, assets)
+                box["reference"] = direct_arm_graph(lab, ARM, resource=resource, steps=steps)
             return sw.timing
 
         direct_arm_graph(lab, ARM, assets)  # warm-up of the direct path (first calls pay lazy imports)
