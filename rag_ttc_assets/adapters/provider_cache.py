@@ -62,15 +62,9 @@ class ProviderCache:
     def __init__(self, root: Path | str, namespace: str) -> None:
         if not _NAMESPACE.match(namespace):
             raise ValueError(f"ProviderCache: namespace {namespace!r} must match {_NAMESPACE.pattern}")
-        self.fs = None
-        if is_uri(root):
-            self.fs, local = remote_filesystem(str(root))
-            if self.fs is not None:
-                self.root = str(root)
-                self.dir = f"{local}/{namespace}"
-        if self.fs is None:
-            self.root = local if is_uri(root) else Path(root)
-            self.dir = self.root / namespace
+        self.fs, where = remote_filesystem(str(root)) if is_uri(root) else (None, Path(root))
+        self.root: Path | str = str(root) if self.fs is not None else where
+        self.dir: Path | str = f"{where}/{namespace}" if self.fs is not None else where / namespace
         self.namespace = namespace
 
     def key(
