@@ -23,6 +23,7 @@ from rag_ttc_assets.adapters.store import atomic_write_bytes, atomic_write_json
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages.generation import calls_summary
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 
 STATUS = "status.json"
@@ -171,6 +172,25 @@ def per_query_rows(arm: str, cfg: ArmConfig, tables: dict[str, pl.DataFrame], ch
     return rows
 
 
+def provenance(provider_calls: int, cache_hits: int) -> str:
+    """Whether results came from provider calls, cache hits or a mixture of both (the seed's section 10.2)."""
+    if provider_calls and cache_hits:
+        return "mixture of provider calls and cache hits"
+    if cache_hits:
+        return "cache hits only"
+    return "provider calls only" if provider_calls else "no provider results"
+
+
+def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: dict) -> dict:
+    """Per role: provider calls, cache hits and which of the two the metrics were generated from; and the cache."""
+    a = calls_summary(answers)
+    out = {"provider_cache": str(lab.provider_cache_root)}
+    for role, calls, hits in (("answers", a["provider_calls"], a["cache_hits"]),
+                              ("judge", judge_summary["provider_calls"], judge_summary["cache_hits"])):
+        out[role] = {"provider_calls": calls, "cache_hits": hits, "from": provenance(calls, hits)}
+    return out
+
+
 def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, built: dict, fingerprints: dict) -> dict:
     """Fill `run_dir` with the seed's layout and mark it complete; return the counts written."""
     store = lab.store
@@ -227,15 +247,18 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     counts = {"questions": len(per_query), "answer_rows": tables["answers"].height,
               "judge_rows": tables["judge_verdicts"].height, "valid": contract["valid"],
               "judged": judge_summary["judged"]}
+    source = result_provenance(lab, tables["answers"], judge_summary)
+    atomic_write_json(results / "provider-provenance.json", source)
     atomic_write_bytes(run_dir / "summary.md", summary_markdown(arm, cfg, retrieval["summary"], contract,
-                                                                judge_summary, counts).encode("utf-8"))
+                                                                judge_summary, counts, source).encode("utf-8"))
     st = read_status(run_dir)
     atomic_write_json(run_dir / STATUS, {**st, "status": COMPLETE, "finished_at": _now(), "counts": counts,
                                          "exit_code": 0})
     return counts
 
 
-def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, judge: dict, counts: dict) -> str:
+def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, judge: dict, counts: dict,
+                     source: dict) -> str:
     lines = [f"# Run of arm `{arm}`", "",
              f"chunks {cfg.chunk_runes}/{cfg.overlap_runes}, {cfg.retrieval}, retrieve_k {cfg.retrieve_k}, "
              f"evidence_k {cfg.evidence_k}, context_runes {cfg.context_runes}, prompt `{cfg.prompt}`", "",
@@ -253,7 +276,14 @@ def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, 
              + (" (offline baseline judge, not a language model)" if judge.get("offline_baseline_judge") else ""),
              "", f"judged {judge['judged']}, abstained {judge['abstained']}, invalid {judge['invalid']}, "
              f"mean faithfulness {judge['mean_faithfulness']}, mean relevance {judge['mean_relevance']}, "
-             f"contradicts_gold {judge['contradicts_gold']}", "", f"rows: {counts}", ""]
+             f"contradicts_gold {judge['contradicts_gold']}", "",
+             "## Where the provider results came from", "",
+             "A cache hit hides the provider call that produced it; the copied inputs and per-query records "
+             "above are the source of truth.", "",
+             "| role | provider calls | cache hits | metrics generated from |", "|---|---|---|---|",
+             *[f"| {role} | {source[role]['provider_calls']} | {source[role]['cache_hits']} | {source[role]['from']} |"
+               for role in ("answers", "judge")], "",
+             f"provider cache: `{source['provider_cache']}`", "", f"rows: {counts}", ""]
     return "\n".join(lines)
 
 

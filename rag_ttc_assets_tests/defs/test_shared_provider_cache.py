@@ -42,7 +42,15 @@ def test_two_stores_share_one_fsspec_provider_cache(mini_lab, tmp_path, monkeypa
             assert job.execute_in_process(partition_key="baseline", instance=instance).success
         runs[home] = _answers_and_judge_calls(lab, "baseline")
         (record,) = [r for r in list_runs(lab, "baseline") if r["status"] == COMPLETE]
-        assert json.loads((Path(record["run_dir"]) / "config.json").read_text())["provider_cache"] == uri
+        run_dir = Path(record["run_dir"])
+        assert json.loads((run_dir / "config.json").read_text())["provider_cache"] == uri
+        # The run record states where its metrics came from (the seed's section 10.2).
+        source = json.loads((run_dir / "results" / "provider-provenance.json").read_text())
+        expected = "provider calls only" if home == "store-a" else "cache hits only"
+        assert source["provider_cache"] == uri
+        assert source["answers"]["from"] == source["judge"]["from"] == expected
+        assert f"| answers | {source['answers']['provider_calls']} | {source['answers']['cache_hits']} | {expected} |" \
+            in (run_dir / "summary.md").read_text()
         assert not (tmp_path / home / "provider_cache").exists()  # nothing cached beside the store
     (a_answers, a_judge), (b_answers, b_judge) = runs["store-a"], runs["store-b"]
     assert a_answers["provider_calls"] > 0 and a_answers["cache_hits"] == 0
@@ -81,3 +89,12 @@ def test_unusable_cache_uri_is_refused_naming_the_variable(mini_lab, monkeypatch
         Lab.from_env()
     monkeypatch.delenv("RAG_TTC_PROVIDER_CACHE")
     assert Lab.from_env().provider_cache_root == Lab.from_env().home / "provider_cache"
+
+
+def test_provenance_names_calls_hits_or_a_mixture():
+    from rag_ttc_assets.stages.run_record import provenance
+
+    assert provenance(3, 0) == "provider calls only"
+    assert provenance(0, 3) == "cache hits only"
+    assert provenance(2, 1) == "mixture of provider calls and cache hits"
+    assert provenance(0, 0) == "no provider results"

@@ -84,7 +84,7 @@ def test_run_diagnose_inspect_compare_and_validate_run_records(mini_lab, tmp_pat
                 "preparation/chunks.json", "preparation/representations.json", "indexes/manifest.json",
                 "results/per-query.jsonl", "results/generated-answers.json", "results/answer-contract-summary.json",
                 "results/retrieval-summary.json", "results/judge-per-query.jsonl", "results/judge-summary.json",
-                "summary.md", "status.json"):
+                "results/provider-provenance.json", "summary.md", "status.json"):
         assert (run_dir / rel).is_file(), rel
     row = json.loads((run_dir / "results" / "per-query.jsonl").read_text().splitlines()[0])
     assert set(row["generated_answer"]["context"]) == {"evidence", "omitted_chunk_ids", "used_runes", "max_runes"}
