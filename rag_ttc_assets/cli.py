@@ -299,15 +299,18 @@ def run_tables(reports: dict[str, dict]) -> str:
         rows = []
         for n, rep in reports.items():
             c = rep.get("contract", {})
+            a = rep.get("calls", {}).get("answers", {})
             rows.append([n, rep.get("generator_model"), c.get("total"), c.get("valid"), c.get("parse_failures"),
                          c.get("contract_failures"), c.get("abstentions"),
-                         sum(c.get("provider_faults", {}).values()) if c else None, c.get("mean_answer_chars")])
+                         sum(c.get("provider_faults", {}).values()) if c else None, c.get("mean_answer_chars"),
+                         a.get("provider_calls"), a.get("cache_hits")])
         out.append(_table(["arm", "generator", "total", "valid", "parse_failures", "contract_failures",
-                           "abstentions", "provider_faults", "mean_chars"], rows))
+                           "abstentions", "provider_faults", "mean_chars", "provider_calls", "cache_hits"], rows))
     if any("judge" in rep for rep in reports.values()):
         rows = []
         for n, rep in reports.items():
-            j, calls = rep.get("judge", {}), rep.get("calls", {})
+            # The judge's own calls (the generator's are in the contract table above).
+            j, calls = rep.get("judge", {}), rep.get("calls", {}).get("judge", {})
             rows.append([n, j.get("judge_model"), j.get("same_model_as_generator"), j.get("judged"),
                          j.get("abstained"), j.get("invalid"), j.get("mean_faithfulness"), j.get("mean_relevance"),
                          j.get("contradicts_gold"), calls.get("provider_calls"), calls.get("cache_hits")])

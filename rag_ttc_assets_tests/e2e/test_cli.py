@@ -171,3 +171,23 @@ def test_object_storage_home_is_refused_not_made_a_local_folder(tmp_path):
     assert code == 1
     assert "RAG_TTC_HOME: 's3://bucket/lab' is a URI" in err and "docs/cluster.md" in err
     assert not (tmp_path / "s3:").exists()
+
+
+def test_run_table_puts_each_roles_calls_beside_its_own_table():
+    """The generator's calls sit in the contract table and the judge's in the judge table, never summed."""
+    from rag_ttc_assets.cli import run_tables
+
+    report = {"contract": {"total": 4, "valid": 3, "parse_failures": 0, "contract_failures": 0, "abstentions": 1,
+                           "provider_faults": {}, "mean_answer_chars": 10.0},
+              "generator_model": "local/extractive",
+              "judge": {"judge_model": "local/lexical", "same_model_as_generator": False, "judged": 3},
+              "calls": {"answers": {"provider_calls": 3, "cache_hits": 1},
+                        "judge": {"provider_calls": 5, "cache_hits": 2},
+                        "provider_calls": 8, "cache_hits": 3}}
+    tables = run_tables({"arm-a": report}).split("\n\n")
+    contract = next(t for t in tables if t.startswith("arm") and "parse_failures" in t).splitlines()
+    judge = next(t for t in tables if "contradicts_gold" in t).splitlines()
+    assert contract[0].split()[-2:] == ["provider_calls", "cache_hits"]
+    assert contract[-1].split()[-2:] == ["3", "1"]
+    assert judge[0].split()[-2:] == ["provider_calls", "cache_hits"]
+    assert judge[-1].split()[-2:] == ["5", "2"]
