@@ -117,20 +117,28 @@ def flow_rows(question: Question, coverage_rows: Iterable[dict], contract_row: d
     return out
 
 
+def branch_accounting(items: list, branches: Iterable[str]) -> tuple[dict[str, int], dict[str, dict[str, int]], bool]:
+    """Items (each with `branch` and `quality`) per branch, and per branch per answer quality, every branch and
+    quality present; and whether each branch's qualities add up to its count. Shared by the failure flow
+    (requests) and the lookup flow (cases)."""
+    counts = dict.fromkeys(branches, 0)
+    accounting = {b: dict.fromkeys(QUALITIES, 0) for b in counts}
+    for item in items:
+        counts[item.branch] += 1
+        accounting[item.branch][item.quality] += 1
+    return counts, accounting, all(sum(accounting[b].values()) == counts[b] for b in counts)
+
+
 def flow_table(rows: Iterable[FlowRow]) -> dict:
     """Requests per branch (every branch present), the total, and per branch acceptable/wrong/unanswered."""
     rows = list(rows)
-    counts = dict.fromkeys(FLOW_BRANCHES, 0)
-    accounting = {b: dict.fromkeys(QUALITIES, 0) for b in FLOW_BRANCHES}
-    for r in rows:
-        counts[r.branch] += 1
-        accounting[r.branch][r.quality] += 1
+    counts, accounting, accounting_closes = branch_accounting(rows, FLOW_BRANCHES)
     return {
         **counts,
         "total": len(rows),
         "closes": sum(counts.values()) == len(rows),
         "accounting": accounting,
-        "accounting_closes": all(sum(accounting[b].values()) == counts[b] for b in FLOW_BRANCHES),
+        "accounting_closes": accounting_closes,
     }
 
 

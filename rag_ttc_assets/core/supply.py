@@ -27,12 +27,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from rag_ttc_assets.core.flow import branch_accounting
 from rag_ttc_assets.core.records import Document, Question
 
 SUPPLY_MODES = ("retrieval", "preloaded", "tool")
 LOOKUP_TOOL_NAME = "lookup"
 LOOKUP_BRANCHES = ("no_call", "empty_results", "wrong_document", "correct_document")
-CASE_QUALITIES = ("acceptable", "wrong", "unanswered")
 SUMMARY_RUNES = 100
 
 # The one tool a tool arm offers, in the OpenAI function-calling format litellm forwards to every provider.
@@ -171,11 +171,7 @@ def lookup_cases(questions: Iterable[Question], lookups: dict[str, list[LookupCa
 def lookup_flow(cases: Iterable[LookupCase]) -> dict:
     """Cases per branch (every branch present), wrong answers per branch, hit rate over all cases, closure."""
     cases = list(cases)
-    counts = dict.fromkeys(LOOKUP_BRANCHES, 0)
-    accounting = {b: dict.fromkeys(CASE_QUALITIES, 0) for b in LOOKUP_BRANCHES}
-    for c in cases:
-        counts[c.branch] += 1
-        accounting[c.branch][c.quality] += 1
+    counts, accounting, accounting_closes = branch_accounting(cases, LOOKUP_BRANCHES)
     called = len(cases) - counts["no_call"]
     hits = counts["correct_document"]
     misses = len(cases) - hits
@@ -196,5 +192,5 @@ def lookup_flow(cases: Iterable[LookupCase]) -> dict:
         # The seed's identities: no-calls + calls = cases; empty + wrong + correct = calls; each branch's answers.
         "closes": counts["no_call"] + called == len(cases)
         and counts["empty_results"] + counts["wrong_document"] + counts["correct_document"] == called,
-        "accounting_closes": all(sum(accounting[b].values()) == counts[b] for b in LOOKUP_BRANCHES),
+        "accounting_closes": accounting_closes,
     }
