@@ -50,8 +50,7 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
     if "lookup_flow" in s:
         store.write_table(arm, "lookup_cases", d["lookup_cases"])
         lf = s["lookup_flow"]
-        lookup_md = {**numbers({k: v for k, v in lf.items() if k not in LOOKUP_BRANCHES}, prefix="lookup/"),
-                     **numbers({b: lf[b] for b in LOOKUP_BRANCHES}, prefix="lookup/"),
+        lookup_md = {**numbers(lf, prefix="lookup/"),
                      "lookup_flow": md_table([{"branch": b, "cases": lf[b], **lf["accounting"][b]}
                                               for b in LOOKUP_BRANCHES])}
     digest = store.write_arm_json(arm, "failure_flow.json", s)

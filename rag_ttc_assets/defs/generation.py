@@ -30,7 +30,7 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
     chunk_text = {c.chunk_id: c.text for c in ingest.read_chunks(chunks)}
     fields = prompt_fields(cfg)
     prompt = lab_.prompt(cfg.prompt, fields["prompt"])
-    tools = supply.supply_tools(lab_, cfg, ds, chunks, chunk_text)
+    tools = supply.supply_tools(lab_, cfg, ds, chunks)
     caller = Caller(cfg.generator, lab_.provider_cache_root, "generation", cfg.generation_budget,
                     cfg.allow_unpriced_provider, stage.GENERATOR_ROLE)
     run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "answers")

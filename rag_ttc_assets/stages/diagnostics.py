@@ -7,6 +7,7 @@ retrieval summary) and calls the pure functions in core.completeness, core.flow 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
@@ -152,7 +153,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
         "mean_input_tokens": {"a": report["metrics"]["input_tokens"]["mean_a"],
                               "b": report["metrics"]["input_tokens"]["mean_b"],
                               "delta": report["metrics"]["input_tokens"]["mean_delta"]},
-        "p95_latency_s": {"a": _p95(va["latency_s"]), "b": _p95(vb["latency_s"])},
+        "p95_latency_s": {"a": _p95(va["latency_s"].values()), "b": _p95(vb["latency_s"].values())},
         "attributed_to": sorted(changed),
     }
     sets_a = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
@@ -184,18 +185,17 @@ def supply_numbers(lab: Lab, arm: str) -> dict:
     flow = lab.store.read_arm_json(arm, "failure_flow.json")
     judge = lab.store.read_arm_json(arm, "judge_summary.json")
     answers = lab.store.read_table(arm, "answers")
-    latencies = sorted(answers["latency_s"].to_list())
     hit = flow.get("lookup_flow") or flow["hit_rate"]
     return {"supply": lab.arms[arm].supply, "hit_rate": hit["hit_rate"], "hits": hit["hits"], "cases": hit["cases"],
             "contradicts_gold": judge["contradicts_gold"],
             "mean_input_tokens": float(answers["input_tokens"].fill_null(0).mean() or 0.0),
-            "p95_latency_s": latencies[int(0.95 * (len(latencies) - 1))] if latencies else None,
+            "p95_latency_s": _p95(answers["latency_s"].to_list()),
             # Over the same cases as the hit rate (answerable questions), as the run summary counts them.
             "lookup_calls": (flow.get("lookup_flow") or {}).get("lookup_calls", 0)}
 
 
-def _p95(values: dict[str, float | None]) -> float | None:
-    xs = sorted(v for v in values.values() if v is not None)
+def _p95(values: Iterable[float | None]) -> float | None:
+    xs = sorted(v for v in values if v is not None)
     return xs[int(0.95 * (len(xs) - 1))] if xs else None
 
 

@@ -116,12 +116,14 @@ class Lookup:
     def search(self, query: str) -> list[str]:
         from rag_ttc_assets.adapters import embeddings
 
+        # Embedded before taking the lock: encode serializes on the model's own lock, and holding ours meanwhile
+        # would also stall the threads that only need the Tantivy searcher.
+        vector = embeddings.encode([query], self.cfg.embedding_model)[0] if self.vi is not None else None
         with self._lock:  # one searcher and one LanceDB handle shared by the worker threads
             lists: dict[str, list[str]] = {}
             if self.bm is not None:
                 lists["bm25"] = [c for c, _ in self.bm.search(query, self.depth)]
             if self.vi is not None:
-                vector = embeddings.encode([query], self.cfg.embedding_model)[0]
                 lists["vector"] = [c for c, _ in self.vi.search(vector, self.depth)]
         if self.cfg.retrieval == "rrf":
             return [h.chunk_id for h in rrf(lists, k=self.cfg.rrf_k, limit=self.cfg.lookup_top_n)]
@@ -213,7 +215,7 @@ def read_lookups(answers: pl.DataFrame) -> dict[str, list[LookupCall]]:
             for r in answers.iter_rows(named=True)}
 
 
-def supply_tools(lab, cfg: ArmConfig, ds: Dataset, chunks: Built, chunk_text: dict[str, str]) -> SupplyTools:
+def supply_tools(lab, cfg: ArmConfig, ds: Dataset, chunks: Built) -> SupplyTools:
     """Build what `generate` needs for this arm: the title index, the lookup over the arm's indexes (tool arms:
     the same representations, Tantivy index and LanceDB table as its retrieval rows), the retry prompt."""
     from rag_ttc_assets.core.supply import title_index
@@ -257,9 +259,7 @@ def request_text_lookups(lab, cfg: ArmConfig, ds: Dataset) -> dict:
     from rag_ttc_assets.stages import ingest
     from rag_ttc_assets.stages.retrieval import arm_questions
 
-    chunks = ingest.build_chunks(lab, cfg, ds)
-    chunk_text = {c.chunk_id: c.text for c in ingest.read_chunks(chunks)}
-    lookup = supply_tools(lab, cfg, ds, chunks, chunk_text).lookup
+    lookup = supply_tools(lab, cfg, ds, ingest.build_chunks(lab, cfg, ds)).lookup
     questions = arm_questions(cfg, ds)
     logs = {}
     for q in questions:
