@@ -818,21 +818,12 @@ def bench_onnx_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
         c = np.sum(box[m] * ref, axis=1)
         cosine[m] = {"mean": float(c.mean()), "min": float(c.min())}
     metrics_by_arm, ranked = {}, {}
-    # The stages find the ONNX exports through RAG_TTC_HOME: point it at this lab, never the user's store.
-    saved_home = os.environ.get("RAG_TTC_HOME")
-    os.environ["RAG_TTC_HOME"] = str(lab.home)
-    try:
-        for arm in (ARM, *ONNX_ARMS):
-            p = prepare(lab, arm)
-            rows = retrieve(p.cfg, p.ds, p.bm25, p.vectors, p.qemb, p.chunk_docs)
-            summary = retrieval_metrics(arm_questions(p.cfg, p.ds), rows)["summary"]
-            metrics_by_arm[arm] = {k: summary[k] for k in ("recall_10", "ndcg_cut_10")}
-            ranked[arm] = rows["ranked_chunk_ids"].to_list()
-    finally:
-        if saved_home is None:
-            os.environ.pop("RAG_TTC_HOME", None)
-        else:
-            os.environ["RAG_TTC_HOME"] = saved_home
+    for arm in (ARM, *ONNX_ARMS):  # the stages export and read the ONNX models in this lab's store
+        p = prepare(lab, arm)
+        rows = retrieve(p.cfg, p.ds, p.bm25, p.vectors, p.qemb, p.chunk_docs)
+        summary = retrieval_metrics(arm_questions(p.cfg, p.ds), rows)["summary"]
+        metrics_by_arm[arm] = {k: summary[k] for k in ("recall_10", "ndcg_cut_10")}
+        ranked[arm] = rows["ranked_chunk_ids"].to_list()
     same_lists = {arm: sum(a == b for a, b in zip(ranked[ARM], ranked[arm])) / max(len(ranked[ARM]), 1)
                   for arm in ONNX_ARMS}
 

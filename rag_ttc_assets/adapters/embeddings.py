@@ -50,12 +50,13 @@ def _onnx(model: str):
     return onnx_embeddings if onnx_embeddings.is_onnx_model(model) else None
 
 
-def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64) -> np.ndarray:
-    """Unit-normalised float32 embeddings, one row per text (ONNX Runtime for the `-onnx` models)."""
+def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64, store=None) -> np.ndarray:
+    """Unit-normalised float32 embeddings, one row per text (ONNX Runtime for the `-onnx` models, exported into
+    `store`: the caller's lab's store; None falls back to the store of the RAG_TTC_* environment)."""
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
     if (backend := _onnx(model)) is not None:
-        return backend.encode(list(texts), model, batch_size=batch_size)
+        return backend.encode(list(texts), model, batch_size=batch_size, store=store)
     with _lock:
         st = _load(model)
         vectors = st.encode(

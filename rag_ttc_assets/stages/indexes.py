@@ -33,7 +33,7 @@ def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built) -> Built:
 
     def builder(tmp):
         df = read_representations(reps)
-        vecs = embeddings.encode(df["text"].to_list(), cfg.embedding_model)
+        vecs = embeddings.encode(df["text"].to_list(), cfg.embedding_model, store=lab.store)
         np.save(tmp / "embeddings.npy", vecs)
         version = vectors.build_table(tmp / "lancedb", df["chunk_id"].to_list(), vecs)
         return {"vectors": int(vecs.shape[0]), "dimension": int(vecs.shape[1]), "embedding_calls": int(vecs.shape[0]),
@@ -48,7 +48,7 @@ def build_question_embeddings(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
 
     def builder(tmp):
         qs = ds.evaluation.questions
-        vecs = embeddings.encode([q.text for q in qs], cfg.embedding_model)
+        vecs = embeddings.encode([q.text for q in qs], cfg.embedding_model, store=lab.store)
         np.save(tmp / "questions.npy", vecs)
         (tmp / "question_ids.txt").write_text("\n".join(q.id for q in qs) + "\n", encoding="utf-8")
         return {"questions": len(qs), "embedding_calls": len(qs)}

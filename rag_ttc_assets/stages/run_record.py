@@ -220,7 +220,9 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
                "info": b.manifest.get("info", {})} for name, b in built.items() if name.endswith("index")})
     tables = {n: store.read_table(arm, n) for n in ("retrieval_rows", "answers", "contract_results",
                                                     "judge_verdicts")}
-    tables["admitted_contexts"] = supply.arm_contexts(lab, arm, cfg)
+    # What each row had in context (tool arms: its lookup results), from the answers already read above.
+    tables["admitted_contexts"] = supply.supplied_contexts(cfg, store.read_table(arm, "admitted_contexts"),
+                                                           tables["answers"] if cfg.supply == "tool" else None)
     chunk_text = dict(zip(chunks["chunk_id"].to_list(), chunks["text"].to_list()))
     if cfg.supply == "preloaded" and tables["admitted_contexts"].height:
         first = tables["admitted_contexts"].row(0, named=True)

@@ -103,13 +103,14 @@ class SupplyTools:
 class Lookup:
     """The `lookup` tool: the arm's own retrieval (bm25, vector or RRF over both) for one query, top n chunks."""
 
-    def __init__(self, cfg: ArmConfig, bm25_built: Built, vec_built: Built, chunk_docs: dict[str, str]):
+    def __init__(self, cfg: ArmConfig, bm25_built: Built, vec_built: Built, chunk_docs: dict[str, str], store=None):
         from rag_ttc_assets.stages.retrieval import SOURCE_DEPTH
 
         self.cfg = cfg
         self.bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None
         self.vi = VectorIndex(vec_built.path / "lancedb") if cfg.retrieval in ("vector", "rrf") else None
         self.chunk_docs = chunk_docs
+        self.store = store  # where an ONNX embedding model is exported (the arm's lab's store)
         self.depth = max(SOURCE_DEPTH, cfg.lookup_top_n)
         self._lock = threading.Lock()
 
@@ -118,7 +119,7 @@ class Lookup:
 
         # Embedded before taking the lock: encode serializes on the model's own lock, and holding ours meanwhile
         # would also stall the threads that only need the Tantivy searcher.
-        vector = embeddings.encode([query], self.cfg.embedding_model)[0] if self.vi is not None else None
+        vector = embeddings.encode([query], self.cfg.embedding_model, store=self.store)[0] if self.vi is not None else None
         with self._lock:  # one searcher and one LanceDB handle shared by the worker threads
             lists: dict[str, list[str]] = {}
             if self.bm is not None:
@@ -226,7 +227,7 @@ def supply_tools(lab, cfg: ArmConfig, ds: Dataset, chunks: Built) -> SupplyTools
         reps = ingest.build_representations(lab, cfg, ds, chunks)
         chunk_docs = dict(pl.read_parquet(chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
         lookup = Lookup(cfg, indexes.build_bm25(lab, cfg, ds, reps), indexes.build_vectors(lab, cfg, ds, reps),
-                        chunk_docs)
+                        chunk_docs, lab.store)
     return SupplyTools(index_text=title_index(ds.corpus.documents) if cfg.title_index else "", lookup=lookup,
                        retry_prompt=lab.prompt(cfg.citation_retry_prompt, "answer") if cfg.citation_check else None)
 

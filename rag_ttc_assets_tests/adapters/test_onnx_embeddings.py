@@ -82,8 +82,9 @@ def test_onnx_embeddings_are_deterministic_and_independent_of_batching(store, mo
 def test_embeddings_encode_routes_by_model_name(store, monkeypatch):
     seen = []
     real = oe.encode
-    monkeypatch.setattr(oe, "encode", lambda texts, model, batch_size=64: seen.append(model)
-                        or real(texts, model, batch_size=batch_size, store=store))
+    monkeypatch.setattr(oe, "encode", lambda texts, model, batch_size=64, store=None: seen.append(model)
+                        or real(texts, model, batch_size=batch_size, store=store or module_store))
+    module_store = store
     v = embeddings.encode(["a sentence"], oe.ONNX_INT8)
     assert seen == [oe.ONNX_INT8] and v.shape == (1, 384)
     assert embeddings.dimension(oe.ONNX_FP32) == 384 == embeddings.dimension(embeddings.DEFAULT_MODEL)
@@ -203,3 +204,26 @@ def test_cli_retrieval_stage_runs_the_onnx_arm(mini_lab, store, tmp_path):
         manifests = [json.loads((p / "manifest.json").read_text()) for p in folder.iterdir()
                      if (p / "manifest.json").is_file()]
         assert sorted(m["key"]["embedding_model"] for m in manifests) == ["all-MiniLM-L6-v2", oe.ONNX_FP32]
+
+
+def test_stages_use_the_labs_own_store_for_the_onnx_export(mini_lab, store, tmp_path, monkeypatch):
+    """A lab with an explicit home (as the bench and the definitions build one) finds its ONNX export in its own
+    store, whatever RAG_TTC_HOME says: the vector index of an ONNX arm is built without touching the other home."""
+    from rag_ttc_assets.lab import Lab
+    from rag_ttc_assets.stages import indexes, ingest
+
+    other = tmp_path / "elsewhere"
+    monkeypatch.setenv("RAG_TTC_HOME", str(other))
+    _fresh_encoders(monkeypatch)
+    lab = Lab(arms_file=mini_lab.arms_file, datasets_dir=mini_lab.datasets_dir, prompts_dir=mini_lab.prompts_dir,
+              home=tmp_path / "explicit-home")
+    fp32 = oe.ensure_model(oe.ONNX_FP32, store)
+    dest = lab.store.root / "cache" / oe.KIND / fp32.path.name
+    shutil.copytree(fp32.path, dest)
+    cfg = lab.arms["baseline"].model_copy(update={"embedding_model": oe.ONNX_FP32})
+    ds = ingest.bind_dataset(lab, cfg)
+    reps = ingest.build_representations(lab, cfg, ds, ingest.build_chunks(lab, cfg, ds))
+    built = indexes.build_vectors(lab, cfg, ds, reps)
+    assert built.manifest["info"]["embedding_model"] == oe.ONNX_FP32
+    assert sorted(p.name for p in dest.parent.iterdir()) == [fp32.path.name]  # found, not exported again
+    assert not other.exists()
