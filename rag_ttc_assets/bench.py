@@ -188,6 +188,11 @@ class LabSpec:
         return Lab(arms_file=self.arms_file, datasets_dir=self.datasets_dir, prompts_dir=self.prompts_dir,
                    home=Path(home).resolve())
 
+    @classmethod
+    def from_json(cls, text: str) -> LabSpec:
+        """The spec a parent passed to a child process (`as_json`, serialized)."""
+        return cls(**{k: (v if k == "dataset" else Path(v)) for k, v in json.loads(text).items()})
+
     def as_json(self) -> dict:
         return {k: str(v) for k, v in self.__dict__.items()}
 
@@ -726,10 +731,25 @@ def _maxrss_mb() -> float:
     return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB on Linux
 
 
+def run_child(call: str, args: list, label: str, stream_stderr: bool = False) -> dict:
+    """Run `call(*args)` (a function of `rag_ttc_assets.bench` or `.growth`; arguments and result JSON values)
+    in a fresh Python process, so its peak memory and imports are its own; return its result. The child's stderr
+    is shown as it runs (`stream_stderr`) or quoted in the error when it fails."""
+    code = ("import json, sys; from rag_ttc_assets import bench, growth; "
+            f"print({RESULT_MARK!r} + json.dumps({call}(*map(json.loads, sys.argv[1:]))))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-c", code, *map(json.dumps, args)], stdout=subprocess.PIPE,
+                          stderr=None if stream_stderr else subprocess.PIPE, text=True, env=env, cwd=str(PROJECT_ROOT))
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK)]
+    if proc.returncode != 0 or not lines:
+        where = "see its stderr above" if stream_stderr else f"its stderr:\n{(proc.stderr or '')[-3000:]}"
+        raise RuntimeError(f"{label} child failed (exit {proc.returncode}); {where}")
+    return json.loads(lines[-1][len(RESULT_MARK):])
+
+
 def memory_child(spec_json: str, home: str, arm: str = ARM) -> dict:
     """In a fresh process: materialize every asset of `arm` in a fresh store; report the memory peak."""
-    spec = LabSpec(**{k: (v if k == "dataset" else Path(v)) for k, v in json.loads(spec_json).items()})
-    lab = spec.lab(Path(home))
+    lab = LabSpec.from_json(spec_json).lab(Path(home))
     from dagster import DagsterInstance
 
     from rag_ttc_assets.definitions import JOB, build_definitions
@@ -745,17 +765,11 @@ def memory_child(spec_json: str, home: str, arm: str = ARM) -> dict:
 
 def bench_memory(spec: LabSpec, base: Path, repeat: int) -> dict:
     home = _fresh_home(base, "memory")
-    code = ("import json, sys; from rag_ttc_assets import bench; "
-            f"print({RESULT_MARK!r} + json.dumps(bench.memory_child(sys.argv[1], sys.argv[2])))")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
     _log(f"memory: materializing every asset of {ARM!r} in a child process")
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec.as_json()), str(home)], capture_output=True,
-                          text=True, env=env, cwd=str(PROJECT_ROOT))
-    shutil.rmtree(home, ignore_errors=True)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARK)]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"memory child failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    m = json.loads(lines[-1][len(RESULT_MARK):])
+    try:
+        m = run_child("bench.memory_child", [json.dumps(spec.as_json()), str(home)], "memory")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     return item("memory", [(m["seconds"], m["cpu_seconds"])], None, None, None,
                 f"every asset of {ARM!r} (answers and judge offline), fresh store, child process", None,
                 **m, notes=["measured once, not repeated: a peak is not noisy the way a time is"],

@@ -38,7 +38,6 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -100,7 +99,7 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
     from rag_ttc_assets.stages import indexes, ingest
     from rag_ttc_assets.stages import retrieval as stage
 
-    spec = bench.LabSpec(**{k: (v if k == "dataset" else Path(v)) for k, v in json.loads(spec_json).items()})
+    spec = bench.LabSpec.from_json(spec_json)
     lab = spec.lab(Path(home))
     cfg = lab.arms[bench.ARM]
     # Untimed warm-up: imports, the model, the question embeddings (a fixed cost, not a growing one).
@@ -164,16 +163,8 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
 
 
 def _run_child(spec: bench.LabSpec, home: Path, embed: bool, repeat: int) -> dict:
-    code = ("import json, sys; from rag_ttc_assets import bench, growth; "
-            f"print(bench.RESULT_MARK + json.dumps(growth.growth_child(sys.argv[1], sys.argv[2], sys.argv[3] == '1', int(sys.argv[4]))))")
-    env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(bench.PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec.as_json()), str(home), "1" if embed else "0", str(repeat)],
-                          stdout=subprocess.PIPE, stderr=None, text=True, env=env, cwd=str(bench.PROJECT_ROOT))
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(bench.RESULT_MARK)]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"growth child failed (exit {proc.returncode}); see its stderr above")
-    return json.loads(lines[-1][len(bench.RESULT_MARK):])
+    return bench.run_child("growth.growth_child", [json.dumps(spec.as_json()), str(home), embed, repeat], "growth",
+                           stream_stderr=True)
 
 
 def exponent(t1: float | None, t2: float | None, n1: int, n2: int) -> float | None:

@@ -82,3 +82,15 @@ def test_batched_vector_search_matches_one_query_per_vector(tmp_path):
     assert vi.search_many(queries[:0], 15) == []
     tied = [c for c, _ in one_by_one[0][:3]]
     assert tied == sorted(tied) == sorted(ids[i] for i in (10, 11, 12))
+
+
+def test_run_child_passes_json_values_and_reports_a_failing_child():
+    """The child-process runner shared by `memory` and `--growth`: typed arguments in, the result out, and a
+    failure names the measurement and quotes the child's stderr."""
+    import pytest
+
+    from rag_ttc_assets.bench import run_child
+
+    assert run_child("growth.exponent", [1.0, 2.0, 10, 20], "exponent") == pytest.approx(1.0)
+    with pytest.raises(RuntimeError, match=r"(?s)probe child failed \(exit 1\); its stderr:.*no_such_function"):
+        run_child("bench.no_such_function", [], "probe")
