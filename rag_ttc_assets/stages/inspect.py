@@ -39,7 +39,7 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
     optional = {}
     for name in ("answers", "contract_results", "judge_verdicts", "failure_flow", "request_coverage"):
         try:
-            df = supply.arm_coverage(lab, arm, cfg, ds) if name == "request_coverage" else store.read_table(arm, name)
+            df = supply.arm_coverage(lab, arm, cfg, ds, qid) if name == "request_coverage" else store.read_table(arm, name)
         except FileNotFoundError:
             continue
         optional[name] = df.filter(pl.col("query_id") == qid).to_dicts()

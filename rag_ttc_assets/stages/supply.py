@@ -238,16 +238,18 @@ def arm_contexts(lab, arm: str, cfg: ArmConfig) -> pl.DataFrame:
     return supplied_contexts(cfg, contexts, lab.store.read_table(arm, "answers") if cfg.supply == "tool" else None)
 
 
-def arm_coverage(lab, arm: str, cfg: ArmConfig, ds: Dataset | None = None) -> pl.DataFrame:
+def arm_coverage(lab, arm: str, cfg: ArmConfig, ds: Dataset | None = None, qid: str | None = None) -> pl.DataFrame:
     """Per-request coverage: the request_coverage table, except for tool arms, whose supply is only known after
-    the answers (a supporting chunk counts when a lookup returned it)."""
+    the answers (a supporting chunk counts when a lookup returned it). `qid`: that question's rows only (a tool
+    arm's coverage is then computed for that question alone, as `inspect` needs it)."""
     if cfg.supply != "tool":
-        return lab.store.read_table(arm, "request_coverage")
+        table = lab.store.read_table(arm, "request_coverage")
+        return table if qid is None else table.filter(pl.col("query_id") == qid)
     from rag_ttc_assets.stages import ingest
     from rag_ttc_assets.stages.retrieval import arm_questions, request_coverage, request_support
 
     ds = ds or ingest.bind_dataset(lab, cfg)
-    questions = arm_questions(cfg, ds)
+    questions = [q for q in arm_questions(cfg, ds) if qid is None or q.id == qid]
     support = request_support(ds, questions, ingest.read_chunks(ingest.build_chunks(lab, cfg, ds)))
     contexts = arm_contexts(lab, arm, cfg)
     return request_coverage(questions, support, lab.store.read_table(arm, "retrieval_rows"), contexts, cfg.supply)
