@@ -120,6 +120,9 @@ def _check_corpus(corpus: Corpus, path: Path, problems: list[Problem]) -> None:
             problems.append(Problem(str(path), record, "text", "empty document text"))
 
 
+_BLANK_GOLD = "empty gold answer; write the expected answer or leave the field out"
+
+
 def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, problems: list[Problem]) -> None:
     qids: set[str] = set()
     rids: set[str] = set()
@@ -130,6 +133,8 @@ def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, p
         qids.add(q.id)
         if not q.requests:
             problems.append(Problem(str(path), rec, "requests", "a question needs at least one request"))
+        if q.gold_answer is not None and not q.gold_answer.strip():
+            problems.append(Problem(str(path), rec, "gold_answer", _BLANK_GOLD))
         for j, t in enumerate(q.targets):
             if docs is not None and t.doc_id not in docs:
                 problems.append(Problem(str(path), rec, f"targets[{j}].doc_id", f"unknown document {t.doc_id!r}"))
@@ -138,6 +143,8 @@ def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, p
             if r.id in rids:
                 problems.append(Problem(str(path), rrec, f"requests[{j}].id", f"duplicate request id {r.id!r}"))
             rids.add(r.id)
+            if r.gold_answer is not None and not r.gold_answer.strip():
+                problems.append(Problem(str(path), rrec, f"requests[{j}].gold_answer", _BLANK_GOLD))
             for k, ev_ in enumerate(r.evidence):
                 field = f"requests[{j}].evidence[{k}]"
                 if docs is None:
@@ -227,5 +234,6 @@ def dataset_counts(ds: Dataset) -> dict[str, int]:
         "with_targets": sum(1 for q in qs if any(t.relevance > 0 for t in q.targets)),
         # Allowed (a BEIR import has none), but request-level completeness is undefined for them.
         "requests_without_evidence": sum(1 for q in qs if q.answerable for r in q.requests if not r.evidence),
+        "requests_with_gold_answer": sum(1 for q in qs for r in q.requests if r.gold_answer is not None),
         "pilot": len(ds.evaluation.pilot),
     }

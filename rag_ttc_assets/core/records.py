@@ -42,6 +42,7 @@ class Request(Record):
     id: str = Field(min_length=1)
     text: str = Field(min_length=1)
     evidence: list[Evidence] = Field(default_factory=list)
+    gold_answer: str | None = None
 
 
 class Question(Record):

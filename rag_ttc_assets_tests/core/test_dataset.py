@@ -82,7 +82,7 @@ def test_valid_dataset_loads_with_exact_counts(tmp_path: Path) -> None:
     assert ds.documents_by_id["pass"] == "pass is a null operation. When it is executed, nothing happens."
     assert dataset_counts(ds) == {"documents": 3, "questions": 4, "multi_part": 1, "requests": 5,
                                   "unanswerable": 1, "with_targets": 2, "requests_without_evidence": 0,
-                                  "pilot": 2}
+                                  "requests_with_gold_answer": 0, "pilot": 2}
 
 
 def test_sha256_digest() -> None:
@@ -182,6 +182,43 @@ def test_answerable_request_without_evidence_is_allowed_and_counted(tmp_path: Pa
     assert dataset_counts(ds)["requests_without_evidence"] == 1
 
 
+def test_per_request_gold_answer_round_trips_and_is_counted(tmp_path: Path) -> None:
+    qs = valid_questions()
+    qs[1]["requests"][1]["gold_answer"] = "It removes the binding of the name."
+    qs[1]["requests"][0]["gold_answer"] = None  # null is the same as absent
+    qs[1]["gold_answer"] = "pass does nothing; del removes a binding."
+    ds = load_dataset(write(tmp_path, questions=qs))
+    q2 = ds.evaluation.questions[1]
+    assert [r.gold_answer for r in q2.requests] == [None, "It removes the binding of the name."]
+    assert q2.gold_answer == "pass does nothing; del removes a binding."
+    assert ds.evaluation.questions[0].requests[0].gold_answer is None
+    assert dataset_counts(ds)["requests_with_gold_answer"] == 1
+
+
+def test_blank_gold_answer_names_file_record_and_field(tmp_path: Path) -> None:
+    qs = valid_questions()
+    qs[1]["requests"][1]["gold_answer"] = " \n\t "
+    qs[3]["gold_answer"] = ""
+    d = write(tmp_path, questions=qs)
+    ev = str(d / "evaluation.json")
+    message = "empty gold answer; write the expected answer or leave the field out"
+    assert problems(d) == [
+        Problem(ev, "questions[1] (id 'q2') request 'q2.r2'", "requests[1].gold_answer", message),
+        Problem(ev, "questions[3] (id 'q4')", "gold_answer", message),
+    ]
+    with pytest.raises(DatasetError) as err:
+        load_dataset(d)
+    assert f"{ev}: questions[1] (id 'q2') request 'q2.r2': requests[1].gold_answer: {message}" in str(err.value)
+
+
+def test_non_string_request_gold_answer(tmp_path: Path) -> None:
+    qs = valid_questions()
+    qs[0]["requests"][0]["gold_answer"] = ["insert", "assertions"]
+    d = write(tmp_path, questions=qs)
+    assert problems(d) == [Problem(str(d / "evaluation.json"), "questions[0] (id 'q1')", "requests.0.gold_answer",
+                                   "Input should be a valid string")]
+
+
 def test_empty_corpus(tmp_path: Path) -> None:
     d = write(tmp_path, {"documents": []}, questions=[question("q3", request("q3.r1"), answerable=False)],
               pilot=["q3"])
@@ -229,7 +266,7 @@ def test_a_five_megabyte_document_loads(tmp_path: Path) -> None:
     assert len(ds.documents_by_id["big"]) == 5_238_010
     assert dataset_counts(ds) == {"documents": 1, "questions": 1, "multi_part": 0, "requests": 1,
                                   "unanswerable": 0, "with_targets": 1, "requests_without_evidence": 0,
-                                  "pilot": 1}
+                                  "requests_with_gold_answer": 0, "pilot": 1}
 
 
 def test_digest_mismatch_names_both_digests_and_both_files(tmp_path: Path) -> None:
