@@ -109,6 +109,63 @@ def test_pilot_is_the_first_twelve_questions() -> None:
     assert report == BeirReport(documents=3, questions=15, judgments=15, dropped_missing=0)
 
 
+ANSWERED = "\n".join([
+    '{"_id": "q1", "text": "what is first?", "metadata": {"answer": "the first document"}}',
+    '{"_id": "q2", "text": "what is second?", "metadata": {"answers": ["d2", "the second one"]}}',
+    '{"_id": "q3", "text": "what is third?", "metadata": {"answer": null, "source": "x"}}',
+]) + "\n"
+
+
+def test_answer_in_query_metadata_becomes_the_question_and_request_gold_answer() -> None:
+    _, evaluation, _ = convert(texts("q1\td1\t1\nq2\td2\t1\nq3\td3\t1\n", queries=ANSWERED), "src")
+    assert evaluation["questions"] == [
+        {"id": "q1", "text": "what is first?", "answerable": True, "targets": [{"doc_id": "d1", "relevance": 1}],
+         "requests": [{"id": "q1.r1", "text": "what is first?", "evidence": [], "gold_answer": "the first document"}],
+         "gold_answer": "the first document"},
+        # a list of answers is joined with " | ", in order
+        {"id": "q2", "text": "what is second?", "answerable": True, "targets": [{"doc_id": "d2", "relevance": 1}],
+         "requests": [{"id": "q2.r1", "text": "what is second?", "evidence": [], "gold_answer": "d2 | the second one"}],
+         "gold_answer": "d2 | the second one"},
+        # a null answer is no answer: the field is left out, as without metadata
+        {"id": "q3", "text": "what is third?", "answerable": True, "targets": [{"doc_id": "d3", "relevance": 1}],
+         "requests": [{"id": "q3.r1", "text": "what is third?", "evidence": []}]},
+    ]
+
+
+@pytest.mark.parametrize(("metadata", "error"), [
+    ('{"answer": 42}', "field 'metadata.answer' is not a string: 42"),
+    ('{"answer": ["a"]}', "field 'metadata.answer' is not a string: ['a']"),
+    ('{"answer": " "}', "field 'metadata.answer' is blank; give the answer or remove it"),
+    ('{"answers": "a"}', "field 'metadata.answers' is not a non-empty list of strings: 'a'"),
+    ('{"answers": []}', "field 'metadata.answers' is not a non-empty list of strings: []"),
+    ('{"answers": ["a", 7]}', "field 'metadata.answers[1]' is not a string: 7"),
+    ('{"answers": ["a", ""]}', "field 'metadata.answers[1]' is blank; give the answer or remove it"),
+])
+def test_unusable_answer_in_query_metadata_names_file_line_and_field(metadata: str, error: str) -> None:
+    queries = '{"_id": "q1", "text": "a"}\n\n{"_id": "q3", "text": "c", "metadata": ' + metadata + "}\n"
+    with pytest.raises(BeirError) as err:
+        convert(texts("q1\td1\t1\nq3\td3\t1\n", queries=queries), "src")
+    assert str(err.value) == "src/queries.jsonl: line 3: " + error
+
+
+def test_converted_dataset_with_answers_loads(tmp_path) -> None:
+    import hashlib
+    import json
+
+    from rag_ttc_assets.core.dataset import dataset_counts, load_dataset
+
+    corpus, evaluation, _ = convert(texts("q1\td1\t1\nq2\td2\t1\nq3\td3\t1\n", queries=ANSWERED), "src")
+    cbytes = json.dumps(corpus).encode("utf-8")
+    (tmp_path / "corpus.json").write_bytes(cbytes)
+    evaluation = {"corpus_digest": "sha256:" + hashlib.sha256(cbytes).hexdigest(), **evaluation}
+    (tmp_path / "evaluation.json").write_text(json.dumps(evaluation), encoding="utf-8")
+    ds = load_dataset(tmp_path)
+    assert [(q.gold_answer, [r.gold_answer for r in q.requests]) for q in ds.evaluation.questions] == [
+        ("the first document", ["the first document"]), ("d2 | the second one", ["d2 | the second one"]),
+        (None, [None])]
+    assert dataset_counts(ds)["requests_with_gold_answer"] == 2
+
+
 def test_converted_dataset_loads(tmp_path) -> None:
     import hashlib
     import json
