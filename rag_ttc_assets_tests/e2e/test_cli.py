@@ -113,7 +113,8 @@ def test_import_beir_writes_a_valid_bound_dataset(tmp_path):
     (src / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in [
         {"_id": "d1", "title": "One", "text": "first doc"}, {"_id": "d2", "title": "", "text": "second doc"}]))
     (src / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
-        {"_id": "q1", "text": "first?"}, {"_id": "q2", "text": "second?"}, {"_id": "q3", "text": "unjudged"}]))
+        {"_id": "q1", "text": "first?", "metadata": {"answer": "the first"}}, {"_id": "q2", "text": "second?"},
+        {"_id": "q3", "text": "unjudged"}]))
     (src / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq2\td2\t1\nq2\tdX\t1\n")
     code, _, err = rag_ttc("import-beir", str(src), str(tmp_path / "out"))
     assert code == 1 and "dX" in err and "test.tsv: line 4" in err
@@ -125,6 +126,8 @@ def test_import_beir_writes_a_valid_bound_dataset(tmp_path):
     assert code == 0, err
     ev = json.loads((tmp_path / "out" / "evaluation.json").read_text())
     assert [t["relevance"] for t in ev["questions"][0]["targets"]] == [2]
+    assert [(q.get("gold_answer"), q["requests"][0].get("gold_answer")) for q in ev["questions"]] == [
+        ("the first", "the first"), (None, None)]
 
 
 def test_changing_only_the_prompt_reruns_only_the_downstream_assets(mini_lab, tmp_path):
