@@ -19,8 +19,8 @@ STAGES = {
                   "retrieval_rows", "retrieval_summary", "admitted_contexts"],
 }
 STAGES["answers"] = STAGES["retrieval"] + ["answers", "contract_results", "contract_summary"]
-STAGES["judge"] = STAGES["answers"] + ["judge_verdicts", "judge_summary", "request_completeness", "failure_flow",
-                                       "run_record"]
+STAGES["judge"] = STAGES["answers"] + ["judge_verdicts", "request_judgments", "judge_summary",
+                                       "request_completeness", "failure_flow", "run_record"]
 STAGES["all"] = STAGES["judge"]
 
 
@@ -212,7 +212,7 @@ def _failure_text(result) -> str:
 def arm_report(lab, arm: str, stage: str = "all") -> dict:
     """The summaries of `arm` up to and including `stage`, read from the store."""
     store = lab.store
-    report: dict = {}
+    report: dict = {"label_use": lab.arms[arm].label_use}
     upto = set(STAGES[stage])
     try:
         r = store.read_arm_json(arm, "retrieval_summary.json")["summary"]
@@ -243,6 +243,10 @@ def arm_report(lab, arm: str, stage: str = "all") -> dict:
                                              "mean_relevance", "contradicts_gold", "gold_judged", "judge_model",
                                              "same_model_as_generator", "offline_baseline_judge")}
         report.setdefault("calls", {})["judge"] = {"provider_calls": j["provider_calls"], "cache_hits": j["cache_hits"]}
+        report["judge_measurement"] = j.get("judge_measurement")
+        rj = store.read_arm_json(arm, "request_judge_summary.json")
+        report["request_judge"] = rj
+        report["calls"]["request_judge"] = {"provider_calls": rj["provider_calls"], "cache_hits": rj["cache_hits"]}
     except FileNotFoundError:
         pass
     try:
@@ -285,9 +289,12 @@ def cmd_run(args) -> int:
 
 
 def run_tables(reports: dict[str, dict]) -> str:
-    """The per-arm summary: retrieval and admission, then contract, then judge and calls."""
+    """The per-arm summary: retrieval and admission, then contract, then judge and calls. An oracle or
+    counterfactual arm is named as such in every table."""
     out = []
     rows = []
+    reports = {(n if rep.get("label_use", "none") == "none" else f"{n} ({rep['label_use']})"): rep
+               for n, rep in reports.items()}
     for n, rep in reports.items():
         r, a = rep.get("retrieval", {}), rep.get("admission", {})
         rows.append([n, r.get("recip_rank"), r.get("recall_10"), r.get("ndcg_cut_10"), r.get("success_10"),
@@ -319,14 +326,23 @@ def run_tables(reports: dict[str, dict]) -> str:
     if any("completeness" in rep for rep in reports.values()):
         from rag_ttc_assets.core.flow import FLOW_BRANCHES
 
-        rows = []
+        rows, flows, judges = [], [], set()
         for n, rep in reports.items():
             c, f = rep.get("completeness", {}), rep.get("flow", {})
-            rows.append([n, c.get("requests_total"), c.get("requests_answered"), c.get("requests_supported"),
-                         c.get("questions_complete"), c.get("correct_abstentions"),
-                         (f.get("hit_rate") or {}).get("hit_rate"), *[f.get(b) for b in FLOW_BRANCHES]])
-        out.append(_table(["arm", "requests", "answered", "supported", "q_complete", "correct_abst", "hit_rate",
-                           *FLOW_BRANCHES], rows))
+            inst = c.get("request_judge") or {}
+            judges.add((inst.get("model"), (inst.get("prompt_digest") or "")[:15]))
+            rows.append([n, f"{c.get('requests_measured')}/{c.get('requests_total')}", c.get("requests_answered"),
+                         c.get("requests_supported"), f"{c.get('questions_complete')}/{c.get('questions_measured')}",
+                         c.get("self_reported_answered"), c.get("overclaimed"), c.get("underclaimed"),
+                         c.get("correct_abstentions"), (f.get("hit_rate") or {}).get("hit_rate")])
+            flows.append([n, *[f.get(b) for b in FLOW_BRANCHES]])
+        out.append("request completeness, by the request judge (answered and supported count measured requests; "
+                   "self_reported is the generator's own claim):\n"
+                   + _table(["arm", "measured", "answered", "supported", "q_complete", "self_reported",
+                             "overclaimed", "underclaimed", "correct_abst", "hit_rate"], rows)
+                   + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…)" for m, d in sorted(judges, key=str))
+                   + ("" if len(judges) == 1 else "  [instrument differs between arms: not comparable]"))
+        out.append(_table(["arm", *FLOW_BRANCHES], flows))
     if any("calls" in rep and "answers" in rep["calls"] for rep in reports.values()):
         from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 
@@ -426,8 +442,8 @@ def compare_all() -> dict:
 
 
 def cmd_compare(args) -> int:
-    from rag_ttc_assets.core.compare import LabelDriftError
-    from rag_ttc_assets.stages.diagnostics import compare_two
+    from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+    from rag_ttc_assets.stages.diagnostics import arm_title, compare_two
 
     lab = _lab(args)
     if args.all:
@@ -446,14 +462,27 @@ def cmd_compare(args) -> int:
     out_dir = lab.home / "store" / "comparisons"
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline)
-    except LabelDriftError as e:
+        rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline,
+                          allow_instrument_drift=args.allow_instrument_drift)
+    except (LabelDriftError, InstrumentDriftError) as e:
         raise CliError(str(e)) from None
     if args.json:
         print(json.dumps(rep, indent=2, default=str))
         return 0
-    print(f"{args.b} vs {args.a}: {rep['n']} paired cases; changed: "
+    print(f"{arm_title(lab, args.b)} vs {arm_title(lab, args.a)}: {rep['n']} paired cases; changed: "
           + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep["changed_parameters"].items()))
+    inst = rep["instruments"][args.a]
+    print(f"request judge: {inst['model']} (prompt {inst['prompt']}, {inst['prompt_digest'][:19]}…)"
+          + (f"; INSTRUMENT DRIFT allowed ({', '.join(rep['instrument_drift'])} differ: "
+             f"{args.b} {rep['instruments'][args.b]['model']}, {rep['instruments'][args.b]['prompt_digest'][:19]}…)"
+             if rep["instrument_drift"] else "; the same for both arms"))
+    print("completeness measured: " + "; ".join(
+        f"{arm} {m['requests_measured']} of {m['requests_total']} requests, {m['questions_measured']} of "
+        f"{m['questions_total']} questions" for arm, m in rep["completeness_measured"].items()))
+    for arm, use in rep["label_use"].items():
+        if use == "oracle":
+            print(f"{arm} is an ORACLE arm: its generator was shown the evaluation's request annotation; its numbers "
+                  "are a diagnostic upper bound, not a deployable system's")
     sets = rep["admitted_sets"]
     print(f"admitted sets identical in {sets['identical']} of {sets['questions']} questions"
           + (" (only the evidence order differs)" if sets["position_only"] else ""))
@@ -600,6 +629,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="materialize arm_comparisons: every pair in `comparisons` and every family's sweep plot")
     s.add_argument("--headline", default="completeness",
                    choices=["completeness", "valid", "faithfulness", "recip_rank", "recall_10", "ndcg_cut_10"])
+    s.add_argument("--allow-instrument-drift", action="store_true",
+                   help="compare arms whose request judge or its prompt differ (the report says so)")
     s.add_argument("--allow-label-drift", action="store_true",
                    help="compare arms whose evaluation digests differ (labels revised between runs)")
     s.add_argument("--json", action="store_true")

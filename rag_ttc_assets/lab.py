@@ -15,10 +15,12 @@ from pathlib import Path
 from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.store import ArtifactStore
 from rag_ttc_assets.core.arms import Arms, ArmsError, load_arms
-from rag_ttc_assets.core.prompts import Prompt, PromptError, parse_prompt
+from rag_ttc_assets.core.prompts import (GENERATION_KINDS, LABEL_PLACEHOLDER, ORACLE, Prompt, PromptError,
+                                         parse_prompt)
 
 PROMPT_FIELDS = {"prompt": "answer", "judge_statements_prompt": "judge_statements",
-                 "judge_verdicts_prompt": "judge_verdicts", "judge_gold_prompt": "judge_gold"}
+                 "judge_verdicts_prompt": "judge_verdicts", "judge_gold_prompt": "judge_gold",
+                 "judge_requests_prompt": "judge_requests"}
 
 
 def prompt_fields(cfg) -> dict[str, str]:
@@ -118,11 +120,25 @@ class Lab:
                     p = checked[key] if key in checked else checked.setdefault(key, self.prompt(*key))
                 except (PromptError, FileNotFoundError) as e:
                     raise ArmsError(f"{self.arms_file}: arm {name!r}: field {field!r}: {e}") from None
+                if kind in GENERATION_KINDS and LABEL_PLACEHOLDER in p.placeholders and cfg.requests_in_prompt != ORACLE:
+                    raise ArmsError(
+                        f"{self.arms_file}: arm {name!r}: field 'requests_in_prompt': prompt {p.name!r} (field "
+                        f"{field!r}) renders {{{{requests}}}}, the evaluation's request annotation, into the "
+                        "generator's prompt; labels never reach the system under test. Use a prompt without "
+                        "{{requests}}, or declare the arm an oracle (requests_in_prompt: oracle), a diagnostic "
+                        "upper bound named as oracle in every output")
                 if field == "prompt" and cfg.title_index != ("title_index" in p.placeholders):
                     raise ArmsError(
                         f"{self.arms_file}: arm {name!r}: field 'title_index': title_index is {cfg.title_index} "
                         f"but prompt {p.name!r} {'lacks' if cfg.title_index else 'has'} a {{{{title_index}}}} "
                         "placeholder; pick a prompt that matches")
+            if cfg.requests_in_prompt == ORACLE and not any(
+                    LABEL_PLACEHOLDER in checked[(getattr(cfg, f), k)].placeholders
+                    for f, k in prompt_fields(cfg).items() if k in GENERATION_KINDS):
+                raise ArmsError(
+                    f"{self.arms_file}: arm {name!r}: field 'requests_in_prompt': the arm is declared oracle but "
+                    f"its prompt {cfg.prompt!r} renders no {{{{requests}}}}; drop the declaration or use an oracle "
+                    "prompt")
         return arms
 
     def fingerprint_inputs(self, cfg) -> dict[str, str]:

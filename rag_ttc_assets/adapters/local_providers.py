@@ -22,6 +22,7 @@ from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelRe
 from rag_ttc_assets.core import prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
 from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
+from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests  # noqa: E402
 
 PROVIDER = "local"
 EXTRACTIVE = "extractive"
@@ -114,11 +115,18 @@ class ExtractiveAnswerer(_Baseline):
 
 
 class LexicalJudge(_Baseline):
-    """Judges by content-word recall and embedding cosine (core.lexical_judge); dispatches on <task>."""
+    """Judges by content-word recall and embedding cosine (core.lexical_judge, core.request_judge); dispatches on
+    <task>: statements, verdicts, gold verdicts, request judgments."""
 
     name = LEXICAL
 
     def respond(self, prompt: str) -> str:
+        if prompt_markup.parse_task(prompt) == prompt_markup.TASK_REQUESTS:
+            rp = prompt_markup.parse_request_judge_prompt(prompt)
+            labelled = [LabelledRequest(rid, text, tuple(quotes), gold_answer)
+                        for rid, text, quotes, gold_answer in rp.requests]
+            judged = judge_requests(labelled, rp.answer_text, rp.citations, rp.passages, self._embed)
+            return json.dumps({"requests": judged}, ensure_ascii=False)
         parsed = prompt_markup.parse_judge_prompt(prompt)
         if parsed.task == prompt_markup.TASK_EXTRACT:
             return json.dumps({"statements": extract_statements(_answer_text(parsed.answer or ""))}, ensure_ascii=False)

@@ -56,6 +56,9 @@ class ArmConfig(Frozen):
     shuffle_seed: int = 0
     counterfactual: Literal["none", "withheld-relevant", "planted-falsehood"] = "none"
     prompt: str = "grounded-answer-v1"
+    # Labels never reach the system under test: a generation prompt that renders the evaluation's request
+    # annotation ({{requests}}) is an oracle arm's, declared here and named as oracle in every output.
+    requests_in_prompt: Literal["none", "oracle"] = "none"
     # Supply mode (second seed, core.supply): retrieval, preloaded (a fixed document set pasted whole into every
     # prompt) or tool (the model calls `lookup`; each call returns the top lookup_top_n chunks).
     supply: Literal["retrieval", "preloaded", "tool"] = "retrieval"
@@ -64,7 +67,7 @@ class ArmConfig(Frozen):
     lookup_rounds: int = Field(default=3, gt=0, le=10)
     title_index: bool = False
     citation_check: bool = False
-    citation_retry_prompt: str = "restated-evidence-v1"
+    citation_retry_prompt: str = "restated-evidence-v2"
     generator: ModelConfig = ModelConfig(model="local/extractive")
     generation_workers: int = Field(default=4, gt=0, le=64)
     generation_budget: int = Field(default=10000, ge=0)
@@ -74,6 +77,11 @@ class ArmConfig(Frozen):
     judge_verdicts_prompt: str = "judge-verdicts-v1"
     judge_gold_prompt: str = "judge-gold-v1"
     judge_budget: int = Field(default=20000, ge=0)
+    # The request judge (request_judgments): one instrument for every arm of a comparison, given the labels,
+    # never the generator's own request items or `supported` flags.
+    request_judge: ModelConfig = ModelConfig(model="local/lexical")
+    judge_requests_prompt: str = "judge-requests-v1"
+    request_judge_budget: int = Field(default=20000, ge=0)
 
     @model_validator(mode="after")
     def _possible(self) -> ArmConfig:
@@ -89,6 +97,14 @@ class ArmConfig(Frozen):
         if isinstance(self.preloaded_documents, list) and not self.preloaded_documents:
             raise ValueError("preloaded_documents is an empty list; name documents or use 'all'")
         return self
+
+    @property
+    def label_use(self) -> str:
+        """What of the evaluation's labels reaches this arm's generator: "none", "oracle" (the request annotation
+        is rendered into the prompt) or "counterfactual:<kind>" (labels used to edit the evidence on purpose)."""
+        if self.requests_in_prompt == "oracle":
+            return "oracle"
+        return f"counterfactual:{self.counterfactual}" if self.counterfactual != "none" else "none"
 
     # Digests of the upstream configuration: arms that agree on them share the artifact.
     def chunks_key(self, corpus_digest: str) -> dict[str, Any]:

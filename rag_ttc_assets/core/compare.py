@@ -108,6 +108,10 @@ class LabelDriftError(ValueError):
     """The two arms were judged against different label versions."""
 
 
+class InstrumentDriftError(ValueError):
+    """The two arms' request completeness came from different request judges or judge prompts."""
+
+
 # -- pairing -----------------------------------------------------------------------------------
 
 def _check_value(arm: str, case_id: str, v: float | None) -> None:
@@ -326,6 +330,20 @@ def label_drift(digest_a: str, digest_b: str, allow: bool) -> bool:
             "have changed its label rather than its answer. Pass --allow-label-drift to compare anyway."
         )
     return True
+
+
+def instrument_drift(arm_a: str, instrument_a: Mapping[str, Any], arm_b: str, instrument_b: Mapping[str, Any],
+                     allow: bool) -> list[str]:
+    """The instrument fields (request judge model, prompt digest) that differ between the arms; raise
+    InstrumentDriftError naming both when any differs and it is not allowed."""
+    differ = [k for k in ("model", "prompt_digest") if instrument_a.get(k) != instrument_b.get(k)]
+    if differ and not allow:
+        shown = "; ".join(f"{k}: {arm_a} {instrument_a.get(k)!r}, {arm_b} {instrument_b.get(k)!r}" for k in differ)
+        raise InstrumentDriftError(
+            f"instrument drift: the arms' request completeness was measured by different request judges ({shown}). "
+            "One instrument for every arm of a comparison: rerun one arm with the other's request_judge and "
+            "judge_requests_prompt, or pass --allow-instrument-drift to compare anyway (the report then says so).")
+    return differ
 
 
 def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

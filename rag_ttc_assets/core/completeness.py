@@ -1,38 +1,38 @@
 """Request-level completeness (seed section 9.3): per request of a question, was it answered, and supported?
 
-Inputs are plain rows (a question's coverage rows, its contract row, its judge row or None), so callers
-pass dicts read from Parquet.  For each request of an ANSWERABLE question, a `RequestOutcome`:
+One instrument for every arm: `answered` comes from the request judge (the request_judgments rows), which reads
+the answer text and its citations, never the generator's own request labels or `supported` flags. What the
+generator says about itself is kept beside it as self-reported, and the two are compared (calibration).
 
-  parsed answer     contract status in valid / contract_failure / abstained and answer is not None.
-  answered          False without a parsed answer, or when abstained is true.  Otherwise:
-                    - the answer has request items: answered iff an item whose "request" equals the
-                      request id or its text (exact) has supported=true and a non-blank answer; items
-                      that name no item for this request leave it unanswered;
-                    - no request items (a lexical attribution baseline, not a semantic judgment):
-                      answered iff some sentence of the answer has content-word recall >= 0.5 against
-                      one of the request's gold evidence quotes (the share of the quote's content words
-                      that the sentence's content words cover), or the answer cites a supporting chunk.
-  citations         the citations of this request's items when the answer has request items, else the
-                    top-level citation_chunk_ids.
-  cited_supporting  some citation is in the request's supporting_chunk_ids.
+Inputs are plain rows (a question's coverage rows, its contract row, its judge row or None, its request-judgment
+rows), so callers pass dicts read from Parquet.  For each request of an ANSWERABLE question, a `RequestOutcome`:
+
+  measured          the request judge judged it (status "judged"), or the answer was not contract-valid (an
+                    abstention, a parse or contract failure, a provider fault: nothing was delivered, so nothing
+                    was answered).  A request-judge fault or unparseable reply (status judge_*) is NOT measured:
+                    answered, supported and the calibration fields are then None, never False.
+  answered          the judge's `addressed` for a judged request; False for a row that is not contract-valid.
+  cited_supporting  the judge's excerpt cites one of the request's supporting_chunk_ids.
   evidence_admitted coverage.admitted (some supporting chunk was admitted).
-  supported         answered and cited_supporting and the cited supporting chunk was admitted.  A valid
-                    row cites only admitted chunks, so cited_supporting implies evidence_admitted; a
-                    contract_failure row may cite unadmitted chunks and the contract row does not carry
-                    the admitted IDs, so there it is approximated by evidence_admitted.
-  case              answered and supported             -> answered_supported
-                    answered, not supported            -> answered_unsupported
-                    not answered, evidence_admitted    -> not_answered_evidence_admitted
-                    not answered, nothing admitted     -> not_answerable_from_admitted
-  contradicts_gold  True when a gold verdict with contradicts_gold=true cites one of this request's gold
-                    quotes (gold quotes are numbered from 1 over the question's requests in order, each
-                    request's quotes in order); False when gold verdicts exist otherwise; None without
-                    any.  A contradicting verdict that cites no quote is attributed to no request.
+  supported         answered and cited_supporting and evidence_admitted: addressed, and the excerpt cites an
+                    admitted chunk that holds the request's gold evidence.
+  verdict           the judge's verdict (consistent / contradicts / not_addressed / not_verifiable), None unjudged.
+  contradicts_gold  verdict == "contradicts" (False for a measured row the judge did not see; None unmeasured).
+  case              not_measured; answered_supported; answered_unsupported; not_answered_evidence_admitted;
+                    not_answerable_from_admitted.
+  self_reported_answered / self_reported_supported
+                    the generator's own claim, for a contract-valid row (an abstention claims nothing: False):
+                    with request items keyed to the labelled requests (an oracle arm), the item's supported=true
+                    with a non-blank answer (supported: and it cites a chunk); otherwise the claim is the answer's
+                    as a whole: not abstained and, if it has items, at least one supported (supported: and it
+                    cites a chunk).  None for rows that are not contract-valid and not abstentions.
+  overclaimed       measured, self-reported answered, and the judge found it not addressed or contradicting.
+  underclaimed      measured, self-reported not answered, and the judge found it answered.
 
-A request without a coverage row (the question never reached retrieval) arrived nowhere: nothing was
-ranked, selected or admitted.  For an UNANSWERABLE question, one `AbstentionOutcome`: abstained when the
-contract status is "abstained" or every request item (at least one) has supported=false;
-correct_abstention = abstained; answered_anyway = a valid row that is not an abstention.
+A request without a coverage row (the question never reached retrieval) arrived nowhere: nothing was ranked,
+selected or admitted.  For an UNANSWERABLE question, one `AbstentionOutcome`: abstained when the contract status
+is "abstained" or every request item (at least one) has supported=false; correct_abstention = abstained;
+answered_anyway = a valid row that is not an abstention.
 """
 
 from __future__ import annotations
@@ -46,14 +46,13 @@ from pydantic import BaseModel, ConfigDict
 from rag_ttc_assets.core.contract import ABSTAINED, CONTRACT_FAILURE, VALID
 from rag_ttc_assets.core.judging import StatementVerdict
 from rag_ttc_assets.core.records import Question, Request
-from rag_ttc_assets.core.text import content_words, split_sentences
 
-ADDRESS_RECALL = 0.5
 CASES = ("answered_supported", "answered_unsupported", "not_answered_evidence_admitted",
-         "not_answerable_from_admitted")
+         "not_answerable_from_admitted", "not_measured")
 Case = Literal["answered_supported", "answered_unsupported", "not_answered_evidence_admitted",
-               "not_answerable_from_admitted"]
+               "not_answerable_from_admitted", "not_measured"]
 _PARSED_STATUSES = frozenset({VALID, CONTRACT_FAILURE, ABSTAINED})
+JUDGED = "judged"
 
 
 class RequestOutcome(BaseModel):
@@ -61,11 +60,18 @@ class RequestOutcome(BaseModel):
 
     query_id: str
     request_id: str
-    answered: bool
-    supported: bool
+    measured: bool
+    judge_status: str
+    answered: bool | None
+    supported: bool | None
     evidence_admitted: bool
-    cited_supporting: bool
+    cited_supporting: bool | None
+    verdict: str | None
     contradicts_gold: bool | None
+    self_reported_answered: bool | None
+    self_reported_supported: bool | None
+    overclaimed: bool | None
+    underclaimed: bool | None
     case: Case
 
 
@@ -83,9 +89,10 @@ class QuestionCompleteness(BaseModel):
 
     query_id: str
     requests: int
+    measured: int
     answered: int
     supported: int
-    complete: bool
+    complete: bool | None  # None when a request of the question was not measured
 
 
 def json_list(value: Any) -> list:
@@ -114,17 +121,6 @@ def keyed_items(question: Question, contract_row: dict | None) -> list[dict]:
     return items if any(it.get("request") in keys for it in items) else []
 
 
-def request_citations(request: Request, contract_row: dict | None, items: list[dict] | None = None) -> list[str]:
-    """This request's items' citations when the answer has keyed request items, else the top-level ones."""
-    if contract_row is None or not parsed_answer(contract_row):
-        return []
-    items = json_list(contract_row.get("request_items")) if items is None else items
-    if items:
-        return [c for it in items if it.get("request") in (request.id, request.text)
-                for c in json_list(it.get("citation_chunk_ids"))]
-    return json_list(contract_row.get("citation_chunk_ids"))
-
-
 def coverage_by_request(question: Question, coverage_rows: Iterable[dict]) -> dict[str, dict]:
     """Coverage row per request id; a request without one arrived nowhere (nothing ranked)."""
     ids = {r.id for r in question.requests}
@@ -145,10 +141,16 @@ def coverage_by_request(question: Question, coverage_rows: Iterable[dict]) -> di
     return out
 
 
+def gold_texts(question: Question) -> list[tuple[str, str]]:
+    """(owning request id, text) of the question's gold block, numbered from 1 in this order: every request's
+    gold quotes in request order, then each request's gold answer where the dataset has one."""
+    return ([(r.id, e.quote) for r in question.requests for e in r.evidence]
+            + [(r.id, r.gold_answer) for r in question.requests if r.gold_answer])
+
+
 def gold_numbers(question: Question, request_id: str) -> set[int]:
-    """1-based numbers of a request's gold quotes in the question's gold block."""
-    owners = [r.id for r in question.requests for _ in r.evidence]
-    return {n for n, owner in enumerate(owners, start=1) if owner == request_id}
+    """1-based numbers of a request's gold texts (quotes, then gold answer) in the question's gold block."""
+    return {n for n, (owner, _) in enumerate(gold_texts(question), start=1) if owner == request_id}
 
 
 def gold_verdicts(judge_row: dict | None) -> list[StatementVerdict]:
@@ -157,48 +159,75 @@ def gold_verdicts(judge_row: dict | None) -> list[StatementVerdict]:
     return [StatementVerdict.model_validate(v) for v in json_list(judge_row.get("gold_verdicts"))]
 
 
-def addresses(answer: str, request: Request) -> bool:
-    """Some sentence of `answer` covers >= ADDRESS_RECALL of a gold quote's content words."""
-    quotes = [words for e in request.evidence if (words := set(content_words(e.quote)))]
-    for sentence in split_sentences(answer):
-        said = set(content_words(sentence))
-        if any(len(words & said) / len(words) >= ADDRESS_RECALL for words in quotes):
-            return True
-    return False
+def self_report(question: Question, request: Request, contract_row: dict | None) -> tuple[bool | None, bool | None]:
+    """(self_reported_answered, self_reported_supported): what the generator claims about this request."""
+    status = contract_row.get("status") if contract_row else None
+    if status == ABSTAINED:
+        return False, False
+    if status != VALID or contract_row.get("answer") is None:
+        return None, None
+    keyed = keyed_items(question, contract_row)
+    if keyed:
+        mine = [it for it in keyed if it.get("request") in (request.id, request.text)]
+        claimed = any(it.get("supported") is True and str(it.get("answer") or "").strip() for it in mine)
+        cites = any(json_list(it.get("citation_chunk_ids")) for it in mine if it.get("supported") is True)
+        return claimed, claimed and cites
+    items = json_list(contract_row.get("request_items"))
+    claimed = contract_row.get("abstained") is not True and (not items or any(it.get("supported") is True
+                                                                            for it in items))
+    return claimed, claimed and bool(json_list(contract_row.get("citation_chunk_ids")))
 
 
-def _answered(request: Request, contract_row: dict | None, cited_supporting: bool, items: list[dict]) -> bool:
-    if contract_row is None or not parsed_answer(contract_row) or contract_row.get("abstained") is True:
-        return False
-    if items:
-        return any(it.get("request") in (request.id, request.text) and it.get("supported") is True
-                   and str(it.get("answer") or "").strip() for it in items)
-    return addresses(contract_row["answer"], request) or cited_supporting
+def judgments_by_request(question: Question, judgment_rows: Iterable[dict]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for i, row in enumerate(judgment_rows):
+        if row["query_id"] != question.id or row["request_id"] not in {r.id for r in question.requests}:
+            raise ValueError(f"request_judgments[{i}]: request {row['query_id']}/{row['request_id']} is not a request "
+                             f"of question {question.id!r}; pass only that question's judgment rows")
+        out[row["request_id"]] = row
+    return out
 
 
 def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract_row: dict | None,
-                     judge_row: dict | None) -> list[RequestOutcome]:
+                     judgment_rows: Iterable[dict]) -> list[RequestOutcome]:
     if not question.answerable:
         raise ValueError(f"question {question.id!r} is unanswerable: use abstention_outcome")
     coverage = coverage_by_request(question, coverage_rows)
-    verdicts = gold_verdicts(judge_row)
-    items = keyed_items(question, contract_row)
+    judgments = judgments_by_request(question, judgment_rows)
+    contract_status = contract_row.get("status") if contract_row else "no_answer_row"
     out = []
     for req in question.requests:
         cov = coverage[req.id]
-        cited = any(c in cov["supporting_chunk_ids"] for c in request_citations(req, contract_row, items))
-        answered = _answered(req, contract_row, cited, items)
+        j = judgments.get(req.id)
         admitted = bool(cov["admitted"])
-        supported = answered and cited and admitted
-        mine = gold_numbers(question, req.id)
-        contradicts = any(v.contradicts_gold and mine & set(v.evidence) for v in verdicts) if verdicts else None
-        if answered:
-            case = "answered_supported" if supported else "answered_unsupported"
+        if j is not None and j["status"] == JUDGED:
+            status, measured, answered = JUDGED, True, bool(j["addressed"])
+            cited = answered and any(c in cov["supporting_chunk_ids"] for c in json_list(j.get("cited_chunk_ids")))
+            verdict = j.get("verdict")
+        elif contract_status != VALID:
+            # Nothing was delivered: measured as not answered, whatever a judge would have said.
+            status, measured, answered, cited, verdict = contract_status, True, False, False, None
         else:
-            case = "not_answered_evidence_admitted" if admitted else "not_answerable_from_admitted"
-        out.append(RequestOutcome(query_id=question.id, request_id=req.id, answered=answered, supported=supported,
-                                  evidence_admitted=admitted, cited_supporting=cited, contradicts_gold=contradicts,
-                                  case=case))
+            status = j["status"] if j is not None else "no_request_judgment"
+            measured, answered, cited, verdict = False, None, None, None
+        claimed, claimed_supported = self_report(question, req, contract_row)
+        if measured:
+            supported = bool(answered and cited and admitted)
+            contradicts = verdict == "contradicts"
+            over = None if claimed is None else bool(claimed and (not answered or contradicts))
+            under = None if claimed is None else bool(not claimed and answered)
+            if answered:
+                case = "answered_supported" if supported else "answered_unsupported"
+            else:
+                case = "not_answered_evidence_admitted" if admitted else "not_answerable_from_admitted"
+        else:
+            supported = contradicts = over = under = None
+            case = "not_measured"
+        out.append(RequestOutcome(query_id=question.id, request_id=req.id, measured=measured, judge_status=status,
+                                  answered=answered, supported=supported, evidence_admitted=admitted,
+                                  cited_supporting=cited, verdict=verdict, contradicts_gold=contradicts,
+                                  self_reported_answered=claimed, self_reported_supported=claimed_supported,
+                                  overclaimed=over, underclaimed=under, case=case))
     return out
 
 
@@ -213,31 +242,44 @@ def abstention_outcome(question: Question, contract_row: dict | None) -> Abstent
 
 
 def question_completeness(outcomes: Iterable[RequestOutcome]) -> list[QuestionCompleteness]:
-    """One row per question (first-seen order); complete = every request answered_supported."""
+    """One row per question (first-seen order); complete = every request answered_supported, None when a request
+    was not measured."""
     by_question: dict[str, list[RequestOutcome]] = {}
     for o in outcomes:
         by_question.setdefault(o.query_id, []).append(o)
-    return [QuestionCompleteness(query_id=qid, requests=len(rows), answered=sum(o.answered for o in rows),
-                                 supported=sum(o.supported for o in rows),
-                                 complete=all(o.supported for o in rows))
+    return [QuestionCompleteness(query_id=qid, requests=len(rows), measured=sum(o.measured for o in rows),
+                                 answered=sum(o.answered is True for o in rows),
+                                 supported=sum(o.supported is True for o in rows),
+                                 complete=all(o.supported for o in rows) if all(o.measured for o in rows) else None)
             for qid, rows in by_question.items()]
 
 
 def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes: Iterable[AbstentionOutcome]) -> dict:
+    """Counts over requests and questions; every count of answered or supported is over the measured ones, and
+    `requests_measured` of `requests_total` is printed beside every mean."""
     outcomes, abstentions = list(outcomes), list(abstention_outcomes)
     questions = question_completeness(outcomes)
+    measured_q = [q for q in questions if q.complete is not None]
     unanswerable = len(abstentions)
     correct = sum(a.correct_abstention for a in abstentions)
+    measured = [o for o in outcomes if o.measured]
     return {
         "requests_total": len(outcomes),
-        "requests_answered": sum(o.answered for o in outcomes),
-        "requests_supported": sum(o.supported for o in outcomes),
+        "requests_measured": len(measured),
+        "requests_answered": sum(o.answered is True for o in outcomes),
+        "requests_supported": sum(o.supported is True for o in outcomes),
         **{case: sum(o.case == case for o in outcomes) for case in CASES},
         "requests_contradicting_gold": sum(o.contradicts_gold is True for o in outcomes),
+        "self_reported_answered": sum(o.self_reported_answered is True for o in measured),
+        "self_reported_supported": sum(o.self_reported_supported is True for o in measured),
+        "overclaimed": sum(o.overclaimed is True for o in outcomes),
+        "underclaimed": sum(o.underclaimed is True for o in outcomes),
         "unanswerable_questions": unanswerable,
         "correct_abstentions": correct,
         "correct_abstention_rate": correct / unanswerable if unanswerable else None,
-        "questions_complete": sum(q.complete for q in questions),
-        "questions_partial": sum(0 < q.supported < q.requests for q in questions),
-        "questions_none": sum(q.supported == 0 for q in questions),
+        "questions_total": len(questions),
+        "questions_measured": len(measured_q),
+        "questions_complete": sum(q.complete is True for q in measured_q),
+        "questions_partial": sum(0 < q.supported < q.requests for q in measured_q),
+        "questions_none": sum(q.supported == 0 for q in measured_q),
     }

@@ -7,23 +7,26 @@ FIRST boundary at which its support disappeared.  Every request lands in exactly
   cut_by_evidence_k   ranked, but no supporting chunk in the evidence_k prefix (selected).
   omitted_by_context  selected, but no supporting chunk admitted under the context budget.
   contract_failure    no parsed answer (no contract row, parse failure, provider fault such as timeout or
-                      budget_exhausted, schema failure), or contract status contract_failure.  It comes before
-                      admitted_not_cited because an unparsed row's citations cannot be observed: calling it "not
-                      cited" would charge the generator's citing for a row that was never serviceable; and a
-                      parsed contract_failure row was rejected before any of its citations could count.
-  admitted_not_cited  the parsed answer (valid or abstained) cites no supporting chunk for the request: the request
-                      items' citations when the answer has request items, else the top-level ones (completeness's
-                      `request_citations`).  An abstention cites nothing, so it lands here.
-  judged_unsupported  the row was judged (judged=true) and no statement is supported for this request: with gold
-                      verdicts, no verdict with supported=true cites one of the request's gold quotes; without
-                      them, faithfulness == 0 against the admitted evidence, or no statements at all.
-  ok                  otherwise, including rows whose judge call failed (a judge failure is no verdict).
+                      budget_exhausted, schema failure), or contract status contract_failure.  It comes before the
+                      answer's own branches because an unparsed row's content cannot be observed, and a parsed
+                      contract_failure row was rejected before any of it could count.
+  not_measured        the request judge could not judge the request (a judge fault or unparseable reply): not a
+                      boundary of the system, and never counted as not answered.
+  not_addressed       the request judge found no part of the (valid or abstained) answer that addresses the
+                      request: the prompt-coverage failure.  An abstention addresses nothing, so it lands here.
+  admitted_not_cited  addressed, but the judge's excerpt cites no admitted chunk holding the request's evidence.
+  judged_unsupported  addressed and cited, but the request judge's verdict is `contradicts`, or the row was judged
+                      (judged=true) and no statement is supported for this request: with gold verdicts, no verdict
+                      with supported=true cites one of the request's gold quotes; without them, faithfulness == 0
+                      against the admitted evidence, or no statements at all.
+  ok                  otherwise, including rows whose statement-judge call failed (a judge failure is no verdict).
 
 Accounting (second seed: a miss is not automatically a wrong answer, nor a hit a right one), per request
 from completeness, a partition of each branch (precedence top down):
-  wrong       contradicts_gold, or answered but not supported;
-  acceptable  answered and supported;
-  unanswered  not answered.
+  not_measured  the request judge did not measure it;
+  wrong         contradicts_gold, or answered but not supported;
+  acceptable    answered and supported;
+  unanswered    not answered.
 
 Hit rate over ALL cases: a question hits when every request's gold evidence was admitted; a case whose
 evidence never arrived is a miss whatever the reason, and the denominator is every answerable question,
@@ -38,22 +41,21 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.completeness import (
+    RequestOutcome,
     coverage_by_request,
     gold_numbers,
     gold_verdicts,
-    keyed_items,
     parsed_answer,
-    request_citations,
     request_outcomes,
 )
 from rag_ttc_assets.core.contract import ABSTAINED, VALID
 from rag_ttc_assets.core.records import Question
 
-FLOW_BRANCHES = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure",
-                 "admitted_not_cited", "judged_unsupported", "ok")
-QUALITIES = ("acceptable", "wrong", "unanswered")
-Branch = Literal["not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure",
-                 "admitted_not_cited", "judged_unsupported", "ok"]
+FLOW_BRANCHES = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure", "not_measured",
+                 "not_addressed", "admitted_not_cited", "judged_unsupported", "ok")
+QUALITIES = ("acceptable", "wrong", "unanswered", "not_measured")
+Branch = Literal["not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure", "not_measured",
+                 "not_addressed", "admitted_not_cited", "judged_unsupported", "ok"]
 
 
 class FlowRow(BaseModel):
@@ -63,10 +65,10 @@ class FlowRow(BaseModel):
     request_id: str
     branch: Branch
     admitted: bool
-    answered: bool
-    supported: bool
+    answered: bool | None
+    supported: bool | None
     contradicts_gold: bool | None
-    quality: Literal["acceptable", "wrong", "unanswered"]
+    quality: Literal["acceptable", "wrong", "unanswered", "not_measured"]
 
 
 def _judged_unsupported(question: Question, request_id: str, judge_row: dict | None) -> bool:
@@ -80,10 +82,10 @@ def _judged_unsupported(question: Question, request_id: str, judge_row: dict | N
     return faith is None or faith == 0
 
 
-def flow_branch(question: Question, coverage_row: dict, contract_row: dict | None, judge_row: dict | None) -> str:
-    """The branch of the request that `coverage_row` names."""
+def flow_branch(question: Question, coverage_row: dict, contract_row: dict | None, judge_row: dict | None,
+                outcome: RequestOutcome) -> str:
+    """The branch of the request that `coverage_row` names, given its completeness outcome."""
     cov = coverage_by_request(question, [coverage_row])[coverage_row["request_id"]]
-    request = next(r for r in question.requests if r.id == cov["request_id"])
     if not cov["ranked"]:
         return "not_retrieved"
     if not cov["selected"]:
@@ -92,28 +94,35 @@ def flow_branch(question: Question, coverage_row: dict, contract_row: dict | Non
         return "omitted_by_context"
     if contract_row is None or not parsed_answer(contract_row) or contract_row["status"] not in (VALID, ABSTAINED):
         return "contract_failure"
-    items = keyed_items(question, contract_row)
-    if not any(c in cov["supporting_chunk_ids"] for c in request_citations(request, contract_row, items)):
+    if not outcome.measured:
+        return "not_measured"
+    if not outcome.answered:
+        return "not_addressed"
+    if not outcome.cited_supporting:
         return "admitted_not_cited"
-    if _judged_unsupported(question, request.id, judge_row):
+    if outcome.contradicts_gold or _judged_unsupported(question, cov["request_id"], judge_row):
         return "judged_unsupported"
     return "ok"
 
 
+def quality(o: RequestOutcome) -> str:
+    if not o.measured:
+        return "not_measured"
+    if o.contradicts_gold or (o.answered and not o.supported):
+        return "wrong"
+    return "acceptable" if o.answered else "unanswered"
+
+
 def flow_rows(question: Question, coverage_rows: Iterable[dict], contract_row: dict | None,
-              judge_row: dict | None) -> list[FlowRow]:
+              judge_row: dict | None, judgment_rows: Iterable[dict] = ()) -> list[FlowRow]:
     """One row per request of an answerable question; missing coverage rows count as nothing ranked."""
     coverage = coverage_by_request(question, coverage_rows)
     out = []
-    for o in request_outcomes(question, coverage.values(), contract_row, judge_row):
-        if o.contradicts_gold or (o.answered and not o.supported):
-            quality = "wrong"
-        else:
-            quality = "acceptable" if o.answered else "unanswered"
+    for o in request_outcomes(question, coverage.values(), contract_row, judgment_rows):
         out.append(FlowRow(query_id=o.query_id, request_id=o.request_id,
-                           branch=flow_branch(question, coverage[o.request_id], contract_row, judge_row),
+                           branch=flow_branch(question, coverage[o.request_id], contract_row, judge_row, o),
                            admitted=o.evidence_admitted, answered=o.answered, supported=o.supported,
-                           contradicts_gold=o.contradicts_gold, quality=quality))
+                           contradicts_gold=o.contradicts_gold, quality=quality(o)))
     return out
 
 

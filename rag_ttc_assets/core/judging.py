@@ -66,3 +66,52 @@ def faithfulness(verdicts: list[StatementVerdict]) -> float | None:
     if not verdicts:
         return None
     return sum(v.supported for v in verdicts) / len(verdicts)
+
+
+REQUEST_VERDICTS = ("consistent", "contradicts", "not_addressed", "not_verifiable")
+
+
+class RequestJudgment(BaseModel):
+    """The request judge's reply for one labelled request (prompt kind judge_requests)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    request: str
+    addressed: bool
+    excerpt: str = ""
+    cited_chunk_ids: list[str] = Field(default_factory=list)
+    verdict: str
+    reason: str = ""
+
+
+def parse_request_judgments(raw_text: str | None, request_ids: list[str]) -> list[RequestJudgment]:
+    """Exactly one judgment per labelled request, in `request_ids` order. A reply that does not parse, omits a
+    request, names one twice or names one that does not exist, or gives a verdict outside REQUEST_VERDICTS (or
+    one that disagrees with `addressed`) is a JudgeParseError: not measured, never "not addressed"."""
+    obj, error = load_json_object(raw_text)
+    if obj is None:
+        raise JudgeParseError(f"requests: {error}")
+    items = obj.get("requests")
+    if not isinstance(items, list):
+        raise JudgeParseError("requests: field 'requests' must be a list of objects")
+    try:
+        judged = [RequestJudgment.model_validate(it) for it in items]
+    except (ValidationError, TypeError) as e:
+        raise JudgeParseError(f"requests: {str(e).splitlines()[0]}") from None
+    named = [j.request for j in judged]
+    unknown = sorted(set(named) - set(request_ids))
+    if unknown:
+        raise JudgeParseError(f"requests: names request(s) {unknown} that this question does not have")
+    twice = sorted({r for r in named if named.count(r) > 1})
+    if twice:
+        raise JudgeParseError(f"requests: judges request(s) {twice} more than once")
+    missing = [r for r in request_ids if r not in named]
+    if missing:
+        raise JudgeParseError(f"requests: omits request(s) {missing}")
+    for j in judged:
+        if j.verdict not in REQUEST_VERDICTS:
+            raise JudgeParseError(f"requests: {j.request}: verdict {j.verdict!r} is not one of {list(REQUEST_VERDICTS)}")
+        if (j.verdict == "not_addressed") == j.addressed:
+            raise JudgeParseError(f"requests: {j.request}: addressed is {j.addressed} but the verdict is {j.verdict!r}")
+    by_id = {j.request: j for j in judged}
+    return [by_id[r] for r in request_ids]

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 TASK_EXTRACT = "extract_statements"
 TASK_VERIFY = "verify_statements"
 TASK_GOLD = "verify_against_gold"
-TASKS = (TASK_EXTRACT, TASK_VERIFY, TASK_GOLD)
+TASK_REQUESTS = "judge_requests"
+TASKS = (TASK_EXTRACT, TASK_VERIFY, TASK_GOLD, TASK_REQUESTS)
 
 
 def _block_pattern(tag: str, attrs: str = "") -> re.Pattern[str]:
@@ -130,6 +131,43 @@ class JudgePrompt:
     statements: list[str] | None = None
     evidence: list[str] | None = None
     gold: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class RequestJudgePrompt:
+    """What the request judge reads: labelled requests (id, text, gold quotes, gold answer) and the answer with
+    its citations and cited passages."""
+
+    question: str | None
+    requests: list[tuple[str, str, list[str], str | None]]
+    answer_text: str
+    citations: list[str]
+    passages: list[tuple[str, list[str]]]
+
+
+_PASSAGE = re.compile(r"<passage\s+n\s*=\s*\"\s*(\d+)\s*\"\s+cites\s*=\s*\"([^\"]*)\"\s*>(.*?)</passage\s*>",
+                      re.DOTALL | re.IGNORECASE)
+
+
+def parse_request_judge_prompt(text: str) -> RequestJudgePrompt:
+    """The judge_requests prompt (core.prompts.gold_requests_block and cited_answer_block). Requests are read only
+    inside <gold_requests> and passages only after it, so an answer that writes tags cannot add requests."""
+    block = require_tag(text, "gold_requests")
+    requests = []
+    for m in _block_pattern("request", _ATTR_ID).finditer(block):
+        rid = next(g for g in m.groups()[:3] if g is not None).strip()
+        body = m.group(4)
+        requests.append((rid, " ".join((find_tag(body, "text") or "").split()),
+                         parse_numbered(body, "gold", required=False), find_tag(body, "gold_answer")))
+    if not requests:
+        raise ValueError('<gold_requests> has no <request id="..."> blocks')
+    rest = text[text.index("</gold_requests>"):] if "</gold_requests>" in text else text
+    passages = sorted(((int(m.group(1)), m.group(3).strip(), m.group(2).split()) for m in _PASSAGE.finditer(rest)),
+                      key=lambda p: p[0])
+    return RequestJudgePrompt(question=_optional_question(text), requests=requests,
+                              answer_text=require_tag(rest, "answer_text"),
+                              citations=(find_tag(rest, "answer_citations") or "").split(),
+                              passages=[(body, cites) for _, body, cites in passages])
 
 
 def _optional_question(text: str) -> str | None:

@@ -20,7 +20,14 @@ KINDS = {
     "judge_statements": ({"question", "answer"}, {"answer"}),
     "judge_verdicts": ({"question", "statements", "evidence"}, {"statements", "evidence"}),
     "judge_gold": ({"question", "statements", "gold"}, {"statements", "gold"}),
+    # The request judge: the labelled requests with their gold material, and the answer with its citations.
+    "judge_requests": ({"question", "gold_requests", "answer"}, {"gold_requests", "answer"}),
 }
+# Kinds whose prompts the generator reads: only these are subject to the label rule.
+GENERATION_KINDS = frozenset({"answer", "tool_answer"})
+# The placeholder that renders the evaluation's request annotation into a generation prompt.
+LABEL_PLACEHOLDER = "requests"
+ORACLE = "oracle"
 
 
 class PromptError(ValueError):
@@ -69,6 +76,32 @@ def evidence_block(evidence: list[tuple[str, str]]) -> str:
 def requests_block(requests: list[tuple[str, str]]) -> str:
     return "\n".join(f"- [{rid}] {text}" for rid, text in requests)
 
+
+def label_values(requests_in_prompt: str, requests: list[tuple[str, str]]) -> dict[str, str]:
+    """The labels a generation prompt may render: the request annotation, and only in an arm declared oracle.
+    Every other arm renders without it, so a template that still names {{requests}} fails to render."""
+    return {LABEL_PLACEHOLDER: requests_block(requests)} if requests_in_prompt == ORACLE else {}
+
+
+def gold_requests_block(requests: list[tuple[str, str, list[str], str | None]]) -> str:
+    """The request judge's labels: per request its id, text, gold quotes (numbered) and gold answer if any."""
+    out = []
+    for rid, text, quotes, gold_answer in requests:
+        parts = [f'<request id="{rid}">', f"<text>{text}</text>"]
+        parts += [f'<gold n="{i}">\n{q}\n</gold>' for i, q in enumerate(quotes, 1)]
+        if gold_answer:
+            parts.append(f"<gold_answer>{gold_answer}</gold_answer>")
+        out.append("\n".join(parts + ["</request>"]))
+    return "\n\n".join(out)
+
+
+def cited_answer_block(answer: str, citations: list[str], passages: list[tuple[str, list[str]]]) -> str:
+    """An answer as the request judge reads it: the text, its citations, and each cited passage (a request item's
+    answer with its own citations, without the generator's request label or `supported` flag)."""
+    parts = [f"<answer_text>\n{answer}\n</answer_text>", f"<answer_citations>{' '.join(citations)}</answer_citations>"]
+    parts += [f'<passage n="{i}" cites="{" ".join(cites)}">\n{text}\n</passage>'
+              for i, (text, cites) in enumerate(passages, 1)]
+    return "\n".join(parts)
 
 def statements_block(statements: list[str]) -> str:
     return "\n".join(f"[{i}] {s}" for i, s in enumerate(statements, 1))

@@ -130,7 +130,7 @@ class LookupCase(BaseModel):
     calls: int
     results: int
     missing_requests: list[str]
-    quality: Literal["acceptable", "wrong", "unanswered"]
+    quality: Literal["acceptable", "wrong", "unanswered", "not_measured"]
 
 
 def lookup_branch(question: Question, calls: Sequence[LookupCall]) -> tuple[str, list[str]]:
@@ -145,9 +145,12 @@ def lookup_branch(question: Question, calls: Sequence[LookupCall]) -> tuple[str,
 
 
 def case_quality(request_qualities: Sequence[str]) -> str:
-    """A case is wrong when any request is wrong, unanswered when none was answered, else acceptable."""
+    """A case is wrong when any request is wrong, not measured when the request judge could not measure one of
+    its requests, unanswered when none was answered, else acceptable."""
     if "wrong" in request_qualities:
         return "wrong"
+    if "not_measured" in request_qualities:
+        return "not_measured"
     if request_qualities and all(q == "unanswered" for q in request_qualities):
         return "unanswered"
     return "acceptable"
@@ -185,8 +188,7 @@ def lookup_flow(cases: Iterable[LookupCase]) -> dict:
         "hit_rate": hits / len(cases) if cases else None,
         "misses": misses,
         "wrong_on_misses": wrong_on_misses,
-        "acceptable_on_misses": misses - wrong_on_misses - sum(
-            accounting[b]["unanswered"] for b in LOOKUP_BRANCHES if b != "correct_document"),
+        "acceptable_on_misses": sum(accounting[b]["acceptable"] for b in LOOKUP_BRANCHES if b != "correct_document"),
         "wrong_on_hits": accounting["correct_document"]["wrong"],
         "accounting": accounting,
         # The seed's identities: no-calls + calls = cases; empty + wrong + correct = calls; each branch's answers.

@@ -5,6 +5,7 @@ import json
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue, asset)
 
+from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
@@ -15,10 +16,10 @@ from rag_ttc_assets.stages import diagnostics as stage
 GROUP = "diagnostics"
 
 
-@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("judge_verdicts", "admitted_contexts"),
-           code_version="completeness/3")
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_judgments", "judge_verdicts", "admitted_contexts"),
+           code_version="completeness/4")
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """Per request: answered, supported by cited admitted evidence, and which of the seed's four cases it is."""
+    """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
     arm = context.partition_key
     lab_, _ = lab.arm(arm)
     d = stage.completeness(lab_, arm)
@@ -28,16 +29,22 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     store.write_table(arm, "abstention_outcomes", d["abstentions"])
     digest = store.write_arm_json(arm, "request_completeness.json", d["completeness"])
     totals = d["completeness"]
+    inst = totals["request_judge"]
     return MaterializeResult(
-        metadata={**numbers({k: v for k, v in totals.items() if v is not None}),
-                  "summary": md_table([{k: totals[k] for k in ("requests_total", "requests_answered",
-                                                               "requests_supported", "questions_complete",
+        metadata={**numbers({k: v for k, v in totals.items() if v is not None and not isinstance(v, (dict, str))}),
+                  "measured": f"{totals['requests_measured']} measured of {totals['requests_total']} requests",
+                  "request_judge_model": inst["model"], "request_judge_prompt_digest": inst["prompt_digest"],
+                  "offline_baseline_judge": MetadataValue.bool(inst["offline_baseline"]),
+                  "label_use": totals["label_use"],
+                  "summary": md_table([{k: totals[k] for k in ("requests_total", "requests_measured",
+                                                               "requests_answered", "requests_supported",
+                                                               "questions_complete", "overclaimed", "underclaimed",
                                                                "correct_abstentions")}])},
         data_version=version_of(digest),
     )
 
 
-@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/3")
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/4")
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = context.partition_key
@@ -109,12 +116,13 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     for a, b in lab_.arms.comparisons:
         try:
             rep = stage.compare_two(lab_, a, b, plots_dir=out_dir)
-        except FileNotFoundError as e:
-            skipped.append(f"{a} vs {b}: {e}")
+        except (FileNotFoundError, InstrumentDriftError, LabelDriftError) as e:
+            skipped.append(f"{a} vs {b}: {e}")  # refused pairs are reported, never compared
             continue
         (out_dir / f"{a}--{b}.json").write_text(json.dumps(rep, indent=1, default=str))
         m = rep["metrics"]
-        summary.append({"a": a, "b": b, "n": rep["n"], "valid_delta": m["valid"]["mean_delta"],
+        summary.append({"a": stage.arm_title(lab_, a), "b": stage.arm_title(lab_, b), "n": rep["n"],
+                        "valid_delta": m["valid"]["mean_delta"],
                         "valid_p": m["valid"]["p_value"], "completeness_delta": m["completeness"]["mean_delta"],
                         "completeness_p": m["completeness"]["p_value"], "catastrophic": len(rep["catastrophic"])})
     from rag_ttc_assets.adapters import plots

@@ -7,7 +7,7 @@ from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, versi
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
-from rag_ttc_assets.stages import indexes, ingest, supply
+from rag_ttc_assets.stages import indexes, ingest, request_judge, supply
 from rag_ttc_assets.stages import run_record as records
 from rag_ttc_assets.stages.calls import Caller
 from rag_ttc_assets.stages.retrieval import arm_questions
@@ -49,15 +49,61 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
     )
 
 
-@arm_asset(group=GROUP, kinds={"json"}, deps=("judge_verdicts",), code_version="judge-summary/1")
-def judge_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """Judged, abstained and invalid rows, mean faithfulness and relevance, the judge model, same model or not."""
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="request-judge/1",
+           pool="provider", config=("request_judge", "judge_requests_prompt", "request_judge_budget"))
+def request_judgments(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Per request: addressed, its excerpt and citations, a verdict against the gold material (one instrument)."""
     arm = context.partition_key
     lab_, cfg = lab.arm(arm)
-    s = stage.judge_summary(cfg, lab_.store.read_table(arm, "judge_verdicts"))
-    digest = lab_.store.write_arm_json(arm, "judge_summary.json", s)
+    ds = ingest.bind_dataset(lab_, cfg)
+    prompt = lab_.prompt(cfg.judge_requests_prompt, "judge_requests")
+    caller = Caller(cfg.request_judge, lab_.provider_cache_root, "request_judging", cfg.request_judge_budget,
+                    cfg.allow_unpriced_provider, "request judge")
+    run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "request_judge")
+    log = stage.RowLog(run_dir / records.PARTIAL_REQUEST_JUDGE)
+    try:
+        df = request_judge.judge_requests(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "contract_results"),
+                                          prompt, caller, log)
+    finally:
+        log.close()
+    digest = lab_.store.write_table(arm, "request_judgments", df)
+    s = request_judge.request_judge_summary(df)
+    inst = request_judge.instrument(cfg, prompt)
+    lab_.store.write_arm_json(arm, "request_judge_summary.json", {**s, "request_judge": inst,
+                                                                  "label_use": cfg.label_use})
     return MaterializeResult(
-        metadata={**numbers({k: v for k, v in s.items() if v is not None}),
+        metadata={"dagster/row_count": df.height, "request_judge_model": inst["model"],
+                  "prompt_digest": inst["prompt_digest"],
+                  "offline_baseline_judge": MetadataValue.bool(inst["offline_baseline"]),
+                  "label_use": cfg.label_use, "statuses": MetadataValue.json(s["statuses"]),
+                  "verdicts": MetadataValue.json(s["verdicts"]), "provider_calls": s["provider_calls"],
+                  "cache_hits": s["cache_hits"], "incomplete_rows": s["not_measured"], "table_digest": digest},
+        data_version=version_of(digest),
+    )
+
+
+@arm_asset(group=GROUP, kinds={"json"}, deps=("judge_verdicts", "request_judgments", "admitted_contexts"),
+           code_version="judge-summary/2")
+def judge_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """Judged, abstained and invalid rows, faithfulness and relevance, the judge model, the judges measured."""
+    arm = context.partition_key
+    lab_, cfg = lab.arm(arm)
+    store = lab_.store
+    s = stage.judge_summary(cfg, store.read_table(arm, "judge_verdicts"))
+    s["judge_measurement"] = stage.measure_judges(cfg, arm_questions(cfg, ingest.bind_dataset(lab_, cfg)),
+                                                  store.read_table(arm, "contract_results"),
+                                                  store.read_table(arm, "judge_verdicts"),
+                                                  store.read_table(arm, "request_judgments"),
+                                                  store.read_table(arm, "admitted_contexts"))
+    s["request_judge_model"] = cfg.request_judge.model
+    digest = store.write_arm_json(arm, "judge_summary.json", s)
+    jm = s["judge_measurement"]
+    return MaterializeResult(
+        metadata={**numbers({k: v for k, v in s.items() if v is not None and not isinstance(v, (dict, str))}),
+                  "judge_measurement": md_table([{"judge": j, "measure": m, **jm[m][j]}
+                                                 for m in ("sensitivity", "false_alarms")
+                                                 for j in ("gold_judge", "request_judge")]),
+                  "label_use": cfg.label_use,
                   "judge_model": s["judge_model"], "generator_model": s["generator_model"],
                   "same_model_as_generator": MetadataValue.bool(s["same_model_as_generator"]),
                   "offline_baseline_judge": MetadataValue.bool(s["offline_baseline_judge"]),

@@ -35,20 +35,31 @@ def _inputs(lab: Lab, arm: str):
     cov_by_q: dict[str, list[dict]] = {}
     for r in coverage.iter_rows(named=True):
         cov_by_q.setdefault(r["query_id"], []).append(r)
+    judgments: dict[str, list[dict]] = {}
+    for r in lab.store.read_table(arm, "request_judgments").iter_rows(named=True):
+        judgments.setdefault(r["query_id"], []).append(r)
     return (cfg, arm_questions(cfg, ds), cov_by_q, _rows_by_query(lab.store.read_table(arm, "contract_results")),
-            _rows_by_query(lab.store.read_table(arm, "judge_verdicts")))
+            _rows_by_query(lab.store.read_table(arm, "judge_verdicts")), judgments)
+
+
+def request_instrument(lab: Lab, cfg) -> dict:
+    """The request judge that measured an arm's completeness: its model and prompt digest."""
+    from rag_ttc_assets.stages.request_judge import instrument
+
+    return instrument(cfg, lab.prompt(cfg.judge_requests_prompt, "judge_requests"))
 
 
 def completeness(lab: Lab, arm: str) -> dict:
-    """Request and question completeness, abstention outcomes and their totals for one arm."""
-    cfg, questions, cov_by_q, contracts, judged = _inputs(lab, arm)
+    """Request and question completeness (from the request judge), abstention outcomes and totals for one arm."""
+    cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(lab, arm)
     outcomes, abstentions = [], []
     for q in questions:
         if q.answerable:
-            outcomes += request_outcomes(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id))
+            outcomes += request_outcomes(q, cov_by_q.get(q.id, []), contracts.get(q.id), judgments.get(q.id, []))
         else:
             abstentions.append(abstention_outcome(q, contracts.get(q.id)))
-    totals = completeness_totals(outcomes, abstentions)
+    totals = {**completeness_totals(outcomes, abstentions), "request_judge": request_instrument(lab, cfg),
+              "label_use": cfg.label_use}
     if cfg.counterfactual != "none":
         contexts = {r["query_id"]: r for r in lab.store.read_table(arm, "admitted_contexts").iter_rows(named=True)}
         totals["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
@@ -63,9 +74,10 @@ def completeness(lab: Lab, arm: str) -> dict:
 
 def failure_flow(lab: Lab, arm: str) -> dict:
     """Flow rows (one per request of an answerable question), their totals, and a tool arm's lookup flow."""
-    cfg, questions, cov_by_q, contracts, judged = _inputs(lab, arm)
+    cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(lab, arm)
     flows = [f for q in questions if q.answerable
-             for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id))]
+             for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id),
+                                judgments.get(q.id, []))]
     summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
     lookups = pl.DataFrame()
     if cfg.supply == "tool":
@@ -115,7 +127,9 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     cases = list(contract)
     values = {
         "valid": {c: float(contract[c]["status"] == "valid") for c in cases},
-        "completeness": {c: (questions[c]["supported"] / questions[c]["requests"]) if c in questions else None
+        # Undefined (not paired) when the request judge did not measure every request of the case.
+        "completeness": {c: (questions[c]["supported"] / questions[c]["requests"])
+                         if c in questions and questions[c]["measured"] == questions[c]["requests"] else None
                          for c in cases},
         "faithfulness": {c: judge[c]["faithfulness"] if c in judge else None for c in cases},
         "input_tokens": {c: float(answers[c]["input_tokens"]) if answers[c]["input_tokens"] is not None else None
@@ -137,12 +151,21 @@ KINDS = {"valid": "binary", "completeness": "continuous", "faithfulness": "conti
          "latency_s": "continuous"}
 
 
+def arm_title(lab: Lab, arm: str) -> str:
+    """The arm's name as every table shows it: an oracle or counterfactual arm says so."""
+    use = lab.arms[arm].label_use
+    return arm if use == "none" else f"{arm} ({use})"
+
+
 def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots_dir: Path | None = None,
-                headline: str = "completeness", seed: int = 0) -> dict:
-    """The paired per-case comparison of arms a and b (refused across label versions)."""
+                headline: str = "completeness", seed: int = 0, allow_instrument_drift: bool = False) -> dict:
+    """The paired per-case comparison of arms a and b (refused across label versions, and across request judges
+    or judge prompts unless allowed)."""
     va, ctx_a = case_values(lab, a)
     vb, ctx_b = case_values(lab, b)
     drift = cmp.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
+    instruments = {arm: lab.store.read_arm_json(arm, "request_completeness.json")["request_judge"] for arm in (a, b)}
+    instrument_drift = cmp.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
     report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed).to_json()
     for row in report["catastrophic"]:
         row["branches_a"] = ctx_a["branches"].get(row["case_id"], [])
@@ -166,6 +189,13 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
     report["admitted_sets"] = {"identical": same, "questions": len(sets_a), "position_only": same == len(sets_a)}
     report["headline"] = headline
     report["label_drift"] = drift
+    report["instruments"] = instruments
+    report["instrument_drift"] = instrument_drift  # the differing fields, when --allow-instrument-drift let it pass
+    report["label_use"] = {a: lab.arms[a].label_use, b: lab.arms[b].label_use}
+    report["completeness_measured"] = {
+        arm: {k: lab.store.read_arm_json(arm, "request_completeness.json")[k]
+              for k in ("requests_measured", "requests_total", "questions_measured", "questions_total")}
+        for arm in (a, b)}
     report["evaluation_digests"] = {a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]}
     if plots_dir is not None:
         from rag_ttc_assets.adapters import plots

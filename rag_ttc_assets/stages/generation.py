@@ -17,9 +17,10 @@ import polars as pl
 
 from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.completeness import gold_texts
 from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
                                          summarize_contract)
-from rag_ttc_assets.core.prompts import Prompt, evidence_block, numbered_block, requests_block, statements_block
+from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.calls import Call, Caller, is_offline_baseline
@@ -46,9 +47,12 @@ class RowLog:
         self._f.close()
 
 
-def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]], index_text: str = "") -> list[dict]:
-    text = prompt.render(question=q.text, evidence=evidence_block(evidence),
-                         requests=requests_block([(r.id, r.text) for r in q.requests]), title_index=index_text)
+def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]], index_text: str = "",
+                    requests_in_prompt: str = "none") -> list[dict]:
+    """The generator's messages: the question, the evidence, the title index; the request annotation only in an
+    oracle arm (`requests_in_prompt: oracle`)."""
+    text = prompt.render(question=q.text, evidence=evidence_block(evidence), title_index=index_text,
+                         **label_values(requests_in_prompt, [(r.id, r.text) for r in q.requests]))
     return [{"role": "user", "content": text}]
 
 
@@ -70,7 +74,7 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
         else:
             lookups, admitted = [], ctx[q.id]["admitted_chunk_ids"]
             evidence = evidence_pairs(ctx[q.id], chunk_text)
-            calls = [caller.call(answer_messages(prompt, q, evidence, tools.index_text))]
+            calls = [caller.call(answer_messages(prompt, q, evidence, tools.index_text, cfg.requests_in_prompt))]
         check, retry = supply.citation_check(cfg, q, calls[-1], evidence, tools.retry_prompt, caller)
         row = {"query_id": q.id, "prompt": prompt.name, "prompt_digest": prompt.digest, "model": cfg.generator.model,
                "provider_role": GENERATOR_ROLE, "offline_baseline": is_offline_baseline(cfg.generator.model),
@@ -200,7 +204,7 @@ def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[st
     out = {"status": "judged", "judged": True, "statements": statements,
            "verdicts": json.dumps([v.model_dump(exclude={"contradicts_gold"}) for v in verdicts]),
            "faithfulness": judging.faithfulness(verdicts), "answer_relevance": relevance}
-    gold = [e.quote for r in q.requests for e in r.evidence]
+    gold = [text for _, text in gold_texts(q)]
     if gold:
         call = caller.call([{"role": "user", "content": prompts["gold"].render(
             question=q.text, statements=block, gold=numbered_block("gold", gold))}])
@@ -241,3 +245,18 @@ def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame) -> dict:
         "provider_calls": int(verdicts["judge_provider_calls"].sum()),
         "cache_hits": int(verdicts["judge_cache_hits"].sum()),
     }
+
+
+def measure_judges(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, verdicts: pl.DataFrame,
+                   judgments: pl.DataFrame, contexts: pl.DataFrame) -> dict:
+    """core.judge_measurement over an arm's tables: planted claims from admitted_contexts (planted-falsehood)."""
+    from rag_ttc_assets.core.counterfactual import Planted
+    from rag_ttc_assets.core.judge_measurement import judge_measurement
+
+    by_q: dict[str, list[dict]] = {}
+    for r in judgments.iter_rows(named=True):
+        by_q.setdefault(r["query_id"], []).append(r)
+    planted = {r["query_id"]: [Planted(**p) for p in json.loads(r.get("planted") or "[]")]
+               for r in contexts.iter_rows(named=True)}
+    return judge_measurement(questions, {r["query_id"]: r for r in contracts.iter_rows(named=True)},
+                             {r["query_id"]: r for r in verdicts.iter_rows(named=True)}, by_q, planted)

@@ -30,6 +30,8 @@ STATUS = "status.json"
 RUNNING, COMPLETE, INTERRUPTED, FAILED, PARTIAL = "running", "complete", "interrupted", "failed", "partial"
 PARTIAL_ANSWERS = "results/generated-answers.partial.jsonl"
 PARTIAL_JUDGE = "results/judge-per-query.partial.jsonl"
+PARTIAL_REQUEST_JUDGE = "results/request-judgments.partial.jsonl"
+PARTIALS = (PARTIAL_ANSWERS, PARTIAL_JUDGE, PARTIAL_REQUEST_JUDGE)
 
 
 def runs_root(lab: Lab, arm: str) -> Path:
@@ -79,7 +81,7 @@ def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
             continue
         if dagster_status is None and _alive(st.get("pid"), st.get("host")):
             continue
-        rows = {name: _count_lines(d / name) for name in (PARTIAL_ANSWERS, PARTIAL_JUDGE)}
+        rows = {name: _count_lines(d / name) for name in PARTIALS}
         status, reason = {
             "FAILURE": (FAILED, "a step failed"),
             # A run of fewer stages ended as asked: not killed, but no run record either.
@@ -181,12 +183,15 @@ def provenance(provider_calls: int, cache_hits: int) -> str:
     return "provider calls only" if provider_calls else "no provider results"
 
 
-def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: dict) -> dict:
+def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: dict, request_judge: dict | None = None) -> dict:
     """Per role: provider calls, cache hits and which of the two the metrics were generated from; and the cache."""
     a = calls_summary(answers)
     out = {"provider_cache": str(lab.provider_cache_root)}
-    for role, calls, hits in (("answers", a["provider_calls"], a["cache_hits"]),
-                              ("judge", judge_summary["provider_calls"], judge_summary["cache_hits"])):
+    roles = [("answers", a["provider_calls"], a["cache_hits"]),
+             ("judge", judge_summary["provider_calls"], judge_summary["cache_hits"])]
+    if request_judge is not None:
+        roles.append(("request_judge", request_judge["provider_calls"], request_judge["cache_hits"]))
+    for role, calls, hits in roles:
         out[role] = {"provider_calls": calls, "cache_hits": hits, "from": provenance(calls, hits)}
     return out
 
@@ -199,7 +204,10 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
         "arm": arm, "effective_config": cfg.model_dump(mode="json"), "fingerprints": fingerprints,
         "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
         "model_assignments": {"generator": cfg.generator.model, "judge": cfg.judge.model,
+                              "request_judge": cfg.request_judge.model,
                               "same_model": cfg.generator.model == cfg.judge.model},
+        # What of the evaluation's labels reached the generator: none, oracle, or counterfactual:<kind>.
+        "label_use": cfg.label_use,
         "arms_file": str(lab.arms_file),
         # Where the answers and verdicts were cached: another store's cache (RAG_TTC_PROVIDER_CACHE) may have served them.
         "provider_cache": str(lab.provider_cache_root)})
@@ -240,28 +248,44 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     _jsonl(results / "judge-per-query.jsonl", judge_rows)
     judge_summary = store.read_arm_json(arm, "judge_summary.json")
     atomic_write_json(results / "judge-summary.json", {**judge_summary, "judge_config": cfg.judge.model_dump(mode="json")})
-    atomic_write_json(results / "request-completeness.json", store.read_arm_json(arm, "request_completeness.json"))
+    completeness = store.read_arm_json(arm, "request_completeness.json")
+    atomic_write_json(results / "request-completeness.json", completeness)
+    _jsonl(results / "request-judgments.jsonl", store.read_table(arm, "request_judgments").to_dicts())
     atomic_write_json(results / "failure-flow.json", store.read_arm_json(arm, "failure_flow.json"))
     _jsonl(results / "request-outcomes.jsonl", store.read_table(arm, "failure_flow").to_dicts())
-    for partial in (PARTIAL_ANSWERS, PARTIAL_JUDGE):
+    for partial in PARTIALS:
         (run_dir / partial).unlink(missing_ok=True)  # complete tables replace the per-row logs
     contract = store.read_arm_json(arm, "contract_summary.json")
     counts = {"questions": len(per_query), "answer_rows": tables["answers"].height,
               "judge_rows": tables["judge_verdicts"].height, "valid": contract["valid"],
               "judged": judge_summary["judged"]}
-    source = result_provenance(lab, tables["answers"], judge_summary)
+    source = result_provenance(lab, tables["answers"], judge_summary,
+                               store.read_arm_json(arm, "request_judge_summary.json"))
     atomic_write_json(results / "provider-provenance.json", source)
     atomic_write_bytes(run_dir / "summary.md", summary_markdown(arm, cfg, retrieval["summary"], contract,
-                                                                judge_summary, counts, source).encode("utf-8"))
+                                                                judge_summary, counts, source,
+                                                                completeness).encode("utf-8"))
     st = read_status(run_dir)
     atomic_write_json(run_dir / STATUS, {**st, "status": COMPLETE, "finished_at": _now(), "counts": counts,
                                          "exit_code": 0})
     return counts
 
 
+LABEL_USE_TEXT = {"oracle": "**ORACLE arm**: the generator was shown the evaluation's request annotation "
+                            "(requests_in_prompt: oracle). Its numbers are a diagnostic upper bound, not a deployable "
+                            "system's."}
+
+
 def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, judge: dict, counts: dict,
-                     source: dict) -> str:
-    lines = [f"# Run of arm `{arm}`", "",
+                     source: dict, completeness: dict | None = None) -> str:
+    use = cfg.label_use
+    disclosure = LABEL_USE_TEXT.get(use, f"**Counterfactual arm** ({use.split(':', 1)[-1]}): the evaluation's labels "
+                                         "were used to edit the evidence on purpose." if use != "none" else "")
+    c = completeness or {}
+    inst = c.get("request_judge") or {}
+    jm = judge.get("judge_measurement") or {}
+    lines = [f"# Run of arm `{arm}`" + ("" if use == "none" else f" ({use})"), "",
+             *([disclosure, ""] if disclosure else []),
              f"chunks {cfg.chunk_runes}/{cfg.overlap_runes}, {cfg.retrieval}, retrieve_k {cfg.retrieve_k}, "
              f"evidence_k {cfg.evidence_k}, context_runes {cfg.context_runes}, prompt `{cfg.prompt}`", "",
              "## Retrieval (ranked list, before evidence_k)", "",
@@ -279,12 +303,24 @@ def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, 
              "", f"judged {judge['judged']}, abstained {judge['abstained']}, invalid {judge['invalid']}, "
              f"mean faithfulness {judge['mean_faithfulness']}, mean relevance {judge['mean_relevance']}, "
              f"contradicts_gold {judge['contradicts_gold']}", "",
+             "## Request completeness (by the request judge)", "",
+             f"request judge `{inst.get('model')}`, prompt `{inst.get('prompt')}` ({inst.get('prompt_digest')})"
+             + (" (offline baseline judge, not a language model)" if inst.get("offline_baseline") else ""), "",
+             f"{c.get('requests_measured')} measured of {c.get('requests_total')} requests: answered "
+             f"{c.get('requests_answered')}, supported {c.get('requests_supported')}; questions complete "
+             f"{c.get('questions_complete')} of {c.get('questions_measured')} measured", "",
+             f"self-reported by the generator (not the measurement): answered {c.get('self_reported_answered')}; "
+             f"overclaimed {c.get('overclaimed')}, underclaimed {c.get('underclaimed')}", "",
+             "## The judges measured", "",
+             "| judge | measure | flagged | of | share |", "|---|---|---|---|---|",
+             *[f"| {j} | {m} | {jm[m][j]['flagged']} | {jm[m][j]['of']} | {jm[m][j]['share']} |"
+               for m in ("sensitivity", "false_alarms") if m in jm for j in ("gold_judge", "request_judge")], "",
              "## Where the provider results came from", "",
              "A cache hit hides the provider call that produced it; the copied inputs and per-query records "
              "above are the source of truth.", "",
              "| role | provider calls | cache hits | metrics generated from |", "|---|---|---|---|",
              *[f"| {role} | {source[role]['provider_calls']} | {source[role]['cache_hits']} | {source[role]['from']} |"
-               for role in ("answers", "judge")], "",
+               for role in ("answers", "judge", "request_judge") if role in source], "",
              f"provider cache: `{source['provider_cache']}`", "", f"rows: {counts}", ""]
     return "\n".join(lines)
 

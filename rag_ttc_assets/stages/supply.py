@@ -18,7 +18,7 @@ from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.contract import ABSTAINED, VALID, check_contract
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.fusion import rrf
-from rag_ttc_assets.core.prompts import Prompt, evidence_block, requests_block
+from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.supply import LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCall, parse_lookup_arguments, \
     seamless_offsets
@@ -144,7 +144,8 @@ def tool_conversation(cfg: ArmConfig, q: Question, prompt: Prompt, index_text: s
     Returns the provider calls, the lookup log, and the supplied chunk IDs (union of results, first seen first).
     """
     messages: list[dict] = [{"role": "user", "content": prompt.render(
-        question=q.text, requests=requests_block([(r.id, r.text) for r in q.requests]), title_index=index_text)}]
+        question=q.text, title_index=index_text,
+        **label_values(cfg.requests_in_prompt, [(r.id, r.text) for r in q.requests]))}]
     calls: list[Call] = []
     log: list[LookupCall] = []
     supplied: list[str] = []
@@ -180,7 +181,7 @@ def citation_check(cfg: ArmConfig, q: Question, final: Call, evidence: Sequence[
         return CITATION_PASSED, []
     retry = caller.call([{"role": "user", "content": retry_prompt.render(
         question=q.text, evidence=evidence_block(list(evidence)),
-        requests=requests_block([(r.id, r.text) for r in q.requests]), title_index="")}])
+        title_index="", **label_values(cfg.requests_in_prompt, [(r.id, r.text) for r in q.requests]))}])
     if retry.status != "ok":
         return CITATION_OFF, [retry]
     passed = check_contract(retry.raw_text, supplied).status in (VALID, ABSTAINED)

@@ -7,8 +7,8 @@ from dagster import DagsterInstance
 
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 
-BRANCHES = ["not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure", "admitted_not_cited",
-            "judged_unsupported", "ok"]
+BRANCHES = ["not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure", "not_measured",
+            "not_addressed", "admitted_not_cited", "judged_unsupported", "ok"]
 
 
 def test_run_diagnose_inspect_compare_and_validate_run_records(mini_lab, tmp_path):

@@ -1,0 +1,113 @@
+"""The request judge for one arm: per request of every answerable question, addressed or not, the excerpt and its
+citations, and a verdict against the gold material; one instrument (model and prompt digest) for every arm.
+
+The judge sees the question, the labelled requests with their gold quotes and gold answers, and the answer text
+with its citations (each request item's answer and citations as a passage, without the generator's request label
+or `supported` flag). Rows that are not contract-valid keep their status and are not judged; a judge fault or an
+unparseable reply is a row status (`judge_*`): not measured, never "not addressed".
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import polars as pl
+
+from rag_ttc_assets.core import judging
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.completeness import json_list
+from rag_ttc_assets.core.contract import VALID
+from rag_ttc_assets.core.prompts import Prompt, cited_answer_block, gold_requests_block
+from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.stages.calls import Caller, is_offline_baseline
+
+JUDGED = "judged"
+PARSE_FAILURE = "judge_parse_failure"
+REQUEST_JUDGMENT_SCHEMA = {"addressed": pl.Boolean, "excerpt": pl.String, "cited_chunk_ids": pl.List(pl.String),
+                           "verdict": pl.String, "reason": pl.String, "judge_error": pl.String,
+                           "judge_input_tokens": pl.Int64, "judge_output_tokens": pl.Int64}
+
+
+def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> list[dict]:
+    """The messages the request judge is sent for one contract-valid answer."""
+    items = json_list(contract_row.get("request_items"))
+    citations = list(contract_row.get("citation_chunk_ids") or [])
+    passages = ([(str(it.get("answer") or ""), [str(c) for c in json_list(it.get("citation_chunk_ids"))])
+                 for it in items if str(it.get("answer") or "").strip()]
+                or [(contract_row["answer"], citations)])
+    labelled = [(r.id, r.text, [e.quote for e in r.evidence], r.gold_answer) for r in q.requests]
+    return [{"role": "user", "content": prompt.render(
+        question=q.text, gold_requests=gold_requests_block(labelled),
+        answer=cited_answer_block(contract_row["answer"], citations, passages))}]
+
+
+def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
+                   caller: Caller, log=None) -> pl.DataFrame:
+    """One row per request of every answerable question, in question then request order."""
+    rows_by_q = {r["query_id"]: r for r in contracts.iter_rows(named=True)}
+    answerable = [q for q in questions if q.answerable and q.requests]
+
+    def one(q: Question) -> list[dict]:
+        c = rows_by_q.get(q.id) or {"status": "no_answer_row"}
+        base = {"query_id": q.id, "status": c["status"], "addressed": None, "excerpt": None, "cited_chunk_ids": [],
+                "verdict": None, "reason": None, "judge_error": None, "request_judge_model": cfg.request_judge.model,
+                "prompt_digest": prompt.digest, "judge_provider_calls": 0, "judge_cache_hits": 0,
+                "judge_input_tokens": None, "judge_output_tokens": None}
+        judged: list[judging.RequestJudgment] | None = None
+        if c["status"] == VALID:
+            call = caller.call(request_judge_messages(prompt, q, c))
+            base.update(judge_provider_calls=int(not call.cache_hit and call.status != "budget_exhausted"),
+                        judge_cache_hits=int(call.cache_hit), judge_input_tokens=call.input_tokens,
+                        judge_output_tokens=call.output_tokens)
+            if call.status != "ok":
+                base.update(status=f"judge_{call.status}", judge_error=call.error)
+            else:
+                try:
+                    judged = judging.parse_request_judgments(call.raw_text, [r.id for r in q.requests])
+                    base["status"] = JUDGED
+                except judging.JudgeParseError as e:
+                    base.update(status=PARSE_FAILURE, judge_error=str(e))
+        rows = []
+        for i, r in enumerate(q.requests):
+            row = {**base, "request_id": r.id}
+            if i:  # the question's one call is counted on its first request row
+                row.update(judge_provider_calls=0, judge_cache_hits=0, judge_input_tokens=None,
+                           judge_output_tokens=None)
+            if judged is not None:
+                j = judged[i]
+                row.update(addressed=j.addressed, excerpt=j.excerpt, cited_chunk_ids=list(j.cited_chunk_ids),
+                           verdict=j.verdict, reason=j.reason)
+            rows.append(row)
+        if log is not None:
+            for row in rows:
+                log.write(row)
+        return rows
+
+    with ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
+        rows = [row for rs in pool.map(one, answerable) for row in rs]
+    columns = ["query_id", "request_id", *[k for k in (rows[0] if rows else {}) if k not in ("query_id", "request_id")]]
+    return pl.DataFrame(rows, schema_overrides=REQUEST_JUDGMENT_SCHEMA).select(columns) if rows else \
+        pl.DataFrame(schema={"query_id": pl.String, "request_id": pl.String, "status": pl.String,
+                             **REQUEST_JUDGMENT_SCHEMA})
+
+
+def instrument(cfg: ArmConfig, prompt: Prompt) -> dict:
+    """The request judge as an instrument: what must be equal for two arms' completeness to be comparable."""
+    return {"model": cfg.request_judge.model, "prompt": prompt.name, "prompt_digest": prompt.digest,
+            "offline_baseline": is_offline_baseline(cfg.request_judge.model)}
+
+
+def request_judge_summary(df: pl.DataFrame) -> dict:
+    statuses = Counter(df["status"].to_list()) if df.height else Counter()
+    verdicts = Counter(v for v in df["verdict"].to_list() if v is not None) if df.height else Counter()
+    return {"requests": df.height, "judged": statuses.get(JUDGED, 0),
+            "not_measured": sum(n for s, n in statuses.items() if s.startswith("judge_")),
+            "statuses": dict(statuses), "verdicts": {v: verdicts.get(v, 0) for v in judging.REQUEST_VERDICTS},
+            "provider_calls": int(df["judge_provider_calls"].sum()) if df.height else 0,
+            "cache_hits": int(df["judge_cache_hits"].sum()) if df.height else 0}
+
+
+def judgments_json(df: pl.DataFrame) -> list[dict]:
+    return json.loads(df.write_json()) if df.height else []
