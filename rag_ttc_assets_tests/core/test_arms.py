@@ -219,17 +219,23 @@ def test_repository_arms_file() -> None:
                    "supply-tool-checked"],
     }
     assert arms.names[:5] == ["baseline", "evidence-k-8", "prompt-multipart", "retrieval-bm25", "retrieval-vector"]
-    assert len(arms.names) == 29  # 11 named + 5 + 5 + 3 + 2 + 5 members, two of them shared with named arms
+    assert len(arms.names) == 30  # 12 named + 5 + 5 + 3 + 2 + 5 members, two of them shared with named arms
     baseline = arms["baseline"]
     assert baseline == ArmConfig(generator=ModelConfig(model="local/extractive"),
                                  judge=ModelConfig(model="local/lexical"))
     assert arms["evidence-k-8"] == baseline.model_copy(update={"evidence_k": 8, "context_runes": 40000})
     assert arms["evidence-k-8"].context_runes == 40000
-    assert arms["prompt-multipart"] == baseline.model_copy(update={"prompt": "grounded-answer-multipart-v1"})
+    assert arms["prompt-multipart"] == baseline.model_copy(update={"prompt": "grounded-answer-multipart-v2"})
     assert arms["prompt-baseline"] == baseline
+    # The one arm whose generator sees the request annotation says so in its configuration.
+    assert arms["prompt-multipart-oracle"] == baseline.model_copy(
+        update={"prompt": "grounded-answer-multipart-v1", "requests_in_prompt": "oracle"})
+    assert [n for n in arms.names if arms[n].label_use == "oracle"] == ["prompt-multipart-oracle"]
+    assert {arms[n].label_use for n in ("withheld-relevant", "planted-falsehood")} == {
+        "counterfactual:withheld-relevant", "counterfactual:planted-falsehood"}
     assert (arms["chunks-600"].chunk_runes, arms["chunks-600"].overlap_runes) == (600, 60)
     assert arms.comparisons == [("baseline", "evidence-k-8"), ("baseline", "prompt-multipart"),
-                                ("context-1500", "context-24000"), ("baseline", "order-reversed"),
+                                ("prompt-multipart", "prompt-multipart-oracle"), ("context-1500", "context-24000"), ("baseline", "order-reversed"),
                                 ("baseline", "withheld-relevant"), ("baseline", "planted-falsehood"),
                                 ("prompt-multipart", "supply-preloaded"), ("supply-preloaded", "supply-tool"),
                                 ("supply-tool", "supply-tool-top3"), ("supply-tool-top3", "supply-tool-indexed"),
@@ -237,7 +243,7 @@ def test_repository_arms_file() -> None:
     # The supply ladder adds one option at a time, so each step's token cost is its own.
     assert arms["supply-tool-top3"] == arms["supply-tool"].model_copy(update={"lookup_top_n": 3})
     assert arms["supply-tool-indexed"] == arms["supply-tool-top3"].model_copy(
-        update={"title_index": True, "prompt": "tool-answer-indexed-v1"})
+        update={"title_index": True, "prompt": "tool-answer-indexed-v2"})
     assert arms["supply-tool-checked"] == arms["supply-tool-indexed"].model_copy(update={"citation_check": True})
 
 

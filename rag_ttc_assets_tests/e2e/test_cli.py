@@ -142,13 +142,13 @@ def test_changing_only_the_prompt_reruns_only_the_downstream_assets(mini_lab, tm
     assert code == 0, err
     assert json.loads(out)["arms"]["baseline"]["ran"] == []  # nothing changed: nothing runs
 
-    arms = mini_lab.arms_file.read_text().replace("  baseline: {}", "  baseline: {prompt: grounded-answer-multipart-v1}")
+    arms = mini_lab.arms_file.read_text().replace("  baseline: {}", "  baseline: {prompt: grounded-answer-multipart-v2}")
     mini_lab.arms_file.write_text(arms)
     code, out, err = rag_ttc("run", "baseline", "--json", env=env)
     assert code == 0, err
     again = json.loads(out)["arms"]["baseline"]
-    assert again["ran"] == ["answers", "contract_results", "contract_summary", "judge_verdicts", "judge_summary",
-                            "request_completeness", "failure_flow", "run_record"]
+    assert again["ran"] == ["answers", "contract_results", "contract_summary", "judge_verdicts", "request_judgments",
+                            "judge_summary", "request_completeness", "failure_flow", "run_record"]
     assert again["calls"]["answers"]["provider_calls"] == 8  # a new prompt is a new request
     assert again["retrieval"] == first["retrieval"]
     code, out, err = rag_ttc("run", "baseline", "--stage", "answers", env=env)

@@ -90,7 +90,7 @@ def test_a_thousand_questions_with_every_fault_lose_no_row(tmp_path, monkeypatch
                        run2_provider_statuses=dict(Counter(answers2["status"])))
 
         # Run 3: a lower budget holds. A new prompt makes every request new; 100 calls, then clean stops.
-        arms_file.write_text(_arms(server.base_url, prompt="grounded-answer-multipart-v1", generation_budget=100))
+        arms_file.write_text(_arms(server.base_url, prompt="grounded-answer-multipart-v2", generation_budget=100))
         before = server.request_count
         assert materialize("load", instance, ANSWER_ASSETS).success
         answers3, contract3 = _tables(Lab.from_env())

@@ -144,6 +144,16 @@ ARMS_CASES = {  # case -> (arms mapping or raw YAML, strings the one error must 
                         ["arms.remote", "'generation_budget'", "greater than or equal to 0"]),
     "prompt-unknown-placeholder": ({"remote": {}}, ["arm 'remote'", "field 'prompt'", "grounded-answer-v1.txt",
                                                     "unknown placeholder(s) ['context']"]),
+    # Labels never reach the system under test: a prompt rendering the request annotation needs an oracle arm.
+    "labels-in-prompt": ({"remote": {"prompt": "grounded-answer-multipart-v1"}},
+                         ["arm 'remote'", "field 'requests_in_prompt'", "prompt 'grounded-answer-multipart-v1'",
+                          "(field 'prompt')", "{{requests}}", "requests_in_prompt: oracle"]),
+    "labels-in-retry-prompt": ({"remote": {"citation_check": True, "citation_retry_prompt": "restated-evidence-v1"}},
+                               ["arm 'remote'", "field 'requests_in_prompt'", "prompt 'restated-evidence-v1'",
+                                "(field 'citation_retry_prompt')"]),
+    "oracle-without-labels": ({"remote": {"requests_in_prompt": "oracle"}},
+                              ["arm 'remote'", "field 'requests_in_prompt'", "declared oracle",
+                               "'grounded-answer-v1' renders no {{requests}}"]),
 }
 
 

@@ -35,7 +35,8 @@ FAMILY = "context"
 ARMS = ["context-700", "context-4000"]
 PER_ARM_ASSETS = ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index", "retrieval_rows",
                   "admitted_contexts", "retrieval_summary", "answers", "contract_results", "contract_summary",
-                  "judge_verdicts", "judge_summary", "request_completeness", "failure_flow", "run_record"]
+                  "judge_verdicts", "request_judgments", "judge_summary", "request_completeness", "failure_flow",
+                  "run_record"]
 COMPARISON_COLUMNS = ["a", "b", "n", "valid_delta", "valid_p", "completeness_delta", "completeness_p", "catastrophic"]
 VIEWPORT = {"width": 1440, "height": 900}
 TALL = {"width": 1440, "height": 2000}  # room below the metadata table for the centred image dialog
