@@ -23,6 +23,7 @@ from rag_ttc_assets.core import prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
 from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
 from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests  # noqa: E402
+from rag_ttc_assets.core.supply import lookup_queries  # noqa: E402
 
 PROVIDER = "local"
 EXTRACTIVE = "extractive"
@@ -92,9 +93,10 @@ class _Baseline(CustomLLM):
 class ExtractiveAnswerer(_Baseline):
     """Answers by quoting evidence sentences (core.extractive); JSON answer object out.
 
-    Offered a `lookup` tool (tool arms), it first calls it once per request with the request's text (once with
-    the question when the prompt lists no requests), then answers from the tool results. It does not read a
-    pre-loaded title index: a baseline that always searches makes no no-call cases of its own.
+    Offered a `lookup` tool (tool arms), it first calls it once per request it splits from the question
+    (core.supply.lookup_queries: the question text is all it reads), then answers from the tool results. Only an
+    oracle prompt that lists the annotated requests in a <requests> block makes it look up those texts instead.
+    It does not read a pre-loaded title index: a baseline that always searches makes no no-call cases of its own.
     """
 
     name = EXTRACTIVE
@@ -162,11 +164,13 @@ def _offers_lookup(tools: list) -> bool:
 
 
 def _lookup_calls(baseline: _Baseline, messages: list, model_response: ModelResponse | None) -> ModelResponse:
-    """The first turn of a tool arm: one `lookup` call per request, with the request's text as the query."""
+    """The first turn of a tool arm: one `lookup` call per query. The queries are the answerer's own split of the
+    question (lookup_queries); a prompt with a <requests> block (an oracle arm's) gives its request texts."""
     prompt = last_user_text(messages)
     try:
-        requests = prompt_markup.parse_requests(prompt) or []
-        queries = [text for _, text in requests] or [prompt_markup.parse_question(prompt)]
+        requests = prompt_markup.parse_requests(prompt)
+        queries = ([text for _, text in requests] if requests is not None
+                   else lookup_queries(prompt_markup.parse_question(prompt)))
     except ValueError:
         return _respond(baseline, messages, model_response)  # explains what the prompt lacked
     response = model_response if model_response is not None else ModelResponse()

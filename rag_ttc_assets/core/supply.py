@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.flow import branch_accounting
 from rag_ttc_assets.core.records import Document, Question
+from rag_ttc_assets.core.text import split_requests
 
 SUPPLY_MODES = ("retrieval", "preloaded", "tool")
 LOOKUP_TOOL_NAME = "lookup"
@@ -78,6 +79,14 @@ def parse_lookup_arguments(arguments: str | dict | None) -> tuple[str | None, st
     if not isinstance(query, str) or not query.strip():
         return None, "argument 'query' is missing or not a non-empty string"
     return " ".join(query.split()), None
+
+
+def lookup_queries(question_text: str) -> list[str]:
+    """The queries sent for a question with no annotation behind them: the question's own split into requests
+    (core.text.split_requests, the split the extractive answerer uses when no requests are given), or the whole
+    question when it does not split. Both the offline answerer's `lookup` calls and the no-generation hit rate
+    (`rag-ttc hitrate` on a tool arm) take their queries from here, so the two cannot drift apart."""
+    return split_requests(question_text) or [question_text]
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")

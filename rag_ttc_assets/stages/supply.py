@@ -256,9 +256,25 @@ def arm_coverage(lab, arm: str, cfg: ArmConfig, ds: Dataset | None = None, qid: 
     return request_coverage(questions, support, lab.store.read_table(arm, "retrieval_rows"), contexts, cfg.supply)
 
 
-def request_text_lookups(lab, cfg: ArmConfig, ds: Dataset) -> dict:
-    """A tool arm's lookup hit rate with no generation: each request looked up with its own text (the queries the
-    offline answerer sends; a model may phrase its own), scored against the governing documents. For CI gates."""
+def question_lookups(lab, cfg: ArmConfig, ds: Dataset) -> dict:
+    """A tool arm's lookup hit rate with no generation, on the queries the product sends: per question, its own
+    split (core.supply.lookup_queries of the question text, the offline answerer's `lookup` queries; a model may
+    phrase its own), scored against the governing documents. The CI gate of `rag-ttc hitrate` on a tool arm."""
+    from rag_ttc_assets.core.supply import lookup_queries
+
+    return _scored_lookups(lab, cfg, ds, lambda q: [(f"{q.id}.lookup_{i}", text)
+                                                    for i, text in enumerate(lookup_queries(q.text))])
+
+
+def oracle_request_lookups(lab, cfg: ArmConfig, ds: Dataset) -> dict:
+    """An oracle figure, not something the product sends: each annotated request looked up with the annotator's
+    request text (the evaluation file's labels), scored like question_lookups. Reported beside it, never gated on."""
+    return _scored_lookups(lab, cfg, ds, lambda q: [(r.id, r.text) for r in q.requests])
+
+
+def _scored_lookups(lab, cfg: ArmConfig, ds: Dataset, queries_of) -> dict:
+    """Look up `queries_of(question)` ((call id, query) pairs) for every arm question with the arm's own `lookup`
+    and return the lookup flow's branch counts and hit rate (no answers, so no answer-quality figures)."""
     from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
     from rag_ttc_assets.stages import ingest
     from rag_ttc_assets.stages.retrieval import arm_questions
@@ -268,9 +284,9 @@ def request_text_lookups(lab, cfg: ArmConfig, ds: Dataset) -> dict:
     logs = {}
     for q in questions:
         calls = []
-        for r in q.requests:
-            hits = lookup.search(r.text)
-            calls.append(LookupCall(call_id=r.id, query=r.text, result_chunk_ids=hits,
+        for call_id, query in queries_of(q):
+            hits = lookup.search(query)
+            calls.append(LookupCall(call_id=call_id, query=query, result_chunk_ids=hits,
                                     result_doc_ids=[lookup.chunk_docs[c] for c in hits]))
         logs[q.id] = calls
     flow = lookup_flow(lookup_cases(questions, logs, {}))

@@ -171,18 +171,46 @@ def test_project_llm_adapter_reaches_the_baseline() -> None:
     assert check_contract(result.raw_text, CHUNK_IDS).status == "valid"
 
 
+def _first_turn_queries(prompt: str) -> list[tuple[str, dict]]:
+    from rag_ttc_assets.core.supply import LOOKUP_TOOL
+
+    first = litellm.completion(model="local/extractive", messages=[{"role": "user", "content": prompt}],
+                               tools=[LOOKUP_TOOL])
+    assert first.choices[0].finish_reason == "tool_calls" and first.system_fingerprint == "offline-baseline"
+    return [(c.function.name, json.loads(c.function.arguments)) for c in first.choices[0].message.tool_calls]
+
+
+def test_extractive_looks_up_its_own_split_of_the_question_when_the_prompt_lists_no_requests() -> None:
+    # The product's prompt carries the question only: the queries are the answerer's split of it, never a label.
+    prompt = render("tool-answer-v2", "tool_answer",
+                    question="What does the assert statement do and what are lambda expressions?")
+    assert "<requests>" not in prompt
+    assert _first_turn_queries(prompt) == [("lookup", {"query": "What does the assert statement do?"}),
+                                           ("lookup", {"query": "What are lambda expressions?"})]
+    # A question that does not split is looked up whole.
+    assert _first_turn_queries(render("tool-answer-v2", "tool_answer", question="What do assert and lambda do?")) == [
+        ("lookup", {"query": "What do assert and lambda do?"})]
+
+
+def test_extractive_on_an_oracle_prompt_looks_up_the_listed_request_texts() -> None:
+    # An oracle prompt (v1) lists the annotated requests; their texts differ from the question's own split.
+    requests = [("q.r1", "assert statement purpose"), ("q.r2", "lambda expressions")]
+    prompt = render("tool-answer-v1", "tool_answer", question="What do assert and lambda do?",
+                    requests=requests_block(requests))
+    assert _first_turn_queries(prompt) == [("lookup", {"query": "assert statement purpose"}),
+                                           ("lookup", {"query": "lambda expressions"})]
+
+
 def test_extractive_offered_lookup_calls_it_once_per_request_then_answers_from_the_results() -> None:
     from rag_ttc_assets.core.supply import LOOKUP_TOOL
 
-    requests = [("q.r1", "What does the assert statement do?"), ("q.r2", "What are lambda expressions?")]
-    prompt = render("tool-answer-v1", "tool_answer", question="What do assert and lambda do?",
-                    requests=requests_block(requests))
+    prompt = render("tool-answer-v2", "tool_answer",
+                    question="What does the assert statement do and what are lambda expressions?")
     messages = [{"role": "user", "content": prompt}]
     first = litellm.completion(model="local/extractive", messages=messages, tools=[LOOKUP_TOOL])
     calls = first.choices[0].message.tool_calls
-    assert first.choices[0].finish_reason == "tool_calls" and first.system_fingerprint == "offline-baseline"
-    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
-        ("lookup", {"query": text}) for _, text in requests]
+    assert [json.loads(c.function.arguments)["query"] for c in calls] == [
+        "What does the assert statement do?", "What are lambda expressions?"]
     messages.append({"role": "assistant", "content": None, "tool_calls": [
         {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
         for c in calls]})
@@ -193,6 +221,9 @@ def test_extractive_offered_lookup_calls_it_once_per_request_then_answers_from_t
     result = check_contract(second.choices[0].message.content, CHUNK_IDS)
     assert result.status == "valid", result.reason
     assert set(result.answer.citation_chunk_ids) == set(CHUNK_IDS)
+    # Each request is named in the answerer's own words (the v2 prompt has no request ids to give).
+    assert [r.request for r in result.answer.requests] == [
+        "What does the assert statement do?", "What are lambda expressions?"]
     # Without the tool the same first turn is an ordinary prompt with no evidence: an abstention, not a call.
     plain = litellm.completion(model="local/extractive", messages=messages[:1])
     assert check_contract(plain.choices[0].message.content, []).status == "abstained"

@@ -114,6 +114,9 @@ def test_repository_prompts_parse_with_their_kinds() -> None:
         "judge-gold-v1": ("judge_gold", {"question", "statements", "gold"}),
         "tool-answer-v1": ("tool_answer", {"question", "requests"}),
         "tool-answer-indexed-v1": ("tool_answer", {"question", "requests", "title_index"}),
+        # v2: the product's prompts, with no annotated requests in them (the model identifies the requests).
+        "tool-answer-v2": ("tool_answer", {"question"}),
+        "tool-answer-indexed-v2": ("tool_answer", {"question", "title_index"}),
         "restated-evidence-v1": ("answer", {"question", "requests", "evidence"}),
     }
     assert {k: found[k] for k in expected} == expected

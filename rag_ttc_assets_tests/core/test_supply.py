@@ -7,8 +7,8 @@ import pytest
 from rag_ttc_assets.core.chunking import chunk_text
 from rag_ttc_assets.core.records import Document, Evidence, Question, Request
 from rag_ttc_assets.core.supply import (LOOKUP_BRANCHES, LookupCall, case_quality, lookup_branch, lookup_cases,
-                                        lookup_flow, one_line_summary, parse_lookup_arguments, seamless_offsets,
-                                        title_index)
+                                        lookup_flow, lookup_queries, one_line_summary, parse_lookup_arguments,
+                                        seamless_offsets, title_index)
 
 
 def test_one_line_summary_is_the_first_sentence_on_one_line_clipped():
@@ -51,6 +51,13 @@ def test_parse_lookup_arguments(arguments, expected):
 def test_parse_lookup_arguments_names_the_json_error():
     query, error = parse_lookup_arguments("{not json")
     assert query is None and error.startswith("arguments are not JSON:")
+
+
+def test_lookup_queries_are_the_questions_own_split_or_the_whole_question():
+    assert lookup_queries("What does the assert statement do and what are lambda expressions?") == [
+        "What does the assert statement do?", "What are lambda expressions?"]
+    assert lookup_queries("Why is raise used; when is finally run?") == ["Why is raise used?", "When is finally run?"]
+    assert lookup_queries("What do assert and lambda do?") == ["What do assert and lambda do?"]
 
 
 def _q(qid: str, docs: list[str]) -> Question:

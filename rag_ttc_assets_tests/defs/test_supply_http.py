@@ -30,7 +30,7 @@ defaults:
   overlap_runes: 60
   retrieval: bm25
   supply: tool
-  prompt: tool-answer-v1
+  prompt: tool-answer-v2
   lookup_top_n: 2
   citation_check: true
   generator:
@@ -117,6 +117,9 @@ def test_tool_arm_logs_lookups_closes_its_flow_and_escalates(tool_lab):
                    and not r["body"]["messages"][0]["content"].startswith(RETRY_MARK)]
     assert len(first_turns) == len(CASES)
     assert all(b["tools"][0]["function"]["name"] == "lookup" for b in first_turns)
+    # The product's prompt (v2) carries the question only: no annotated request reaches the model.
+    assert not any("<requests>" in b["messages"][0]["content"] or ".r1]" in b["messages"][0]["content"]
+                   for b in first_turns)
 
     for qid, (_, branch, status, check) in CASES.items():
         a = answers[qid]

@@ -162,6 +162,7 @@ def test_hitrate_gate_without_generation(mini_lab, tmp_path):
     assert code == 0, err
     rep = json.loads(out)
     assert rep["questions"] == 7 and rep["requests"] == 11
+    assert "lookup" not in rep and "oracle_lookup" not in rep  # lookups are a tool arm's gate only
     ranked, admitted = rep["ranked"]["request_hits"], rep["admitted"]["request_hits"]
     assert admitted < ranked  # the 700-rune budget omits evidence that retrieval found
     assert not (mini_lab.store.arm_path("tight", "answers.parquet")).exists()  # no generation happened

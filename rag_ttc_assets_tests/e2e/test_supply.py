@@ -1,11 +1,12 @@
 """Supply modes offline, through the CLI a user runs: a preloaded arm pastes the whole manual into every prompt,
-tool arms look up each request through the offline answerer's `lookup` calls, and both appear in the flow,
-in `compare` and in `inspect`."""
+tool arms look up the question's own split into requests through the offline answerer's `lookup` calls (never the
+annotated request texts), and both appear in the flow, in `compare`, in `hitrate` and in `inspect`."""
 
 import json
 
 import pytest
 
+from rag_ttc_assets.core.supply import lookup_queries
 from rag_ttc_assets_tests.conftest import MINI_ARMS
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 
@@ -13,8 +14,8 @@ SUPPLY_ARMS = """
   multipart: {prompt: grounded-answer-multipart-v1}
   preloaded: {supply: preloaded, prompt: grounded-answer-multipart-v1}
   manual: {supply: preloaded, prompt: grounded-answer-multipart-v1, preloaded_documents: [assert, raise]}
-  tool: {supply: tool, prompt: tool-answer-v1}
-  tool-top3-indexed: {supply: tool, prompt: tool-answer-indexed-v1, lookup_top_n: 3, title_index: true,
+  tool: {supply: tool, prompt: tool-answer-v2}
+  tool-top3-indexed: {supply: tool, prompt: tool-answer-indexed-v2, lookup_top_n: 3, title_index: true,
                       citation_check: true}
 """
 
@@ -48,11 +49,13 @@ def test_supply_modes_run_offline_and_show_in_flow_compare_and_inspect(supply_la
     assert pre_answers["input_tokens"].min() >= corpus_words  # the token cost of pasting the manual
     assert pre_answers["input_tokens"].mean() > 3 * multi_answers["input_tokens"].mean()
 
-    # Tool: the offline answerer looks up each request with its text; the log says what came back.
+    # Tool: the offline answerer looks up each request it splits from the question; the log says what came back.
     answers = {r["query_id"]: r for r in store.read_table("tool", "answers").iter_rows(named=True)}
+    assert [c["query"] for c in json.loads(answers["mini-01"]["lookups"])] == [
+        "What does the assert statement do?", "What does the raise statement do?"]
     for q in questions:
         lookups = json.loads(answers[q["id"]]["lookups"])
-        assert [c["query"] for c in lookups] == [r["text"] for r in q["requests"]]
+        assert [c["query"] for c in lookups] == lookup_queries(q["text"])
         assert all(len(c["result_chunk_ids"]) == 1 for c in lookups)  # lookup_top_n 1
         supplied = [c for call in lookups for c in call["result_chunk_ids"]]
         assert answers[q["id"]]["admitted_chunk_ids"] == list(dict.fromkeys(supplied))
@@ -90,14 +93,21 @@ def test_supply_modes_run_offline_and_show_in_flow_compare_and_inspect(supply_la
     code, out, err = rag_ttc("compare", "preloaded", "tool", env=env)
     assert code == 0 and "lookup" in out.lower()
 
-    # hitrate: the lookup hit rate of the request texts, with no generation, is the CI gate of a tool arm; the
-    # offline answerer sends exactly those queries, so it matches the run's lookup flow.
+    # hitrate: the lookup hit rate of the question's own split, with no generation, is the CI gate of a tool arm;
+    # the offline answerer sends exactly those queries, so it matches the run's lookup flow. The annotated request
+    # texts as queries are reported beside it as an oracle.
     code, out, err = rag_ttc("hitrate", "tool", "--json", env=env)
     assert code == 0, err
-    gate = json.loads(out)["lookup"]
-    assert gate["hit_rate"] == store.read_arm_json("tool", "failure_flow.json")["lookup_flow"]["hit_rate"]
+    rep = json.loads(out)
+    run_flow = store.read_arm_json("tool", "failure_flow.json")["lookup_flow"]
+    assert rep["lookup"]["hit_rate"] == run_flow["hit_rate"]
+    assert rep["lookup"]["lookup_calls"] == run_flow["lookup_calls"] == 11
+    assert rep["oracle_lookup"]["cases"] == rep["lookup"]["cases"] == 7
+    assert rep["oracle_lookup"]["lookup_calls"] == sum(len(q["requests"]) for q in questions if q["answerable"]) == 11
     code, out, err = rag_ttc("hitrate", "tool", "--min-hit-rate", "1.01", env=env)
     assert code == 1 and "gate: lookup hit rate" in out
+    assert "lookups of the question text, split as the product sends them (no generation): " in out
+    assert "oracle: the annotator's request texts as queries, not something the product sends: " in out
 
     # inspect: a tool arm's case shows its lookups.
     code, out, err = rag_ttc("inspect", "tool", "mini-01", env=env)
@@ -110,8 +120,8 @@ def test_invalid_supply_settings_are_refused_naming_arm_and_field(supply_lab, tm
     base = arms.read_text()
     cases = {
         "  bad: {supply: tool}\n": ("'bad'", "field 'prompt'", "evidence"),
-        "  bad: {supply: tool, prompt: tool-answer-indexed-v1}\n": ("'bad'", "field 'title_index'", "placeholder"),
-        "  bad: {supply: tool, prompt: tool-answer-v1, counterfactual: withheld-relevant}\n": (
+        "  bad: {supply: tool, prompt: tool-answer-indexed-v2}\n": ("'bad'", "field 'title_index'", "placeholder"),
+        "  bad: {supply: tool, prompt: tool-answer-v2, counterfactual: withheld-relevant}\n": (
             "arms.bad", "supply 'retrieval'", "counterfactual"),
         "  bad: {supply: sideways}\n": ("arms.bad", "field 'supply'", "preloaded"),
     }
@@ -124,3 +134,35 @@ def test_invalid_supply_settings_are_refused_naming_arm_and_field(supply_lab, tm
     code, out, err = rag_ttc("run", "bad", "--stage", "retrieval", env={"DAGSTER_HOME": str(tmp_path / "dh")})
     assert code == 1
     assert "field 'preloaded_documents'" in err and "nope" in err and "arm 'bad'" in err
+
+
+def test_question_lookups_send_the_questions_split_never_the_annotated_request_texts(supply_lab, tmp_path,
+                                                                                     monkeypatch):
+    from rag_ttc_assets.stages import ingest, supply
+    from rag_ttc_assets.stages.retrieval import arm_questions
+
+    # Annotated request texts that differ from the question's split: these labels must not reach the lookups.
+    evaluation = tmp_path / "datasets" / "mini" / "evaluation.json"
+    ev = json.loads(evaluation.read_text())
+    for q in ev["questions"]:
+        for r in q["requests"]:
+            r["text"] = f"annotator label {r['id']}"
+    evaluation.write_text(json.dumps(ev), encoding="utf-8")
+    sent = []
+    search = supply.Lookup.search
+    monkeypatch.setattr(supply.Lookup, "search", lambda self, query: sent.append(query) or search(self, query))
+    cfg = supply_lab.arms["tool"]
+    ds = ingest.bind_dataset(supply_lab, cfg)
+    questions = arm_questions(cfg, ds)
+
+    product = supply.question_lookups(supply_lab, cfg, ds)
+    assert sent[:2] == ["What does the assert statement do?", "What does the raise statement do?"]
+    assert sent == [query for q in questions for query in lookup_queries(q.text)]
+    assert len(sent) == 12 and not any("annotator label" in query for query in sent)  # 11 requests + mini-99
+    assert product["cases"] == 7 and product["lookup_calls"] == 11  # mini-99 is unanswerable: not a case
+
+    sent.clear()
+    oracle = supply.oracle_request_lookups(supply_lab, cfg, ds)
+    assert sent[:2] == ["annotator label mini-01.r1", "annotator label mini-01.r2"]
+    assert sent == [r.text for q in questions for r in q.requests]
+    assert oracle["cases"] == 7 and oracle["lookup_calls"] == 11
