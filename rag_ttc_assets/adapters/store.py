@@ -145,6 +145,14 @@ class ArtifactStore:
                 raise
         return Built(kind, final, kd, manifest["content_digest"], False, manifest)
 
+    # --- the requests sent to providers --------------------------------------------------------
+    @property
+    def messages(self):
+        """The content-addressed archive of the messages (and tools) every provider call was sent."""
+        from rag_ttc_assets.adapters.message_archive import MessageArchive  # it imports this module
+
+        return MessageArchive(self.root / "messages")
+
     # --- per-arm tables ---------------------------------------------------------------------
     def arm_path(self, arm: str, name: str) -> Path:
         return self.root / "arms" / arm / name

@@ -15,7 +15,7 @@ from rag_ttc_assets.stages.retrieval import arm_questions
 GROUP = "evaluation"
 
 
-@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="judge/2",
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="judge/3",
            pool="provider",
            config=("judge", "judge_statements_prompt", "judge_verdicts_prompt", "judge_gold_prompt",
                    "judge_budget"))
@@ -29,7 +29,7 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
                "verdicts": lab_.prompt(cfg.judge_verdicts_prompt, "judge_verdicts"),
                "gold": lab_.prompt(cfg.judge_gold_prompt, "judge_gold")}
     caller = Caller(cfg.judge, lab_.provider_cache_root, "judging", cfg.judge_budget,
-                    cfg.allow_unpriced_provider, stage.JUDGE_ROLE)
+                    cfg.allow_unpriced_provider, stage.JUDGE_ROLE, archive=lab_.store.messages)
     run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "judge")
     log = stage.RowLog(run_dir / records.PARTIAL_JUDGE)
     try:

@@ -17,7 +17,7 @@ from rag_ttc_assets.stages.retrieval import arm_questions
 GROUP = "generation"
 
 
-@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",), code_version="answers/2",
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",), code_version="answers/3",
            pool="provider",
            config=("prompt", "generator", "generation_budget", "allow_unpriced_provider", "supply", "lookup_top_n",
                    "lookup_rounds", "title_index", "citation_check", "citation_retry_prompt"))
@@ -32,7 +32,7 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
     prompt = lab_.prompt(cfg.prompt, fields["prompt"])
     tools = supply.supply_tools(lab_, cfg, ds, chunks)
     caller = Caller(cfg.generator, lab_.provider_cache_root, "generation", cfg.generation_budget,
-                    cfg.allow_unpriced_provider, stage.GENERATOR_ROLE)
+                    cfg.allow_unpriced_provider, stage.GENERATOR_ROLE, archive=lab_.store.messages)
     run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "answers")
     log = stage.RowLog(run_dir / records.PARTIAL_ANSWERS)
     try:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rag_ttc_assets.adapters import llm
+from rag_ttc_assets.adapters.message_archive import MessageArchive, digest_of
 from rag_ttc_assets.adapters.provider_cache import ProviderCache
 from rag_ttc_assets.core.arms import ModelConfig
 
@@ -33,6 +34,8 @@ class Call:
     error: str | None
     cache_hit: bool
     tool_calls: list[dict] | None = None  # when tools were offered and the model called one
+    # What was sent (messages and tools), a key of the Caller's MessageArchive; not part of a cached record.
+    messages_digest: str | None = None
 
     def as_row(self, prefix: str = "") -> dict:
         """The row columns of a call; tool calls are logged by the caller that executes them."""
@@ -53,10 +56,12 @@ def is_offline_baseline(model: str) -> bool:
 
 
 class Caller:
-    """Calls one model through litellm, serving repeats from the cache, spending at most `budget` calls."""
+    """Calls one model through litellm, serving repeats from the cache, spending at most `budget` calls.
+    With an `archive` (the store's `messages`), every call's messages and tools are kept there; every Call
+    carries their digest either way."""
 
     def __init__(self, cfg: ModelConfig, cache_root: Path, namespace: str, budget: int,
-                 allow_unpriced: bool = True, role: str = "generator"):
+                 allow_unpriced: bool = True, role: str = "generator", archive: MessageArchive | None = None):
         if cfg.model.startswith(llm.LOCAL_PREFIX):
             from rag_ttc_assets.adapters import local_providers
 
@@ -71,6 +76,7 @@ class Caller:
         self.cache = ProviderCache(cache_root, namespace)
         self.budget = budget
         self.role = role
+        self.archive = archive
         self._lock = threading.Lock()
         self.provider_calls = 0
         self.cache_hits = 0
@@ -78,21 +84,25 @@ class Caller:
     def call(self, messages: list[dict], sample_index: int = 0, tools: list[dict] | None = None) -> Call:
         params = {**self.cfg.params, "tools": tools} if tools else dict(self.cfg.params)
         key = self.cache.key(self.cfg.model, messages, params, sample_index, self.cfg.api_base)
+        # Archived now: a tool conversation appends to `messages` after the call.
+        sent = self.archive.put(messages, tools) if self.archive is not None else digest_of(messages, tools)
         hit = self.cache.get(key)
         if hit is not None:
             with self._lock:
                 self.cache_hits += 1
-            return Call(**{**hit, "cache_hit": True})
+            return Call(**{**hit, "cache_hit": True, "messages_digest": sent})
         with self._lock:
             if self.provider_calls >= self.budget:
                 return Call(BUDGET_EXHAUSTED, None, None, None, 0.0, None, 0,
-                            f"{self.role} budget of {self.budget} provider calls exhausted", False)
+                            f"{self.role} budget of {self.budget} provider calls exhausted", False,
+                            messages_digest=sent)
             self.provider_calls += 1
         r = llm.complete(self.spec, messages, tools=tools)
         call = Call(r.status, r.raw_text, r.input_tokens, r.output_tokens, r.latency_s, r.cost_usd, r.attempts,
-                    r.error, False, r.tool_calls)
+                    r.error, False, r.tool_calls, sent)
         if r.ok:
             record = asdict(call)
             record.pop("cache_hit")
+            record.pop("messages_digest")  # the entry is the response: its key already covers the request
             self.cache.put(key, record)
         return call

@@ -90,7 +90,7 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
 
 
 ANSWER_SCHEMA = {"raw_text": pl.String, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64,
-                 "error": pl.String, "admitted_chunk_ids": pl.List(pl.String)}
+                 "error": pl.String, "admitted_chunk_ids": pl.List(pl.String), "messages_digests": pl.List(pl.String)}
 
 
 def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
@@ -172,6 +172,7 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
         row["judge_cache_hits"] = sum(k.cache_hit for k in calls)
         row["judge_input_tokens"] = sum(k.input_tokens or 0 for k in calls)
         row["judge_output_tokens"] = sum(k.output_tokens or 0 for k in calls)
+        row["judge_messages_digests"] = [k.messages_digest for k in calls]  # what each judge call was sent
         if log is not None:
             log.write(row)
         return row
@@ -180,7 +181,8 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
         rows = list(pool.map(one, contracts.iter_rows(named=True)))
     return pl.DataFrame(rows, schema_overrides={"faithfulness": pl.Float64, "answer_relevance": pl.Float64,
                                                 "gold_supported": pl.Float64, "contradicts_gold": pl.Boolean,
-                                                "judge_error": pl.String, "statements": pl.List(pl.String)})
+                                                "judge_error": pl.String, "statements": pl.List(pl.String),
+                                                "judge_messages_digests": pl.List(pl.String)})
 
 
 def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[str, Prompt], caller: Caller,

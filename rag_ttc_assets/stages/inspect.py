@@ -11,6 +11,7 @@ import json
 
 import polars as pl
 
+from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import ingest, supply
 
@@ -22,6 +23,20 @@ class InspectError(LookupError):
 def _row(df: pl.DataFrame, qid: str) -> dict | None:
     rows = df.filter(pl.col("query_id") == qid).to_dicts()
     return rows[0] if rows else None
+
+
+def _messages_sent(lab: Lab, arm: str, qid: str, table: str, row: dict, field: str) -> dict:
+    """The row's digests and the `{"messages", "tools"}` each call was sent (None: the table predates them)."""
+    digests = row.get(field)
+    if digests is None:
+        return {"messages_digests": None, "messages_sent": None}
+    sent = []
+    for i, d in enumerate(digests):
+        try:
+            sent.append(lab.store.messages.get(d))
+        except (MessageArchiveError, ValueError) as e:
+            raise InspectError(f"arm {arm!r}, table {table!r}, row {qid!r}, field {field!r}[{i}]: {e}") from None
+    return {"messages_digests": list(digests), "messages_sent": sent}
 
 
 def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
@@ -73,14 +88,27 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
         "lookups": json.loads(answer.get("lookups") or "[]") if answer else [],
         "answer": {"model": answer["model"], "status": answer["status"], "cache_hit": answer["cache_hit"],
                    "raw_response": answer["raw_text"], "error": answer["error"],
-                   "citation_check": answer.get("citation_check")} if answer else None,
+                   "citation_check": answer.get("citation_check"),
+                   **_messages_sent(lab, arm, qid, "answers", answer, "messages_digests")} if answer else None,
         "contract": {"status": contract["status"], "reason": contract["reason"], "answer": contract["answer"],
                      "abstained": contract["abstained"]} if contract else None,
         "judge": {"status": judge["status"], "model": judge["judge_model"], "statements": judge["statements"],
                   "verdicts": json.loads(judge["verdicts"]), "faithfulness": judge["faithfulness"],
                   "gold_verdicts": json.loads(judge["gold_verdicts"]),
-                  "contradicts_gold": judge["contradicts_gold"]} if judge else None,
+                  "contradicts_gold": judge["contradicts_gold"],
+                  **_messages_sent(lab, arm, qid, "judge_verdicts", judge, "judge_messages_digests")}
+        if judge else None,
     }
+
+
+def _sent_line(part: dict) -> str:
+    """How many requests (and messages) of a row were kept, by short digest; `inspect --json` shows them."""
+    if part["messages_sent"] is None:
+        return "Sent: not kept (the table predates the message archive)"
+    short = ", ".join(f"`{d.split(':', 1)[-1][:12]}`" for d in part["messages_digests"]) or "(none)"
+    messages = sum(len(r["messages"]) for r in part["messages_sent"])
+    return (f"Sent: {len(part['messages_sent'])} request(s), {messages} message(s) kept: {short} "
+            "(`inspect --json` shows them)")
 
 
 def to_markdown(v: dict) -> str:
@@ -113,7 +141,8 @@ def to_markdown(v: dict) -> str:
     if v["answer"]:
         a = v["answer"]
         out += ["", f"**Answer** from `{a['model']}` ({'cache hit' if a['cache_hit'] else 'provider call'}), "
-                    f"provider status {a['status']}", "", "```", (a["raw_response"] or a["error"] or "")[:4000], "```"]
+                    f"provider status {a['status']}", "", _sent_line(a), "", "```",
+                (a["raw_response"] or a["error"] or "")[:4000], "```"]
     if v["contract"]:
         c = v["contract"]
         out += ["", f"**Contract**: {c['status']}" + (f" ({c['reason']})" if c["reason"] else "")
@@ -122,7 +151,7 @@ def to_markdown(v: dict) -> str:
     if v["judge"]:
         j = v["judge"]
         out += ["", f"**Judge** `{j['model']}`: {j['status']}, faithfulness {j['faithfulness']}, "
-                    f"contradicts_gold {j['contradicts_gold']}", ""]
+                    f"contradicts_gold {j['contradicts_gold']}", "", _sent_line(j), ""]
         out += [f"- [{x['statement']}] {'supported' if x['supported'] else 'UNSUPPORTED'}: {x['text']} — "
                 f"{x.get('reason', '')}" for x in j["verdicts"]]
     return "\n".join(out)

@@ -190,7 +190,8 @@ def citation_check(cfg: ArmConfig, q: Question, final: Call, evidence: Sequence[
 
 def merge_calls(calls: list[Call]) -> dict:
     """One row's call columns from all its provider calls: the final text, summed tokens, latency and cost, the
-    first fault (a row with a fault is retried on the next run), cache_hit only when every call was a hit."""
+    first fault (a row with a fault is retried on the next run), cache_hit only when every call was a hit, and the
+    digest of what each call was sent (`messages_digests`, in call order: the message archive's keys)."""
     fault = next((c for c in calls if c.status != "ok"), None)
     last = calls[-1]
 
@@ -202,7 +203,8 @@ def merge_calls(calls: list[Call]) -> dict:
             "input_tokens": total("input_tokens"), "output_tokens": total("output_tokens"),
             "latency_s": sum(c.latency_s for c in calls), "cost_usd": total("cost_usd"),
             "attempts": sum(c.attempts for c in calls), "error": fault.error if fault else None,
-            "cache_hit": all(c.cache_hit for c in calls), "provider_turns": len(calls)}
+            "cache_hit": all(c.cache_hit for c in calls), "provider_turns": len(calls),
+            "messages_digests": [c.messages_digest for c in calls]}
 
 
 def lookups_json(log: list[LookupCall]) -> str:

@@ -153,3 +153,13 @@ def test_tool_arm_logs_lookups_closes_its_flow_and_escalates(tool_lab):
                                                                   for m in msgs)
     assert {q: a["input_tokens"] for q, a in answers.items()} == per_case
     assert answers["q-escalate"]["provider_turns"] == 3  # lookup turn, answer turn, the one retry
+
+    # What each turn was sent is kept, in call order: the messages the server received, the tool on the first turn.
+    kept = [lab.store.messages.get(d) for d in answers["q-escalate"]["messages_digests"]]
+    received = [r["body"] for r in requests if _case(r["body"]["messages"]) == "q-escalate"]
+    assert [len(k["messages"]) for k in kept] == [1, 3, 1]
+    assert [[(m["role"], m.get("content")) for m in k["messages"]] for k in kept] == [
+        [(m["role"], m.get("content")) for m in b["messages"]] for b in received]
+    assert [k["tools"] for k in kept] == [b.get("tools") for b in received]
+    assert [bool(k["tools"]) for k in kept] == [True, True, False]  # lookup offered on the lookup rounds only
+    assert kept[2]["messages"][0]["content"].startswith(RETRY_MARK)

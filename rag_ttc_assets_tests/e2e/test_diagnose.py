@@ -106,3 +106,44 @@ def test_run_diagnose_inspect_compare_and_validate_run_records(mini_lab, tmp_pat
                 assert evaluation.passed, name
     finally:
         del os.environ["DAGSTER_HOME"]
+
+
+def test_inspect_shows_the_messages_sent_for_the_answer_and_the_judge(mini_lab, tmp_path):
+    """Through a real materialization: the answer's request holds the question and its admitted chunks, the
+    judge's first request holds the answer it judged; the terminal view names them by short digest."""
+    from rag_ttc_assets_tests.support.reliability import materialize
+
+    assert materialize("baseline", DagsterInstance.ephemeral(), raise_on_error=True).success
+    env = {"DAGSTER_HOME": str(tmp_path / "dh")}
+    code, out, err = rag_ttc("inspect", "baseline", "mini-01", "--json", env=env)
+    assert code == 0, err
+    view = json.loads(out)
+    answer, judge = view["answer"], view["judge"]
+    assert view["question"]["text"] == "What does the assert statement do and what does the raise statement do?"
+    assert view["admitted_chunk_ids"] == ["assert#chunk-0", "assert#chunk-1", "raise#chunk-0"]
+
+    # One call for a retrieval arm without the citation check: its messages, no tools, archived under its digest.
+    (digest,) = answer["messages_digests"]
+    (sent,) = answer["messages_sent"]
+    assert sent["tools"] is None and [m["role"] for m in sent["messages"]] == ["user"]
+    content = sent["messages"][0]["content"]
+    assert f"<question>\n{view['question']['text']}\n</question>" in content
+    assert all(f'<chunk id="{c}">' in content for c in view["admitted_chunk_ids"])
+    assert '<chunk id="raise#chunk-6">' not in content  # ranked, not admitted
+    hexdigest = digest.split(":")[1]
+    assert (mini_lab.store.root / "messages" / hexdigest[:2] / f"{hexdigest}.json.gz").is_file()
+    assert mini_lab.store.messages.get(digest) == sent
+
+    # The judge: statements, verdicts, gold; the statements request is sent the contract's answer.
+    assert judge["status"] == "judged" and len(judge["messages_digests"]) == len(judge["messages_sent"]) == 3
+    assert len(set(judge["messages_digests"])) == 3
+    assert view["contract"]["answer"].startswith("1. Assert statements are a convenient way")
+    assert view["contract"]["answer"] in judge["messages_sent"][0]["messages"][0]["content"]
+    assert judge["statements"][0] in judge["messages_sent"][1]["messages"][0]["content"]
+
+    code, out, err = rag_ttc("inspect", "baseline", "mini-01", env=env)
+    assert code == 0, err
+    assert f"Sent: 1 request(s), 1 message(s) kept: `{hexdigest[:12]}`" in out
+    assert "Sent: 3 request(s), 3 message(s) kept: " + ", ".join(
+        f"`{d.split(':')[1][:12]}`" for d in judge["messages_digests"]) in out
+    assert content[:200] not in out  # the terminal view names the requests, it does not dump them
