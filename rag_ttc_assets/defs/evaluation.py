@@ -58,7 +58,7 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource) -> Mater
     ds = ingest.bind_dataset(lab_, cfg)
     prompt = lab_.prompt(cfg.judge_requests_prompt, "judge_requests")
     caller = Caller(cfg.request_judge, lab_.provider_cache_root, "request_judging", cfg.request_judge_budget,
-                    cfg.allow_unpriced_provider, "request judge")
+                    cfg.allow_unpriced_provider, "request judge", archive=lab_.store.messages)
     run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "request_judge")
     log = stage.RowLog(run_dir / records.PARTIAL_REQUEST_JUDGE)
     try:

@@ -52,7 +52,8 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
     ctx = _row(supply.arm_contexts(lab, arm, cfg), qid)
     chunks = {c.chunk_id: c for c in ingest.read_chunks(ingest.build_chunks(lab, cfg, ds))}
     optional = {}
-    for name in ("answers", "contract_results", "judge_verdicts", "failure_flow", "request_coverage"):
+    for name in ("answers", "contract_results", "judge_verdicts", "request_judgments", "request_outcomes",
+                 "failure_flow", "request_coverage"):
         try:
             df = supply.arm_coverage(lab, arm, cfg, ds, qid) if name == "request_coverage" else store.read_table(arm, name)
         except FileNotFoundError:
@@ -69,13 +70,27 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                        "vector_rank": retrieval["vector_ranks"][i - 1], "state": state, "cited": cid in cited})
     coverage = {r["request_id"]: r for r in optional.get("request_coverage", [])}
     flow = {r["request_id"]: r for r in optional.get("failure_flow", [])}
+    judged = {r["request_id"]: r for r in optional.get("request_judgments", [])}
+    outcomes = {r["request_id"]: r for r in optional.get("request_outcomes", [])}
     requests = [{"id": r.id, "text": r.text, "supporting_chunk_ids": coverage.get(r.id, {}).get("supporting_chunk_ids"),
                  "branch": flow.get(r.id, {}).get("branch"), "answered": flow.get(r.id, {}).get("answered"),
-                 "supported": flow.get(r.id, {}).get("supported")} for r in q.requests]
+                 "supported": flow.get(r.id, {}).get("supported"),
+                 "request_judge": {k: judged[r.id].get(k) for k in ("status", "addressed", "excerpt", "cited_chunk_ids",
+                                                                    "verdict", "reason", "request_judge_model",
+                                                                    "prompt_digest")} if r.id in judged else None,
+                 "self_reported_answered": outcomes.get(r.id, {}).get("self_reported_answered"),
+                 "overclaimed": outcomes.get(r.id, {}).get("overclaimed"),
+                 "underclaimed": outcomes.get(r.id, {}).get("underclaimed")} for r in q.requests]
+    # The request judge makes one call per question: its messages as sent, once.
+    first_judged = next(iter(judged.values()), None)
+    request_judge_sent = (_messages_sent(lab, arm, qid, "request_judgments", {"d": [
+        first_judged["judge_messages_digest"]]}, "d") if first_judged and first_judged.get("judge_messages_digest")
+        else {"messages_digests": [], "messages_sent": []})
     answer = (optional.get("answers") or [None])[0]
     judge = (optional.get("judge_verdicts") or [None])[0]
     return {
-        "arm": arm, "question": {"id": q.id, "text": q.text, "answerable": q.answerable,
+        "arm": arm, "label_use": cfg.label_use,
+        "question": {"id": q.id, "text": q.text, "answerable": q.answerable,
                                  "targets": [t.model_dump() for t in q.targets]},
         "requests": requests,
         "ranked": ranked,
@@ -98,6 +113,7 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                   "contradicts_gold": judge["contradicts_gold"],
                   **_messages_sent(lab, arm, qid, "judge_verdicts", judge, "judge_messages_digests")}
         if judge else None,
+        "request_judge": {"model": cfg.request_judge.model, **request_judge_sent},
     }
 
 
@@ -113,7 +129,8 @@ def _sent_line(part: dict) -> str:
 
 def to_markdown(v: dict) -> str:
     q = v["question"]
-    out = [f"### {q['id']} in arm `{v['arm']}`", "", f"> {q['text']}", "",
+    out = [f"### {q['id']} in arm `{v['arm']}`" + ("" if v.get("label_use", "none") == "none"
+                                                    else f" ({v['label_use']})"), "", f"> {q['text']}", "",
            f"answerable: {q['answerable']}; targets: " + ", ".join(f"{t['doc_id']} ({t['relevance']})"
                                                                    for t in q["targets"]), "",
            "**Requests** (first failing boundary)", "", "| request | text | branch | answered | supported |",
@@ -154,4 +171,14 @@ def to_markdown(v: dict) -> str:
                     f"contradicts_gold {j['contradicts_gold']}", "", _sent_line(j), ""]
         out += [f"- [{x['statement']}] {'supported' if x['supported'] else 'UNSUPPORTED'}: {x['text']} — "
                 f"{x.get('reason', '')}" for x in j["verdicts"]]
+    judged = [r for r in v["requests"] if r.get("request_judge")]
+    if judged:
+        out += ["", f"**Request judge** `{v['request_judge']['model']}` (the instrument: the answer text and its "
+                    "citations, never the generator's own request labels)", "",
+                "| request | status | addressed | verdict | excerpt cites | self-reported | reason |",
+                "|---|---|---|---|---|---|---|"]
+        out += [f"| {r['id']} | {r['request_judge']['status']} | {r['request_judge']['addressed']} | "
+                f"{r['request_judge']['verdict']} | {', '.join(r['request_judge']['cited_chunk_ids'] or [])} | "
+                f"{r['self_reported_answered']}{' (overclaimed)' if r['overclaimed'] else ''}"
+                f"{' (underclaimed)' if r['underclaimed'] else ''} | {r['request_judge']['reason']} |" for r in judged]
     return "\n".join(out)

@@ -9,7 +9,6 @@ unparseable reply is a row status (`judge_*`): not measured, never "not addresse
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,7 +26,8 @@ JUDGED = "judged"
 PARSE_FAILURE = "judge_parse_failure"
 REQUEST_JUDGMENT_SCHEMA = {"addressed": pl.Boolean, "excerpt": pl.String, "cited_chunk_ids": pl.List(pl.String),
                            "verdict": pl.String, "reason": pl.String, "judge_error": pl.String,
-                           "judge_input_tokens": pl.Int64, "judge_output_tokens": pl.Int64}
+                           "judge_input_tokens": pl.Int64, "judge_output_tokens": pl.Int64,
+                           "judge_messages_digest": pl.String}
 
 
 def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> list[dict]:
@@ -54,13 +54,13 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
         base = {"query_id": q.id, "status": c["status"], "addressed": None, "excerpt": None, "cited_chunk_ids": [],
                 "verdict": None, "reason": None, "judge_error": None, "request_judge_model": cfg.request_judge.model,
                 "prompt_digest": prompt.digest, "judge_provider_calls": 0, "judge_cache_hits": 0,
-                "judge_input_tokens": None, "judge_output_tokens": None}
+                "judge_input_tokens": None, "judge_output_tokens": None, "judge_messages_digest": None}
         judged: list[judging.RequestJudgment] | None = None
         if c["status"] == VALID:
             call = caller.call(request_judge_messages(prompt, q, c))
             base.update(judge_provider_calls=int(not call.cache_hit and call.status != "budget_exhausted"),
                         judge_cache_hits=int(call.cache_hit), judge_input_tokens=call.input_tokens,
-                        judge_output_tokens=call.output_tokens)
+                        judge_output_tokens=call.output_tokens, judge_messages_digest=call.messages_digest)
             if call.status != "ok":
                 base.update(status=f"judge_{call.status}", judge_error=call.error)
             else:
@@ -107,7 +107,3 @@ def request_judge_summary(df: pl.DataFrame) -> dict:
             "statuses": dict(statuses), "verdicts": {v: verdicts.get(v, 0) for v in judging.REQUEST_VERDICTS},
             "provider_calls": int(df["judge_provider_calls"].sum()) if df.height else 0,
             "cache_hits": int(df["judge_cache_hits"].sum()) if df.height else 0}
-
-
-def judgments_json(df: pl.DataFrame) -> list[dict]:
-    return json.loads(df.write_json()) if df.height else []
