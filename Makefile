@@ -26,7 +26,7 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 
 # The seed's full confirmation over the whole bundled evaluation, offline baselines.
 run: install $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/rag-ttc run baseline evidence-k-8 prompt-multipart
+	$(BIN)/rag-ttc run baseline evidence-k-8 prompt-multipart prompt-multipart-oracle
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -12,7 +12,9 @@ rows), so callers pass dicts read from Parquet.  For each request of an ANSWERAB
                     was answered).  A request-judge fault or unparseable reply (status judge_*) is NOT measured:
                     answered, supported and the calibration fields are then None, never False.
   answered          the judge's `addressed` for a judged request; False for a row that is not contract-valid.
-  cited_supporting  the judge's excerpt cites one of the request's supporting_chunk_ids.
+  cited_supporting  the judge's excerpt cites one of the request's supporting_chunk_ids that the answer itself
+                    cites (`answer_citations`): a contract-valid answer cites admitted chunks only, so a judge
+                    cannot credit a chunk the answer never cited, or one that was never admitted.
   evidence_admitted coverage.admitted (some supporting chunk was admitted).
   supported         answered and cited_supporting and evidence_admitted: addressed, and the excerpt cites an
                     admitted chunk that holds the request's gold evidence.
@@ -141,6 +143,16 @@ def coverage_by_request(question: Question, coverage_rows: Iterable[dict]) -> di
     return out
 
 
+def answer_citations(contract_row: dict | None) -> set[str]:
+    """Every chunk the answer cites, top level and request items (contract-valid: admitted chunks only)."""
+    if contract_row is None:
+        return set()
+    cites = set(json_list(contract_row.get("citation_chunk_ids")))
+    for it in json_list(contract_row.get("request_items")):
+        cites |= set(json_list(it.get("citation_chunk_ids")))
+    return cites
+
+
 def gold_texts(question: Question) -> list[tuple[str, str]]:
     """(owning request id, text) of the question's gold block, numbered from 1 in this order: every request's
     gold quotes in request order, then each request's gold answer where the dataset has one."""
@@ -195,6 +207,7 @@ def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract
     coverage = coverage_by_request(question, coverage_rows)
     judgments = judgments_by_request(question, judgment_rows)
     contract_status = contract_row.get("status") if contract_row else "no_answer_row"
+    cited_by_answer = answer_citations(contract_row)
     out = []
     for req in question.requests:
         cov = coverage[req.id]
@@ -202,7 +215,8 @@ def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract
         admitted = bool(cov["admitted"])
         if j is not None and j["status"] == JUDGED:
             status, measured, answered = JUDGED, True, bool(j["addressed"])
-            cited = answered and any(c in cov["supporting_chunk_ids"] for c in json_list(j.get("cited_chunk_ids")))
+            cited = answered and any(c in cov["supporting_chunk_ids"] and c in cited_by_answer
+                                     for c in json_list(j.get("cited_chunk_ids")))
             verdict = j.get("verdict")
         elif contract_status != VALID:
             # Nothing was delivered: measured as not answered, whatever a judge would have said.

@@ -162,11 +162,17 @@ def parse_request_judge_prompt(text: str) -> RequestJudgePrompt:
     if not requests:
         raise ValueError('<gold_requests> has no <request id="..."> blocks')
     rest = text[text.index("</gold_requests>"):] if "</gold_requests>" in text else text
-    passages = sorted(((int(m.group(1)), m.group(3).strip(), m.group(2).split()) for m in _PASSAGE.finditer(rest)),
+    # The answer text runs from the first <answer_text> to the LAST </answer_text>: whatever tags the answer itself
+    # writes stay inside it; the citations and passages after it are the harness's own.
+    start, end = rest.find("<answer_text>"), rest.rfind("</answer_text>")
+    if start < 0 or end < start:
+        raise ValueError("prompt has no <answer_text>...</answer_text> block")
+    tail = rest[end:]
+    passages = sorted(((int(m.group(1)), m.group(3).strip(), m.group(2).split()) for m in _PASSAGE.finditer(tail)),
                       key=lambda p: p[0])
     return RequestJudgePrompt(question=_optional_question(text), requests=requests,
-                              answer_text=require_tag(rest, "answer_text"),
-                              citations=(find_tag(rest, "answer_citations") or "").split(),
+                              answer_text=rest[start + len("<answer_text>"):end].strip(),
+                              citations=(find_tag(tail, "answer_citations") or "").split(),
                               passages=[(body, cites) for _, body, cites in passages])
 
 

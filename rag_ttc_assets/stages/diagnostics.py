@@ -100,7 +100,8 @@ def counterfactual_summary(kind: str, outcomes, contexts: dict, contracts: dict,
         affected = [r["request_id"] for q, rows in coverage.items() for r in rows
                     if set(r["supporting_chunk_ids"]) & set(contexts.get(q, {}).get("withheld_chunk_ids") or [])
                     and not r["admitted"]]
-        correct = sum(1 for rid in affected if rid in by_request and not by_request[rid].answered)
+        # Only measured requests count: an unmeasured one (answered None) is neither a correct abstention nor not.
+        correct = sum(1 for rid in affected if rid in by_request and by_request[rid].answered is False)
         return {"kind": kind, "withheld_requests": len(affected), "correct_abstentions": correct,
                 "correct_abstention_rate": correct / len(affected) if affected else None}
     planted, repeated = 0, 0

@@ -218,7 +218,8 @@ def test_repository_arms_file() -> None:
         "supply": ["supply-preloaded", "supply-tool", "supply-tool-top3", "supply-tool-indexed",
                    "supply-tool-checked"],
     }
-    assert arms.names[:5] == ["baseline", "evidence-k-8", "prompt-multipart", "retrieval-bm25", "retrieval-vector"]
+    assert arms.names[:6] == ["baseline", "evidence-k-8", "prompt-multipart", "prompt-multipart-oracle", "retrieval-bm25",
+                              "retrieval-vector"]
     assert len(arms.names) == 30  # 12 named + 5 + 5 + 3 + 2 + 5 members, two of them shared with named arms
     baseline = arms["baseline"]
     assert baseline == ArmConfig(generator=ModelConfig(model="local/extractive"),

@@ -4,7 +4,17 @@ import json
 
 import pytest
 
-from rag_ttc_assets.core.flow import FLOW_BRANCHES, FlowRow, flow_branch, flow_rows, flow_table, hit_rate
+from rag_ttc_assets.core.completeness import RequestOutcome, request_outcomes
+from rag_ttc_assets.core.flow import (
+    FLOW_BRANCHES,
+    QUALITIES,
+    FlowRow,
+    flow_branch,
+    flow_rows,
+    flow_table,
+    hit_rate,
+    quality,
+)
 from rag_ttc_assets.core.records import Evidence, Question, Request
 
 
@@ -34,6 +44,7 @@ def item(request: str, cites: list[str], supported: bool = True) -> dict:
 
 
 def judge(gold: list[dict] | None = None, faithfulness: float | None = 1.0, judged: bool = True) -> dict:
+    """A judge_verdicts row (the statement judge)."""
     return {"status": "judged" if judged else "judge_timeout", "judged": judged, "faithfulness": faithfulness,
             "gold_verdicts": json.dumps(gold or [])}
 
@@ -42,14 +53,34 @@ def verdict(n: int, supported: bool, evidence: list[int], contradicts: bool = Fa
     return {"statement": n, "supported": supported, "evidence": evidence, "contradicts_gold": contradicts}
 
 
+def judged(rid: str, addressed: bool = True, cites: list[str] | None = None, verdict: str | None = None) -> dict:
+    """A request_judgments row (the request judge) for a judged request."""
+    return {"query_id": rid.split(".")[0], "request_id": rid, "status": "judged", "addressed": addressed,
+            "excerpt": "An answer." if addressed else "", "cited_chunk_ids": cites or [],
+            "verdict": verdict or ("consistent" if addressed else "not_addressed"), "reason": ""}
+
+
+def unjudged(rid: str, status: str) -> dict:
+    return {"query_id": rid.split(".")[0], "request_id": rid, "status": status, "addressed": None, "excerpt": None,
+            "cited_chunk_ids": [], "verdict": None, "reason": None}
+
+
 P = question("p")
 ADMITTED = cov("p.r1", ["c1"])
 CITES = contract(cites=["c1"])
+ADDRESSED = [judged("p.r1", cites=["c1"])]
+
+
+def first(coverage: dict, row: dict | None, judge_row: dict | None = None,
+          judgments: list[dict] = ADDRESSED) -> FlowRow:
+    """p.r1's flow row (p.r2 has no coverage row: not retrieved)."""
+    return flow_rows(P, [coverage], row, judge_row, judgments)[0]
 
 
 def test_branch_order() -> None:
     assert FLOW_BRANCHES == ("not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure",
-                             "admitted_not_cited", "judged_unsupported", "ok")
+                             "not_measured", "not_addressed", "admitted_not_cited", "judged_unsupported", "ok")
+    assert QUALITIES == ("acceptable", "wrong", "unanswered", "not_measured")
 
 
 @pytest.mark.parametrize(("coverage", "branch"), [
@@ -60,8 +91,9 @@ def test_branch_order() -> None:
 ])
 def test_retrieval_side_comes_first_whatever_the_answer(coverage: dict, branch: str) -> None:
     # A valid, cited, judged-supported answer does not lift a request whose evidence never arrived.
-    assert flow_branch(P, coverage, CITES, judge([verdict(1, True, [1])])) == branch
-    assert flow_branch(P, coverage, None, None) == branch
+    assert first(coverage, CITES, judge([verdict(1, True, [1])])).branch == branch
+    assert first(coverage, None, None, []).branch == branch
+    assert first(coverage, CITES, None, [unjudged("p.r1", "judge_timeout")]).branch == branch
 
 
 @pytest.mark.parametrize("row", [
@@ -73,18 +105,41 @@ def test_retrieval_side_comes_first_whatever_the_answer(coverage: dict, branch: 
     None,
 ], ids=["parse_failure", "timeout", "rate_limited", "schema", "parsed-contract-failure", "no-row"])
 def test_contract_failure(row: dict | None) -> None:
-    assert flow_branch(P, ADMITTED, row, None) == "contract_failure"
+    status = row["status"] if row else "no_answer_row"
+    for judgments in ([], [unjudged("p.r1", status)]):
+        r = first(ADMITTED, row, None, judgments)
+        assert (r.branch, r.answered, r.supported, r.quality) == ("contract_failure", False, False, "unanswered")
 
 
-@pytest.mark.parametrize("row", [
-    contract(cites=["c9"]),
-    contract(status="abstained", answer="Insufficient.", abstained=True),
-    # The top level cites c1, but the answer has request items and r1's item cites c9.
-    contract(cites=["c1"], items=[item("p.r1", ["c9"]), item("p.r2", ["c1"])]),
-    contract(cites=["c1"], items=[item("p.r2", ["c1"])]),  # no item for r1
-], ids=["valid-other-chunk", "abstained", "item-cites-other", "no-item"])
-def test_admitted_not_cited(row: dict) -> None:
-    assert flow_branch(P, ADMITTED, row, judge([verdict(1, True, [1])])) == "admitted_not_cited"
+@pytest.mark.parametrize("judgments", [[unjudged("p.r1", "judge_timeout")], [unjudged("p.r1", "judge_parse_failure")],
+                                       []], ids=["judge-timeout", "judge-parse-failure", "no-judgment"])
+def test_not_measured_is_its_own_branch_and_quality(judgments: list[dict]) -> None:
+    # Valid, citing r1's chunk, and the statement judge supports it: without the request judge, still unmeasured.
+    r = first(ADMITTED, CITES, judge([verdict(1, True, [1])]), judgments)
+    assert r == FlowRow(query_id="p", request_id="p.r1", branch="not_measured", admitted=True, answered=None,
+                        supported=None, contradicts_gold=None, quality="not_measured")
+
+
+@pytest.mark.parametrize(("row", "judgments"), [
+    (CITES, [judged("p.r1", addressed=False)]),
+    (contract(status="abstained", answer="Insufficient.", abstained=True), []),
+    (contract(status="abstained", answer="Insufficient.", abstained=True), [unjudged("p.r1", "abstained")]),
+], ids=["judged-not-addressed", "abstained", "abstained-status-row"])
+def test_not_addressed(row: dict, judgments: list[dict]) -> None:
+    r = first(ADMITTED, row, judge([verdict(1, True, [1])]), judgments)
+    assert (r.branch, r.answered, r.quality) == ("not_addressed", False, "unanswered")
+
+
+@pytest.mark.parametrize(("row", "judgments"), [
+    (contract(cites=["c9"]), [judged("p.r1", cites=["c9"])]),
+    (CITES, [judged("p.r1", cites=[])]),  # the answer cites c1, the excerpt nothing
+    # The request item for r1 cites c1, but the judge's excerpt is the part citing c9.
+    (contract(cites=["c1", "c9"], items=[item("p.r1", ["c1"]), item("p.r2", ["c9"])]), [judged("p.r1", cites=["c9"])]),
+    (contract(cites=["c9"]), [judged("p.r1", cites=["c1"])]),  # the judge credits a chunk the answer never cited
+], ids=["valid-other-chunk", "excerpt-cites-nothing", "item-cites-support-excerpt-does-not", "judge-invented"])
+def test_admitted_not_cited(row: dict, judgments: list[dict]) -> None:
+    r = first(ADMITTED, row, judge([verdict(1, True, [1])]), judgments)
+    assert (r.branch, r.answered, r.supported, r.quality) == ("admitted_not_cited", True, False, "wrong")
 
 
 @pytest.mark.parametrize("judge_row", [
@@ -92,8 +147,17 @@ def test_admitted_not_cited(row: dict) -> None:
     judge([], faithfulness=0.0),  # no gold verdicts: no statement supported by the admitted evidence
     judge([], faithfulness=None),  # judged, no statements
 ], ids=["gold-other-request", "faithfulness-0", "no-statements"])
-def test_judged_unsupported(judge_row: dict) -> None:
-    assert flow_branch(P, ADMITTED, CITES, judge_row) == "judged_unsupported"
+def test_judged_unsupported_by_the_statement_judge(judge_row: dict) -> None:
+    # The request judge found r1 addressed, cited and consistent: acceptable, on the judged_unsupported branch.
+    r = first(ADMITTED, CITES, judge_row)
+    assert (r.branch, r.supported, r.quality) == ("judged_unsupported", True, "acceptable")
+
+
+@pytest.mark.parametrize("judge_row", [None, judge([verdict(1, True, [1])])], ids=["no-judge", "gold-supported"])
+def test_judged_unsupported_by_a_contradicts_verdict(judge_row: dict | None) -> None:
+    r = first(ADMITTED, CITES, judge_row, [judged("p.r1", cites=["c1"], verdict="contradicts")])
+    assert r == FlowRow(query_id="p", request_id="p.r1", branch="judged_unsupported", admitted=True, answered=True,
+                        supported=True, contradicts_gold=True, quality="wrong")
 
 
 @pytest.mark.parametrize("judge_row", [
@@ -103,39 +167,55 @@ def test_judged_unsupported(judge_row: dict) -> None:
     judge([], faithfulness=0.5),  # gold judge failed: one of two statements supported by the evidence
 ], ids=["no-judge", "judge-failed", "gold-supported", "faithfulness-half"])
 def test_ok(judge_row: dict | None) -> None:
-    assert flow_branch(P, ADMITTED, CITES, judge_row) == "ok"
+    r = first(ADMITTED, CITES, judge_row)
+    assert (r.branch, r.quality) == ("ok", "acceptable")
 
 
-def test_request_items_cite_per_request() -> None:
-    row = contract(cites=["c1"], items=[item("What does pass do?", ["c1"])])  # matched by text
-    assert flow_branch(P, ADMITTED, row, None) == "ok"
+def test_not_verifiable_is_not_a_contradiction() -> None:
+    r = first(ADMITTED, CITES, None, [judged("p.r1", cites=["c1"], verdict="not_verifiable")])
+    assert (r.branch, r.contradicts_gold, r.quality) == ("ok", False, "acceptable")
 
 
-# Five questions, nine requests; branch and accounting worked out by hand.
-A, B, C, D, E = question("a"), question("b", 3), question("c", 1), question("d"), question("e", 1)
+def test_flow_branch_takes_the_completeness_outcome() -> None:
+    outcome = request_outcomes(P, [ADMITTED], CITES, ADDRESSED)[0]
+    assert flow_branch(P, ADMITTED, CITES, None, outcome) == "ok"
+    unmeasured = request_outcomes(P, [ADMITTED], CITES, [])[0]
+    assert flow_branch(P, ADMITTED, CITES, None, unmeasured) == "not_measured"
+
+
+# Six questions, eleven requests; branch and accounting worked out by hand.
+A, B, C, D, E, F = question("a"), question("b", 3), question("c", 1), question("d"), question("e", 1), question("f")
 CASES = [
-    # a.r1 ok and acceptable; a.r2 cited and supported, but the gold judge finds its statement unsupported
-    # and contradicting: judged_unsupported, wrong.
-    (A, [cov("a.r1", ["c1"]), cov("a.r2", ["c2"])],
-     contract(cites=["c1", "c2"], items=[item("a.r1", ["c1"]), item("a.r2", ["c2"])]),
-     judge([verdict(1, True, [1]), verdict(2, False, [2], contradicts=True)])),
-    # b.r1 never ranked, but the answer text covers its quote (3/3 content words): answered without support, wrong.
-    # b.r2 cut by evidence_k, b.r3 omitted by the budget: both unanswered.
+    # a.r1 ok and acceptable; a.r2 addressed and cited, but the request judge's verdict is contradicts:
+    # judged_unsupported, wrong.
+    (A, [cov("a.r1", ["c1"]), cov("a.r2", ["c2"])], contract(cites=["c1", "c2"]),
+     judge([verdict(1, True, [1]), verdict(2, True, [2])]),
+     [judged("a.r1", cites=["c1"]), judged("a.r2", cites=["c2"], verdict="contradicts")]),
+    # b.r1 never ranked, but the judge finds it addressed (citing c7, no support): answered, unsupported, wrong.
+    # b.r2 cut by evidence_k, b.r3 omitted by the budget: neither addressed, both unanswered.
     (B, [cov("b.r1", ["c1"], ranked=False, selected=False, admitted=False),
          cov("b.r2", ["c2"], selected=False, admitted=False), cov("b.r3", ["c3"], admitted=False)],
-     contract(answer="The pass statement is a null operation.", cites=["c7"]), None),
-    # c.r1 admitted, the answer never parsed.
-    (C, [cov("c.r1", ["c1"])], contract(status="parse_failure", answer=None), None),
-    # d.r1 answered citing a chunk that does not support it (wrong); d.r2 declared unsupported (unanswered).
-    (D, [cov("d.r1", ["c1"]), cov("d.r2", ["c2"])],
-     contract(cites=["c9"], items=[item("d.r1", ["c9"]), item("d.r2", [], supported=False)]), None),
+     contract(answer="The pass statement is a null operation.", cites=["c7"]), None,
+     [judged("b.r1", cites=["c7"]), judged("b.r2", addressed=False), judged("b.r3", addressed=False)]),
+    # c.r1 admitted, the answer never parsed (the judge did not see it).
+    (C, [cov("c.r1", ["c1"])], contract(status="parse_failure", answer=None), None,
+     [unjudged("c.r1", "parse_failure")]),
+    # d.r1 addressed citing a chunk that does not support it (wrong); d.r2 not addressed (unanswered).
+    (D, [cov("d.r1", ["c1"]), cov("d.r2", ["c2"])], contract(cites=["c9"]), None,
+     [judged("d.r1", cites=["c9"]), judged("d.r2", addressed=False)]),
     # e never reached retrieval (no coverage rows) and abstained.
-    (E, [], contract(status="abstained", answer="Insufficient.", abstained=True), None),
+    (E, [], contract(status="abstained", answer="Insufficient.", abstained=True), None,
+     [unjudged("e.r1", "abstained")]),
+    # f: the request judge timed out. f.r1 admitted: not_measured; f.r2 omitted by the budget: its retrieval
+    # branch stands, its quality is not measured.
+    (F, [cov("f.r1", ["c1"]), cov("f.r2", ["c2"], admitted=False)], contract(cites=["c1"]), None,
+     [unjudged("f.r1", "judge_timeout"), unjudged("f.r2", "judge_timeout")]),
 ]
 
 
 def all_rows() -> list[FlowRow]:
-    return [r for q, coverage, row, judge_row in CASES for r in flow_rows(q, coverage, row, judge_row)]
+    return [r for q, coverage, row, judge_row, judgments in CASES
+            for r in flow_rows(q, coverage, row, judge_row, judgments)]
 
 
 def test_flow_rows_per_request() -> None:
@@ -144,27 +224,33 @@ def test_flow_rows_per_request() -> None:
         ("b.r1", "not_retrieved", "wrong"), ("b.r2", "cut_by_evidence_k", "unanswered"),
         ("b.r3", "omitted_by_context", "unanswered"),
         ("c.r1", "contract_failure", "unanswered"),
-        ("d.r1", "admitted_not_cited", "wrong"), ("d.r2", "admitted_not_cited", "unanswered"),
+        ("d.r1", "admitted_not_cited", "wrong"), ("d.r2", "not_addressed", "unanswered"),
         ("e.r1", "not_retrieved", "unanswered"),
+        ("f.r1", "not_measured", "not_measured"), ("f.r2", "omitted_by_context", "not_measured"),
     ]
     assert all_rows()[1] == FlowRow(query_id="a", request_id="a.r2", branch="judged_unsupported", admitted=True,
                                     answered=True, supported=True, contradicts_gold=True, quality="wrong")
+    assert all_rows()[10] == FlowRow(query_id="f", request_id="f.r2", branch="omitted_by_context", admitted=False,
+                                     answered=None, supported=None, contradicts_gold=None, quality="not_measured")
 
 
 def test_flow_table_closes() -> None:
     table = flow_table(all_rows())
     assert {b: table[b] for b in FLOW_BRANCHES} == {
-        "not_retrieved": 2, "cut_by_evidence_k": 1, "omitted_by_context": 1, "contract_failure": 1,
-        "admitted_not_cited": 2, "judged_unsupported": 1, "ok": 1}
-    assert (table["total"], table["closes"], table["accounting_closes"]) == (9, True, True)
+        "not_retrieved": 2, "cut_by_evidence_k": 1, "omitted_by_context": 2, "contract_failure": 1,
+        "not_measured": 1, "not_addressed": 1, "admitted_not_cited": 1, "judged_unsupported": 1, "ok": 1}
+    assert (table["total"], table["closes"], table["accounting_closes"]) == (11, True, True)
+    none = {"acceptable": 0, "wrong": 0, "unanswered": 0, "not_measured": 0}
     assert table["accounting"] == {
-        "not_retrieved": {"acceptable": 0, "wrong": 1, "unanswered": 1},
-        "cut_by_evidence_k": {"acceptable": 0, "wrong": 0, "unanswered": 1},
-        "omitted_by_context": {"acceptable": 0, "wrong": 0, "unanswered": 1},
-        "contract_failure": {"acceptable": 0, "wrong": 0, "unanswered": 1},
-        "admitted_not_cited": {"acceptable": 0, "wrong": 1, "unanswered": 1},
-        "judged_unsupported": {"acceptable": 0, "wrong": 1, "unanswered": 0},
-        "ok": {"acceptable": 1, "wrong": 0, "unanswered": 0},
+        "not_retrieved": {**none, "wrong": 1, "unanswered": 1},
+        "cut_by_evidence_k": {**none, "unanswered": 1},
+        "omitted_by_context": {**none, "unanswered": 1, "not_measured": 1},
+        "contract_failure": {**none, "unanswered": 1},
+        "not_measured": {**none, "not_measured": 1},
+        "not_addressed": {**none, "unanswered": 1},
+        "admitted_not_cited": {**none, "wrong": 1},
+        "judged_unsupported": {**none, "wrong": 1},
+        "ok": {**none, "acceptable": 1},
     }
     for branch in FLOW_BRANCHES:
         assert sum(table["accounting"][branch].values()) == table[branch]
@@ -178,19 +264,36 @@ def test_flow_table_of_nothing_has_every_branch() -> None:
     assert (table["total"], table["closes"], table["accounting_closes"]) == (0, True, True)
 
 
-def test_contradicting_an_unanswered_request_is_wrong() -> None:
-    # The answer never addresses p.r2 lexically nor cites it, but a statement contradicts its gold quote.
-    rows = flow_rows(P, [ADMITTED, cov("p.r2", ["c2"])], CITES,
-                     judge([verdict(1, True, [1]), verdict(2, False, [2], contradicts=True)]))
-    assert [(r.branch, r.answered, r.quality) for r in rows] == [("ok", True, "acceptable"),
-                                                                  ("admitted_not_cited", False, "wrong")]
+def test_contradicting_an_uncited_request_is_wrong() -> None:
+    # p.r2 is addressed and contradicts its gold, citing only c1 (p.r1's chunk): not cited, and wrong.
+    rows = flow_rows(P, [ADMITTED, cov("p.r2", ["c2"])], CITES, None,
+                     [judged("p.r1", cites=["c1"]), judged("p.r2", cites=["c1"], verdict="contradicts")])
+    assert [(r.branch, r.answered, r.contradicts_gold, r.quality) for r in rows] == [
+        ("ok", True, False, "acceptable"), ("admitted_not_cited", True, True, "wrong")]
+
+
+def test_quality_precedence() -> None:
+    def outcome(**kw) -> RequestOutcome:
+        base = dict(query_id="p", request_id="p.r1", measured=True, judge_status="judged", answered=True,
+                    supported=True, evidence_admitted=True, cited_supporting=True, verdict="consistent",
+                    contradicts_gold=False, self_reported_answered=True, self_reported_supported=True,
+                    overclaimed=False, underclaimed=False, case="answered_supported")
+        return RequestOutcome(**{**base, **kw})
+
+    assert quality(outcome()) == "acceptable"
+    assert quality(outcome(contradicts_gold=True, verdict="contradicts")) == "wrong"
+    assert quality(outcome(supported=False, case="answered_unsupported")) == "wrong"
+    assert quality(outcome(answered=False, supported=False, case="not_answered_evidence_admitted")) == "unanswered"
+    assert quality(outcome(measured=False, answered=None, supported=None, contradicts_gold=None,
+                           case="not_measured")) == "not_measured"
 
 
 def test_hit_rate_counts_every_case() -> None:
-    # Question hits: a, c, d (every request admitted); misses: b (nothing admitted) and e (never retrieved).
-    # Requests admitted: a 2, b 0, c 1, d 2, e 0 = 5 of 9.
-    assert hit_rate(all_rows()) == {"hits": 3, "cases": 5, "hit_rate": 3 / 5,
-                                    "request_hits": 5, "request_cases": 9, "request_hit_rate": 5 / 9}
+    # Question hits: a, c, d (every request admitted); misses: b (nothing admitted), e (never retrieved) and f
+    # (f.r2 omitted; that the request judge measured nothing of f changes no hit).
+    # Requests admitted: a 2, b 0, c 1, d 2, e 0, f 1 = 6 of 11.
+    assert hit_rate(all_rows()) == {"hits": 3, "cases": 6, "hit_rate": 3 / 6,
+                                    "request_hits": 6, "request_cases": 11, "request_hit_rate": 6 / 11}
 
 
 def test_a_question_that_never_retrieved_is_a_miss_in_the_denominator() -> None:

@@ -6,9 +6,15 @@ from pathlib import Path
 import pytest
 
 from rag_ttc_assets.core.prompts import (
+    GENERATION_KINDS,
+    KINDS,
+    LABEL_PLACEHOLDER,
     Prompt,
     PromptError,
+    cited_answer_block,
     evidence_block,
+    gold_requests_block,
+    label_values,
     numbered_block,
     parse_prompt,
     requests_block,
@@ -19,7 +25,7 @@ PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 
 KIND_BY_PREFIX = {"grounded-answer-": "answer", "judge-statements-": "judge_statements",
                   "judge-verdicts-": "judge_verdicts", "judge-gold-": "judge_gold", "tool-answer-": "tool_answer",
-                  "restated-evidence-": "answer"}
+                  "restated-evidence-": "answer", "judge-requests-": "judge_requests"}
 
 
 def kind_of(name: str) -> str:
@@ -118,5 +124,67 @@ def test_repository_prompts_parse_with_their_kinds() -> None:
         "tool-answer-v2": ("tool_answer", {"question"}),
         "tool-answer-indexed-v2": ("tool_answer", {"question", "title_index"}),
         "restated-evidence-v1": ("answer", {"question", "requests", "evidence"}),
+        # The label-free v2 generation prompts: the model splits the question itself.
+        "grounded-answer-multipart-v2": ("answer", {"question", "evidence"}),
+        "restated-evidence-v2": ("answer", {"question", "evidence"}),
+        "tool-answer-v2": ("tool_answer", {"question"}),
+        "tool-answer-indexed-v2": ("tool_answer", {"question", "title_index"}),
+        "judge-requests-v1": ("judge_requests", {"question", "gold_requests", "answer"}),
     }
     assert {k: found[k] for k in expected} == expected
+
+
+def test_label_values_render_the_requests_only_for_an_oracle_arm() -> None:
+    labels = [("q1.r1", "first?"), ("q1.r2", "second?")]
+    assert label_values("oracle", labels) == {"requests": "- [q1.r1] first?\n- [q1.r2] second?"}
+    assert LABEL_PLACEHOLDER == "requests"
+    assert label_values("none", labels) == {}
+    assert label_values("Oracle", labels) == {}  # the declaration is exact
+
+
+def test_a_label_template_in_a_non_oracle_arm_fails_to_render() -> None:
+    p = parse_prompt("multipart", "{{question}}\n<requests>\n{{requests}}\n</requests>\n{{evidence}}", "answer")
+    labels = [("q1.r1", "first?")]
+    assert p.render(question="Q", evidence="E", **label_values("oracle", labels)) == (
+        "Q\n<requests>\n- [q1.r1] first?\n</requests>\nE")
+    with pytest.raises(PromptError) as err:
+        p.render(question="Q", evidence="E", **label_values("none", labels))
+    assert str(err.value) == "prompt 'multipart': no value for placeholder(s) ['requests']"
+    # A label-free template renders the same either way.
+    free = parse_prompt("free", "{{question}} {{evidence}}", "answer")
+    assert free.render(question="Q", evidence="E", **label_values("none", labels)) == "Q E"
+
+
+def test_generation_kinds_are_the_prompts_the_generator_reads() -> None:
+    assert GENERATION_KINDS == {"answer", "tool_answer"}
+    assert GENERATION_KINDS < set(KINDS)
+    assert all(LABEL_PLACEHOLDER not in KINDS[k][0] for k in set(KINDS) - GENERATION_KINDS)
+
+
+def test_judge_requests_kind() -> None:
+    assert parse_prompt("r", "{{gold_requests}} {{answer}}", "judge_requests").placeholders == {"gold_requests",
+                                                                                              "answer"}
+    with pytest.raises(PromptError) as err:
+        parse_prompt("r", "{{question}} {{answer}}", "judge_requests", "prompts/r.txt")
+    assert str(err.value) == "prompts/r.txt: judge_requests prompt 'r' lacks required placeholder(s) ['gold_requests']"
+    with pytest.raises(PromptError) as err:
+        parse_prompt("r", "{{gold_requests}} {{answer}} {{requests}}", "judge_requests")
+    assert str(err.value) == ("r: unknown placeholder(s) ['requests'] in judge_requests prompt 'r'; "
+                              "allowed: ['answer', 'gold_requests', 'question']")
+
+
+def test_gold_requests_block() -> None:
+    block = gold_requests_block([("q1.r1", "first?", ["quote one", "quote two"], None),
+                                 ("q1.r2", "second?", [], "the gold answer")])
+    assert block == ('<request id="q1.r1">\n<text>first?</text>\n<gold n="1">\nquote one\n</gold>\n'
+                     '<gold n="2">\nquote two\n</gold>\n</request>\n\n'
+                     '<request id="q1.r2">\n<text>second?</text>\n<gold_answer>the gold answer</gold_answer>\n'
+                     '</request>')
+    assert gold_requests_block([]) == ""
+
+
+def test_cited_answer_block() -> None:
+    assert cited_answer_block("The answer.", ["c1", "c2"], [("Part one.", ["c1"]), ("Part two.", [])]) == (
+        "<answer_text>\nThe answer.\n</answer_text>\n<answer_citations>c1 c2</answer_citations>\n"
+        '<passage n="1" cites="c1">\nPart one.\n</passage>\n<passage n="2" cites="">\nPart two.\n</passage>')
+    assert cited_answer_block("A.", [], []) == "<answer_text>\nA.\n</answer_text>\n<answer_citations></answer_citations>"

@@ -85,6 +85,30 @@ def test_case_quality_wrong_beats_unanswered_beats_acceptable():
     assert case_quality(["acceptable", "unanswered"]) == "acceptable"
 
 
+def test_case_quality_not_measured_beats_everything_but_wrong():
+    assert case_quality(["acceptable", "not_measured"]) == "not_measured"
+    assert case_quality(["unanswered", "not_measured"]) == "not_measured"
+    assert case_quality(["not_measured", "wrong"]) == "wrong"
+
+
+def test_acceptable_on_misses_counts_only_acceptable_cases():
+    # Misses: 2 acceptable, 1 wrong, 1 unanswered, 1 not measured (no_call); a hit, acceptable.
+    plan = [("no_call", ["acceptable"]), ("no_call", ["acceptable", "unanswered"]), ("empty_results", ["wrong"]),
+            ("wrong_document", ["unanswered"]), ("wrong_document", ["acceptable", "not_measured"]),
+            ("correct_document", ["acceptable"])]
+    questions, lookups, qualities = [], {}, {}
+    for i, (branch, request_qualities) in enumerate(plan):
+        q = _q(f"c{i}", ["gold"])
+        questions.append(q)
+        lookups[q.id] = {"no_call": [], "empty_results": [_call([])], "wrong_document": [_call(["other"])],
+                         "correct_document": [_call(["gold"])]}[branch]
+        qualities[q.id] = request_qualities
+    flow = lookup_flow(lookup_cases(questions, lookups, qualities))
+    assert (flow["misses"], flow["wrong_on_misses"], flow["acceptable_on_misses"]) == (5, 1, 2)
+    assert flow["accounting"]["wrong_document"] == {"acceptable": 0, "wrong": 0, "unanswered": 1, "not_measured": 1}
+    assert flow["accounting_closes"]
+
+
 def test_lookup_flow_reproduces_the_seeds_accounting():
     """The second seed's 300 cases: 22 no-calls (6 wrong), 5 empty (2 wrong), 22 wrong rule (7 wrong), 251 correct
     (4 wrong): hit rate 251/300 over ALL cases, 15 wrong answers on the misses, 34 acceptable misses."""
@@ -107,7 +131,7 @@ def test_lookup_flow_reproduces_the_seeds_accounting():
     assert flow["cases"] == 300 and flow["called"] == 278
     assert flow["hit_rate"] == pytest.approx(251 / 300)
     assert flow["wrong_on_misses"] == 15 and flow["acceptable_on_misses"] == 34 and flow["wrong_on_hits"] == 4
-    assert flow["accounting"]["no_call"] == {"acceptable": 16, "wrong": 6, "unanswered": 0}
+    assert flow["accounting"]["no_call"] == {"acceptable": 16, "wrong": 6, "unanswered": 0, "not_measured": 0}
     assert flow["closes"] and flow["accounting_closes"]
     json.dumps(flow)  # written as failure_flow.json
 

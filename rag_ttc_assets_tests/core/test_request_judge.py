@@ -1,0 +1,176 @@
+"""The lexical baseline request judge, with a deterministic bag-of-words `embed` (no model download)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_ttc_assets.core.judging import parse_request_judgments
+from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests, passage_citations
+from rag_ttc_assets.core.text import content_words, stem
+
+
+def bag_of_words(texts: list[str]) -> np.ndarray:
+    """Counts of content-word stems, one column per stem of the texts given: cosine is bag-of-words cosine (the
+    columns of words a pair does not share add nothing), so "pass is not a null operation" is 1.0 from "pass is
+    a null operation" (negations are not content words) and 0.0 from a text sharing no stem."""
+    vocab = {w: i for i, w in enumerate(sorted({stem(w) for t in texts for w in content_words(t)}))}
+    out = np.zeros((len(texts), max(len(vocab), 1)))
+    for row, text in enumerate(texts):
+        for w in content_words(text):
+            out[row, vocab[stem(w)]] += 1
+    return out
+
+
+# Gold stems: {pass, null, oper}; {rais, exception, current, handl}; {del, statement, remov, bind, name, local,
+# namespac}.
+PASS = LabelledRequest("r1", "What does pass do?", ("pass is a null operation",))
+RAISE = LabelledRequest("r2", "When is raise used?", ("raise re-raises the exception that is currently being handled",))
+DEL = LabelledRequest("r3", "Why use del?", ("the del statement removes the binding of a name from the local namespace",))
+
+
+def judge(requests: list[LabelledRequest], answer: str, citations: list[str] | None = None,
+          passages: list[tuple[str, list[str]]] | None = None) -> list[dict]:
+    return judge_requests(requests, answer, citations or [], passages or [], bag_of_words)
+
+
+def test_the_fake_embed_is_bag_of_words_cosine() -> None:
+    v = bag_of_words(["pass is a null operation", "Pass is not a null operation.", "raise it", "pass raise"])
+    unit = v / np.linalg.norm(v, axis=1, keepdims=True)
+    assert (unit @ unit.T).round(4).tolist() == [[1.0, 1.0, 0.0, 0.4082], [1.0, 1.0, 0.0, 0.4082],
+                                                 [0.0, 0.0, 1.0, 0.7071], [0.4082, 0.4082, 0.7071, 1.0]]
+
+
+def test_addressed_by_one_sentence() -> None:
+    answer = "Pass is a null operation. Raise re-raises the exception being handled. Del is not covered here."
+    passages = [("Pass is a null operation.", ["c1"]), ("Raise re-raises the exception being handled.", ["c2"])]
+    out = judge([PASS, RAISE, DEL], answer, ["c1", "c2"], passages)
+    assert out[0] == {"request": "r1", "addressed": True, "excerpt": "Pass is a null operation.",
+                      "cited_chunk_ids": ["c1"], "verdict": "consistent",
+                      "reason": "covers 1.00 of gold; content-word recall 1.00, cosine 1.00 against gold 1"}
+    # {rais, exception, handl} of four stems: 0.75.
+    assert (out[1]["addressed"], out[1]["excerpt"], out[1]["cited_chunk_ids"], out[1]["verdict"]) == (
+        True, "Raise re-raises the exception being handled.", ["c2"], "consistent")
+    assert out[1]["reason"].startswith("covers 0.75 of gold; ")
+    # "Del is not covered here.": {del} of seven stems, 0.14.
+    assert out[2] == {"request": "r3", "addressed": False, "excerpt": "", "cited_chunk_ids": [],
+                      "verdict": "not_addressed", "reason": "no answer sentence covers 0.50 of gold (best 0.14)"}
+
+
+def test_addressed_by_an_adjacent_pair_when_no_sentence_suffices() -> None:
+    # Alone, "Del removes a binding." covers {del, remov, bind}: 3/7 < 0.5, and the second sentence
+    # {local, namespac}: 2/7; together 5/7. Each sentence sits in its own passage: both passages' citations.
+    answer = "Del removes a binding. It works on the local namespace."
+    passages = [("Del removes a binding.", ["c3"]), ("It works on the local namespace.", ["c4", "c3"])]
+    [out] = judge([DEL], answer, ["c3", "c4"], passages)
+    assert (out["addressed"], out["excerpt"], out["cited_chunk_ids"], out["verdict"]) == (
+        True, "Del removes a binding. It works on the local namespace.", ["c3", "c4"], "consistent")
+    assert out["reason"].startswith("covers 0.71 of gold; ")
+    # Sentences that are not adjacent do not pair up.
+    [apart] = judge([DEL], "Del removes a binding. Pass is a null operation. It works on the local namespace.")
+    assert (apart["addressed"], apart["reason"]) == (False, "no answer sentence covers 0.50 of gold (best 0.43)")
+
+
+def test_the_best_excerpt_wins_and_ties_go_to_the_earlier_single_sentence() -> None:
+    out = judge([PASS], "Pass is a null operation. A null operation is what pass is. Pass is null.")
+    assert out[0]["excerpt"] == "Pass is a null operation."  # 1.00 twice, and in every pair: the first sentence
+    out = judge([PASS], "Pass is null. Pass is a null operation, always.")
+    assert out[0]["excerpt"] == "Pass is a null operation, always."  # 1.00 beats 0.67
+
+
+def test_list_numbering_is_not_part_of_the_excerpt() -> None:
+    answer = "1. Pass is a null operation.\n2. Raise re-raises the exception being handled."
+    out = judge([PASS], answer, ["c9"], [("1. Pass is a null operation.", ["c1"])])
+    assert (out[0]["excerpt"], out[0]["cited_chunk_ids"]) == ("Pass is a null operation.", ["c1"])
+
+
+@pytest.mark.parametrize("answer", ["The provided evidence does not say.",
+                                    "The provided evidence does not say whether pass is a null operation.",
+                                    "Insufficient evidence: pass is a null operation."])
+def test_abstention_boilerplate_never_addresses(answer: str) -> None:
+    # The second and third hold every gold stem of r1, inside boilerplate: not answer sentences.
+    about_evidence = LabelledRequest("r5", "What does the provided evidence say?")  # terms {provid, evidenc, say}
+    out = judge([PASS, about_evidence], answer, ["c1"], [(answer, ["c1"])])
+    assert [(o["addressed"], o["verdict"], o["cited_chunk_ids"]) for o in out] == [(False, "not_addressed", [])] * 2
+    # The same words, not boilerplate, address both.
+    plain = judge([PASS, about_evidence], "The provided evidence does say that pass is a null operation.")
+    assert [o["addressed"] for o in plain] == [True, True]
+
+
+def test_a_content_free_sentence_addresses_no_concrete_request() -> None:
+    answer = "According to the evidence, the requested behaviour is described in the cited chunk."
+    # r6's request text shares {behaviour, cit, chunk} with the sentence, but it has gold material, and that is
+    # what an answer must cover.
+    cited = LabelledRequest("r6", "Which behaviour does the cited chunk show?", ("the global statement is a declaration",))
+    out = judge([PASS, RAISE, DEL, cited], answer, ["c1"], [(answer, ["c1"])])
+    assert [o["addressed"] for o in out] == [False] * 4
+    assert [o["reason"] for o in out] == ["no answer sentence covers 0.50 of gold (best 0.00)"] * 4
+
+
+def test_citations_come_from_the_passage_holding_the_excerpt() -> None:
+    answer = "Pass is a null operation. Raise re-raises the exception being handled."
+    passages = [("Raise re-raises the exception\n   being handled.", ["c2"]),  # whitespace is normalised
+                ("Pass is a null operation.", ["c1", "c7"])]
+    out = judge([PASS, RAISE], answer, ["c1", "c2", "c7", "c9"], passages)
+    assert [o["cited_chunk_ids"] for o in out] == [["c1", "c7"], ["c2"]]
+
+
+def test_citations_fall_back_to_the_answers_own() -> None:
+    # No passage holds the excerpt (the passages are other items' answers): the answer's citations, in order.
+    out = judge([PASS], "Pass is a null operation.", ["c9", "c1"], [("Something else entirely.", ["c5"])])
+    assert out[0]["cited_chunk_ids"] == ["c9", "c1"]
+    assert passage_citations(["Pass is a null operation."], [], ["c4"]) == ["c4"]
+    # Any passage holding either sentence of a pair counts, each citation once.
+    assert passage_citations(["A b.", "C d."], [("A b.", ["x", "y"]), ("Other.", ["z"]), ("C d. E.", ["y", "w"])],
+                             ["q"]) == ["x", "y", "w"]
+
+
+@pytest.mark.parametrize(("answer", "clash"), [
+    ("Pass is not a null operation.", "differs in negation of null, oper"),
+    ("Pass isn't a null operation.", "differs in negation of null, oper"),
+])
+def test_a_negated_gold_sentence_contradicts(answer: str, clash: str) -> None:
+    [out] = judge([PASS], answer, ["c1"])
+    assert (out["addressed"], out["verdict"]) == (True, "contradicts")
+    assert out["reason"] == f"covers 1.00 of gold; contradicts gold 1: {clash} (cosine 1.00)"
+
+
+def test_a_changed_number_contradicts_a_gold_answer() -> None:
+    # Gold material may be a gold answer alone. Stems {loop, body, run, 3, tim}: the answer covers 4/5.
+    loop = LabelledRequest("r7", "How often does the loop body run?", (), gold_answer="The loop body runs 3 times.")
+    assert loop.gold == ["The loop body runs 3 times."]
+    [out] = judge([loop], "The loop body runs 4 times.")
+    assert (out["addressed"], out["verdict"]) == (True, "contradicts")
+    assert "differs in number (4 vs 3)" in out["reason"]
+    [same] = judge([loop], "The loop body runs 3 times.")
+    assert same["verdict"] == "consistent"
+
+
+def test_without_gold_material_the_request_terms_decide_and_nothing_is_verifiable() -> None:
+    bare = LabelledRequest("r8", "How do nonlocal declarations bind names?")  # terms {nonlocal, declar, bind, nam}
+    [out] = judge([bare], "Nonlocal declarations bind names in the enclosing scope.", ["c1"])
+    assert out == {"request": "r8", "addressed": True, "excerpt": "Nonlocal declarations bind names in the enclosing "
+                   "scope.", "cited_chunk_ids": ["c1"], "verdict": "not_verifiable",
+                   "reason": "covers 1.00 of the request's own terms (no gold material); nothing to verify it against"}
+    # Two of four terms is below REQUEST_TERM_RECALL (0.6).
+    [low] = judge([bare], "Nonlocal declarations exist.")
+    assert (low["addressed"], low["reason"]) == (
+        False, "no answer sentence covers 0.60 of the request's own terms (no gold material) (best 0.50)")
+
+
+def test_an_empty_answer_addresses_nothing() -> None:
+    out = judge([PASS, LabelledRequest("r8", "How do nonlocal declarations bind names?")], "")
+    assert [(o["addressed"], o["verdict"], o["reason"]) for o in out] == [
+        (False, "not_addressed", "no answer sentence covers 0.50 of gold (best 0.00)"),
+        (False, "not_addressed", "no answer sentence covers 0.60 of the request's own terms (no gold material) "
+                                 "(best 0.00)")]
+
+
+def test_the_judgments_are_in_the_reply_contract() -> None:
+    import json
+
+    out = judge([DEL, PASS, RAISE], "Pass is a null operation.", ["c1"])
+    assert [o["request"] for o in out] == ["r3", "r1", "r2"]
+    parsed = parse_request_judgments(json.dumps({"requests": out}), ["r1", "r2", "r3"])
+    assert [(j.request, j.addressed, j.verdict) for j in parsed] == [
+        ("r1", True, "consistent"), ("r2", False, "not_addressed"), ("r3", False, "not_addressed")]
