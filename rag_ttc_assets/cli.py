@@ -333,13 +333,14 @@ def run_tables(reports: dict[str, dict]) -> str:
             judges.add((inst.get("model"), (inst.get("prompt_digest") or "")[:15]))
             rows.append([n, f"{c.get('requests_measured')}/{c.get('requests_total')}", c.get("requests_answered"),
                          c.get("requests_supported"), f"{c.get('questions_complete')}/{c.get('questions_measured')}",
-                         c.get("self_reported_answered"), c.get("overclaimed"), c.get("underclaimed"),
+                         c.get("self_reported_answered"), c.get("self_report_unattributed"), c.get("overclaimed"),
+                         c.get("underclaimed"),
                          c.get("correct_abstentions"), (f.get("hit_rate") or {}).get("hit_rate")])
             flows.append([n, *[f.get(b) for b in FLOW_BRANCHES]])
         out.append("request completeness, by the request judge (answered and supported count measured requests; "
                    "self_reported is the generator's own claim):\n"
                    + _table(["arm", "measured", "answered", "supported", "q_complete", "self_reported",
-                             "overclaimed", "underclaimed", "correct_abst", "hit_rate"], rows)
+                             "unattributed", "overclaimed", "underclaimed", "correct_abst", "hit_rate"], rows)
                    + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…)" for m, d in sorted(judges, key=str))
                    + ("" if len(judges) == 1 else "  [instrument differs between arms: not comparable]"))
         out.append(_table(["arm", *FLOW_BRANCHES], flows))

@@ -25,9 +25,11 @@ rows), so callers pass dicts read from Parquet.  For each request of an ANSWERAB
   self_reported_answered / self_reported_supported
                     the generator's own claim, for a contract-valid row (an abstention claims nothing: False):
                     with request items keyed to the labelled requests (an oracle arm), the item's supported=true
-                    with a non-blank answer (supported: and it cites a chunk); otherwise the claim is the answer's
-                    as a whole: not abstained and, if it has items, at least one supported (supported: and it
-                    cites a chunk).  None for rows that are not contract-valid and not abstentions.
+                    with a non-blank answer (supported: and it cites a chunk); with items in the model's own
+                    words, the claim of the item(s) holding the request judge's excerpt (False when every item
+                    is disowned, None when no item can be attributed); without items, the answer's claim as a
+                    whole: not abstained (supported: and it cites a chunk).  None for rows that are not
+                    contract-valid and not abstentions.
   overclaimed       measured, self-reported answered, and the judge found it not addressed or contradicting.
   underclaimed      measured, self-reported not answered, and the judge found it answered.
 
@@ -171,8 +173,17 @@ def gold_verdicts(judge_row: dict | None) -> list[StatementVerdict]:
     return [StatementVerdict.model_validate(v) for v in json_list(judge_row.get("gold_verdicts"))]
 
 
-def self_report(question: Question, request: Request, contract_row: dict | None) -> tuple[bool | None, bool | None]:
-    """(self_reported_answered, self_reported_supported): what the generator claims about this request."""
+def _flat(text: str) -> str:
+    return " ".join(str(text or "").split())
+
+
+def self_report(question: Question, request: Request, contract_row: dict | None,
+                judgment: dict | None = None) -> tuple[bool | None, bool | None]:
+    """(self_reported_answered, self_reported_supported): what the generator claims about this request.
+
+    Keyed items (an oracle arm) speak per request. Items in the model's own words are attributed through the
+    request judge's excerpt: the claim is that of the item(s) holding it. A request the judge found no excerpt for
+    is unattributable (None) unless every item is disowned. An answer without items claims the whole question."""
     status = contract_row.get("status") if contract_row else None
     if status == ABSTAINED:
         return False, False
@@ -185,9 +196,18 @@ def self_report(question: Question, request: Request, contract_row: dict | None)
         cites = any(json_list(it.get("citation_chunk_ids")) for it in mine if it.get("supported") is True)
         return claimed, claimed and cites
     items = json_list(contract_row.get("request_items"))
-    claimed = contract_row.get("abstained") is not True and (not items or any(it.get("supported") is True
-                                                                            for it in items))
-    return claimed, claimed and bool(json_list(contract_row.get("citation_chunk_ids")))
+    if not items:
+        claimed = contract_row.get("abstained") is not True
+        return claimed, claimed and bool(json_list(contract_row.get("citation_chunk_ids")))
+    if not any(it.get("supported") is True for it in items):
+        return False, False
+    excerpt = _flat((judgment or {}).get("excerpt")) if (judgment or {}).get("status") == JUDGED else ""
+    holding = [it for it in items if excerpt and (a := _flat(it.get("answer"))) and (a in excerpt or excerpt in a)]
+    if not holding:
+        return None, None
+    claimed = any(it.get("supported") is True for it in holding)
+    return claimed, claimed and any(json_list(it.get("citation_chunk_ids")) for it in holding
+                                    if it.get("supported") is True)
 
 
 def judgments_by_request(question: Question, judgment_rows: Iterable[dict]) -> dict[str, dict]:
@@ -224,7 +244,7 @@ def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract
         else:
             status = j["status"] if j is not None else "no_request_judgment"
             measured, answered, cited, verdict = False, None, None, None
-        claimed, claimed_supported = self_report(question, req, contract_row)
+        claimed, claimed_supported = self_report(question, req, contract_row, j)
         if measured:
             supported = bool(answered and cited and admitted)
             contradicts = verdict == "contradicts"
@@ -286,6 +306,8 @@ def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes:
         "requests_contradicting_gold": sum(o.contradicts_gold is True for o in outcomes),
         "self_reported_answered": sum(o.self_reported_answered is True for o in measured),
         "self_reported_supported": sum(o.self_reported_supported is True for o in measured),
+        # Measured requests whose claim cannot be attributed (items in the model's own words, no excerpt).
+        "self_report_unattributed": sum(o.self_reported_answered is None for o in measured),
         "overclaimed": sum(o.overclaimed is True for o in outcomes),
         "underclaimed": sum(o.underclaimed is True for o in outcomes),
         "unanswerable_questions": unanswerable,

@@ -17,7 +17,7 @@ GROUP = "diagnostics"
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_judgments", "judge_verdicts", "admitted_contexts"),
-           code_version="completeness/4")
+           code_version="completeness/5")
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
     arm = context.partition_key

@@ -236,14 +236,25 @@ def test_self_report_keyed_items_speak_per_request() -> None:
     assert self_report(Q, Q.requests[2], row) == (True, False)
 
 
-def test_self_report_unkeyed_is_the_answers_claim_for_every_request() -> None:
+def test_self_report_unkeyed_items_are_attributed_through_the_judges_excerpt() -> None:
     # The label-free prompt: a model keys its items to its own split, which names no labelled request.
-    own_split = contract(cites=["c1"], items=[item("What does pass do", cites=["c1"]), item("why del", supported=False)])
-    assert {self_report(Q, r, own_split) for r in Q.requests} == {(True, True)}
+    own_split = contract(cites=["c1"], items=[item("What does pass do", answer="Pass does nothing.", cites=["c1"]),
+                                              item("why del", answer="The evidence does not say.", supported=False)])
+    found = {**judged("q1.r1", cites=["c1"]), "excerpt": "Pass does nothing."}
+    disowned_part = {**judged("q1.r3"), "excerpt": "The evidence does not say."}
+    assert self_report(Q, Q.requests[0], own_split, found) == (True, True)
+    assert self_report(Q, Q.requests[2], own_split, disowned_part) == (False, False)
+    # No excerpt to attribute the claim by: unattributable, not a claim either way.
+    assert self_report(Q, Q.requests[1], own_split, judged("q1.r2", addressed=False)) == (None, None)
+    assert self_report(Q, Q.requests[0], own_split) == (None, None)
     disowned = contract(cites=["c1"], items=[item("What does pass do", supported=False)])
     assert {self_report(Q, r, disowned) for r in Q.requests} == {(False, False)}
     assert {self_report(Q, r, contract(cites=["c1"])) for r in Q.requests} == {(True, True)}  # no items
     assert {self_report(Q, r, contract(cites=[])) for r in Q.requests} == {(True, False)}  # nothing cited
+    totals = completeness_totals(request_outcomes(Q, COVERAGE, own_split, [found, judged("q1.r2", addressed=False),
+                                                                           disowned_part,
+                                                                           judged("q1.r4", addressed=False)]), [])
+    assert (totals["self_reported_answered"], totals["self_report_unattributed"]) == (1, 2)
 
 
 @pytest.mark.parametrize(("row", "claims"), [
@@ -363,7 +374,7 @@ def test_completeness_totals() -> None:
         "answered_supported": 4, "answered_unsupported": 1, "not_answered_evidence_admitted": 1,
         "not_answerable_from_admitted": 1, "not_measured": 1, "requests_contradicting_gold": 1,
         # Over the 7 measured requests only: qd.r2's claim is not counted.
-        "self_reported_answered": 6, "self_reported_supported": 5, "overclaimed": 3, "underclaimed": 1,
+        "self_reported_answered": 6, "self_reported_supported": 5, "self_report_unattributed": 0, "overclaimed": 3, "underclaimed": 1,
         "unanswerable_questions": 3, "correct_abstentions": 2, "correct_abstention_rate": 2 / 3,
         "questions_total": 4, "questions_measured": 3,
         "questions_complete": 1, "questions_partial": 1, "questions_none": 1,
