@@ -49,6 +49,8 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
             "model": cfg.generator.model, "provider_role": stage.GENERATOR_ROLE,
             "offline_baseline": MetadataValue.bool(df["offline_baseline"].all() if df.height else False),
             "prompt": prompt.name, "prompt_digest": prompt.digest,
+            # none / oracle (the generator saw the request annotation) / counterfactual:<kind>
+            "label_use": cfg.label_use,
             "provider_statuses": MetadataValue.json(statuses),
             "budget": cfg.generation_budget, "table_digest": digest,
             "run_record": MetadataValue.path(str(run_dir)),

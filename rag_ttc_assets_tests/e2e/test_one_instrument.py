@@ -84,6 +84,23 @@ def test_labels_stay_out_of_generation_and_one_judge_measures_every_arm(tmp_path
     # The oracle's request items are keyed to the labels; the others' claims are read as a whole.
     assert reports["prompt-multipart-oracle"]["completeness"]["self_reported_answered"] <= 11
 
+    # The UI's metadata names the oracle arm as such, partition by partition.
+    import os
+
+    from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
+
+    os.environ["DAGSTER_HOME"] = env["DAGSTER_HOME"]
+    try:
+        with DagsterInstance.get() as instance:
+            for asset in ("answers", "request_judgments", "judge_summary", "request_completeness"):
+                for arm in arms:
+                    rec = instance.fetch_materializations(AssetRecordsFilter(
+                        asset_key=AssetKey(asset), asset_partitions=[arm]), limit=1).records[0]
+                    use = rec.asset_materialization.metadata["label_use"].value
+                    assert use == ("oracle" if arm.endswith("oracle") else "none"), (asset, arm, use)
+    finally:
+        del os.environ["DAGSTER_HOME"]
+
     code, out, err = rag_ttc("compare", "prompt-multipart", "prompt-multipart-oracle", env=env)
     assert code == 0, err
     assert "prompt-multipart-oracle is an ORACLE arm" in out and "the same for both arms" in out
