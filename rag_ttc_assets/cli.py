@@ -323,6 +323,17 @@ def run_tables(reports: dict[str, dict]) -> str:
                          j.get("contradicts_gold"), calls.get("provider_calls"), calls.get("cache_hits")])
         out.append(_table(["arm", "judge", "same_model", "judged", "abstained", "invalid", "faithfulness",
                            "relevance", "contradicts_gold", "provider_calls", "cache_hits"], rows))
+    if any(rep.get("judge_measurement") for rep in reports.values()):
+        def share(m: dict | None) -> str:
+            return "-" if not m or not m["of"] else f"{m['flagged']}/{m['of']} ({m['share']:.3f})"
+
+        rows = [[n, share(jm["sensitivity"]["gold_judge"]), share(jm["sensitivity"]["request_judge"]),
+                 share(jm["false_alarms"]["gold_judge"]), share(jm["false_alarms"]["request_judge"])]
+                for n, rep in reports.items() if (jm := rep.get("judge_measurement"))]
+        out.append("the judges measured (sensitivity: answers repeating a planted falsehood flagged as contradicting; "
+                   "false alarms: answers quoting the gold evidence verbatim flagged as contradicting):\n"
+                   + _table(["arm", "gold_judge_sensitivity", "request_judge_sensitivity", "gold_judge_false_alarms",
+                             "request_judge_false_alarms"], rows))
     if any("completeness" in rep for rep in reports.values()):
         from rag_ttc_assets.core.flow import FLOW_BRANCHES
 

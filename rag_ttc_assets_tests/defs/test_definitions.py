@@ -135,6 +135,20 @@ def test_counterfactual_arms_withhold_and_plant_and_are_scored(mini_lab):
     # The planted chunk reached the prompt: the raw answer rows were generated from it.
     answers = store.read_table("planted", "answers")
     assert answers.height == 8
+    # The judges measured on what is known by construction: the answers that repeat a planted falsehood.
+    from rag_ttc_assets.core.counterfactual import Planted, repeats
+
+    contracts = {r["query_id"]: r for r in store.read_table("planted", "contract_results").iter_rows(named=True)}
+    verdicts = {r["query_id"]: r for r in store.read_table("planted", "judge_verdicts").iter_rows(named=True)}
+    repeating = [q for q, r in planted.items() if contracts[q]["status"] == "valid"
+                 and any(repeats(contracts[q]["answer"], Planted(**x)) for x in json.loads(r["planted"]))]
+    jm = store.read_arm_json("planted", "judge_summary.json")["judge_measurement"]
+    gold = jm["sensitivity"]["gold_judge"]
+    assert gold["of"] == sum(verdicts[q]["contradicts_gold"] is not None for q in repeating) == len(repeating)
+    assert gold["flagged"] == sum(bool(verdicts[q]["contradicts_gold"]) for q in repeating)
+    assert repeating and jm["sensitivity"]["request_judge"]["of"] >= 1
+    baseline_jm = store.read_arm_json("baseline", "judge_summary.json")["judge_measurement"]
+    assert baseline_jm["sensitivity"]["gold_judge"] == {"flagged": 0, "of": 0, "share": None}  # nothing planted
 
     from rag_ttc_assets.stages.diagnostics import compare_two
 
