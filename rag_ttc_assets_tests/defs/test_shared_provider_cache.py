@@ -19,12 +19,14 @@ from rag_ttc_assets.stages.run_record import COMPLETE, list_runs
 from rag_ttc_assets_tests.conftest import REPO
 
 
-def _answers_and_judge_calls(lab: Lab, arm: str) -> tuple[dict, dict]:
+def _answers_and_judge_calls(lab: Lab, arm: str) -> tuple[dict, dict, dict]:
     from rag_ttc_assets.stages.generation import calls_summary
 
     answers = calls_summary(lab.store.read_table(arm, "answers"))
     judged = lab.store.read_arm_json(arm, "judge_summary.json")
-    return answers, {k: judged[k] for k in ("provider_calls", "cache_hits")}
+    requests = lab.store.read_arm_json(arm, "request_judge_summary.json")
+    return answers, {k: judged[k] for k in ("provider_calls", "cache_hits")}, \
+        {k: requests[k] for k in ("provider_calls", "cache_hits")}
 
 
 def test_two_stores_share_one_fsspec_provider_cache(mini_lab, tmp_path, monkeypatch):
@@ -48,20 +50,23 @@ def test_two_stores_share_one_fsspec_provider_cache(mini_lab, tmp_path, monkeypa
         source = json.loads((run_dir / "results" / "provider-provenance.json").read_text())
         expected = "provider calls only" if home == "store-a" else "cache hits only"
         assert source["provider_cache"] == uri
-        assert source["answers"]["from"] == source["judge"]["from"] == expected
+        assert source["answers"]["from"] == source["judge"]["from"] == source["request_judge"]["from"] == expected
         assert f"| answers | {source['answers']['provider_calls']} | {source['answers']['cache_hits']} | {expected} |" \
             in (run_dir / "summary.md").read_text()
         assert not (tmp_path / home / "provider_cache").exists()  # nothing cached beside the store
-    (a_answers, a_judge), (b_answers, b_judge) = runs["store-a"], runs["store-b"]
+    (a_answers, a_judge, a_requests), (b_answers, b_judge, b_requests) = runs["store-a"], runs["store-b"]
     assert a_answers["provider_calls"] > 0 and a_answers["cache_hits"] == 0
     assert a_judge["provider_calls"] > 0
     # The second store made no provider call at all: every answer and verdict came from the shared cache.
     assert b_answers["provider_calls"] == 0 and b_answers["cache_hits"] == a_answers["provider_calls"]
     assert b_judge["provider_calls"] == 0 and b_judge["cache_hits"] == a_judge["provider_calls"] + a_judge["cache_hits"]
+    assert a_requests["provider_calls"] > 0 and b_requests["provider_calls"] == 0
+    assert b_requests["cache_hits"] == a_requests["provider_calls"] + a_requests["cache_hits"]
     fs, root = fsspec.core.url_to_fs(uri)
     entries = fs.find(root)
-    assert len(entries) == a_answers["provider_calls"] + a_judge["provider_calls"]
-    assert {e.split("/")[len(root.rstrip("/").split("/"))] for e in entries} == {"generation", "judging"}
+    assert len(entries) == a_answers["provider_calls"] + a_judge["provider_calls"] + a_requests["provider_calls"]
+    assert {e.split("/")[len(root.rstrip("/").split("/"))] for e in entries} == {"generation", "judging",
+                                                                                 "request_judging"}
     fs.rm(root, recursive=True)
 
 
@@ -78,8 +83,8 @@ def test_cli_runs_in_two_stores_share_a_file_uri_cache(mini_lab, tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append(_answers_and_judge_calls(Lab.from_env(home=str(tmp_path / home)), "baseline"))
     assert outs[0][0]["provider_calls"] > 0
-    assert outs[1][0]["provider_calls"] == 0 and outs[1][1]["provider_calls"] == 0
-    assert {p.name for p in shared.iterdir()} == {"generation", "judging"}
+    assert outs[1][0]["provider_calls"] == outs[1][1]["provider_calls"] == outs[1][2]["provider_calls"] == 0
+    assert {p.name for p in shared.iterdir()} == {"generation", "judging", "request_judging"}
     assert not (tmp_path / "store-a" / "provider_cache").exists()
 
 

@@ -11,9 +11,9 @@ from rag_ttc_assets_tests.conftest import MINI_ARMS
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 
 SUPPLY_ARMS = """
-  multipart: {prompt: grounded-answer-multipart-v1}
-  preloaded: {supply: preloaded, prompt: grounded-answer-multipart-v1}
-  manual: {supply: preloaded, prompt: grounded-answer-multipart-v1, preloaded_documents: [assert, raise]}
+  multipart: {prompt: grounded-answer-multipart-v2}
+  preloaded: {supply: preloaded, prompt: grounded-answer-multipart-v2}
+  manual: {supply: preloaded, prompt: grounded-answer-multipart-v2, preloaded_documents: [assert, raise]}
   tool: {supply: tool, prompt: tool-answer-v2}
   tool-top3-indexed: {supply: tool, prompt: tool-answer-indexed-v2, lookup_top_n: 3, title_index: true,
                       citation_check: true}
