@@ -261,5 +261,5 @@ def flow_bars(lab: Lab, arms: list[str], path: Path) -> Path | None:
             s = lab.store.read_arm_json(arm, "failure_flow.json")
         except FileNotFoundError:
             continue
-        flows[arm] = {b: s[b] for b in FLOW_BRANCHES}
+        flows[arm_title(lab, arm)] = {b: s[b] for b in FLOW_BRANCHES}
     return plots.failure_flow_bars(path, flows, list(FLOW_BRANCHES)) if flows else None
