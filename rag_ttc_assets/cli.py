@@ -562,13 +562,18 @@ def cmd_runs(args) -> int:
 
 
 def cmd_metrics(args) -> int:
-    from rag_ttc_assets.core.metrics import evaluate
+    from rag_ttc_assets.adapters.trec_eval import evaluate
+    from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
     from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
 
     qrels = parse_qrels(_read(args.qrels), args.qrels)
     run = parse_run(_read(args.run), args.run)
-    result = evaluate(qrels, run, complete=args.complete)
-    out = {"measures": result.measures}
+    try:
+        result = evaluate(qrels, run, args.measures or DEFAULT_MEASURES, complete=args.complete)
+    except MeasureError as e:
+        raise CliError(f"-m: {e}") from None
+    out = {"measures": result.measures, "evaluated": result.evaluated,
+           "undefined": len(result.undefined_query_ids), "undefined_query_ids": result.undefined_query_ids}
     if args.per_query:
         out["per_query"] = result.per_query
     print(json.dumps(out, indent=2, sort_keys=True))
@@ -671,11 +676,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_runs)
 
-    s = sub.add_parser("metrics", help="trec_eval measures of a TREC run against TREC qrels")
+    s = sub.add_parser("metrics", help="trec_eval measures of a TREC run against TREC qrels",
+                       description="trec_eval's own measures (through pytrec_eval) of a TREC run against TREC "
+                                   "qrels, the same code as the retrieval_summary asset. Queries without a "
+                                   "relevant judgment, and run queries absent from the qrels, are undefined: "
+                                   "listed in undefined_query_ids, never scored 0.")
     s.add_argument("--qrels", required=True)
     s.add_argument("--run", required=True)
-    s.add_argument("--per-query", action="store_true")
-    s.add_argument("--complete", action="store_true", help="score queries missing from the run as 0 (trec_eval -c)")
+    s.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE",
+                   help="a trec_eval measure, repeatable, as trec_eval -m spells it: map, P.5,10, ndcg_cut.10, "
+                        "recall.1000, or a set (official, all_trec); default: "
+                        "num_q, recip_rank, recall, ndcg_cut and success at 5,10,20,100")
+    s.add_argument("-q", "--per-query", action="store_true", help="also print each evaluated query (trec_eval -q)")
+    s.add_argument("-c", "--complete", action="store_true",
+                   help="average over every qrels query, one missing from the run scoring 0 (trec_eval -c)")
     s.set_defaults(fn=cmd_metrics)
 
     s = sub.add_parser("import-beir", help="convert a BEIR folder into corpus.json + evaluation.json")

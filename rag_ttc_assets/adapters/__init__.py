@@ -1,1 +1,1 @@
-"""Thin wrappers over one library each (tantivy, lancedb, sentence-transformers, litellm, disk)."""
+"""Thin wrappers over one library each (tantivy, lancedb, sentence-transformers, litellm, pytrec_eval, disk)."""

@@ -3,7 +3,9 @@
 Formats (trec_eval 9.0.8, usnistgov/trec_eval README and get_qrels.c / get_trec_results.c):
 
     qrels:  qid iter docno rel               iter ignored; rel an integer (graded, may be negative)
-    run:    qid Q0 docno rank score tag      Q0, rank and tag ignored; score a decimal number
+    run:    qid Q0 docno rank score tag      Q0, rank and tag ignored; score a decimal number; any further
+                                             fields ignored (get_trec_results.c "Skip over rest of line";
+                                             trec_eval's own test/results.trunc has them)
 
 Fields are separated by any whitespace; blank lines are ignored; line numbers are 1-based and
 count '\\n'-terminated lines.  The rank column is not checked because trec_eval never reads it
@@ -32,17 +34,18 @@ class TrecFormatError(ValueError):
         self.problem = problem
 
 
-def _fields(text: str, path: str, layout: str) -> Iterator[tuple[int, list[str]]]:
+def _fields(text: str, path: str, layout: str, rest: bool = False) -> Iterator[tuple[int, list[str]]]:
     expected = len(layout.split())
     for lineno, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
         if not fields:
             continue
-        if len(fields) != expected:
+        if len(fields) < expected or (len(fields) > expected and not rest):
+            at_least = "at least " if rest else ""
             raise TrecFormatError(
-                path, lineno, f"malformed line: expected {expected} fields '{layout}', got {len(fields)}"
+                path, lineno, f"malformed line: expected {at_least}{expected} fields '{layout}', got {len(fields)}"
             )
-        yield lineno, fields
+        yield lineno, fields[:expected]
 
 
 def parse_qrels(text: str, path: str) -> dict[str, dict[str, int]]:
@@ -68,7 +71,7 @@ def parse_run(text: str, path: str) -> dict[str, dict[str, float]]:
     """qid -> docno -> score, in file order."""
     run: dict[str, dict[str, float]] = {}
     first_seen: dict[tuple[str, str], int] = {}
-    for lineno, (qid, _q0, docno, _rank, score, _tag) in _fields(text, path, "qid Q0 docno rank score tag"):
+    for lineno, (qid, _q0, docno, _rank, score, _tag) in _fields(text, path, "qid Q0 docno rank score tag", rest=True):
         if not _FLOAT.fullmatch(score):
             raise TrecFormatError(path, lineno, f"score field {score!r} is not a number")
         value = float(score)

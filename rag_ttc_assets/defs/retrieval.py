@@ -47,9 +47,9 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
 
 
 @arm_asset(group=GROUP, kinds={"python", "json"}, deps=("retrieval_rows",),
-           code_version="retrieval-metrics/1")
+           code_version="retrieval-metrics/2")
 def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """trec_eval measures (recip_rank, recall_10, ndcg_cut_10, success_10) from the ranked list only."""
+    """trec_eval's measures (recip_rank, recall_10, ndcg_cut_10, success_10, map, P_5...) from the ranked list only."""
     lab_, cfg = lab.arm(context.partition_key)
     ds = ingest.bind_dataset(lab_, cfg)
     rows = lab_.store.read_table(context.partition_key, "retrieval_rows")

@@ -12,6 +12,7 @@ import json
 import numpy as np
 import polars as pl
 
+from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import ArtifactStore, Built
 from rag_ttc_assets.adapters.vectors import VectorIndex
@@ -172,17 +173,23 @@ def request_support(ds: Dataset, questions: list[Question], chunks: list[Chunk])
     return out
 
 
-def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame, ks=(5, 10, 20, 100)) -> dict:
+# The lab's default set plus map and P at 5 and 10: the summary keys downstream readers use stay as they were.
+RETRIEVAL_MEASURES = (*metrics.DEFAULT_MEASURES, "map", "P.5,10")
+
+
+def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
+                      measures: tuple[str, ...] = RETRIEVAL_MEASURES) -> dict:
     """Document-level trec_eval measures from the ranked list; questions without targets are undefined."""
     ranked = {r["query_id"]: metrics.doc_ranking(r["ranked_doc_ids"]) for r in retrieval_rows.iter_rows(named=True)}
-    qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions
-             if any(t.relevance > 0 for t in q.targets)}
-    undefined = [q.id for q in questions if q.id not in qrels]
-    result = metrics.evaluate_ranked(qrels, {q: ranked.get(q, []) for q in qrels}, ks=ks, complete=True)
+    qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions if q.targets}
+    result = trec_eval.evaluate_ranked(qrels, {q.id: ranked.get(q.id, []) for q in questions}, measures,
+                                       complete=True)
+    undefined_ids = set(result.undefined_query_ids)
+    undefined = [q.id for q in questions if q.id in undefined_ids]
     per_query = {q.id: result.per_query.get(q.id) for q in questions}
     summary = {k: float(v) for k, v in result.measures.items() if k != "num_q"}
-    summary.update({"evaluated": len(qrels), "undefined": len(undefined), "questions": len(questions),
-                    "undefined_query_ids": undefined, "metric_definitions": metrics.METRIC_DEFINITIONS_VERSION})
+    summary.update({"evaluated": result.evaluated, "undefined": len(undefined), "questions": len(questions),
+                    "undefined_query_ids": undefined, "metric_definitions": trec_eval.DEFINITIONS})
     return {"summary": summary, "per_query": per_query}
 
 

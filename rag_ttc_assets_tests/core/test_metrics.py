@@ -1,162 +1,92 @@
+"""core/metrics.py: trec_eval measure names, the undefined-query rule, trec_eval's means, ranked lists as runs.
+The measures themselves are trec_eval's (rag_ttc_assets_tests/adapters/test_trec_eval.py)."""
+
 from __future__ import annotations
 
 import math
-import random
 
 import pytest
-import pytrec_eval
 
 from rag_ttc_assets.core.metrics import (
-    METRIC_DEFINITIONS_VERSION,
+    DEFAULT_MEASURES,
+    MeasureError,
+    QuerySplit,
     doc_ranking,
-    evaluate,
-    evaluate_ranked,
-    measure_names,
+    parse_measures,
+    ranked_run,
+    split_queries,
+    summarize,
 )
 
-KS = (5, 10, 20, 100)
-PYTREC_MEASURES = {"recip_rank", "recall.5,10,20,100", "ndcg_cut.5,10,20,100", "success.5,10,20,100"}
-# Mixed-length and non-ASCII ids, so a tie-break on numeric or code-unit order would show up.
-DOC_IDS = [f"d{i}" for i in range(120)] + [f"D{i}" for i in range(20)] + ["doc-\u00e9", "doc-\u03b2", "doc-z"]
+SUPPORTED = {"map", "P", "recall", "ndcg_cut", "recip_rank", "iprec_at_recall", "Rprec_mult", "num_q", "success"}
+NICKNAMES = {"official": ("map", "P", "num_q")}
 
 
-def _random_case(seed: int, graded: bool) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
-    rng = random.Random(seed)
-    qrels: dict[str, dict[str, int]] = {}
-    run: dict[str, dict[str, float]] = {}
-    for q in range(40):
-        qid = f"q{q}"
-        if rng.random() < 0.85:
-            levels = [-1, 0, 0, 1, 2, 3] if graded else [0, 0, 1]
-            judged = rng.sample(DOC_IDS, rng.randint(1, 40))
-            no_relevant = rng.random() < 0.1
-            qrels[qid] = {d: (0 if no_relevant else rng.choice(levels)) for d in judged}
-        if rng.random() < 0.8:
-            retrieved = rng.sample(DOC_IDS, rng.randint(0, 130))
-            coarse = rng.random() < 0.5  # few distinct scores -> many ties
-            run[qid] = {d: (rng.randint(0, 4) / 4 if coarse else rng.random()) for d in retrieved}
-    run["only-in-run"] = {"d1": 1.0}
-    return qrels, run
+def test_parse_measures_takes_trec_eval_spellings() -> None:
+    assert parse_measures(["map", "P.5,10", "ndcg_cut.10"], SUPPORTED, NICKNAMES) == ("P.10,5", "map", "ndcg_cut.10")
+    # Repeated -m of one measure unite their cutoffs; leading zeros are trec_eval's atol's business, not a new name.
+    assert parse_measures(["P.5", "P.10", "P.05"], SUPPORTED, NICKNAMES) == ("P.10,5",)
+    # trec_eval's own fraction spelling (its Makefile: -miprec_at_recall..10,.20) becomes one pytrec_eval reads.
+    assert parse_measures(["iprec_at_recall..10,.5", "Rprec_mult.2."], SUPPORTED, NICKNAMES) == (
+        "Rprec_mult.2.0", "iprec_at_recall.0.10,0.5")
+    assert parse_measures(["official"], SUPPORTED, NICKNAMES) == ("P", "map", "num_q")
+    # A bare name alongside cutoffs: the cutoffs.
+    assert parse_measures(["official", "P.7"], SUPPORTED, NICKNAMES) == ("P.7", "map", "num_q")
+    assert DEFAULT_MEASURES == ("num_q", "recip_rank", "recall.5,10,20,100", "ndcg_cut.5,10,20,100",
+                                "success.5,10,20,100")
 
 
-@pytest.mark.parametrize("graded", [False, True])
-@pytest.mark.parametrize("seed", range(8))
-def test_matches_pytrec_eval_on_random_runs(seed: int, graded: bool) -> None:
-    qrels, run = _random_case(seed, graded)
-    assert set(qrels) - set(run), "case must have qrels queries missing from the run"
-    reference = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES).evaluate(run)
-    names = measure_names(KS)
-
-    result = evaluate(qrels, run, ks=KS)
-    assert set(result.per_query) == set(reference)
-    for qid, ref in reference.items():
-        assert set(ref) == set(names)
-        for name in names:
-            assert result.per_query[qid][name] == pytest.approx(ref[name], abs=1e-9), (qid, name)
-    assert result.measures["num_q"] == len(reference)
-    for name in names:
-        mean = sum(ref[name] for ref in reference.values()) / len(reference)
-        assert result.measures[name] == pytest.approx(mean, abs=1e-9), name
-
-    complete = evaluate(qrels, run, ks=KS, complete=True)
-    assert set(complete.per_query) == set(qrels)
-    assert complete.measures["num_q"] == len(qrels)
-    for qid in set(qrels) - set(run):
-        assert complete.per_query[qid] == dict.fromkeys(names, 0.0)
-    for name in names:
-        total = sum(ref[name] for ref in reference.values())
-        assert complete.measures[name] == pytest.approx(total / len(qrels), abs=1e-9), name
+@pytest.mark.parametrize(("spec", "message"), [
+    ("ndcg@10", r"^unknown measure 'ndcg@10'; supported: P, Rprec_mult, .*, success; sets: official$"),
+    ("P_5", r"^unknown measure 'P_5'; supported: "),  # trec_eval's printed name, not its -m spelling
+    ("bpref", r"^unknown measure 'bpref'"),
+    ("P.0", r"^measure 'P.0': cutoffs must be positive integers, as in 'P.5,10'$"),
+    ("P.5,", r"^measure 'P.5,': cutoffs must be positive integers"),
+    ("recall.2.5", r"^measure 'recall.2.5': cutoffs must be positive integers"),
+    ("iprec_at_recall.x", r"^measure 'iprec_at_recall.x': parameters must be decimal numbers"),
+    ("iprec_at_recall..", r"^measure 'iprec_at_recall..': parameters must be decimal numbers"),
+    ("map.5", r"^measure 'map.5': map takes no parameters here \(parameters apply to P, Rprec_mult, "),
+])
+def test_parse_measures_errors_name_the_measure(spec: str, message: str) -> None:
+    with pytest.raises(MeasureError, match=message):
+        parse_measures(["map", spec], SUPPORTED, NICKNAMES)
 
 
-def test_score_ties_break_by_docno_descending() -> None:
-    result = evaluate({"q": {"a": 1}}, {"q": {"a": 1.0, "b": 1.0, "c": 1.0}}, ks=(1,))
-    assert result.per_query["q"]["recip_rank"] == 1 / 3  # order c, b, a
-    # String order, not numeric: "d9" > "d10", so d9 ranks first.
-    result = evaluate({"q": {"d10": 1}}, {"q": {"d9": 0.5, "d10": 0.5}}, ks=(1,))
-    assert result.per_query["q"]["recip_rank"] == 1 / 2
+def test_parse_measures_needs_one() -> None:
+    with pytest.raises(MeasureError, match="no measure given"):
+        parse_measures([], SUPPORTED, NICKNAMES)
 
 
-def test_graded_hand_computed() -> None:
-    qrels = {"q": {"a": 2, "b": 1, "c": 0, "x": 3}}
-    run = {"q": {"c": 0.9, "a": 0.8, "b": 0.7}}  # relevances by rank: 0, 2, 1
-    q = evaluate(qrels, run, ks=(2, 5)).per_query["q"]
-    assert q["recip_rank"] == pytest.approx(1 / 2)
-    assert q["recall_2"] == pytest.approx(1 / 3)
-    assert q["recall_5"] == pytest.approx(2 / 3)
-    assert q["success_2"] == 1.0
-    assert q["ndcg_cut_2"] == pytest.approx((2 / math.log2(3)) / (3 + 2 / math.log2(3)))
-    assert q["ndcg_cut_5"] == pytest.approx(
-        (2 / math.log2(3) + 1 / math.log2(4)) / (3 + 2 / math.log2(3) + 1 / math.log2(4))
-    )
+def test_split_queries_undefined_without_a_relevant_judgment_or_absent_from_qrels() -> None:
+    qrels = {"q1": {"a": 1}, "q2": {"b": 0, "c": -1}, "q3": {"d": 2}, "q4": {}}
+    split = split_queries(qrels, ["zz", "q1", "q2"])
+    assert split == QuerySplit(evaluated=["q1"], undefined=["q2", "q4", "zz"])
+    # -c: every defined qrels query, in the run or not; the undefined stay undefined.
+    assert split_queries(qrels, ["zz", "q1", "q2"], complete=True) == QuerySplit(evaluated=["q1", "q3"],
+                                                                                 undefined=["q2", "q4", "zz"])
 
 
-def test_first_relevant_beyond_cutoff() -> None:
-    qrels = {"q": {"r1": 1, "r2": 1, "r3": 1}}
-    ranked = {"q": ["n1", "r1", "n2", "n3", "n4", "r2"]}
-    q = evaluate_ranked(qrels, ranked, ks=(1, 5, 10)).per_query["q"]
-    assert q["recip_rank"] == 1 / 2
-    assert (q["success_1"], q["success_5"]) == (0.0, 1.0)
-    assert (q["recall_1"], q["recall_5"], q["recall_10"]) == (0.0, pytest.approx(1 / 3), pytest.approx(2 / 3))
+def test_summarize_as_trec_eval_all_row() -> None:
+    per_query = {"q1": {"num_q": 1.0, "map": 0.5, "gm_map": math.log(0.5), "num_ret": 3.0},
+                 "q2": {"num_q": 1.0, "map": 0.0, "gm_map": math.log(1e-5), "num_ret": 0.0}}
+    r = summarize(per_query, ["num_q", "map", "gm_map", "num_ret"], QuerySplit(evaluated=["q1", "q2"],
+                                                                                 undefined=["u"]))
+    assert r.measures == {"num_q": 2.0, "map": 0.25, "gm_map": pytest.approx(math.sqrt(0.5e-5)), "num_ret": 3.0}
+    assert r.per_query == {"q1": {"map": 0.5, "num_ret": 3.0}, "q2": {"map": 0.0, "num_ret": 0.0}}
+    assert (r.evaluated, r.undefined_query_ids) == (2, ["u"])
+    empty = summarize({}, ["num_q", "map"], QuerySplit(evaluated=[], undefined=["u"]))
+    assert empty.measures == {"num_q": 0.0, "map": 0.0} and empty.per_query == {} and empty.evaluated == 0
 
 
-def test_negative_judgment_is_not_relevant_and_gains_nothing() -> None:
-    q = evaluate({"q": {"a": -1, "b": 1}}, {"q": {"a": 2.0, "b": 1.0}}, ks=(5,)).per_query["q"]
-    assert q["recip_rank"] == 1 / 2
-    assert q["ndcg_cut_5"] == pytest.approx((1 / math.log2(3)) / 1)
+def test_ranked_run_has_strictly_decreasing_scores() -> None:
+    assert ranked_run({"q": ["c", "a", "b"], "e": []}) == {"q": {"c": 3.0, "a": 2.0, "b": 1.0}, "e": {}}
 
 
-def test_query_without_relevant_docs_counts_with_zeros() -> None:
-    result = evaluate({"q1": {"a": 1}, "q2": {"b": 0}}, {"q1": {"a": 1.0}, "q2": {"b": 1.0}}, ks=(5,))
-    assert result.per_query["q2"] == {"recip_rank": 0.0, "recall_5": 0.0, "ndcg_cut_5": 0.0, "success_5": 0.0}
-    assert result.measures["num_q"] == 2
-    assert result.measures["recip_rank"] == (1 + 0) / 2
+def test_ranked_run_rejects_duplicates() -> None:
+    with pytest.raises(ValueError, match=r"^ranked: query 'q', rank 3: duplicate document 'a'$"):
+        ranked_run({"q": ["a", "b", "a"]})
 
 
-def test_run_only_queries_skipped_and_missing_queries_counted_when_complete() -> None:
-    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
-    run = {"q1": {"a": 1.0}, "zz": {"a": 1.0}}
-    partial = evaluate(qrels, run, ks=(5,))
-    assert set(partial.per_query) == {"q1"}
-    assert (partial.measures["num_q"], partial.measures["recip_rank"]) == (1, 1.0)
-    complete = evaluate(qrels, run, ks=(5,), complete=True)
-    assert set(complete.per_query) == {"q1", "q2"}
-    assert complete.per_query["q2"]["recall_5"] == 0.0
-    assert (complete.measures["num_q"], complete.measures["recip_rank"]) == (2, (1 + 0) / 2)
-
-
-def test_no_evaluated_query_gives_zero_means() -> None:
-    result = evaluate({}, {"q": {"a": 1.0}}, ks=(5,))
-    assert result.per_query == {}
-    assert result.measures == {"recip_rank": 0.0, "recall_5": 0.0, "ndcg_cut_5": 0.0, "success_5": 0.0, "num_q": 0.0}
-
-
-def test_evaluate_ranked_keeps_list_order_over_docno() -> None:
-    # Equal scores would put "b" first; a ranked list must not be re-ordered.
-    assert evaluate_ranked({"q": {"a": 1}}, {"q": ["a", "b"]}, ks=(1,)).per_query["q"]["recip_rank"] == 1.0
-    explicit = evaluate({"q": {"a": 1, "c": 2}}, {"q": {"c": 3.0, "b": 2.0, "a": 1.0}}, ks=KS)
-    assert evaluate_ranked({"q": {"a": 1, "c": 2}}, {"q": ["c", "b", "a"]}, ks=KS) == explicit
-
-
-def test_evaluate_ranked_rejects_duplicates() -> None:
-    with pytest.raises(ValueError, match=r"query 'q', rank 3: duplicate document 'a'"):
-        evaluate_ranked({"q": {"a": 1}}, {"q": ["a", "b", "a"]})
-
-
-def test_doc_ranking_keeps_best_chunk_rank() -> None:
+def test_doc_ranking_keeps_each_document_at_its_first_rank() -> None:
     assert doc_ranking(["d2", "d1", "d2", "d3", "d1"]) == ["d2", "d1", "d3"]
     assert doc_ranking([]) == []
-
-
-def test_invalid_inputs() -> None:
-    with pytest.raises(ValueError, match="duplicate cutoff"):
-        evaluate({}, {}, ks=(5, 5))
-    with pytest.raises(ValueError, match="not a positive integer"):
-        evaluate({}, {}, ks=(0,))
-    with pytest.raises(ValueError, match=r"query 'q', document 'a': score is NaN"):
-        evaluate({"q": {"a": 1}}, {"q": {"a": float("nan")}})
-
-
-def test_default_measure_names_and_version() -> None:
-    assert measure_names()[:3] == ["recip_rank", "recall_5", "recall_10"]
-    assert len(measure_names()) == 1 + 3 * 4
-    assert METRIC_DEFINITIONS_VERSION == "trec_eval-9.0.8-compatible/1"

@@ -29,8 +29,19 @@ def test_qrels_wrong_field_count_names_file_and_line() -> None:
 
 
 def test_run_wrong_field_count() -> None:
-    with pytest.raises(TrecFormatError, match=r"^run\.txt:2: malformed line: expected 6 fields .* got 7$"):
-        parse_run("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5 t extra\n", "run.txt")
+    with pytest.raises(TrecFormatError, match=r"^run\.txt:2: malformed line: expected at least 6 fields .* got 5$"):
+        parse_run("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5\n", "run.txt")
+
+
+def test_run_ignores_fields_after_the_tag_as_trec_eval_does() -> None:
+    # trec_eval's own test/results.trunc: "301 Q0 FBIS3-27619 99 2.138276 STANDARD more junk at"
+    assert parse_run("301\tQ0\tFBIS3-27619\t99\t  2.138276\tSTANDARD more junk at\n", "r") == {
+        "301": {"FBIS3-27619": 2.138276}}
+
+
+def test_qrels_extra_field_is_malformed_as_in_trec_eval() -> None:
+    with pytest.raises(TrecFormatError, match=r"^q\.txt:1: malformed line: expected 4 fields .* got 5$"):
+        parse_qrels("q1 0 d1 1 extra\n", "q.txt")
 
 
 # "1_0" and Arabic-Indic one are ints to Python's int() but not to trec_eval's atol.

@@ -1,6 +1,7 @@
 """The `rag-ttc` command, run as a user runs it: a subprocess with exit codes and stdout."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -98,6 +99,50 @@ def test_metrics_command_prints_trec_eval_measures(tmp_path):
     assert res["measures"]["recip_rank"] == pytest.approx((1 / 2 + 0) / 2)
     assert res["measures"]["num_q"] == 2
     assert res["per_query"]["q1"]["success_10"] == 1.0
+    assert (res["evaluated"], res["undefined"], res["undefined_query_ids"]) == (2, 0, [])
+
+
+def test_metrics_command_takes_trec_eval_measure_names(tmp_path):
+    # q1: d2 (rel 0), d1 (rel 1); q2: d9 (unjudged) with d3 relevant; q3 judged, nothing relevant; q4 only in the run.
+    (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\nq3 0 d4 0\nq5 0 d5 1\n")
+    (tmp_path / "run").write_text("q1 Q0 d2 1 2.0 t\nq1 Q0 d1 2 1.0 t\nq2 Q0 d9 1 1.0 t\nq3 Q0 d4 1 1.0 t\n"
+                                  "q4 Q0 d1 1 1.0 t\n")
+    args = ("metrics", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
+            "-m", "map", "-m", "P.1,2", "-m", "ndcg_cut.10")
+    code, out, err = rag_ttc(*args, "--per-query")
+    assert code == 0, err
+    res = json.loads(out)
+    assert set(res["measures"]) == {"map", "P_1", "P_2", "ndcg_cut_10"}
+    assert res["measures"]["map"] == pytest.approx((1 / 2 + 0) / 2)
+    assert res["measures"]["P_2"] == pytest.approx((1 / 2 + 0) / 2)
+    assert res["per_query"]["q1"]["ndcg_cut_10"] == pytest.approx(1 / math.log2(3))
+    # q3 has no relevant judgment and q4 no judgment at all: listed, never averaged in as 0.
+    assert (res["evaluated"], res["undefined"], res["undefined_query_ids"]) == (2, 2, ["q3", "q4"])
+    assert set(res["per_query"]) == {"q1", "q2"}
+    # -c (trec_eval's): q5, relevant but absent from the run, is averaged in as 0.
+    code, out, err = rag_ttc(*args, "-c")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["evaluated"] == 3 and res["measures"]["map"] == pytest.approx((1 / 2 + 0 + 0) / 3)
+    assert "per_query" not in res
+
+
+def test_metrics_unknown_measure_is_an_error_listing_the_supported_ones(tmp_path):
+    (tmp_path / "qrels").write_text("q1 0 d1 1\n")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 1.0 t\n")
+    code, out, err = rag_ttc("metrics", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
+                             "-m", "map", "-m", "ndcg@10")
+    assert code == 1 and out == ""
+    assert "rag-ttc: error: -m: unknown measure 'ndcg@10'; supported: " in err
+    assert ", map, " in err and ", recip_rank, " in err and "sets: all_trec, official, set" in err
+
+
+def test_metrics_duplicate_judgment_names_file_and_line(tmp_path):
+    (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d1 2\n")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 1.0 t\n")
+    code, _, err = rag_ttc("metrics", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert code == 1
+    assert f"{tmp_path / 'qrels'}:3: duplicate judgment of document 'd1' for query 'q1' (first on line 1)" in err
 
 
 def test_metrics_bad_line_names_file_and_line(tmp_path):

@@ -1,0 +1,63 @@
+"""trec_eval's measures through pytrec_eval (pytrec-eval-terrier, which embeds trec_eval 9.0.8).
+
+The one place the lab computes trec_eval measures: `rag-ttc metrics`, the retrieval_summary asset and
+`rag-ttc bench --only metrics` all call `evaluate`.  Names, the undefined-query rule and the means are
+core/metrics.py's (pure); this module only runs `pytrec_eval.RelevanceEvaluator`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import pytrec_eval
+
+from rag_ttc_assets.core import metrics
+
+# trec_eval prints text for these two (the run tag, a relevance string); pytrec_eval returns 0.0 for them.
+TEXT_MEASURES = frozenset({"runid", "relstring"})
+SUPPORTED: tuple[str, ...] = tuple(sorted(set(pytrec_eval.supported_measures) - TEXT_MEASURES))
+# trec_eval's measure sets that need only ordinary qrels (all_prefs and qrels_jg read other file formats).
+NICKNAMES: dict[str, tuple[str, ...]] = {
+    nick: tuple(sorted(set(names) - TEXT_MEASURES)) for nick, names in pytrec_eval.supported_nicknames.items()
+    if set(names) - TEXT_MEASURES <= set(SUPPORTED)}
+DEFINITIONS = f"trec_eval-9.0.8/pytrec_eval-terrier-{pytrec_eval.__version__}"
+
+
+def per_query(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+              specs: Iterable[str]) -> dict[str, dict[str, float]]:
+    """pytrec_eval's values for every query in both `qrels` and `run` (specs as `parse_measures` returns)."""
+    if not qrels or not run:
+        return {}
+    out = pytrec_eval.RelevanceEvaluator(qrels, set(specs), relevance_level=metrics.RELEVANCE_LEVEL).evaluate(run)
+    for qid, values in out.items():
+        if not run[qid]:
+            # pytrec_eval 0.5.11 divides 0 by 0 for a query that retrieved nothing (iprec_at_recall_0.00,
+            # 11pt_avg); trec_eval -c counts such a query 0 (test/out.test.aqc of trec_eval 9.0.8, query 302).
+            for name, value in values.items():
+                if math.isnan(value):
+                    values[name] = 0.0
+    return out
+
+
+def measure_names(specs: Sequence[str]) -> list[str]:
+    """The names pytrec_eval reports for `specs` (``P.5,10`` -> P_5, P_10), in its order."""
+    return list(per_query({"q": {"d": 1}}, {"q": {"d": 1.0}}, specs)["q"])
+
+
+def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+             measures: Iterable[str] = metrics.DEFAULT_MEASURES, complete: bool = False) -> metrics.MetricsResult:
+    """trec_eval's measures of `run` (qid -> docno -> score) against `qrels`, over the evaluated queries."""
+    specs = metrics.parse_measures(measures, SUPPORTED, NICKNAMES)
+    split = metrics.split_queries(qrels, run, complete)
+    judged = {q: qrels[q] for q in split.evaluated}
+    values = per_query(judged, {q: run.get(q, {}) for q in split.evaluated}, specs)
+    names = list(next(iter(values.values()))) if values else measure_names(specs)
+    return metrics.summarize(values, names, split)
+
+
+def evaluate_ranked(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]],
+                    measures: Iterable[str] = metrics.DEFAULT_MEASURES,
+                    complete: bool = False) -> metrics.MetricsResult:
+    """`evaluate` for ranked doc lists (best first, no duplicates): trec_eval sees exactly their order."""
+    return evaluate(qrels, metrics.ranked_run(ranked), measures, complete)
