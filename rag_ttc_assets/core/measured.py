@@ -12,7 +12,7 @@ with measured + sum(not_measured.values()) == of, always: a row without a value 
 `reason_of(status)` is the one mapping from a row status (contract, provider, judge or request-judge status) to
 its reason; None means the status is a measured one:
 
-  judged, valid                                         measured (None)
+  judged, valid, ok                                     measured (None)
   parse_failure, contract_failure, escalated            invalid
   abstained                                             abstained
   no_statements                                         no_statements (the judge found no statement to verify)
@@ -32,10 +32,13 @@ from typing import Any
 
 INVALID, ABSTAINED, NO_STATEMENTS, BUDGET = "invalid", "abstained", "no_statements", "budget"
 JUDGE_ERROR, MISSING_ROW, FAULT = "judge_error", "missing_row", "fault"
-NO_GOLD, NO_TARGETS = "no_gold", "no_targets"
-REASONS = (INVALID, ABSTAINED, NO_STATEMENTS, JUDGE_ERROR, BUDGET, FAULT, MISSING_ROW, NO_GOLD, NO_TARGETS)
+# Not from a status: a question without gold passages, without retrieval targets, unanswerable (no requests to
+# complete), or a provider reply without token usage.
+NO_GOLD, NO_TARGETS, UNANSWERABLE, NO_USAGE = "no_gold", "no_targets", "unanswerable", "no_usage"
+REASONS = (INVALID, ABSTAINED, NO_STATEMENTS, JUDGE_ERROR, BUDGET, FAULT, MISSING_ROW, NO_GOLD, NO_TARGETS,
+           UNANSWERABLE, NO_USAGE)
 
-_MEASURED = frozenset({"judged", "valid"})
+_MEASURED = frozenset({"judged", "valid", "ok"})
 _BY_STATUS = {"parse_failure": INVALID, "contract_failure": INVALID, "escalated": INVALID, "abstained": ABSTAINED,
               "no_statements": NO_STATEMENTS, "budget_exhausted": BUDGET, "judge_budget_exhausted": BUDGET,
               "no_answer_row": MISSING_ROW, "no_request_judgment": MISSING_ROW}

@@ -6,7 +6,7 @@ from rag_ttc_assets.core.measured import gold_reason, measured_mean, measured_te
 
 
 @pytest.mark.parametrize(("status", "reason"), [
-    ("judged", None), ("valid", None),
+    ("judged", None), ("valid", None), ("ok", None),
     ("parse_failure", "invalid"), ("contract_failure", "invalid"), ("escalated", "invalid"),
     ("abstained", "abstained"), ("no_statements", "no_statements"),
     ("budget_exhausted", "budget"), ("judge_budget_exhausted", "budget"),
