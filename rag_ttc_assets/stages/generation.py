@@ -19,7 +19,7 @@ from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import gold_texts
 from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
                                          summarize_contract)
-from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, reason_of
+from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, measured_text, reason_of
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages import supply
@@ -233,6 +233,15 @@ def judge_denominators(verdicts: pl.DataFrame) -> dict[str, dict]:
                                         {q: gold_reason(r["status"], r["judge_error"]) if r["gold_supported"] is None
                                          else None for q, r in rows.items()}),
     }
+
+
+JUDGE_MEANS = ("faithfulness", "relevance", "gold_supported")
+
+
+def denominator_metadata(summary: dict) -> dict[str, str]:
+    """"<name>/measured": "37 measured of 50 (not measured: abstained 10, invalid 3)" for each judge mean."""
+    return {f"{n}/measured": measured_text({"measured": summary[f"{n}_measured"], "of": summary[f"{n}_of"],
+                                            "not_measured": summary[f"{n}_not_measured"]}) for n in JUDGE_MEANS}
 
 
 def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame) -> dict:

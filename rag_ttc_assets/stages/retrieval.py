@@ -21,6 +21,7 @@ from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.evidence_map import supporting_chunk_ids
 from rag_ttc_assets.core.fusion import rrf
+from rag_ttc_assets.core.measured import NO_TARGETS, measured_mean
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
 from rag_ttc_assets.stages.indexes import read_question_embeddings
@@ -183,6 +184,10 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame, k
     summary = {k: float(v) for k, v in result.measures.items() if k != "num_q"}
     summary.update({"evaluated": len(qrels), "undefined": len(undefined), "questions": len(questions),
                     "undefined_query_ids": undefined, "metric_definitions": metrics.METRIC_DEFINITIONS_VERSION})
+    # The means are over the evaluated questions: N measured of M, the others without targets.
+    m = measured_mean({q.id: (per_query[q.id] or {}).get("recip_rank") if q.id in qrels else None for q in questions},
+                      dict.fromkeys(undefined, NO_TARGETS))
+    summary.update({"measured": m["measured"], "of": m["of"], "not_measured": m["not_measured"]})
     return {"summary": summary, "per_query": per_query}
 
 
