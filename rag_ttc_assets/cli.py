@@ -242,6 +242,9 @@ def arm_report(lab, arm: str, stage: str = "all") -> dict:
         report["judge"] = {k: j[k] for k in ("judged", "abstained", "invalid", "judge_failures", "mean_faithfulness",
                                              "mean_relevance", "contradicts_gold", "gold_judged", "judge_model",
                                              "same_model_as_generator", "offline_baseline_judge")}
+        # Each mean with its denominator and the reasons the other rows were not measured.
+        report["judge"].update({k: j[k] for n in ("faithfulness", "relevance")
+                                for k in (f"{n}_measured", f"{n}_of", f"{n}_not_measured")})
         report.setdefault("calls", {})["judge"] = {"provider_calls": j["provider_calls"], "cache_hits": j["cache_hits"]}
         report["judge_measurement"] = j.get("judge_measurement")
         rj = store.read_arm_json(arm, "request_judge_summary.json")
@@ -319,10 +322,14 @@ def run_tables(reports: dict[str, dict]) -> str:
             # The judge's own calls (the generator's are in the contract table above).
             j, calls = rep.get("judge", {}), rep.get("calls", {}).get("judge", {})
             rows.append([n, j.get("judge_model"), j.get("same_model_as_generator"), j.get("judged"),
-                         j.get("abstained"), j.get("invalid"), j.get("mean_faithfulness"), j.get("mean_relevance"),
+                         j.get("abstained"), j.get("invalid"), j.get("mean_faithfulness"), _of(j, "faithfulness"),
+                         j.get("mean_relevance"), _of(j, "relevance"), _why(j.get("faithfulness_not_measured")),
                          j.get("contradicts_gold"), calls.get("provider_calls"), calls.get("cache_hits")])
-        out.append(_table(["arm", "judge", "same_model", "judged", "abstained", "invalid", "faithfulness",
-                           "relevance", "contradicts_gold", "provider_calls", "cache_hits"], rows))
+        out.append("judge (each mean over the rows it measured, of all answer rows; not_measured: why the others "
+                   "were not):\n"
+                   + _table(["arm", "judge", "same_model", "judged", "abstained", "invalid", "faithfulness",
+                             "faith_n", "relevance", "rel_n", "not_measured", "contradicts_gold", "provider_calls",
+                             "cache_hits"], rows))
     if any(rep.get("judge_measurement") for rep in reports.values()):
         def share(m: dict | None) -> str:
             return "-" if not m or not m["of"] else f"{m['flagged']}/{m['of']} ({m['share']:.3f})"
@@ -342,16 +349,21 @@ def run_tables(reports: dict[str, dict]) -> str:
             c, f = rep.get("completeness", {}), rep.get("flow", {})
             inst = c.get("request_judge") or {}
             judges.add((inst.get("model"), (inst.get("prompt_digest") or "")[:15]))
-            rows.append([n, f"{c.get('requests_measured')}/{c.get('requests_total')}", c.get("requests_answered"),
-                         c.get("requests_supported"), f"{c.get('questions_complete')}/{c.get('questions_measured')}",
+            hit = f.get("hit_rate") or {}
+            rows.append([n, f"{c.get('requests_measured')}/{c.get('requests_total')}",
+                         _why(c.get("requests_not_measured")), c.get("requests_answered"),
+                         c.get("requests_supported"), c.get("mean_completeness"), _of(c, "completeness"),
+                         f"{c.get('questions_complete')}/{c.get('questions_measured')}",
                          c.get("self_reported_answered"), c.get("self_report_unattributed"), c.get("overclaimed"),
-                         c.get("underclaimed"),
-                         c.get("correct_abstentions"), (f.get("hit_rate") or {}).get("hit_rate")])
+                         c.get("underclaimed"), c.get("correct_abstentions"), hit.get("hit_rate"),
+                         f"{hit.get('measured')}/{hit.get('of')}" if hit else None])
             flows.append([n, *[f.get(b) for b in FLOW_BRANCHES]])
         out.append("request completeness, by the request judge (answered and supported count measured requests; "
-                   "self_reported is the generator's own claim):\n"
-                   + _table(["arm", "measured", "answered", "supported", "q_complete", "self_reported",
-                             "unattributed", "overclaimed", "underclaimed", "correct_abst", "hit_rate"], rows)
+                   "completeness is the mean over the questions whose every request was measured, completeness_n "
+                   "of all; self_reported is the generator's own claim):\n"
+                   + _table(["arm", "measured", "not_measured", "answered", "supported", "completeness",
+                             "completeness_n", "q_complete", "self_reported", "unattributed", "overclaimed",
+                             "underclaimed", "correct_abst", "hit_rate", "hit_rate_n"], rows)
                    + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…)" for m, d in sorted(judges, key=str))
                    + ("" if len(judges) == 1 else "  [instrument differs between arms: not comparable]"))
         out.append(_table(["arm", *FLOW_BRANCHES], flows))
@@ -373,6 +385,19 @@ def run_tables(reports: dict[str, dict]) -> str:
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
                    "not language models.")
     return "\n\n".join(out)
+
+
+def _of(summary: dict, name: str) -> str | None:
+    """"37/50": a mean's rows measured of all rows, from its <name>_measured and <name>_of keys."""
+    if summary.get(f"{name}_of") is None:
+        return None
+    return f"{summary[f'{name}_measured']}/{summary[f'{name}_of']}"
+
+
+def _why(not_measured: dict | None) -> str | None:
+    from rag_ttc_assets.core.measured import reasons_text
+
+    return None if not_measured is None else reasons_text(not_measured)
 
 
 def hit_rates(coverage) -> dict:
@@ -464,27 +489,35 @@ def compare_all() -> dict:
 
 def cmd_compare(args) -> int:
     from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
-    from rag_ttc_assets.stages.diagnostics import arm_title, compare_two
+    from rag_ttc_assets.stages.diagnostics import arm_title, compare_two, p_adjust_text, paired_text
 
     lab = _lab(args)
     if args.all:
+        if args.p_adjust or args.alpha is not None:
+            # arm_comparisons is an asset: it reads its settings from the arms file, as the UI does.
+            raise CliError(f"compare --all adjusts as the arms file says ({lab.arms_file}: p_adjust "
+                           f"{lab.arms.p_adjust}, alpha {lab.arms.alpha}); set `p_adjust:` and `alpha:` there")
         out = compare_all()
         if args.json:
             print(json.dumps(out, indent=2, default=str))
         else:
             print(out["comparisons"])
-            print("\nskipped: " + ("; ".join(out["skipped"]) or "none"))
+            print(f"\np-values adjusted by {out['p_adjust']}; significant: adjusted p <= alpha")
+            print("skipped: " + ("; ".join(out["skipped"]) or "none"))
             print("sweep plots: " + ", ".join(f"{k}: {v}" for k, v in out["sweep_plots"].items()))
         return 0
     if not (args.a and args.b):
         raise CliError("name two arms (rag-ttc compare A B), or use --all for every pair in `comparisons`")
+    if args.alpha is not None and not 0 < args.alpha < 1:
+        raise CliError(f"--alpha must be in (0, 1), got {args.alpha}")
     for arm in (args.a, args.b):
         lab.arms[arm]
     out_dir = lab.home / "store" / "comparisons"
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline,
-                          allow_instrument_drift=args.allow_instrument_drift)
+                          allow_instrument_drift=args.allow_instrument_drift, p_adjust=args.p_adjust,
+                          alpha=args.alpha)
     except (LabelDriftError, InstrumentDriftError) as e:
         raise CliError(str(e)) from None
     if args.json:
@@ -507,10 +540,12 @@ def cmd_compare(args) -> int:
     sets = rep["admitted_sets"]
     print(f"admitted sets identical in {sets['identical']} of {sets['questions']} questions"
           + (" (only the evidence order differs)" if sets["position_only"] else ""))
-    rows = [[m, v["mean_a"], v["mean_b"], v["mean_delta"], v["ci_low"], v["ci_high"], v["p_value"], v["test"],
-             v["gains"], v["losses"], v["ties"]] for m, v in rep["metrics"].items()]
-    print(_table(["metric", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "test", "gains",
-                  "losses", "ties"], rows))
+    rows = [[m, v["mean_a"], v["mean_b"], v["mean_delta"], v["ci_low"], v["ci_high"], v["p_value"],
+             v["p_adjusted"], "yes" if v["significant"] else ("-" if v["significant"] is None else "no"), v["test"],
+             v["gains"], v["losses"], v["ties"], paired_text(v)] for m, v in rep["metrics"].items()]
+    print(_table(["metric", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adj", "significant",
+                  "test", "gains", "losses", "ties", "paired (why the others were dropped)"], rows))
+    print(f"p-values adjusted by {p_adjust_text(rep)}; significant: adjusted p <= alpha")
     print(f"\nHow the {rep['headline']} mean is made (per-case deltas by size):")
     print(_table(["bucket", "count", "sum"], [[b["label"], b["count"], b["sum"]] for b in rep["buckets"]
                                               if b["count"]]))
@@ -659,6 +694,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare arms whose request judge or its prompt differ (the report says so)")
     s.add_argument("--allow-label-drift", action="store_true",
                    help="compare arms whose evaluation digests differ (labels revised between runs)")
+    s.add_argument("--p-adjust", choices=["holm", "bh"],
+                   help="adjust the p-values over the report's metrics by Holm's step-down or Benjamini-Hochberg "
+                        "(default: the arms file's p_adjust, holm); --all reads the arms file")
+    s.add_argument("--alpha", type=float, help="significance level of the adjusted p-values (default: the arms "
+                                               "file's alpha, 0.05)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_compare)
 

@@ -139,6 +139,10 @@ class ArmsFile(Frozen):
     arms: dict[str, dict[str, Any] | None] = Field(default_factory=dict)
     families: dict[str, Family] = Field(default_factory=dict)
     comparisons: list[tuple[str, str]] = Field(default_factory=list)
+    # How the comparisons' p-values are adjusted for multiple testing (core.multiple_testing), and the level at
+    # which an adjusted p-value is significant.
+    p_adjust: Literal["holm", "bh"] = "holm"
+    alpha: float = Field(default=0.05, gt=0, lt=1)
 
 
 class ArmsError(ValueError):
@@ -149,12 +153,15 @@ class Arms:
     """All arms of one arms file, expanded, in a stable order (named arms first, then families)."""
 
     def __init__(self, arms: dict[str, ArmConfig], families: dict[str, list[str]],
-                 family_specs: dict[str, Family], comparisons: list[tuple[str, str]], source: str):
+                 family_specs: dict[str, Family], comparisons: list[tuple[str, str]], source: str,
+                 p_adjust: str = "holm", alpha: float = 0.05):
         self.arms = arms
         self.families = families
         self.family_specs = family_specs
         self.comparisons = comparisons
         self.source = source
+        self.p_adjust = p_adjust
+        self.alpha = alpha
 
     @property
     def names(self) -> list[str]:
@@ -240,7 +247,7 @@ def parse_arms(raw: Any, source: str = "arms.yaml") -> Arms:
         for n in (a, b):
             if n not in arms:
                 raise ArmsError(f"{source}: comparisons[{i}]: unknown arm {n!r}")
-    return Arms(arms, families, dict(spec.families), list(spec.comparisons), source)
+    return Arms(arms, families, dict(spec.families), list(spec.comparisons), source, spec.p_adjust, spec.alpha)
 
 
 # Parsed arms files by (path as given, digest of the file's bytes): an asset that rebuilds its Lab

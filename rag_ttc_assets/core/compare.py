@@ -25,6 +25,14 @@ two thousandths (second seed note, "report the cases, not only the mean").  So w
     p = min(1, 2 * BinomCDF(min(b01, b10); b01 + b10, 1/2)), p = 1 when b01 + b10 = 0.
     The CDF is summed in integers (math.comb) and divided once, so p is exact to the last bit.
 
+Each metric says over how many cases it was paired, of how many (the cases of either arm), and why the others
+were dropped: undefined (absent or None) in a only, in b only, or in both (``undefined_a``, ``undefined_b``,
+``undefined_both``; they add to ``undefined``).
+
+A report tests several metrics, and a sweep several pairs: each p-value is reported raw and adjusted over the
+family (``compare_arms``: the metrics of one report; ``adjust_reports``: every pair and metric of a sweep) by
+Holm's step-down or Benjamini-Hochberg (core.multiple_testing), and ``significant`` is read on the adjusted value.
+
 Pure and deterministic: the bootstrap and the permutations draw from numpy Generators seeded
 from SeedSequence(seed).spawn(2), so the CI and the p-value depend on seed alone and neither
 stream shifts when the other's size changes.
@@ -39,6 +47,8 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from rag_ttc_assets.core import multiple_testing
 
 Kind = Literal["continuous", "binary"]
 CaseId = str
@@ -73,6 +83,22 @@ class MetricComparison(BaseModel):
     undefined: int  # cases dropped: absent from, or None in, either arm
     b01: int | None = None  # binary only: a=0, b=1 (b fixed it)
     b10: int | None = None  # binary only: a=1, b=0 (b broke it)
+    of: int = 0  # cases of either arm: n + undefined
+    undefined_a: int = 0  # dropped: undefined in a only
+    undefined_b: int = 0  # dropped: undefined in b only
+    undefined_both: int = 0  # dropped: undefined in both
+    p_adjusted: float | None = None  # over the report's family (p_adjust); None when p_value is None
+    significant: bool | None = None  # p_adjusted <= alpha
+
+
+class PAdjustment(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: str  # "holm" or "bh"
+    method_name: str
+    alpha: float
+    m: int  # the p-values adjusted together
+    family: str  # which: "the metrics of this comparison" or "every pair and metric of arm_comparisons"
 
 
 class Bucket(BaseModel):
@@ -95,6 +121,7 @@ class ComparisonReport(BaseModel):
     metrics: dict[str, MetricComparison]
     buckets: list[Bucket]  # headline metric
     catastrophic: list[dict[str, Any]]  # headline metric: {"case_id", "a", "b", "delta"}, worst first
+    p_adjust: PAdjustment
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict: {"a", "b", "n", "metrics": {name: {...}}, "buckets": [...], "catastrophic": [...]}.
@@ -137,8 +164,16 @@ def count_undefined(a: Mapping[CaseId, float | None], b: Mapping[CaseId, float |
 
     A case missing from an arm is undefined there, the same as None: neither can be compared.
     """
+    return sum(dropped(a, b).values())
+
+
+def dropped(a: Mapping[CaseId, float | None], b: Mapping[CaseId, float | None]) -> dict[str, int]:
+    """The cases paired() drops, by where they are undefined: {"undefined_a": in a only, "undefined_b": in b only,
+    "undefined_both": in both}."""
     union = a.keys() | b.keys()
-    return sum(1 for c in union if a.get(c) is None or b.get(c) is None)
+    in_a = {c for c in union if a.get(c) is None}
+    in_b = {c for c in union if b.get(c) is None}
+    return {"undefined_a": len(in_a - in_b), "undefined_b": len(in_b - in_a), "undefined_both": len(in_a & in_b)}
 
 
 # -- significance ------------------------------------------------------------------------------
@@ -215,7 +250,8 @@ def compare_metric(
     if not tie_eps >= 0:
         raise ValueError(f"tie_eps must be >= 0, got {tie_eps}")
     pairs = paired(a, b)
-    undefined = count_undefined(a, b)
+    drops = dropped(a, b)
+    undefined = sum(drops.values())
     n = len(pairs)
     if kind == "binary":
         _check_binary(pairs)
@@ -223,7 +259,7 @@ def compare_metric(
         zero = 0 if kind == "binary" else None
         return MetricComparison(n=0, mean_a=None, mean_b=None, mean_delta=None, ci_low=None, ci_high=None,
                                 p_value=None, test=None, gains=0, losses=0, ties=0, sum_gains=0.0,
-                                sum_losses=0.0, undefined=undefined, b01=zero, b10=zero)
+                                sum_losses=0.0, undefined=undefined, b01=zero, b10=zero, of=undefined, **drops)
     deltas = [y - x for _, x, y in pairs]
     gains = [d for d in deltas if d > tie_eps]
     losses = [d for d in deltas if d < -tie_eps]
@@ -253,6 +289,8 @@ def compare_metric(
         undefined=undefined,
         b01=b01,
         b10=b10,
+        of=n + undefined,
+        **drops,
     )
 
 
@@ -393,11 +431,14 @@ def compare_arms(
     n_boot: int = 2000,
     n_perm: int = 5000,
     tie_eps: float = 1e-12,
+    p_adjust: str = "holm",
+    alpha: float = 0.05,
 ) -> ComparisonReport:
     """A ComparisonReport over metric -> case -> value for each arm.
 
     Every metric is compared with the same seed.  n, the buckets and the catastrophic cases are
-    the headline metric's; threshold defaults to default_catastrophic_threshold(its kind).
+    the headline metric's; threshold defaults to default_catastrophic_threshold(its kind).  The
+    p-values are adjusted (p_adjust) over the report's metrics and significant is read at alpha.
     """
     names = set(kinds)
     if set(values_a) != names or set(values_b) != names:
@@ -412,5 +453,31 @@ def compare_arms(
     cut = default_catastrophic_threshold(kinds[headline]) if threshold is None else threshold
     rows = [{"case_id": c, "a": by_case[c][0], "b": by_case[c][1], "delta": deltas[c]}
             for c in catastrophic(deltas, cut)]
+    names_in_order = sorted(metrics)
+    adjusted = multiple_testing.adjust([metrics[m].p_value for m in names_in_order], p_adjust)
+    metrics = {m: metrics[m].model_copy(update={"p_adjusted": adj,
+                                                "significant": multiple_testing.significant(adj, alpha)})
+               for m, adj in zip(names_in_order, adjusted)}
+    adjustment = PAdjustment(method=p_adjust, method_name=multiple_testing.METHOD_NAMES[p_adjust], alpha=alpha,
+                             m=sum(v is not None for v in adjusted), family="the metrics of this comparison")
     return ComparisonReport(a=a, b=b, n=len(pairs), metrics=metrics,
-                            buckets=buckets(list(deltas.values()), edges, tie_eps=tie_eps), catastrophic=rows)
+                            buckets=buckets(list(deltas.values()), edges, tie_eps=tie_eps), catastrophic=rows,
+                            p_adjust=adjustment)
+
+
+def adjust_reports(reports: Sequence[Mapping[str, Any]], p_adjust: str, alpha: float,
+                   family: str = "every pair and metric of arm_comparisons") -> list[dict[str, Any]]:
+    """Copies of ComparisonReport.to_json() dicts whose p-values are adjusted together: over every (report,
+    metric) of the sweep, not per report, so a sweep of many pairs is held to the family's error rate. Each
+    metric's p_adjusted and significant are replaced and each report's p_adjust names the method, alpha, m and
+    the family."""
+    out = [{**r, "metrics": {m: dict(v) for m, v in r["metrics"].items()}} for r in reports]
+    slots = [(i, m) for i, r in enumerate(out) for m in sorted(r["metrics"])]
+    adjusted = multiple_testing.adjust([out[i]["metrics"][m]["p_value"] for i, m in slots], p_adjust)
+    for (i, m), adj in zip(slots, adjusted):
+        out[i]["metrics"][m].update(p_adjusted=adj, significant=multiple_testing.significant(adj, alpha))
+    block = PAdjustment(method=p_adjust, method_name=multiple_testing.METHOD_NAMES[p_adjust], alpha=alpha,
+                        m=sum(v is not None for v in adjusted), family=family).model_dump(mode="json")
+    for r in out:
+        r["p_adjust"] = dict(block)
+    return out

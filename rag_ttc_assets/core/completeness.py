@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.contract import ABSTAINED, CONTRACT_FAILURE, VALID
 from rag_ttc_assets.core.judging import StatementVerdict
+from rag_ttc_assets.core.measured import denominator_fields, measured_mean, reason_of
 from rag_ttc_assets.core.records import Question, Request
 
 CASES = ("answered_supported", "answered_unsupported", "not_answered_evidence_admitted",
@@ -288,11 +289,39 @@ def question_completeness(outcomes: Iterable[RequestOutcome]) -> list[QuestionCo
             for qid, rows in by_question.items()]
 
 
+def completeness_value(q: QuestionCompleteness) -> float | None:
+    """A question's completeness, supported / requests; None (undefined) unless every request was measured."""
+    return q.supported / q.requests if q.complete is not None and q.requests else None
+
+
+def completeness_denominators(outcomes: Iterable[RequestOutcome]) -> tuple[dict, dict]:
+    """(questions, requests) as core.measured.measured_mean: the mean question completeness (completeness_value)
+    over the questions whose every request was measured, and the share of measured requests supported; an
+    unmeasured request counts under the reason of its judge status, a question under that of its first unmeasured
+    request."""
+    outcomes = list(outcomes)
+    request_reasons = {(o.query_id, o.request_id): None if o.measured else reason_of(o.judge_status)
+                       for o in outcomes}
+    requests = measured_mean({(o.query_id, o.request_id): float(bool(o.supported)) if o.measured else None
+                              for o in outcomes}, request_reasons)
+    first_unmeasured: dict[str, str] = {}
+    for o in outcomes:
+        if not o.measured:
+            first_unmeasured.setdefault(o.query_id, request_reasons[(o.query_id, o.request_id)])
+    qs = question_completeness(outcomes)
+    questions = measured_mean({q.query_id: completeness_value(q) for q in qs},
+                              {q.query_id: first_unmeasured.get(q.query_id) for q in qs if q.complete is None})
+    return questions, requests
+
+
 def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes: Iterable[AbstentionOutcome]) -> dict:
     """Counts over requests and questions; every count of answered or supported is over the measured ones, and
-    `requests_measured` of `requests_total` is printed beside every mean."""
+    `requests_measured` of `requests_total` is printed beside every mean. mean_completeness is the mean question
+    completeness (the compared metric), with its denominator and the reasons the other questions were not
+    measured; requests_not_measured counts the reasons per request."""
     outcomes, abstentions = list(outcomes), list(abstention_outcomes)
     questions = question_completeness(outcomes)
+    by_question, by_request = completeness_denominators(outcomes)
     measured_q = [q for q in questions if q.complete is not None]
     unanswerable = len(abstentions)
     correct = sum(a.correct_abstention for a in abstentions)
@@ -318,4 +347,7 @@ def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes:
         "questions_complete": sum(q.complete is True for q in measured_q),
         "questions_partial": sum(0 < q.supported < q.requests for q in measured_q),
         "questions_none": sum(q.supported == 0 for q in measured_q),
+        "requests_not_measured": by_request["not_measured"],
+        "mean_completeness": by_question["mean"],
+        **denominator_fields("completeness", by_question),
     }

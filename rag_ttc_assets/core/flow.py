@@ -49,6 +49,7 @@ from rag_ttc_assets.core.completeness import (
     request_outcomes,
 )
 from rag_ttc_assets.core.contract import ABSTAINED, VALID
+from rag_ttc_assets.core.measured import measured_mean
 from rag_ttc_assets.core.records import Question
 
 FLOW_BRANCHES = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure", "not_measured",
@@ -152,15 +153,20 @@ def flow_table(rows: Iterable[FlowRow]) -> dict:
 
 
 def hit_rate(rows: Iterable[FlowRow]) -> dict:
-    """Retrieval hit rate over every case given: question hit = all its requests' evidence admitted."""
+    """Retrieval hit rate over every case given: question hit = all its requests' evidence admitted.
+
+    Every case is measured (a case whose evidence never arrived is a miss, not an unmeasured row), so measured ==
+    of == cases and not_measured is empty; they are stated, as beside every mean (core.measured)."""
     rows = list(rows)
     question_hit: dict[str, bool] = {}
     for r in rows:
         question_hit[r.query_id] = question_hit.get(r.query_id, True) and r.admitted
-    hits, cases = sum(question_hit.values()), len(question_hit)
-    request_hits = sum(r.admitted for r in rows)
+    questions = measured_mean({q: float(h) for q, h in question_hit.items()}, {})
+    requests = measured_mean({(r.query_id, r.request_id): float(r.admitted) for r in rows}, {})
     return {
-        "hits": hits, "cases": cases, "hit_rate": hits / cases if cases else None,
-        "request_hits": request_hits, "request_cases": len(rows),
-        "request_hit_rate": request_hits / len(rows) if rows else None,
+        "hits": sum(question_hit.values()), "cases": len(question_hit), "hit_rate": questions["mean"],
+        "measured": questions["measured"], "of": questions["of"], "not_measured": questions["not_measured"],
+        "request_hits": sum(r.admitted for r in rows), "request_cases": len(rows),
+        "request_hit_rate": requests["mean"], "request_measured": requests["measured"], "request_of": requests["of"],
+        "request_not_measured": requests["not_measured"],
     }

@@ -5,8 +5,8 @@ import json
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue, asset)
 
-from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.measured import measured_text, reasons_text
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
@@ -17,7 +17,7 @@ GROUP = "diagnostics"
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_judgments", "judge_verdicts", "admitted_contexts"),
-           code_version="completeness/5")
+           code_version="completeness/6")
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
     arm = context.partition_key
@@ -32,7 +32,12 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     inst = totals["request_judge"]
     return MaterializeResult(
         metadata={**numbers({k: v for k, v in totals.items() if v is not None and not isinstance(v, (dict, str))}),
-                  "measured": f"{totals['requests_measured']} measured of {totals['requests_total']} requests",
+                  "measured": f"{totals['requests_measured']} measured of {totals['requests_total']} requests"
+                              + (f" (not measured: {reasons_text(totals['requests_not_measured'])})"
+                                 if totals["requests_not_measured"] else ""),
+                  "completeness/measured": measured_text(
+                      {"measured": totals["completeness_measured"], "of": totals["completeness_of"],
+                       "not_measured": totals["completeness_not_measured"]}) + " questions",
                   "request_judge_model": inst["model"], "request_judge_prompt_digest": inst["prompt_digest"],
                   "offline_baseline_judge": MetadataValue.bool(inst["offline_baseline"]),
                   "label_use": totals["label_use"],
@@ -44,7 +49,7 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     )
 
 
-@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/4")
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/5")
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = context.partition_key
@@ -67,6 +72,8 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
     return MaterializeResult(
         metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": s["total"],
                   **numbers(s["hit_rate"], prefix="hit_rate/"),
+                  # Every case counts (a case whose evidence never arrived is a miss), so nothing is left unmeasured.
+                  "hit_rate/measured": measured_text(s["hit_rate"]) + " questions",
                   "flow": md_table(rows), "supply": s["supply"], **lookup_md,
                   "worst_cases": MetadataValue.md(worst or "_(no failing requests)_"),
                   "plot": MetadataValue.md(_image(png)) if png else "no flow",
@@ -106,25 +113,25 @@ def flow_closes(context: AssetCheckExecutionContext, lab: LabResource) -> AssetC
 
 
 @asset(group_name=GROUP, kinds={"python", "png"}, deps=["failure_flow", "run_record"],
-       code_version="comparisons/1")
+       code_version="comparisons/2")
 def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
     out_dir = lab_.home / "store" / "comparisons"
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary, skipped = [], []
-    for a, b in lab_.arms.comparisons:
-        try:
-            rep = stage.compare_two(lab_, a, b, plots_dir=out_dir)
-        except (FileNotFoundError, InstrumentDriftError, LabelDriftError) as e:
-            skipped.append(f"{a} vs {b}: {e}")  # refused pairs are reported, never compared
-            continue
-        (out_dir / f"{a}--{b}.json").write_text(json.dumps(rep, indent=1, default=str))
+    reports, skipped = stage.compare_pairs(lab_, plots_dir=out_dir)
+    summary = []
+    for rep in reports:
+        (out_dir / f"{rep['a']}--{rep['b']}.json").write_text(json.dumps(rep, indent=1, default=str))
         m = rep["metrics"]
-        summary.append({"a": stage.arm_title(lab_, a), "b": stage.arm_title(lab_, b), "n": rep["n"],
-                        "valid_delta": m["valid"]["mean_delta"],
-                        "valid_p": m["valid"]["p_value"], "completeness_delta": m["completeness"]["mean_delta"],
-                        "completeness_p": m["completeness"]["p_value"], "catastrophic": len(rep["catastrophic"])})
+        summary.append({"a": stage.arm_title(lab_, rep["a"]), "b": stage.arm_title(lab_, rep["b"]), "n": rep["n"],
+                        "valid_delta": m["valid"]["mean_delta"], "valid_p": m["valid"]["p_value"],
+                        "valid_p_adj": m["valid"]["p_adjusted"],
+                        "completeness_delta": m["completeness"]["mean_delta"],
+                        "completeness_paired": stage.paired_text(m["completeness"]),
+                        "completeness_p": m["completeness"]["p_value"],
+                        "completeness_p_adj": m["completeness"]["p_adjusted"],
+                        "significant": stage.significant_metrics(rep), "catastrophic": len(rep["catastrophic"])})
     from rag_ttc_assets.adapters import plots
 
     sweeps = {}
@@ -137,6 +144,8 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     flow_png = stage.flow_bars(lab_, lab_.arms.names, out_dir / "failure-flow-all-arms.png")
     return MaterializeResult(metadata={
         "comparisons": md_table(summary), "skipped": MetadataValue.json(skipped),
+        # The adjustment is over every pair and metric above: significant is read on the adjusted p-value.
+        "p_adjust": stage.p_adjust_text(reports[0]) if reports else f"{lab_.arms.p_adjust} (no pair compared)",
         "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)),
         **({"failure_flow_plot": MetadataValue.md(_image(flow_png))} if flow_png else {}),
         **{f"sweep_{f}": MetadataValue.md(_image(__import__("pathlib").Path(p), f"sweep {f}"))

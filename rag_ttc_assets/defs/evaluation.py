@@ -83,7 +83,7 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource) -> Mater
 
 
 @arm_asset(group=GROUP, kinds={"json"}, deps=("judge_verdicts", "request_judgments", "admitted_contexts"),
-           code_version="judge-summary/2")
+           code_version="judge-summary/3")
 def judge_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Judged, abstained and invalid rows, faithfulness and relevance, the judge model, the judges measured."""
     arm = context.partition_key
@@ -108,6 +108,7 @@ def judge_summary(context: AssetExecutionContext, lab: LabResource) -> Materiali
                   "same_model_as_generator": MetadataValue.bool(s["same_model_as_generator"]),
                   "offline_baseline_judge": MetadataValue.bool(s["offline_baseline_judge"]),
                   "statuses": MetadataValue.json(s["statuses"]),
+                  **stage.denominator_metadata(s),
                   "summary": md_table([{k: s[k] for k in ("answer_rows", "judged", "abstained", "invalid",
                                                           "mean_faithfulness", "mean_relevance",
                                                           "contradicts_gold", "judge_model",
@@ -127,7 +128,7 @@ def judge_keeps_every_row(context: AssetCheckExecutionContext, lab: LabResource)
 
 
 @arm_asset(group=GROUP, kinds={"json"}, deps=("judge_summary", "retrieval_summary", "contract_summary",
-                                              "failure_flow"), code_version="run-record/2")
+                                              "failure_flow"), code_version="run-record/3")
 def run_record(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The seed's self-contained run directory: config, input copies, preparation, results, summary, status."""
     arm = context.partition_key

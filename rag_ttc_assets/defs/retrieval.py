@@ -4,6 +4,7 @@
 import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 
+from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset
 from rag_ttc_assets.defs.resources import LabResource
@@ -61,6 +62,7 @@ def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> Mater
             **numbers(s),
             "metric_definitions": s["metric_definitions"],
             "undefined_query_ids": MetadataValue.json(s["undefined_query_ids"]),
+            "measured": measured_text(s) + " questions",
             "summary": md_table([{k: s[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
                                                     "evaluated", "undefined")}]),
         },

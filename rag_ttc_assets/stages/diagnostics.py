@@ -7,16 +7,18 @@ retrieval summary) and calls the pure functions in core.completeness, core.flow 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
 
 from rag_ttc_assets.core import compare as cmp
-from rag_ttc_assets.core.completeness import (abstention_outcome, completeness_totals, question_completeness,
-                                              request_outcomes)
+from rag_ttc_assets.core.completeness import (QuestionCompleteness, abstention_outcome, completeness_totals,
+                                              completeness_value, question_completeness, request_outcomes)
 from rag_ttc_assets.core.counterfactual import Planted, repeats
 from rag_ttc_assets.core.flow import FLOW_BRANCHES, flow_rows, flow_table, hit_rate
+from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of, reasons_text
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
 from rag_ttc_assets.stages import ingest, supply
@@ -117,20 +119,24 @@ def counterfactual_summary(kind: str, outcomes, contexts: dict, contracts: dict,
 
 
 def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]], dict]:
-    """Per-case values of each compared metric for one arm, and the arm's context for comparisons."""
+    """Per-case values of each compared metric for one arm, and the arm's context for comparisons: its `reasons`,
+    metric -> case -> why the value is undefined (core.measured's reasons), for every undefined value."""
     store = lab.store
     contract = _rows_by_query(store.read_table(arm, "contract_results"))
     answers = _rows_by_query(store.read_table(arm, "answers"))
     judge = _rows_by_query(store.read_table(arm, "judge_verdicts"))
     questions = _rows_by_query(store.read_table(arm, "question_completeness"))
+    unmeasured: dict[str, str] = {}  # question -> the judge status of its first unmeasured request
+    for r in store.read_table(arm, "request_outcomes").iter_rows(named=True):
+        if not r["measured"]:
+            unmeasured.setdefault(r["query_id"], r["judge_status"])
     flow = store.read_table(arm, "failure_flow")
     retrieval = store.read_arm_json(arm, "retrieval_summary.json")["per_query"]
     cases = list(contract)
     values = {
         "valid": {c: float(contract[c]["status"] == "valid") for c in cases},
         # Undefined (not paired) when the request judge did not measure every request of the case.
-        "completeness": {c: (questions[c]["supported"] / questions[c]["requests"])
-                         if c in questions and questions[c]["measured"] == questions[c]["requests"] else None
+        "completeness": {c: completeness_value(QuestionCompleteness(**questions[c])) if c in questions else None
                          for c in cases},
         "faithfulness": {c: judge[c]["faithfulness"] if c in judge else None for c in cases},
         "input_tokens": {c: float(answers[c]["input_tokens"]) if answers[c]["input_tokens"] is not None else None
@@ -139,12 +145,20 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     }
     for m in ("recip_rank", "recall_10", "ndcg_cut_10"):
         values[m] = {c: (retrieval.get(c) or {}).get(m) for c in cases}
+    why = {
+        "completeness": lambda c: reason_of(unmeasured[c]) if c in unmeasured else (
+            UNANSWERABLE if c not in questions else MISSING_ROW),
+        "faithfulness": lambda c: reason_of(judge[c]["status"]) if c in judge else MISSING_ROW,
+        "input_tokens": lambda c: reason_of(answers[c]["status"]) or NO_USAGE,
+    }
+    reasons = {m: {c: why.get(m, lambda _: NO_TARGETS)(c) for c, v in vals.items() if v is None}
+               for m, vals in values.items()}
     branches: dict[str, list[str]] = {}
     for r in flow.iter_rows(named=True):
         branches.setdefault(r["query_id"], []).append(f"{r['request_id']}:{r['branch']}")
     binding = store.read_arm_json(arm, "binding.json")
     return values, {"branches": branches, "evaluation_digest": binding["evaluation_digest"],
-                    "config": lab.arms[arm].model_dump(mode="json")}
+                    "config": lab.arms[arm].model_dump(mode="json"), "reasons": reasons}
 
 
 KINDS = {"valid": "binary", "completeness": "continuous", "faithfulness": "continuous", "recip_rank": "continuous",
@@ -159,15 +173,25 @@ def arm_title(lab: Lab, arm: str) -> str:
 
 
 def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots_dir: Path | None = None,
-                headline: str = "completeness", seed: int = 0, allow_instrument_drift: bool = False) -> dict:
+                headline: str = "completeness", seed: int = 0, allow_instrument_drift: bool = False,
+                p_adjust: str | None = None, alpha: float | None = None) -> dict:
     """The paired per-case comparison of arms a and b (refused across label versions, and across request judges
-    or judge prompts unless allowed)."""
+    or judge prompts unless allowed). p-values are adjusted over the report's metrics (p_adjust and alpha default
+    to the arms file's); each metric names, per arm, why its undefined cases were not measured."""
     va, ctx_a = case_values(lab, a)
     vb, ctx_b = case_values(lab, b)
     drift = cmp.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
     instruments = {arm: lab.store.read_arm_json(arm, "request_completeness.json")["request_judge"] for arm in (a, b)}
     instrument_drift = cmp.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
-    report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed).to_json()
+    report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed,
+                              p_adjust=p_adjust or lab.arms.p_adjust,
+                              alpha=lab.arms.alpha if alpha is None else alpha).to_json()
+    for m, row in report["metrics"].items():
+        # Why the dropped cases were undefined, per arm (a case absent from an arm is a missing row there).
+        row["not_measured"] = {
+            side: dict(sorted(Counter(ctx["reasons"][m].get(c, MISSING_ROW) for c in (va[m].keys() | vb[m].keys())
+                                      if values[m].get(c) is None).items()))
+            for side, ctx, values in (("a", ctx_a, va), ("b", ctx_b, vb))}
     for row in report["catastrophic"]:
         row["branches_a"] = ctx_a["branches"].get(row["case_id"], [])
         row["branches_b"] = ctx_b["branches"].get(row["case_id"], [])
@@ -208,6 +232,34 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
             "buckets": str(plots.bucket_table_plot(plots_dir / f"{a}--{b}-buckets.png", report["buckets"])),
         }
     return report
+
+
+def compare_pairs(lab: Lab, plots_dir: Path | None = None) -> tuple[list[dict], list[str]]:
+    """Every pair in `comparisons` compared, its p-values adjusted over every pair and metric of the sweep (the arms
+    file's p_adjust and alpha); and the pairs refused (missing tables, instrument or label drift), with why."""
+    reports, skipped = [], []
+    for a, b in lab.arms.comparisons:
+        try:
+            reports.append(compare_two(lab, a, b, plots_dir=plots_dir))
+        except (FileNotFoundError, cmp.InstrumentDriftError, cmp.LabelDriftError) as e:
+            skipped.append(f"{a} vs {b}: {e}")  # refused pairs are reported, never compared
+    return cmp.adjust_reports(reports, lab.arms.p_adjust, lab.arms.alpha), skipped
+
+
+def significant_metrics(report: dict) -> str:
+    """The metrics whose difference is significant on the adjusted p-value, or "none"."""
+    return ", ".join(m for m, v in report["metrics"].items() if v.get("significant")) or "none"
+
+
+def paired_text(metric: dict) -> str:
+    """"7 of 11 (a: abstained 2; b: abstained 1, judge_error 1)": paired cases, of how many, why the rest dropped."""
+    why = "; ".join(f"{side}: {reasons_text(r)}" for side, r in (metric.get("not_measured") or {}).items() if r)
+    return f"{metric['n']} of {metric['of']}" + (f" ({why})" if why else "")
+
+
+def p_adjust_text(report: dict) -> str:
+    p = report["p_adjust"]
+    return f"{p['method']}: {p['method_name']}; alpha {p['alpha']}; over {p['m']} p-values ({p['family']})"
 
 
 def supply_numbers(lab: Lab, arm: str) -> dict:

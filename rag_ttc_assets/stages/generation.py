@@ -11,7 +11,6 @@ import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from statistics import mean
 
 import polars as pl
 
@@ -20,6 +19,7 @@ from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import gold_texts
 from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
                                          summarize_contract)
+from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, measured_text, reason_of
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages import supply
@@ -221,12 +221,34 @@ def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[st
     return out
 
 
+def judge_denominators(verdicts: pl.DataFrame) -> dict[str, dict]:
+    """core.measured.measured_mean of faithfulness, relevance and gold support over every answer row, each
+    unmeasured row counted under the reason its status gives (invalid, abstained, judge_error, budget, ...)."""
+    rows = {r["query_id"]: r for r in verdicts.iter_rows(named=True)}
+    reasons = {q: reason_of(r["status"]) for q, r in rows.items()}
+    return {
+        "faithfulness": measured_mean({q: r["faithfulness"] for q, r in rows.items()}, reasons),
+        "relevance": measured_mean({q: r["answer_relevance"] for q, r in rows.items()}, reasons),
+        "gold_supported": measured_mean({q: r["gold_supported"] for q, r in rows.items()},
+                                        {q: gold_reason(r["status"], r["judge_error"]) if r["gold_supported"] is None
+                                         else None for q, r in rows.items()}),
+    }
+
+
+JUDGE_MEANS = ("faithfulness", "relevance", "gold_supported")
+
+
+def denominator_metadata(summary: dict) -> dict[str, str]:
+    """"<name>/measured": "37 measured of 50 (not measured: abstained 10, invalid 3)" for each judge mean."""
+    return {f"{n}/measured": measured_text({"measured": summary[f"{n}_measured"], "of": summary[f"{n}_of"],
+                                            "not_measured": summary[f"{n}_not_measured"]}) for n in JUDGE_MEANS}
+
+
 def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame) -> dict:
     judged = verdicts.filter(pl.col("judged"))
     statuses = Counter(verdicts["status"].to_list())
-    faith = [x for x in judged["faithfulness"].to_list() if x is not None]
-    rel = [x for x in judged["answer_relevance"].to_list() if x is not None]
     gold = verdicts.filter(pl.col("contradicts_gold").is_not_null())
+    m = judge_denominators(verdicts)
     return {
         "answer_rows": verdicts.height,
         "judged": judged.height,
@@ -235,11 +257,14 @@ def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame) -> dict:
                        and not s.startswith("judge_")),
         "judge_failures": sum(n for s, n in statuses.items() if s.startswith("judge_")),
         "statuses": dict(statuses),
-        "mean_faithfulness": mean(faith) if faith else None,
-        "mean_relevance": mean(rel) if rel else None,
+        "mean_faithfulness": m["faithfulness"]["mean"],
+        **denominator_fields("faithfulness", m["faithfulness"]),
+        "mean_relevance": m["relevance"]["mean"],
+        **denominator_fields("relevance", m["relevance"]),
         "gold_judged": gold.height,
         "contradicts_gold": int(gold["contradicts_gold"].sum()) if gold.height else 0,
-        "mean_gold_supported": float(gold["gold_supported"].mean()) if gold.height else None,
+        "mean_gold_supported": m["gold_supported"]["mean"],
+        **denominator_fields("gold_supported", m["gold_supported"]),
         "judge_model": cfg.judge.model,
         "generator_model": cfg.generator.model,
         "same_model_as_generator": cfg.judge.model == cfg.generator.model,

@@ -22,6 +22,7 @@ from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.evidence_map import supporting_chunk_ids
 from rag_ttc_assets.core.fusion import rrf
+from rag_ttc_assets.core.measured import NO_TARGETS, measured_mean
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
 from rag_ttc_assets.stages.indexes import read_question_embeddings
@@ -190,6 +191,10 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
     summary = {k: float(v) for k, v in result.measures.items() if k != "num_q"}
     summary.update({"evaluated": result.evaluated, "undefined": len(undefined), "questions": len(questions),
                     "undefined_query_ids": undefined, "metric_definitions": trec_eval.DEFINITIONS})
+    # The means are over the evaluated questions: N measured of M, the others without targets.
+    m = measured_mean({q.id: None if q.id in undefined_ids else (per_query[q.id] or {}).get("recip_rank")
+                       for q in questions}, dict.fromkeys(undefined, NO_TARGETS))
+    summary.update({"measured": m["measured"], "of": m["of"], "not_measured": m["not_measured"]})
     return {"summary": summary, "per_query": per_query}
 
 

@@ -21,9 +21,10 @@ import polars as pl
 
 from rag_ttc_assets.adapters.store import atomic_write_bytes, atomic_write_json
 from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.measured import measured_text, reasons_text
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import supply
-from rag_ttc_assets.stages.generation import calls_summary
+from rag_ttc_assets.stages.generation import JUDGE_MEANS, calls_summary
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 
 STATUS = "status.json"
@@ -292,6 +293,7 @@ def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, 
              "| recip_rank | recall_10 | ndcg_cut_10 | success_10 | evaluated | undefined |", "|---|---|---|---|---|---|",
              "| {recip_rank:.4f} | {recall_10:.4f} | {ndcg_cut_10:.4f} | {success_10:.4f} | {evaluated} | {undefined} |"
              .format(**retrieval), "",
+             *([f"means over {measured_text(retrieval)} questions", ""] if "of" in retrieval else []),
              "## Answer contract", "", "| total | valid | parse failures | contract failures | abstentions |",
              "|---|---|---|---|---|",
              f"| {contract['total']} | {contract['valid']} | {contract['parse_failures']} | "
@@ -301,14 +303,18 @@ def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, 
              f"same model: {judge['same_model_as_generator']}"
              + (" (offline baseline judge, not a language model)" if judge.get("offline_baseline_judge") else ""),
              "", f"judged {judge['judged']}, abstained {judge['abstained']}, invalid {judge['invalid']}, "
-             f"mean faithfulness {judge['mean_faithfulness']}, mean relevance {judge['mean_relevance']}, "
              f"contradicts_gold {judge['contradicts_gold']}", "",
+             "| mean | value | measured of rows (not measured: why) |", "|---|---|---|",
+             *[f"| {n} | {judge.get(f'mean_{n}')} | {_measured(judge, n)} |" for n in JUDGE_MEANS], "",
              "## Request completeness (by the request judge)", "",
              f"request judge `{inst.get('model')}`, prompt `{inst.get('prompt')}` ({inst.get('prompt_digest')})"
              + (" (offline baseline judge, not a language model)" if inst.get("offline_baseline") else ""), "",
-             f"{c.get('requests_measured')} measured of {c.get('requests_total')} requests: answered "
+             f"{c.get('requests_measured')} measured of {c.get('requests_total')} requests"
+             + (f" (not measured: {reasons_text(c['requests_not_measured'])})" if c.get("requests_not_measured")
+                else "") + f": answered "
              f"{c.get('requests_answered')}, supported {c.get('requests_supported')}; questions complete "
              f"{c.get('questions_complete')} of {c.get('questions_measured')} measured", "",
+             f"mean completeness {c.get('mean_completeness')} over {_measured(c, 'completeness')} questions", "",
              f"self-reported by the generator (not the measurement): answered {c.get('self_reported_answered')}; "
              f"overclaimed {c.get('overclaimed')}, underclaimed {c.get('underclaimed')}", "",
              "## The judges measured", "",
@@ -323,6 +329,14 @@ def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, 
                for role in ("answers", "judge", "request_judge") if role in source], "",
              f"provider cache: `{source['provider_cache']}`", "", f"rows: {counts}", ""]
     return "\n".join(lines)
+
+
+def _measured(summary: dict, name: str) -> str:
+    """"37 measured of 50 (not measured: abstained 10, invalid 3)" from <name>_measured, _of and _not_measured."""
+    if f"{name}_of" not in summary:
+        return "-"
+    return measured_text({"measured": summary[f"{name}_measured"], "of": summary[f"{name}_of"],
+                          "not_measured": summary[f"{name}_not_measured"]})
 
 
 def validate_run_record(run_dir: Path, expected_rows: int, design: dict) -> list[dict]:

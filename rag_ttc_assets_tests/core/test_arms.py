@@ -88,6 +88,16 @@ def test_unknown_key_names_the_field_and_the_arm() -> None:
     assert arms_error({"bogus": 1}) == "arms.yaml: (top level): field 'bogus': Extra inputs are not permitted"
 
 
+def test_p_adjust_and_alpha_are_top_level_settings() -> None:
+    arms = parse_arms(None)
+    assert (arms.p_adjust, arms.alpha) == ("holm", 0.05)
+    arms = parse_arms({"p_adjust": "bh", "alpha": 0.01})
+    assert (arms.p_adjust, arms.alpha) == ("bh", 0.01)
+    assert arms_error({"p_adjust": "bonferroni"}) == (
+        "arms.yaml: (top level): field 'p_adjust': Input should be 'holm' or 'bh'")
+    assert arms_error({"alpha": 1.5}) == "arms.yaml: (top level): field 'alpha': Input should be less than 1"
+
+
 def test_unknown_key_in_a_family_names_the_member() -> None:
     assert arms_error({"families": {"f": {"parameter": "evidence_kk", "values": [1, 2]}}}) == (
         "arms.yaml: families.f.values[0]: field 'evidence_kk': Extra inputs are not permitted")

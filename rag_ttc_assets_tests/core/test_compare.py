@@ -12,6 +12,7 @@ from rag_ttc_assets.core.compare import (
     Bucket,
     ComparisonReport,
     LabelDriftError,
+    adjust_reports,
     attribute_changes,
     buckets,
     catastrophic,
@@ -276,6 +277,12 @@ def test_undefined_cases_are_dropped_and_counted() -> None:
     b = {"q1": 1.0, "q2": 1.0, "q3": 1.0}
     r = compare_metric(a, b, kind="binary")
     assert (r.n, r.undefined, r.b01, r.b10) == (2, 2, 1, 0)
+    # q2: None in a only; q4: absent from b only. 2 paired of 4.
+    assert (r.of, r.undefined_a, r.undefined_b, r.undefined_both) == (4, 1, 1, 0)
+    a5, b5 = {**a, "q5": None}, {**b, "q6": None}
+    r = compare_metric(a5, b5, kind="binary")
+    # q5: None in a, absent from b; q6: absent from a, None in b: both undefined in both arms.
+    assert (r.n, r.of, r.undefined, r.undefined_a, r.undefined_b, r.undefined_both) == (2, 6, 4, 1, 1, 2)
 
 
 @pytest.mark.parametrize("kwargs", [{"kind": "ordinal"}, {"kind": "continuous", "n_boot": 0},
@@ -333,8 +340,15 @@ def test_report_json_shape(second_seed: dict[str, float]) -> None:
     out = report.to_json()
     json.dumps(out)  # JSON-able throughout
     assert (out["a"], out["b"], out["n"]) == ("base", "wide", 300)
-    assert set(out) == {"a", "b", "n", "metrics", "buckets", "catastrophic"}
+    assert set(out) == {"a", "b", "n", "metrics", "buckets", "catastrophic", "p_adjust"}
     assert set(out["metrics"]) == {"score", "valid"}
+    # Holm over the report's two metrics: valid (2 / 2**15) is the smaller, x2; score's x1, raised to it if lower.
+    p_valid, p_score = out["metrics"]["valid"]["p_value"], out["metrics"]["score"]["p_value"]
+    assert p_valid < p_score
+    assert out["metrics"]["valid"]["p_adjusted"] == 2 * p_valid and out["metrics"]["valid"]["significant"] is True
+    assert out["metrics"]["score"]["p_adjusted"] == max(2 * p_valid, p_score)
+    assert out["p_adjust"]["method"] == "holm" and out["p_adjust"]["m"] == 2 and out["p_adjust"]["alpha"] == 0.05
+    assert out["metrics"]["score"]["of"] == 300 and out["metrics"]["score"]["undefined"] == 0
     for m in out["metrics"].values():
         assert {"mean_a", "mean_b", "mean_delta", "ci_low", "ci_high", "p_value", "gains", "losses", "ties"} <= set(m)
     assert out["metrics"]["score"]["sum_losses"] == -49.0
@@ -352,3 +366,42 @@ def test_report_refuses_mismatched_metrics() -> None:
         compare_arms("a", "b", {"x": {}}, {"y": {}}, {"x": "binary"}, headline="x")
     with pytest.raises(ValueError, match="headline"):
         compare_arms("a", "b", {"x": {}}, {"x": {}}, {"x": "binary"}, headline="y")
+
+
+def _report(**p_values) -> dict:
+    return {"a": "x", "b": "y", "n": 1, "metrics": {m: {"p_value": p} for m, p in p_values.items()},
+            "buckets": [], "catastrophic": [], "p_adjust": {}}
+
+
+def test_adjust_reports_over_every_pair_and_metric() -> None:
+    # p = [0.01, 0.04, 0.03, 0.005] over two pairs of two metrics (metrics in name order): m = 4.
+    # Holm: [0.03, 0.06, 0.06, 0.02]; BH: [0.02, 0.04, 0.04, 0.02] (see test_multiple_testing).
+    reports = [_report(completeness=0.01, valid=0.04), _report(completeness=0.03, valid=0.005, latency_s=None)]
+    holm = adjust_reports(reports, "holm", 0.05)
+    got = [(r["metrics"][m]["p_adjusted"], r["metrics"][m]["significant"]) for r in holm
+           for m in ("completeness", "valid")]
+    assert [g[0] for g in got] == pytest.approx([0.03, 0.06, 0.06, 0.02], abs=1e-15)
+    assert [g[1] for g in got] == [True, False, False, True]
+    assert holm[1]["metrics"]["latency_s"] == {"p_value": None, "p_adjusted": None, "significant": None}
+    assert holm[0]["p_adjust"] == holm[1]["p_adjust"] == {
+        "method": "holm", "method_name": "Holm step-down (Holm 1979), family-wise error rate", "alpha": 0.05, "m": 4,
+        "family": "every pair and metric of arm_comparisons"}
+    bh = adjust_reports(reports, "bh", 0.01)
+    assert [bh[i]["metrics"][m]["p_adjusted"] for i in (0, 1) for m in ("completeness", "valid")] == \
+        pytest.approx([0.02, 0.04, 0.04, 0.02], abs=1e-15)
+    assert not any(bh[i]["metrics"][m]["significant"] for i in (0, 1) for m in ("completeness", "valid"))
+    assert "p_adjusted" not in reports[0]["metrics"]["valid"]  # copies: the inputs are not changed
+
+
+def test_a_single_comparison_adjusts_over_its_metrics_by_bh() -> None:
+    # valid: b01 = 6, b10 = 0 -> McNemar p = 2 / 2**6 = 1/32; same: every delta 0 -> sign-flip exact p = 1.
+    ids = [f"q{i}" for i in range(6)]
+    a = {"valid": dict.fromkeys(ids, 0.0), "same": dict.fromkeys(ids, 0.5)}
+    b = {"valid": dict.fromkeys(ids, 1.0), "same": dict.fromkeys(ids, 0.5)}
+    out = compare_arms("a", "b", a, b, {"valid": "binary", "same": "continuous"}, headline="valid",
+                       p_adjust="bh", n_boot=10).to_json()
+    # BH, m = 2: 1/32 x 2/1 = 1/16; 1 x 2/2 = 1.
+    assert out["metrics"]["valid"]["p_value"] == 1 / 32 and out["metrics"]["valid"]["p_adjusted"] == 1 / 16
+    assert out["metrics"]["same"]["p_adjusted"] == 1.0 and out["metrics"]["same"]["significant"] is False
+    assert out["metrics"]["valid"]["significant"] is False  # 1/32 < 0.05 raw, 1/16 > 0.05 adjusted
+    assert out["p_adjust"]["method"] == "bh" and out["p_adjust"]["family"] == "the metrics of this comparison"

@@ -378,6 +378,11 @@ def test_completeness_totals() -> None:
         "unanswerable_questions": 3, "correct_abstentions": 2, "correct_abstention_rate": 2 / 3,
         "questions_total": 4, "questions_measured": 3,
         "questions_complete": 1, "questions_partial": 1, "questions_none": 1,
+        # qd.r2's judge timed out: one request, and with it question qd, not measured (judge_error).
+        "requests_not_measured": {"judge_error": 1},
+        # Question completeness over qa, qb, qc: (2/2 + 1/3 + 0/1) / 3 = 4/9; qd is not in the mean.
+        "mean_completeness": 4 / 9, "completeness_measured": 3, "completeness_of": 4,
+        "completeness_not_measured": {"judge_error": 1},
     }
 
 

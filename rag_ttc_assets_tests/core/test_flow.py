@@ -293,21 +293,25 @@ def test_hit_rate_counts_every_case() -> None:
     # (f.r2 omitted; that the request judge measured nothing of f changes no hit).
     # Requests admitted: a 2, b 0, c 1, d 2, e 0, f 1 = 6 of 11.
     assert hit_rate(all_rows()) == {"hits": 3, "cases": 6, "hit_rate": 3 / 6,
-                                    "request_hits": 6, "request_cases": 11, "request_hit_rate": 6 / 11}
+                                    "measured": 6, "of": 6, "not_measured": {},
+                                    "request_hits": 6, "request_cases": 11, "request_hit_rate": 6 / 11,
+                                    "request_measured": 11, "request_of": 11, "request_not_measured": {}}
 
 
 def test_a_question_that_never_retrieved_is_a_miss_in_the_denominator() -> None:
     rows = flow_rows(A, [cov("a.r1", ["c1"]), cov("a.r2", ["c2"])], CITES, None) + flow_rows(E, [], None, None)
-    assert hit_rate(rows) == {"hits": 1, "cases": 2, "hit_rate": 0.5,
-                              "request_hits": 2, "request_cases": 3, "request_hit_rate": 2 / 3}
+    assert hit_rate(rows) == {"hits": 1, "cases": 2, "hit_rate": 0.5, "measured": 2, "of": 2, "not_measured": {},
+                              "request_hits": 2, "request_cases": 3, "request_hit_rate": 2 / 3,
+                              "request_measured": 3, "request_of": 3, "request_not_measured": {}}
     # One request missing makes the whole question a miss.
     rows = flow_rows(A, [cov("a.r1", ["c1"]), cov("a.r2", ["c2"], admitted=False)], CITES, None)
     assert hit_rate(rows)["hits"] == 0
 
 
 def test_hit_rate_of_nothing_is_undefined() -> None:
-    assert hit_rate([]) == {"hits": 0, "cases": 0, "hit_rate": None,
-                            "request_hits": 0, "request_cases": 0, "request_hit_rate": None}
+    assert hit_rate([]) == {"hits": 0, "cases": 0, "hit_rate": None, "measured": 0, "of": 0, "not_measured": {},
+                            "request_hits": 0, "request_cases": 0, "request_hit_rate": None,
+                            "request_measured": 0, "request_of": 0, "request_not_measured": {}}
 
 
 def test_unanswerable_questions_have_no_flow() -> None:

@@ -116,6 +116,14 @@ def test_request_judge_faults_are_not_measured_and_a_rerun_resends_only_them(lab
         c = store.read_arm_json("judged-remotely", "request_completeness.json")
         assert c["requests_total"] == 11 and c["requests_measured"] == 11 - 6
         assert c["not_measured"] == 6 and c["request_judge"]["model"] == "openai/request-judge"
+        # Why: the 429 and the two unparseable replies are judge errors, for 6 requests and their 3 questions; the
+        # mean completeness is over the 4 other answerable questions.
+        assert c["requests_not_measured"] == {"judge_error": 6}
+        assert (c["completeness_measured"], c["completeness_of"], c["completeness_not_measured"]) == (
+            4, 7, {"judge_error": 3})
+        questions = store.read_table("judged-remotely", "question_completeness").to_dicts()
+        measured = [q["supported"] / q["requests"] for q in questions if q["measured"] == q["requests"]]
+        assert len(measured) == 4 and c["mean_completeness"] == pytest.approx(sum(measured) / 4)
         outcomes = {r["request_id"]: r for r in store.read_table("judged-remotely", "request_outcomes").to_dicts()}
         assert outcomes["mini-01.r1"]["answered"] is None and outcomes["mini-01.r1"]["case"] == "not_measured"
         flow = {r["request_id"]: r for r in store.read_table("judged-remotely", "failure_flow").to_dicts()}

@@ -56,11 +56,21 @@ def test_run_diagnose_inspect_compare_and_validate_run_records(mini_lab, tmp_pat
         assert set(m) >= {"mean_a", "mean_b", "mean_delta", "ci_low", "ci_high", "p_value", "gains", "losses",
                           "ties"}
     assert rep["metrics"]["recall_10"]["mean_delta"] == 0  # admission does not move retrieval
+    # Holm over the report's 8 metrics: the smallest p times 8, capped at 1; significant only on the adjusted value.
+    assert rep["p_adjust"]["method"] == "holm" and rep["p_adjust"]["m"] == len(rep["metrics"]) == 8
+    smallest = min(rep["metrics"].values(), key=lambda m: m["p_value"])
+    assert smallest["p_adjusted"] == min(1.0, 8 * smallest["p_value"])
+    assert all(m["significant"] == (m["p_adjusted"] <= 0.05) for m in rep["metrics"].values())
+    # n paired of the cases of either arm; the unanswerable mini-99 has no completeness in either.
+    c = rep["metrics"]["completeness"]
+    assert (c["n"], c["of"], c["undefined_both"]) == (7, 8, 1) and c["not_measured"]["a"] == {"unanswerable": 1}
     assert sum(b["count"] for b in rep["buckets"]) == rep["n"]
     assert rep["changed_parameters"] == {"context_runes": [2000, 700]}
     assert Path(rep["plots"]["delta_histogram"]).read_bytes()[:4] == b"\x89PNG"
     code, out, err = rag_ttc("compare", "baseline", "tight", env=env)
     assert code == 0 and "How the completeness mean is made" in out and "Catastrophic cases" in out
+    assert "p_adj" in out and "p-values adjusted by holm: Holm step-down (Holm 1979)" in out
+    assert "7 of 8 (a: unanswerable 1; b: unanswerable 1)" in out
 
     # Label drift is refused, naming both digests.
     ev = mini_lab.datasets_dir / "mini" / "evaluation.json"

@@ -37,7 +37,8 @@ PER_ARM_ASSETS = ["corpus_binding", "chunks", "representations", "bm25_index", "
                   "admitted_contexts", "retrieval_summary", "answers", "contract_results", "contract_summary",
                   "judge_verdicts", "request_judgments", "judge_summary", "request_completeness", "failure_flow",
                   "run_record"]
-COMPARISON_COLUMNS = ["a", "b", "n", "valid_delta", "valid_p", "completeness_delta", "completeness_p", "catastrophic"]
+COMPARISON_COLUMNS = ["a", "b", "n", "valid_delta", "valid_p", "valid_p_adj", "completeness_delta",
+                      "completeness_paired", "completeness_p", "completeness_p_adj", "significant", "catastrophic"]
 VIEWPORT = {"width": 1440, "height": 900}
 TALL = {"width": 1440, "height": 2000}  # room below the metadata table for the centred image dialog
 BACKFILL_S = 600  # two arms, every stage, two runs at a time on a busy 2-core machine (~2 min idle)
@@ -194,7 +195,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
 
         # 4. The materialization's metadata (Events tab): the comparison table, then a plot.
         open_("/assets/arm_comparisons")  # afresh: the page it was launched from may still think it runs
-        page.get_by_role("button", name="Hide navigation").click()  # room for the table's eight columns
+        page.get_by_role("button", name="Hide navigation").click()  # room for the table's twelve columns
         page.get_by_role("tab", name="Events").click()
         expect(page.get_by_text(f"Materialized in run {fresh[0]['runId'][:8]}")).to_be_visible()
         expect(page.get_by_text("is currently refreshing this asset")).to_have_count(0)
@@ -205,9 +206,13 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         expect(rows).to_have_count(1)  # one row per compared pair
         cells = [c.strip() for c in rows.first.get_by_role("cell").all_inner_texts()]
         m = report["metrics"]
+        from rag_ttc_assets.stages.diagnostics import paired_text, significant_metrics
+
         assert cells == [ARMS[0], ARMS[1], str(report["n"]), f"{m['valid']['mean_delta']:.4f}",
-                         f"{m['valid']['p_value']:.4f}", f"{m['completeness']['mean_delta']:.4f}",
-                         f"{m['completeness']['p_value']:.4f}", str(len(report["catastrophic"]))], cells
+                         f"{m['valid']['p_value']:.4f}", f"{m['valid']['p_adjusted']:.4f}",
+                         f"{m['completeness']['mean_delta']:.4f}", paired_text(m["completeness"]),
+                         f"{m['completeness']['p_value']:.4f}", f"{m['completeness']['p_adjusted']:.4f}",
+                         significant_metrics(report), str(len(report["catastrophic"]))], cells
 
         page.set_viewport_size(TALL)
         for key, alt in (("failure_flow_plot", "failure flow"), (f"sweep_{FAMILY}", f"sweep {FAMILY}")):
