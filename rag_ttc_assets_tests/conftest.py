@@ -62,7 +62,7 @@ def mini_questions(corpus: dict) -> list[dict]:
     return qs
 
 
-MINI_ARMS = """
+MINI_DEFAULTS = """
 defaults:
   dataset: mini
   chunk_runes: 600
@@ -70,7 +70,8 @@ defaults:
   retrieve_k: 10
   evidence_k: 3
   context_runes: 2000
-arms:
+"""
+MINI_ARMS = MINI_DEFAULTS + """arms:
   baseline: {}
   evidence-k-5: {evidence_k: 5}
   tight: {context_runes: 700}
@@ -82,6 +83,20 @@ families:
 comparisons:
   - [baseline, evidence-k-5]
 """
+
+
+def write_mini_lab(root: Path, monkeypatch, marks: dict[str, str] | None = None) -> Path:
+    """The mini dataset under root/datasets, each question text with its `marks` suffix (fault markers a test
+    server reads), and the environment pointing a lab at root (arms file root/arms.yaml, store root/home)."""
+    corpus = mini_corpus()
+    questions = mini_questions(corpus)
+    for q in questions:
+        q["text"] += (marks or {}).get(q["id"], "")
+    write_dataset(root / "datasets" / "mini", corpus, questions)
+    for k, v in {"RAG_TTC_DATASETS": root / "datasets", "RAG_TTC_HOME": root / "home",
+                 "RAG_TTC_ARMS": root / "arms.yaml", "RAG_TTC_TEST_KEY": "sk-test-0123456789"}.items():
+        monkeypatch.setenv(k, str(v))
+    return root
 
 
 @pytest.fixture

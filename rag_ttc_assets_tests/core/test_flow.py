@@ -16,6 +16,7 @@ from rag_ttc_assets.core.flow import (
     quality,
 )
 from rag_ttc_assets.core.records import Evidence, Question, Request
+from rag_ttc_assets_tests.core.test_completeness import judged, unjudged
 
 
 def question(qid: str, n: int = 2, answerable: bool = True) -> Question:
@@ -51,18 +52,6 @@ def judge(gold: list[dict] | None = None, faithfulness: float | None = 1.0, judg
 
 def verdict(n: int, supported: bool, evidence: list[int], contradicts: bool = False) -> dict:
     return {"statement": n, "supported": supported, "evidence": evidence, "contradicts_gold": contradicts}
-
-
-def judged(rid: str, addressed: bool = True, cites: list[str] | None = None, verdict: str | None = None) -> dict:
-    """A request_judgments row (the request judge) for a judged request."""
-    return {"query_id": rid.split(".")[0], "request_id": rid, "status": "judged", "addressed": addressed,
-            "excerpt": "An answer." if addressed else "", "cited_chunk_ids": cites or [],
-            "verdict": verdict or ("consistent" if addressed else "not_addressed"), "reason": ""}
-
-
-def unjudged(rid: str, status: str) -> dict:
-    return {"query_id": rid.split(".")[0], "request_id": rid, "status": status, "addressed": None, "excerpt": None,
-            "cited_chunk_ids": [], "verdict": None, "reason": None}
 
 
 P = question("p")

@@ -8,19 +8,11 @@ import re
 import pytest
 from dagster import DagsterInstance
 
-from rag_ttc_assets_tests.conftest import mini_corpus, mini_questions, write_dataset
+from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, write_mini_lab
 from rag_ttc_assets_tests.support.openai_server import FakeOpenAIServer, FaultPlan
 
 ARM = "judged-remotely"
-ARMS = """
-defaults:
-  dataset: mini
-  chunk_runes: 600
-  overlap_runes: 60
-  retrieve_k: 10
-  evidence_k: 3
-  context_runes: 2000
-  allow_unpriced_provider: true
+ARMS = MINI_DEFAULTS + """  allow_unpriced_provider: true
   generation_workers: 1
 arms:
   judged-remotely:
@@ -47,15 +39,7 @@ def judge(messages):
 
 @pytest.fixture
 def lab_dir(tmp_path, monkeypatch):
-    corpus = mini_corpus()
-    questions = mini_questions(corpus)
-    for q in questions:
-        q["text"] += MARKS.get(q["id"], "")
-    write_dataset(tmp_path / "datasets" / "mini", corpus, questions)
-    for k, v in {"RAG_TTC_DATASETS": tmp_path / "datasets", "RAG_TTC_HOME": tmp_path / "home",
-                 "RAG_TTC_ARMS": tmp_path / "arms.yaml", "RAG_TTC_TEST_KEY": "sk-test-0123456789"}.items():
-        monkeypatch.setenv(k, str(v))
-    return tmp_path
+    return write_mini_lab(tmp_path, monkeypatch, MARKS)
 
 
 def test_every_mean_carries_its_denominator_and_the_reasons(lab_dir):

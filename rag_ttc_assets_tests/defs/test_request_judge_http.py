@@ -7,20 +7,12 @@ import re
 import pytest
 from dagster import DagsterInstance
 
-from rag_ttc_assets_tests.conftest import mini_corpus, mini_questions, write_dataset
+from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, write_mini_lab
 from rag_ttc_assets_tests.support.openai_server import FakeOpenAIServer, FaultPlan
 
 CONTENT_FREE = "According to the evidence, the requested behaviour is described in the cited chunk."
 
-ARMS = """
-defaults:
-  dataset: mini
-  chunk_runes: 600
-  overlap_runes: 60
-  retrieve_k: 10
-  evidence_k: 3
-  context_runes: 2000
-  allow_unpriced_provider: true
+ARMS = MINI_DEFAULTS + """  allow_unpriced_provider: true
   generation_workers: 1
 arms:
   content-free:
@@ -55,16 +47,7 @@ JUDGE_FAULTS = {"mini-01": " FAULT:rate_limited", "mini-02": " FAULT:non_json", 
 
 @pytest.fixture
 def lab_dir(tmp_path, monkeypatch, request):
-    corpus = mini_corpus()
-    questions = mini_questions(corpus)
-    marks = JUDGE_FAULTS if "faults" in request.node.name else {}
-    for q in questions:
-        q["text"] += marks.get(q["id"], "")
-    write_dataset(tmp_path / "datasets" / "mini", corpus, questions)
-    for k, v in {"RAG_TTC_DATASETS": tmp_path / "datasets", "RAG_TTC_HOME": tmp_path / "home",
-                 "RAG_TTC_ARMS": tmp_path / "arms.yaml", "RAG_TTC_TEST_KEY": "sk-test-0123456789"}.items():
-        monkeypatch.setenv(k, str(v))
-    return tmp_path
+    return write_mini_lab(tmp_path, monkeypatch, JUDGE_FAULTS if "faults" in request.node.name else {})
 
 
 def _materialize(lab_dir, server, arm, instance):

@@ -5,18 +5,10 @@ one request judge; a comparison across request judges is refused unless allowed,
 import json
 import shutil
 
-from rag_ttc_assets_tests.conftest import REPO, mini_corpus, mini_questions, write_dataset
+from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, REPO, mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 
-ARMS = """
-defaults:
-  dataset: mini
-  chunk_runes: 600
-  overlap_runes: 60
-  retrieve_k: 10
-  evidence_k: 3
-  context_runes: 2000
-arms:
+ARMS = MINI_DEFAULTS + """arms:
   baseline: {}
   prompt-multipart: {prompt: grounded-answer-multipart-v2}
   prompt-multipart-oracle: {prompt: grounded-answer-multipart-v1, requests_in_prompt: oracle}
