@@ -66,7 +66,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab  # noqa: E402
 
-ITEMS = ("retrieval", "embedding", "k_sweep", "metrics", "dagster_overhead", "memory", "onnx_embedding")
+ITEMS = ("retrieval", "embedding", "k_sweep", "metrics", "dagster_overhead", "memory", "onnx_embedding",
+         "code_location_import")
 DATASET = "pyref"
 ARM = "baseline"
 K_FAMILY = "evidence-k"
@@ -864,10 +865,41 @@ def bench_onnx_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
                                     f"{diff[arm]['ndcg_cut_10']:+.4f}" for arm in ONNX_ARMS)))
 
 
+# --- 8. code location import --------------------------------------------------------------------
+
+def _import_in_fresh_process(module: str, spec: LabSpec, home: Path) -> Timing:
+    """Wall and CPU time of `python -c "import <module>"` in a fresh process (children's CPU included)."""
+    env = {**os.environ, "RAG_TTC_ARMS": str(spec.arms_file), "RAG_TTC_DATASETS": str(spec.datasets_dir),
+           "RAG_TTC_PROMPTS": str(spec.prompts_dir), "RAG_TTC_HOME": str(home),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, env=env,
+                          cwd=str(PROJECT_ROOT))
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"import {module} failed in a fresh process: {proc.stderr[-2000:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def bench_code_location_import(spec: LabSpec, base: Path, repeat: int) -> dict:
+    """What Dagster's multiprocess executor pays per step and `dagster dev` per reload: importing the code location
+    (`rag_ttc_assets.definitions`, which loads the arms file and builds the definitions) against `import dagster`
+    alone, each in a fresh process."""
+    home = _fresh_home(base, "code-location-import")
+    prod, ref = alternate("code_location_import",
+                          lambda: _import_in_fresh_process("rag_ttc_assets.definitions", spec, home),
+                          lambda: _import_in_fresh_process("dagster", spec, home), repeat)
+    return item("code_location_import", prod, ref, "cost", Target("<=", 1.5),
+                "import rag_ttc_assets.definitions (fresh process)", "import dagster (fresh process)",
+                detail="litellm, torch, lancedb and tantivy are imported where they are called")
+
+
 MEASUREMENTS: dict[str, Callable[[LabSpec, Path, int], dict]] = {
     "retrieval": bench_retrieval, "embedding": bench_embedding, "k_sweep": bench_k_sweep,
     "metrics": bench_metrics, "dagster_overhead": bench_dagster_overhead, "memory": bench_memory,
-    "onnx_embedding": bench_onnx_embedding,
+    "onnx_embedding": bench_onnx_embedding, "code_location_import": bench_code_location_import,
 }
 
 

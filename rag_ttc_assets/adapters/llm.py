@@ -16,11 +16,29 @@ from typing import Any
 # litellm fetches its cost map over the network at import unless told to use the bundled copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import litellm  # noqa: E402
 
-# Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every exception,
-# which with our retries means one banner per failed attempt.
-litellm.suppress_debug_info = True
+
+class _Litellm:
+    """litellm, imported on first use. Importing it costs about 2.5 s here, which every Dagster step process and
+    every `dagster dev` reload of the code location would otherwise pay whether or not it calls a model."""
+
+    _module = None
+    _lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        if _Litellm._module is None:
+            with _Litellm._lock:
+                if _Litellm._module is None:
+                    import litellm as module
+
+                    # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every exception,
+                    # which with our retries means one banner per failed attempt.
+                    module.suppress_debug_info = True
+                    _Litellm._module = module
+        return getattr(_Litellm._module, name)
+
+
+litellm = _Litellm()
 
 log = logging.getLogger(__name__)
 

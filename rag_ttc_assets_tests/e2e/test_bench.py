@@ -91,3 +91,22 @@ def test_run_child_passes_json_values_and_reports_a_failing_child():
     assert run_child("growth.exponent", [1.0, 2.0, 10, 20], "exponent") == pytest.approx(1.0)
     with pytest.raises(RuntimeError, match=r"(?s)probe child failed \(exit 1\); its stderr:.*no_such_function"):
         run_child("bench.no_such_function", [], "probe")
+
+
+def test_code_location_import_is_measured_and_imports_no_model_library(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    # What every step process and `dagster dev` reload imports: no litellm, torch or sentence-transformers.
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sys, rag_ttc_assets.definitions; "
+                               "print(sorted(m for m in ('litellm', 'torch', 'sentence_transformers', 'lancedb', "
+                               "'tantivy') if m in sys.modules))"],
+        capture_output=True, text=True, cwd=REPO, timeout=120, env=env)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    assert probe.stdout.strip() == "[]"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_ttc_assets.bench", "--only", "code_location_import", "--repeat", "1", "--json",
+         "--home", str(tmp_path / "bench-home")], capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    c = json.loads(proc.stdout)["items"]["code_location_import"]
+    assert c["product_s"] > 0 and c["reference_s"] > 0 and c["ratio"] == c["product_s"] / c["reference_s"]
+    assert c["ratio_kind"] == "cost" and c["target"] == "<= 1.5" and c["verdict"] in ("meets", "misses")
