@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import sys
+import uuid
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -146,18 +147,26 @@ def _open_instance(home: Path):
         return DagsterInstance.get()  # creates (and on a fresh home, stamps) every storage
 
 
-def materialize_arms(arm_names: list[str], stage: str, force: bool = False) -> dict[str, dict]:
+def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verbose: bool = False) -> dict[str, dict]:
     """Materialize `stage` for each arm through the project's job, recorded in DAGSTER_HOME.
 
-    Only stale assets run (see `stale_assets`); `force` runs every asset of the stage."""
+    Only stale assets run (see `stale_assets`); `force` runs every asset of the stage. stderr gets one line per
+    step as it finishes and the progress of long stages; `verbose` adds Dagster's own event log."""
     from dagster import AssetKey
 
+    from rag_ttc_assets.defs.progress import reporting
+    from rag_ttc_assets.defs.registry import CHECK_SPECS
     from rag_ttc_assets.definitions import JOB, build_definitions
     from rag_ttc_assets.lab import Lab
+    from rag_ttc_assets.terminal import StepEvents, Terminal
 
     home = _dagster_home()
     lab = Lab.from_env()
     job = build_definitions(lab).resolve_job_def(JOB)
+    steps = [*STAGES[stage], *(s.fn.__name__ for s in CHECK_SPECS)]
+    # Dagster's lines share stderr with ours in verbose mode: no live bar to tear, progress as plain lines.
+    terminal = Terminal(sys.stderr, live=False if verbose else None, arm_width=max(map(len, arm_names)),
+                        step_width=max(map(len, steps)))
     out = {}
     with _open_instance(home) as instance:
         reap_dead_runs(instance)
@@ -166,13 +175,27 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False) -> d
             if not todo:
                 out[arm] = {"run_id": None, "ran": []}
                 continue
-            result = job.execute_in_process(partition_key=arm, instance=instance,
-                                            asset_selection=[AssetKey(a) for a in todo],
-                                            raise_on_error=False, tags=_cli_tags())
+            # The run's id chosen here, so its events reach the terminal from the first one (RUN_START).
+            run_id = str(uuid.uuid4())
+            instance.add_event_listener(run_id, StepEvents(terminal, arm, failed="FAILED" if verbose else
+                                                           "FAILED; rag-ttc run --verbose prints its traceback"))
+            with reporting(run_id, terminal):
+                result = job.execute_in_process(partition_key=arm, instance=instance,
+                                                asset_selection=[AssetKey(a) for a in todo],
+                                                raise_on_error=False, tags=_cli_tags(), run_id=run_id,
+                                                run_config=_console_config(verbose))
             if not result.success:
                 raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{_failure_text(result)}")
             out[arm] = {"run_id": result.run_id, "ran": todo}
     return out
+
+
+def _console_config(verbose: bool) -> dict:
+    """Dagster's console logger: every event (DEBUG) when verbose; else none. Its errors are a failing step's
+    traceback through Dagster's frames and one line per step not executed after it; the step lines and the
+    failure's message (`_failure_text`) say what a user acts on, and the event log in DAGSTER_HOME, which the UI
+    reads, keeps every event either way."""
+    return {"loggers": {"console": {"config": {"log_level": "DEBUG" if verbose else "CRITICAL"}}}}
 
 
 def _cli_tags() -> dict[str, str]:
@@ -278,7 +301,12 @@ def cmd_run(args) -> int:
         raise CliError("name at least one arm, or a family with --family")
     for n in names:
         lab.arms[n]
-    runs = materialize_arms(names, args.stage, args.force)
+    if not args.verbose:
+        # The libraries' own chatter, which says nothing the step lines do not: the model-loading bar of
+        # transformers and LanceDB's warning that a new index table has no dataset yet. Set values win.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("LANCEDB_LOG", "error")
+    runs = materialize_arms(names, args.stage, args.force, verbose=args.verbose)
     reports = {n: {**arm_report(lab, n, args.stage), **runs[n]} for n in names}
     if args.json:
         print(json.dumps({"arms": reports}, indent=2, default=str))
@@ -674,6 +702,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--family")
     s.add_argument("--stage", choices=list(STAGES), default="all")
     s.add_argument("--force", action="store_true", help="re-run every asset of the stage, not only stale ones")
+    s.add_argument("--verbose", action="store_true",
+                   help="also print Dagster's full event log to stderr (by default: one line per step, and "
+                        "progress with rate and ETA on long steps)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_run)
 

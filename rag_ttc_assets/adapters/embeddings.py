@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -50,19 +51,32 @@ def _onnx(model: str):
     return onnx_embeddings if onnx_embeddings.is_onnx_model(model) else None
 
 
-def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64, store=None) -> np.ndarray:
+def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64, store=None,
+           advance: Callable[[int], None] | None = None) -> np.ndarray:
     """Unit-normalised float32 embeddings, one row per text (ONNX Runtime for the `-onnx` models, exported into
-    `store`: the caller's lab's store; None falls back to the store of the RAG_TTC_* environment)."""
+    `store`: the caller's lab's store; None falls back to the store of the RAG_TTC_* environment).
+
+    `advance(n)` is called as each batch of n texts is done (a progress reporter's)."""
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
     if (backend := _onnx(model)) is not None:
-        return backend.encode(list(texts), model, batch_size=batch_size, store=store)
+        return backend.encode(list(texts), model, batch_size=batch_size, store=store, advance=advance)
+    texts = list(texts)
     with _lock:
         st = _load(model)
-        vectors = st.encode(
-            list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
-        )
-    return np.asarray(vectors, dtype=np.float32)
+        # One batch per call, so progress can be told between batches: the same length order (the argsort
+        # sentence-transformers applies to string inputs) and so the same batches as one call, bit for bit.
+        order = np.argsort([-len(t) for t in texts])
+        parts = []
+        for i in range(0, len(texts), batch_size):
+            batch = [texts[j] for j in order[i:i + batch_size]]
+            parts.append(np.asarray(st.encode(batch, batch_size=batch_size, normalize_embeddings=True,
+                                              show_progress_bar=False), dtype=np.float32))
+            if advance is not None:
+                advance(len(batch))
+    out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+    out[order] = np.concatenate(parts)
+    return out
 
 
 def dimension(model: str = DEFAULT_MODEL) -> int:

@@ -257,7 +257,8 @@ class OnnxEncoder:
         pooled = (tokens.astype(np.float32) * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
-    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int = 64, advance=None) -> np.ndarray:
+        """`advance(n)`, when given, is called as each batch of n texts is done (a progress reporter's)."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -269,6 +270,8 @@ class OnnxEncoder:
         with self._lock:
             for i in range(0, len(texts), batch_size):
                 parts.append(self._batch([texts[j] for j in order[i:i + batch_size]]))
+                if advance is not None:
+                    advance(len(parts[-1]))
         out = np.concatenate(parts).astype(np.float32)
         result = np.empty_like(out)
         result[order] = out
@@ -292,8 +295,8 @@ def load(model: str, store=None) -> OnnxEncoder:
         return _encoders[slot]
 
 
-def encode(texts: list[str], model: str = ONNX_FP32, batch_size: int = 64, store=None) -> np.ndarray:
-    """Unit-normalised float32 embeddings, one row per text, from the ONNX model `model`."""
+def encode(texts: list[str], model: str = ONNX_FP32, batch_size: int = 64, store=None, advance=None) -> np.ndarray:
+    """Unit-normalised float32 embeddings, one row per text, from the ONNX model `model`; `advance(n)` per batch."""
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
-    return load(model, store).encode(list(texts), batch_size=batch_size)
+    return load(model, store).encode(list(texts), batch_size=batch_size, advance=advance)

@@ -4,6 +4,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
                      MetadataValue)
 
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
+from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
@@ -34,7 +35,8 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
     log = stage.RowLog(run_dir / records.PARTIAL_JUDGE)
     try:
         df = stage.judge(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "contract_results"),
-                         supply.arm_contexts(lab_, arm, cfg), chunk_text, prompts, caller, log)
+                         supply.arm_contexts(lab_, arm, cfg), chunk_text, prompts, caller, log,
+                         progress=step_progress(context))
     finally:
         log.close()
     digest = lab_.store.write_table(arm, "judge_verdicts", df)
@@ -63,7 +65,7 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource) -> Mater
     log = stage.RowLog(run_dir / records.PARTIAL_REQUEST_JUDGE)
     try:
         df = request_judge.judge_requests(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "contract_results"),
-                                          prompt, caller, log)
+                                          prompt, caller, log, progress=step_progress(context))
     finally:
         log.close()
     digest = lab_.store.write_table(arm, "request_judgments", df)

@@ -5,6 +5,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSev
                      MaterializeResult, MetadataValue)
 
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
+from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
@@ -37,7 +38,7 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
     log = stage.RowLog(run_dir / records.PARTIAL_ANSWERS)
     try:
         df = stage.generate(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "admitted_contexts"),
-                            chunk_text, prompt, caller, log, tools)
+                            chunk_text, prompt, caller, log, tools, progress=step_progress(context))
     finally:
         log.close()
     digest = lab_.store.write_table(arm, "answers", df)

@@ -4,6 +4,7 @@
 from dagster import AssetExecutionContext, MaterializeResult
 
 from rag_ttc_assets.defs.meta import artifact_metadata, version_of
+from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.defs.registry import arm_asset
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import indexes, ingest
@@ -35,7 +36,7 @@ def bm25_index(context: AssetExecutionContext, lab: LabResource) -> MaterializeR
 def vector_index(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """LanceDB table of representation embeddings (cosine), all-MiniLM-L6-v2 offline by default."""
     lab_, cfg, ds, reps = _upstream(context, lab)
-    built = indexes.build_vectors(lab_, cfg, ds, reps)
+    built = indexes.build_vectors(lab_, cfg, ds, reps, progress=step_progress(context))
     meta = artifact_metadata(built, cfg.vector_key(ds.corpus_digest), {"representations": reps.content_digest})
     meta["embedding_calls_this_run"] = 0 if built.cache_hit else built.manifest["info"]["embedding_calls"]
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))

@@ -6,6 +6,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 
 from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
+from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.defs.registry import arm_asset
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import indexes, ingest, supply
@@ -29,7 +30,7 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
     lab_, cfg, ds, ch = _arm(context, lab)
     reps = ingest.build_representations(lab_, cfg, ds, ch)
     bm, vec = indexes.build_bm25(lab_, cfg, ds, reps), indexes.build_vectors(lab_, cfg, ds, reps)
-    qemb = indexes.build_question_embeddings(lab_, cfg, ds)
+    qemb = indexes.build_question_embeddings(lab_, cfg, ds, progress=step_progress(context))
     # Shared in the store: arms that differ only downstream of retrieval (a K sweep) retrieve once.
     df = stage.retrieve_once(lab_.store, cfg, ds, ch, bm, vec, qemb)
     digest = lab_.store.write_table(context.partition_key, "retrieval_rows", df)

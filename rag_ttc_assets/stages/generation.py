@@ -20,6 +20,7 @@ from rag_ttc_assets.core.completeness import gold_texts
 from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
                                          summarize_contract)
 from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, measured_text, reason_of
+from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages import supply
@@ -58,7 +59,7 @@ def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]]
 
 def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, chunk_text: dict[str, str],
              prompt: Prompt, caller: Caller, log: RowLog | None = None,
-             tools: supply.SupplyTools = supply.SupplyTools()) -> pl.DataFrame:
+             tools: supply.SupplyTools = supply.SupplyTools(), progress: Progress = NO_PROGRESS) -> pl.DataFrame:
     """One row per question. Retrieval and preloaded arms answer over their admitted contexts in one call; tool
     arms run the lookup conversation (stages.supply) and record each call's query and results in `lookups`.
     With citation_check on, a row that fails it is retried once and otherwise marked `escalated`."""
@@ -82,9 +83,11 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
                "lookup_calls": len(lookups), "citation_check": check, **supply.merge_calls(calls + retry)}
         if log is not None:
             log.write(row)
+        task.advance()
         return row
 
-    with ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
+    with progress.task("answering", "answered", len(questions), "questions") as task, \
+            ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
         rows = list(pool.map(one, questions))
     return pl.DataFrame(rows, schema_overrides=ANSWER_SCHEMA)
 
@@ -151,7 +154,7 @@ def _parsed_call(call: Call, parse):
 
 def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, contexts: pl.DataFrame,
           chunk_text: dict[str, str], prompts: dict[str, Prompt], caller: Caller,
-          log: RowLog | None = None) -> pl.DataFrame:
+          log: RowLog | None = None, progress: Progress = NO_PROGRESS) -> pl.DataFrame:
     """Statements, then verdicts against the admitted evidence, then verdicts against the gold evidence.
 
     Rows that are not contract-valid keep their status and are not judged: the judge never repairs.
@@ -175,9 +178,12 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
         row["judge_messages_digests"] = [k.messages_digest for k in calls]  # what each judge call was sent
         if log is not None:
             log.write(row)
+        task.advance()
         return row
 
-    with ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
+    # Every answer row counts, judged or not: the total is known up front and a rate over rows is the step's.
+    with progress.task("judging", "judged", contracts.height, "answers") as task, \
+            ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
         rows = list(pool.map(one, contracts.iter_rows(named=True)))
     return pl.DataFrame(rows, schema_overrides={"faithfulness": pl.Float64, "answer_relevance": pl.Float64,
                                                 "gold_supported": pl.Float64, "contradicts_gold": pl.Boolean,

@@ -8,6 +8,7 @@ from rag_ttc_assets.adapters import bm25, embeddings, vectors
 from rag_ttc_assets.adapters.store import Built
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.dataset import Dataset
+from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.ingest import read_representations
 
@@ -27,13 +28,14 @@ def build_bm25(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built) -> Built:
     return lab.store.build_once("bm25_index", key, builder)
 
 
-def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built) -> Built:
+def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built, progress: Progress = NO_PROGRESS) -> Built:
     key = {**cfg.vector_key(ds.corpus_digest), "embedder": EMBEDDER_VERSION,
            "representations_digest": reps.content_digest}
 
     def builder(tmp):
         df = read_representations(reps)
-        vecs = embeddings.encode(df["text"].to_list(), cfg.embedding_model, store=lab.store)
+        with progress.task("embedding", "embedded", df.height, "chunks") as task:
+            vecs = embeddings.encode(df["text"].to_list(), cfg.embedding_model, store=lab.store, advance=task.advance)
         np.save(tmp / "embeddings.npy", vecs)
         version = vectors.build_table(tmp / "lancedb", df["chunk_id"].to_list(), vecs)
         return {"vectors": int(vecs.shape[0]), "dimension": int(vecs.shape[1]), "embedding_calls": int(vecs.shape[0]),
@@ -42,13 +44,14 @@ def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built) -> Built:
     return lab.store.build_once("vector_index", key, builder)
 
 
-def build_question_embeddings(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
+def build_question_embeddings(lab: Lab, cfg: ArmConfig, ds: Dataset, progress: Progress = NO_PROGRESS) -> Built:
     key = {"evaluation_digest": ds.evaluation_digest, "embedding_model": cfg.embedding_model,
            "embedder": EMBEDDER_VERSION}
 
     def builder(tmp):
         qs = ds.evaluation.questions
-        vecs = embeddings.encode([q.text for q in qs], cfg.embedding_model, store=lab.store)
+        with progress.task("embedding", "embedded", len(qs), "questions") as task:
+            vecs = embeddings.encode([q.text for q in qs], cfg.embedding_model, store=lab.store, advance=task.advance)
         np.save(tmp / "questions.npy", vecs)
         (tmp / "question_ids.txt").write_text("\n".join(q.id for q in qs) + "\n", encoding="utf-8")
         return {"questions": len(qs), "embedding_calls": len(qs)}

@@ -18,6 +18,7 @@ from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import json_list
 from rag_ttc_assets.core.contract import VALID
+from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, cited_answer_block, gold_requests_block
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.calls import Caller, is_offline_baseline
@@ -44,7 +45,7 @@ def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> l
 
 
 def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
-                   caller: Caller, log=None) -> pl.DataFrame:
+                   caller: Caller, log=None, progress: Progress = NO_PROGRESS) -> pl.DataFrame:
     """One row per request of every answerable question, in question then request order."""
     rows_by_q = {r["query_id"]: r for r in contracts.iter_rows(named=True)}
     answerable = [q for q in questions if q.answerable and q.requests]
@@ -83,9 +84,11 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
         if log is not None:
             for row in rows:
                 log.write(row)
+        task.advance()
         return rows
 
-    with ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
+    with progress.task("request-judging", "request-judged", len(answerable), "questions") as task, \
+            ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
         rows = [row for rs in pool.map(one, answerable) for row in rs]
     columns = ["query_id", "request_id", *[k for k in (rows[0] if rows else {}) if k not in ("query_id", "request_id")]]
     return pl.DataFrame(rows, schema_overrides=REQUEST_JUDGMENT_SCHEMA).select(columns) if rows else \

@@ -84,6 +84,33 @@ def test_run_retrieval_stage_records_runs_and_prints_metrics(mini_lab, tmp_path)
         del os.environ["DAGSTER_HOME"]
 
 
+def test_run_prints_one_line_per_step_not_dagsters_event_log(mini_lab, tmp_path):
+    import re
+
+    from rag_ttc_assets.cli import STAGES
+
+    env = {"DAGSTER_HOME": str(tmp_path / "dh")}
+    code, out, err = rag_ttc("run", "baseline", "--stage", "retrieval", "--json", env=env)
+    assert code == 0, err
+    assert list(json.loads(out)["arms"]) == ["baseline"]  # stdout is the JSON alone
+    assert " - dagster - " not in err and "DEBUG" not in err and "\r" not in err  # a pipe: no live bar
+    for step in STAGES["retrieval"]:
+        assert len(re.findall(rf"^baseline  {step} +\d+\.\d s", err, re.M)) == 1, (step, err)
+    # The stages' counts, on their steps' lines: the mini corpus is 43 chunks at 600 runes, its evaluation 8 questions.
+    assert re.search(r"^baseline  vector_index +\d+\.\d s  \(embedded 43 chunks\)$", err, re.M), err
+    assert re.search(r"^baseline  retrieval_rows +\d+\.\d s  \(embedded 8 questions\)$", err, re.M), err
+    assert re.search(r"^baseline  digest_binding +\d+\.\d s  \(check of corpus_binding: passed\)$", err, re.M), err
+    assert len(err.splitlines()) == len(STAGES["retrieval"]) + 1  # + the check
+
+    code, out, err = rag_ttc("run", "baseline", "--stage", "retrieval", env=env)
+    assert code == 0 and out.startswith("baseline: up to date, nothing to run\n") and err == "", err
+
+    code, out, err = rag_ttc("run", "baseline", "--stage", "retrieval", "--force", "--verbose", env=env)
+    assert code == 0, err
+    assert re.search(r" - dagster - DEBUG - arm_job - .* - chunks - STEP_SUCCESS - ", err), err
+    assert len(re.findall(r"^baseline  chunks +\d+\.\d s$", err, re.M)) == 1
+
+
 def test_run_of_unknown_arm_is_an_error(mini_lab):
     code, _, err = rag_ttc("run", "no-such-arm")
     assert code == 1 and "unknown arm 'no-such-arm'" in err
