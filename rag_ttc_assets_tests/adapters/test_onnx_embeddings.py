@@ -82,8 +82,8 @@ def test_onnx_embeddings_are_deterministic_and_independent_of_batching(store, mo
 def test_embeddings_encode_routes_by_model_name(store, monkeypatch):
     seen = []
     real = oe.encode
-    monkeypatch.setattr(oe, "encode", lambda texts, model, batch_size=64, store=None: seen.append(model)
-                        or real(texts, model, batch_size=batch_size, store=store or module_store))
+    monkeypatch.setattr(oe, "encode", lambda texts, model, batch_size=64, store=None, advance=None: seen.append(model)
+                        or real(texts, model, batch_size=batch_size, store=store or module_store, advance=advance))
     module_store = store
     v = embeddings.encode(["a sentence"], oe.ONNX_INT8)
     assert seen == [oe.ONNX_INT8] and v.shape == (1, 384)
