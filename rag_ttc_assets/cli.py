@@ -12,16 +12,10 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from rag_ttc_assets.defs import graph  # noqa: E402
+# The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
+from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.lab import PROJECT_ROOT  # noqa: E402
-
-STAGES = {
-    "retrieval": ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index",
-                  "retrieval_rows", "retrieval_summary", "admitted_contexts"],
-}
-STAGES["answers"] = STAGES["retrieval"] + ["answers", "contract_results", "contract_summary"]
-STAGES["judge"] = STAGES["answers"] + ["judge_verdicts", "request_judgments", "judge_summary",
-                                       "request_completeness", "failure_flow", "run_record"]
-STAGES["all"] = STAGES["judge"]
 
 
 class CliError(Exception):
@@ -113,11 +107,11 @@ def stale_assets(instance, lab, arm: str, stage: str, force: bool = False) -> li
     answers onward; the indexes stay as they are."""
     from dagster import AssetKey, AssetRecordsFilter
 
-    from rag_ttc_assets.defs.registry import FINGERPRINT, SPECS, fingerprints
+    from rag_ttc_assets.defs.registry import FINGERPRINT, fingerprints
 
     cfg = lab.arms[arm]
     current = fingerprints(cfg, lab.fingerprint_inputs(cfg))
-    deps = {s.fn.__name__: s.deps for s in SPECS}
+    deps = graph.deps()
     run: list[str] = []
     for name in STAGES[stage]:
         if force or any(d in run for d in deps[name]):
