@@ -1,8 +1,14 @@
 """The asset graph has one source, the registry: the stages, the bench's graph and the job all derive from it,
 so an asset added in one place only fails here instead of being left out of a stage."""
 
+import ast
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
+import rag_ttc_assets
+from rag_ttc_assets.adapters.store import ArmJson, Table, declared_names
 from rag_ttc_assets.definitions import JOB, build_definitions
 from rag_ttc_assets.defs import graph, registry
 from rag_ttc_assets.defs.registry import ArmAssetSpec
@@ -97,4 +103,80 @@ def test_the_stage_names_need_no_dagster():
             "print(names, 'dagster' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['retrieval', 'answers', 'judge', 'all'] False"
+
+
+# --- the store's tables: one name each, declared by the one asset that writes it ------------------------------
+#
+# Checked on the source (ast), not by running the assets: a table written or read on a branch the tests never
+# take (lookup_cases: tool arms only) is checked as surely as any other, and the check takes milliseconds.
+
+NAMESPACES = {"Table": Table, "ArmJson": ArmJson}
+WRITES = {"write_table", "write_arm_json"}
+STORE_CALLS = WRITES | {"read_table", "read_arm_json", "table_path"}
+
+
+def _sources():
+    package = Path(rag_ttc_assets.__file__).parent
+    return {p.relative_to(package).as_posix(): ast.parse(p.read_text(encoding="utf-8"))
+            for p in sorted(package.rglob("*.py"))}
+
+
+def _store_calls(tree):
+    """(method, name argument) of every `<x>.read_table(arm, name)`-like call."""
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STORE_CALLS
+                and len(node.args) >= 2):
+            yield node.func.attr, node.args[1]
+
+
+def _constant(node) -> str | None:
+    """The store name a `Table.X` / `ArmJson.X` expression stands for (None: another expression)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in NAMESPACES:
+        return getattr(NAMESPACES[node.value.id], node.attr)
+    return None
+
+
+def _asset_functions(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any(
+                isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "arm_asset"
+                for d in node.decorator_list):
+            yield node
+
+
+def test_no_store_call_names_a_table_by_a_bare_string():
+    bare = [f"{path}:{arg.lineno}: {method}({arg.value!r})" for path, tree in _sources().items()
+            for method, arg in _store_calls(tree) if isinstance(arg, ast.Constant)]
+    assert bare == []
+
+
+def test_every_constant_named_exists():
+    """`Table.X` is looked up when the line runs: a misspelt one on a rare branch would fail only there."""
+    missing = [f"{path}:{node.lineno}: {node.value.id}.{node.attr}" for path, tree in _sources().items()
+               for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+               and node.value.id in NAMESPACES and node.attr.isupper()
+               and node.attr not in declared_names(NAMESPACES[node.value.id])]
+    assert missing == []
+
+
+def test_every_table_and_summary_is_declared_by_exactly_one_asset():
+    """So every read (a `Table` / `ArmJson` constant, by the test above) reads what some asset writes."""
+    writers = Counter(w for s in graph.load() for w in s.writes)
+    assert {w: n for w, n in writers.items() if n != 1} == {}
+    assert set(writers) == {*declared_names(Table).values(), *declared_names(ArmJson).values()}
+    assert not set(declared_names(Table).values()) & set(declared_names(ArmJson).values())
+
+
+def test_each_asset_writes_exactly_what_it_declares_and_only_assets_write():
+    specs = graph.specs()
+    in_assets = 0
+    for path, tree in _sources().items():
+        for fn in _asset_functions(tree):
+            written = {_constant(arg) for method, arg in _store_calls(fn) if method in WRITES}
+            assert None not in written, f"{path}: {fn.name} writes a table whose name is not a constant"
+            assert written == set(specs[fn.name].writes), f"{path}: {fn.name}"
+            in_assets += sum(method in WRITES for method, _ in _store_calls(fn))
+    every = sum(method in WRITES for tree in _sources().values() for method, _ in _store_calls(tree))
+    assert in_assets == every  # no table written outside an asset body
 
