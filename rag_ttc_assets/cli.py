@@ -507,7 +507,7 @@ def cmd_compare(args) -> int:
         raise CliError(f"--alpha must be in (0, 1), got {args.alpha}")
     for arm in (args.a, args.b):
         lab.arms[arm]
-    out_dir = lab.home / "store" / "comparisons"
+    out_dir = lab.store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline,

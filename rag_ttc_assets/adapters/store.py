@@ -192,6 +192,12 @@ class ArtifactStore:
 
         return MessageArchive(self.root / "messages")
 
+    # --- cross-arm outputs -------------------------------------------------------------------
+    @property
+    def comparisons_dir(self) -> Path:
+        """Where `rag-ttc compare` and the `arm_comparisons` asset write pair reports and sweep plots."""
+        return self.root / "comparisons"
+
     # --- per-arm tables ---------------------------------------------------------------------
     def arm_path(self, arm: str, name: str) -> Path:
         return self.root / "arms" / arm / name

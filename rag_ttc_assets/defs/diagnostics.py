@@ -121,7 +121,7 @@ def flow_closes(context: AssetCheckExecutionContext, lab: LabResource) -> AssetC
 def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
-    out_dir = lab_.home / "store" / "comparisons"
+    out_dir = lab_.store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     reports, skipped = stage.compare_pairs(lab_, plots_dir=out_dir)
     summary = []

@@ -190,7 +190,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         assert len(fresh) == 1, fresh
         status = dev.wait_for_run(fresh[0]["runId"], timeout_s=RUN_S)
         assert status == "SUCCESS", f"arm_comparisons run ended {status}\n{dev.log_text()[-6000:]}"
-        report = json.loads((mini_lab.home / "store" / "comparisons" / f"{ARMS[0]}--{ARMS[1]}.json").read_text())
+        report = json.loads((mini_lab.store.comparisons_dir / f"{ARMS[0]}--{ARMS[1]}.json").read_text())
         phase("arm_comparisons run (UI: Materialize)")
 
         # 4. The materialization's metadata (Events tab): the comparison table, then a plot.
