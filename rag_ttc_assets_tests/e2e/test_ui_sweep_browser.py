@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets_tests.conftest import MINI_ARMS, REPO
 from rag_ttc_assets_tests.support.dagster_dev import DagsterDev
 
@@ -33,10 +34,7 @@ from rag_ttc_assets_tests.e2e.test_ui_browser import (  # noqa: E402,F401 (scree
 
 FAMILY = "context"
 ARMS = ["context-700", "context-4000"]
-PER_ARM_ASSETS = ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index", "retrieval_rows",
-                  "admitted_contexts", "retrieval_summary", "answers", "contract_results", "contract_summary",
-                  "judge_verdicts", "request_judgments", "judge_summary", "request_completeness", "failure_flow",
-                  "run_record"]
+PER_ARM_ASSETS = list(STAGES["all"])
 COMPARISON_COLUMNS = ["a", "b", "n", "valid_delta", "valid_p", "valid_p_adj", "completeness_delta",
                       "completeness_paired", "completeness_p", "completeness_p_adj", "significant", "catastrophic"]
 VIEWPORT = {"width": 1440, "height": 900}
