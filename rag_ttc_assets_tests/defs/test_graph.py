@@ -12,6 +12,7 @@ from rag_ttc_assets.adapters.store import ArmJson, Table, declared_names
 from rag_ttc_assets.definitions import JOB, build_definitions
 from rag_ttc_assets.defs import graph, registry
 from rag_ttc_assets.defs.registry import ArmAssetSpec
+from rag_ttc_assets_tests.conftest import REPO
 
 
 def _job_assets(lab) -> dict[str, set[str]]:
@@ -180,3 +181,29 @@ def test_each_asset_writes_exactly_what_it_declares_and_only_assets_write():
     every = sum(method in WRITES for tree in _sources().values() for method, _ in _store_calls(tree))
     assert in_assets == every  # no table written outside an asset body
 
+
+# --- docs/architecture.md ---------------------------------------------------------------------------------------
+
+def test_the_architecture_doc_shows_the_graph_as_the_registry_has_it():
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert graph.with_generated(doc) == doc, "run: python -m rag_ttc_assets.defs.graph --write"
+    assert all(f"`{n}`" in doc for n in graph.order())
+
+
+# --- arm fields ------------------------------------------------------------------------------------------------
+
+# Arm fields no asset lists in `config=`, and why changing one needs no re-run. A new field read by an asset
+# but in no `config=` would leave `rag-ttc run` calling that asset up to date after the field changed.
+NOT_FINGERPRINTED = {
+    "generation_workers": "how many provider calls run at once, not what they return",
+    "requests_in_prompt": "takes effect only through a prompt with {{requests}} (lab.py refuses the other pairing); "
+                          "the prompt is fingerprinted by name and text",
+}
+
+
+def test_every_arm_field_is_fingerprinted_or_said_not_to_be():
+    from rag_ttc_assets.core.arms import ArmConfig
+
+    read = {f for s in graph.load() for f in s.config}
+    assert read <= set(ArmConfig.model_fields)  # a misspelt config= entry
+    assert set(ArmConfig.model_fields) - read == set(NOT_FINGERPRINTED)
