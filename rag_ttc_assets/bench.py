@@ -64,6 +64,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+# STAGES["retrieval"]: the retrieval stage of the graph, as `rag-ttc run --stage retrieval` selects it.
+from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab  # noqa: E402
 
 ITEMS = ("retrieval", "embedding", "k_sweep", "metrics", "dagster_overhead", "memory", "onnx_embedding",
@@ -71,9 +73,6 @@ ITEMS = ("retrieval", "embedding", "k_sweep", "metrics", "dagster_overhead", "me
 DATASET = "pyref"
 ARM = "baseline"
 K_FAMILY = "evidence-k"
-# The retrieval stage of the graph, as `rag-ttc run --stage retrieval` selects it.
-RETRIEVAL_GRAPH = ("corpus_binding", "chunks", "representations", "bm25_index", "vector_index",
-                   "retrieval_rows", "retrieval_summary", "admitted_contexts")
 METRIC_QUERIES, METRIC_DOCS, METRIC_SEED = 10_000, 100, 20_251_129
 SCALE_SEED = 1729
 RESULT_MARK = "RAG_TTC_BENCH_RESULT "
@@ -443,7 +442,7 @@ def bench_k_sweep(spec: LabSpec, base: Path, repeat: int) -> dict:
             home = _fresh_home(base / "k_sweep", f"store-{counter['n']}")
             lab = spec.lab(home)
             job = build_definitions(lab).resolve_job_def(JOB)
-            selection = [AssetKey(a) for a in RETRIEVAL_GRAPH]
+            selection = [AssetKey(a) for a in STAGES["retrieval"]]
             with DagsterInstance.ephemeral() as instance, Stopwatch() as sw:
                 for arm in arms:
                     job.execute_in_process(partition_key=arm, asset_selection=selection, instance=instance)
@@ -453,7 +452,7 @@ def bench_k_sweep(spec: LabSpec, base: Path, repeat: int) -> dict:
         return run
 
     # Warm-up in the shared store: Dagster's first run in a process pays imports the others do not.
-    materialize(spec.lab(base / "shared"), [one], RETRIEVAL_GRAPH)
+    materialize(spec.lab(base / "shared"), [one], STAGES["retrieval"])
     prod, ref = alternate("k_sweep", side(family), side([one]), repeat)
     return item("k_sweep", prod, ref, "cost", Target("<=", 1.2),
                 f"{len(family)} arms ({', '.join(family)}) to admitted_contexts, fresh store",
@@ -475,16 +474,13 @@ class DirectContext:
 def graph_steps(assets: tuple[str, ...] | None) -> list[tuple[str, Callable]]:
     """The per-arm asset bodies (as registered, fingerprint wrapper included) in dependency order, each
     followed by the bodies of its checks; only `assets` and their checks when given."""
-    from graphlib import TopologicalSorter
+    from rag_ttc_assets.defs import graph
 
-    from rag_ttc_assets.defs.registry import CHECK_SPECS, SPECS
-
-    specs = {s.fn.__name__: s for s in SPECS if assets is None or s.fn.__name__ in assets}
-    order = TopologicalSorter({n: [d for d in s.deps if d in specs] for n, s in specs.items()}).static_order()
+    specs = graph.specs()
     steps: list[tuple[str, Callable]] = []
-    for name in order:
+    for name in graph.order(assets):
         steps.append((name, specs[name].fn))
-        steps += [(f"{name}:{c.fn.__name__}", c.fn) for c in CHECK_SPECS if c.asset == name]
+        steps += [(f"{name}:{c.fn.__name__}", c.fn) for c in graph.checks() if c.asset == name]
     return steps
 
 
@@ -527,15 +523,15 @@ def noop_graph_job(assets: tuple[str, ...] | None, layout: str = "as_built"):
                          MaterializeResult, StaticPartitionsDefinition, asset, asset_check, define_asset_job,
                          multi_asset)
 
-    from rag_ttc_assets.defs.registry import CHECK_SPECS, SPECS
+    from rag_ttc_assets.defs import graph
 
     if layout not in NOOP_LAYOUTS:
         raise ValueError(f"layout {layout!r}: one of {', '.join(NOOP_LAYOUTS)}")
     partitions = StaticPartitionsDefinition([ARM])
-    order = [name for name, _ in graph_steps(assets) if ":" not in name]
-    specs = sorted((s for s in SPECS if s.fn.__name__ in order), key=lambda s: order.index(s.fn.__name__))
+    order = graph.order(assets)
+    specs = [graph.specs()[name] for name in order]
     names = set(order)
-    checks_of = {c.asset: c.fn.__name__ for c in CHECK_SPECS if c.asset in names}
+    checks_of = {c.asset: c.fn.__name__ for c in graph.checks() if c.asset in names}
     inside = layout != "as_built"
 
     def result(name: str, **kw) -> MaterializeResult:
@@ -570,7 +566,7 @@ def noop_graph_job(assets: tuple[str, ...] | None, layout: str = "as_built"):
                              code_version=s.code_version, check_specs=own_checks(s.fn.__name__))(body(s.fn.__name__))
                        for s in specs]
     checks = [] if inside else [asset_check(asset=c.asset, name=c.fn.__name__, partitions_def=partitions)(check_body)
-                                for c in CHECK_SPECS if c.asset in names]
+                                for c in graph.checks() if c.asset in names]
     selection = AssetSelection.assets(*defs_assets)
     job = define_asset_job("noop_job", selection=selection | AssetSelection.checks(*checks) if checks else selection)
     return Definitions(assets=defs_assets, asset_checks=checks, jobs=[job]).resolve_job_def("noop_job")
@@ -594,7 +590,7 @@ def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
     job = build_definitions(lab).resolve_job_def(JOB)
     resource = lab_resource(lab)
     out: dict[str, Any] = {}
-    for label, assets in (("whole graph", None), ("retrieval graph", RETRIEVAL_GRAPH)):
+    for label, assets in (("whole graph", None), ("retrieval graph", STAGES["retrieval"])):
         selection = [AssetKey(a) for a in assets] if assets is not None else None
         box: dict[str, Any] = {}
 
@@ -632,7 +628,7 @@ def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
                 noop_floor_s=floors, noop_floor_ratio=reachable,
                 retrieval_graph={k: retrieval[k] for k in ("product_s", "reference_s", "ratio", "cpu_ratio",
                                                            "product_runs", "reference_runs")}
-                | {"steps": r_steps, "noop_floor_s": noop_floor(RETRIEVAL_GRAPH, "as_built", repeat)},
+                | {"steps": r_steps, "noop_floor_s": noop_floor(STAGES["retrieval"], "as_built", repeat)},
                 notes=["noop_floor_s: the same graph shape (names, dependencies, partitions, checks, data versions) "
                        "with bodies that do nothing, through the same executor, in three layouts: as built (a step "
                        "per asset and per check), checks inside their assets' steps, the whole graph as one "

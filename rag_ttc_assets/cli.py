@@ -13,16 +13,11 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from rag_ttc_assets.adapters.store import ArmJson, Table  # noqa: E402
+from rag_ttc_assets.defs import graph  # noqa: E402
+# The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
+from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.lab import PROJECT_ROOT  # noqa: E402
-
-STAGES = {
-    "retrieval": ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index",
-                  "retrieval_rows", "retrieval_summary", "admitted_contexts"],
-}
-STAGES["answers"] = STAGES["retrieval"] + ["answers", "contract_results", "contract_summary"]
-STAGES["judge"] = STAGES["answers"] + ["judge_verdicts", "request_judgments", "judge_summary",
-                                       "request_completeness", "failure_flow", "run_record"]
-STAGES["all"] = STAGES["judge"]
 
 
 class CliError(Exception):
@@ -114,11 +109,11 @@ def stale_assets(instance, lab, arm: str, stage: str, force: bool = False) -> li
     answers onward; the indexes stay as they are."""
     from dagster import AssetKey, AssetRecordsFilter
 
-    from rag_ttc_assets.defs.registry import FINGERPRINT, SPECS, fingerprints
+    from rag_ttc_assets.defs.registry import FINGERPRINT, fingerprints
 
     cfg = lab.arms[arm]
     current = fingerprints(cfg, lab.fingerprint_inputs(cfg))
-    deps = {s.fn.__name__: s.deps for s in SPECS}
+    deps = graph.deps()
     run: list[str] = []
     for name in STAGES[stage]:
         if force or any(d in run for d in deps[name]):
@@ -238,30 +233,30 @@ def arm_report(lab, arm: str, stage: str = "all") -> dict:
     report: dict = {"label_use": lab.arms[arm].label_use}
     upto = set(STAGES[stage])
     try:
-        r = store.read_arm_json(arm, "retrieval_summary.json")["summary"]
+        r = store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
         report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
                                                  "evaluated", "undefined")}
-        report["admission"] = store.read_arm_json(arm, "admission_summary.json")
+        report["admission"] = store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
     except FileNotFoundError:
         pass
     try:
         if "contract_summary" not in upto:
             raise FileNotFoundError
-        c = store.read_arm_json(arm, "contract_summary.json")
+        c = store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
         report["contract"] = {k: c.get(k, 0) for k in ("total", "valid", "parse_failures", "contract_failures",
                                                        "contract_failure_reasons", "abstentions", "escalated",
                                                        "provider_faults", "mean_answer_chars")}
         report["supply"] = lab.arms[arm].supply
         from rag_ttc_assets.stages.generation import calls_summary
 
-        report["calls"] = {"answers": calls_summary(store.read_table(arm, "answers"))}
+        report["calls"] = {"answers": calls_summary(store.read_table(arm, Table.ANSWERS))}
         report["generator_model"] = lab.arms[arm].generator.model
     except FileNotFoundError:
         pass
     try:
         if "judge_summary" not in upto:
             raise FileNotFoundError
-        j = store.read_arm_json(arm, "judge_summary.json")
+        j = store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
         report["judge"] = {k: j[k] for k in ("judged", "abstained", "invalid", "judge_failures", "mean_faithfulness",
                                              "mean_relevance", "contradicts_gold", "gold_judged", "judge_model",
                                              "same_model_as_generator", "offline_baseline_judge")}
@@ -270,7 +265,7 @@ def arm_report(lab, arm: str, stage: str = "all") -> dict:
                                 for k in (f"{n}_measured", f"{n}_of", f"{n}_not_measured")})
         report.setdefault("calls", {})["judge"] = {"provider_calls": j["provider_calls"], "cache_hits": j["cache_hits"]}
         report["judge_measurement"] = j.get("judge_measurement")
-        rj = store.read_arm_json(arm, "request_judge_summary.json")
+        rj = store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY)
         report["request_judge"] = rj
         report["calls"]["request_judge"] = {"provider_calls": rj["provider_calls"], "cache_hits": rj["cache_hits"]}
     except FileNotFoundError:
@@ -278,8 +273,8 @@ def arm_report(lab, arm: str, stage: str = "all") -> dict:
     try:
         if "failure_flow" not in upto:
             raise FileNotFoundError
-        c = store.read_arm_json(arm, "request_completeness.json")
-        f = store.read_arm_json(arm, "failure_flow.json")
+        c = store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
+        f = store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
         report["completeness"] = c
         report["flow"] = {k: v for k, v in f.items() if k != "accounting"}
         report["flow"]["accounting"] = f["accounting"]
@@ -453,7 +448,7 @@ def cmd_hitrate(args) -> int:
     lab = _lab(args)
     lab.arms[args.arm]
     materialize_arms([args.arm], "retrieval")
-    report = {"arm": args.arm, **hit_rates(lab.store.read_table(args.arm, "request_coverage")),
+    report = {"arm": args.arm, **hit_rates(lab.store.read_table(args.arm, Table.REQUEST_COVERAGE)),
               "retrieval": arm_report(lab, args.arm, "retrieval")["retrieval"]}
     admitted = report["admitted"]["question_hit_rate"]
     cfg = lab.arms[args.arm]
@@ -540,7 +535,7 @@ def cmd_compare(args) -> int:
         raise CliError(f"--alpha must be in (0, 1), got {args.alpha}")
     for arm in (args.a, args.b):
         lab.arms[arm]
-    out_dir = lab.home / "store" / "comparisons"
+    out_dir = lab.store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline,

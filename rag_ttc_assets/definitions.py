@@ -8,7 +8,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from dagster import AssetSelection, Definitions, define_asset_job  # noqa: E402
 
-from rag_ttc_assets.defs import diagnostics, evaluation, generation, indexes, ingest, retrieval  # noqa: E402,F401
+from rag_ttc_assets.defs import diagnostics, graph  # noqa: E402
 from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
 from rag_ttc_assets.defs.registry import build_assets, build_checks  # noqa: E402
 from rag_ttc_assets.defs.resources import LabResource  # noqa: E402
@@ -21,6 +21,7 @@ def build_definitions(lab: Lab | None = None) -> Definitions:
     """Definitions whose partitions are the arms of `lab` (default: the RAG_TTC_* environment)."""
     lab = lab or Lab.from_env()
     partitions = arm_partitions(lab)
+    graph.load()  # every defs module imported: every arm_asset registered, a new module's included
     assets = [*build_assets(partitions), diagnostics.arm_comparisons]
     checks = build_checks(partitions)
     per_arm = [a for a in assets if a.partitions_def is not None]

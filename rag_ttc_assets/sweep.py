@@ -114,7 +114,7 @@ def family_arms(args, local: bool) -> list[str]:
 
 def backfill_params(family: str, arms: list[str], stage: str, in_process: bool = False) -> dict:
     """The `LaunchBackfillParams` of an asset backfill: the stage's assets over the family's arms."""
-    from rag_ttc_assets.cli import STAGES
+    from rag_ttc_assets.defs.graph import STAGES
 
     params = {
         "partitionNames": arms,
@@ -227,7 +227,7 @@ def cmd_sweep(args) -> int:
 
 
 def _sweep(args) -> int:
-    from rag_ttc_assets.cli import STAGES
+    from rag_ttc_assets.defs.graph import STAGES
 
     if args.local:
         return _sweep_local(args)
@@ -300,7 +300,7 @@ def _sweep_local(args) -> int:
 
 
 def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    from rag_ttc_assets.cli import STAGES
+    from rag_ttc_assets.defs.graph import STAGES
 
     p.add_argument("family", help="a sweep family of the arms file (`rag-ttc arms` lists them)")
     p.add_argument("--url", default=DEFAULT_URL, help=f"the dagster dev webserver (default: {DEFAULT_URL})")

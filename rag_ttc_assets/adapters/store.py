@@ -24,6 +24,45 @@ from typing import Any, Callable
 MANIFEST = "manifest.json"
 
 
+class Table:
+    """The per-arm Parquet tables (`arms/<arm>/<name>.parquet`), one name each.
+
+    Each is declared by the one asset that writes it (`arm_asset(writes=...)`); a test checks that every
+    name here has exactly one writer and that no store read or write names a table by a bare string.
+    """
+
+    RETRIEVAL_ROWS = "retrieval_rows"
+    ADMITTED_CONTEXTS = "admitted_contexts"
+    REQUEST_COVERAGE = "request_coverage"
+    ANSWERS = "answers"
+    CONTRACT_RESULTS = "contract_results"
+    JUDGE_VERDICTS = "judge_verdicts"
+    REQUEST_JUDGMENTS = "request_judgments"
+    REQUEST_OUTCOMES = "request_outcomes"
+    QUESTION_COMPLETENESS = "question_completeness"
+    ABSTENTION_OUTCOMES = "abstention_outcomes"
+    FAILURE_FLOW = "failure_flow"
+    LOOKUP_CASES = "lookup_cases"
+
+
+class ArmJson:
+    """The per-arm JSON records and summaries (`arms/<arm>/<name>`), declared like `Table`."""
+
+    BINDING = "binding.json"
+    RETRIEVAL_SUMMARY = "retrieval_summary.json"
+    ADMISSION_SUMMARY = "admission_summary.json"
+    CONTRACT_SUMMARY = "contract_summary.json"
+    REQUEST_JUDGE_SUMMARY = "request_judge_summary.json"
+    JUDGE_SUMMARY = "judge_summary.json"
+    REQUEST_COMPLETENESS = "request_completeness.json"
+    FAILURE_FLOW = "failure_flow.json"
+
+
+def declared_names(namespace: type) -> dict[str, str]:
+    """`{CONSTANT: name}` of a `Table` / `ArmJson` namespace."""
+    return {k: v for k, v in vars(namespace).items() if k.isupper()}
+
+
 def canonical_json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
@@ -153,22 +192,31 @@ class ArtifactStore:
 
         return MessageArchive(self.root / "messages")
 
+    # --- cross-arm outputs -------------------------------------------------------------------
+    @property
+    def comparisons_dir(self) -> Path:
+        """Where `rag-ttc compare` and the `arm_comparisons` asset write pair reports and sweep plots."""
+        return self.root / "comparisons"
+
     # --- per-arm tables ---------------------------------------------------------------------
     def arm_path(self, arm: str, name: str) -> Path:
         return self.root / "arms" / arm / name
+
+    def table_path(self, arm: str, name: str) -> Path:
+        return self.arm_path(arm, f"{name}.parquet")
 
     def write_table(self, arm: str, name: str, df) -> str:
         """Write a polars DataFrame as Parquet atomically; return the digest of the bytes written."""
         buf = io.BytesIO()
         df.write_parquet(buf)
         data = buf.getvalue()
-        atomic_write_bytes(self.arm_path(arm, f"{name}.parquet"), data)
+        atomic_write_bytes(self.table_path(arm, name), data)
         return digest_bytes(data)
 
     def read_table(self, arm: str, name: str):
         import polars as pl
 
-        path = self.arm_path(arm, f"{name}.parquet")
+        path = self.table_path(arm, name)
         if not path.is_file():
             raise FileNotFoundError(
                 f"{path}: the {name!r} table of arm {arm!r} has not been materialized; "

@@ -5,6 +5,7 @@ import json
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue, asset)
 
+from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.measured import measured_text, reasons_text
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
@@ -17,17 +18,19 @@ GROUP = "diagnostics"
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_judgments", "judge_verdicts", "admitted_contexts"),
-           code_version="completeness/6")
+           code_version="completeness/6",
+           writes=(Table.REQUEST_OUTCOMES, Table.QUESTION_COMPLETENESS, Table.ABSTENTION_OUTCOMES,
+                   ArmJson.REQUEST_COMPLETENESS))
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
     arm = context.partition_key
     lab_, _ = lab.arm(arm)
     d = stage.completeness(lab_, arm)
     store = lab_.store
-    store.write_table(arm, "request_outcomes", d["requests"])
-    store.write_table(arm, "question_completeness", d["questions"])
-    store.write_table(arm, "abstention_outcomes", d["abstentions"])
-    digest = store.write_arm_json(arm, "request_completeness.json", d["completeness"])
+    store.write_table(arm, Table.REQUEST_OUTCOMES, d["requests"])
+    store.write_table(arm, Table.QUESTION_COMPLETENESS, d["questions"])
+    store.write_table(arm, Table.ABSTENTION_OUTCOMES, d["abstentions"])
+    digest = store.write_arm_json(arm, ArmJson.REQUEST_COMPLETENESS, d["completeness"])
     totals = d["completeness"]
     inst = totals["request_judge"]
     return MaterializeResult(
@@ -49,23 +52,24 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     )
 
 
-@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/5")
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/5",
+           writes=(Table.FAILURE_FLOW, Table.LOOKUP_CASES, ArmJson.FAILURE_FLOW))
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = context.partition_key
     lab_, _ = lab.arm(arm)
     d = stage.failure_flow(lab_, arm)
     store = lab_.store
-    store.write_table(arm, "failure_flow", d["flow"])
+    store.write_table(arm, Table.FAILURE_FLOW, d["flow"])
     s = d["flow_summary"]
     lookup_md = {}
     if "lookup_flow" in s:
-        store.write_table(arm, "lookup_cases", d["lookup_cases"])
+        store.write_table(arm, Table.LOOKUP_CASES, d["lookup_cases"])
         lf = s["lookup_flow"]
         lookup_md = {**numbers(lf, prefix="lookup/"),
                      "lookup_flow": md_table([{"branch": b, "cases": lf[b], **lf["accounting"][b]}
                                               for b in LOOKUP_BRANCHES])}
-    digest = store.write_arm_json(arm, "failure_flow.json", s)
+    digest = store.write_arm_json(arm, ArmJson.FAILURE_FLOW, s)
     png = stage.flow_bars(lab_, [arm], store.arm_path(arm, "failure-flow.png"))
     rows = [{"branch": b, "requests": s[b], **s["accounting"][b]} for b in FLOW_BRANCHES]
     worst = _worst_cases(lab_, arm, d["flow"])
@@ -103,7 +107,7 @@ def _image(path, alt: str = "failure flow") -> str:
 
 @arm_check(asset="failure_flow", description="every request lands in exactly one branch; branches add to the total")
 def flow_closes(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
-    s = lab.lab().store.read_arm_json(context.partition_key, "failure_flow.json")
+    s = lab.lab().store.read_arm_json(context.partition_key, ArmJson.FAILURE_FLOW)
     total = sum(s[b] for b in FLOW_BRANCHES)
     lf = s.get("lookup_flow")
     lookup_ok = lf is None or (lf["closes"] and lf["accounting_closes"])
@@ -117,7 +121,7 @@ def flow_closes(context: AssetCheckExecutionContext, lab: LabResource) -> AssetC
 def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
-    out_dir = lab_.home / "store" / "comparisons"
+    out_dir = lab_.store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     reports, skipped = stage.compare_pairs(lab_, plots_dir=out_dir)
     summary = []

@@ -3,6 +3,7 @@
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue)
 
+from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
@@ -19,7 +20,8 @@ GROUP = "evaluation"
 @arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="judge/3",
            pool="provider",
            config=("judge", "judge_statements_prompt", "judge_verdicts_prompt", "judge_gold_prompt",
-                   "judge_budget"))
+                   "judge_budget"),
+           writes=(Table.JUDGE_VERDICTS,))
 def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Statements and per-statement verdicts for valid rows; invalid rows and abstentions kept unjudged."""
     arm = context.partition_key
@@ -34,12 +36,12 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
     run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "judge")
     log = stage.RowLog(run_dir / records.PARTIAL_JUDGE)
     try:
-        df = stage.judge(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "contract_results"),
+        df = stage.judge(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, Table.CONTRACT_RESULTS),
                          supply.arm_contexts(lab_, arm, cfg), chunk_text, prompts, caller, log,
                          progress=step_progress(context))
     finally:
         log.close()
-    digest = lab_.store.write_table(arm, "judge_verdicts", df)
+    digest = lab_.store.write_table(arm, Table.JUDGE_VERDICTS, df)
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "judge_model": cfg.judge.model,
                   "prompt_digests": MetadataValue.json({k: p.digest for k, p in prompts.items()}),
@@ -52,7 +54,8 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
 
 
 @arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="request-judge/1",
-           pool="provider", config=("request_judge", "judge_requests_prompt", "request_judge_budget"))
+           pool="provider", config=("request_judge", "judge_requests_prompt", "request_judge_budget"),
+           writes=(Table.REQUEST_JUDGMENTS, ArmJson.REQUEST_JUDGE_SUMMARY))
 def request_judgments(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request: addressed, its excerpt and citations, a verdict against the gold material (one instrument)."""
     arm = context.partition_key
@@ -64,14 +67,15 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource) -> Mater
     run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "request_judge")
     log = stage.RowLog(run_dir / records.PARTIAL_REQUEST_JUDGE)
     try:
-        df = request_judge.judge_requests(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "contract_results"),
+        df = request_judge.judge_requests(cfg, arm_questions(cfg, ds),
+                                          lab_.store.read_table(arm, Table.CONTRACT_RESULTS),
                                           prompt, caller, log, progress=step_progress(context))
     finally:
         log.close()
-    digest = lab_.store.write_table(arm, "request_judgments", df)
+    digest = lab_.store.write_table(arm, Table.REQUEST_JUDGMENTS, df)
     s = request_judge.request_judge_summary(df)
     inst = request_judge.instrument(cfg, prompt)
-    lab_.store.write_arm_json(arm, "request_judge_summary.json", {**s, "request_judge": inst,
+    lab_.store.write_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY, {**s, "request_judge": inst,
                                                                   "label_use": cfg.label_use})
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "request_judge_model": inst["model"],
@@ -85,20 +89,21 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource) -> Mater
 
 
 @arm_asset(group=GROUP, kinds={"json"}, deps=("judge_verdicts", "request_judgments", "admitted_contexts"),
-           code_version="judge-summary/3")
+           code_version="judge-summary/3",
+           writes=(ArmJson.JUDGE_SUMMARY,))
 def judge_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Judged, abstained and invalid rows, faithfulness and relevance, the judge model, the judges measured."""
     arm = context.partition_key
     lab_, cfg = lab.arm(arm)
     store = lab_.store
-    s = stage.judge_summary(cfg, store.read_table(arm, "judge_verdicts"))
+    s = stage.judge_summary(cfg, store.read_table(arm, Table.JUDGE_VERDICTS))
     s["judge_measurement"] = stage.measure_judges(cfg, arm_questions(cfg, ingest.bind_dataset(lab_, cfg)),
-                                                  store.read_table(arm, "contract_results"),
-                                                  store.read_table(arm, "judge_verdicts"),
-                                                  store.read_table(arm, "request_judgments"),
-                                                  store.read_table(arm, "admitted_contexts"))
+                                                  store.read_table(arm, Table.CONTRACT_RESULTS),
+                                                  store.read_table(arm, Table.JUDGE_VERDICTS),
+                                                  store.read_table(arm, Table.REQUEST_JUDGMENTS),
+                                                  store.read_table(arm, Table.ADMITTED_CONTEXTS))
     s["request_judge_model"] = cfg.request_judge.model
-    digest = store.write_arm_json(arm, "judge_summary.json", s)
+    digest = store.write_arm_json(arm, ArmJson.JUDGE_SUMMARY, s)
     jm = s["judge_measurement"]
     return MaterializeResult(
         metadata={**numbers({k: v for k, v in s.items() if v is not None and not isinstance(v, (dict, str))}),
@@ -123,8 +128,8 @@ def judge_summary(context: AssetExecutionContext, lab: LabResource) -> Materiali
 def judge_keeps_every_row(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
     store = lab.lab().store
     arm = context.partition_key
-    n_answers = store.read_table(arm, "contract_results").height
-    s = store.read_arm_json(arm, "judge_summary.json")
+    n_answers = store.read_table(arm, Table.CONTRACT_RESULTS).height
+    s = store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
     return AssetCheckResult(passed=s["answer_rows"] == n_answers == sum(s["statuses"].values()),
                             metadata={"answer_rows": n_answers, "judge_rows": s["answer_rows"]})
 

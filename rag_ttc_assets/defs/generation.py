@@ -4,6 +4,7 @@ import polars as pl
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
                      MaterializeResult, MetadataValue)
 
+from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
@@ -21,7 +22,8 @@ GROUP = "generation"
 @arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",), code_version="answers/3",
            pool="provider",
            config=("prompt", "generator", "generation_budget", "allow_unpriced_provider", "supply", "lookup_top_n",
-                   "lookup_rounds", "title_index", "citation_check", "citation_retry_prompt"))
+                   "lookup_rounds", "title_index", "citation_check", "citation_retry_prompt"),
+           writes=(Table.ANSWERS,))
 def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """One litellm call per question over its admitted evidence (or lookup turns); response, tokens, cost, status."""
     arm = context.partition_key
@@ -37,11 +39,11 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
     run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "answers")
     log = stage.RowLog(run_dir / records.PARTIAL_ANSWERS)
     try:
-        df = stage.generate(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, "admitted_contexts"),
+        df = stage.generate(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, Table.ADMITTED_CONTEXTS),
                             chunk_text, prompt, caller, log, tools, progress=step_progress(context))
     finally:
         log.close()
-    digest = lab_.store.write_table(arm, "answers", df)
+    digest = lab_.store.write_table(arm, Table.ANSWERS, df)
     calls = stage.calls_summary(df)
     statuses = dict(df.group_by("status").len().iter_rows())
     return MaterializeResult(
@@ -64,13 +66,14 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
     )
 
 
-@arm_asset(group=GROUP, kinds={"pydantic", "parquet"}, deps=("answers",), code_version="contract/1")
+@arm_asset(group=GROUP, kinds={"pydantic", "parquet"}, deps=("answers",), code_version="contract/1",
+           writes=(Table.CONTRACT_RESULTS,))
 def contract_results(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Each answer row through the contract: exactly one status (valid, parse/contract failure, abstained, fault)."""
     arm = context.partition_key
     lab_, _ = lab.arm(arm)
-    df = stage.contract(lab_.store.read_table(arm, "answers"))
-    digest = lab_.store.write_table(arm, "contract_results", df)
+    df = stage.contract(lab_.store.read_table(arm, Table.ANSWERS))
+    digest = lab_.store.write_table(arm, Table.CONTRACT_RESULTS, df)
     failures = df.filter(pl.col("status") != "valid").head(10)
     return MaterializeResult(
         metadata={"dagster/row_count": df.height,
@@ -81,13 +84,14 @@ def contract_results(context: AssetExecutionContext, lab: LabResource) -> Materi
     )
 
 
-@arm_asset(group=GROUP, kinds={"json"}, deps=("contract_results",), code_version="contract-summary/1")
+@arm_asset(group=GROUP, kinds={"json"}, deps=("contract_results",), code_version="contract-summary/1",
+           writes=(ArmJson.CONTRACT_SUMMARY,))
 def contract_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Total, valid, parse failures, contract failures by reason, abstentions, provider faults."""
     arm = context.partition_key
     lab_, _ = lab.arm(arm)
-    s = stage.contract_summary(lab_.store.read_table(arm, "contract_results"))
-    digest = lab_.store.write_arm_json(arm, "contract_summary.json", s)
+    s = stage.contract_summary(lab_.store.read_table(arm, Table.CONTRACT_RESULTS))
+    digest = lab_.store.write_arm_json(arm, ArmJson.CONTRACT_SUMMARY, s)
     return MaterializeResult(
         metadata={**numbers(s), "contract_failure_reasons": MetadataValue.json(s["contract_failure_reasons"]),
                   "provider_faults": MetadataValue.json(s["provider_faults"]),
@@ -99,7 +103,7 @@ def contract_summary(context: AssetExecutionContext, lab: LabResource) -> Materi
 
 @arm_check(asset="contract_summary", description="valid + parse + contract failures + abstentions + faults = total")
 def contract_sums_close(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
-    s = lab.lab().store.read_arm_json(context.partition_key, "contract_summary.json")
+    s = lab.lab().store.read_arm_json(context.partition_key, ArmJson.CONTRACT_SUMMARY)
     return AssetCheckResult(passed=bool(s["sums_close"]), severity=AssetCheckSeverity.ERROR,
                             metadata={k: s[k] for k in ("total", "valid", "parse_failures", "contract_failures",
                                                         "abstentions")})

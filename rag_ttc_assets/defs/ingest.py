@@ -7,6 +7,7 @@ from pathlib import Path
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue)
 
+from rag_ttc_assets.adapters.store import ArmJson
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION
 from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
 from rag_ttc_assets.core.representations import BUILDERS
@@ -19,13 +20,14 @@ GROUP = "ingest"
 
 
 @arm_asset(group=GROUP, kinds={"python", "json"}, code_version="binding/1",
-           config=("dataset",))
+           config=("dataset",),
+           writes=(ArmJson.BINDING,))
 def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The arm's corpus and evaluation, validated, with the evaluation's digest binding checked."""
     lab_, cfg = lab.arm(context.partition_key)
     ds = ingest.bind_dataset(lab_, cfg)
     # What this arm was run against, so later comparisons read the labels it used, not today's files.
-    lab_.store.write_arm_json(context.partition_key, "binding.json", {
+    lab_.store.write_arm_json(context.partition_key, ArmJson.BINDING, {
         "dataset": cfg.dataset, "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
         "corpus_file": str(ds.corpus_path), "evaluation_file": str(ds.evaluation_path)})
     return MaterializeResult(
@@ -73,7 +75,7 @@ def representations(context: AssetExecutionContext, lab: LabResource) -> Materia
            description="the evaluation names the digest of the exact corpus bytes it was run with")
 def digest_binding(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
     lab_, _ = lab.arm(context.partition_key)
-    binding = lab_.store.read_arm_json(context.partition_key, "binding.json")
+    binding = lab_.store.read_arm_json(context.partition_key, ArmJson.BINDING)
     evaluation = json.loads(Path(binding["evaluation_file"]).read_text(encoding="utf-8"))
     actual = sha256_digest(Path(binding["corpus_file"]).read_bytes())
     return AssetCheckResult(passed=evaluation.get("corpus_digest") == actual == binding["corpus_digest"],

@@ -23,22 +23,30 @@ class ArmAssetSpec:
     code_version: str
     pool: str | None = None
     config: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
 
 
 SPECS: list[ArmAssetSpec] = []
 
 
 def arm_asset(*, group: str, kinds: set[str], deps: tuple[str, ...] = (), code_version: str,
-              pool: str | None = None, config: tuple[str, ...] = ()):
+              pool: str | None = None, config: tuple[str, ...] = (), writes: tuple[str, ...] = ()):
     """Declare a per-arm asset; the function's docstring first line is its UI description.
 
     `config` names the arm fields the asset reads itself: with its code version and its upstream
     assets' fingerprints they make the fingerprint `rag-ttc run` uses to skip up-to-date assets.
+    `writes` names the per-arm tables and JSON files (`Table.*`, `ArmJson.*`) the asset writes: the
+    one declaration of each (test_graph checks it against the body's store writes).
+    `group` also places the asset in a `rag-ttc run --stage` (see `defs.graph.STAGE_GROUPS`).
     """
 
     def register(fn):
         SPECS.append(ArmAssetSpec(_fingerprinted(fn), group, frozenset(kinds), tuple(deps), code_version, pool,
-                                  tuple(config)))
+                                  tuple(config), tuple(writes)))
         return fn
 
     return register

@@ -4,6 +4,7 @@
 import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 
+from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.progress import step_progress
@@ -24,7 +25,8 @@ def _arm(context, lab):
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"},
            deps=("bm25_index", "vector_index"), code_version=stage.RETRIEVAL_ROWS_VERSION,
-           config=("retrieval", "rrf_k", "retrieve_k", "question_set", "embedding_model"))
+           config=("retrieval", "rrf_k", "retrieve_k", "question_set", "embedding_model"),
+           writes=(Table.RETRIEVAL_ROWS,))
 def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per question: ranked_chunk_ids (retrieve_k) fused by RRF, with each source's rank and score."""
     lab_, cfg, ds, ch = _arm(context, lab)
@@ -33,7 +35,7 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
     qemb = indexes.build_question_embeddings(lab_, cfg, ds, progress=step_progress(context))
     # Shared in the store: arms that differ only downstream of retrieval (a K sweep) retrieve once.
     df = stage.retrieve_once(lab_.store, cfg, ds, ch, bm, vec, qemb)
-    digest = lab_.store.write_table(context.partition_key, "retrieval_rows", df)
+    digest = lab_.store.write_table(context.partition_key, Table.RETRIEVAL_ROWS, df)
     return MaterializeResult(
         metadata={
             "dagster/row_count": df.height,
@@ -41,7 +43,7 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
             "upstream_digests": MetadataValue.json({"bm25_index": bm.content_digest, "vector_index": vec.content_digest,
                                                     "lancedb_version": vec.manifest["info"]["lancedb_version"]}),
             "table_digest": digest,
-            "path": MetadataValue.path(str(lab_.store.arm_path(context.partition_key, "retrieval_rows.parquet"))),
+            "path": MetadataValue.path(str(lab_.store.table_path(context.partition_key, Table.RETRIEVAL_ROWS))),
             "preview": md_table(df.head(5).select("query_id", "ranked_chunk_ids").to_dicts()),
         },
         data_version=version_of(digest),
@@ -49,14 +51,15 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
 
 
 @arm_asset(group=GROUP, kinds={"python", "json"}, deps=("retrieval_rows",),
-           code_version="retrieval-metrics/2")
+           code_version="retrieval-metrics/2",
+           writes=(ArmJson.RETRIEVAL_SUMMARY,))
 def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """trec_eval's measures (recip_rank, recall_10, ndcg_cut_10, success_10, map, P_5...) from the ranked list only."""
     lab_, cfg = lab.arm(context.partition_key)
     ds = ingest.bind_dataset(lab_, cfg)
-    rows = lab_.store.read_table(context.partition_key, "retrieval_rows")
+    rows = lab_.store.read_table(context.partition_key, Table.RETRIEVAL_ROWS)
     result = stage.retrieval_metrics(stage.arm_questions(cfg, ds), rows)
-    digest = lab_.store.write_arm_json(context.partition_key, "retrieval_summary.json", result)
+    digest = lab_.store.write_arm_json(context.partition_key, ArmJson.RETRIEVAL_SUMMARY, result)
     s = result["summary"]
     return MaterializeResult(
         metadata={
@@ -74,11 +77,12 @@ def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> Mater
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("retrieval_rows",),
            code_version="admission/3",
            config=("evidence_k", "context_runes", "evidence_order", "shuffle_seed", "counterfactual", "supply",
-                   "preloaded_documents"))
+                   "preloaded_documents"),
+           writes=(Table.ADMITTED_CONTEXTS, Table.REQUEST_COVERAGE, ArmJson.ADMISSION_SUMMARY))
 def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The evidence_k prefix, then whole chunks admitted under context_runes (or the preloaded set); omissions."""
     lab_, cfg, ds, ch = _arm(context, lab)
-    rows = lab_.store.read_table(context.partition_key, "retrieval_rows")
+    rows = lab_.store.read_table(context.partition_key, Table.RETRIEVAL_ROWS)
     chunk_list = ingest.read_chunks(ch)
     questions = stage.arm_questions(cfg, ds)
     support = stage.request_support(ds, questions, chunk_list)
@@ -90,10 +94,10 @@ def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> Mater
     else:
         contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list}, questions, support)
     coverage = stage.request_coverage(questions, support, rows, contexts, cfg.supply)
-    digest = lab_.store.write_table(context.partition_key, "admitted_contexts", contexts)
-    lab_.store.write_table(context.partition_key, "request_coverage", coverage)
+    digest = lab_.store.write_table(context.partition_key, Table.ADMITTED_CONTEXTS, contexts)
+    lab_.store.write_table(context.partition_key, Table.REQUEST_COVERAGE, coverage)
     summary = stage.admission_summary(coverage, contexts, cfg.supply)
-    lab_.store.write_arm_json(context.partition_key, "admission_summary.json", summary)
+    lab_.store.write_arm_json(context.partition_key, ArmJson.ADMISSION_SUMMARY, summary)
     worst = contexts.sort(pl.col("omitted_chunk_ids").list.len(), descending=True).head(5)
     return MaterializeResult(
         metadata={

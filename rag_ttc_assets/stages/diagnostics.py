@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import compare as cmp
 from rag_ttc_assets.core.completeness import (QuestionCompleteness, abstention_outcome, completeness_totals,
                                               completeness_value, question_completeness, request_outcomes)
@@ -38,10 +39,10 @@ def _inputs(lab: Lab, arm: str):
     for r in coverage.iter_rows(named=True):
         cov_by_q.setdefault(r["query_id"], []).append(r)
     judgments: dict[str, list[dict]] = {}
-    for r in lab.store.read_table(arm, "request_judgments").iter_rows(named=True):
+    for r in lab.store.read_table(arm, Table.REQUEST_JUDGMENTS).iter_rows(named=True):
         judgments.setdefault(r["query_id"], []).append(r)
-    return (cfg, arm_questions(cfg, ds), cov_by_q, _rows_by_query(lab.store.read_table(arm, "contract_results")),
-            _rows_by_query(lab.store.read_table(arm, "judge_verdicts")), judgments)
+    return (cfg, arm_questions(cfg, ds), cov_by_q, _rows_by_query(lab.store.read_table(arm, Table.CONTRACT_RESULTS)),
+            _rows_by_query(lab.store.read_table(arm, Table.JUDGE_VERDICTS)), judgments)
 
 
 def request_instrument(lab: Lab, cfg) -> dict:
@@ -63,7 +64,7 @@ def completeness(lab: Lab, arm: str) -> dict:
     totals = {**completeness_totals(outcomes, abstentions), "request_judge": request_instrument(lab, cfg),
               "label_use": cfg.label_use}
     if cfg.counterfactual != "none":
-        contexts = {r["query_id"]: r for r in lab.store.read_table(arm, "admitted_contexts").iter_rows(named=True)}
+        contexts = {r["query_id"]: r for r in lab.store.read_table(arm, Table.ADMITTED_CONTEXTS).iter_rows(named=True)}
         totals["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
                                                           cov_by_q, judged)
     return {
@@ -86,7 +87,7 @@ def failure_flow(lab: Lab, arm: str) -> dict:
         qualities: dict[str, list[str]] = {}
         for f in flows:
             qualities.setdefault(f.query_id, []).append(f.quality)
-        cases = lookup_cases(questions, supply.read_lookups(lab.store.read_table(arm, "answers")), qualities)
+        cases = lookup_cases(questions, supply.read_lookups(lab.store.read_table(arm, Table.ANSWERS)), qualities)
         summary["lookup_flow"] = lookup_flow(cases)
         lookups = pl.DataFrame([c.model_dump() for c in cases],
                                schema_overrides={"missing_requests": pl.List(pl.String)})
@@ -122,16 +123,16 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     """Per-case values of each compared metric for one arm, and the arm's context for comparisons: its `reasons`,
     metric -> case -> why the value is undefined (core.measured's reasons), for every undefined value."""
     store = lab.store
-    contract = _rows_by_query(store.read_table(arm, "contract_results"))
-    answers = _rows_by_query(store.read_table(arm, "answers"))
-    judge = _rows_by_query(store.read_table(arm, "judge_verdicts"))
-    questions = _rows_by_query(store.read_table(arm, "question_completeness"))
+    contract = _rows_by_query(store.read_table(arm, Table.CONTRACT_RESULTS))
+    answers = _rows_by_query(store.read_table(arm, Table.ANSWERS))
+    judge = _rows_by_query(store.read_table(arm, Table.JUDGE_VERDICTS))
+    questions = _rows_by_query(store.read_table(arm, Table.QUESTION_COMPLETENESS))
     unmeasured: dict[str, str] = {}  # question -> the judge status of its first unmeasured request
-    for r in store.read_table(arm, "request_outcomes").iter_rows(named=True):
+    for r in store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True):
         if not r["measured"]:
             unmeasured.setdefault(r["query_id"], r["judge_status"])
-    flow = store.read_table(arm, "failure_flow")
-    retrieval = store.read_arm_json(arm, "retrieval_summary.json")["per_query"]
+    flow = store.read_table(arm, Table.FAILURE_FLOW)
+    retrieval = store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["per_query"]
     cases = list(contract)
     values = {
         "valid": {c: float(contract[c]["status"] == "valid") for c in cases},
@@ -156,7 +157,7 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     branches: dict[str, list[str]] = {}
     for r in flow.iter_rows(named=True):
         branches.setdefault(r["query_id"], []).append(f"{r['request_id']}:{r['branch']}")
-    binding = store.read_arm_json(arm, "binding.json")
+    binding = store.read_arm_json(arm, ArmJson.BINDING)
     return values, {"branches": branches, "evaluation_digest": binding["evaluation_digest"],
                     "config": lab.arms[arm].model_dump(mode="json"), "reasons": reasons}
 
@@ -181,7 +182,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
     va, ctx_a = case_values(lab, a)
     vb, ctx_b = case_values(lab, b)
     drift = cmp.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
-    instruments = {arm: lab.store.read_arm_json(arm, "request_completeness.json")["request_judge"] for arm in (a, b)}
+    instruments = {arm: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for arm in (a, b)}
     instrument_drift = cmp.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
     report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed,
                               p_adjust=p_adjust or lab.arms.p_adjust,
@@ -218,7 +219,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
     report["instrument_drift"] = instrument_drift  # the differing fields, when --allow-instrument-drift let it pass
     report["label_use"] = {a: lab.arms[a].label_use, b: lab.arms[b].label_use}
     report["completeness_measured"] = {
-        arm: {k: lab.store.read_arm_json(arm, "request_completeness.json")[k]
+        arm: {k: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)[k]
               for k in ("requests_measured", "requests_total", "questions_measured", "questions_total")}
         for arm in (a, b)}
     report["evaluation_digests"] = {a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]}
@@ -265,9 +266,9 @@ def p_adjust_text(report: dict) -> str:
 def supply_numbers(lab: Lab, arm: str) -> dict:
     """The second seed's four numbers beside the per-case deltas: supply mode, hit rate over all cases (the lookup
     flow's for tool arms), answers contradicting the gold evidence, mean input tokens and p95 latency per request."""
-    flow = lab.store.read_arm_json(arm, "failure_flow.json")
-    judge = lab.store.read_arm_json(arm, "judge_summary.json")
-    answers = lab.store.read_table(arm, "answers")
+    flow = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
+    judge = lab.store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
+    answers = lab.store.read_table(arm, Table.ANSWERS)
     hit = flow.get("lookup_flow") or flow["hit_rate"]
     return {"supply": lab.arms[arm].supply, "hit_rate": hit["hit_rate"], "hits": hit["hits"], "cases": hit["cases"],
             "contradicts_gold": judge["contradicts_gold"],
@@ -288,10 +289,10 @@ def sweep_rows(lab: Lab, family: str) -> tuple[str, list[dict]]:
     rows = []
     for arm in lab.arms.family(family):
         try:
-            contract = lab.store.read_arm_json(arm, "contract_summary.json")
-            retrieval = lab.store.read_arm_json(arm, "retrieval_summary.json")["summary"]
-            admission = lab.store.read_arm_json(arm, "admission_summary.json")
-            diag = lab.store.read_arm_json(arm, "request_completeness.json")
+            contract = lab.store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
+            retrieval = lab.store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
+            admission = lab.store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
+            diag = lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
         except FileNotFoundError:
             continue
         value = getattr(lab.arms[arm], spec.parameter)
@@ -310,7 +311,7 @@ def flow_bars(lab: Lab, arms: list[str], path: Path) -> Path | None:
     flows = {}
     for arm in arms:
         try:
-            s = lab.store.read_arm_json(arm, "failure_flow.json")
+            s = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
         except FileNotFoundError:
             continue
         flows[arm_title(lab, arm)] = {b: s[b] for b in FLOW_BRANCHES}

@@ -12,6 +12,7 @@ import json
 import polars as pl
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
+from rag_ttc_assets.adapters.store import Table
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import ingest, supply
 
@@ -46,20 +47,21 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
     if q is None:
         raise InspectError(f"{ds.evaluation_path}: no question with id {qid!r}")
     store = lab.store
-    retrieval = _row(store.read_table(arm, "retrieval_rows"), qid)
+    retrieval = _row(store.read_table(arm, Table.RETRIEVAL_ROWS), qid)
     if retrieval is None:
         raise InspectError(f"arm {arm!r} has no retrieval row for {qid!r} (question_set {cfg.question_set!r})")
     ctx = _row(supply.arm_contexts(lab, arm, cfg), qid)
     chunks = {c.chunk_id: c for c in ingest.read_chunks(ingest.build_chunks(lab, cfg, ds))}
     optional = {}
-    for name in ("answers", "contract_results", "judge_verdicts", "request_judgments", "request_outcomes",
-                 "failure_flow", "request_coverage"):
+    for name in (Table.ANSWERS, Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS, Table.REQUEST_JUDGMENTS,
+                 Table.REQUEST_OUTCOMES, Table.FAILURE_FLOW, Table.REQUEST_COVERAGE):
         try:
-            df = supply.arm_coverage(lab, arm, cfg, ds, qid) if name == "request_coverage" else store.read_table(arm, name)
+            df = (supply.arm_coverage(lab, arm, cfg, ds, qid) if name == Table.REQUEST_COVERAGE
+                  else store.read_table(arm, name))
         except FileNotFoundError:
             continue
         optional[name] = df.filter(pl.col("query_id") == qid).to_dicts()
-    contract = (optional.get("contract_results") or [None])[0]
+    contract = (optional.get(Table.CONTRACT_RESULTS) or [None])[0]
     cited = set(contract["citation_chunk_ids"]) if contract else set()
     ranked = []
     for i, cid in enumerate(retrieval["ranked_chunk_ids"], 1):
@@ -68,10 +70,10 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
         ranked.append({"rank": i, "chunk_id": cid, "doc_id": retrieval["ranked_doc_ids"][i - 1],
                        "runes": chunks[cid].runes, "bm25_rank": retrieval["bm25_ranks"][i - 1],
                        "vector_rank": retrieval["vector_ranks"][i - 1], "state": state, "cited": cid in cited})
-    coverage = {r["request_id"]: r for r in optional.get("request_coverage", [])}
-    flow = {r["request_id"]: r for r in optional.get("failure_flow", [])}
-    judged = {r["request_id"]: r for r in optional.get("request_judgments", [])}
-    outcomes = {r["request_id"]: r for r in optional.get("request_outcomes", [])}
+    coverage = {r["request_id"]: r for r in optional.get(Table.REQUEST_COVERAGE, [])}
+    flow = {r["request_id"]: r for r in optional.get(Table.FAILURE_FLOW, [])}
+    judged = {r["request_id"]: r for r in optional.get(Table.REQUEST_JUDGMENTS, [])}
+    outcomes = {r["request_id"]: r for r in optional.get(Table.REQUEST_OUTCOMES, [])}
     requests = [{"id": r.id, "text": r.text, "supporting_chunk_ids": coverage.get(r.id, {}).get("supporting_chunk_ids"),
                  "branch": flow.get(r.id, {}).get("branch"), "answered": flow.get(r.id, {}).get("answered"),
                  "supported": flow.get(r.id, {}).get("supported"),
@@ -86,8 +88,8 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
     request_judge_sent = (_messages_sent(lab, arm, qid, "request_judgments", {"d": [
         first_judged["judge_messages_digest"]]}, "d") if first_judged and first_judged.get("judge_messages_digest")
         else {"messages_digests": [], "messages_sent": []})
-    answer = (optional.get("answers") or [None])[0]
-    judge = (optional.get("judge_verdicts") or [None])[0]
+    answer = (optional.get(Table.ANSWERS) or [None])[0]
+    judge = (optional.get(Table.JUDGE_VERDICTS) or [None])[0]
     return {
         "arm": arm, "label_use": cfg.label_use,
         "question": {"id": q.id, "text": q.text, "answerable": q.answerable,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from rag_ttc_assets.adapters.store import atomic_write_bytes, atomic_write_json
+from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, atomic_write_json
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.measured import measured_text, reasons_text
 from rag_ttc_assets.lab import Lab, prompt_fields
@@ -144,8 +144,8 @@ def per_query_rows(arm: str, cfg: ArmConfig, tables: dict[str, pl.DataFrame], ch
     """Retrieval, context, generation and contract per question, in the seed's section 3.1 shape."""
     by = {name: {r["query_id"]: r for r in df.iter_rows(named=True)} for name, df in tables.items()}
     rows = []
-    for qid, r in by["retrieval_rows"].items():
-        c, a, k = by["admitted_contexts"][qid], by["answers"].get(qid), by["contract_results"].get(qid)
+    for qid, r in by[Table.RETRIEVAL_ROWS].items():
+        c, a, k = by[Table.ADMITTED_CONTEXTS][qid], by[Table.ANSWERS].get(qid), by[Table.CONTRACT_RESULTS].get(qid)
         answer = None
         if k and k["answer"] is not None:
             answer = {"answer": k["answer"], "citation_chunk_ids": k["citation_chunk_ids"],
@@ -227,41 +227,41 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     atomic_write_json(run_dir / "indexes" / "manifest.json", {
         name: {"path": str(b.path), "content_digest": b.content_digest, "key_digest": b.key_digest,
                "info": b.manifest.get("info", {})} for name, b in built.items() if name.endswith("index")})
-    tables = {n: store.read_table(arm, n) for n in ("retrieval_rows", "answers", "contract_results",
-                                                    "judge_verdicts")}
+    tables = {n: store.read_table(arm, n) for n in (Table.RETRIEVAL_ROWS, Table.ANSWERS, Table.CONTRACT_RESULTS,
+                                                    Table.JUDGE_VERDICTS)}
     # What each row had in context (tool arms: its lookup results), from the answers already read above.
-    tables["admitted_contexts"] = supply.supplied_contexts(cfg, store.read_table(arm, "admitted_contexts"),
-                                                           tables["answers"] if cfg.supply == "tool" else None)
+    tables[Table.ADMITTED_CONTEXTS] = supply.supplied_contexts(
+        cfg, store.read_table(arm, Table.ADMITTED_CONTEXTS), tables[Table.ANSWERS] if cfg.supply == "tool" else None)
     chunk_text = dict(zip(chunks["chunk_id"].to_list(), chunks["text"].to_list()))
-    if cfg.supply == "preloaded" and tables["admitted_contexts"].height:
-        first = tables["admitted_contexts"].row(0, named=True)
+    if cfg.supply == "preloaded" and tables[Table.ADMITTED_CONTEXTS].height:
+        first = tables[Table.ADMITTED_CONTEXTS].row(0, named=True)
         atomic_write_json(run_dir / "preparation" / "preloaded.json",
                           [{"chunk_id": cid, "text": text} for cid, text in evidence_pairs(first, chunk_text)])
-    retrieval = store.read_arm_json(arm, "retrieval_summary.json")
+    retrieval = store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)
     per_query = per_query_rows(arm, cfg, tables, chunk_text, retrieval["per_query"])
     results = run_dir / "results"
     _jsonl(results / "per-query.jsonl", per_query)
-    atomic_write_json(results / "generated-answers.json", tables["answers"].to_dicts())
-    atomic_write_json(results / "answer-contract-summary.json", store.read_arm_json(arm, "contract_summary.json"))
+    atomic_write_json(results / "generated-answers.json", tables[Table.ANSWERS].to_dicts())
+    atomic_write_json(results / "answer-contract-summary.json", store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY))
     atomic_write_json(results / "retrieval-summary.json", retrieval)
     judge_rows = [{**r, "verdicts": _loads(r["verdicts"], []), "gold_verdicts": _loads(r["gold_verdicts"], [])}
-                  for r in tables["judge_verdicts"].to_dicts()]
+                  for r in tables[Table.JUDGE_VERDICTS].to_dicts()]
     _jsonl(results / "judge-per-query.jsonl", judge_rows)
-    judge_summary = store.read_arm_json(arm, "judge_summary.json")
+    judge_summary = store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
     atomic_write_json(results / "judge-summary.json", {**judge_summary, "judge_config": cfg.judge.model_dump(mode="json")})
-    completeness = store.read_arm_json(arm, "request_completeness.json")
+    completeness = store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
     atomic_write_json(results / "request-completeness.json", completeness)
-    _jsonl(results / "request-judgments.jsonl", store.read_table(arm, "request_judgments").to_dicts())
-    atomic_write_json(results / "failure-flow.json", store.read_arm_json(arm, "failure_flow.json"))
-    _jsonl(results / "request-outcomes.jsonl", store.read_table(arm, "failure_flow").to_dicts())
+    _jsonl(results / "request-judgments.jsonl", store.read_table(arm, Table.REQUEST_JUDGMENTS).to_dicts())
+    atomic_write_json(results / "failure-flow.json", store.read_arm_json(arm, ArmJson.FAILURE_FLOW))
+    _jsonl(results / "request-outcomes.jsonl", store.read_table(arm, Table.FAILURE_FLOW).to_dicts())
     for partial in PARTIALS:
         (run_dir / partial).unlink(missing_ok=True)  # complete tables replace the per-row logs
-    contract = store.read_arm_json(arm, "contract_summary.json")
-    counts = {"questions": len(per_query), "answer_rows": tables["answers"].height,
-              "judge_rows": tables["judge_verdicts"].height, "valid": contract["valid"],
+    contract = store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
+    counts = {"questions": len(per_query), "answer_rows": tables[Table.ANSWERS].height,
+              "judge_rows": tables[Table.JUDGE_VERDICTS].height, "valid": contract["valid"],
               "judged": judge_summary["judged"]}
-    source = result_provenance(lab, tables["answers"], judge_summary,
-                               store.read_arm_json(arm, "request_judge_summary.json"))
+    source = result_provenance(lab, tables[Table.ANSWERS], judge_summary,
+                               store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY))
     atomic_write_json(results / "provider-provenance.json", source)
     atomic_write_bytes(run_dir / "summary.md", summary_markdown(arm, cfg, retrieval["summary"], contract,
                                                                 judge_summary, counts, source,

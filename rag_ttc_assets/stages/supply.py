@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from rag_ttc_assets.adapters.bm25 import BM25Index
-from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.adapters.store import Built, Table
 from rag_ttc_assets.adapters.vectors import VectorIndex
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import Chunk
@@ -237,8 +237,8 @@ def supply_tools(lab, cfg: ArmConfig, ds: Dataset, chunks: Built) -> SupplyTools
 
 def arm_contexts(lab, arm: str, cfg: ArmConfig) -> pl.DataFrame:
     """What every row had in context, for the judge and the diagnostics (tool arms: the lookup results)."""
-    contexts = lab.store.read_table(arm, "admitted_contexts")
-    return supplied_contexts(cfg, contexts, lab.store.read_table(arm, "answers") if cfg.supply == "tool" else None)
+    contexts = lab.store.read_table(arm, Table.ADMITTED_CONTEXTS)
+    return supplied_contexts(cfg, contexts, lab.store.read_table(arm, Table.ANSWERS) if cfg.supply == "tool" else None)
 
 
 def arm_coverage(lab, arm: str, cfg: ArmConfig, ds: Dataset | None = None, qid: str | None = None) -> pl.DataFrame:
@@ -246,7 +246,7 @@ def arm_coverage(lab, arm: str, cfg: ArmConfig, ds: Dataset | None = None, qid: 
     the answers (a supporting chunk counts when a lookup returned it). `qid`: that question's rows only (a tool
     arm's coverage is then computed for that question alone, as `inspect` needs it)."""
     if cfg.supply != "tool":
-        table = lab.store.read_table(arm, "request_coverage")
+        table = lab.store.read_table(arm, Table.REQUEST_COVERAGE)
         return table if qid is None else table.filter(pl.col("query_id") == qid)
     from rag_ttc_assets.stages import ingest
     from rag_ttc_assets.stages.retrieval import arm_questions, request_coverage, request_support
@@ -255,7 +255,7 @@ def arm_coverage(lab, arm: str, cfg: ArmConfig, ds: Dataset | None = None, qid: 
     questions = [q for q in arm_questions(cfg, ds) if qid is None or q.id == qid]
     support = request_support(ds, questions, ingest.read_chunks(ingest.build_chunks(lab, cfg, ds)))
     contexts = arm_contexts(lab, arm, cfg)
-    return request_coverage(questions, support, lab.store.read_table(arm, "retrieval_rows"), contexts, cfg.supply)
+    return request_coverage(questions, support, lab.store.read_table(arm, Table.RETRIEVAL_ROWS), contexts, cfg.supply)
 
 
 def question_lookups(lab, cfg: ArmConfig, ds: Dataset) -> dict:

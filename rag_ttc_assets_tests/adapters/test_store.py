@@ -3,7 +3,7 @@ import multiprocessing as mp
 
 import pytest
 
-from rag_ttc_assets.adapters.store import ArtifactStore, atomic_write_json
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Table, atomic_write_json
 
 
 def _builder(calls):
@@ -75,3 +75,11 @@ def test_two_processes_build_a_shared_artifact_once(tmp_path):
     for p in procs:
         p.join(30)
     assert sorted([q.get(timeout=5), q.get(timeout=5)]) == [False, True]
+
+
+def test_the_comparisons_folder_and_the_table_files_keep_their_layout(tmp_path):
+    """`rag-ttc compare` and the `arm_comparisons` asset write to the one folder; tables are `<name>.parquet`."""
+    store = ArtifactStore(tmp_path / "store")
+    assert store.comparisons_dir == tmp_path / "store" / "comparisons"
+    assert store.table_path("a", Table.ANSWERS) == tmp_path / "store" / "arms" / "a" / "answers.parquet"
+    assert store.arm_path("a", ArmJson.JUDGE_SUMMARY) == tmp_path / "store" / "arms" / "a" / "judge_summary.json"

@@ -9,6 +9,7 @@ from dagster import DagsterInstance
 
 from rag_ttc_assets import bench
 from rag_ttc_assets.definitions import JOB, build_definitions
+from rag_ttc_assets.defs.graph import STAGES
 
 SUMMARIES = ("retrieval_summary.json", "admission_summary.json", "contract_summary.json", "judge_summary.json",
              "failure_flow.json")
@@ -43,8 +44,8 @@ def test_direct_steps_cover_the_job_in_an_order_it_could_run(mini_lab):
             assert assets[s] <= seen, f"{s} before its upstream {assets[s] - seen}"
         seen.add(s.split(":")[0])
 
-    sub = [name for name, _ in bench.graph_steps(bench.RETRIEVAL_GRAPH)]
-    assert {s for s in sub if ":" not in s} == set(bench.RETRIEVAL_GRAPH)
+    sub = [name for name, _ in bench.graph_steps(STAGES["retrieval"])]
+    assert {s for s in sub if ":" not in s} == set(STAGES["retrieval"])
 
 
 @pytest.mark.parametrize("layout", bench.NOOP_LAYOUTS)
@@ -91,6 +92,6 @@ def test_direct_reference_does_the_jobs_work(mini_lab):
 
     # The retrieval subgraph alone: only its assets are touched.
     before = {name: store.arm_path(arm, name).stat().st_mtime_ns for name in ("answers.parquet", "judge_summary.json")}
-    sub = bench.direct_arm_graph(mini_lab, arm, bench.RETRIEVAL_GRAPH)
+    sub = bench.direct_arm_graph(mini_lab, arm, STAGES["retrieval"])
     assert set(sub) == {"corpus_binding:digest_binding"}
     assert {name: store.arm_path(arm, name).stat().st_mtime_ns for name in before} == before

@@ -14,6 +14,7 @@ def warm_cache(tmp_path_factory):
     home with them keeps CLI subprocesses from loading the embedding model."""
     from dagster import DagsterInstance
 
+    from rag_ttc_assets.defs.graph import upstream
     from rag_ttc_assets_tests.support.reliability import arms_text, lab_env, materialize, synthetic_dataset
 
     root = tmp_path_factory.mktemp("warm")
@@ -23,8 +24,7 @@ def warm_cache(tmp_path_factory):
         for k, v in lab_env(root).items():
             mp.setenv(k, v)
         assert materialize("seed", DagsterInstance.ephemeral(),
-                           ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index",
-                            "retrieval_rows"]).success
+                           list(upstream("retrieval_rows"))).success
     return root / "home" / "store" / "cache"
 
 

@@ -7,12 +7,12 @@ import os
 import polars as pl
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
 
+from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets_tests.e2e.conftest import REL_N
 from rag_ttc_assets_tests.support.reliability import arms_text, cli_start, lab_env, materialize, synthetic_dataset
 
 ARMS = {"k2": {"evidence_k": 2}, "k3": {"evidence_k": 3}}  # differ only after retrieval
-RETRIEVAL = ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index", "retrieval_rows",
-             "retrieval_summary", "admitted_contexts"]
+RETRIEVAL = list(STAGES["retrieval"])
 SHARED = ["chunks", "representations", "bm25_index", "vector_index", "question_embeddings"]
 
 

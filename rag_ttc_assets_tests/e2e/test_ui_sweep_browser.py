@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets_tests.conftest import MINI_ARMS, REPO
 from rag_ttc_assets_tests.support.dagster_dev import DagsterDev
 
@@ -33,10 +34,7 @@ from rag_ttc_assets_tests.e2e.test_ui_browser import (  # noqa: E402,F401 (scree
 
 FAMILY = "context"
 ARMS = ["context-700", "context-4000"]
-PER_ARM_ASSETS = ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index", "retrieval_rows",
-                  "admitted_contexts", "retrieval_summary", "answers", "contract_results", "contract_summary",
-                  "judge_verdicts", "request_judgments", "judge_summary", "request_completeness", "failure_flow",
-                  "run_record"]
+PER_ARM_ASSETS = list(STAGES["all"])
 COMPARISON_COLUMNS = ["a", "b", "n", "valid_delta", "valid_p", "valid_p_adj", "completeness_delta",
                       "completeness_paired", "completeness_p", "completeness_p_adj", "significant", "catastrophic"]
 VIEWPORT = {"width": 1440, "height": 900}
@@ -190,7 +188,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         assert len(fresh) == 1, fresh
         status = dev.wait_for_run(fresh[0]["runId"], timeout_s=RUN_S)
         assert status == "SUCCESS", f"arm_comparisons run ended {status}\n{dev.log_text()[-6000:]}"
-        report = json.loads((mini_lab.home / "store" / "comparisons" / f"{ARMS[0]}--{ARMS[1]}.json").read_text())
+        report = json.loads((mini_lab.store.comparisons_dir / f"{ARMS[0]}--{ARMS[1]}.json").read_text())
         phase("arm_comparisons run (UI: Materialize)")
 
         # 4. The materialization's metadata (Events tab): the comparison table, then a plot.

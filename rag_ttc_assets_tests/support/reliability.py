@@ -14,13 +14,13 @@ from pathlib import Path
 
 import yaml
 
+from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets_tests.conftest import REPO, _first_sentence, _name, mini_corpus, write_dataset
 
 KEY_ENV = "RAG_TTC_REL_KEY"  # the NAME the arms give as api_key_env
 KEY = "sk-rel-test-key-0000"  # the key itself, for tests that do not hunt for it
 DOCS = ["assert", "break", "continue", "del", "global", "import", "pass", "raise", "return", "nonlocal"]
-ANSWERS_UPTO = ["corpus_binding", "chunks", "representations", "bm25_index", "vector_index", "retrieval_rows",
-                "retrieval_summary", "admitted_contexts", "answers", "contract_results", "contract_summary"]
+ANSWERS_UPTO = list(STAGES["answers"])
 
 
 def synthetic_dataset(dest: Path, n: int) -> Path:
