@@ -44,6 +44,7 @@ import argparse
 import gc
 import inspect
 import json
+import logging
 import os
 import random
 import resource
@@ -467,6 +468,8 @@ class DirectContext:
     def __init__(self, arm: str, run_id: str):
         self.partition_key = arm
         self.run = SimpleNamespace(run_id=run_id)
+        self.run_id = run_id
+        self.log = logging.getLogger("rag_ttc_assets.bench.direct")  # step progress, when a body reports any
         # No Dagster instance: earlier runs are unknown, exactly as to the product's fresh ephemeral instance.
         self.instance = SimpleNamespace(get_run_by_id=lambda _run_id: None)
 
