@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from rag_ttc_assets.core.progress import Progress, Task, done_text, duration_text, live_text, progress_text
+from rag_ttc_assets.core.progress import Progress, Task, ThrottledTask, done_text, duration_text, live_text, progress_text
 
 LINE_EVERY_S = 5.0  # without a terminal: a progress line at most this often
 REDRAW_EVERY_S = 0.1  # with one: the live bar at most this often
@@ -84,22 +84,18 @@ class Terminal(Progress):
             self._notes.append(done_text(t.done_word, t.done, t.unit))
 
 
-class _TerminalTask(Task):
+class _TerminalTask(ThrottledTask):
     def __init__(self, owner: Terminal, doing: str, done_word: str, total: int, unit: str):
-        self.owner, self.doing, self.done_word, self.total, self.unit = owner, doing, done_word, total, unit
-        self.done = 0
-        self.started = self.last = owner.clock()
-        self._lock = threading.Lock()
+        super().__init__(doing, total, unit, owner.clock)
+        self.owner, self.done_word = owner, done_word
 
-    def advance(self, n: int = 1) -> None:
-        with self._lock:
-            self.done += n
-            now = self.owner.clock()
-            if now - self.last < (REDRAW_EVERY_S if self.owner.live else self.owner.every_s):
-                return
-            if self.done >= self.total and not self.owner.live:
-                return  # the step's line, next, says it in full
-            self.last = now
+    def every_s(self) -> float:
+        return REDRAW_EVERY_S if self.owner.live else self.owner.every_s
+
+    def due(self) -> bool:
+        return self.owner.live or self.done < self.total  # piped: the step's line, next, says it in full
+
+    def report(self, now: float) -> None:
         self.owner._report(self, now)
 
     def finish(self) -> None:

@@ -7,6 +7,9 @@ holds no terminal logic. `NO_PROGRESS`, the default, reports nothing. Pure: no I
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 
 class Task:
     """One counted piece of work; this base reports nothing. Safe to advance from worker threads."""
@@ -22,6 +25,35 @@ class Task:
 
     def __exit__(self, *exc) -> None:
         self.finish()
+
+
+class ThrottledTask(Task):
+    """A task that counts from worker threads and reports at most every `every_s()` seconds of the given clock.
+    Subclasses say whether a report is due (`due`) and make it (`report`), outside the lock."""
+
+    def __init__(self, doing: str, total: int, unit: str, clock: Callable[[], float]):
+        self.doing, self.total, self.unit, self.clock = doing, total, unit, clock
+        self.done = 0
+        self.started = self.last = clock()
+        self._lock = threading.Lock()
+
+    def every_s(self) -> float:
+        raise NotImplementedError
+
+    def due(self) -> bool:
+        return True
+
+    def report(self, now: float) -> None:
+        raise NotImplementedError
+
+    def advance(self, n: int = 1) -> None:
+        with self._lock:
+            self.done += n
+            now = self.clock()
+            if now - self.last < self.every_s() or not self.due():
+                return
+            self.last = now
+        self.report(now)
 
 
 class Progress:

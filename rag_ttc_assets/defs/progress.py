@@ -3,11 +3,10 @@ step's Dagster log (a UI run), a line at most every LOG_EVERY_S seconds."""
 
 from __future__ import annotations
 
-import threading
 import time
 from contextlib import contextmanager
 
-from rag_ttc_assets.core.progress import Progress, Task, progress_text
+from rag_ttc_assets.core.progress import Progress, Task, ThrottledTask, progress_text
 
 LOG_EVERY_S = 30.0  # a step's event log is read in the UI; a line each half minute tells it is moving
 
@@ -36,19 +35,13 @@ class LogProgress(Progress):
         return _LogTask(self, doing, total, unit)
 
 
-class _LogTask(Task):
+class _LogTask(ThrottledTask):
     def __init__(self, owner: LogProgress, doing: str, total: int, unit: str):
-        self.owner, self.doing, self.total, self.unit = owner, doing, total, unit
-        self.done = 0
-        self.started = self.last = owner.clock()
-        self._lock = threading.Lock()
+        super().__init__(doing, total, unit, owner.clock)
+        self.owner = owner
 
-    def advance(self, n: int = 1) -> None:
-        with self._lock:
-            self.done += n
-            now = self.owner.clock()
-            if now - self.last < self.owner.every_s:
-                return
-            self.last = now
-            text = progress_text(self.doing, self.done, self.total, self.unit, now - self.started)
-        self.owner.log.info(text)
+    def every_s(self) -> float:
+        return self.owner.every_s
+
+    def report(self, now: float) -> None:
+        self.owner.log.info(progress_text(self.doing, self.done, self.total, self.unit, now - self.started))
