@@ -313,7 +313,8 @@ def reference_retrieve(p: Prepared) -> dict[str, list[str]]:
 
     from rag_ttc_assets.adapters import bm25 as bm25_adapter
     from rag_ttc_assets.adapters import vectors as vec_adapter
-    from rag_ttc_assets.stages.retrieval import SOURCE_DEPTH, arm_questions
+    from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
+    from rag_ttc_assets.stages.retrieval import arm_questions
 
     cfg = p.cfg
     index = tantivy.Index.open(str(p.bm25.path / "tantivy"))

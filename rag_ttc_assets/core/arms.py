@@ -106,16 +106,6 @@ class ArmConfig(Frozen):
             return "oracle"
         return f"counterfactual:{self.counterfactual}" if self.counterfactual != "none" else "none"
 
-    # Digests of the upstream configuration: arms that agree on them share the artifact.
-    def chunks_key(self, corpus_digest: str) -> dict[str, Any]:
-        return {"corpus_digest": corpus_digest, "chunk_runes": self.chunk_runes, "overlap_runes": self.overlap_runes}
-
-    def representations_key(self, corpus_digest: str) -> dict[str, Any]:
-        return {**self.chunks_key(corpus_digest), "representation": self.representation}
-
-    def vector_key(self, corpus_digest: str) -> dict[str, Any]:
-        return {**self.representations_key(corpus_digest), "embedding_model": self.embedding_model}
-
 
 class Family(Frozen):
     """A sweep: one parameter and its values, plus fixed overrides. Members become arms."""

@@ -5,6 +5,7 @@ import json
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue, asset)
 
+from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.measured import measured_text, reasons_text
@@ -18,7 +19,7 @@ GROUP = "diagnostics"
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_judgments", "judge_verdicts", "admitted_contexts"),
-           code_version="completeness/6",
+           artifact=artifacts.REQUEST_COMPLETENESS,
            writes=(Table.REQUEST_OUTCOMES, Table.QUESTION_COMPLETENESS, Table.ABSTENTION_OUTCOMES,
                    ArmJson.REQUEST_COMPLETENESS))
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
@@ -52,7 +53,8 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     )
 
 
-@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",), code_version="flow/5",
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_completeness",),
+           artifact=artifacts.FAILURE_FLOW,
            writes=(Table.FAILURE_FLOW, Table.LOOKUP_CASES, ArmJson.FAILURE_FLOW))
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""

@@ -3,6 +3,7 @@
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue)
 
+from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.progress import step_progress
@@ -17,10 +18,8 @@ from rag_ttc_assets.stages.retrieval import arm_questions
 GROUP = "evaluation"
 
 
-@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="judge/3",
-           pool="provider",
-           config=("judge", "judge_statements_prompt", "judge_verdicts_prompt", "judge_gold_prompt",
-                   "judge_budget"),
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",),
+           artifact=artifacts.JUDGE_VERDICTS, pool="provider",
            writes=(Table.JUDGE_VERDICTS,))
 def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Statements and per-statement verdicts for valid rows; invalid rows and abstentions kept unjudged."""
@@ -53,8 +52,8 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
     )
 
 
-@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",), code_version="request-judge/1",
-           pool="provider", config=("request_judge", "judge_requests_prompt", "request_judge_budget"),
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",),
+           artifact=artifacts.REQUEST_JUDGMENTS, pool="provider",
            writes=(Table.REQUEST_JUDGMENTS, ArmJson.REQUEST_JUDGE_SUMMARY))
 def request_judgments(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request: addressed, its excerpt and citations, a verdict against the gold material (one instrument)."""
@@ -89,7 +88,7 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource) -> Mater
 
 
 @arm_asset(group=GROUP, kinds={"json"}, deps=("judge_verdicts", "request_judgments", "admitted_contexts"),
-           code_version="judge-summary/3",
+           artifact=artifacts.JUDGE_SUMMARY,
            writes=(ArmJson.JUDGE_SUMMARY,))
 def judge_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Judged, abstained and invalid rows, faithfulness and relevance, the judge model, the judges measured."""
@@ -135,7 +134,7 @@ def judge_keeps_every_row(context: AssetCheckExecutionContext, lab: LabResource)
 
 
 @arm_asset(group=GROUP, kinds={"json"}, deps=("judge_summary", "retrieval_summary", "contract_summary",
-                                              "failure_flow"), code_version="run-record/3")
+                                              "failure_flow"), artifact=artifacts.RUN_RECORD)
 def run_record(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The seed's self-contained run directory: config, input copies, preparation, results, summary, status."""
     arm = context.partition_key

@@ -4,6 +4,7 @@ import polars as pl
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
                      MaterializeResult, MetadataValue)
 
+from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.progress import step_progress
@@ -19,10 +20,8 @@ from rag_ttc_assets.stages.retrieval import arm_questions
 GROUP = "generation"
 
 
-@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",), code_version="answers/3",
-           pool="provider",
-           config=("prompt", "generator", "generation_budget", "allow_unpriced_provider", "supply", "lookup_top_n",
-                   "lookup_rounds", "title_index", "citation_check", "citation_retry_prompt"),
+@arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",),
+           artifact=artifacts.ANSWERS, pool="provider",
            writes=(Table.ANSWERS,))
 def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """One litellm call per question over its admitted evidence (or lookup turns); response, tokens, cost, status."""
@@ -66,7 +65,7 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
     )
 
 
-@arm_asset(group=GROUP, kinds={"pydantic", "parquet"}, deps=("answers",), code_version="contract/1",
+@arm_asset(group=GROUP, kinds={"pydantic", "parquet"}, deps=("answers",), artifact=artifacts.CONTRACT_RESULTS,
            writes=(Table.CONTRACT_RESULTS,))
 def contract_results(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Each answer row through the contract: exactly one status (valid, parse/contract failure, abstained, fault)."""
@@ -84,7 +83,8 @@ def contract_results(context: AssetExecutionContext, lab: LabResource) -> Materi
     )
 
 
-@arm_asset(group=GROUP, kinds={"json"}, deps=("contract_results",), code_version="contract-summary/1",
+@arm_asset(group=GROUP, kinds={"json"}, deps=("contract_results",),
+           artifact=artifacts.CONTRACT_SUMMARY,
            writes=(ArmJson.CONTRACT_SUMMARY,))
 def contract_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Total, valid, parse failures, contract failures by reason, abstentions, provider faults."""

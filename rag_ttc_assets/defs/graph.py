@@ -106,6 +106,18 @@ def upstream(*names: str) -> tuple[str, ...]:
     return order(seen)
 
 
+def downstream(*names: str) -> tuple[str, ...]:
+    """Every asset that depends on one of `names`, transitively (`names` themselves excluded), in `order()`."""
+    up = deps()
+    found: set[str] = set()
+    grew = True
+    while grew:
+        new = {n for n, ds in up.items() if n not in found and any(d in found or d in names for d in ds)}
+        found |= new
+        grew = bool(new)
+    return order(found - set(names))
+
+
 def stage_increments() -> dict[str, tuple[str, ...]]:
     """Per stage, the assets it adds to the stage before it (each asset in exactly one: its group's stage)."""
     groups = {g: stage for stage, gs in STAGE_GROUPS.items() for g in gs}

@@ -8,7 +8,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
                      MetadataValue)
 
 from rag_ttc_assets.adapters.store import ArmJson
-from rag_ttc_assets.core.chunking import CHUNKER_VERSION
+from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
 from rag_ttc_assets.core.representations import BUILDERS
 from rag_ttc_assets.defs.meta import artifact_metadata, numbers, version_of
@@ -19,8 +19,7 @@ from rag_ttc_assets.stages import ingest
 GROUP = "ingest"
 
 
-@arm_asset(group=GROUP, kinds={"python", "json"}, code_version="binding/1",
-           config=("dataset",),
+@arm_asset(artifact=artifacts.CORPUS_BINDING, group=GROUP, kinds={"python", "json"},
            writes=(ArmJson.BINDING,))
 def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The arm's corpus and evaluation, validated, with the evaluation's digest binding checked."""
@@ -46,27 +45,25 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("corpus_binding",),
-           code_version=CHUNKER_VERSION,
-           config=("chunk_runes", "overlap_runes"))
+           artifact=artifacts.CHUNKS)
 def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Rune-based chunks with overlap and stable IDs `<doc_id>#chunk-<n>`."""
     lab_, cfg = lab.arm(context.partition_key)
     ds = ingest.bind_dataset(lab_, cfg)
     built = ingest.build_chunks(lab_, cfg, ds)
-    meta = artifact_metadata(built, cfg.chunks_key(ds.corpus_digest), {"corpus": ds.corpus_digest})
+    meta = artifact_metadata(built, {"corpus": ds.corpus_digest})
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("chunks",),
-           code_version="representations/1",
-           config=("representation",))
+           artifact=artifacts.REPRESENTATIONS)
 def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The text each chunk is indexed and embedded as (plain, or titled with its section title)."""
     lab_, cfg = lab.arm(context.partition_key)
     ds = ingest.bind_dataset(lab_, cfg)
     ch = ingest.build_chunks(lab_, cfg, ds)
     built = ingest.build_representations(lab_, cfg, ds, ch)
-    meta = artifact_metadata(built, cfg.representations_key(ds.corpus_digest), {"chunks": ch.content_digest})
+    meta = artifact_metadata(built, {"chunks": ch.content_digest})
     meta["builder"] = BUILDERS[cfg.representation]
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 

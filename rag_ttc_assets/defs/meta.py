@@ -40,13 +40,15 @@ def numbers(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def artifact_metadata(built: Built, config: dict[str, Any], upstream: dict[str, str]) -> dict[str, Any]:
+def artifact_metadata(built: Built, upstream: dict[str, str]) -> dict[str, Any]:
+    """A shared artifact's metadata: whether this run built it, its digests, and the store key it was built for
+    (`effective_config`: the artifact's declared fields and inputs, core.artifacts)."""
     return {
         "cache": MetadataValue.text("hit" if built.cache_hit else "build"),
         "cache_hit": MetadataValue.bool(built.cache_hit),
         "content_digest": MetadataValue.text(built.content_digest),
         "key_digest": MetadataValue.text(built.key_digest),
-        "effective_config": MetadataValue.json(config),
+        "effective_config": MetadataValue.json(built.manifest["key"]),
         "upstream_digests": MetadataValue.json(upstream),
         "path": MetadataValue.path(str(built.path)),
         **numbers(built.manifest.get("info", {})),

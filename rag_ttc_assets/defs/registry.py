@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from dagster import AssetChecksDefinition, AssetsDefinition, PartitionsDefinition, PreviewWarning, asset, asset_check
 
 from rag_ttc_assets.core.arms import ArmConfig, config_digest
+from rag_ttc_assets.core.artifacts import Artifact
 
 
 @dataclass(frozen=True)
@@ -20,33 +21,46 @@ class ArmAssetSpec:
     group: str
     kinds: frozenset[str]
     deps: tuple[str, ...]
-    code_version: str
+    artifacts: tuple[Artifact, ...]
     pool: str | None = None
-    config: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return self.fn.__name__
 
+    @property
+    def code_version(self) -> str:
+        return "+".join(a.version for a in self.artifacts)
+
+    @property
+    def config(self) -> tuple[str, ...]:
+        """The arm fields the asset reads: its artifacts' declarations (core.artifacts), in order, once each."""
+        return tuple(dict.fromkeys(f for a in self.artifacts for f in a.fields))
+
 
 SPECS: list[ArmAssetSpec] = []
 
 
-def arm_asset(*, group: str, kinds: set[str], deps: tuple[str, ...] = (), code_version: str,
-              pool: str | None = None, config: tuple[str, ...] = (), writes: tuple[str, ...] = ()):
+def arm_asset(*, artifact: Artifact | tuple[Artifact, ...], group: str, kinds: set[str], deps: tuple[str, ...] = (),
+              pool: str | None = None, writes: tuple[str, ...] = ()):
     """Declare a per-arm asset; the function's docstring first line is its UI description.
 
-    `config` names the arm fields the asset reads itself: with its code version and its upstream
-    assets' fingerprints they make the fingerprint `rag-ttc run` uses to skip up-to-date assets.
+    `artifact` is what the asset builds (core.artifacts; several when it builds a shared artifact along the
+    way, its own last): their versions make its code version, their fields the arm fields it reads, which
+    with its upstream assets' fingerprints make the fingerprint `rag-ttc run` uses to skip up-to-date assets.
     `writes` names the per-arm tables and JSON files (`Table.*`, `ArmJson.*`) the asset writes: the
     one declaration of each (test_graph checks it against the body's store writes).
     `group` also places the asset in a `rag-ttc run --stage` (see `defs.graph.STAGE_GROUPS`).
     """
 
+    artifacts = artifact if isinstance(artifact, tuple) else (artifact,)
+
     def register(fn):
-        SPECS.append(ArmAssetSpec(_fingerprinted(fn), group, frozenset(kinds), tuple(deps), code_version, pool,
-                                  tuple(config), tuple(writes)))
+        if artifacts[-1].name != fn.__name__:
+            raise ValueError(f"asset {fn.__name__!r} declares artifact {artifacts[-1].name!r} as its own")
+        SPECS.append(ArmAssetSpec(_fingerprinted(fn), group, frozenset(kinds), tuple(deps), artifacts, pool,
+                                  tuple(writes)))
         return fn
 
     return register

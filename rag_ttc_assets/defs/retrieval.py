@@ -5,6 +5,7 @@ import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.progress import step_progress
@@ -24,8 +25,8 @@ def _arm(context, lab):
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"},
-           deps=("bm25_index", "vector_index"), code_version=stage.RETRIEVAL_ROWS_VERSION,
-           config=("retrieval", "rrf_k", "retrieve_k", "question_set", "embedding_model"),
+           deps=("bm25_index", "vector_index"),
+           artifact=(artifacts.QUESTION_EMBEDDINGS, artifacts.RETRIEVAL_ROWS),
            writes=(Table.RETRIEVAL_ROWS,))
 def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per question: ranked_chunk_ids (retrieve_k) fused by RRF, with each source's rank and score."""
@@ -51,7 +52,7 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
 
 
 @arm_asset(group=GROUP, kinds={"python", "json"}, deps=("retrieval_rows",),
-           code_version="retrieval-metrics/2",
+           artifact=artifacts.RETRIEVAL_SUMMARY,
            writes=(ArmJson.RETRIEVAL_SUMMARY,))
 def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """trec_eval's measures (recip_rank, recall_10, ndcg_cut_10, success_10, map, P_5...) from the ranked list only."""
@@ -75,9 +76,7 @@ def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> Mater
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("retrieval_rows",),
-           code_version="admission/3",
-           config=("evidence_k", "context_runes", "evidence_order", "shuffle_seed", "counterfactual", "supply",
-                   "preloaded_documents"),
+           artifact=artifacts.ADMITTED_CONTEXTS,
            writes=(Table.ADMITTED_CONTEXTS, Table.REQUEST_COVERAGE, ArmJson.ADMISSION_SUMMARY))
 def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The evidence_k prefix, then whole chunks admitted under context_runes (or the preloaded set); omissions."""

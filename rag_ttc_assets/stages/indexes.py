@@ -6,31 +6,29 @@ import numpy as np
 
 from rag_ttc_assets.adapters import bm25, embeddings, vectors
 from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.ingest import read_representations
 
-BM25_VERSION = "tantivy-0.27/en-stem-stopwords/1"
-EMBEDDER_VERSION = "sentence-transformers/normalized/1"
+BM25_VERSION = artifacts.BM25_INDEX.version
 
 
 def build_bm25(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built) -> Built:
-    key = {**cfg.representations_key(ds.corpus_digest), "index": BM25_VERSION,
-           "representations_digest": reps.content_digest}
+    key = artifacts.BM25_INDEX.key(cfg, representations=reps.content_digest)
 
     def builder(tmp):
         df = read_representations(reps)
         bm25.build_index(tmp / "tantivy", list(zip(df["chunk_id"].to_list(), df["text"].to_list())))
         return {"documents": df.height, "analyzer": BM25_VERSION}
 
-    return lab.store.build_once("bm25_index", key, builder)
+    return lab.store.build_once(artifacts.BM25_INDEX.name, key, builder)
 
 
 def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built, progress: Progress = NO_PROGRESS) -> Built:
-    key = {**cfg.vector_key(ds.corpus_digest), "embedder": EMBEDDER_VERSION,
-           "representations_digest": reps.content_digest}
+    key = artifacts.VECTOR_INDEX.key(cfg, representations=reps.content_digest)
 
     def builder(tmp):
         df = read_representations(reps)
@@ -41,12 +39,11 @@ def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built, progress: 
         return {"vectors": int(vecs.shape[0]), "dimension": int(vecs.shape[1]), "embedding_calls": int(vecs.shape[0]),
                 "embedding_model": cfg.embedding_model, "lancedb_table": vectors.TABLE, "lancedb_version": version}
 
-    return lab.store.build_once("vector_index", key, builder)
+    return lab.store.build_once(artifacts.VECTOR_INDEX.name, key, builder)
 
 
 def build_question_embeddings(lab: Lab, cfg: ArmConfig, ds: Dataset, progress: Progress = NO_PROGRESS) -> Built:
-    key = {"evaluation_digest": ds.evaluation_digest, "embedding_model": cfg.embedding_model,
-           "embedder": EMBEDDER_VERSION}
+    key = artifacts.QUESTION_EMBEDDINGS.key(cfg, evaluation_digest=ds.evaluation_digest)
 
     def builder(tmp):
         qs = ds.evaluation.questions
@@ -56,7 +53,7 @@ def build_question_embeddings(lab: Lab, cfg: ArmConfig, ds: Dataset, progress: P
         (tmp / "question_ids.txt").write_text("\n".join(q.id for q in qs) + "\n", encoding="utf-8")
         return {"questions": len(qs), "embedding_calls": len(qs)}
 
-    return lab.store.build_once("question_embeddings", key, builder)
+    return lab.store.build_once(artifacts.QUESTION_EMBEDDINGS.name, key, builder)
 
 
 def read_question_embeddings(built: Built) -> dict[str, np.ndarray]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION, Chunk, chunk_corpus
 from rag_ttc_assets.core.dataset import Dataset, load_dataset
@@ -18,14 +19,14 @@ def bind_dataset(lab: Lab, cfg: ArmConfig) -> Dataset:
 
 
 def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
-    key = {**cfg.chunks_key(ds.corpus_digest), "chunker": CHUNKER_VERSION}
+    key = artifacts.CHUNKS.key(cfg, corpus_digest=ds.corpus_digest)
 
     def builder(tmp):
         chunks = chunk_corpus([(d.id, d.text) for d in ds.corpus.documents], cfg.chunk_runes, cfg.overlap_runes)
         pl.DataFrame([c.model_dump() for c in chunks]).write_parquet(tmp / "chunks.parquet")
         return {"chunks": len(chunks), "documents": len(ds.corpus.documents), "chunker": CHUNKER_VERSION}
 
-    return lab.store.build_once("chunks", key, builder)
+    return lab.store.build_once(artifacts.CHUNKS.name, key, builder)
 
 
 def read_chunks(built: Built) -> list[Chunk]:
@@ -33,8 +34,7 @@ def read_chunks(built: Built) -> list[Chunk]:
 
 
 def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built) -> Built:
-    key = {**cfg.representations_key(ds.corpus_digest), "builder": BUILDERS[cfg.representation],
-           "chunks_digest": chunks.content_digest}
+    key = artifacts.REPRESENTATIONS.key(cfg, chunks=chunks.content_digest, builder=BUILDERS[cfg.representation])
 
     def builder(tmp):
         titles = {d.id: d.title for d in ds.corpus.documents}
@@ -46,7 +46,7 @@ def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built) 
         out.write_parquet(tmp / "representations.parquet")
         return {"representations": out.height, "builder": BUILDERS[cfg.representation]}
 
-    return lab.store.build_once("representations", key, builder)
+    return lab.store.build_once(artifacts.REPRESENTATIONS.name, key, builder)
 
 
 def read_representations(built: Built) -> pl.DataFrame:

@@ -16,8 +16,9 @@ from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import ArtifactStore, Built
 from rag_ttc_assets.adapters.vectors import VectorIndex
-from rag_ttc_assets.core import admission, counterfactual, metrics
+from rag_ttc_assets.core import admission, artifacts, counterfactual, metrics
 from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.evidence_map import supporting_chunk_ids
@@ -27,9 +28,6 @@ from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
 from rag_ttc_assets.stages.indexes import read_question_embeddings
 
-# Each source contributes this many candidates to fusion, so a chunk ranked just below
-# retrieve_k by one source can still be lifted by the other.
-SOURCE_DEPTH = 100
 
 
 def arm_questions(cfg: ArmConfig, ds: Dataset) -> list[Question]:
@@ -80,21 +78,15 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built, vec_built: Built, q
         "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64)})
 
 
-# The retrieval_rows asset's code version, and part of the shared rows' key: bump it when `retrieve` changes.
-RETRIEVAL_ROWS_VERSION = "retrieval-rows/1"
-
-
 def retrieve_once(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Built, bm25_built: Built,
                   vec_built: Built, qemb: Built) -> pl.DataFrame:
     """`retrieve`, as a shared artifact of the store: keyed by everything the ranked lists depend on (the
     questions, the chunks, both indexes, the question embeddings and the retrieval fields), so arms that
     differ only downstream (evidence_k, context_runes, order, prompt...) share one retrieval."""
-    key = {"code": RETRIEVAL_ROWS_VERSION, "source_depth": SOURCE_DEPTH,
-           "evaluation_digest": ds.evaluation_digest, "question_set": cfg.question_set,
-           "retrieval": cfg.retrieval, "rrf_k": cfg.rrf_k, "retrieve_k": cfg.retrieve_k,
-           "embedding_model": cfg.embedding_model, "chunks_digest": chunks.content_digest,
-           "bm25_digest": bm25_built.content_digest, "vector_digest": vec_built.content_digest,
-           "question_embeddings_digest": qemb.content_digest}
+    key = artifacts.RETRIEVAL_ROWS.key(
+        cfg, evaluation_digest=ds.evaluation_digest, source_depth=SOURCE_DEPTH, chunks=chunks.content_digest,
+        bm25_index=bm25_built.content_digest, vector_index=vec_built.content_digest,
+        question_embeddings=qemb.content_digest)
 
     def builder(tmp):
         chunk_docs = dict(pl.read_parquet(chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
@@ -102,7 +94,7 @@ def retrieve_once(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Bui
         df.write_parquet(tmp / "retrieval_rows.parquet")
         return {"questions": df.height}
 
-    built = store.build_once("retrieval_rows", key, builder)
+    built = store.build_once(artifacts.RETRIEVAL_ROWS.name, key, builder)
     return pl.read_parquet(built.path / "retrieval_rows.parquet")
 
 

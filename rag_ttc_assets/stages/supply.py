@@ -104,7 +104,7 @@ class Lookup:
     """The `lookup` tool: the arm's own retrieval (bm25, vector or RRF over both) for one query, top n chunks."""
 
     def __init__(self, cfg: ArmConfig, bm25_built: Built, vec_built: Built, chunk_docs: dict[str, str], store=None):
-        from rag_ttc_assets.stages.retrieval import SOURCE_DEPTH
+        from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 
         self.cfg = cfg
         self.bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None

@@ -153,14 +153,18 @@ def test_missing_optional_packages_are_named(monkeypatch):
 
 def test_repository_onnx_arms_differ_from_baseline_only_in_embedding_model():
     from rag_ttc_assets.core.arms import load_arms
+    from rag_ttc_assets.core.artifacts import QUESTION_EMBEDDINGS, VECTOR_INDEX
 
     arms = load_arms(REPO / "arms.yaml")
     base = arms["baseline"]
     for arm, model in (("embedding-onnx", oe.ONNX_FP32), ("embedding-onnx-int8", oe.ONNX_INT8)):
         assert arms[arm] == base.model_copy(update={"embedding_model": model})
         # Their own vector indexes and question embeddings: the store keys include the model name.
-        assert arms[arm].vector_key("sha256:x") != base.vector_key("sha256:x")
-    assert arms["embedding-onnx"].vector_key("sha256:x") != arms["embedding-onnx-int8"].vector_key("sha256:x")
+        for artifact in (VECTOR_INDEX, QUESTION_EMBEDDINGS):
+            inputs = dict.fromkeys(artifact.inputs, "sha256:x")
+            assert artifact.key(arms[arm], **inputs) != artifact.key(base, **inputs)
+    inputs = dict.fromkeys(VECTOR_INDEX.inputs, "sha256:x")
+    assert VECTOR_INDEX.key(arms["embedding-onnx"], **inputs) != VECTOR_INDEX.key(arms["embedding-onnx-int8"], **inputs)
 
 
 def test_unknown_embedding_model_names_file_arm_and_field(tmp_path):
@@ -203,7 +207,7 @@ def test_cli_retrieval_stage_runs_the_onnx_arm(mini_lab, store, tmp_path):
         folder = mini_lab.store.root / "cache" / kind
         manifests = [json.loads((p / "manifest.json").read_text()) for p in folder.iterdir()
                      if (p / "manifest.json").is_file()]
-        assert sorted(m["key"]["embedding_model"] for m in manifests) == ["all-MiniLM-L6-v2", oe.ONNX_FP32]
+        assert sorted(m["key"]["fields"]["embedding_model"] for m in manifests) == ["all-MiniLM-L6-v2", oe.ONNX_FP32]
 
 
 def test_stages_use_the_labs_own_store_for_the_onnx_export(mini_lab, store, tmp_path, monkeypatch):

@@ -191,19 +191,3 @@ def test_the_architecture_doc_shows_the_graph_as_the_registry_has_it():
 
 
 # --- arm fields ------------------------------------------------------------------------------------------------
-
-# Arm fields no asset lists in `config=`, and why changing one needs no re-run. A new field read by an asset
-# but in no `config=` would leave `rag-ttc run` calling that asset up to date after the field changed.
-NOT_FINGERPRINTED = {
-    "generation_workers": "how many provider calls run at once, not what they return",
-    "requests_in_prompt": "takes effect only through a prompt with {{requests}} (lab.py refuses the other pairing); "
-                          "the prompt is fingerprinted by name and text",
-}
-
-
-def test_every_arm_field_is_fingerprinted_or_said_not_to_be():
-    from rag_ttc_assets.core.arms import ArmConfig
-
-    read = {f for s in graph.load() for f in s.config}
-    assert read <= set(ArmConfig.model_fields)  # a misspelt config= entry
-    assert set(ArmConfig.model_fields) - read == set(NOT_FINGERPRINTED)

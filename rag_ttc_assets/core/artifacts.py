@@ -1,0 +1,96 @@
+"""Every artifact of an arm, declared once: its code version, the arm fields it reads, the digests it is built from.
+
+One declaration feeds three things that must agree: the store's content key of a shared artifact
+(`Artifact.key`: arms that agree on it share the build), the fingerprint `rag-ttc run` and the UI use
+to tell an up-to-date asset from a stale one (`defs.registry.fingerprints`: the declared fields, the
+files they name, the upstream fingerprints), and the asset's Dagster code version. An arm field read by
+an asset but declared by none of its artifacts would let two different arms share a result, or leave a
+changed result looking current: `test_artifacts` changes every `ArmConfig` field one at a time and checks
+that exactly the declaring artifacts (and what is downstream of them) change.
+
+Bump an artifact's `version` when the code that builds it changes what it writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.chunking import CHUNKER_VERSION
+
+# Fields that change how an arm runs, never what it computes: declared by no artifact, on purpose.
+EXECUTION_ONLY = frozenset({"generation_workers"})
+
+# Each source contributes this many candidates to fusion, so a chunk ranked just below retrieve_k by one
+# source can still be lifted by the other (part of the retrieval rows' key).
+SOURCE_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """What one artifact depends on. `inputs` names the digests from outside the arm config (the corpus, the
+    evaluation, upstream artifacts) that its store key takes; per-arm tables are not content-keyed and
+    declare none."""
+
+    name: str
+    version: str
+    fields: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.fields if f not in ArmConfig.model_fields]
+        if unknown:
+            raise ValueError(f"artifact {self.name!r} declares unknown arm fields {unknown}")
+
+    def key(self, cfg: ArmConfig, **inputs: Any) -> dict[str, Any]:
+        """The store's content key: the version, the declared fields' values and exactly the declared inputs."""
+        if set(inputs) != set(self.inputs):
+            raise ValueError(f"artifact {self.name!r} is keyed by inputs {sorted(self.inputs)}, "
+                             f"given {sorted(inputs)}")
+        values = cfg.model_dump(mode="json", include=set(self.fields))
+        return {"artifact": self.name, "version": self.version,
+                "fields": {f: values[f] for f in self.fields}, "inputs": dict(sorted(inputs.items()))}
+
+
+# --- the corpus side (shared artifacts in the store) ---------------------------------------------------------
+CORPUS_BINDING = Artifact("corpus_binding", "binding/1", ("dataset",))
+CHUNKS = Artifact("chunks", CHUNKER_VERSION, ("chunk_runes", "overlap_runes"), ("corpus_digest",))
+REPRESENTATIONS = Artifact("representations", "representations/1", ("representation",), ("chunks", "builder"))
+BM25_INDEX = Artifact("bm25_index", "tantivy-0.27/en-stem-stopwords/1", (), ("representations",))
+VECTOR_INDEX = Artifact("vector_index", "sentence-transformers/normalized/1", ("embedding_model",),
+                        ("representations",))
+QUESTION_EMBEDDINGS = Artifact("question_embeddings", "sentence-transformers/normalized/1", ("embedding_model",),
+                               ("evaluation_digest",))
+RETRIEVAL_ROWS = Artifact("retrieval_rows", "retrieval-rows/1",
+                          ("retrieval", "rrf_k", "retrieve_k", "question_set", "embedding_model"),
+                          ("evaluation_digest", "source_depth", "chunks", "bm25_index", "vector_index",
+                           "question_embeddings"))
+
+# --- per-arm tables and summaries ----------------------------------------------------------------------------
+RETRIEVAL_SUMMARY = Artifact("retrieval_summary", "retrieval-metrics/2")
+ADMITTED_CONTEXTS = Artifact("admitted_contexts", "admission/3",
+                             ("evidence_k", "context_runes", "evidence_order", "shuffle_seed", "counterfactual",
+                              "supply", "preloaded_documents"))
+ANSWERS = Artifact("answers", "answers/3",
+                   ("prompt", "requests_in_prompt", "generator", "generation_budget", "allow_unpriced_provider",
+                    "supply", "lookup_top_n", "lookup_rounds", "title_index", "citation_check",
+                    "citation_retry_prompt"))
+CONTRACT_RESULTS = Artifact("contract_results", "contract/1")
+CONTRACT_SUMMARY = Artifact("contract_summary", "contract-summary/1")
+JUDGE_VERDICTS = Artifact("judge_verdicts", "judge/3",
+                          ("judge", "judge_statements_prompt", "judge_verdicts_prompt", "judge_gold_prompt",
+                           "judge_budget"))
+REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/1",
+                             ("request_judge", "judge_requests_prompt", "request_judge_budget"))
+JUDGE_SUMMARY = Artifact("judge_summary", "judge-summary/3")
+REQUEST_COMPLETENESS = Artifact("request_completeness", "completeness/6")
+FAILURE_FLOW = Artifact("failure_flow", "flow/5")
+RUN_RECORD = Artifact("run_record", "run-record/3")
+
+ARTIFACTS: tuple[Artifact, ...] = tuple(v for v in globals().values() if isinstance(v, Artifact))
+
+
+def declaring(field: str) -> list[str]:
+    """The artifacts that declare arm field `field`."""
+    return [a.name for a in ARTIFACTS if field in a.fields]
