@@ -453,13 +453,14 @@ def cmd_hitrate(args) -> int:
     admitted = report["admitted"]["question_hit_rate"]
     cfg = lab.arms[args.arm]
     if cfg.supply == "tool":
-        from rag_ttc_assets.stages import ingest, supply
+        from rag_ttc_assets.stages import supply
+        from rag_ttc_assets.stages.resolve import ArmInputs
 
         # Nothing is admitted before a tool arm answers; its gate is the lookup hit rate of the queries the product
         # sends (the question's own split). The annotated request texts as queries are an oracle, reported beside it.
-        ds = ingest.bind_dataset(lab, cfg)
-        report["lookup"] = supply.question_lookups(lab, cfg, ds)
-        report["oracle_lookup"] = supply.oracle_request_lookups(lab, cfg, ds)
+        inputs = ArmInputs(lab, args.arm)
+        report["lookup"] = supply.question_lookups(inputs)
+        report["oracle_lookup"] = supply.oracle_request_lookups(inputs)
         admitted = report["lookup"]["hit_rate"]
     failed = args.min_hit_rate is not None and (admitted is None or admitted < args.min_hit_rate)
     report["gate"] = None if args.min_hit_rate is None else {"min_hit_rate": args.min_hit_rate, "passed": not failed}

@@ -7,15 +7,12 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSev
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
-from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
-from rag_ttc_assets.lab import prompt_fields
-from rag_ttc_assets.stages import ingest, supply
+from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages import run_record as records
 from rag_ttc_assets.stages.calls import Caller
-from rag_ttc_assets.stages.retrieval import arm_questions
 
 GROUP = "generation"
 
@@ -25,24 +22,15 @@ GROUP = "generation"
            writes=(Table.ANSWERS,))
 def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """One litellm call per question over its admitted evidence (or lookup turns); response, tokens, cost, status."""
-    arm = context.partition_key
-    lab_, cfg = lab.arm(arm)
-    ds = ingest.bind_dataset(lab_, cfg)
-    chunks = ingest.build_chunks(lab_, cfg, ds)
-    chunk_text = {c.chunk_id: c.text for c in ingest.read_chunks(chunks)}
-    fields = prompt_fields(cfg)
-    prompt = lab_.prompt(cfg.prompt, fields["prompt"])
-    tools = supply.supply_tools(lab_, cfg, ds, chunks)
-    caller = Caller(cfg.generator, lab_.provider_cache_root, "generation", cfg.generation_budget,
-                    cfg.allow_unpriced_provider, stage.GENERATOR_ROLE, archive=lab_.store.messages)
-    run_dir = records.open_run(lab_, arm, context.run.run_id, run_status_lookup(context), "answers")
-    log = stage.RowLog(run_dir / records.PARTIAL_ANSWERS)
-    try:
-        df = stage.generate(cfg, arm_questions(cfg, ds), lab_.store.read_table(arm, Table.ADMITTED_CONTEXTS),
-                            chunk_text, prompt, caller, log, tools, progress=step_progress(context))
-    finally:
-        log.close()
-    digest = lab_.store.write_table(arm, Table.ANSWERS, df)
+    arm = lab.inputs(context)
+    cfg, prompt = arm.cfg, arm.prompt("prompt")
+    caller = Caller(cfg.generator, arm.lab.provider_cache_root, "generation", cfg.generation_budget,
+                    cfg.allow_unpriced_provider, stage.GENERATOR_ROLE, archive=arm.store.messages)
+    run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "answers")
+    with stage.RowLog(run_dir / records.PARTIAL_ANSWERS) as log:
+        df = stage.generate(cfg, arm.questions, arm.table(Table.ADMITTED_CONTEXTS), arm.chunk_text, prompt,
+                            caller, log, supply.supply_tools(arm), progress=arm.progress)
+    digest = arm.write_table(Table.ANSWERS, df)
     calls = stage.calls_summary(df)
     statuses = dict(df.group_by("status").len().iter_rows())
     return MaterializeResult(
@@ -69,10 +57,9 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
            writes=(Table.CONTRACT_RESULTS,))
 def contract_results(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Each answer row through the contract: exactly one status (valid, parse/contract failure, abstained, fault)."""
-    arm = context.partition_key
-    lab_, _ = lab.arm(arm)
-    df = stage.contract(lab_.store.read_table(arm, Table.ANSWERS))
-    digest = lab_.store.write_table(arm, Table.CONTRACT_RESULTS, df)
+    arm = lab.inputs(context)
+    df = stage.contract(arm.table(Table.ANSWERS))
+    digest = arm.write_table(Table.CONTRACT_RESULTS, df)
     failures = df.filter(pl.col("status") != "valid").head(10)
     return MaterializeResult(
         metadata={"dagster/row_count": df.height,
@@ -88,10 +75,9 @@ def contract_results(context: AssetExecutionContext, lab: LabResource) -> Materi
            writes=(ArmJson.CONTRACT_SUMMARY,))
 def contract_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Total, valid, parse failures, contract failures by reason, abstentions, provider faults."""
-    arm = context.partition_key
-    lab_, _ = lab.arm(arm)
-    s = stage.contract_summary(lab_.store.read_table(arm, Table.CONTRACT_RESULTS))
-    digest = lab_.store.write_arm_json(arm, ArmJson.CONTRACT_SUMMARY, s)
+    arm = lab.inputs(context)
+    s = stage.contract_summary(arm.table(Table.CONTRACT_RESULTS))
+    digest = arm.write_arm_json(ArmJson.CONTRACT_SUMMARY, s)
     return MaterializeResult(
         metadata={**numbers(s), "contract_failure_reasons": MetadataValue.json(s["contract_failure_reasons"]),
                   "provider_faults": MetadataValue.json(s["provider_faults"]),

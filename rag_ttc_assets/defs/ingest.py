@@ -14,7 +14,6 @@ from rag_ttc_assets.core.representations import BUILDERS
 from rag_ttc_assets.defs.meta import artifact_metadata, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.stages import ingest
 
 GROUP = "ingest"
 
@@ -23,10 +22,10 @@ GROUP = "ingest"
            writes=(ArmJson.BINDING,))
 def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The arm's corpus and evaluation, validated, with the evaluation's digest binding checked."""
-    lab_, cfg = lab.arm(context.partition_key)
-    ds = ingest.bind_dataset(lab_, cfg)
+    arm = lab.inputs(context)
+    cfg, ds = arm.cfg, arm.dataset
     # What this arm was run against, so later comparisons read the labels it used, not today's files.
-    lab_.store.write_arm_json(context.partition_key, ArmJson.BINDING, {
+    arm.write_arm_json(ArmJson.BINDING, {
         "dataset": cfg.dataset, "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
         "corpus_file": str(ds.corpus_path), "evaluation_file": str(ds.evaluation_path)})
     return MaterializeResult(
@@ -48,10 +47,9 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
            artifact=artifacts.CHUNKS)
 def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Rune-based chunks with overlap and stable IDs `<doc_id>#chunk-<n>`."""
-    lab_, cfg = lab.arm(context.partition_key)
-    ds = ingest.bind_dataset(lab_, cfg)
-    built = ingest.build_chunks(lab_, cfg, ds)
-    meta = artifact_metadata(built, {"corpus": ds.corpus_digest})
+    arm = lab.inputs(context)
+    built = arm.chunks
+    meta = artifact_metadata(built, {"corpus": arm.dataset.corpus_digest})
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 
 
@@ -59,12 +57,10 @@ def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
            artifact=artifacts.REPRESENTATIONS)
 def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The text each chunk is indexed and embedded as (plain, or titled with its section title)."""
-    lab_, cfg = lab.arm(context.partition_key)
-    ds = ingest.bind_dataset(lab_, cfg)
-    ch = ingest.build_chunks(lab_, cfg, ds)
-    built = ingest.build_representations(lab_, cfg, ds, ch)
-    meta = artifact_metadata(built, {"chunks": ch.content_digest})
-    meta["builder"] = BUILDERS[cfg.representation]
+    arm = lab.inputs(context)
+    built = arm.representations
+    meta = artifact_metadata(built, {"chunks": arm.chunks.content_digest})
+    meta["builder"] = BUILDERS[arm.cfg.representation]
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 
 

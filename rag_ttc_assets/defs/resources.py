@@ -6,6 +6,7 @@ from dagster import ConfigurableResource
 
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages.resolve import ArmInputs
 
 
 class LabResource(ConfigurableResource):
@@ -23,3 +24,14 @@ class LabResource(ConfigurableResource):
     def arm(self, name: str) -> tuple[Lab, ArmConfig]:
         lab = self.lab()
         return lab, lab.arms[name]
+
+    def inputs(self, context) -> ArmInputs:
+        """The partition's arm, its dataset, chunks, indexes and tables, each opened once (stages.resolve)."""
+        from dagster import AssetExecutionContext
+
+        from rag_ttc_assets.core.progress import NO_PROGRESS
+        from rag_ttc_assets.defs.progress import step_progress
+
+        # An asset's long builds report progress; a check only reads.
+        progress = step_progress(context) if isinstance(context, AssetExecutionContext) else NO_PROGRESS
+        return ArmInputs(self.lab(), context.partition_key, progress)

@@ -8,20 +8,11 @@ from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
-from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.defs.registry import arm_asset
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.stages import indexes, ingest, supply
 from rag_ttc_assets.stages import retrieval as stage
 
 GROUP = "retrieval"
-
-
-def _arm(context, lab):
-    lab_, cfg = lab.arm(context.partition_key)
-    ds = ingest.bind_dataset(lab_, cfg)
-    ch = ingest.build_chunks(lab_, cfg, ds)
-    return lab_, cfg, ds, ch
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"},
@@ -30,13 +21,11 @@ def _arm(context, lab):
            writes=(Table.RETRIEVAL_ROWS,))
 def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per question: ranked_chunk_ids (retrieve_k) fused by RRF, with each source's rank and score."""
-    lab_, cfg, ds, ch = _arm(context, lab)
-    reps = ingest.build_representations(lab_, cfg, ds, ch)
-    bm, vec = indexes.build_bm25(lab_, cfg, ds, reps), indexes.build_vectors(lab_, cfg, ds, reps)
-    qemb = indexes.build_question_embeddings(lab_, cfg, ds, progress=step_progress(context))
+    arm = lab.inputs(context)
+    cfg, bm, vec = arm.cfg, arm.bm25, arm.vectors
     # Shared in the store: arms that differ only downstream of retrieval (a K sweep) retrieve once.
-    df = stage.retrieve_once(lab_.store, cfg, ds, ch, bm, vec, qemb)
-    digest = lab_.store.write_table(context.partition_key, Table.RETRIEVAL_ROWS, df)
+    df = stage.retrieve_once(arm.store, cfg, arm.dataset, arm.chunks, bm, vec, arm.question_embeddings)
+    digest = arm.write_table(Table.RETRIEVAL_ROWS, df)
     return MaterializeResult(
         metadata={
             "dagster/row_count": df.height,
@@ -44,7 +33,7 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
             "upstream_digests": MetadataValue.json({"bm25_index": bm.content_digest, "vector_index": vec.content_digest,
                                                     "lancedb_version": vec.manifest["info"]["lancedb_version"]}),
             "table_digest": digest,
-            "path": MetadataValue.path(str(lab_.store.table_path(context.partition_key, Table.RETRIEVAL_ROWS))),
+            "path": MetadataValue.path(str(arm.store.table_path(arm.arm, Table.RETRIEVAL_ROWS))),
             "preview": md_table(df.head(5).select("query_id", "ranked_chunk_ids").to_dicts()),
         },
         data_version=version_of(digest),
@@ -56,11 +45,9 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
            writes=(ArmJson.RETRIEVAL_SUMMARY,))
 def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """trec_eval's measures (recip_rank, recall_10, ndcg_cut_10, success_10, map, P_5...) from the ranked list only."""
-    lab_, cfg = lab.arm(context.partition_key)
-    ds = ingest.bind_dataset(lab_, cfg)
-    rows = lab_.store.read_table(context.partition_key, Table.RETRIEVAL_ROWS)
-    result = stage.retrieval_metrics(stage.arm_questions(cfg, ds), rows)
-    digest = lab_.store.write_arm_json(context.partition_key, ArmJson.RETRIEVAL_SUMMARY, result)
+    arm = lab.inputs(context)
+    result = stage.retrieval_metrics(arm.questions, arm.table(Table.RETRIEVAL_ROWS))
+    digest = arm.write_arm_json(ArmJson.RETRIEVAL_SUMMARY, result)
     s = result["summary"]
     return MaterializeResult(
         metadata={
@@ -80,23 +67,12 @@ def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> Mater
            writes=(Table.ADMITTED_CONTEXTS, Table.REQUEST_COVERAGE, ArmJson.ADMISSION_SUMMARY))
 def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The evidence_k prefix, then whole chunks admitted under context_runes (or the preloaded set); omissions."""
-    lab_, cfg, ds, ch = _arm(context, lab)
-    rows = lab_.store.read_table(context.partition_key, Table.RETRIEVAL_ROWS)
-    chunk_list = ingest.read_chunks(ch)
-    questions = stage.arm_questions(cfg, ds)
-    support = stage.request_support(ds, questions, chunk_list)
-    if cfg.supply == "preloaded":
-        contexts = supply.preloaded_contexts(cfg, questions, supply.preloaded_chunks(
-            cfg, ds, chunk_list, f"{lab_.arms_file}: arm {context.partition_key!r}"))
-    elif cfg.supply == "tool":
-        contexts = supply.tool_contexts(cfg, questions)
-    else:
-        contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list}, questions, support)
-    coverage = stage.request_coverage(questions, support, rows, contexts, cfg.supply)
-    digest = lab_.store.write_table(context.partition_key, Table.ADMITTED_CONTEXTS, contexts)
-    lab_.store.write_table(context.partition_key, Table.REQUEST_COVERAGE, coverage)
-    summary = stage.admission_summary(coverage, contexts, cfg.supply)
-    lab_.store.write_arm_json(context.partition_key, ArmJson.ADMISSION_SUMMARY, summary)
+    arm = lab.inputs(context)
+    cfg = arm.cfg
+    contexts, coverage, summary = stage.admitted_contexts(arm)
+    digest = arm.write_table(Table.ADMITTED_CONTEXTS, contexts)
+    arm.write_table(Table.REQUEST_COVERAGE, coverage)
+    arm.write_arm_json(ArmJson.ADMISSION_SUMMARY, summary)
     worst = contexts.sort(pl.col("omitted_chunk_ids").list.len(), descending=True).head(5)
     return MaterializeResult(
         metadata={

@@ -23,7 +23,7 @@ from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNAN
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
 from rag_ttc_assets.stages import ingest, supply
-from rag_ttc_assets.stages.retrieval import arm_questions
+from rag_ttc_assets.stages.resolve import ArmInputs
 
 
 def _rows_by_query(df: pl.DataFrame) -> dict[str, dict]:
@@ -32,16 +32,16 @@ def _rows_by_query(df: pl.DataFrame) -> dict[str, dict]:
 
 def _inputs(lab: Lab, arm: str):
     """What both diagnostics read: the arm, its questions, per-request coverage, contract and judge rows."""
-    cfg = lab.arms[arm]
-    ds = ingest.bind_dataset(lab, cfg)
-    coverage = supply.arm_coverage(lab, arm, cfg, ds)
+    inputs = ArmInputs(lab, arm)
+    cfg = inputs.cfg
+    coverage = supply.arm_coverage(inputs)
     cov_by_q: dict[str, list[dict]] = {}
     for r in coverage.iter_rows(named=True):
         cov_by_q.setdefault(r["query_id"], []).append(r)
     judgments: dict[str, list[dict]] = {}
     for r in lab.store.read_table(arm, Table.REQUEST_JUDGMENTS).iter_rows(named=True):
         judgments.setdefault(r["query_id"], []).append(r)
-    return (cfg, arm_questions(cfg, ds), cov_by_q, _rows_by_query(lab.store.read_table(arm, Table.CONTRACT_RESULTS)),
+    return (cfg, inputs.questions, cov_by_q, _rows_by_query(lab.store.read_table(arm, Table.CONTRACT_RESULTS)),
             _rows_by_query(lab.store.read_table(arm, Table.JUDGE_VERDICTS)), judgments)
 
 
@@ -206,9 +206,9 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
         "attributed_to": sorted(changed),
     }
     sets_a = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
-              supply.arm_contexts(lab, a, lab.arms[a]).iter_rows(named=True)}
+              supply.arm_contexts(ArmInputs(lab, a)).iter_rows(named=True)}
     sets_b = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
-              supply.arm_contexts(lab, b, lab.arms[b]).iter_rows(named=True)}
+              supply.arm_contexts(ArmInputs(lab, b)).iter_rows(named=True)}
     report["supply"] = {a: supply_numbers(lab, a), b: supply_numbers(lab, b)}
     same = sum(1 for q in sets_a if sets_b.get(q) == sets_a[q])
     # Evidence position: when every admitted set is identical, any change is the order's doing.

@@ -44,6 +44,12 @@ class RowLog:
             self._f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
             self._f.flush()
 
+    def __enter__(self) -> RowLog:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def close(self) -> None:
         self._f.close()
 

@@ -14,7 +14,8 @@ import polars as pl
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import Table
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages import ingest, supply
+from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages.resolve import ArmInputs
 
 
 class InspectError(LookupError):
@@ -41,8 +42,8 @@ def _messages_sent(lab: Lab, arm: str, qid: str, table: str, row: dict, field: s
 
 
 def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
-    cfg = lab.arms[arm]
-    ds = ingest.bind_dataset(lab, cfg)
+    inputs = ArmInputs(lab, arm)
+    cfg, ds = inputs.cfg, inputs.dataset
     q = next((q for q in ds.evaluation.questions if q.id == qid), None)
     if q is None:
         raise InspectError(f"{ds.evaluation_path}: no question with id {qid!r}")
@@ -50,13 +51,13 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
     retrieval = _row(store.read_table(arm, Table.RETRIEVAL_ROWS), qid)
     if retrieval is None:
         raise InspectError(f"arm {arm!r} has no retrieval row for {qid!r} (question_set {cfg.question_set!r})")
-    ctx = _row(supply.arm_contexts(lab, arm, cfg), qid)
-    chunks = {c.chunk_id: c for c in ingest.read_chunks(ingest.build_chunks(lab, cfg, ds))}
+    ctx = _row(supply.arm_contexts(inputs), qid)
+    chunks = {c.chunk_id: c for c in inputs.chunk_list}
     optional = {}
     for name in (Table.ANSWERS, Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS, Table.REQUEST_JUDGMENTS,
                  Table.REQUEST_OUTCOMES, Table.FAILURE_FLOW, Table.REQUEST_COVERAGE):
         try:
-            df = (supply.arm_coverage(lab, arm, cfg, ds, qid) if name == Table.REQUEST_COVERAGE
+            df = (supply.arm_coverage(inputs, qid) if name == Table.REQUEST_COVERAGE
                   else store.read_table(arm, name))
         except FileNotFoundError:
             continue

@@ -14,7 +14,7 @@ import polars as pl
 
 from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
-from rag_ttc_assets.adapters.store import ArtifactStore, Built
+from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.adapters.vectors import VectorIndex
 from rag_ttc_assets.core import admission, artifacts, counterfactual, metrics
 from rag_ttc_assets.core.arms import ArmConfig
@@ -96,6 +96,24 @@ def retrieve_once(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Bui
 
     built = store.build_once(artifacts.RETRIEVAL_ROWS.name, key, builder)
     return pl.read_parquet(built.path / "retrieval_rows.parquet")
+
+
+def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+    """An arm's admitted contexts (retrieval, preloaded or tool supply), its per-request coverage and the
+    admission summary. `arm` is the asset's resolver (stages.resolve.ArmInputs)."""
+    from rag_ttc_assets.stages import supply
+
+    cfg, questions = arm.cfg, arm.questions
+    rows = arm.table(Table.RETRIEVAL_ROWS)
+    if cfg.supply == "preloaded":
+        contexts = supply.preloaded_contexts(cfg, questions, supply.preloaded_chunks(
+            cfg, arm.dataset, arm.chunk_list, arm.source))
+    elif cfg.supply == "tool":
+        contexts = supply.tool_contexts(cfg, questions)
+    else:
+        contexts = admit(cfg, rows, arm.chunk_text, questions, arm.support)
+    coverage = request_coverage(questions, arm.support, rows, contexts, cfg.supply)
+    return contexts, coverage, admission_summary(coverage, contexts, cfg.supply)
 
 
 def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, str],

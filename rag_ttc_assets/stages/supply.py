@@ -219,70 +219,61 @@ def read_lookups(answers: pl.DataFrame) -> dict[str, list[LookupCall]]:
             for r in answers.iter_rows(named=True)}
 
 
-def supply_tools(lab, cfg: ArmConfig, ds: Dataset, chunks: Built) -> SupplyTools:
-    """Build what `generate` needs for this arm: the title index, the lookup over the arm's indexes (tool arms:
-    the same representations, Tantivy index and LanceDB table as its retrieval rows), the retry prompt."""
+def supply_tools(arm) -> SupplyTools:
+    """Build what `generate` needs for an arm (`arm`: stages.resolve.ArmInputs): the title index, the lookup over
+    the arm's indexes (tool arms: the same representations, Tantivy index and LanceDB table as its retrieval
+    rows), the retry prompt."""
     from rag_ttc_assets.core.supply import title_index
-    from rag_ttc_assets.stages import indexes, ingest
 
-    lookup = None
-    if cfg.supply == "tool":
-        reps = ingest.build_representations(lab, cfg, ds, chunks)
-        chunk_docs = dict(pl.read_parquet(chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
-        lookup = Lookup(cfg, indexes.build_bm25(lab, cfg, ds, reps), indexes.build_vectors(lab, cfg, ds, reps),
-                        chunk_docs, lab.store)
-    return SupplyTools(index_text=title_index(ds.corpus.documents) if cfg.title_index else "", lookup=lookup,
-                       retry_prompt=lab.prompt(cfg.citation_retry_prompt, "answer") if cfg.citation_check else None)
+    cfg = arm.cfg
+    lookup = Lookup(cfg, arm.bm25, arm.vectors, arm.chunk_docs, arm.store) if cfg.supply == "tool" else None
+    return SupplyTools(index_text=title_index(arm.dataset.corpus.documents) if cfg.title_index else "",
+                       lookup=lookup, retry_prompt=arm.prompt("citation_retry_prompt") if cfg.citation_check else None)
 
 
-def arm_contexts(lab, arm: str, cfg: ArmConfig) -> pl.DataFrame:
+def arm_contexts(arm) -> pl.DataFrame:
     """What every row had in context, for the judge and the diagnostics (tool arms: the lookup results)."""
-    contexts = lab.store.read_table(arm, Table.ADMITTED_CONTEXTS)
-    return supplied_contexts(cfg, contexts, lab.store.read_table(arm, Table.ANSWERS) if cfg.supply == "tool" else None)
+    contexts = arm.table(Table.ADMITTED_CONTEXTS)
+    return supplied_contexts(arm.cfg, contexts, arm.table(Table.ANSWERS) if arm.cfg.supply == "tool" else None)
 
 
-def arm_coverage(lab, arm: str, cfg: ArmConfig, ds: Dataset | None = None, qid: str | None = None) -> pl.DataFrame:
+def arm_coverage(arm, qid: str | None = None) -> pl.DataFrame:
     """Per-request coverage: the request_coverage table, except for tool arms, whose supply is only known after
     the answers (a supporting chunk counts when a lookup returned it). `qid`: that question's rows only (a tool
     arm's coverage is then computed for that question alone, as `inspect` needs it)."""
-    if cfg.supply != "tool":
-        table = lab.store.read_table(arm, Table.REQUEST_COVERAGE)
+    if arm.cfg.supply != "tool":
+        table = arm.table(Table.REQUEST_COVERAGE)
         return table if qid is None else table.filter(pl.col("query_id") == qid)
-    from rag_ttc_assets.stages import ingest
-    from rag_ttc_assets.stages.retrieval import arm_questions, request_coverage, request_support
+    from rag_ttc_assets.stages.retrieval import request_coverage, request_support
 
-    ds = ds or ingest.bind_dataset(lab, cfg)
-    questions = [q for q in arm_questions(cfg, ds) if qid is None or q.id == qid]
-    support = request_support(ds, questions, ingest.read_chunks(ingest.build_chunks(lab, cfg, ds)))
-    contexts = arm_contexts(lab, arm, cfg)
-    return request_coverage(questions, support, lab.store.read_table(arm, Table.RETRIEVAL_ROWS), contexts, cfg.supply)
+    questions = [q for q in arm.questions if qid is None or q.id == qid]
+    support = arm.support if qid is None else request_support(arm.dataset, questions, arm.chunk_list)
+    return request_coverage(questions, support, arm.table(Table.RETRIEVAL_ROWS), arm_contexts(arm), arm.cfg.supply)
 
 
-def question_lookups(lab, cfg: ArmConfig, ds: Dataset) -> dict:
+def question_lookups(arm) -> dict:
     """A tool arm's lookup hit rate with no generation, on the queries the product sends: per question, its own
     split (core.supply.lookup_queries of the question text, the offline answerer's `lookup` queries; a model may
     phrase its own), scored against the governing documents. The CI gate of `rag-ttc hitrate` on a tool arm."""
     from rag_ttc_assets.core.supply import lookup_queries
 
-    return _scored_lookups(lab, cfg, ds, lambda q: [(f"{q.id}.lookup_{i}", text)
-                                                    for i, text in enumerate(lookup_queries(q.text))])
+    return _scored_lookups(arm, lambda q: [(f"{q.id}.lookup_{i}", text)
+                                           for i, text in enumerate(lookup_queries(q.text))])
 
 
-def oracle_request_lookups(lab, cfg: ArmConfig, ds: Dataset) -> dict:
+def oracle_request_lookups(arm) -> dict:
     """An oracle figure, not something the product sends: each annotated request looked up with the annotator's
     request text (the evaluation file's labels), scored like question_lookups. Reported beside it, never gated on."""
-    return _scored_lookups(lab, cfg, ds, lambda q: [(r.id, r.text) for r in q.requests])
+    return _scored_lookups(arm, lambda q: [(r.id, r.text) for r in q.requests])
 
 
-def _scored_lookups(lab, cfg: ArmConfig, ds: Dataset, queries_of) -> dict:
+def _scored_lookups(arm, queries_of) -> dict:
     """Look up `queries_of(question)` ((call id, query) pairs) for every arm question with the arm's own `lookup`
     and return the lookup flow's branch counts and hit rate (no answers, so no answer-quality figures)."""
     from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
-    from rag_ttc_assets.stages import ingest
-    from rag_ttc_assets.stages.retrieval import arm_questions
 
-    lookup = supply_tools(lab, cfg, ds, ingest.build_chunks(lab, cfg, ds)).lookup
-    questions = arm_questions(cfg, ds)
+    lookup = supply_tools(arm).lookup
+    questions = arm.questions
     logs = {}
     for q in questions:
         calls = []

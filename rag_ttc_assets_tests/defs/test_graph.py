@@ -122,12 +122,23 @@ def _sources():
             for p in sorted(package.rglob("*.py"))}
 
 
+# The resolver's own (stages.resolve.ArmInputs: the arm is bound, the name comes first): arm.table(name),
+# arm.arm_json(name), arm.write_table(name, df), arm.write_arm_json(name, value).
+RESOLVER_READS = {"table", "arm_json"}
+
+
 def _store_calls(tree):
-    """(method, name argument) of every `<x>.read_table(arm, name)`-like call."""
+    """(method, name argument) of every `<store>.read_table(arm, name)`-like call and every resolver call."""
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STORE_CALLS
-                and len(node.args) >= 2):
-            yield node.func.attr, node.args[1]
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        method, args = node.func.attr, node.args
+        if method in RESOLVER_READS and len(args) == 1:
+            yield method, args[0]
+        elif method in WRITES and len(args) == 2:
+            yield method, args[0]
+        elif method in STORE_CALLS and len(args) >= 2:
+            yield method, args[1]
 
 
 def _constant(node) -> str | None:
@@ -178,8 +189,10 @@ def test_each_asset_writes_exactly_what_it_declares_and_only_assets_write():
             assert None not in written, f"{path}: {fn.name} writes a table whose name is not a constant"
             assert written == set(specs[fn.name].writes), f"{path}: {fn.name}"
             in_assets += sum(method in WRITES for method, _ in _store_calls(fn))
-    every = sum(method in WRITES for tree in _sources().values() for method, _ in _store_calls(tree))
-    assert in_assets == every  # no table written outside an asset body
+    # No table written outside an asset body (the resolver's write methods forward an asset's write).
+    every = sum(method in WRITES for path, tree in _sources().items() if path != "stages/resolve.py"
+                for method, _ in _store_calls(tree))
+    assert in_assets == every
 
 
 # --- docs/architecture.md ---------------------------------------------------------------------------------------

@@ -1,0 +1,125 @@
+"""One resolver per asset execution: an arm's dataset, questions, chunks, representations and indexes, each
+opened at most once, whatever the asset body asks for first.
+
+    arm = ArmInputs(lab, "baseline")
+    arm.cfg, arm.dataset, arm.questions     # the arm's config, its validated dataset, its question set
+    arm.chunks, arm.chunk_list, arm.chunk_text
+    arm.representations, arm.bm25, arm.vectors, arm.question_embeddings   # shared artifacts (store hits)
+    arm.table(Table.RETRIEVAL_ROWS)         # the arm's own tables
+
+Every shared artifact comes through the store's `build_once` with its declared key (core.artifacts), so an
+asset downstream of `chunks` opens the same chunks its upstream asset built, never a rebuild.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import polars as pl
+
+from rag_ttc_assets.adapters.store import ArtifactStore, Built
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.chunking import Chunk
+from rag_ttc_assets.core.dataset import Dataset
+from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
+from rag_ttc_assets.core.prompts import Prompt
+from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.lab import Lab, prompt_fields
+
+
+class ArmInputs:
+    def __init__(self, lab: Lab, arm: str, progress: Progress = NO_PROGRESS):
+        self.lab, self.arm, self.progress = lab, arm, progress
+        self.cfg: ArmConfig = lab.arms[arm]
+
+    @property
+    def store(self) -> ArtifactStore:
+        return self.lab.store
+
+    @property
+    def source(self) -> str:
+        """Where the arm is declared, for error messages: `<arms file>: arm '<name>'`."""
+        return f"{self.lab.arms_file}: arm {self.arm!r}"
+
+    # --- the dataset ------------------------------------------------------------------------------------
+    @cached_property
+    def dataset(self) -> Dataset:
+        from rag_ttc_assets.stages import ingest
+
+        return ingest.bind_dataset(self.lab, self.cfg)
+
+    @cached_property
+    def questions(self) -> list[Question]:
+        from rag_ttc_assets.stages.retrieval import arm_questions
+
+        return arm_questions(self.cfg, self.dataset)
+
+    # --- shared artifacts ---------------------------------------------------------------------------------
+    @cached_property
+    def chunks(self) -> Built:
+        from rag_ttc_assets.stages import ingest
+
+        return ingest.build_chunks(self.lab, self.cfg, self.dataset)
+
+    @cached_property
+    def chunk_list(self) -> list[Chunk]:
+        from rag_ttc_assets.stages import ingest
+
+        return ingest.read_chunks(self.chunks)
+
+    @cached_property
+    def chunk_text(self) -> dict[str, str]:
+        return {c.chunk_id: c.text for c in self.chunk_list}
+
+    @cached_property
+    def chunk_docs(self) -> dict[str, str]:
+        return dict(pl.read_parquet(self.chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
+
+    @cached_property
+    def representations(self) -> Built:
+        from rag_ttc_assets.stages import ingest
+
+        return ingest.build_representations(self.lab, self.cfg, self.dataset, self.chunks)
+
+    @cached_property
+    def bm25(self) -> Built:
+        from rag_ttc_assets.stages import indexes
+
+        return indexes.build_bm25(self.lab, self.cfg, self.dataset, self.representations)
+
+    @cached_property
+    def vectors(self) -> Built:
+        from rag_ttc_assets.stages import indexes
+
+        return indexes.build_vectors(self.lab, self.cfg, self.dataset, self.representations, progress=self.progress)
+
+    @cached_property
+    def question_embeddings(self) -> Built:
+        from rag_ttc_assets.stages import indexes
+
+        return indexes.build_question_embeddings(self.lab, self.cfg, self.dataset, progress=self.progress)
+
+    @cached_property
+    def support(self) -> dict[str, list[str]]:
+        """Per request with gold evidence, the chunk IDs (this arm's chunking) that support it (evaluation side)."""
+        from rag_ttc_assets.stages.retrieval import request_support
+
+        return request_support(self.dataset, self.questions, self.chunk_list)
+
+    # --- the arm's own tables, JSON and prompts -----------------------------------------------------------
+    def table(self, name: str) -> pl.DataFrame:
+        return self.store.read_table(self.arm, name)
+
+    def arm_json(self, name: str) -> Any:
+        return self.store.read_arm_json(self.arm, name)
+
+    def write_table(self, name: str, df: pl.DataFrame) -> str:
+        return self.store.write_table(self.arm, name, df)
+
+    def write_arm_json(self, name: str, value: Any) -> str:
+        return self.store.write_arm_json(self.arm, name, value)
+
+    def prompt(self, field: str) -> Prompt:
+        """The prompt the arm names in `field` (prompt, judge_gold_prompt, ...), parsed for its kind."""
+        return self.lab.prompt(getattr(self.cfg, field), prompt_fields(self.cfg)[field])
