@@ -40,7 +40,8 @@ def _print(obj, as_json: bool, text: str) -> None:
 
 
 def cmd_validate(args) -> int:
-    from rag_ttc_assets.core.dataset import DatasetError, dataset_counts, load_dataset
+    from rag_ttc_assets.adapters.files import load_dataset
+    from rag_ttc_assets.core.dataset import DatasetError, dataset_counts
 
     try:
         ds = load_dataset(Path(args.dir))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.store import ArtifactStore
-from rag_ttc_assets.core.arms import Arms, ArmsError, load_arms
+from rag_ttc_assets.adapters.files import load_arms
+from rag_ttc_assets.core.arms import Arms, ArmsError
 from rag_ttc_assets.core.prompts import (GENERATION_KINDS, LABEL_PLACEHOLDER, ORACLE, Prompt, PromptError,
                                          parse_prompt)
 

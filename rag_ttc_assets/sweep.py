@@ -106,7 +106,7 @@ def family_arms(args, local: bool) -> list[str]:
     lab = _lab(args)
     if local:
         return lab.arms.family(args.family)  # full check: datasets and prompts must exist here
-    from rag_ttc_assets.core.arms import load_arms
+    from rag_ttc_assets.adapters.files import load_arms
 
     # Only the names are needed: dagster dev checks the partitions against its own arms file.
     return load_arms(lab.arms_file).family(args.family)

@@ -92,3 +92,49 @@ def test_the_checker_fails_on_a_package_tree(tmp_path: Path) -> None:
     (tmp_path / "defs" / "assets.py").write_text("import dagster\n", encoding="utf-8")  # allowed outside
     assert pure_offenders(tmp_path) == ["adapters/store.py:2: import dagster as dg",
                                         "core/sub/leaky.py:4: from dagster import asset"]
+
+
+# --- core does no file I/O: reading the arms file and the datasets is adapters.files' -------------------------
+
+FILE_IO_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "open", "is_file", "is_dir", "exists",
+                   "iterdir", "glob", "rglob", "mkdir", "unlink", "rmdir", "touch", "stat"}
+FILE_IO_MODULES = {"os", "shutil", "tempfile", "glob", "io"}
+
+
+def file_io(source: str, filename: str = "<source>") -> list[str]:
+    """`file:line: expression` for every file-system call in `source`: builtin open, a Path method that reads,
+    writes or inspects the file system, or an import of os, shutil, tempfile, glob or io."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        hit = False
+        if isinstance(node, ast.Call):
+            f = node.func
+            hit = ((isinstance(f, ast.Name) and f.id == "open")
+                   or (isinstance(f, ast.Attribute) and f.attr in FILE_IO_METHODS))
+        elif isinstance(node, ast.Import):
+            hit = any(a.name.split(".")[0] in FILE_IO_MODULES for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            hit = node.module.split(".")[0] in FILE_IO_MODULES
+        if hit:
+            found.append(f"{filename}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_core_does_no_file_io() -> None:
+    core = sorted((PACKAGE / "core").rglob("*.py"))
+    assert [hit for p in core for hit in file_io(p.read_text(encoding="utf-8"), p.relative_to(PACKAGE).as_posix())] == []
+
+
+@pytest.mark.parametrize(("source", "hit"), [
+    ("open('x')\n", "m.py:1: open('x')"),
+    ("p.read_text(encoding='utf-8')\n", "m.py:1: p.read_text(encoding='utf-8')"),
+    ("Path(d).is_file()\n", "m.py:1: Path(d).is_file()"),
+    ("import os\n", "m.py:1: import os"),
+    ("from shutil import rmtree\n", "m.py:1: from shutil import rmtree"),
+])
+def test_the_file_io_scan_finds_each_form(source, hit) -> None:
+    assert file_io(source, "m.py") == [hit]
+
+
+def test_the_file_io_scan_passes_pure_code() -> None:
+    assert file_io("import json\nx = json.loads(data)\npath = base / 'corpus.json'\n", "m.py") == []

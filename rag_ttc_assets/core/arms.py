@@ -240,34 +240,18 @@ def parse_arms(raw: Any, source: str = "arms.yaml") -> Arms:
     return Arms(arms, families, dict(spec.families), list(spec.comparisons), source, spec.p_adjust, spec.alpha)
 
 
-# Parsed arms files by (path as given, digest of the file's bytes): an asset that rebuilds its Lab
-# reads the file again (a few milliseconds) but parses and validates it only when its bytes change.
-_LOADED: dict[tuple[str, str], Arms] = {}
-_LOADED_MAX = 16
-
-
-def load_arms(path) -> Arms:
+def parse_arms_file(data: bytes, source: str) -> Arms:
+    """An arms file's bytes, parsed and validated; errors name `source` (the file) and the line or arm and field.
+    Reading the file is the caller's (adapters.files.load_arms)."""
     import yaml  # local: core stays importable without yaml for pure callers
 
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.is_file():
-        raise ArmsError(f"{p}: arms file not found")
-    data = p.read_bytes()
-    key = (str(p), hashlib.sha256(data).hexdigest())
-    cached = _LOADED.get(key)
-    if cached is not None:
-        return cached
     try:
-        raw = _load_yaml(data.decode("utf-8"), p)
+        raw = _load_yaml(data.decode("utf-8"), source)
     except yaml.YAMLError as e:
-        raise ArmsError(f"{p}: malformed YAML: {e}") from None
-    arms = parse_arms(raw, str(p))
-    if len(_LOADED) >= _LOADED_MAX:
-        _LOADED.clear()
-    _LOADED[key] = arms
-    return arms
+        raise ArmsError(f"{source}: malformed YAML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ArmsError(f"{source}: not valid UTF-8 at byte {e.start}: {e.reason}") from None
+    return parse_arms(raw, source)
 
 
 def _load_yaml(text: str, p) -> Any:

@@ -61,11 +61,11 @@ def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _read_json(path: Path, problems: list[Problem]) -> tuple[bytes | None, object | None]:
-    if not path.is_file():
+def _decode_json(path: Path, data: bytes | None, problems: list[Problem]) -> tuple[bytes | None, object | None]:
+    """`data` (the bytes of `path`, None when there is no such file) as JSON, or a problem naming the file."""
+    if data is None:
         problems.append(Problem(str(path), "(file)", "(file)", "file not found"))
         return None, None
-    data = path.read_bytes()
     if data.startswith(b"\xef\xbb\xbf"):
         problems.append(
             Problem(str(path), "(file)", "(encoding)",
@@ -160,49 +160,17 @@ def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, p
             problems.append(Problem(str(path), f"pilot[{i}]", "pilot", f"unknown question id {pid!r}"))
 
 
-# Loaded datasets by (folder, name, corpus digest, evaluation digest): every asset of a run binds the
-# dataset again, and reading and digesting the two files is far cheaper than parsing and validating
-# them. The key is the files' exact bytes, so an edited file is loaded (and validated) afresh.
-_LOADED: dict[tuple[str, str, str, str], Dataset] = {}
-_LOADED_MAX = 8
+def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | None,
+                  evaluation_bytes: bytes | None) -> Dataset:
+    """Parse and validate a dataset from its two files' bytes (None: the file does not exist); raise DatasetError
+    listing every problem, each naming its file, record and field.
 
-
-def _load_key(d: Path, name: str) -> tuple[str, str, str, str] | None:
-    try:
-        cbytes, ebytes = (d / CORPUS_FILE).read_bytes(), (d / EVALUATION_FILE).read_bytes()
-    except OSError:
-        return None
-    return str(d), name, sha256_digest(cbytes), sha256_digest(ebytes)
-
-
-def load_dataset(dataset_dir: Path | str, name: str | None = None) -> Dataset:
-    """Read, parse and validate a dataset folder; raise DatasetError listing every problem.
-
-    The digest binding is checked first: a mismatch raises DigestMismatchError naming both
-    digests and both files, before anything else is trusted.
-
-    A dataset whose files have exactly the bytes of one loaded before in this process is that same
-    (frozen) Dataset object; only valid datasets are remembered, so a broken one raises every time.
+    The digest binding is checked first: a mismatch raises DigestMismatchError naming both digests and both
+    files, before anything else is trusted. Reading the files is the caller's (adapters.files.load_dataset).
     """
-    d = Path(dataset_dir)
-    key = _load_key(d, name or d.name)
-    if key is not None and key in _LOADED:
-        return _LOADED[key]
-    ds = _load_dataset(d, name)
-    # Remembered only under the digests it was really parsed from (the files may change meanwhile).
-    if key is not None and key[2:] == (ds.corpus_digest, ds.evaluation_digest):
-        if len(_LOADED) >= _LOADED_MAX:
-            _LOADED.clear()
-        _LOADED[key] = ds
-    return ds
-
-
-def _load_dataset(dataset_dir: Path | str, name: str | None = None) -> Dataset:
-    d = Path(dataset_dir)
-    cpath, epath = d / CORPUS_FILE, d / EVALUATION_FILE
     problems: list[Problem] = []
-    cbytes, craw = _read_json(cpath, problems)
-    ebytes, eraw = _read_json(epath, problems)
+    cbytes, craw = _decode_json(cpath, corpus_bytes, problems)
+    ebytes, eraw = _decode_json(epath, evaluation_bytes, problems)
     corpus = _parse(Corpus, craw, cpath, "documents", problems) if craw is not None else None
     evaluation = _parse(Evaluation, eraw, epath, "questions", problems) if eraw is not None else None
     cdigest = sha256_digest(cbytes) if cbytes is not None else ""
@@ -220,7 +188,7 @@ def _load_dataset(dataset_dir: Path | str, name: str | None = None) -> Dataset:
     if problems:
         raise DatasetError(problems)
     assert corpus is not None and evaluation is not None and ebytes is not None
-    return Dataset(name or d.name, cpath, epath, corpus, evaluation, cdigest, sha256_digest(ebytes))
+    return Dataset(name, cpath, epath, corpus, evaluation, cdigest, sha256_digest(ebytes))
 
 
 def dataset_counts(ds: Dataset) -> dict[str, int]:

@@ -8,7 +8,8 @@ from rag_ttc_assets.adapters.store import Built
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION, Chunk, chunk_corpus
-from rag_ttc_assets.core.dataset import Dataset, load_dataset
+from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.representations import BUILDERS, represent
 from rag_ttc_assets.lab import Lab
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.core.dataset import (
     DatasetError,
     DigestMismatchError,
     Problem,
     dataset_counts,
-    load_dataset,
     sha256_digest,
 )
 

@@ -4,7 +4,7 @@ import json
 
 from dagster import DagsterInstance
 
-from rag_ttc_assets.core.arms import load_arms
+from rag_ttc_assets.adapters.files import load_arms
 from rag_ttc_assets_tests.conftest import REPO
 
 

@@ -101,7 +101,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
     arms_text = MINI_ARMS.replace("  - [baseline, evidence-k-5]", f"  - [{ARMS[0]}, {ARMS[1]}]")
     assert arms_text != MINI_ARMS and f"{FAMILY}:" in arms_text
     mini_lab.arms_file.write_text(arms_text, encoding="utf-8")
-    from rag_ttc_assets.core.arms import load_arms
+    from rag_ttc_assets.adapters.files import load_arms
 
     assert load_arms(mini_lab.arms_file).family(FAMILY) == ARMS
 
