@@ -42,7 +42,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from rag_ttc_assets import bench
 

@@ -75,3 +75,89 @@ def admit_complete_chunks(chunks: list[tuple[str, str]], max_runes: int) -> Admi
         else:
             omitted.append(chunk_id)
     return AdmittedContext(evidence=evidence, omitted_chunk_ids=omitted, used_runes=used, max_runes=max_runes)
+
+
+# --- one arm's admitted context per question, and what it covered (data in, data out) --------------------------
+
+def context_row(cfg, query_id: str, ranked_chunk_ids: list[str], chunk_text: dict[str, str], question=None,
+                support: dict[str, list[str]] | None = None) -> dict:
+    """One question's admitted context: the evidence_k cut, the evidence order, then whole-chunk admission under
+    context_runes (`cfg`: the arm's ArmConfig).
+
+    Counterfactual arms then change the admitted set and record exactly how: `withheld-relevant` removes every
+    admitted chunk that supports a request (`withheld_chunk_ids`; `support` from the evaluation's gold quotes);
+    `planted-falsehood` puts, first, one chunk per request contradicting its gold quote (`planted`, with the
+    alteration). Both arms declare their use of the labels (ArmConfig.label_use).
+    """
+    import json
+
+    from rag_ttc_assets.core import counterfactual
+
+    selected = select_evidence(ranked_chunk_ids, cfg.evidence_k)
+    ordered = order_evidence(selected, cfg.evidence_order, cfg.shuffle_seed)
+    ctx = admit_complete_chunks([(c, chunk_text[c]) for c in ordered], cfg.context_runes)
+    admitted = [e.chunk_id for e in ctx.evidence]
+    runes = {e.chunk_id: e.runes for e in ctx.evidence}
+    withheld: list[str] = []
+    planted: list[counterfactual.Planted] = []
+    if cfg.counterfactual == "withheld-relevant" and question is not None:
+        supporting = {c for req in question.requests for c in (support or {}).get(req.id, [])}
+        admitted, withheld = counterfactual.withhold(admitted, supporting)
+    elif cfg.counterfactual == "planted-falsehood" and question is not None and question.answerable:
+        planted = [counterfactual.plant(req.id, req.evidence[0].quote) for req in question.requests if req.evidence]
+        planted = [p for p in planted if p.kind != "none"]
+        admitted = [p.chunk_id for p in planted] + admitted
+        runes.update({p.chunk_id: len(p.planted) for p in planted})
+    return {
+        "query_id": query_id, "evidence_k": cfg.evidence_k, "evidence_order": cfg.evidence_order,
+        "selected_chunk_ids": selected,
+        "admitted_chunk_ids": admitted,
+        "evidence_runes": [runes[c] for c in admitted], "evidence_offsets": [0] * len(admitted),
+        "omitted_chunk_ids": ctx.omitted_chunk_ids,
+        "used_runes": sum(runes[c] for c in admitted), "max_runes": ctx.max_runes,
+        "counterfactual": cfg.counterfactual,
+        "withheld_chunk_ids": withheld,
+        "planted": json.dumps([p.model_dump() for p in planted]), "supply": "retrieval",
+    }
+
+
+def coverage_rows(questions, support: dict[str, list[str]], ranked: dict[str, set[str]],
+                  contexts: dict[str, dict]) -> list[dict]:
+    """Per request: is a supporting chunk ranked, selected, admitted (chunk level). `ranked` and `contexts` are
+    per question ID: the ranked chunk IDs (for preloaded and tool arms, what was in context) and the context row."""
+    rows = []
+    for q in questions:
+        c = contexts[q.id]
+        for req in q.requests:
+            sup = support.get(req.id, [])
+            rows.append({
+                "query_id": q.id, "request_id": req.id, "has_evidence": bool(sup),
+                "supporting_chunk_ids": sup,
+                "ranked": any(s in ranked[q.id] for s in sup),
+                "selected": any(s in c["selected_chunk_ids"] for s in sup),
+                "admitted": any(s in c["admitted_chunk_ids"] for s in sup),
+            })
+    return rows
+
+
+def admission_summary(coverage: list[dict], contexts: list[dict], supply: str = "retrieval") -> dict:
+    """The admission boundary in numbers: omissions, admitted chunks and runes, requests ranked/selected/admitted.
+    A tool arm admits nothing before generation: its lookup flow (failure_flow) reports what the lookups supplied."""
+    with_ev = [r for r in coverage if r["has_evidence"]]
+    n = 0 if supply == "tool" else len(with_ev)
+    omitted = [len(c["omitted_chunk_ids"]) for c in contexts]
+    mean = (lambda xs: float(sum(xs) / len(xs)) if xs else 0.0)
+    return {
+        "supply": supply,
+        "queries": len(contexts),
+        "queries_with_omissions": sum(1 for o in omitted if o > 0),
+        "omitted_chunks": sum(omitted),
+        "mean_admitted_chunks": mean([len(c["admitted_chunk_ids"]) for c in contexts]),
+        "mean_used_runes": mean([c["used_runes"] for c in contexts]),
+        "max_runes": max((c["max_runes"] for c in contexts), default=0),
+        "requests_with_evidence": n,
+        "requests_ranked": sum(r["ranked"] for r in with_ev),
+        "requests_selected": sum(r["selected"] for r in with_ev),
+        "requests_admitted": sum(r["admitted"] for r in with_ev),
+        "admission_coverage": float(sum(r["admitted"] for r in with_ev) / n) if n else None,
+    }

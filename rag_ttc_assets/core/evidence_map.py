@@ -30,3 +30,21 @@ def supporting_chunk_ids(doc_text: str, quote: str, doc_chunks: list[Chunk]) -> 
             if covered > 0 and (covered >= need or (c.start <= qs and qe <= c.end)) and c.chunk_id not in out:
                 out.append(c.chunk_id)
     return out
+
+
+def request_support(documents: dict[str, str], questions, chunks: list[Chunk]) -> dict[str, list[str]]:
+    """For every request with gold evidence: the chunk IDs (this chunking) that support it, in the order found.
+    `documents` maps doc_id to its text. Evaluation side: never handed to the generator or its retrieval."""
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    out: dict[str, list[str]] = {}
+    for q in questions:
+        for req in q.requests:
+            ids: list[str] = []
+            for ev in req.evidence:
+                for cid in supporting_chunk_ids(documents[ev.doc_id], ev.quote, by_doc.get(ev.doc_id, [])):
+                    if cid not in ids:
+                        ids.append(cid)
+            out[req.id] = ids
+    return out

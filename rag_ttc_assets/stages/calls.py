@@ -47,14 +47,6 @@ def model_spec(cfg: ModelConfig) -> llm.ModelSpec:
                          api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
 
 
-OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical"})
-
-
-def is_offline_baseline(model: str) -> bool:
-    """Our extractive answerer and lexical judge; `local/smollm2` is a real (small) language model."""
-    return model in OFFLINE_BASELINES
-
-
 class Caller:
     """Calls one model through litellm, serving repeats from the cache, spending at most `budget` calls.
     With an `archive` (the store's `messages`), every call's messages and tools are kept there; every Call

@@ -22,7 +22,7 @@ from rag_ttc_assets.core.flow import FLOW_BRANCHES, flow_rows, flow_table, hit_r
 from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of, reasons_text
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
-from rag_ttc_assets.stages import ingest, supply
+from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.resolve import ArmInputs
 
 

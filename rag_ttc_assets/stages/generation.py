@@ -8,23 +8,22 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
 
-from rag_ttc_assets.core import judging
+from rag_ttc_assets.core import judging, summaries
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import gold_texts
-from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
-                                         summarize_contract)
-from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, measured_text, reason_of
+from rag_ttc_assets.core.contract import ABSTAINED, ESCALATED, VALID, ContractResult, check_contract
+from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages import supply
-from rag_ttc_assets.stages.calls import Call, Caller, is_offline_baseline
+from rag_ttc_assets.core.summaries import is_offline_baseline
+from rag_ttc_assets.stages.calls import Call, Caller
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 
 GENERATOR_ROLE, JUDGE_ROLE = "generator", "judge"
@@ -138,14 +137,7 @@ def contract(answers: pl.DataFrame) -> pl.DataFrame:
 
 
 def contract_summary(results: pl.DataFrame) -> dict:
-    s = summarize_contract(list(zip(results["status"].to_list(), results["reason"].to_list())))
-    out = s.model_dump()
-    valid = results.filter(pl.col("status") == VALID)
-    out["mean_answer_chars"] = float(valid["answer_chars"].mean() or 0.0)
-    out["mean_cited_chunks"] = float(valid["citation_chunk_ids"].list.len().mean() or 0.0)
-    out["sums_close"] = out["total"] == (s.valid + s.parse_failures + s.contract_failures + s.abstentions
-                                         + s.escalated + sum(s.provider_faults.values()))
-    return out
+    return summaries.contract_summary(results.to_dicts())
 
 
 def _parsed_call(call: Call, parse):
@@ -233,20 +225,6 @@ def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[st
     return out
 
 
-def judge_denominators(verdicts: pl.DataFrame) -> dict[str, dict]:
-    """core.measured.measured_mean of faithfulness, relevance and gold support over every answer row, each
-    unmeasured row counted under the reason its status gives (invalid, abstained, judge_error, budget, ...)."""
-    rows = {r["query_id"]: r for r in verdicts.iter_rows(named=True)}
-    reasons = {q: reason_of(r["status"]) for q, r in rows.items()}
-    return {
-        "faithfulness": measured_mean({q: r["faithfulness"] for q, r in rows.items()}, reasons),
-        "relevance": measured_mean({q: r["answer_relevance"] for q, r in rows.items()}, reasons),
-        "gold_supported": measured_mean({q: r["gold_supported"] for q, r in rows.items()},
-                                        {q: gold_reason(r["status"], r["judge_error"]) if r["gold_supported"] is None
-                                         else None for q, r in rows.items()}),
-    }
-
-
 JUDGE_MEANS = ("faithfulness", "relevance", "gold_supported")
 
 
@@ -257,33 +235,7 @@ def denominator_metadata(summary: dict) -> dict[str, str]:
 
 
 def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame) -> dict:
-    judged = verdicts.filter(pl.col("judged"))
-    statuses = Counter(verdicts["status"].to_list())
-    gold = verdicts.filter(pl.col("contradicts_gold").is_not_null())
-    m = judge_denominators(verdicts)
-    return {
-        "answer_rows": verdicts.height,
-        "judged": judged.height,
-        "abstained": statuses.get("abstained", 0),
-        "invalid": sum(n for s, n in statuses.items() if s not in ("judged", "no_statements", "abstained")
-                       and not s.startswith("judge_")),
-        "judge_failures": sum(n for s, n in statuses.items() if s.startswith("judge_")),
-        "statuses": dict(statuses),
-        "mean_faithfulness": m["faithfulness"]["mean"],
-        **denominator_fields("faithfulness", m["faithfulness"]),
-        "mean_relevance": m["relevance"]["mean"],
-        **denominator_fields("relevance", m["relevance"]),
-        "gold_judged": gold.height,
-        "contradicts_gold": int(gold["contradicts_gold"].sum()) if gold.height else 0,
-        "mean_gold_supported": m["gold_supported"]["mean"],
-        **denominator_fields("gold_supported", m["gold_supported"]),
-        "judge_model": cfg.judge.model,
-        "generator_model": cfg.generator.model,
-        "same_model_as_generator": cfg.judge.model == cfg.generator.model,
-        "offline_baseline_judge": is_offline_baseline(cfg.judge.model),
-        "provider_calls": int(verdicts["judge_provider_calls"].sum()),
-        "cache_hits": int(verdicts["judge_cache_hits"].sum()),
-    }
+    return summaries.judge_summary(cfg, verdicts.to_dicts())
 
 
 def measure_judges(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, verdicts: pl.DataFrame,

@@ -9,7 +9,6 @@ unparseable reply is a row status (`judge_*`): not measured, never "not addresse
 
 from __future__ import annotations
 
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
@@ -21,9 +20,10 @@ from rag_ttc_assets.core.contract import VALID
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, cited_answer_block, gold_requests_block
 from rag_ttc_assets.core.records import Question
-from rag_ttc_assets.stages.calls import Caller, is_offline_baseline
+from rag_ttc_assets.core import summaries
+from rag_ttc_assets.core.summaries import JUDGED, is_offline_baseline
+from rag_ttc_assets.stages.calls import Caller
 
-JUDGED = "judged"
 PARSE_FAILURE = "judge_parse_failure"
 REQUEST_JUDGMENT_SCHEMA = {"addressed": pl.Boolean, "excerpt": pl.String, "cited_chunk_ids": pl.List(pl.String),
                            "verdict": pl.String, "reason": pl.String, "judge_error": pl.String,
@@ -103,10 +103,4 @@ def instrument(cfg: ArmConfig, prompt: Prompt) -> dict:
 
 
 def request_judge_summary(df: pl.DataFrame) -> dict:
-    statuses = Counter(df["status"].to_list()) if df.height else Counter()
-    verdicts = Counter(v for v in df["verdict"].to_list() if v is not None) if df.height else Counter()
-    return {"requests": df.height, "judged": statuses.get(JUDGED, 0),
-            "not_measured": sum(n for s, n in statuses.items() if s.startswith("judge_")),
-            "statuses": dict(statuses), "verdicts": {v: verdicts.get(v, 0) for v in judging.REQUEST_VERDICTS},
-            "provider_calls": int(df["judge_provider_calls"].sum()) if df.height else 0,
-            "cache_hits": int(df["judge_cache_hits"].sum()) if df.height else 0}
+    return summaries.request_judge_summary(df.to_dicts())

@@ -16,12 +16,11 @@ from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.adapters.vectors import VectorIndex
-from rag_ttc_assets.core import admission, artifacts, counterfactual, metrics
+from rag_ttc_assets.core import admission, artifacts, evidence_map, metrics
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
-from rag_ttc_assets.core.evidence_map import supporting_chunk_ids
 from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.measured import NO_TARGETS, measured_mean
 from rag_ttc_assets.core.records import Question
@@ -118,42 +117,10 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
 
 def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, str],
           questions: list[Question] | None = None, support: dict[str, list[str]] | None = None) -> pl.DataFrame:
-    """The evidence_k cut, the evidence order, then whole-chunk admission under context_runes.
-
-    Counterfactual arms then change the admitted set and record exactly how: `withheld-relevant`
-    removes every admitted chunk that supports a request (`withheld_chunk_ids`); `planted-falsehood`
-    puts, first, one chunk per request contradicting its gold quote (`planted`, with the alteration).
-    """
+    """Every question's admitted context (core.admission.context_row) as the admitted_contexts table."""
     by_q = {q.id: q for q in questions or []}
-    rows = []
-    for r in retrieval_rows.iter_rows(named=True):
-        selected = admission.select_evidence(r["ranked_chunk_ids"], cfg.evidence_k)
-        ordered = admission.order_evidence(selected, cfg.evidence_order, cfg.shuffle_seed)
-        ctx = admission.admit_complete_chunks([(c, chunk_text[c]) for c in ordered], cfg.context_runes)
-        admitted = [e.chunk_id for e in ctx.evidence]
-        runes = {e.chunk_id: e.runes for e in ctx.evidence}
-        withheld: list[str] = []
-        planted: list[counterfactual.Planted] = []
-        q = by_q.get(r["query_id"])
-        if cfg.counterfactual == "withheld-relevant" and q is not None:
-            supporting = {c for req in q.requests for c in (support or {}).get(req.id, [])}
-            admitted, withheld = counterfactual.withhold(admitted, supporting)
-        elif cfg.counterfactual == "planted-falsehood" and q is not None and q.answerable:
-            planted = [counterfactual.plant(req.id, req.evidence[0].quote) for req in q.requests if req.evidence]
-            planted = [p for p in planted if p.kind != "none"]
-            admitted = [p.chunk_id for p in planted] + admitted
-            runes.update({p.chunk_id: len(p.planted) for p in planted})
-        rows.append({
-            "query_id": r["query_id"], "evidence_k": cfg.evidence_k, "evidence_order": cfg.evidence_order,
-            "selected_chunk_ids": selected,
-            "admitted_chunk_ids": admitted,
-            "evidence_runes": [runes[c] for c in admitted], "evidence_offsets": [0] * len(admitted),
-            "omitted_chunk_ids": ctx.omitted_chunk_ids,
-            "used_runes": sum(runes[c] for c in admitted), "max_runes": ctx.max_runes,
-            "counterfactual": cfg.counterfactual,
-            "withheld_chunk_ids": withheld,
-            "planted": json.dumps([p.model_dump() for p in planted]), "supply": "retrieval",
-        })
+    rows = [admission.context_row(cfg, r["query_id"], r["ranked_chunk_ids"], chunk_text, by_q.get(r["query_id"]),
+                                  support) for r in retrieval_rows.iter_rows(named=True)]
     return pl.DataFrame(rows, schema_overrides=CONTEXT_SCHEMA)
 
 
@@ -168,20 +135,7 @@ def evidence_pairs(context_row: dict, chunk_text: dict[str, str]) -> list[tuple[
 
 def request_support(ds: Dataset, questions: list[Question], chunks: list[Chunk]) -> dict[str, list[str]]:
     """For every request with gold evidence: the chunk IDs (this arm's chunking) that support it."""
-    docs = ds.documents_by_id
-    by_doc: dict[str, list[Chunk]] = {}
-    for c in chunks:
-        by_doc.setdefault(c.doc_id, []).append(c)
-    out: dict[str, list[str]] = {}
-    for q in questions:
-        for req in q.requests:
-            ids: list[str] = []
-            for ev in req.evidence:
-                for cid in supporting_chunk_ids(docs[ev.doc_id], ev.quote, by_doc.get(ev.doc_id, [])):
-                    if cid not in ids:
-                        ids.append(cid)
-            out[req.id] = ids
-    return out
+    return evidence_map.request_support(ds.documents_by_id, questions, chunks)
 
 
 # The lab's default set plus map and P at 5 and 10: the summary keys downstream readers use stay as they were.
@@ -210,45 +164,17 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
 
 def request_coverage(questions: list[Question], support: dict[str, list[str]], retrieval_rows: pl.DataFrame,
                      contexts: pl.DataFrame, supply: str = "retrieval") -> pl.DataFrame:
-    """Per request: is a supporting chunk ranked, selected, admitted (chunk level). For preloaded and tool arms
-    all three mean "in context" (the preloaded set; the lookups' results)."""
+    """Per request: is a supporting chunk ranked, selected, admitted (core.admission.coverage_rows). For preloaded
+    and tool arms all three mean "in context" (the preloaded set; the lookups' results)."""
     ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
     # Preloaded and tool arms are not supplied by the ranked list: what they had in context is what counts.
     ranked = ({r["query_id"]: set(r["ranked_chunk_ids"]) for r in retrieval_rows.iter_rows(named=True)}
               if supply == "retrieval" else {q: set(c["admitted_chunk_ids"]) for q, c in ctx.items()})
-    rows = []
-    for q in questions:
-        c = ctx[q.id]
-        for req in q.requests:
-            sup = support.get(req.id, [])
-            rows.append({
-                "query_id": q.id, "request_id": req.id, "has_evidence": bool(sup),
-                "supporting_chunk_ids": sup,
-                "ranked": any(s in ranked[q.id] for s in sup),
-                "selected": any(s in c["selected_chunk_ids"] for s in sup),
-                "admitted": any(s in c["admitted_chunk_ids"] for s in sup),
-            })
-    return pl.DataFrame(rows, schema_overrides={"supporting_chunk_ids": pl.List(pl.String)})
+    return pl.DataFrame(admission.coverage_rows(questions, support, ranked, ctx),
+                        schema={"query_id": pl.String, "request_id": pl.String, "has_evidence": pl.Boolean,
+                                "supporting_chunk_ids": pl.List(pl.String), "ranked": pl.Boolean,
+                                "selected": pl.Boolean, "admitted": pl.Boolean})
 
 
 def admission_summary(coverage: pl.DataFrame, contexts: pl.DataFrame, supply: str = "retrieval") -> dict:
-    with_ev = coverage.filter(pl.col("has_evidence"))
-    n = with_ev.height
-    omitted = contexts["omitted_chunk_ids"].list.len()
-    if supply == "tool":
-        # Nothing is admitted before generation; the lookup flow (failure_flow) reports what the lookups supplied.
-        n = 0
-    return {
-        "supply": supply,
-        "queries": contexts.height,
-        "queries_with_omissions": int((omitted > 0).sum()),
-        "omitted_chunks": int(omitted.sum()),
-        "mean_admitted_chunks": float(contexts["admitted_chunk_ids"].list.len().mean() or 0.0),
-        "mean_used_runes": float(contexts["used_runes"].mean() or 0.0),
-        "max_runes": int(contexts["max_runes"].max() or 0),
-        "requests_with_evidence": n,
-        "requests_ranked": int(with_ev["ranked"].sum()),
-        "requests_selected": int(with_ev["selected"].sum()),
-        "requests_admitted": int(with_ev["admitted"].sum()),
-        "admission_coverage": float(with_ev["admitted"].sum() / n) if n else None,
-    }
+    return admission.admission_summary(coverage.to_dicts(), contexts.to_dicts(), supply)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -7,10 +8,15 @@ import pytest
 from rag_ttc_assets.core.admission import (
     AdmittedContext,
     EvidenceItem,
+    admission_summary,
     admit_complete_chunks,
+    context_row,
+    coverage_rows,
     order_evidence,
     select_evidence,
 )
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.records import Evidence, Question, Request
 
 
 def test_select_evidence_prefix() -> None:
@@ -86,3 +92,54 @@ def test_max_runes_must_be_positive(max_runes: int) -> None:
 def test_duplicate_chunk_id_rejected() -> None:
     with pytest.raises(ValueError, match=r"chunks\[1\]: duplicate chunk_id 'a'"):
         admit_complete_chunks([("a", "x"), ("a", "y")], max_runes=5)
+
+
+# --- one question's context, its coverage and the admission summary (core.admission, data in and out) ----------
+
+
+TEXT = {"a#chunk-0": "x" * 40, "b#chunk-0": "y" * 70, "c#chunk-0": "z" * 20, "d#chunk-0": "w" * 10}
+QUESTION = Question(id="q1", text="What is 2 and is it even?", requests=[
+    Request(id="q1.r1", text="What is 2?", evidence=[Evidence(doc_id="b", quote="two is 2")]),
+    Request(id="q1.r2", text="Is it even?", evidence=[])])
+SUPPORT = {"q1.r1": ["b#chunk-0"], "q1.r2": []}
+RANKED = ["a#chunk-0", "b#chunk-0", "c#chunk-0", "d#chunk-0"]
+
+
+def test_context_row_cuts_orders_and_admits_whole_chunks():
+    cfg = ArmConfig(evidence_k=3, context_runes=100)
+    row = context_row(cfg, "q1", RANKED, TEXT, QUESTION, SUPPORT)
+    assert row["selected_chunk_ids"] == ["a#chunk-0", "b#chunk-0", "c#chunk-0"]
+    assert row["admitted_chunk_ids"] == ["a#chunk-0", "c#chunk-0"]  # b (70 runes) does not fit after a (40)
+    assert row["omitted_chunk_ids"] == ["b#chunk-0"]
+    assert (row["used_runes"], row["max_runes"], row["evidence_runes"]) == (60, 100, [40, 20])
+    assert row["withheld_chunk_ids"] == [] and row["planted"] == "[]"
+
+
+def test_context_row_withholds_what_supports_a_request():
+    cfg = ArmConfig(evidence_k=3, context_runes=1000, counterfactual="withheld-relevant")
+    row = context_row(cfg, "q1", RANKED, TEXT, QUESTION, SUPPORT)
+    assert row["admitted_chunk_ids"] == ["a#chunk-0", "c#chunk-0"]
+    assert row["withheld_chunk_ids"] == ["b#chunk-0"]
+    assert row["used_runes"] == 60
+
+
+def test_context_row_plants_a_contradiction_first():
+    cfg = ArmConfig(evidence_k=1, context_runes=1000, counterfactual="planted-falsehood")
+    row = context_row(cfg, "q1", RANKED, TEXT, QUESTION, SUPPORT)
+    planted = json.loads(row["planted"])
+    assert [p["kind"] for p in planted] == ["number"] and planted[0]["planted"] == "two is 3"
+    assert row["admitted_chunk_ids"] == [planted[0]["chunk_id"], "a#chunk-0"]
+    assert row["evidence_runes"] == [len("two is 3"), 40]
+
+
+def test_coverage_and_summary_count_requests_at_each_boundary():
+    cfg = ArmConfig(evidence_k=3, context_runes=100)
+    row = context_row(cfg, "q1", RANKED, TEXT, QUESTION, SUPPORT)
+    cov = coverage_rows([QUESTION], SUPPORT, {"q1": set(RANKED)}, {"q1": row})
+    assert [(r["request_id"], r["has_evidence"], r["ranked"], r["selected"], r["admitted"]) for r in cov] == [
+        ("q1.r1", True, True, True, False), ("q1.r2", False, False, False, False)]
+    s = admission_summary(cov, [row])
+    assert (s["requests_with_evidence"], s["requests_ranked"], s["requests_selected"], s["requests_admitted"]) == (
+        1, 1, 1, 0)
+    assert (s["queries_with_omissions"], s["omitted_chunks"], s["admission_coverage"]) == (1, 1, 0.0)
+    assert admission_summary(cov, [row], "tool")["admission_coverage"] is None

@@ -127,8 +127,6 @@ def test_repository_prompts_parse_with_their_kinds() -> None:
         # The label-free v2 generation prompts: the model splits the question itself.
         "grounded-answer-multipart-v2": ("answer", {"question", "evidence"}),
         "restated-evidence-v2": ("answer", {"question", "evidence"}),
-        "tool-answer-v2": ("tool_answer", {"question"}),
-        "tool-answer-indexed-v2": ("tool_answer", {"question", "title_index"}),
         "judge-requests-v1": ("judge_requests", {"question", "gold_requests", "answer"}),
     }
     assert {k: found[k] for k in expected} == expected

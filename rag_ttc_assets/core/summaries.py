@@ -1,0 +1,92 @@
+"""An arm's contract, judge and request-judge summaries from its rows (lists of dicts, one per answer row or
+request): data in, data out. The assets read the tables and write these next to them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rag_ttc_assets.core import judging
+from rag_ttc_assets.core.contract import VALID, summarize_contract
+from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, reason_of
+
+OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical"})
+
+# The request judge's row statuses: judged, or a judge_* status (not measured).
+JUDGED = "judged"
+
+
+def is_offline_baseline(model: str) -> bool:
+    """Our extractive answerer and lexical judge; `local/smollm2` is a real (small) language model."""
+    return model in OFFLINE_BASELINES
+
+
+def _mean(values: list) -> float:
+    return float(sum(values) / len(values)) if values else 0.0
+
+
+def contract_summary(results: list[dict]) -> dict:
+    """Total, valid, parse failures, contract failures by reason, abstentions, provider faults, and whether they
+    add up to the total."""
+    s = summarize_contract([(r["status"], r["reason"]) for r in results])
+    out = s.model_dump()
+    valid = [r for r in results if r["status"] == VALID]
+    out["mean_answer_chars"] = _mean([r["answer_chars"] for r in valid])
+    out["mean_cited_chunks"] = _mean([len(r["citation_chunk_ids"]) for r in valid])
+    out["sums_close"] = out["total"] == (s.valid + s.parse_failures + s.contract_failures + s.abstentions
+                                         + s.escalated + sum(s.provider_faults.values()))
+    return out
+
+
+def judge_denominators(verdicts: list[dict]) -> dict[str, dict]:
+    """core.measured.measured_mean of faithfulness, relevance and gold support over every answer row, each
+    unmeasured row counted under the reason its status gives (invalid, abstained, judge_error, budget, ...)."""
+    rows = {r["query_id"]: r for r in verdicts}
+    reasons = {q: reason_of(r["status"]) for q, r in rows.items()}
+    return {
+        "faithfulness": measured_mean({q: r["faithfulness"] for q, r in rows.items()}, reasons),
+        "relevance": measured_mean({q: r["answer_relevance"] for q, r in rows.items()}, reasons),
+        "gold_supported": measured_mean({q: r["gold_supported"] for q, r in rows.items()},
+                                        {q: gold_reason(r["status"], r["judge_error"]) if r["gold_supported"] is None
+                                         else None for q, r in rows.items()}),
+    }
+
+
+def judge_summary(cfg, verdicts: list[dict]) -> dict:
+    """Judged, abstained and invalid rows, the means with their denominators, the judge and generator models."""
+    statuses = Counter(r["status"] for r in verdicts)
+    gold = [r for r in verdicts if r["contradicts_gold"] is not None]
+    m = judge_denominators(verdicts)
+    return {
+        "answer_rows": len(verdicts),
+        "judged": sum(1 for r in verdicts if r["judged"]),
+        "abstained": statuses.get("abstained", 0),
+        "invalid": sum(n for s, n in statuses.items() if s not in ("judged", "no_statements", "abstained")
+                       and not s.startswith("judge_")),
+        "judge_failures": sum(n for s, n in statuses.items() if s.startswith("judge_")),
+        "statuses": dict(statuses),
+        "mean_faithfulness": m["faithfulness"]["mean"],
+        **denominator_fields("faithfulness", m["faithfulness"]),
+        "mean_relevance": m["relevance"]["mean"],
+        **denominator_fields("relevance", m["relevance"]),
+        "gold_judged": len(gold),
+        "contradicts_gold": sum(1 for r in gold if r["contradicts_gold"]),
+        "mean_gold_supported": m["gold_supported"]["mean"],
+        **denominator_fields("gold_supported", m["gold_supported"]),
+        "judge_model": cfg.judge.model,
+        "generator_model": cfg.generator.model,
+        "same_model_as_generator": cfg.judge.model == cfg.generator.model,
+        "offline_baseline_judge": is_offline_baseline(cfg.judge.model),
+        "provider_calls": sum(r["judge_provider_calls"] for r in verdicts),
+        "cache_hits": sum(r["judge_cache_hits"] for r in verdicts),
+    }
+
+
+def request_judge_summary(rows: list[dict]) -> dict:
+    """The request judge's rows: judged, not measured (judge_* statuses), verdicts, provider calls."""
+    statuses = Counter(r["status"] for r in rows)
+    verdicts = Counter(r["verdict"] for r in rows if r["verdict"] is not None)
+    return {"requests": len(rows), "judged": statuses.get(JUDGED, 0),
+            "not_measured": sum(n for s, n in statuses.items() if s.startswith("judge_")),
+            "statuses": dict(statuses), "verdicts": {v: verdicts.get(v, 0) for v in judging.REQUEST_VERDICTS},
+            "provider_calls": sum(r["judge_provider_calls"] for r in rows),
+            "cache_hits": sum(r["judge_cache_hits"] for r in rows)}
