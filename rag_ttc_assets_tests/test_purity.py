@@ -138,3 +138,14 @@ def test_the_file_io_scan_finds_each_form(source, hit) -> None:
 
 def test_the_file_io_scan_passes_pure_code() -> None:
     assert file_io("import json\nx = json.loads(data)\npath = base / 'corpus.json'\n", "m.py") == []
+
+
+def test_no_adapter_opens_a_lab_of_its_own() -> None:
+    """Adapters take the caller's store and paths; `Lab.from_env()` (the RAG_TTC_* environment) may name another."""
+    hits = []
+    for p in sorted((PACKAGE / "adapters").rglob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.ImportFrom) and node.module == "rag_ttc_assets.lab") or (
+                    isinstance(node, ast.Attribute) and node.attr == "from_env"):
+                hits.append(f"{p.relative_to(PACKAGE).as_posix()}:{node.lineno}")
+    assert hits == []

@@ -54,7 +54,7 @@ def _onnx(model: str):
 def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64, store=None,
            advance: Callable[[int], None] | None = None) -> np.ndarray:
     """Unit-normalised float32 embeddings, one row per text (ONNX Runtime for the `-onnx` models, exported into
-    `store`: the caller's lab's store; None falls back to the store of the RAG_TTC_* environment).
+    `store`: the caller's lab's store, required for them).
 
     `advance(n)` is called as each batch of n texts is done (a progress reporter's)."""
     if not texts:

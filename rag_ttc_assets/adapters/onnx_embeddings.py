@@ -118,10 +118,13 @@ def dimension(model: str) -> int:
     return pipeline(source_path())["dimension"]
 
 
-def _default_store():
-    from rag_ttc_assets.lab import Lab
-
-    return Lab.from_env().store
+def _required(store, model: str):
+    """The caller's artifact store: the export lives there, keyed by its source's digest. An adapter never opens
+    a lab of its own (the RAG_TTC_* environment may name another store than the caller's)."""
+    if store is None:
+        raise ValueError(f"embedding model {model!r} is exported into an artifact store: pass the lab's store "
+                         "(store=lab.store)")
+    return store
 
 
 def export_key(path: Path) -> dict:
@@ -203,7 +206,7 @@ def _quantize_int8(fp32_model: Path, tmp: Path) -> dict:
 def ensure_model(model: str, store=None):
     """The exported (and, for int8, quantized) model of `model` in the artifact store, built once; a `Built`."""
     _require(model)
-    store = store if store is not None else _default_store()
+    store = _required(store, model)
     path = source_path()
     key = export_key(path)
     fp32 = store.build_once(KIND, {**key, "precision": "fp32"}, lambda tmp: _export_fp32(path, tmp))
@@ -284,7 +287,7 @@ _encoders_lock = threading.Lock()
 
 def load(model: str, store=None) -> OnnxEncoder:
     """The encoder of `model`, exporting it first if the store has none (one per model and store per process)."""
-    store = store if store is not None else _default_store()
+    store = _required(store, model)
     slot = (model, str(store.root))
     with _encoders_lock:
         if slot not in _encoders:

@@ -48,6 +48,14 @@ def _fields(text: str, path: str, layout: str, rest: bool = False) -> Iterator[t
         yield lineno, fields[:expected]
 
 
+def _once(first_seen: dict[tuple[str, str], int], qid: str, docno: str, path: str, lineno: int, what: str) -> None:
+    """Record (qid, docno) on `lineno`; a second line for the same pair is an error naming both lines."""
+    if (qid, docno) in first_seen:
+        raise TrecFormatError(path, lineno, f"duplicate {what} {docno!r} for query {qid!r} "
+                                            f"(first on line {first_seen[(qid, docno)]})")
+    first_seen[(qid, docno)] = lineno
+
+
 def parse_qrels(text: str, path: str) -> dict[str, dict[str, int]]:
     """qid -> docno -> relevance, in file order."""
     qrels: dict[str, dict[str, int]] = {}
@@ -55,14 +63,7 @@ def parse_qrels(text: str, path: str) -> dict[str, dict[str, int]]:
     for lineno, (qid, _iter, docno, rel) in _fields(text, path, "qid iter docno rel"):
         if not _INT.fullmatch(rel):
             raise TrecFormatError(path, lineno, f"rel field {rel!r} is not an integer")
-        if (qid, docno) in first_seen:
-            raise TrecFormatError(
-                path,
-                lineno,
-                f"duplicate judgment of document {docno!r} for query {qid!r} "
-                f"(first on line {first_seen[(qid, docno)]})",
-            )
-        first_seen[(qid, docno)] = lineno
+        _once(first_seen, qid, docno, path, lineno, "judgment of document")
         qrels.setdefault(qid, {})[docno] = int(rel)
     return qrels
 
@@ -77,12 +78,6 @@ def parse_run(text: str, path: str) -> dict[str, dict[str, float]]:
         value = float(score)
         if not math.isfinite(value):
             raise TrecFormatError(path, lineno, f"score field {score!r} is not finite")
-        if (qid, docno) in first_seen:
-            raise TrecFormatError(
-                path,
-                lineno,
-                f"duplicate document {docno!r} for query {qid!r} (first on line {first_seen[(qid, docno)]})",
-            )
-        first_seen[(qid, docno)] = lineno
+        _once(first_seen, qid, docno, path, lineno, "document")
         run.setdefault(qid, {})[docno] = value
     return run

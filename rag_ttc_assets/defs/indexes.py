@@ -4,7 +4,7 @@
 from dagster import AssetExecutionContext, MaterializeResult
 
 from rag_ttc_assets.core import artifacts
-from rag_ttc_assets.defs.meta import artifact_metadata, version_of
+from rag_ttc_assets.defs.meta import artifact_result
 from rag_ttc_assets.defs.registry import arm_asset
 from rag_ttc_assets.defs.resources import LabResource
 
@@ -16,9 +16,7 @@ GROUP = "indexes"
 def bm25_index(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Tantivy BM25 index of the representations, English stemming."""
     arm = lab.inputs(context)
-    built = arm.bm25
-    meta = artifact_metadata(built, {"representations": arm.representations.content_digest})
-    return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
+    return artifact_result(arm.bm25, {"representations": arm.representations.content_digest})
 
 
 @arm_asset(group=GROUP, kinds={"lancedb"}, deps=("representations",),
@@ -27,6 +25,5 @@ def vector_index(context: AssetExecutionContext, lab: LabResource) -> Materializ
     """LanceDB table of representation embeddings (cosine), all-MiniLM-L6-v2 offline by default."""
     arm = lab.inputs(context)
     built = arm.vectors
-    meta = artifact_metadata(built, {"representations": arm.representations.content_digest})
-    meta["embedding_calls_this_run"] = 0 if built.cache_hit else built.manifest["info"]["embedding_calls"]
-    return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
+    return artifact_result(built, {"representations": arm.representations.content_digest},
+                           embedding_calls_this_run=0 if built.cache_hit else built.manifest["info"]["embedding_calls"])

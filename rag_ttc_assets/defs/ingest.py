@@ -11,7 +11,7 @@ from rag_ttc_assets.adapters.store import ArmJson
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
 from rag_ttc_assets.core.representations import BUILDERS
-from rag_ttc_assets.defs.meta import artifact_metadata, numbers, version_of
+from rag_ttc_assets.defs.meta import artifact_result, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 
@@ -48,9 +48,7 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
 def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Rune-based chunks with overlap and stable IDs `<doc_id>#chunk-<n>`."""
     arm = lab.inputs(context)
-    built = arm.chunks
-    meta = artifact_metadata(built, {"corpus": arm.dataset.corpus_digest})
-    return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
+    return artifact_result(arm.chunks, {"corpus": arm.dataset.corpus_digest})
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("chunks",),
@@ -58,10 +56,8 @@ def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
 def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The text each chunk is indexed and embedded as (plain, or titled with its section title)."""
     arm = lab.inputs(context)
-    built = arm.representations
-    meta = artifact_metadata(built, {"chunks": arm.chunks.content_digest})
-    meta["builder"] = BUILDERS[arm.cfg.representation]
-    return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
+    return artifact_result(arm.representations, {"chunks": arm.chunks.content_digest},
+                           builder=BUILDERS[arm.cfg.representation])
 
 
 @arm_check(asset="corpus_binding",

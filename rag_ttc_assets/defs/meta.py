@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster import DataVersion, MetadataValue
+from dagster import DataVersion, MaterializeResult, MetadataValue
 
 from rag_ttc_assets.adapters.store import Built
 
@@ -53,6 +53,13 @@ def artifact_metadata(built: Built, upstream: dict[str, str]) -> dict[str, Any]:
         "path": MetadataValue.path(str(built.path)),
         **numbers(built.manifest.get("info", {})),
     }
+
+
+def artifact_result(built: Built, upstream: dict[str, str], **extra: Any) -> MaterializeResult:
+    """A shared artifact's materialization: its metadata (artifact_metadata, plus `extra`), its content digest as
+    the data version."""
+    return MaterializeResult(metadata={**artifact_metadata(built, upstream), **extra},
+                             data_version=version_of(built.content_digest))
 
 
 def version_of(digest: str) -> DataVersion:

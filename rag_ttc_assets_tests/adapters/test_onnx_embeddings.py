@@ -231,3 +231,8 @@ def test_stages_use_the_labs_own_store_for_the_onnx_export(mini_lab, store, tmp_
     assert built.manifest["info"]["embedding_model"] == oe.ONNX_FP32
     assert sorted(p.name for p in dest.parent.iterdir()) == [fp32.path.name]  # found, not exported again
     assert not other.exists()
+
+
+def test_an_onnx_model_needs_the_callers_store():
+    with pytest.raises(ValueError, match=r"exported into an artifact store: pass the lab's store"):
+        oe.encode(["x"], oe.ONNX_FP32)
