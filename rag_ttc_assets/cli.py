@@ -424,21 +424,6 @@ def _why(not_measured: dict | None) -> str | None:
     return None if not_measured is None else reasons_text(not_measured)
 
 
-def hit_rates(coverage) -> dict:
-    """Hit rate over all cases at each boundary, from request_coverage (no generation involved)."""
-    with_ev = coverage.filter(coverage["has_evidence"])
-    out = {"questions": with_ev["query_id"].n_unique(), "requests": with_ev.height}
-    for boundary in ("ranked", "selected", "admitted"):
-        hits = {}
-        for r in with_ev.iter_rows(named=True):
-            hits[r["query_id"]] = hits.get(r["query_id"], True) and r[boundary]
-        n_req = int(with_ev[boundary].sum())
-        out[boundary] = {"question_hits": sum(hits.values()),
-                         "question_hit_rate": sum(hits.values()) / len(hits) if hits else None,
-                         "request_hits": n_req, "request_hit_rate": n_req / with_ev.height if with_ev.height else None}
-    return out
-
-
 def _lookup_line(label: str, lk: dict) -> str:
     rate = "n/a" if lk["hit_rate"] is None else f"{lk['hit_rate']:.4f}"
     return (f"{label}: {lk['correct_document']} of {lk['cases']} cases returned every governing document "
@@ -449,19 +434,13 @@ def cmd_hitrate(args) -> int:
     lab = _lab(args)
     lab.arms[args.arm]
     materialize_arms([args.arm], "retrieval")
-    report = {"arm": args.arm, **hit_rates(lab.store.read_table(args.arm, Table.REQUEST_COVERAGE)),
+    # What admitted_contexts wrote: the hit rates at each boundary (a tool arm's: its lookups' and the oracle's).
+    admission = lab.store.read_arm_json(args.arm, ArmJson.ADMISSION_SUMMARY)
+    report = {"arm": args.arm, **admission["hit_rates"],
               "retrieval": arm_report(lab, args.arm, "retrieval")["retrieval"]}
     admitted = report["admitted"]["question_hit_rate"]
-    cfg = lab.arms[args.arm]
-    if cfg.supply == "tool":
-        from rag_ttc_assets.stages import supply
-        from rag_ttc_assets.stages.resolve import ArmInputs
-
-        # Nothing is admitted before a tool arm answers; its gate is the lookup hit rate of the queries the product
-        # sends (the question's own split). The annotated request texts as queries are an oracle, reported beside it.
-        inputs = ArmInputs(lab, args.arm)
-        report["lookup"] = supply.question_lookups(inputs)
-        report["oracle_lookup"] = supply.oracle_request_lookups(inputs)
+    if "lookup" in admission:
+        report["lookup"], report["oracle_lookup"] = admission["lookup"], admission["oracle_lookup"]
         admitted = report["lookup"]["hit_rate"]
     failed = args.min_hit_rate is not None and (admitted is None or admitted < args.min_hit_rate)
     report["gate"] = None if args.min_hit_rate is None else {"min_hit_rate": args.min_hit_rate, "passed": not failed}

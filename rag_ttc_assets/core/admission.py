@@ -161,3 +161,22 @@ def admission_summary(coverage: list[dict], contexts: list[dict], supply: str = 
         "requests_admitted": sum(r["admitted"] for r in with_ev),
         "admission_coverage": float(sum(r["admitted"] for r in with_ev) / n) if n else None,
     }
+
+
+BOUNDARIES = ("ranked", "selected", "admitted")
+
+
+def hit_rates(coverage: list[dict]) -> dict:
+    """Hit rate over all cases at each boundary (ranked, selected, admitted), from the coverage rows of the
+    requests with gold evidence: a question is a hit when every one of its requests is; no generation involved."""
+    with_ev = [r for r in coverage if r["has_evidence"]]
+    out: dict = {"questions": len({r["query_id"] for r in with_ev}), "requests": len(with_ev)}
+    for boundary in BOUNDARIES:
+        hits: dict[str, bool] = {}
+        for r in with_ev:
+            hits[r["query_id"]] = hits.get(r["query_id"], True) and r[boundary]
+        n_req = sum(r[boundary] for r in with_ev)
+        out[boundary] = {"question_hits": sum(hits.values()),
+                         "question_hit_rate": sum(hits.values()) / len(hits) if hits else None,
+                         "request_hits": n_req, "request_hit_rate": n_req / len(with_ev) if with_ev else None}
+    return out

@@ -69,7 +69,7 @@ RETRIEVAL_ROWS = Artifact("retrieval_rows", "retrieval-rows/1",
 
 # --- per-arm tables and summaries ----------------------------------------------------------------------------
 RETRIEVAL_SUMMARY = Artifact("retrieval_summary", "retrieval-metrics/2")
-ADMITTED_CONTEXTS = Artifact("admitted_contexts", "admission/3",
+ADMITTED_CONTEXTS = Artifact("admitted_contexts", "admission/4",
                              ("evidence_k", "context_runes", "evidence_order", "shuffle_seed", "counterfactual",
                               "supply", "preloaded_documents"))
 ANSWERS = Artifact("answers", "answers/3",

@@ -112,7 +112,15 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
     else:
         contexts = admit(cfg, rows, arm.chunk_text, questions, arm.support)
     coverage = request_coverage(questions, arm.support, rows, contexts, cfg.supply)
-    return contexts, coverage, admission_summary(coverage, contexts, cfg.supply)
+    summary = admission_summary(coverage, contexts, cfg.supply)
+    summary["hit_rates"] = admission.hit_rates(coverage.to_dicts())
+    if cfg.supply == "tool":
+        # Nothing is admitted before a tool arm answers: its boundary is the lookup hit rate of the queries the
+        # product sends (the question's own split). The annotated request texts as queries are an oracle figure,
+        # reported beside it, never gated on.
+        summary["lookup"] = supply.question_lookups(arm)
+        summary["oracle_lookup"] = supply.oracle_request_lookups(arm)
+    return contexts, coverage, summary
 
 
 def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, str],

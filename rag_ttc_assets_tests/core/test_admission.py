@@ -143,3 +143,21 @@ def test_coverage_and_summary_count_requests_at_each_boundary():
         1, 1, 1, 0)
     assert (s["queries_with_omissions"], s["omitted_chunks"], s["admission_coverage"]) == (1, 1, 0.0)
     assert admission_summary(cov, [row], "tool")["admission_coverage"] is None
+
+
+def test_hit_rates_count_a_question_only_when_every_request_hits():
+    from rag_ttc_assets.core.admission import hit_rates
+
+    def cov(q, r, ranked, selected, admitted, has=True):
+        return {"query_id": q, "request_id": r, "has_evidence": has, "ranked": ranked, "selected": selected,
+                "admitted": admitted}
+
+    rows = [cov("q1", "r1", True, True, True), cov("q1", "r2", True, True, False),
+            cov("q2", "r1", True, False, False), cov("q3", "r1", False, False, False, has=False)]
+    h = hit_rates(rows)
+    assert (h["questions"], h["requests"]) == (2, 3)
+    assert h["ranked"] == {"question_hits": 2, "question_hit_rate": 1.0, "request_hits": 3, "request_hit_rate": 1.0}
+    assert h["selected"]["question_hits"] == 1 and h["selected"]["request_hits"] == 2
+    assert h["admitted"] == {"question_hits": 0, "question_hit_rate": 0.0, "request_hits": 1,
+                             "request_hit_rate": 1 / 3}
+    assert hit_rates([])["admitted"]["question_hit_rate"] is None
