@@ -1,0 +1,78 @@
+"""`rag-ttc report A [B]`: the clickable case report of one arm, or of a pair of arms, as one HTML file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rag_ttc_assets.adapters.store import atomic_write_bytes
+
+
+def pair_path(comparisons_dir: Path, a: str, b: str) -> Path:
+    """Where a pair's report lives: beside its comparison JSON, `<a>--<b>.html`."""
+    return comparisons_dir / f"{a}--{b}.html"
+
+
+def write_pair(lab, comparison: dict, path: Path) -> Path:
+    """Render the pair report of `comparison` (compare_two's dict, as written to `<a>--<b>.json`) to `path`."""
+    from rag_ttc_assets.report.collect import pair_model
+    from rag_ttc_assets.report.html import render
+
+    atomic_write_bytes(path, render(pair_model(lab, comparison)).encode("utf-8"), mode=0o644)
+    return path
+
+
+def write_arm(lab, arm: str, path: Path) -> Path:
+    from rag_ttc_assets.report.collect import single_model
+    from rag_ttc_assets.report.html import render
+    from rag_ttc_assets.stages.diagnostics import flow_bars
+
+    png = flow_bars(lab, [arm], path.with_suffix(".flow.png"))
+    atomic_write_bytes(path, render(single_model(lab, arm, png)).encode("utf-8"), mode=0o644)
+    return path
+
+
+def cmd_report(args) -> int:
+    from rag_ttc_assets.cli import CliError, _lab
+    from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+    from rag_ttc_assets.report.collect import ReportError
+    from rag_ttc_assets.stages.diagnostics import compare_two
+
+    lab = _lab(args)
+    for arm in filter(None, (args.a, args.b)):
+        lab.arms[arm]
+    try:
+        if args.b is None:
+            path = Path(args.out) if args.out else lab.store.root / "reports" / f"{args.a}.html"
+            write_arm(lab, args.a, path)
+        else:
+            out_dir = lab.store.comparisons_dir
+            out_dir.mkdir(parents=True, exist_ok=True)
+            rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir,
+                              headline=args.headline, allow_instrument_drift=args.allow_instrument_drift)
+            # The JSON the page was made from, beside it: the page's numbers can be checked against it.
+            json_path = out_dir / f"{args.a}--{args.b}.json"
+            json_path.write_text(json.dumps(rep, indent=1, default=str))
+            path = write_pair(lab, rep, Path(args.out) if args.out else pair_path(out_dir, args.a, args.b))
+            print(f"comparison: {json_path}")
+    except (LabelDriftError, InstrumentDriftError, ReportError) as e:
+        raise CliError(str(e)) from None
+    print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB; open it in a browser, it needs no network)")
+    return 0
+
+
+def add_parser(subparsers, common) -> None:
+    s = subparsers.add_parser("report", parents=[common], help="a clickable HTML case report of one arm or two",
+                              description="Write one self-contained HTML file: for two arms, the configuration "
+                                          "differences, paired metrics, the transition matrix of the failure flow "
+                                          "and every case side by side; for one arm, its failure flow, hit rate and "
+                                          "cases by branch.")
+    s.add_argument("a")
+    s.add_argument("b", nargs="?")
+    s.add_argument("--out", help="the HTML file to write (default: the store's comparisons/<a>--<b>.html, or "
+                                 "reports/<a>.html for one arm)")
+    s.add_argument("--headline", default="completeness",
+                   choices=["completeness", "valid", "faithfulness", "recip_rank", "recall_10", "ndcg_cut_10"])
+    s.add_argument("--allow-instrument-drift", action="store_true")
+    s.add_argument("--allow-label-drift", action="store_true")
+    s.set_defaults(fn=cmd_report)
