@@ -32,6 +32,14 @@ def write_arm(lab, arm: str, path: Path) -> Path:
     return path
 
 
+def _shown(path: Path) -> str:
+    """The path as typed from here: relative to the current folder when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def cmd_report(args) -> int:
     from rag_ttc_assets.cli import CliError, _lab
     from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
@@ -54,10 +62,10 @@ def cmd_report(args) -> int:
             json_path = out_dir / f"{args.a}--{args.b}.json"
             json_path.write_text(json.dumps(rep, indent=1, default=str))
             path = write_pair(lab, rep, Path(args.out) if args.out else pair_path(out_dir, args.a, args.b))
-            print(f"comparison: {json_path}")
+            print(f"comparison: {_shown(json_path)}")
     except (LabelDriftError, InstrumentDriftError, ReportError) as e:
         raise CliError(str(e)) from None
-    print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB; open it in a browser, it needs no network)")
+    print(f"report: {_shown(path)} ({path.stat().st_size / 1e6:.1f} MB; open it in a browser, it needs no network)")
     return 0
 
 

@@ -5,7 +5,8 @@ comparison JSON written beside it.
 The pair lab is the bundled corpus with a cut of its evaluation (the cases of the `judged_unsupported ->
 admitted_not_cited` transition of baseline vs evidence-k-8 on the full evaluation, and a few others): each case's
 retrieval, answer and judgments depend on its own question only, so they are the bundled run's. Screenshots land
-in tmp_path/report-shots; with RAG_TTC_UPDATE_SCREENSHOTS=1 they are copied into docs/img/ for the README.
+in tmp_path/report-shots; with RAG_TTC_UPDATE_SCREENSHOTS=1 they are copied into docs/screenshots/ for the
+README.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _lab(root: Path, dataset: str, corpus: dict, questions: list[dict], arms: di
 def _report(env: dict, *arms: str) -> Path:
     code, out, err = cli("report", *arms, env=env)
     assert code == 0, err[-4000:]
-    return Path(out.strip().splitlines()[-1].split("report: ", 1)[1].split(" (", 1)[0])
+    return REPO / out.strip().splitlines()[-1].split("report: ", 1)[1].split(" (", 1)[0]  # relative to REPO, or absolute
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,7 @@ def _shots(tmp_path: Path) -> Path:
 
 def _publish(paths: list[Path]) -> None:
     if os.environ.get("RAG_TTC_UPDATE_SCREENSHOTS") == "1":
-        docs = REPO / "docs" / "img"
+        docs = REPO / "docs" / "screenshots"
         docs.mkdir(parents=True, exist_ok=True)
         for p in paths:
             shutil.copy(p, docs / p.name)
@@ -169,8 +170,8 @@ def test_pair_report_matrix_cell_lists_the_json_cases_and_highlights_the_displac
                 == "judged_unsupported"
             assert detail.locator(f"div.side[data-arm='evidence-k-8'] tr[data-request='{r}'] td.branch").inner_text() \
                 == "admitted_not_cited"
-    page.locator(f"tr.case[data-case='{case}']").scroll_into_view_if_needed()
-    page.screenshot(path=shots / "report-case.png", full_page=False)
+    detail.evaluate("e => e.scrollIntoView()")  # the case's top: its requests and both arms' chunks
+    page.screenshot(path=shots / "report-case.png")
 
     # The bucket filter lists as many cases as the JSON's bucket counts.
     page.locator("#f-clear").click()
@@ -227,3 +228,19 @@ def test_planted_markup_in_a_document_and_an_answer_shows_as_text_and_runs_nothi
         assert "<script>window.__pwned = 1</script>" in text and "</table></td></tr><b>bold</b>" in text
         assert page.locator("table.cases > tbody > tr.detail-row").count() == 1  # the detail stayed in its row
         assert errors == []
+
+
+def test_arm_comparisons_writes_and_links_the_pair_report(pair_lab, browser):
+    root, env = pair_lab
+    code, out, err = cli("compare", "--all", "--json", env=env)
+    assert code == 0, err[-4000:]
+    linked = Path(json.loads(out)["report/baseline--evidence-k-8"])
+    assert linked == root / "home" / "store" / "comparisons" / "baseline--evidence-k-8.html"
+    comparison = json.loads(linked.with_suffix(".json").read_text())
+    assert comparison["p_adjust"]["family"] == "every pair and metric of arm_comparisons"
+    page, errors = _open(browser, linked)
+    for cell in comparison["transitions"]["cells"]:
+        assert page.locator(f"td[data-key='{cell['key']}']").inner_text() == str(cell["count"])
+    assert page.locator("tr[data-metric='valid'] td[data-field='p_adjusted']").inner_text() == four(
+        comparison["metrics"]["valid"]["p_adjusted"])
+    assert errors == []
