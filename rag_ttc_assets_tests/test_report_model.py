@@ -59,3 +59,11 @@ def test_synthetic_cases_carry_their_transitions():
         assert all(case["id"] in cells[k] for k in case["transitions"])
     with pytest.raises(ValueError, match="no bucket"):
         bucket_of(0.5, [{"label": "tie", "side": "tie", "low": None, "high": None}])
+
+
+def test_the_report_package_never_imports_dagster():
+    from rag_ttc_assets_tests.test_purity import PACKAGE, dagster_imports
+
+    sources = sorted((PACKAGE / "report").glob("*.py"))
+    assert len(sources) >= 5
+    assert [f for p in sources for f in dagster_imports(p.read_text(encoding="utf-8"), str(p))] == []

@@ -243,4 +243,13 @@ def test_arm_comparisons_writes_and_links_the_pair_report(pair_lab, browser):
         assert page.locator(f"td[data-key='{cell['key']}']").inner_text() == str(cell["count"])
     assert page.locator("tr[data-metric='valid'] td[data-field='p_adjusted']").inner_text() == four(
         comparison["metrics"]["valid"]["p_adjusted"])
+    # Sorted by delta (worst first), then the other way by its header; the catastrophic filter is the JSON's list.
+    deltas = {c: v["b"] - v["a"] for c, v in comparison["per_case"].items() if None not in (v["a"], v["b"])}
+    assert deltas[page.locator("tr.case").first.get_attribute("data-case")] == min(deltas.values())
+    page.locator("th[data-sort='delta']").click()
+    assert deltas[page.locator("tr.case").first.get_attribute("data-case")] == max(deltas.values())
+    page.locator("#f-catastrophic").check()
+    sync_api.expect(page.locator("#case-count")).to_have_attribute("data-count", str(len(comparison["catastrophic"])))
+    assert sorted(tr.get_attribute("data-case") for tr in page.locator("tr.case").all()) == sorted(
+        c["case_id"] for c in comparison["catastrophic"])
     assert errors == []
