@@ -528,6 +528,7 @@ def cmd_compare(args) -> int:
             print(f"\np-values adjusted by {out['p_adjust']}; significant: adjusted p <= alpha")
             print("skipped: " + ("; ".join(out["skipped"]) or "none"))
             print("sweep plots: " + ", ".join(f"{k}: {v}" for k, v in out["sweep_plots"].items()))
+            print("case reports: " + (", ".join(v for k, v in out.items() if k.startswith("report/")) or "none"))
         return 0
     if not (args.a and args.b):
         raise CliError("name two arms (rag-ttc compare A B), or use --all for every pair in `comparisons`")

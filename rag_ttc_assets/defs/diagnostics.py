@@ -12,7 +12,7 @@ from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.report import cli as report
+from rag_ttc_assets.report import files as report
 from rag_ttc_assets.stages import diagnostics as stage
 
 GROUP = "diagnostics"
