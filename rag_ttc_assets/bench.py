@@ -32,6 +32,8 @@ Measurements (``--only NAME``, repeatable):
   the torch ``embeddings.encode`` over the same representation texts, same batch size; with the mean and
   minimum cosine against the torch vectors and recall_10 / ndcg_cut_10 of the ``baseline``,
   ``embedding-onnx`` and ``embedding-onnx-int8`` arms (report only; skipped without the ``onnx`` extra).
+- ``report``: headless Chromium rendering the case report of 5,000 synthetic cases (first screen painted) vs a
+  plain HTML table of the same rows, same browser (``report/bench.py``).  Target cost <= 2.
 
 The store lives under ``--home`` (default: a temporary folder, removed afterwards), never in the
 user's ``.rag_ttc``.  ``--scale N`` replaces the bundled dataset by N synthetic documents
@@ -70,7 +72,7 @@ from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab  # noqa: E402
 
 ITEMS = ("retrieval", "embedding", "k_sweep", "metrics", "dagster_overhead", "memory", "onnx_embedding",
-         "code_location_import")
+         "code_location_import", "report")
 DATASET = "pyref"
 ARM = "baseline"
 K_FAMILY = "evidence-k"
@@ -896,10 +898,17 @@ def bench_code_location_import(spec: LabSpec, base: Path, repeat: int) -> dict:
                 detail="litellm, torch, lancedb and tantivy are imported where they are called")
 
 
+def bench_report(spec: LabSpec, base: Path, repeat: int) -> dict:
+    from rag_ttc_assets.report.bench import bench_report as run  # its body: report/bench.py
+
+    return run(spec, base, repeat)
+
+
 MEASUREMENTS: dict[str, Callable[[LabSpec, Path, int], dict]] = {
     "retrieval": bench_retrieval, "embedding": bench_embedding, "k_sweep": bench_k_sweep,
     "metrics": bench_metrics, "dagster_overhead": bench_dagster_overhead, "memory": bench_memory,
     "onnx_embedding": bench_onnx_embedding, "code_location_import": bench_code_location_import,
+    "report": bench_report,
 }
 
 

@@ -509,6 +509,7 @@ def cmd_compare(args) -> int:
             print(f"\np-values adjusted by {out['p_adjust']}; significant: adjusted p <= alpha")
             print("skipped: " + ("; ".join(out["skipped"]) or "none"))
             print("sweep plots: " + ", ".join(f"{k}: {v}" for k, v in out["sweep_plots"].items()))
+            print("case reports: " + (", ".join(v for k, v in out.items() if k.startswith("report/")) or "none"))
         return 0
     if not (args.a and args.b):
         raise CliError("name two arms (rag-ttc compare A B), or use --all for every pair in `comparisons`")
@@ -747,9 +748,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_beir)
     from rag_ttc_assets import bench, sweep
+    from rag_ttc_assets.report import cli as report
 
     sweep.add_parser(sub)
     bench.add_parser(sub)
+    report.add_parser(sub, common)
     return p
 
 

@@ -13,6 +13,7 @@ from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.report import files as report
 from rag_ttc_assets.stages import diagnostics as stage
 
 GROUP = "diagnostics"
@@ -119,16 +120,19 @@ def flow_closes(context: AssetCheckExecutionContext, lab: LabResource) -> AssetC
 
 
 @asset(group_name=GROUP, kinds={"python", "png"}, deps=["failure_flow", "run_record"],
-       code_version="comparisons/2")
+       code_version="comparisons/3")
 def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
     out_dir = lab_.store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     reports, skipped = stage.compare_pairs(lab_, plots_dir=out_dir)
-    summary = []
+    summary, pages = [], {}
     for rep in reports:
         (out_dir / f"{rep['a']}--{rep['b']}.json").write_text(json.dumps(rep, indent=1, default=str))
+        # The clickable case report of the pair, made from the JSON just written.
+        pages[f"report/{rep['a']}--{rep['b']}"] = MetadataValue.path(
+            str(report.write_pair(lab_, rep, report.pair_path(out_dir, rep["a"], rep["b"]))))
         m = rep["metrics"]
         summary.append({"a": stage.arm_title(lab_, rep["a"]), "b": stage.arm_title(lab_, rep["b"]), "n": rep["n"],
                         "valid_delta": m["valid"]["mean_delta"], "valid_p": m["valid"]["p_value"],
@@ -152,7 +156,7 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
         "comparisons": md_table(summary), "skipped": MetadataValue.json(skipped),
         # The adjustment is over every pair and metric above: significant is read on the adjusted p-value.
         "p_adjust": stage.p_adjust_text(reports[0]) if reports else f"{lab_.arms.p_adjust} (no pair compared)",
-        "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)),
+        "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)), **pages,
         **({"failure_flow_plot": MetadataValue.md(_image(flow_png))} if flow_png else {}),
         **{f"sweep_{f}": MetadataValue.md(_image(__import__("pathlib").Path(p), f"sweep {f}"))
            for f, p in sweeps.items()},

@@ -22,6 +22,7 @@ from rag_ttc_assets.core.flow import FLOW_BRANCHES, flow_rows, flow_table, hit_r
 from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of, reasons_text
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
+from rag_ttc_assets.core.transitions import flow_index, transitions
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.resolve import ArmInputs
 
@@ -158,7 +159,8 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     for r in flow.iter_rows(named=True):
         branches.setdefault(r["query_id"], []).append(f"{r['request_id']}:{r['branch']}")
     binding = store.read_arm_json(arm, ArmJson.BINDING)
-    return values, {"branches": branches, "evaluation_digest": binding["evaluation_digest"],
+    return values, {"branches": branches, "flow": flow_index(flow.iter_rows(named=True)),
+                    "evaluation_digest": binding["evaluation_digest"],
                     "config": lab.arms[arm].model_dump(mode="json"), "reasons": reasons}
 
 
@@ -196,6 +198,11 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
     for row in report["catastrophic"]:
         row["branches_a"] = ctx_a["branches"].get(row["case_id"], [])
         row["branches_b"] = ctx_b["branches"].get(row["case_id"], [])
+    # The failure flow as a diff: per request, its branch in a against b, each cell listing its requests and cases.
+    report["transitions"] = transitions(ctx_a["flow"], ctx_b["flow"])
+    # The headline's value per case in each arm (None: undefined there), so a case list can show every delta.
+    report["per_case"] = {c: {"a": va[headline].get(c), "b": vb[headline].get(c)}
+                          for c in sorted(va[headline].keys() | vb[headline].keys())}
     changed = cmp.attribute_changes(ctx_a["config"], ctx_b["config"])
     report["changed_parameters"] = {k: list(v) for k, v in changed.items()}
     report["token_latency"] = {

@@ -110,3 +110,18 @@ def test_code_location_import_is_measured_and_imports_no_model_library(tmp_path)
     c = json.loads(proc.stdout)["items"]["code_location_import"]
     assert c["product_s"] > 0 and c["reference_s"] > 0 and c["ratio"] == c["product_s"] / c["reference_s"]
     assert c["ratio_kind"] == "cost" and c["target"] == "<= 1.5" and c["verdict"] in ("meets", "misses")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(os.environ.get("RAG_TTC_CHROMIUM", "/usr/bin/chromium")), reason="no chromium")
+def test_report_render_is_measured_against_a_plain_table_in_chromium(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag_ttc_assets.bench", "--only", "report", "--repeat", "1", "--json",
+         "--home", str(tmp_path / "bench-home")], capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout)["items"]["report"]
+    assert r["cases"] == 5000 and r["product_s"] > 0 and r["reference_s"] > 0
+    assert r["ratio"] == r["product_s"] / r["reference_s"] and r["target"] == "<= 2"
+    assert r["verdict"] in ("meets", "misses") and r["filter_ms"] > 0 and r["report_bytes"] > r["table_bytes"]
+    assert (tmp_path / "bench-home" / "report" / "report.html").read_text().count("syn-04999") >= 1

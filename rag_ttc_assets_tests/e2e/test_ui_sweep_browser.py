@@ -189,6 +189,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         status = dev.wait_for_run(fresh[0]["runId"], timeout_s=RUN_S)
         assert status == "SUCCESS", f"arm_comparisons run ended {status}\n{dev.log_text()[-6000:]}"
         report = json.loads((mini_lab.store.comparisons_dir / f"{ARMS[0]}--{ARMS[1]}.json").read_text())
+        assert 'id="report-data"' in (mini_lab.store.comparisons_dir / f"{ARMS[0]}--{ARMS[1]}.html").read_text()
         phase("arm_comparisons run (UI: Materialize)")
 
         # 4. The materialization's metadata (Events tab): the comparison table, then a plot.
@@ -200,6 +201,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         table = page.locator("table").filter(has=page.get_by_role("columnheader", name="completeness_delta")).last
         expect(table).to_be_visible()
         assert [c.strip() for c in table.get_by_role("columnheader").all_inner_texts()] == COMPARISON_COLUMNS
+        expect(page.get_by_text(f"report/{ARMS[0]}--{ARMS[1]}", exact=True).first).to_be_attached()  # the case report
         rows = table.locator("tbody tr")
         expect(rows).to_have_count(1)  # one row per compared pair
         cells = [c.strip() for c in rows.first.get_by_role("cell").all_inner_texts()]

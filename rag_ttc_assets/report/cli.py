@@ -1,0 +1,62 @@
+"""`rag-ttc report A [B]`: the clickable case report of one arm, or of a pair of arms, as one HTML file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rag_ttc_assets.report.files import pair_path, write_arm, write_pair
+
+
+def _shown(path: Path) -> str:
+    """The path as typed from here: relative to the current folder when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def cmd_report(args) -> int:
+    from rag_ttc_assets.cli import CliError, _lab
+    from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+    from rag_ttc_assets.report.collect import ReportError
+    from rag_ttc_assets.stages.diagnostics import compare_two
+
+    lab = _lab(args)
+    for arm in filter(None, (args.a, args.b)):
+        lab.arms[arm]
+    try:
+        if args.b is None:
+            path = Path(args.out) if args.out else lab.store.root / "reports" / f"{args.a}.html"
+            write_arm(lab, args.a, path)
+        else:
+            out_dir = lab.store.comparisons_dir
+            out_dir.mkdir(parents=True, exist_ok=True)
+            rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir,
+                              headline=args.headline, allow_instrument_drift=args.allow_instrument_drift)
+            # The JSON the page was made from, beside it: the page's numbers can be checked against it.
+            json_path = out_dir / f"{args.a}--{args.b}.json"
+            json_path.write_text(json.dumps(rep, indent=1, default=str))
+            path = write_pair(lab, rep, Path(args.out) if args.out else pair_path(out_dir, args.a, args.b))
+            print(f"comparison: {_shown(json_path)}")
+    except (LabelDriftError, InstrumentDriftError, ReportError) as e:
+        raise CliError(str(e)) from None
+    print(f"report: {_shown(path)} ({path.stat().st_size / 1e6:.1f} MB; open it in a browser, it needs no network)")
+    return 0
+
+
+def add_parser(subparsers, common) -> None:
+    s = subparsers.add_parser("report", parents=[common], help="a clickable HTML case report of one arm or two",
+                              description="Write one self-contained HTML file: for two arms, the configuration "
+                                          "differences, paired metrics, the transition matrix of the failure flow "
+                                          "and every case side by side; for one arm, its failure flow, hit rate and "
+                                          "cases by branch.")
+    s.add_argument("a")
+    s.add_argument("b", nargs="?")
+    s.add_argument("--out", help="the HTML file to write (default: the store's comparisons/<a>--<b>.html, or "
+                                 "reports/<a>.html for one arm)")
+    s.add_argument("--headline", default="completeness",
+                   choices=["completeness", "valid", "faithfulness", "recip_rank", "recall_10", "ndcg_cut_10"])
+    s.add_argument("--allow-instrument-drift", action="store_true")
+    s.add_argument("--allow-label-drift", action="store_true")
+    s.set_defaults(fn=cmd_report)

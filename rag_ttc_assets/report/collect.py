@@ -1,0 +1,137 @@
+"""Read what a case report shows from the store, each table once per arm, and hand the rows to `model`."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from rag_ttc_assets.adapters.message_archive import MessageArchiveError
+from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.lab import Lab, prompt_fields
+from rag_ttc_assets.report import model
+from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages.resolve import ArmInputs
+
+
+class ReportError(LookupError):
+    """A table or archived request the report needs is missing or unreadable (names the arm, table and row)."""
+
+
+def _by(rows, key: str = "query_id") -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        out.setdefault(r[key], []).append(r)
+    return out
+
+
+def _one(rows) -> dict[str, dict]:
+    return {r["query_id"]: r for r in rows}
+
+
+def _sent(lab: Lab, arm: str, qid: str, digests) -> list[dict]:
+    sent = []
+    for i, d in enumerate(digests or []):
+        try:
+            sent.append(lab.store.messages.get(d))
+        except (MessageArchiveError, ValueError) as e:
+            raise ReportError(f"arm {arm!r}, table 'answers', row {qid!r}, field 'messages_digests'[{i}]: {e}") from None
+    return sent
+
+
+def arm_views(lab: Lab, arm: str) -> dict:
+    """Every case of one arm as `model.arm_case` sees it, the arm's questions and chunks, and its instruments."""
+    inputs = ArmInputs(lab, arm)
+    cfg, store = inputs.cfg, lab.store
+    chunks = [c.model_dump() for c in inputs.chunk_list]
+    texts = {c["chunk_id"]: c["text"] for c in chunks}
+    retrieval = _one(store.read_table(arm, Table.RETRIEVAL_ROWS).iter_rows(named=True))
+    contexts = _one(supply.arm_contexts(inputs).iter_rows(named=True))
+    answers = _one(store.read_table(arm, Table.ANSWERS).iter_rows(named=True))
+    contracts = _one(store.read_table(arm, Table.CONTRACT_RESULTS).iter_rows(named=True))
+    judges = _one(store.read_table(arm, Table.JUDGE_VERDICTS).iter_rows(named=True))
+    flows = _by(store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True))
+    judgments = _by(store.read_table(arm, Table.REQUEST_JUDGMENTS).iter_rows(named=True))
+    coverage = _by(supply.arm_coverage(inputs).iter_rows(named=True))
+    questions = inputs.questions
+    views = {}
+    for q in questions:
+        answer = answers.get(q.id)
+        views[q.id] = model.arm_case(
+            retrieval.get(q.id), contexts.get(q.id), contracts.get(q.id), answer, judges.get(q.id),
+            flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
+            _sent(lab, arm, q.id, answer.get("messages_digests")) if answer else [], texts, cfg.evidence_k)
+    return {"arm": arm, "questions": [q.model_dump() for q in questions], "views": views, "chunks": chunks,
+            "chunks_digest": inputs.chunks.content_digest, "info": arm_info(lab, arm)}
+
+
+def arm_info(lab: Lab, arm: str) -> dict:
+    """The arm's name as tables show it, its configuration, instruments (answer model, judges, prompt digests,
+    oracle or not), its failure flow, hit rate and the N measured of M of its completeness."""
+    from rag_ttc_assets.stages.diagnostics import arm_title
+
+    cfg = lab.arms[arm]
+    prompts = {}
+    for field, kind in prompt_fields(cfg).items():
+        p = lab.prompt(getattr(cfg, field), kind)
+        prompts[field] = {"name": p.name, "digest": p.digest}
+    flow = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
+    completeness = lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
+    return {"name": arm, "title": arm_title(lab, arm), "label_use": cfg.label_use,
+            "config": cfg.model_dump(mode="json"),
+            "instruments": {"answer_model": cfg.generator.model, "judge_model": cfg.judge.model,
+                            "request_judge_model": completeness["request_judge"]["model"],
+                            "request_judge_prompt_digest": completeness["request_judge"]["prompt_digest"],
+                            "label_use": cfg.label_use, "prompts": prompts},
+            "flow": {b: flow[b] for b in FLOW_BRANCHES}, "flow_total": flow["total"], "hit_rate": flow["hit_rate"],
+            "completeness_measured": {k: completeness[k] for k in ("requests_measured", "requests_total",
+                                                                 "questions_measured", "questions_total")}}
+
+
+def png_data(path: str | Path | None) -> str | None:
+    """A PNG as a data: URI, so the page needs no file beside it."""
+    if not path or not Path(path).is_file():
+        return None
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()
+
+
+def _chunk_sets(sides: list[dict], cases: list[dict]) -> tuple[list[dict], list[int]]:
+    """One chunk table per distinct chunking (arms of the same chunking share it), and each arm's index in it."""
+    sets, index, digests = [], [], []
+    for i, side in enumerate(sides):
+        if side["chunks_digest"] in digests:
+            j = digests.index(side["chunks_digest"])
+            sets[j].update(model.chunk_table(side["chunks"], cases, i))
+        else:
+            digests.append(side["chunks_digest"])
+            sets.append(model.chunk_table(side["chunks"], cases, i))
+            j = len(sets) - 1
+        index.append(j)
+    return sets, index
+
+
+def pair_model(lab: Lab, comparison: dict) -> dict:
+    """The page model of a pair report over a `compare_two` (or `arm_comparisons`) comparison."""
+    a, b = comparison["a"], comparison["b"]
+    side_a, side_b = arm_views(lab, a), arm_views(lab, b)
+    questions = {q["id"]: q for q in side_a["questions"] + side_b["questions"]}
+    cases = model.pair_cases(list(questions.values()), side_a["views"], side_b["views"], comparison)
+    sets, index = _chunk_sets([side_a, side_b], cases)
+    plots = comparison.get("plots") or {}
+    return model.finite_or_none({
+        "kind": "pair", "title": f"{side_b['info']['title']} vs {side_a['info']['title']}",
+        "arms": [{**side_a["info"], "chunk_set": index[0]}, {**side_b["info"], "chunk_set": index[1]}],
+        "comparison": comparison, "branches": list(FLOW_BRANCHES), "chunks": sets, "cases": cases,
+        "plots": {"delta_histogram": png_data(plots.get("delta_histogram")),
+                  "buckets": png_data(plots.get("buckets"))}})
+
+
+def single_model(lab: Lab, arm: str, flow_png: str | Path | None = None) -> dict:
+    """The page model of one arm's report: its failure flow (and plot), hit rate, and its cases by branch."""
+    side = arm_views(lab, arm)
+    cases = model.arm_cases(side["questions"], side["views"])
+    sets, index = _chunk_sets([side], cases)
+    return model.finite_or_none({
+        "kind": "arm", "title": side["info"]["title"], "arms": [{**side["info"], "chunk_set": index[0]}],
+        "branches": list(FLOW_BRANCHES), "chunks": sets, "cases": cases,
+        "plots": {"failure_flow": png_data(flow_png)}})

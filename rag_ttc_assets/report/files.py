@@ -1,0 +1,32 @@
+"""Where a case report is written, and writing one: a pair's beside its comparison JSON, one arm's under reports/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_ttc_assets.adapters.store import atomic_write_bytes
+
+
+def pair_path(comparisons_dir: Path, a: str, b: str) -> Path:
+    """Where a pair's report lives: beside its comparison JSON, `<a>--<b>.html`."""
+    return comparisons_dir / f"{a}--{b}.html"
+
+
+def write_pair(lab, comparison: dict, path: Path) -> Path:
+    """Render the pair report of `comparison` (compare_two's dict, as written to `<a>--<b>.json`) to `path`."""
+    from rag_ttc_assets.report.collect import pair_model
+    from rag_ttc_assets.report.html import render
+
+    atomic_write_bytes(path, render(pair_model(lab, comparison)).encode("utf-8"), mode=0o644)
+    return path
+
+
+def write_arm(lab, arm: str, path: Path) -> Path:
+    """Render one arm's report (its failure-flow plot written beside it) to `path`."""
+    from rag_ttc_assets.report.collect import single_model
+    from rag_ttc_assets.report.html import render
+    from rag_ttc_assets.stages.diagnostics import flow_bars
+
+    png = flow_bars(lab, [arm], path.with_suffix(".flow.png"))
+    atomic_write_bytes(path, render(single_model(lab, arm, png)).encode("utf-8"), mode=0o644)
+    return path
