@@ -93,11 +93,14 @@ def _fingerprinted(fn):
 
 
 def build_assets(partitions_def: PartitionsDefinition) -> list[AssetsDefinition]:
+    from rag_ttc_assets.defs.staleness import config_key
+
     out = []
     for s in SPECS:
         description = (s.fn.__doc__ or "").strip().splitlines()[0]
+        # Each asset also reads its observed configuration, so an arm's edit is Dagster's staleness (staleness.py).
         out.append(asset(name=s.fn.__name__, partitions_def=partitions_def, group_name=s.group, kinds=set(s.kinds),
-                         deps=list(s.deps), code_version=s.code_version, description=description,
+                         deps=[*s.deps, config_key(s.name)], code_version=s.code_version, description=description,
                          pool=s.pool)(s.fn))
     return out
 
