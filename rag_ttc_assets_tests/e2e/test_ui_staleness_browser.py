@@ -18,11 +18,12 @@ import pytest
 
 from rag_ttc_assets.defs.graph import STAGES, deps
 from rag_ttc_assets_tests.conftest import MINI_ARMS
+from rag_ttc_assets_tests.e2e.test_ui_browser import ARM as UI_ARM
 from rag_ttc_assets_tests.e2e.test_ui_browser import (CHROMIUM, VIEWPORT, add_run_config, launch_one_run, run_ids,
-                                                      sync_api, ui_session)
+                                                      screenshots, select_arm, sync_api, ui_session)
 from rag_ttc_assets_tests.support.reliability import cli
 
-ARM, OTHER = "baseline", "evidence-k-5"
+ARM, OTHER = UI_ARM, "evidence-k-5"
 ALL = list(STAGES["all"])
 STATUS = """query($path: [String!]!, $p: String!) { assetNodeOrError(assetKey: {path: $path}) {
   ... on AssetNode { staleStatus(partition: $p) staleCauses(partition: $p) { key { path } reason } } } }"""
@@ -59,7 +60,7 @@ def wait_for(predicate, what: str, timeout_s: float = 120):
     raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
 
 
-def test_an_arms_edit_marks_exactly_the_affected_partition_assets_stale(mini_lab, screenshots, tmp_path):
+def test_an_arms_edit_marks_exactly_the_affected_partition_assets_stale(mini_lab, screenshots):  # noqa: F811
     env = {"RAG_TTC_ARMS": str(mini_lab.arms_file), "RAG_TTC_DATASETS": str(mini_lab.datasets_dir),
            "RAG_TTC_HOME": str(mini_lab.home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     with ui_session(mini_lab, screenshots, VIEWPORT) as ui:
@@ -78,11 +79,7 @@ def test_an_arms_edit_marks_exactly_the_affected_partition_assets_stale(mini_lab
         page.get_by_role("button", name="Materialize all…").click()
         dialog = page.get_by_role("dialog").filter(has_text="Launch runs to materialize")
         sync_api.expect(dialog.get_by_text(f"Launch runs to materialize {len(ALL)} assets")).to_be_visible()
-        dialog.get_by_text("Select a partition or create one").click()
-        page.get_by_placeholder("Filter partitions").fill(ARM)
-        page.get_by_role("menuitem").filter(has_text=re.compile(f"^{ARM}$")).first.click()
-        dialog.get_by_text(re.compile(r"^Launch runs to materialize")).click()
-        sync_api.expect(dialog.get_by_text("1 partition", exact=True)).to_be_visible()
+        select_arm(page, dialog)  # test_ui_browser's ARM is this test's
         add_run_config(page, dialog, "execution: {config: {in_process: {}}}")
         before = run_ids(dev)
         launch_one_run(dialog)
@@ -118,14 +115,14 @@ def test_an_arms_edit_marks_exactly_the_affected_partition_assets_stale(mini_lab
         tag.hover()
         popover = page.get_by_text("has a new data version")
         sync_api.expect(popover).to_be_visible()
-        sync_api.expect(page.get_by_text("arm_config/admitted_contexts").first).to_be_visible()
+        sync_api.expect(page.get_by_role("link", name="asset arm_config / admitted_contexts")).to_be_visible()
         shot("09-stale-after-arms-edit")
         for name, arm in (("chunks", ARM), ("vector_index", ARM), ("admitted_contexts", OTHER)):
             open_(f"/assets/{name}?view=partitions&partition={arm}")
             sync_api.expect(page.get_by_text("Materialized", exact=True).first).to_be_visible()
             sync_api.expect(page.get_by_text(re.compile(r"^Unsynced"))).to_have_count(0)
-        # The changed field, on the observed configuration's own page.
-        open_(f"/assets/arm_config/admitted_contexts?view=partitions&partition={ARM}")
+        # The changed field: the observed configuration's latest event, on its Events tab.
+        open_("/assets/arm_config/admitted_contexts?view=events")
         sync_api.expect(page.get_by_text("evidence_k: 3 -> 4").first).to_be_visible()
         shot("10-arm-config-observation")
         phase("UI checks")
