@@ -95,11 +95,11 @@ def pending_observations(instance: DagsterInstance, lab: Lab, arms: Sequence[str
                 record = instance.fetch_observations(AssetRecordsFilter(asset_key=key, asset_partitions=[arm]),
                                                      limit=1).records[0]
                 before = _state_of(record.asset_observation.metadata)
-            out.append(AssetObservation(
-                key, partition=arm, tags={DATA_VERSION_TAG: now["fingerprint"]},
-                description=what_changed(before, now),
-                metadata={"changed": what_changed(before, now), FINGERPRINT: now["fingerprint"],
-                          "state": MetadataValue.json(now)}))
+            changed = what_changed(before, now)
+            out.append(AssetObservation(key, partition=arm, tags={DATA_VERSION_TAG: now["fingerprint"]},
+                                        description=changed,
+                                        metadata={"changed": changed, FINGERPRINT: now["fingerprint"],
+                                                  "state": MetadataValue.json(now)}))
     return out
 
 
