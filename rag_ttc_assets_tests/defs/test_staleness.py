@@ -149,3 +149,25 @@ def test_a_removed_arm_keeps_its_partition_and_history(lab_root):
     finally:
         edit(root, "{}")
     assert stale(status(instance, *_load(), "evidence-k-5")) == set()  # back in the file: as materialized
+
+
+def test_the_sensor_observes_only_what_changed(lab_root):
+    from dagster import SensorResult, SkipReason, build_sensor_context
+
+    root, instance, mp = lab_root
+    defs, lab = edit(root, "{}")
+    sensor = defs.get_sensor_def("arm_config_sensor")
+    for arm in lab.arms.names:  # whatever earlier tests left observed
+        status(instance, defs, lab, arm)
+    assert isinstance(sensor(build_sensor_context(instance=instance)), SkipReason)
+
+    # An edit after the definitions loaded: the sensor reads the files afresh, the partitions are the loaded ones.
+    (root / "arms.yaml").write_text(MINI_ARMS.replace("tight: {context_runes: 700}", "tight: {context_runes: 800}"))
+    try:
+        result = sensor(build_sensor_context(instance=instance))
+        assert isinstance(result, SensorResult)
+        observed = {(e.asset_key.path[1], e.partition): e.metadata["changed"].value for e in result.asset_events}
+        assert set(observed) == {(n, "tight") for n in ["admitted_contexts", *downstream("admitted_contexts")]}
+        assert observed[("admitted_contexts", "tight")] == "context_runes: 700 -> 800"
+    finally:
+        edit(root, "{}")
