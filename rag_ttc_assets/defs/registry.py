@@ -38,7 +38,8 @@ def arm_asset(*, group: str, kinds: set[str], deps: tuple[str, ...] = (), code_v
     """Declare a per-arm asset; the function's docstring first line is its UI description.
 
     `config` names the arm fields the asset reads itself: with its code version and its upstream
-    assets' fingerprints they make the fingerprint `rag-ttc run` uses to skip up-to-date assets.
+    assets' fingerprints they make its fingerprint, the data version of its observed `arm_config/<asset>`
+    source, so a change is Dagster's staleness for that arm (staleness.py).
     `writes` names the per-arm tables and JSON files (`Table.*`, `ArmJson.*`) the asset writes: the
     one declaration of each (test_graph checks it against the body's store writes).
     `group` also places the asset in a `rag-ttc run --stage` (see `defs.graph.STAGE_GROUPS`).
