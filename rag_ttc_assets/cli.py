@@ -14,7 +14,6 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from rag_ttc_assets.adapters.store import ArmJson, Table  # noqa: E402
-from rag_ttc_assets.defs import graph  # noqa: E402
 # The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
 from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.lab import PROJECT_ROOT  # noqa: E402
@@ -103,35 +102,6 @@ def _dagster_home() -> Path:
     return home
 
 
-def stale_assets(instance, lab, arm: str, stage: str, force: bool = False) -> list[str]:
-    """Assets of `stage` to run for `arm`: those whose fingerprint changed since their last
-    materialization, those with incomplete rows (provider faults, budget stops), those whose shared
-    artifact no longer matches its digest, and everything downstream of them. A prompt change re-runs
-    answers onward; the indexes stay as they are."""
-    from dagster import AssetKey, AssetRecordsFilter
-
-    from rag_ttc_assets.defs.registry import FINGERPRINT, fingerprints
-
-    cfg = lab.arms[arm]
-    current = fingerprints(cfg, lab.fingerprint_inputs(cfg))
-    deps = graph.deps()
-    run: list[str] = []
-    for name in STAGES[stage]:
-        if force or any(d in run for d in deps[name]):
-            run.append(name)
-            continue
-        records = instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=AssetKey(name), asset_partitions=[arm]), limit=1).records
-        meta = records[0].asset_materialization.metadata if records else {}
-        last = meta.get(FINGERPRINT)
-        incomplete = meta.get("incomplete_rows")
-        # A shared artifact damaged or removed since (its digest no longer matches) is rebuilt, not trusted.
-        damaged = "cache_hit" in meta and not lab.store.intact(meta["path"].value)
-        if last is None or last.value != current[name] or (incomplete is not None and incomplete.value) or damaged:
-            run.append(name)
-    return run
-
-
 def _open_instance(home: Path):
     """The Dagster instance of `home`, its storages created one process at a time: two `rag-ttc run`s starting
     on a fresh DAGSTER_HOME could otherwise both stamp its sqlite schema, and alembic then finds two heads."""
@@ -146,19 +116,22 @@ def _open_instance(home: Path):
 def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verbose: bool = False) -> dict[str, dict]:
     """Materialize `stage` for each arm through the project's job, recorded in DAGSTER_HOME.
 
-    Only stale assets run (see `stale_assets`); `force` runs every asset of the stage. stderr gets one line per
-    step as it finishes and the progress of long stages; `verbose` adds Dagster's own event log."""
+    Only what Dagster calls stale runs, with the reasons it does not see (see `defs.staleness.to_run`); `force`
+    runs every asset of the stage. stderr gets one line per step as it finishes and the progress of long
+    stages; `verbose` adds Dagster's own event log."""
     from dagster import AssetKey
 
     from rag_ttc_assets.defs.progress import reporting
     from rag_ttc_assets.defs.registry import CHECK_SPECS
+    from rag_ttc_assets.defs.staleness import to_run
     from rag_ttc_assets.definitions import JOB, build_definitions
     from rag_ttc_assets.lab import Lab
     from rag_ttc_assets.terminal import StepEvents, Terminal
 
     home = _dagster_home()
     lab = Lab.from_env()
-    job = build_definitions(lab).resolve_job_def(JOB)
+    defs = build_definitions(lab)
+    job = defs.resolve_job_def(JOB)
     steps = [*STAGES[stage], *(s.fn.__name__ for s in CHECK_SPECS)]
     # Dagster's lines share stderr with ours in verbose mode: no live bar to tear, progress as plain lines.
     terminal = Terminal(sys.stderr, live=False if verbose else None, arm_width=max(map(len, arm_names)),
@@ -167,9 +140,10 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
     with _open_instance(home) as instance:
         reap_dead_runs(instance)
         for arm in arm_names:
-            todo = stale_assets(instance, lab, arm, stage, force)
+            why = to_run(instance, lab, defs.resolve_asset_graph(), arm, STAGES[stage], force)
+            todo = list(why)
             if not todo:
-                out[arm] = {"run_id": None, "ran": []}
+                out[arm] = {"run_id": None, "ran": [], "why": {}}
                 continue
             # The run's id chosen here, so its events reach the terminal from the first one (RUN_START).
             run_id = str(uuid.uuid4())
@@ -182,7 +156,7 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
                                                 run_config=_console_config(verbose))
             if not result.success:
                 raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{_failure_text(result)}")
-            out[arm] = {"run_id": result.run_id, "ran": todo}
+            out[arm] = {"run_id": result.run_id, "ran": todo, "why": why}
     return out
 
 

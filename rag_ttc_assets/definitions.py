@@ -12,6 +12,7 @@ from rag_ttc_assets.defs import diagnostics, graph  # noqa: E402
 from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
 from rag_ttc_assets.defs.registry import build_assets, build_checks  # noqa: E402
 from rag_ttc_assets.defs.resources import LabResource  # noqa: E402
+from rag_ttc_assets.defs.staleness import config_sensor, config_specs  # noqa: E402
 from rag_ttc_assets.lab import Lab  # noqa: E402
 
 JOB = "arm_job"
@@ -32,7 +33,8 @@ def build_definitions(lab: Lab | None = None) -> Definitions:
                            provider_cache=str(lab.provider_cache) if lab.provider_cache is not None else None)
     comparisons = define_asset_job("comparisons_job", selection=AssetSelection.assets(diagnostics.arm_comparisons),
                                    description="Compare the arm pairs of `comparisons` and plot the sweeps.")
-    return Definitions(assets=assets, asset_checks=checks, jobs=[job, comparisons], resources={"lab": resource})
+    return Definitions(assets=[*assets, *config_specs(partitions)], asset_checks=checks, jobs=[job, comparisons],
+                       sensors=[config_sensor(lab, partitions)], resources={"lab": resource})
 
 
 defs = build_definitions()

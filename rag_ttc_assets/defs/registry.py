@@ -48,7 +48,8 @@ def arm_asset(*, artifact: Artifact | tuple[Artifact, ...], group: str, kinds: s
 
     `artifact` is what the asset builds (core.artifacts; several when it builds a shared artifact along the
     way, its own last): their versions make its code version, their fields the arm fields it reads, which
-    with its upstream assets' fingerprints make the fingerprint `rag-ttc run` uses to skip up-to-date assets.
+    with its upstream assets' fingerprints make its fingerprint, the data version of its observed
+    `arm_config/<asset>` source, so a change is Dagster's staleness for that arm (staleness.py).
     `writes` names the per-arm tables and JSON files (`Table.*`, `ArmJson.*`) the asset writes: the
     one declaration of each (test_graph checks it against the body's store writes).
     `group` also places the asset in a `rag-ttc run --stage` (see `defs.graph.STAGE_GROUPS`).
@@ -107,11 +108,14 @@ def _fingerprinted(fn):
 
 
 def build_assets(partitions_def: PartitionsDefinition) -> list[AssetsDefinition]:
+    from rag_ttc_assets.defs.staleness import config_key
+
     out = []
     for s in SPECS:
         description = (s.fn.__doc__ or "").strip().splitlines()[0]
+        # Each asset also reads its observed configuration, so an arm's edit is Dagster's staleness (staleness.py).
         out.append(asset(name=s.fn.__name__, partitions_def=partitions_def, group_name=s.group, kinds=set(s.kinds),
-                         deps=list(s.deps), code_version=s.code_version, description=description,
+                         deps=[*s.deps, config_key(s.name)], code_version=s.code_version, description=description,
                          pool=s.pool)(s.fn))
     return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import ConfigurableResource
 
-from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.arms import ArmConfig, ArmsError
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.resolve import ArmInputs
 
@@ -23,6 +23,9 @@ class LabResource(ConfigurableResource):
 
     def arm(self, name: str) -> tuple[Lab, ArmConfig]:
         lab = self.lab()
+        if name not in lab.arms.arms:  # a partition kept for its history (defs/partitions.py)
+            raise ArmsError(f"{lab.arms_file}: arm {name!r} is no longer in the arms file; its partition keeps the "
+                            "history of its materializations. Add the arm back to materialize it again")
         return lab, lab.arms[name]
 
     def inputs(self, context) -> ArmInputs:

@@ -17,7 +17,9 @@ SUMMARIES = ("retrieval_summary.json", "admission_summary.json", "contract_summa
 
 def _job_shape(job) -> tuple[dict[str, set[str]], set[str]]:
     graph = job.asset_layer.asset_graph
-    assets = {k.to_user_string(): {p.to_user_string() for p in graph.get(k).parent_keys}
+    # Parents that are steps: not the observed arm_config sources each asset also reads (defs/staleness.py).
+    assets = {k.to_user_string(): {p.to_user_string() for p in graph.get(k).parent_keys
+                                   if graph.get(p).is_materializable}
               for k in graph.executable_asset_keys if graph.get(k).partitions_def is not None}
     checks = {f"{c.asset_key.to_user_string()}:{c.name}" for c in graph.asset_check_keys}
     return assets, checks

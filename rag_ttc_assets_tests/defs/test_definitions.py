@@ -20,12 +20,18 @@ def test_definitions_load_with_one_partition_per_arm(monkeypatch):
         monkeypatch.delenv(var)
     defs = importlib.reload(rag_ttc_assets.definitions).defs
 
+    from rag_ttc_assets.defs.partitions import removed_arms
+    from rag_ttc_assets.lab import Lab
+
     job = defs.resolve_job_def("arm_job")
-    assert job.partitions_def.get_partition_keys() == load_arms(REPO / "arms.yaml").names
+    # An arm removed from the file keeps its partition while the store has its outputs (defs/partitions.py).
+    removed = removed_arms(Lab.from_env())
+    assert job.partitions_def.get_partition_keys() == [*load_arms(REPO / "arms.yaml").names, *removed]
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
-        assert node.group_name in {"ingest", "indexes", "retrieval", "generation", "evaluation", "diagnostics"}, key
+        assert node.group_name in {"ingest", "indexes", "retrieval", "generation", "evaluation", "diagnostics",
+                                   "arm_config"}, key
         assert node.kinds, key
         assert node.description and "\n" not in node.description.strip(), key
 
