@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from rag_ttc_assets.core.representations import era_of
+
 ARM_NAME = re.compile(r"^[a-z0-9-]+$")
 
 
@@ -45,7 +47,14 @@ class ArmConfig(Frozen):
     question_set: Literal["all", "pilot"] = "all"
     chunk_runes: int = Field(default=1200, gt=0)
     overlap_runes: int = Field(default=120, ge=0)
-    representation: Literal["plain", "titled"] = "titled"
+    representation: Literal["plain", "titled", "contextual"] = "titled"
+    # contextual: a builder model writes each chunk a short context from its document (core.contextual), prepended
+    # for indexing and embedding only; `local/contextual` is the offline baseline builder. The era labels what
+    # produced the representations (default: the builder's model string), so two eras never share an index.
+    representation_builder: ModelConfig = ModelConfig(model="local/contextual")
+    representation_prompt: str = "representation-context-v1"
+    representation_era: str | None = Field(default=None, min_length=1)
+    representation_budget: int = Field(default=20000, ge=0)
     embedding_model: str = "all-MiniLM-L6-v2"
     retrieval: Literal["bm25", "vector", "rrf"] = "rrf"
     rrf_k: int = Field(default=60, gt=0)
@@ -110,8 +119,19 @@ class ArmConfig(Frozen):
     def chunks_key(self, corpus_digest: str) -> dict[str, Any]:
         return {"corpus_digest": corpus_digest, "chunk_runes": self.chunk_runes, "overlap_runes": self.overlap_runes}
 
+    @property
+    def representation_era_label(self) -> str:
+        return era_of(self.representation, self.representation_builder.model, self.representation_era)
+
     def representations_key(self, corpus_digest: str) -> dict[str, Any]:
-        return {**self.chunks_key(corpus_digest), "representation": self.representation}
+        key = {**self.chunks_key(corpus_digest), "representation": self.representation,
+               "representation_era": self.representation_era_label}
+        if self.representation == "contextual":
+            # The endpoint and parameters are the builder as much as the model name is; the budget is not (a
+            # representations run that hit it is rebuilt, its completed rows served from the provider cache).
+            key.update(representation_builder=self.representation_builder.model_dump(
+                mode="json", include={"model", "params", "api_base"}), representation_prompt=self.representation_prompt)
+        return key
 
     def vector_key(self, corpus_digest: str) -> dict[str, Any]:
         return {**self.representations_key(corpus_digest), "embedding_model": self.embedding_model}
