@@ -10,8 +10,9 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.store import ArmJson
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION
 from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
-from rag_ttc_assets.core.representations import BUILDERS
+from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
 from rag_ttc_assets.defs.meta import artifact_metadata, numbers, version_of
+from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import ingest
@@ -57,17 +58,26 @@ def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 
 
-@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("chunks",),
-           code_version="representations/1",
-           config=("representation",))
+@arm_asset(group=GROUP, kinds={"python", "litellm", "parquet"}, deps=("chunks",),
+           code_version="representations/2", pool="provider",
+           config=("representation", "representation_builder", "representation_prompt", "representation_era",
+                   "representation_budget", "allow_unpriced_provider"),
+           writes=(ArmJson.REPRESENTATIONS,))
 def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """The text each chunk is indexed and embedded as (plain, or titled with its section title)."""
+    """The text each chunk is indexed and embedded as (plain, titled, or contextual: a builder's context first)."""
     lab_, cfg = lab.arm(context.partition_key)
     ds = ingest.bind_dataset(lab_, cfg)
     ch = ingest.build_chunks(lab_, cfg, ds)
-    built = ingest.build_representations(lab_, cfg, ds, ch)
+    built = ingest.build_representations(lab_, cfg, ds, ch, progress=step_progress(context), retry_not_built=True)
+    info = built.manifest["info"]
+    # What this arm's indexes were built from, so a comparison reads the era it ran with, not today's config.
+    record = {k: info.get(k) for k in REPRESENTATION_RECORD}
+    lab_.store.write_arm_json(context.partition_key, ArmJson.REPRESENTATIONS,
+                              {**record, "content_digest": built.content_digest, "key_digest": built.key_digest})
     meta = artifact_metadata(built, cfg.representations_key(ds.corpus_digest), {"chunks": ch.content_digest})
-    meta["builder"] = BUILDERS[cfg.representation]
+    meta.update({k: MetadataValue.text(str(record[k])) for k in ("builder", "builder_model", "era", "prompt_digest")},
+                offline_baseline=MetadataValue.bool(bool(record["offline_baseline"])),
+                statuses=MetadataValue.json(record["statuses"] or {}))
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 
 

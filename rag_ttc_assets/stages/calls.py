@@ -47,11 +47,12 @@ def model_spec(cfg: ModelConfig) -> llm.ModelSpec:
                          api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)
 
 
-OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical"})
+OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual"})
 
 
 def is_offline_baseline(model: str) -> bool:
-    """Our extractive answerer and lexical judge; `local/smollm2` is a real (small) language model."""
+    """Our extractive answerer, lexical judge and contextual representation builder; `local/smollm2` is a real
+    (small) language model."""
     return model in OFFLINE_BASELINES
 
 
