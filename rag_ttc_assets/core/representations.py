@@ -19,7 +19,7 @@ PARSE_FAILURE = "parse_failure"
 
 # What an arm records of its representations (ArmJson.REPRESENTATIONS): the builder and the outcome.
 RECORD = ("representation", "builder", "builder_model", "builder_prompt", "prompt_digest", "era", "offline_baseline",
-          "representations", "statuses", "not_built", "provider_calls", "cache_hits")
+          "representations", "statuses", "not_built", "retryable", "provider_calls", "cache_hits")
 
 
 def represent(chunk: Chunk, title: str, representation: str) -> str:

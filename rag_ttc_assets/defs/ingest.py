@@ -68,7 +68,7 @@ def representations(context: AssetExecutionContext, lab: LabResource) -> Materia
     lab_, cfg = lab.arm(context.partition_key)
     ds = ingest.bind_dataset(lab_, cfg)
     ch = ingest.build_chunks(lab_, cfg, ds)
-    built = ingest.build_representations(lab_, cfg, ds, ch, progress=step_progress(context), retry_not_built=True)
+    built = ingest.build_representations(lab_, cfg, ds, ch, progress=step_progress(context), retry_faults=True)
     info = built.manifest["info"]
     # What this arm's indexes were built from, so a comparison reads the era it ran with, not today's config.
     record = {k: info.get(k) for k in REPRESENTATION_RECORD}

@@ -35,10 +35,10 @@ def read_chunks(built: Built) -> list[Chunk]:
 
 
 def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, progress: Progress = NO_PROGRESS,
-                          retry_not_built: bool = False) -> Built:
+                          retry_faults: bool = False) -> Built:
     """The arm's representations, built once per key (chunks, kind, builder, prompt digest, era). With
-    `retry_not_built` (the representations asset itself), an artifact with rows whose builder failed is rebuilt:
-    the provider cache serves the rows that were built, and only the failed ones are called again."""
+    `retry_faults` (the representations asset itself), an artifact with rows the provider failed or the budget
+    stopped is rebuilt: the provider cache serves every reply it has, and only those rows are called again."""
     prompt = representations.builder_prompt(lab, cfg)
     key = {**cfg.representations_key(ds.corpus_digest), "builder": BUILDERS[cfg.representation],
            "prompt_digest": prompt.digest if prompt else None, "chunks_digest": chunks.content_digest}
@@ -49,7 +49,7 @@ def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, 
         return {**representations.builder_identity(cfg, prompt), **representations.summary(out)}
 
     def reuse(manifest: dict) -> bool:
-        return not (retry_not_built and manifest.get("info", {}).get("not_built"))
+        return not (retry_faults and manifest.get("info", {}).get("retryable"))
 
     return lab.store.build_once("representations", key, builder, reuse=reuse)
 

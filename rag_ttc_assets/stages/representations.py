@@ -3,11 +3,14 @@ through litellm, cached, budgeted and fault-tolerant like the answers and the ju
 
 Every chunk gets exactly one row, whatever its builder did: `built`, `parse_failure` (the reply was not a usable
 context, kept verbatim in `raw_text`), or the provider status of the call (`rate_limited`, `budget_exhausted`...).
-A row whose context was not built is indexed as its chunk text alone, and its status says so.
+A row whose context was not built is indexed as its chunk text alone, and its status says so. Provider faults and
+budget stops are `retryable`: the next materialization of `representations` calls the builder for them again. A
+parse failure is the builder's reply, as an unparseable answer is the generator's: the cache replays it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -31,6 +34,12 @@ SCHEMA = {"chunk_id": pl.String, "doc_id": pl.String, "text": pl.String, "contex
           "offline_baseline": pl.Boolean, "provider_calls": pl.Int64, "cache_hit": pl.Boolean,
           "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64, "attempts": pl.Int64,
           "messages_digest": pl.String}
+
+
+def cache_namespace(era: str) -> str:
+    """The provider cache's namespace of an era: a new era label (the provider changed the model behind its name,
+    say) gets fresh replies, never those cached under another era."""
+    return f"{CACHE_NAMESPACE}-{hashlib.sha256(era.encode('utf-8')).hexdigest()[:16]}"
 
 
 def builder_prompt(lab: Lab, cfg: ArmConfig) -> Prompt | None:
@@ -68,7 +77,8 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
     if prompt is None:
         rows = [_row(c, ident, text=represent(c, docs[c.doc_id].title, cfg.representation)) for c in chunks]
         return pl.DataFrame(rows, schema=SCHEMA)
-    caller = Caller(cfg.representation_builder, lab.provider_cache_root, CACHE_NAMESPACE, cfg.representation_budget,
+    caller = Caller(cfg.representation_builder, lab.provider_cache_root, cache_namespace(ident["era"]),
+                    cfg.representation_budget,
                     cfg.allow_unpriced_provider, BUILDER_ROLE, archive=lab.store.messages)
     counts = Counter(c.doc_id for c in chunks)
 
@@ -97,11 +107,12 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
 
 
 def summary(df: pl.DataFrame) -> dict:
-    """Counts a representations artifact records: rows, statuses, rows not built (indexed as chunk text alone),
-    provider calls and cache hits, tokens."""
+    """Counts a representations artifact records: rows, statuses, rows not built (indexed as chunk text alone) and
+    of those the retryable ones (provider faults, budget stops), provider calls and cache hits, tokens."""
     statuses = dict(sorted(Counter(df["status"].to_list()).items()))
     return {"representations": df.height, "statuses": statuses,
             "not_built": df.height - statuses.get(BUILT, 0),
+            "retryable": df.height - statuses.get(BUILT, 0) - statuses.get(PARSE_FAILURE, 0),
             "provider_calls": int(df["provider_calls"].sum()), "cache_hits": int(df["cache_hit"].sum()),
             "input_tokens": int(df["input_tokens"].fill_null(0).sum()),
             "output_tokens": int(df["output_tokens"].fill_null(0).sum())}
