@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
@@ -24,7 +23,7 @@ from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.representations import BUILT, MODEL_BUILT, PARSE_FAILURE, identity, represent
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages.calls import Caller, is_offline_baseline
+from rag_ttc_assets.stages.calls import Caller, is_offline_baseline, pooled
 
 BUILDER_ROLE = "representation builder"
 CACHE_NAMESPACE = "representations"
@@ -97,12 +96,9 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
                 row = _row(c, ident, text=contextual.compose(context, c.text), context=context, **fields)
             except contextual.ContextParseError as e:
                 row = _row(c, ident, status=PARSE_FAILURE, error=str(e), **fields)
-        task.advance()
         return row
 
-    with progress.task("representing", "represented", len(chunks), "chunks") as task, \
-            ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
-        rows = list(pool.map(one, chunks))
+    rows = pooled(one, chunks, cfg.generation_workers, progress, "representing", "represented", "chunks")
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
