@@ -51,3 +51,19 @@ def test_a_template_arm_is_keyed_by_its_template_and_era_only():
 def test_an_empty_era_label_is_refused():
     with pytest.raises(ValueError, match="representation_era"):
         ArmConfig(representation_era="")
+
+
+def test_a_contextual_arm_with_an_unknown_builder_prompt_is_an_error_naming_arm_and_field(mini_lab):
+    from rag_ttc_assets.core.arms import ArmsError
+    from rag_ttc_assets.lab import Lab
+
+    mini_lab.arms_file.write_text("defaults: {dataset: mini}\narms:\n  ctx: {representation: contextual, "
+                                  "representation_prompt: representation-nope}\n  titled: {representation_prompt: "
+                                  "representation-nope}\n", encoding="utf-8")
+    with pytest.raises(ArmsError) as e:
+        Lab.from_env().arms
+    assert "arm 'ctx': field 'representation_prompt': unknown prompt 'representation-nope'" in str(e.value)
+    # A template arm never reads the builder prompt, so it is not checked (or copied into its run record).
+    mini_lab.arms_file.write_text("defaults: {dataset: mini}\narms:\n  titled: {representation_prompt: "
+                                  "representation-nope}\n", encoding="utf-8")
+    assert Lab.from_env().arms.names == ["titled"]
