@@ -77,7 +77,9 @@ def representations(context: AssetExecutionContext, lab: LabResource) -> Materia
     meta = artifact_metadata(built, cfg.representations_key(ds.corpus_digest), {"chunks": ch.content_digest})
     meta.update({k: MetadataValue.text(str(record[k])) for k in ("builder", "builder_model", "era", "prompt_digest")},
                 offline_baseline=MetadataValue.bool(bool(record["offline_baseline"])),
-                statuses=MetadataValue.json(record["statuses"] or {}))
+                statuses=MetadataValue.json(record["statuses"] or {}),
+                # Rows a rerun should retry (provider faults, budget stops): `rag-ttc run` re-runs the asset for them.
+                incomplete_rows=MetadataValue.int(int(record["retryable"] or 0)))
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 
 

@@ -49,6 +49,10 @@ def _built(store_root, kind):
     return dirs[-1]
 
 
+def _incomplete(result) -> int:
+    return result.asset_materializations_for_node("representations")[0].metadata["incomplete_rows"].value
+
+
 @pytest.fixture
 def lab_dir(tmp_path, monkeypatch):
     return write_mini_lab(tmp_path, monkeypatch)
@@ -60,7 +64,8 @@ def test_a_malformed_reply_and_a_429_are_row_statuses_and_a_rerun_retries_only_t
     with FakeOpenAIServer(replies, FaultPlan(by_index={RATE_LIMITED: "rate_limited"})) as server:
         (lab_dir / "arms.yaml").write_text(ARMS.format(base=server.base_url))
         instance = DagsterInstance.ephemeral()
-        assert materialize("remote-context", instance, ["corpus_binding", "chunks", "representations"]).success
+        first = materialize("remote-context", instance, ["corpus_binding", "chunks", "representations"])
+        assert first.success
         store = Lab.from_env().store
         chunks = pl.read_parquet(_built(store.root, "chunks") / "chunks.parquet")
         reps = pl.read_parquet(_built(store.root, "representations") / "representations.parquet")
@@ -88,8 +93,11 @@ def test_a_malformed_reply_and_a_429_are_row_statuses_and_a_rerun_retries_only_t
         assert record["not_built"] == 2 and record["retryable"] == 1 and record["provider_calls"] == chunks.height
         assert record["era"] == "loopback-2026" and record["builder_model"] == "openai/ctx-builder"
 
+        # `rag-ttc run` re-runs the asset while rows are incomplete (its stale check reads incomplete_rows).
+        assert _incomplete(first) == 1
         # The next materialization calls the builder again for the 429's row only; the cache serves every reply.
-        assert materialize("remote-context", instance, ["representations"]).success
+        second = materialize("remote-context", instance, ["representations"])
+        assert second.success and _incomplete(second) == 0
         assert server.request_count - builder_requests == 1
         record = store.read_arm_json("remote-context", "representations.json")
         assert record["statuses"] == {"built": chunks.height - 1, "parse_failure": 1} and record["retryable"] == 0
