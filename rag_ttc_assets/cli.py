@@ -212,6 +212,7 @@ def arm_report(lab, arm: str, stage: str = "all") -> dict:
         report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
                                                  "evaluated", "undefined")}
         report["admission"] = store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
+        report["representations"] = store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
     except FileNotFoundError:
         pass
     try:
@@ -303,6 +304,11 @@ def run_tables(reports: dict[str, dict]) -> str:
                      a.get("mean_admitted_chunks"), a.get("mean_used_runes"), a.get("admission_coverage")])
     out.append(_table(["arm", "recip_rank", "recall_10", "ndcg_cut_10", "success_10", "evaluated", "undefined",
                        "omissions", "admitted", "used_runes", "adm_coverage"], rows))
+    reps = {n: rep["representations"] for n, rep in reports.items() if rep.get("representations")}
+    if len({r["era"] for r in reps.values()}) > 1 or any(r.get("builder_model") for r in reps.values()):
+        from rag_ttc_assets.core.eras import describe
+
+        out.append(representation_table(reps, describe))
     if any("contract" in rep for rep in reports.values()):
         rows = []
         for n, rep in reports.items():
@@ -382,7 +388,19 @@ def run_tables(reports: dict[str, dict]) -> str:
     if any(is_offline_baseline(str(rep.get("generator_model", ""))) for rep in reports.values()):
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
                    "not language models.")
+    if any((rep.get("representations") or {}).get("offline_baseline") for rep in reports.values()):
+        out.append("local/contextual is an offline baseline representation builder (each chunk's context from its "
+                   "document's own title, headings and first sentence), not a language model.")
     return "\n\n".join(out)
+
+
+def representation_table(reps: dict[str, dict], describe) -> str:
+    """Who built each arm's representations, and how many rows were not built (indexed as chunk text alone)."""
+    return "representations (the text indexed and embedded; the generator sees the chunk text alone):\n" + _table(
+        ["arm", "representation", "builder", "not_built", "statuses", "provider_calls", "cache_hits"],
+        [[n, r["representation"], describe(r), r["not_built"],
+          " ".join(f"{k} {v}" for k, v in (r.get("statuses") or {}).items()), r["provider_calls"], r["cache_hits"]]
+         for n, r in reps.items()])
 
 
 def _of(summary: dict, name: str) -> str | None:
@@ -467,6 +485,7 @@ def compare_all() -> dict:
 
 def cmd_compare(args) -> int:
     from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+    from rag_ttc_assets.core.eras import EraChangeError
     from rag_ttc_assets.stages.diagnostics import arm_title, compare_two, p_adjust_text, paired_text
 
     lab = _lab(args)
@@ -496,8 +515,8 @@ def cmd_compare(args) -> int:
     try:
         rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline,
                           allow_instrument_drift=args.allow_instrument_drift, p_adjust=args.p_adjust,
-                          alpha=args.alpha)
-    except (LabelDriftError, InstrumentDriftError) as e:
+                          alpha=args.alpha, allow_era_change=args.allow_era_change)
+    except (LabelDriftError, InstrumentDriftError, EraChangeError) as e:
         raise CliError(str(e)) from None
     if args.json:
         print(json.dumps(rep, indent=2, default=str))
@@ -509,6 +528,7 @@ def cmd_compare(args) -> int:
           + (f"; INSTRUMENT DRIFT allowed ({', '.join(rep['instrument_drift'])} differ: "
              f"{args.b} {rep['instruments'][args.b]['model']}, {rep['instruments'][args.b]['prompt_digest'][:19]}…)"
              if rep["instrument_drift"] else "; the same for both arms"))
+    print(rep["representation_era"]["line"] + (" (--allow-era-change)" if rep["representation_era"]["allowed"] else ""))
     print("completeness measured: " + "; ".join(
         f"{arm} {m['requests_measured']} of {m['requests_total']} requests, {m['questions_measured']} of "
         f"{m['questions_total']} questions" for arm, m in rep["completeness_measured"].items()))
@@ -676,6 +696,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare arms whose request judge or its prompt differ (the report says so)")
     s.add_argument("--allow-label-drift", action="store_true",
                    help="compare arms whose evaluation digests differ (labels revised between runs)")
+    s.add_argument("--allow-era-change", action="store_true",
+                   help="compare arms whose representations come from another builder or era while their chunking "
+                        "or prompt changed too (the report says the difference is not attributable to either)")
     s.add_argument("--p-adjust", choices=["holm", "bh"],
                    help="adjust the p-values over the report's metrics by Holm's step-down or Benjamini-Hochberg "
                         "(default: the arms file's p_adjust, holm); --all reads the arms file")

@@ -16,6 +16,7 @@ from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.store import ArtifactStore
 from rag_ttc_assets.adapters.files import load_arms
 from rag_ttc_assets.core.arms import Arms, ArmsError
+from rag_ttc_assets.core.representations import MODEL_BUILT
 from rag_ttc_assets.core.prompts import (GENERATION_KINDS, LABEL_PLACEHOLDER, ORACLE, Prompt, PromptError,
                                          parse_prompt)
 
@@ -26,12 +27,15 @@ PROMPT_FIELDS = {"prompt": "answer", "judge_statements_prompt": "judge_statement
 
 def prompt_fields(cfg) -> dict[str, str]:
     """The prompt fields an arm uses and each one's kind: a tool arm's answer prompt has no evidence (the model
-    looks it up), and the citation check's retry prompt is used only when the check is on."""
+    looks it up), the citation check's retry prompt is used only when the check is on, and the representation
+    prompt only when a model builds the representations."""
     fields = dict(PROMPT_FIELDS)
     if cfg.supply == "tool":
         fields["prompt"] = "tool_answer"
     if cfg.citation_check:
         fields["citation_retry_prompt"] = "answer"
+    if cfg.representation in MODEL_BUILT:
+        fields["representation_prompt"] = "representation"
     return fields
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,5 @@
-"""Offline baseline providers behind litellm: `local/extractive` (answerer) and `local/lexical` (judge); and,
+"""Offline baseline providers behind litellm: `local/extractive` (answerer), `local/lexical` (judge) and
+`local/contextual` (representation builder); and,
 optionally, a real small language model, `local/smollm2` (adapters.smollm2, installed by `make install-local-llm`).
 litellm hands "local/<name>" to the one handler registered for provider "local", so that handler routes on <name>."""
 
@@ -19,7 +20,7 @@ from litellm import CustomLLM  # noqa: E402
 from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
 from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage  # noqa: E402
 
-from rag_ttc_assets.core import prompt_markup  # noqa: E402
+from rag_ttc_assets.core import contextual, prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
 from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
 from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests  # noqa: E402
@@ -28,6 +29,7 @@ from rag_ttc_assets.core.supply import lookup_queries  # noqa: E402
 PROVIDER = "local"
 EXTRACTIVE = "extractive"
 LEXICAL = "lexical"
+CONTEXTUAL = "contextual"
 # Marks every response as coming from a baseline, not a language model.
 FINGERPRINT = "offline-baseline"
 SMOLLM2 = "smollm2"
@@ -143,6 +145,18 @@ class LexicalJudge(_Baseline):
             return json.dumps(out, ensure_ascii=False)
         verdicts = verify_against_gold(parsed.statements or [], parsed.gold or [], self._embed)
         return json.dumps({"verdicts": verdicts}, ensure_ascii=False)
+
+
+class ContextualBuilder(_Baseline):
+    """Writes a chunk's context from its document's own title, headings and first sentence
+    (core.contextual.baseline_context): deterministic, no language model. JSON `{"context": ...}` out."""
+
+    name = CONTEXTUAL
+
+    def respond(self, prompt: str) -> str:
+        title, document, chunk, position = contextual.parse_representation_prompt(prompt)
+        return json.dumps({"context": contextual.baseline_context(title, document, chunk, position)},
+                          ensure_ascii=False)
 
 
 def _answer_text(answer: str) -> str:
@@ -269,7 +283,8 @@ class LocalProviders(CustomLLM):
     def __init__(self, embed: Embed | None = None) -> None:
         super().__init__()
         self.models: dict[str, CustomLLM] = {
-            EXTRACTIVE: ExtractiveAnswerer(embed), LEXICAL: LexicalJudge(embed), SMOLLM2: SmolLM2()
+            EXTRACTIVE: ExtractiveAnswerer(embed), LEXICAL: LexicalJudge(embed), CONTEXTUAL: ContextualBuilder(embed),
+            SMOLLM2: SmolLM2()
         }
 
     def _route(self, model: str) -> CustomLLM:
@@ -287,7 +302,7 @@ class LocalProviders(CustomLLM):
 
 
 def register(embed: Embed | None = None) -> None:
-    """Make `local/extractive`, `local/lexical` and `local/smollm2` resolvable by litellm; calling it again changes
+    """Make `local/extractive`, `local/lexical`, `local/contextual` and `local/smollm2` resolvable by litellm; calling it again changes
     nothing. `local/smollm2` loads nothing until its first call, and fails then if its packages are missing."""
     if any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
         return

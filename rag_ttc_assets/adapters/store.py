@@ -49,6 +49,7 @@ class ArmJson:
     """The per-arm JSON records and summaries (`arms/<arm>/<name>`), declared like `Table`."""
 
     BINDING = "binding.json"
+    REPRESENTATIONS = "representations.json"
     RETRIEVAL_SUMMARY = "retrieval_summary.json"
     ADMISSION_SUMMARY = "admission_summary.json"
     CONTRACT_SUMMARY = "contract_summary.json"
@@ -159,15 +160,17 @@ class ArtifactStore:
         """Whether the shared artifact at `path` is there and matches its manifest (a corrupt one warns)."""
         return self._read_manifest(Path(path)) is not None
 
-    def build_once(self, kind: str, key: dict[str, Any], builder: Callable[[Path], dict[str, Any]]) -> Built:
-        """Return the artifact for `key`, building it with `builder(tmp_dir) -> info` if absent or corrupt."""
+    def build_once(self, kind: str, key: dict[str, Any], builder: Callable[[Path], dict[str, Any]],
+                   reuse: Callable[[dict[str, Any]], bool] = lambda manifest: True) -> Built:
+        """Return the artifact for `key`, building it with `builder(tmp_dir) -> info` if absent or corrupt, or
+        when `reuse(manifest)` says the intact one must be rebuilt."""
         final, kd = self.artifact_dir(kind, key)
         manifest = self._read_manifest(final)
-        if manifest is not None:
+        if manifest is not None and reuse(manifest):
             return Built(kind, final, kd, manifest["content_digest"], True, manifest)
         with file_lock(self.root / "locks" / f"{kind}-{final.name}.lock"):
             manifest = self._read_manifest(final)  # another process may have built it meanwhile
-            if manifest is not None:
+            if manifest is not None and reuse(manifest):
                 return Built(kind, final, kd, manifest["content_digest"], True, manifest)
             final.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from rag_ttc_assets.core.representations import era_of
+
 ARM_NAME = re.compile(r"^[a-z0-9-]+$")
 
 
@@ -45,7 +47,14 @@ class ArmConfig(Frozen):
     question_set: Literal["all", "pilot"] = "all"
     chunk_runes: int = Field(default=1200, gt=0)
     overlap_runes: int = Field(default=120, ge=0)
-    representation: Literal["plain", "titled"] = "titled"
+    representation: Literal["plain", "titled", "contextual"] = "titled"
+    # contextual: a builder model writes each chunk a short context from its document (core.contextual), prepended
+    # for indexing and embedding only; `local/contextual` is the offline baseline builder. The era labels what
+    # produced the representations (default: the builder's model string), so two eras never share an index.
+    representation_builder: ModelConfig = ModelConfig(model="local/contextual")
+    representation_prompt: str = "representation-context-v1"
+    representation_era: str | None = Field(default=None, min_length=1)
+    representation_budget: int = Field(default=20000, ge=0)
     embedding_model: str = "all-MiniLM-L6-v2"
     retrieval: Literal["bm25", "vector", "rrf"] = "rrf"
     rrf_k: int = Field(default=60, gt=0)
@@ -105,6 +114,10 @@ class ArmConfig(Frozen):
         if self.requests_in_prompt == "oracle":
             return "oracle"
         return f"counterfactual:{self.counterfactual}" if self.counterfactual != "none" else "none"
+
+    @property
+    def representation_era_label(self) -> str:
+        return era_of(self.representation, self.representation_builder.model, self.representation_era)
 
 
 class Family(Frozen):

@@ -13,14 +13,19 @@ Bump an artifact's `version` when the code that builds it changes what it writes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION
+from rag_ttc_assets.core.representations import MODEL_BUILT
 
 # Fields that change how an arm runs, never what it computes: declared by no artifact, on purpose.
-EXECUTION_ONLY = frozenset({"generation_workers"})
+# generation_workers: how many provider calls run at once. representation_budget: how many builder calls may
+# run; a row the budget stopped is recorded as such and retried on the next run (the representations asset's
+# incomplete_rows), so arms that differ only in it share one build, and one set of indexes.
+EXECUTION_ONLY = frozenset({"generation_workers", "representation_budget"})
 
 # Each source contributes this many candidates to fusion, so a chunk ranked just below retrieve_k by one
 # source can still be lifted by the other (part of the retrieval rows' key).
@@ -37,26 +42,45 @@ class Artifact:
     version: str
     fields: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()
+    # Fields that count only for arms where `applies(cfg)` holds: a model builder's settings matter to a
+    # model-built representation, not to a template (whose arms then share one build whatever they say there).
+    conditional: tuple[str, ...] = ()
+    applies: Callable[[ArmConfig], bool] | None = None
 
     def __post_init__(self) -> None:
-        unknown = [f for f in self.fields if f not in ArmConfig.model_fields]
+        unknown = [f for f in self.all_fields if f not in ArmConfig.model_fields]
         if unknown:
             raise ValueError(f"artifact {self.name!r} declares unknown arm fields {unknown}")
+        if bool(self.conditional) != (self.applies is not None):
+            raise ValueError(f"artifact {self.name!r}: conditional fields and `applies` go together")
+
+    @property
+    def all_fields(self) -> tuple[str, ...]:
+        return self.fields + self.conditional
+
+    def fields_for(self, cfg: ArmConfig) -> tuple[str, ...]:
+        """The fields this arm's artifact depends on: the declared ones, and the conditional ones where they apply."""
+        return self.fields + (self.conditional if self.applies is not None and self.applies(cfg) else ())
 
     def key(self, cfg: ArmConfig, **inputs: Any) -> dict[str, Any]:
-        """The store's content key: the version, the declared fields' values and exactly the declared inputs."""
+        """The store's content key: the version, the fields' values (fields_for) and exactly the declared inputs."""
         if set(inputs) != set(self.inputs):
             raise ValueError(f"artifact {self.name!r} is keyed by inputs {sorted(self.inputs)}, "
                              f"given {sorted(inputs)}")
-        values = cfg.model_dump(mode="json", include=set(self.fields))
+        fields = self.fields_for(cfg)
+        values = cfg.model_dump(mode="json", include=set(fields))
         return {"artifact": self.name, "version": self.version,
-                "fields": {f: values[f] for f in self.fields}, "inputs": dict(sorted(inputs.items()))}
+                "fields": {f: values[f] for f in fields}, "inputs": dict(sorted(inputs.items()))}
 
 
 # --- the corpus side (shared artifacts in the store) ---------------------------------------------------------
 CORPUS_BINDING = Artifact("corpus_binding", "binding/1", ("dataset",))
 CHUNKS = Artifact("chunks", CHUNKER_VERSION, ("chunk_runes", "overlap_runes"), ("corpus_digest",))
-REPRESENTATIONS = Artifact("representations", "representations/1", ("representation",), ("chunks", "builder"))
+REPRESENTATIONS = Artifact(
+    "representations", "representations/2", ("representation", "representation_era"),
+    ("chunks", "builder", "prompt_digest"),
+    conditional=("representation_builder", "representation_prompt", "allow_unpriced_provider"),
+    applies=lambda cfg: cfg.representation in MODEL_BUILT)
 BM25_INDEX = Artifact("bm25_index", "tantivy-0.27/en-stem-stopwords/1", (), ("representations",))
 VECTOR_INDEX = Artifact("vector_index", "sentence-transformers/normalized/1", ("embedding_model",),
                         ("representations",))
@@ -93,4 +117,4 @@ ARTIFACTS: tuple[Artifact, ...] = tuple(v for v in globals().values() if isinsta
 
 def declaring(field: str) -> list[str]:
     """The artifacts that declare arm field `field`."""
-    return [a.name for a in ARTIFACTS if field in a.fields]
+    return [a.name for a in ARTIFACTS if field in a.all_fields]

@@ -22,6 +22,8 @@ KINDS = {
     "judge_gold": ({"question", "statements", "gold"}, {"statements", "gold"}),
     # The request judge: the labelled requests with their gold material, and the answer with its citations.
     "judge_requests": ({"question", "gold_requests", "answer"}, {"gold_requests", "answer"}),
+    # A representation builder's (core.contextual): one chunk and its document, nothing of the evaluation.
+    "representation": ({"title", "document", "chunk_id", "chunk", "position"}, {"document", "chunk"}),
 }
 # Kinds whose prompts the generator reads: only these are subject to the label rule.
 GENERATION_KINDS = frozenset({"answer", "tool_answer"})

@@ -9,14 +9,15 @@ from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.contract import VALID, summarize_contract
 from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, reason_of
 
-OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical"})
+OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual"})
 
 # The request judge's row statuses: judged, or a judge_* status (not measured).
 JUDGED = "judged"
 
 
 def is_offline_baseline(model: str) -> bool:
-    """Our extractive answerer and lexical judge; `local/smollm2` is a real (small) language model."""
+    """Our extractive answerer, lexical judge and contextual representation builder; `local/smollm2` is a real
+    (small) language model."""
     return model in OFFLINE_BASELINES
 
 

@@ -141,7 +141,8 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
                         "completeness_paired": stage.paired_text(m["completeness"]),
                         "completeness_p": m["completeness"]["p_value"],
                         "completeness_p_adj": m["completeness"]["p_adjusted"],
-                        "significant": stage.significant_metrics(rep), "catastrophic": len(rep["catastrophic"])})
+                        "significant": stage.significant_metrics(rep), "catastrophic": len(rep["catastrophic"]),
+                        "representations": stage.era_text(rep)})
     from rag_ttc_assets.adapters import plots
 
     sweeps = {}

@@ -10,10 +10,11 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.store import ArmJson
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
-from rag_ttc_assets.core.representations import BUILDERS
-from rag_ttc_assets.defs.meta import artifact_result, numbers, version_of
+from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
+from rag_ttc_assets.defs.meta import artifact_metadata, artifact_result, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.stages import ingest
 
 GROUP = "ingest"
 
@@ -51,13 +52,26 @@ def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
     return artifact_result(arm.chunks, {"corpus": arm.dataset.corpus_digest})
 
 
-@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("chunks",),
-           artifact=artifacts.REPRESENTATIONS)
+@arm_asset(group=GROUP, kinds={"python", "litellm", "parquet"}, deps=("chunks",),
+           artifact=artifacts.REPRESENTATIONS, pool="provider",
+           writes=(ArmJson.REPRESENTATIONS,))
 def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """The text each chunk is indexed and embedded as (plain, or titled with its section title)."""
+    """The text each chunk is indexed and embedded as (plain, titled, or contextual: a builder's context first)."""
     arm = lab.inputs(context)
-    return artifact_result(arm.representations, {"chunks": arm.chunks.content_digest},
-                           builder=BUILDERS[arm.cfg.representation])
+    built = ingest.build_representations(arm.lab, arm.cfg, arm.dataset, arm.chunks, progress=arm.progress,
+                                         retry_faults=True)
+    info = built.manifest["info"]
+    # What this arm's indexes were built from, so a comparison reads the era it ran with, not today's config.
+    record = {k: info.get(k) for k in REPRESENTATION_RECORD}
+    arm.write_arm_json(ArmJson.REPRESENTATIONS,
+                       {**record, "content_digest": built.content_digest, "key_digest": built.key_digest})
+    meta = artifact_metadata(built, {"chunks": arm.chunks.content_digest})
+    meta.update({k: MetadataValue.text(str(record[k])) for k in ("builder", "builder_model", "era", "prompt_digest")},
+                offline_baseline=MetadataValue.bool(bool(record["offline_baseline"])),
+                statuses=MetadataValue.json(record["statuses"] or {}),
+                # Rows a rerun should retry (provider faults, budget stops): `rag-ttc run` re-runs the asset for them.
+                incomplete_rows=MetadataValue.int(int(record["retryable"] or 0)))
+    return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 
 
 @arm_check(asset="corpus_binding",

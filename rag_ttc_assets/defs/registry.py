@@ -36,7 +36,11 @@ class ArmAssetSpec:
     @property
     def config(self) -> tuple[str, ...]:
         """The arm fields the asset reads: its artifacts' declarations (core.artifacts), in order, once each."""
-        return tuple(dict.fromkeys(f for a in self.artifacts for f in a.fields))
+        return tuple(dict.fromkeys(f for a in self.artifacts for f in a.all_fields))
+
+    def fields_for(self, cfg: ArmConfig) -> tuple[str, ...]:
+        """The arm fields this arm's asset depends on (conditional fields where they apply, core.artifacts)."""
+        return tuple(dict.fromkeys(f for a in self.artifacts for f in a.fields_for(cfg)))
 
 
 SPECS: list[ArmAssetSpec] = []
@@ -83,9 +87,10 @@ def fingerprints(cfg: ArmConfig, inputs: dict[str, str]) -> dict[str, str]:
     def fp(name: str) -> str:
         if name not in out:
             s = specs[name]
-            fields = {f: dumped[f] for f in s.config}
+            own = s.fields_for(cfg)
+            fields = {f: dumped[f] for f in own}
             out[name] = config_digest({"code_version": s.code_version, "config": fields,
-                                       "inputs": {f: inputs.get(f) for f in s.config if f in inputs},
+                                       "inputs": {f: inputs.get(f) for f in own if f in inputs},
                                        "upstream": {d: fp(d) for d in s.deps}})
         return out[name]
 

@@ -45,8 +45,8 @@ def arm_state(lab: Lab, arm: str) -> dict[str, dict]:
     fps = fingerprints(cfg, inputs)
     dumped = cfg.model_dump(mode="json")
     return {s.name: {"fingerprint": fps[s.name], "code_version": s.code_version,
-                     "config": {f: dumped[f] for f in s.config},
-                     "inputs": {f: inputs[f] for f in s.config if f in inputs},
+                     "config": {f: dumped[f] for f in s.fields_for(cfg)},
+                     "inputs": {f: inputs[f] for f in s.fields_for(cfg) if f in inputs},
                      "upstream": {d: fps[d] for d in s.deps}} for s in SPECS}
 
 

@@ -7,13 +7,17 @@ row says whether it came from a provider call or a cache hit.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from rag_ttc_assets.adapters import llm
 from rag_ttc_assets.adapters.message_archive import MessageArchive, digest_of
 from rag_ttc_assets.adapters.provider_cache import ProviderCache
 from rag_ttc_assets.core.arms import ModelConfig
+from rag_ttc_assets.core.progress import Progress
 
 BUDGET_EXHAUSTED = "budget_exhausted"
 
@@ -40,6 +44,19 @@ class Call:
     def as_row(self, prefix: str = "") -> dict:
         """The row columns of a call; tool calls are logged by the caller that executes them."""
         return {prefix + k: v for k, v in asdict(self).items() if k != "tool_calls"}
+
+
+def pooled(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, progress: Progress, doing: str, done: str,
+           unit: str) -> list:
+    """`fn` over `items` on `workers` threads, results in item order, each finished item counted on one task."""
+
+    def counted(item):
+        out = fn(item)
+        task.advance()
+        return out
+
+    with progress.task(doing, done, len(items), unit) as task, ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(counted, items))
 
 
 def model_spec(cfg: ModelConfig) -> llm.ModelSpec:

@@ -15,6 +15,7 @@ import polars as pl
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import compare as cmp
+from rag_ttc_assets.core import eras
 from rag_ttc_assets.core.completeness import (QuestionCompleteness, abstention_outcome, completeness_totals,
                                               completeness_value, question_completeness, request_outcomes)
 from rag_ttc_assets.core.counterfactual import Planted, repeats
@@ -177,15 +178,19 @@ def arm_title(lab: Lab, arm: str) -> str:
 
 def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots_dir: Path | None = None,
                 headline: str = "completeness", seed: int = 0, allow_instrument_drift: bool = False,
-                p_adjust: str | None = None, alpha: float | None = None) -> dict:
-    """The paired per-case comparison of arms a and b (refused across label versions, and across request judges
-    or judge prompts unless allowed). p-values are adjusted over the report's metrics (p_adjust and alpha default
+                p_adjust: str | None = None, alpha: float | None = None, allow_era_change: bool = False) -> dict:
+    """The paired per-case comparison of arms a and b (refused across label versions, across request judges
+    or judge prompts, and across representation eras when chunking or the prompt changed too, unless allowed). p-values are adjusted over the report's metrics (p_adjust and alpha default
     to the arms file's); each metric names, per arm, why its undefined cases were not measured."""
     va, ctx_a = case_values(lab, a)
     vb, ctx_b = case_values(lab, b)
     drift = cmp.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
     instruments = {arm: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for arm in (a, b)}
     instrument_drift = cmp.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
+    # The representations each arm's indexes were built from, as recorded when it ran.
+    reps = {arm: lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS) for arm in (a, b)}
+    era = eras.era_change(a, reps[a], b, reps[b], cmp.attribute_changes(ctx_a["config"], ctx_b["config"]),
+                          allow_era_change)
     report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed,
                               p_adjust=p_adjust or lab.arms.p_adjust,
                               alpha=lab.arms.alpha if alpha is None else alpha).to_json()
@@ -224,6 +229,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
     report["label_drift"] = drift
     report["instruments"] = instruments
     report["instrument_drift"] = instrument_drift  # the differing fields, when --allow-instrument-drift let it pass
+    report["representation_era"] = era
     report["label_use"] = {a: lab.arms[a].label_use, b: lab.arms[b].label_use}
     report["completeness_measured"] = {
         arm: {k: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)[k]
@@ -244,14 +250,24 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
 
 def compare_pairs(lab: Lab, plots_dir: Path | None = None) -> tuple[list[dict], list[str]]:
     """Every pair in `comparisons` compared, its p-values adjusted over every pair and metric of the sweep (the arms
-    file's p_adjust and alpha); and the pairs refused (missing tables, instrument or label drift), with why."""
+    file's p_adjust and alpha); and the pairs refused (missing tables, instrument or label drift, a representation
+    era change with chunking or the prompt), with why."""
     reports, skipped = [], []
     for a, b in lab.arms.comparisons:
         try:
             reports.append(compare_two(lab, a, b, plots_dir=plots_dir))
-        except (FileNotFoundError, cmp.InstrumentDriftError, cmp.LabelDriftError) as e:
+        except (FileNotFoundError, cmp.InstrumentDriftError, cmp.LabelDriftError, eras.EraChangeError) as e:
             skipped.append(f"{a} vs {b}: {e}")  # refused pairs are reported, never compared
     return cmp.adjust_reports(reports, lab.arms.p_adjust, lab.arms.alpha), skipped
+
+
+def era_text(report: dict) -> str:
+    """"same", or the representation fields that differ between the arms (and whether chunking or prompt did too)."""
+    era = report["representation_era"]
+    if not era["differ"]:
+        return "same"
+    return f"differ: {', '.join(era['differ'])}" + (f"; with {', '.join(era['confounded'])}" if era["confounded"]
+                                                       else "")
 
 
 def significant_metrics(report: dict) -> str:

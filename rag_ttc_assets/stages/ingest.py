@@ -10,8 +10,10 @@ from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION, Chunk, chunk_corpus
 from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.core.dataset import Dataset
-from rag_ttc_assets.core.representations import BUILDERS, represent
+from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
+from rag_ttc_assets.core.representations import BUILDERS
 from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages import representations
 
 
 def bind_dataset(lab: Lab, cfg: ArmConfig) -> Dataset:
@@ -34,20 +36,24 @@ def read_chunks(built: Built) -> list[Chunk]:
     return [Chunk(**row) for row in pl.read_parquet(built.path / "chunks.parquet").iter_rows(named=True)]
 
 
-def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built) -> Built:
-    key = artifacts.REPRESENTATIONS.key(cfg, chunks=chunks.content_digest, builder=BUILDERS[cfg.representation])
+def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, progress: Progress = NO_PROGRESS,
+                          retry_faults: bool = False) -> Built:
+    """The arm's representations, built once per key (chunks, kind, builder, prompt digest, era). With
+    `retry_faults` (the representations asset itself), an artifact with rows the provider failed or the budget
+    stopped is rebuilt: the provider cache serves every reply it has, and only those rows are called again."""
+    prompt = representations.builder_prompt(lab, cfg)
+    key = artifacts.REPRESENTATIONS.key(cfg, chunks=chunks.content_digest, builder=BUILDERS[cfg.representation],
+                                        prompt_digest=prompt.digest if prompt else None)
 
     def builder(tmp):
-        titles = {d.id: d.title for d in ds.corpus.documents}
-        df = pl.read_parquet(chunks.path / "chunks.parquet").select("chunk_id", "doc_id", "text")
-        texts = [represent(Chunk(chunk_id=r["chunk_id"], doc_id=r["doc_id"], ordinal=0, text=r["text"],
-                                 runes=len(r["text"]), start=0, end=0), titles[r["doc_id"]], cfg.representation)
-                 for r in df.iter_rows(named=True)]
-        out = df.select("chunk_id", "doc_id").with_columns(pl.Series("text", texts, dtype=pl.String))
+        out = representations.build_rows(lab, cfg, ds, read_chunks(chunks), progress)
         out.write_parquet(tmp / "representations.parquet")
-        return {"representations": out.height, "builder": BUILDERS[cfg.representation]}
+        return {**representations.builder_identity(cfg, prompt), **representations.summary(out)}
 
-    return lab.store.build_once(artifacts.REPRESENTATIONS.name, key, builder)
+    def reuse(manifest: dict) -> bool:
+        return not (retry_faults and manifest.get("info", {}).get("retryable"))
+
+    return lab.store.build_once(artifacts.REPRESENTATIONS.name, key, builder, reuse=reuse)
 
 
 def read_representations(built: Built) -> pl.DataFrame:

@@ -22,6 +22,7 @@ import polars as pl
 from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, atomic_write_json
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.measured import measured_text, reasons_text
+from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.generation import JUDGE_MEANS, calls_summary
@@ -223,7 +224,8 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     atomic_write_json(run_dir / "preparation" / "chunks.json", chunks.to_dicts())
     reps = pl.read_parquet(built["representations"].path / "representations.parquet")
     atomic_write_json(run_dir / "preparation" / "representations.json",
-                      {"builder": built["representations"].manifest["info"]["builder"], "records": reps.to_dicts()})
+                      {**{k: built["representations"].manifest["info"].get(k) for k in REPRESENTATION_RECORD},
+                       "records": reps.to_dicts()})
     atomic_write_json(run_dir / "indexes" / "manifest.json", {
         name: {"path": str(b.path), "content_digest": b.content_digest, "key_digest": b.key_digest,
                "info": b.manifest.get("info", {})} for name, b in built.items() if name.endswith("index")})

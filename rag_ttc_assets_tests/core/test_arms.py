@@ -231,7 +231,7 @@ def test_repository_arms_file() -> None:
     }
     assert arms.names[:6] == ["baseline", "evidence-k-8", "prompt-multipart", "prompt-multipart-oracle", "retrieval-bm25",
                               "retrieval-vector"]
-    assert len(arms.names) == 30  # 12 named + 5 + 5 + 3 + 2 + 5 members, two of them shared with named arms
+    assert len(arms.names) == 31  # 13 named + 5 + 5 + 3 + 2 + 5 members, two of them shared with named arms
     baseline = arms["baseline"]
     assert baseline == ArmConfig(generator=ModelConfig(model="local/extractive"),
                                  judge=ModelConfig(model="local/lexical"))
@@ -246,7 +246,14 @@ def test_repository_arms_file() -> None:
     assert {arms[n].label_use for n in ("withheld-relevant", "planted-falsehood")} == {
         "counterfactual:withheld-relevant", "counterfactual:planted-falsehood"}
     assert (arms["chunks-600"].chunk_runes, arms["chunks-600"].overlap_runes) == (600, 60)
-    assert arms.comparisons == [("baseline", "evidence-k-8"), ("baseline", "prompt-multipart"),
+    # The contextual representation arm differs from baseline in its representation only; the chunks family keeps
+    # the titled one.
+    assert arms["representation-contextual"] == baseline.model_copy(update={"representation": "contextual"})
+    assert arms["representation-contextual"].representation_builder.model == "local/contextual"
+    assert arms["representation-contextual"].representation_era_label == "local/contextual"
+    assert {arms[n].representation for n in arms.family("chunks")} == {"titled"}
+    assert arms.comparisons == [("baseline", "evidence-k-8"), ("baseline", "representation-contextual"),
+                                ("baseline", "prompt-multipart"),
                                 ("prompt-multipart", "prompt-multipart-oracle"), ("context-1500", "context-24000"), ("baseline", "order-reversed"),
                                 ("baseline", "withheld-relevant"), ("baseline", "planted-falsehood"),
                                 ("prompt-multipart", "supply-preloaded"), ("supply-preloaded", "supply-tool"),

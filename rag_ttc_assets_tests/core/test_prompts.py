@@ -25,7 +25,8 @@ PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 
 KIND_BY_PREFIX = {"grounded-answer-": "answer", "judge-statements-": "judge_statements",
                   "judge-verdicts-": "judge_verdicts", "judge-gold-": "judge_gold", "tool-answer-": "tool_answer",
-                  "restated-evidence-": "answer", "judge-requests-": "judge_requests"}
+                  "restated-evidence-": "answer", "judge-requests-": "judge_requests",
+                  "representation-": "representation"}
 
 
 def kind_of(name: str) -> str:
@@ -128,6 +129,8 @@ def test_repository_prompts_parse_with_their_kinds() -> None:
         "grounded-answer-multipart-v2": ("answer", {"question", "evidence"}),
         "restated-evidence-v2": ("answer", {"question", "evidence"}),
         "judge-requests-v1": ("judge_requests", {"question", "gold_requests", "answer"}),
+        # A representation builder's: the chunk and its document, nothing of the evaluation.
+        "representation-context-v1": ("representation", {"title", "document", "chunk_id", "chunk", "position"}),
     }
     assert {k: found[k] for k in expected} == expected
 

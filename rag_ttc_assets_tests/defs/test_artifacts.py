@@ -18,11 +18,14 @@ from rag_ttc_assets.defs import graph
 from rag_ttc_assets.defs.registry import SPECS, fingerprints
 
 BASE = ArmConfig()
+# Conditional fields count only where they apply: each field is changed against every base, and the union of what
+# moved must be exactly what declares it (core.artifacts.Artifact.conditional).
+BASES = (BASE, ArmConfig(representation="contextual"))
 
 
-def other_value(field: str):
-    """A valid value of `field` different from the default's."""
-    value = getattr(BASE, field)
+def other_value(field: str, base: ArmConfig = BASE):
+    """A valid value of `field` different from `base`'s."""
+    value = getattr(base, field)
     annotation = ArmConfig.model_fields[field].annotation
     if typing.get_origin(annotation) is typing.Literal:
         return next(v for v in typing.get_args(annotation) if v != value)
@@ -34,18 +37,20 @@ def other_value(field: str):
         return value.model_copy(update={"model": value.model + "-other"})
     if field == "preloaded_documents":
         return ["doc-1"]
+    if value is None:  # an optional label (representation_era)
+        return "other-era"
     if isinstance(value, str):
         return value + "-other"
     raise AssertionError(f"no other value for {field!r} ({value!r}): extend other_value")
 
 
-def changed(field: str) -> ArmConfig:
-    return ArmConfig(**{**BASE.model_dump(), field: other_value(field)})
+def changed(field: str, base: ArmConfig = BASE) -> ArmConfig:
+    return ArmConfig(**{**base.model_dump(), field: other_value(field, base)})
 
 
 def undeclared(artifacts: tuple[Artifact, ...]) -> list[str]:
     """Arm fields no artifact declares and that are not execution-only."""
-    declared = {f for a in artifacts for f in a.fields}
+    declared = {f for a in artifacts for f in a.all_fields}
     return [f for f in ArmConfig.model_fields if f not in declared and f not in EXECUTION_ONLY]
 
 
@@ -61,24 +66,39 @@ def test_a_field_missing_from_a_declaration_is_caught():
     assert undeclared(without) == ["requests_in_prompt"]
 
 
+def test_a_conditional_field_counts_only_where_it_applies():
+    from rag_ttc_assets.core.artifacts import REPRESENTATIONS
+
+    inputs = dict.fromkeys(REPRESENTATIONS.inputs, "sha256:same")
+    # A template's arms share one build whatever they say of a builder; a model-built kind's do not.
+    for base, moves in ((BASE, False), (BASES[1], True)):
+        other = changed("representation_builder", base)
+        assert (REPRESENTATIONS.key(base, **inputs) != REPRESENTATIONS.key(other, **inputs)) is moves
+
+
 @pytest.mark.parametrize("field", sorted(set(ArmConfig.model_fields) - EXECUTION_ONLY))
 def test_a_field_changes_exactly_the_declaring_artifacts_keys(field):
-    other = changed(field)
-    moved = []
-    for a in ARTIFACTS:
-        inputs = dict.fromkeys(a.inputs, "sha256:same")
-        if a.key(BASE, **inputs) != a.key(other, **inputs):
-            moved.append(a.name)
-    assert moved == declaring(field)
+    moved = set()
+    for base in BASES:
+        other = changed(field, base)
+        for a in ARTIFACTS:
+            inputs = dict.fromkeys(a.inputs, "sha256:same")
+            if a.key(base, **inputs) != a.key(other, **inputs):
+                assert a.name in declaring(field), f"{field} moves {a.name}'s key but is not declared there"
+                moved.add(a.name)
+    assert moved == set(declaring(field))
 
 
 @pytest.mark.parametrize("field", sorted(ArmConfig.model_fields))
 def test_a_field_changes_exactly_the_fingerprints_of_its_assets_and_downstream(field):
     inputs = {"dataset": "sha256:dataset-files"}
-    before, after = fingerprints(BASE, inputs), fingerprints(changed(field), inputs)
+    moved = set()
+    for base in BASES:
+        before, after = fingerprints(base, inputs), fingerprints(changed(field, base), inputs)
+        moved |= {name for name in before if before[name] != after[name]}
     own = {s.name for s in SPECS if field in s.config}
     expected = own | {d for name in own for d in graph.downstream(name)}
-    assert {name for name in before if before[name] != after[name]} == expected
+    assert moved == expected
     if field in EXECUTION_ONLY:
         assert expected == set()
 

@@ -38,4 +38,6 @@ def test_provider_is_the_only_pool_and_holds_the_provider_bound_assets():
     from rag_ttc_assets.defs.registry import SPECS
 
     pools = {s.fn.__name__: s.pool for s in SPECS if s.pool}
-    assert pools == {"answers": "provider", "judge_verdicts": "provider", "request_judgments": "provider"}
+    # representations: a contextual arm's builder model is called there (a template arm's step takes a slot briefly).
+    assert pools == {"representations": "provider", "answers": "provider", "judge_verdicts": "provider",
+                     "request_judgments": "provider"}

@@ -1,0 +1,115 @@
+"""Representation rows for one arm's chunks: template kinds (plain, titled) in process, model-built kinds (contextual)
+through litellm, cached, budgeted and fault-tolerant like the answers and the judges.
+
+Every chunk gets exactly one row, whatever its builder did: `built`, `parse_failure` (the reply was not a usable
+context, kept verbatim in `raw_text`), or the provider status of the call (`rate_limited`, `budget_exhausted`...).
+A row whose context was not built is indexed as its chunk text alone, and its status says so. Provider faults and
+budget stops are `retryable`: the next materialization of `representations` calls the builder for them again. A
+parse failure is the builder's reply, as an unparseable answer is the generator's: the cache replays it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+import polars as pl
+
+from rag_ttc_assets.core import contextual
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.chunking import Chunk
+from rag_ttc_assets.core.dataset import Dataset
+from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
+from rag_ttc_assets.core.prompts import Prompt
+from rag_ttc_assets.core.representations import BUILT, MODEL_BUILT, PARSE_FAILURE, identity, represent
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.core.summaries import is_offline_baseline
+from rag_ttc_assets.stages.calls import Caller, pooled
+
+BUILDER_ROLE = "representation builder"
+CACHE_NAMESPACE = "representations"
+SCHEMA = {"chunk_id": pl.String, "doc_id": pl.String, "text": pl.String, "context": pl.String, "status": pl.String,
+          "error": pl.String, "raw_text": pl.String, "representation": pl.String, "builder": pl.String,
+          "builder_model": pl.String, "builder_prompt": pl.String, "prompt_digest": pl.String, "era": pl.String,
+          "offline_baseline": pl.Boolean, "provider_calls": pl.Int64, "cache_hit": pl.Boolean,
+          "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64, "attempts": pl.Int64,
+          "messages_digest": pl.String}
+
+
+def cache_namespace(era: str) -> str:
+    """The provider cache's namespace of an era: a new era label (the provider changed the model behind its name,
+    say) gets fresh replies, never those cached under another era."""
+    return f"{CACHE_NAMESPACE}-{hashlib.sha256(era.encode('utf-8')).hexdigest()[:16]}"
+
+
+def builder_prompt(lab: Lab, cfg: ArmConfig) -> Prompt | None:
+    return lab.prompt(cfg.representation_prompt, "representation") if cfg.representation in MODEL_BUILT else None
+
+
+def builder_identity(cfg: ArmConfig, prompt: Prompt | None) -> dict:
+    """The arm's representation builder: kind, builder version, model, prompt and digest, era, baseline or not."""
+    model = cfg.representation_builder.model
+    return identity(cfg.representation, model, prompt.name if prompt else None, prompt.digest if prompt else None,
+                    cfg.representation_era_label, is_offline_baseline(model))
+
+
+def representation_messages(prompt: Prompt, title: str, document: str, chunk: Chunk, count: int) -> list[dict]:
+    """What the builder is sent for one chunk: its document (a window of a long one) and the chunk; no labels."""
+    window = contextual.document_window(document, chunk.start, chunk.end)
+    values = contextual.prompt_values(title, window, chunk.chunk_id, chunk.text,
+                                      contextual.position_text(chunk.ordinal, count))
+    return [{"role": "user", "content": prompt.render(**values)}]
+
+
+def _row(chunk: Chunk, ident: dict, **fields) -> dict:
+    base = {"chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "text": chunk.text, "context": None, "status": BUILT,
+            "error": None, "raw_text": None, **ident, "provider_calls": 0, "cache_hit": False, "input_tokens": None,
+            "output_tokens": None, "cost_usd": None, "attempts": 0, "messages_digest": None}
+    return {**base, **fields}
+
+
+def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progress: Progress = NO_PROGRESS
+               ) -> pl.DataFrame:
+    """One representation row per chunk, in chunk order."""
+    prompt = builder_prompt(lab, cfg)
+    ident = builder_identity(cfg, prompt)
+    docs = {d.id: d for d in ds.corpus.documents}
+    if prompt is None:
+        rows = [_row(c, ident, text=represent(c, docs[c.doc_id].title, cfg.representation)) for c in chunks]
+        return pl.DataFrame(rows, schema=SCHEMA)
+    caller = Caller(cfg.representation_builder, lab.provider_cache_root, cache_namespace(ident["era"]),
+                    cfg.representation_budget,
+                    cfg.allow_unpriced_provider, BUILDER_ROLE, archive=lab.store.messages)
+    counts = Counter(c.doc_id for c in chunks)
+
+    def one(c: Chunk) -> dict:
+        d = docs[c.doc_id]
+        call = caller.call(representation_messages(prompt, d.title, d.text, c, counts[c.doc_id]))
+        fields = {"provider_calls": int(not call.cache_hit and call.status != "budget_exhausted"),
+                  "cache_hit": call.cache_hit, "input_tokens": call.input_tokens, "output_tokens": call.output_tokens,
+                  "cost_usd": call.cost_usd, "attempts": call.attempts, "messages_digest": call.messages_digest,
+                  "raw_text": call.raw_text}
+        if call.status != "ok":
+            row = _row(c, ident, status=call.status, error=call.error, **fields)
+        else:
+            try:
+                context = contextual.parse_context(call.raw_text)
+                row = _row(c, ident, text=contextual.compose(context, c.text), context=context, **fields)
+            except contextual.ContextParseError as e:
+                row = _row(c, ident, status=PARSE_FAILURE, error=str(e), **fields)
+        return row
+
+    rows = pooled(one, chunks, cfg.generation_workers, progress, "representing", "represented", "chunks")
+    return pl.DataFrame(rows, schema=SCHEMA)
+
+
+def summary(df: pl.DataFrame) -> dict:
+    """Counts a representations artifact records: rows, statuses, rows not built (indexed as chunk text alone) and
+    of those the retryable ones (provider faults, budget stops), provider calls and cache hits, tokens."""
+    statuses = dict(sorted(Counter(df["status"].to_list()).items()))
+    return {"representations": df.height, "statuses": statuses,
+            "not_built": df.height - statuses.get(BUILT, 0),
+            "retryable": df.height - statuses.get(BUILT, 0) - statuses.get(PARSE_FAILURE, 0),
+            "provider_calls": int(df["provider_calls"].sum()), "cache_hits": int(df["cache_hit"].sum()),
+            "input_tokens": int(df["input_tokens"].fill_null(0).sum()),
+            "output_tokens": int(df["output_tokens"].fill_null(0).sum())}
