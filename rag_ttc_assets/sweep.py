@@ -101,9 +101,9 @@ class GraphQLClient:
 
 
 def family_arms(args, local: bool) -> list[str]:
-    from rag_ttc_assets.cli import _lab
+    from rag_ttc_assets.cli.common import lab_from_args
 
-    lab = _lab(args)
+    lab = lab_from_args(args)
     if local:
         return lab.arms.family(args.family)  # full check: datasets and prompts must exist here
     from rag_ttc_assets.adapters.files import load_arms
@@ -216,7 +216,7 @@ def run_failures(gql: GraphQLClient, run_id: str) -> list[str]:
 def cmd_sweep(args) -> int:
     """Errors are reported here, not by the caller's main: under `python -m rag_ttc_assets.cli` that
     module is `__main__`, whose CliError is not the one `rag_ttc_assets.cli` raises."""
-    from rag_ttc_assets.cli import CliError
+    from rag_ttc_assets.cli.common import CliError
     from rag_ttc_assets.core.arms import ArmsError
 
     try:
@@ -277,7 +277,7 @@ def _sweep(args) -> int:
 
 
 def _sweep_local(args) -> int:
-    from rag_ttc_assets.cli import materialize_arms
+    from rag_ttc_assets.cli.materialize import materialize_arms
 
     arms = family_arms(args, local=True)
     progress = sys.stderr if args.json else sys.stdout

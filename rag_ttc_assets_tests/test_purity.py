@@ -149,3 +149,45 @@ def test_no_adapter_opens_a_lab_of_its_own() -> None:
                     isinstance(node, ast.Attribute) and node.attr == "from_env"):
                 hits.append(f"{p.relative_to(PACKAGE).as_posix()}:{node.lineno}")
     assert hits == []
+
+
+# --- a thin CLI: commands print what the assets wrote; the bench and the sweep stand beside it ------------------
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of every absolute import in `path`, at any depth."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.lineno, node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name, []) for a in node.names]
+    return out
+
+
+def test_the_bench_imports_nothing_from_the_cli() -> None:
+    hits = [f"{p.relative_to(PACKAGE).as_posix()}:{line}: {mod}" for p in sorted((PACKAGE / "bench").rglob("*.py"))
+            for line, mod, _ in _imports(p) if mod == "rag_ttc_assets.cli" or mod.startswith("rag_ttc_assets.cli.")]
+    assert hits == []
+
+
+def test_nothing_takes_a_private_name_from_the_cli() -> None:
+    hits = [f"{p.relative_to(PACKAGE).as_posix()}:{line}: {mod} {n}" for p in sorted(PACKAGE.rglob("*.py"))
+            for line, mod, names in _imports(p) if mod.startswith("rag_ttc_assets.cli")
+            for n in names if n.startswith("_")]
+    assert hits == []
+
+
+def test_the_cli_computes_no_metric_and_judges_no_staleness_of_its_own() -> None:
+    """The commands read the summaries the assets wrote (stages.reports, ArmJson); tables, fingerprints and the
+    store's digests are the assets' and defs.staleness's business."""
+    forbidden = {"read_table", "fingerprints", "intact", "fetch_materializations"}
+    hits = [f"{p.relative_to(PACKAGE).as_posix()}:{node.lineno}: {node.attr}"
+            for p in sorted((PACKAGE / "cli").rglob("*.py"))
+            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Attribute) and node.attr in forbidden]
+    assert hits == []
+    # Constants (the flow's branch order for a table's columns) and error types are fine; computations are not.
+    computing = ("rag_ttc_assets.core.flow", "rag_ttc_assets.core.completeness", "rag_ttc_assets.core.admission",
+                 "rag_ttc_assets.core.compare")
+    assert [f"{m} {n}" for p in (PACKAGE / "cli").rglob("*.py") for _, m, names in _imports(p) if m in computing
+            for n in names if not n.isupper() and not n.endswith("Error")] == []

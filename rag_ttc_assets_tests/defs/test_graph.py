@@ -52,7 +52,7 @@ def test_each_stage_holds_the_one_before_it_and_the_upstream_of_its_assets():
 
 
 def test_the_stage_ends_are_where_the_cli_expects_them():
-    """What cli.arm_report reads per stage: retrieval and admission summaries from `retrieval` on, the contract
+    """What stages.reports.arm_report reads per stage: retrieval and admission summaries from `retrieval` on, the contract
     summary from `answers` on, the judge and the flow only in `judge`."""
     retrieval, answers = set(graph.STAGES["retrieval"]), set(graph.STAGES["answers"])
     assert {"retrieval_summary", "admitted_contexts"} <= retrieval and "answers" not in retrieval

@@ -251,7 +251,7 @@ def test_object_storage_home_is_refused_not_made_a_local_folder(tmp_path):
 
 def test_run_table_puts_each_roles_calls_beside_its_own_table():
     """The generator's calls sit in the contract table and the judge's in the judge table, never summed."""
-    from rag_ttc_assets.cli import run_tables
+    from rag_ttc_assets.cli.run import run_tables
 
     report = {"contract": {"total": 4, "valid": 3, "parse_failures": 0, "contract_failures": 0, "abstentions": 1,
                            "provider_faults": {}, "mean_answer_chars": 10.0},

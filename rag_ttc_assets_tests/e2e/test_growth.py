@@ -12,7 +12,7 @@ from rag_ttc_assets_tests.conftest import REPO
 
 
 def test_sizes_exponents_and_document_counts():
-    from rag_ttc_assets.growth import documents_for, exponent, parse_sizes
+    from rag_ttc_assets.bench.growth import documents_for, exponent, parse_sizes
 
     assert parse_sizes("5k, 1000,1000,25k") == [1000, 5000, 25000]
     with pytest.raises(ValueError):

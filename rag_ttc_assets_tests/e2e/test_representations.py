@@ -19,10 +19,14 @@ ARMS = MINI_DEFAULTS + """arms:
 
 def _contexts(home, chunk_runes):
     """context -> chunk id of the offline builder's rows at `chunk_runes`, read from the store's artifacts."""
+    cache = home / "store" / "cache"
+    manifests = {kind: [json.loads((d / "manifest.json").read_text()) | {"dir": d} for d in (cache / kind).iterdir()]
+                 for kind in ("chunks", "representations")}
+    chunks = {m["content_digest"] for m in manifests["chunks"] if m["key"]["fields"]["chunk_runes"] == chunk_runes}
     out = {}
-    for d in (home / "store" / "cache" / "representations").iterdir():
-        manifest = json.loads((d / "manifest.json").read_text())
-        if manifest["key"]["representation"] == "contextual" and manifest["key"]["chunk_runes"] == chunk_runes:
+    for manifest in manifests["representations"]:
+        d = manifest["dir"]
+        if manifest["key"]["fields"]["representation"] == "contextual" and manifest["key"]["inputs"]["chunks"] in chunks:
             df = pl.read_parquet(d / "representations.parquet")
             out.update(zip(df["context"].to_list(), df["chunk_id"].to_list()))
     return out

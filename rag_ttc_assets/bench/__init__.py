@@ -33,7 +33,7 @@ Measurements (``--only NAME``, repeatable):
   minimum cosine against the torch vectors and recall_10 / ndcg_cut_10 of the ``baseline``,
   ``embedding-onnx`` and ``embedding-onnx-int8`` arms (report only; skipped without the ``onnx`` extra).
 - ``report``: headless Chromium rendering the case report of 5,000 synthetic cases (first screen painted) vs a
-  plain HTML table of the same rows, same browser (``report/bench.py``).  Target cost <= 2.
+  plain HTML table of the same rows, same browser (``bench/report.py``).  Target cost <= 2.
 
 The store lives under ``--home`` (default: a temporary folder, removed afterwards), never in the
 user's ``.rag_ttc``.  ``--scale N`` replaces the bundled dataset by N synthetic documents
@@ -738,7 +738,7 @@ def run_child(call: str, args: list, label: str, stream_stderr: bool = False) ->
     """Run `call(*args)` (a function of `rag_ttc_assets.bench` or `.growth`; arguments and result JSON values)
     in a fresh Python process, so its peak memory and imports are its own; return its result. The child's stderr
     is shown as it runs (`stream_stderr`) or quoted in the error when it fails."""
-    code = ("import json, sys; from rag_ttc_assets import bench, growth; "
+    code = ("import json, sys; from rag_ttc_assets import bench; from rag_ttc_assets.bench import growth; "
             f"print({RESULT_MARK!r} + json.dumps({call}(*map(json.loads, sys.argv[1:]))))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-c", code, *map(json.dumps, args)], stdout=subprocess.PIPE,
@@ -899,7 +899,7 @@ def bench_code_location_import(spec: LabSpec, base: Path, repeat: int) -> dict:
 
 
 def bench_report(spec: LabSpec, base: Path, repeat: int) -> dict:
-    from rag_ttc_assets.report.bench import bench_report as run  # its body: report/bench.py
+    from rag_ttc_assets.bench.report import bench_report as run  # its body: bench/report.py
 
     return run(spec, base, repeat)
 
@@ -965,7 +965,7 @@ def format_table(report: dict) -> str:
 
 def cmd_bench(args) -> int:
     if getattr(args, "growth", None):
-        from rag_ttc_assets import growth
+        from rag_ttc_assets.bench import growth
 
         return growth.cmd_growth(args)
     report = run_bench(only=args.only, repeat=args.repeat, home=args.home, scale=args.scale)
@@ -995,7 +995,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--home", help="store folder for the bench (default: a temporary folder, removed afterwards)")
     s.add_argument("--growth", nargs="?", const="1000,5000,10000,25000,50000", metavar="CHUNKS",
                    help="instead of the ratios, time each retrieval-side step at these chunk counts (comma-separated, "
-                        "default 1000,5000,10000,25000,50000) and print the growth exponents (see growth.py)")
+                        "default 1000,5000,10000,25000,50000) and print the growth exponents (see bench/growth.py)")
     s.add_argument("--growth-embed-max", type=int, default=10_000, metavar="N",
                    help="with --growth: embed only sizes up to N chunks (default 10000; larger sizes index "
                         "seeded random vectors and report no embedding time)")
@@ -1010,7 +1010,3 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv if argv[:1] == ["bench"] else ["bench", *argv])
     return args.fn(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

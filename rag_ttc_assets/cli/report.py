@@ -17,12 +17,12 @@ def _shown(path: Path) -> str:
 
 
 def cmd_report(args) -> int:
-    from rag_ttc_assets.cli import CliError, _lab
+    from rag_ttc_assets.cli.common import CliError, lab_from_args
     from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
     from rag_ttc_assets.report.collect import ReportError
     from rag_ttc_assets.stages.diagnostics import compare_two
 
-    lab = _lab(args)
+    lab = lab_from_args(args)
     for arm in filter(None, (args.a, args.b)):
         lab.arms[arm]
     try:

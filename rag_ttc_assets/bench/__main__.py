@@ -1,0 +1,7 @@
+"""`python -m rag_ttc_assets.bench ...`, the same as `rag-ttc bench ...`."""
+
+import sys
+
+from rag_ttc_assets.bench import main
+
+sys.exit(main())

@@ -1,0 +1,139 @@
+"""`rag-ttc`: the lab from a terminal. It runs the same Dagster definitions the UI runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from rag_ttc_assets.cli.common import CliError  # noqa: E402
+# The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
+from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
+from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
+from rag_ttc_assets.cli.data import cmd_arms, cmd_import_beir, cmd_metrics, cmd_validate  # noqa: E402
+from rag_ttc_assets.cli.hitrate import cmd_hitrate  # noqa: E402
+from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
+from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--arms-file", help="arms file (default: $RAG_TTC_ARMS or ./arms.yaml)")
+    common.add_argument("--datasets-dir", help="datasets folder (default: $RAG_TTC_DATASETS or ./datasets)")
+    common.add_argument("--home", help="artifact store folder (default: $RAG_TTC_HOME or ./.rag_ttc)")
+    p = argparse.ArgumentParser(prog="rag-ttc", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("validate", help="check a dataset folder", description="Check a dataset folder: digest "
+                       "binding, unique IDs, targets and evidence documents exist, quotes are verbatim.")
+    s.add_argument("dir")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_validate)
+
+    s = sub.add_parser("arms", parents=[common], help="list arms with their effective parameters")
+    s.add_argument("--family")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_arms)
+
+    s = sub.add_parser("run", parents=[common], help="materialize arms through the Dagster definitions",
+                       description="Materialize the named arms (partitions) up to and including a stage, "
+                                   "recorded in DAGSTER_HOME so the runs appear in the UI.")
+    s.add_argument("arms", nargs="*")
+    s.add_argument("--family")
+    s.add_argument("--stage", choices=list(STAGES), default="all")
+    s.add_argument("--force", action="store_true", help="re-run every asset of the stage, not only stale ones")
+    s.add_argument("--verbose", action="store_true",
+                   help="also print Dagster's full event log to stderr (by default: one line per step, and "
+                        "progress with rate and ETA on long steps)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("inspect", parents=[common], help="one question of one arm, in the seed's reading order")
+    s.add_argument("arm")
+    s.add_argument("question_id")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_inspect)
+
+    s = sub.add_parser("compare", parents=[common], help="paired per-case comparison of two arms")
+    s.add_argument("a", nargs="?")
+    s.add_argument("b", nargs="?")
+    s.add_argument("--all", action="store_true",
+                   help="materialize arm_comparisons: every pair in `comparisons` and every family's sweep plot")
+    s.add_argument("--headline", default="completeness",
+                   choices=["completeness", "valid", "faithfulness", "recip_rank", "recall_10", "ndcg_cut_10"])
+    s.add_argument("--allow-instrument-drift", action="store_true",
+                   help="compare arms whose request judge or its prompt differ (the report says so)")
+    s.add_argument("--allow-label-drift", action="store_true",
+                   help="compare arms whose evaluation digests differ (labels revised between runs)")
+    s.add_argument("--allow-era-change", action="store_true",
+                   help="compare arms whose representations come from another builder or era while their chunking "
+                        "or prompt changed too (the report says the difference is not attributable to either)")
+    s.add_argument("--p-adjust", choices=["holm", "bh"],
+                   help="adjust the p-values over the report's metrics by Holm's step-down or Benjamini-Hochberg "
+                        "(default: the arms file's p_adjust, holm); --all reads the arms file")
+    s.add_argument("--alpha", type=float, help="significance level of the adjusted p-values (default: the arms "
+                                               "file's alpha, 0.05)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_compare)
+
+    s = sub.add_parser("hitrate", parents=[common], help="retrieval hit rate and admission coverage, no generation",
+                       description="Hit rate over all cases against the gold labels at each boundary (ranked, "
+                                   "selected by evidence_k, admitted under the context budget), without generating "
+                                   "an answer: cheap enough for CI whenever the corpus or chunking changes.")
+    s.add_argument("arm")
+    s.add_argument("--min-hit-rate", type=float, help="exit 1 when the admitted question hit rate is below this")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_hitrate)
+
+    s = sub.add_parser("runs", parents=[common], help="list run records (one per materialization) with status")
+    s.add_argument("arm", nargs="?")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_runs)
+
+    s = sub.add_parser("metrics", help="trec_eval measures of a TREC run against TREC qrels",
+                       description="trec_eval's own measures (through pytrec_eval) of a TREC run against TREC "
+                                   "qrels, the same code as the retrieval_summary asset. Queries without a "
+                                   "relevant judgment, and run queries absent from the qrels, are undefined: "
+                                   "listed in undefined_query_ids, never scored 0.")
+    s.add_argument("--qrels", required=True)
+    s.add_argument("--run", required=True)
+    s.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE",
+                   help="a trec_eval measure, repeatable, as trec_eval -m spells it: map, P.5,10, ndcg_cut.10, "
+                        "recall.1000, or a set (official, all_trec); default: "
+                        "num_q, recip_rank, recall, ndcg_cut and success at 5,10,20,100")
+    s.add_argument("-q", "--per-query", action="store_true", help="also print each evaluated query (trec_eval -q)")
+    s.add_argument("-c", "--complete", action="store_true",
+                   help="average over every qrels query, one missing from the run scoring 0 (trec_eval -c)")
+    s.set_defaults(fn=cmd_metrics)
+
+    s = sub.add_parser("import-beir", help="convert a BEIR folder into corpus.json + evaluation.json")
+    s.add_argument("src")
+    s.add_argument("dest")
+    s.add_argument("--split", default="test")
+    s.add_argument("--drop-missing", action="store_true", help="drop qrels naming missing documents (counted)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_import_beir)
+    from rag_ttc_assets import bench, sweep
+    from rag_ttc_assets.cli import report
+
+    sweep.add_parser(sub)
+    bench.add_parser(sub)
+    report.add_parser(sub, common)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from rag_ttc_assets.core.arms import ArmsError
+    from rag_ttc_assets.core.beir import BeirError
+    from rag_ttc_assets.core.dataset import DatasetError
+    from rag_ttc_assets.core.trec_files import TrecFormatError
+    from rag_ttc_assets.lab import LabPathError
+
+    try:
+        return args.fn(args)
+    except (CliError, ArmsError, DatasetError, BeirError, TrecFormatError, LabPathError, FileNotFoundError) as e:
+        print(f"rag-ttc: error: {e}", file=sys.stderr)
+        return 1

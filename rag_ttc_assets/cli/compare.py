@@ -1,0 +1,96 @@
+"""`rag-ttc compare`: the paired per-case comparison `arm_comparisons` writes, for two arms or all."""
+
+from __future__ import annotations
+
+import json
+
+from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
+from rag_ttc_assets.cli.materialize import compare_all
+
+
+def cmd_compare(args) -> int:
+    from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+    from rag_ttc_assets.core.eras import EraChangeError
+    from rag_ttc_assets.stages.diagnostics import arm_title, compare_two, p_adjust_text, paired_text
+
+    lab = lab_from_args(args)
+    if args.all:
+        if args.p_adjust or args.alpha is not None:
+            # arm_comparisons is an asset: it reads its settings from the arms file, as the UI does.
+            raise CliError(f"compare --all adjusts as the arms file says ({lab.arms_file}: p_adjust "
+                           f"{lab.arms.p_adjust}, alpha {lab.arms.alpha}); set `p_adjust:` and `alpha:` there")
+        out = compare_all()
+        if args.json:
+            print(json.dumps(out, indent=2, default=str))
+        else:
+            print(out["comparisons"])
+            print(f"\np-values adjusted by {out['p_adjust']}; significant: adjusted p <= alpha")
+            print("skipped: " + ("; ".join(out["skipped"]) or "none"))
+            print("sweep plots: " + ", ".join(f"{k}: {v}" for k, v in out["sweep_plots"].items()))
+            print("case reports: " + (", ".join(v for k, v in out.items() if k.startswith("report/")) or "none"))
+        return 0
+    if not (args.a and args.b):
+        raise CliError("name two arms (rag-ttc compare A B), or use --all for every pair in `comparisons`")
+    if args.alpha is not None and not 0 < args.alpha < 1:
+        raise CliError(f"--alpha must be in (0, 1), got {args.alpha}")
+    for arm in (args.a, args.b):
+        lab.arms[arm]
+    out_dir = lab.store.comparisons_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline,
+                          allow_instrument_drift=args.allow_instrument_drift, p_adjust=args.p_adjust,
+                          alpha=args.alpha, allow_era_change=args.allow_era_change)
+    except (LabelDriftError, InstrumentDriftError, EraChangeError) as e:
+        raise CliError(str(e)) from None
+    if args.json:
+        print(json.dumps(rep, indent=2, default=str))
+        return 0
+    print(f"{arm_title(lab, args.b)} vs {arm_title(lab, args.a)}: {rep['n']} paired cases; changed: "
+          + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep["changed_parameters"].items()))
+    inst = rep["instruments"][args.a]
+    print(f"request judge: {inst['model']} (prompt {inst['prompt']}, {inst['prompt_digest'][:19]}…)"
+          + (f"; INSTRUMENT DRIFT allowed ({', '.join(rep['instrument_drift'])} differ: "
+             f"{args.b} {rep['instruments'][args.b]['model']}, {rep['instruments'][args.b]['prompt_digest'][:19]}…)"
+             if rep["instrument_drift"] else "; the same for both arms"))
+    print(rep["representation_era"]["line"] + (" (--allow-era-change)" if rep["representation_era"]["allowed"] else ""))
+    print("completeness measured: " + "; ".join(
+        f"{arm} {m['requests_measured']} of {m['requests_total']} requests, {m['questions_measured']} of "
+        f"{m['questions_total']} questions" for arm, m in rep["completeness_measured"].items()))
+    for arm, use in rep["label_use"].items():
+        if use == "oracle":
+            print(f"{arm} is an ORACLE arm: its generator was shown the evaluation's request annotation; its numbers "
+                  "are a diagnostic upper bound, not a deployable system's")
+    sets = rep["admitted_sets"]
+    print(f"admitted sets identical in {sets['identical']} of {sets['questions']} questions"
+          + (" (only the evidence order differs)" if sets["position_only"] else ""))
+    rows = [[m, v["mean_a"], v["mean_b"], v["mean_delta"], v["ci_low"], v["ci_high"], v["p_value"],
+             v["p_adjusted"], "yes" if v["significant"] else ("-" if v["significant"] is None else "no"), v["test"],
+             v["gains"], v["losses"], v["ties"], paired_text(v)] for m, v in rep["metrics"].items()]
+    print(text_table(["metric", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adj", "significant",
+                  "test", "gains", "losses", "ties", "paired (why the others were dropped)"], rows))
+    print(f"p-values adjusted by {p_adjust_text(rep)}; significant: adjusted p <= alpha")
+    print(f"\nHow the {rep['headline']} mean is made (per-case deltas by size):")
+    print(text_table(["bucket", "count", "sum"], [[b["label"], b["count"], b["sum"]] for b in rep["buckets"]
+                                              if b["count"]]))
+    print(f"\nCatastrophic cases ({len(rep['catastrophic'])}):")
+    if rep["catastrophic"]:
+        print(text_table(["case", "a", "b", "delta", f"branches in {args.a}", f"branches in {args.b}"],
+                     [[c["case_id"], c["a"], c["b"], c["delta"], " ".join(c["branches_a"]),
+                       " ".join(c["branches_b"])] for c in rep["catastrophic"]]))
+    t = rep["token_latency"]
+    print(f"\nmean input tokens {t['mean_input_tokens']['a']:.1f} -> {t['mean_input_tokens']['b']:.1f}; "
+          f"p95 latency {t['p95_latency_s']['a']:.3f}s -> {t['p95_latency_s']['b']:.3f}s; "
+          f"attributed to: {', '.join(t['attributed_to']) or 'nothing (same config)'}")
+    sup = rep.get("supply") or {}
+    if sup:
+        # The second seed's four numbers, none of them a mean of quality: per-case deltas (above), hit rate over
+        # all cases, contradictions of the gold evidence, tokens.
+        print("\nsupply (hit rate over all cases; the lookup flow's for tool arms):")
+        print(text_table(["arm", "supply", "hit_rate", "hits", "cases", "contradicts_gold", "mean_input_tokens",
+                      "p95_latency_s", "lookup_calls"],
+                     [[arm, v["supply"], v["hit_rate"], v["hits"], v["cases"], v["contradicts_gold"],
+                       v["mean_input_tokens"], v["p95_latency_s"], v["lookup_calls"]] for arm, v in sup.items()]))
+    if rep.get("plots"):
+        print("plots: " + ", ".join(rep["plots"].values()))
+    return 0

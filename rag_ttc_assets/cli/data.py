@@ -1,0 +1,102 @@
+"""`rag-ttc validate`, `arms`, `metrics`, `import-beir`: the inputs, checked and converted."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
+
+
+def cmd_validate(args) -> int:
+    from rag_ttc_assets.adapters.files import load_dataset
+    from rag_ttc_assets.core.dataset import DatasetError, dataset_counts
+
+    try:
+        ds = load_dataset(Path(args.dir))
+    except DatasetError as e:
+        if args.json:
+            print(json.dumps({"valid": False, "problems": [str(p) for p in e.problems]}, indent=2))
+        else:
+            print(str(e), file=sys.stderr)
+        return 1
+    counts = dataset_counts(ds)
+    text = (f"valid: {args.dir}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+            + f"; corpus {ds.corpus_digest[:19]}…")
+    print_result({"valid": True, "corpus_digest": ds.corpus_digest, **counts}, args.json, text)
+    return 0
+
+
+def cmd_arms(args) -> int:
+    lab = lab_from_args(args)
+    arms = lab.arms
+    names = arms.family(args.family) if args.family else arms.names
+    if args.json:
+        print(json.dumps({n: arms[n].model_dump(mode="json") for n in names}, indent=2))
+        return 0
+    cols = ["arm", "chunk_runes", "overlap_runes", "retrieval", "retrieve_k", "evidence_k", "context_runes",
+            "evidence_order", "supply", "prompt", "generator", "judge"]
+    rows = []
+    for n in names:
+        c = arms[n]
+        supply = c.supply if c.supply != "tool" else (
+            f"tool top{c.lookup_top_n}" + (" +index" if c.title_index else "") + (" +check" if c.citation_check else ""))
+        rows.append([n, c.chunk_runes, c.overlap_runes, c.retrieval, c.retrieve_k, c.evidence_k, c.context_runes,
+                     c.evidence_order, supply, c.prompt, c.generator.model, c.judge.model])
+    print(text_table(cols, rows))
+    if not args.family:
+        print("\nfamilies: " + "; ".join(f"{f}: {', '.join(m)}" for f, m in arms.families.items()))
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    from rag_ttc_assets.adapters.trec_eval import evaluate
+    from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
+    from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
+
+    qrels = parse_qrels(_read(args.qrels), args.qrels)
+    run = parse_run(_read(args.run), args.run)
+    try:
+        result = evaluate(qrels, run, args.measures or DEFAULT_MEASURES, complete=args.complete)
+    except MeasureError as e:
+        raise CliError(f"-m: {e}") from None
+    out = {"measures": result.measures, "evaluated": result.evaluated,
+           "undefined": len(result.undefined_query_ids), "undefined_query_ids": result.undefined_query_ids}
+    if args.per_query:
+        out["per_query"] = result.per_query
+    print(json.dumps(out, indent=2, sort_keys=True))
+    return 0
+
+
+def _read(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise CliError(f"{path}: file not found")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise CliError(f"{path}: not valid UTF-8 at byte {e.start}") from None
+
+
+def cmd_import_beir(args) -> int:
+    from rag_ttc_assets.adapters.store import atomic_write_bytes
+    from rag_ttc_assets.core.beir import BEIR_FILES, convert
+    from rag_ttc_assets.core.dataset import sha256_digest
+
+    src, dest = Path(args.src), Path(args.dest)
+    texts = {name: _read(str(src / name)) for name in (*BEIR_FILES, f"qrels/{args.split}.tsv")}
+    corpus, evaluation, report = convert(texts, str(src), args.split, args.drop_missing)
+    cbytes = (json.dumps(corpus, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    evaluation = {"corpus_digest": sha256_digest(cbytes), **evaluation}
+    # The corpus first, the evaluation last: a folder with only a corpus is visibly incomplete.
+    atomic_write_bytes(dest / "corpus.json", cbytes)
+    atomic_write_bytes(dest / "evaluation.json",
+                       (json.dumps(evaluation, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+    out = {"dest": str(dest), "documents": report.documents, "questions": report.questions,
+           "judgments": report.judgments, "dropped_missing": report.dropped_missing,
+           "corpus_digest": evaluation["corpus_digest"]}
+    print_result(out, args.json, f"imported {report.documents} documents, {report.questions} questions, "
+                           f"{report.judgments} judgments ({report.dropped_missing} dropped: missing document) "
+                           f"into {dest}")
+    return 0

@@ -1,0 +1,127 @@
+"""Materializing arms through the Dagster definitions, as the UI does, recorded in DAGSTER_HOME."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import uuid
+from pathlib import Path
+
+from rag_ttc_assets.defs.graph import STAGES
+from rag_ttc_assets.cli.common import CliError, dagster_home
+
+
+def open_instance(home: Path):
+    """The Dagster instance of `home`, its storages created one process at a time: two `rag-ttc run`s starting
+    on a fresh DAGSTER_HOME could otherwise both stamp its sqlite schema, and alembic then finds two heads."""
+    from dagster import DagsterInstance
+
+    from rag_ttc_assets.adapters.store import file_lock
+
+    with file_lock(home / ".rag_ttc-instance.lock"):
+        return DagsterInstance.get()  # creates (and on a fresh home, stamps) every storage
+
+
+def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verbose: bool = False) -> dict[str, dict]:
+    """Materialize `stage` for each arm through the project's job, recorded in DAGSTER_HOME.
+
+    Only what Dagster calls stale runs, with the reasons it does not see (see `defs.staleness.to_run`); `force`
+    runs every asset of the stage. stderr gets one line per step as it finishes and the progress of long
+    stages; `verbose` adds Dagster's own event log."""
+    from dagster import AssetKey
+
+    from rag_ttc_assets.defs.progress import reporting
+    from rag_ttc_assets.defs.registry import CHECK_SPECS
+    from rag_ttc_assets.defs.staleness import to_run
+    from rag_ttc_assets.definitions import JOB, build_definitions
+    from rag_ttc_assets.lab import Lab
+    from rag_ttc_assets.terminal import StepEvents, Terminal
+
+    home = dagster_home()
+    lab = Lab.from_env()
+    defs = build_definitions(lab)
+    job = defs.resolve_job_def(JOB)
+    steps = [*STAGES[stage], *(s.fn.__name__ for s in CHECK_SPECS)]
+    # Dagster's lines share stderr with ours in verbose mode: no live bar to tear, progress as plain lines.
+    terminal = Terminal(sys.stderr, live=False if verbose else None, arm_width=max(map(len, arm_names)),
+                        step_width=max(map(len, steps)))
+    out = {}
+    with open_instance(home) as instance:
+        reap_dead_runs(instance)
+        for arm in arm_names:
+            why = to_run(instance, lab, defs.resolve_asset_graph(), arm, STAGES[stage], force)
+            todo = list(why)
+            if not todo:
+                out[arm] = {"run_id": None, "ran": [], "why": {}}
+                continue
+            # The run's id chosen here, so its events reach the terminal from the first one (RUN_START).
+            run_id = str(uuid.uuid4())
+            instance.add_event_listener(run_id, StepEvents(terminal, arm, failed="FAILED" if verbose else
+                                                           "FAILED; rag-ttc run --verbose prints its traceback"))
+            with reporting(run_id, terminal):
+                result = job.execute_in_process(partition_key=arm, instance=instance,
+                                                asset_selection=[AssetKey(a) for a in todo],
+                                                raise_on_error=False, tags=_cli_tags(), run_id=run_id,
+                                                run_config=_console_config(verbose))
+            if not result.success:
+                raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{failure_text(result)}")
+            out[arm] = {"run_id": result.run_id, "ran": todo, "why": why}
+    return out
+
+
+def _console_config(verbose: bool) -> dict:
+    """Dagster's console logger: every event (DEBUG) when verbose; else none. Its errors are a failing step's
+    traceback through Dagster's frames and one line per step not executed after it; the step lines and the
+    failure's message (`_failure_text`) say what a user acts on, and the event log in DAGSTER_HOME, which the UI
+    reads, keeps every event either way."""
+    return {"loggers": {"console": {"config": {"log_level": "DEBUG" if verbose else "CRITICAL"}}}}
+
+
+def _cli_tags() -> dict[str, str]:
+    return {"rag_ttc/source": "cli", "rag_ttc/pid": str(os.getpid()), "rag_ttc/host": socket.gethostname()}
+
+
+def reap_dead_runs(instance) -> list[str]:
+    """Runs this CLI executed in a process that has since died (killed): nothing monitors an in-process
+    run, so it stays STARTED for ever and keeps its `provider` pool slot, and every later provider-bound
+    step would wait for that slot for ever. Mark them canceled and free their slots."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    from rag_ttc_assets.stages.run_record import _alive
+
+    reaped = []
+    for run in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED], tags={"rag_ttc/source": "cli"})):
+        pid, host = run.tags.get("rag_ttc/pid"), run.tags.get("rag_ttc/host")
+        if pid is None or host != socket.gethostname() or _alive(int(pid), host):
+            continue
+        instance.report_run_canceled(run, message=f"the rag-ttc process ({pid}) ended before the run did")
+        if instance.event_log_storage.supports_global_concurrency_limits:
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        reaped.append(run.run_id)
+    return reaped
+
+
+def failure_text(result) -> str:
+    lines = []
+    for ev in result.all_events:
+        if ev.is_step_failure:
+            err = ev.step_failure_data.error
+            msg = err.cause.message if err and err.cause else (err.message if err else "")
+            lines.append(f"  step {ev.step_key}: {msg.strip()}")
+    return "\n".join(lines) or "  (no step failure recorded)"
+
+
+def compare_all() -> dict:
+    """Materialize `arm_comparisons` (every pair in `comparisons`, every family's sweep plot) in DAGSTER_HOME."""
+    from rag_ttc_assets.definitions import build_definitions
+
+    home = dagster_home()
+    job = build_definitions().resolve_job_def("comparisons_job")
+    with open_instance(home) as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False, tags={"rag_ttc/source": "cli"})
+        if not result.success:
+            raise CliError(f"arm_comparisons: run {result.run_id} failed:\n{failure_text(result)}")
+        meta = result.get_asset_materialization_events()[0].materialization.metadata
+    return {k: getattr(v, "value", v) for k, v in meta.items() if not k.startswith("sweep_") or k == "sweep_plots"
+            and k != "failure_flow_plot"} | {"run_id": result.run_id}

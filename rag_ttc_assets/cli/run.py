@@ -1,0 +1,164 @@
+"""`rag-ttc run`: materialize arms, then print what their assets wrote (stages.reports.arm_report)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from rag_ttc_assets.defs.graph import STAGES
+from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
+from rag_ttc_assets.cli.materialize import materialize_arms
+from rag_ttc_assets.stages.reports import arm_report
+
+
+def cmd_run(args) -> int:
+    lab = lab_from_args(args)
+    names = list(args.arms)
+    if args.family:
+        names += [n for n in lab.arms.family(args.family) if n not in names]
+    if not names:
+        raise CliError("name at least one arm, or a family with --family")
+    for n in names:
+        lab.arms[n]
+    if not args.verbose:
+        # The libraries' own chatter, which says nothing the step lines do not: the model-loading bar of
+        # transformers and LanceDB's warning that a new index table has no dataset yet. Set values win.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("LANCEDB_LOG", "error")
+    runs = materialize_arms(names, args.stage, args.force, verbose=args.verbose)
+    reports = {n: {**arm_report(lab, n, STAGES[args.stage]), **runs[n]} for n in names}
+    if args.json:
+        print(json.dumps({"arms": reports}, indent=2, default=str))
+        return 0
+    for n, rep in reports.items():
+        print(f"{n}: " + (f"ran {len(rep['ran'])} asset(s) in run {rep['run_id']}" if rep["ran"]
+                          else "up to date, nothing to run"))
+    print()
+    print(run_tables(reports))
+    return 0
+
+
+def run_tables(reports: dict[str, dict]) -> str:
+    """The per-arm summary: retrieval and admission, then contract, then judge and calls. An oracle or
+    counterfactual arm is named as such in every table."""
+    out = []
+    rows = []
+    reports = {(n if rep.get("label_use", "none") == "none" else f"{n} ({rep['label_use']})"): rep
+               for n, rep in reports.items()}
+    for n, rep in reports.items():
+        r, a = rep.get("retrieval", {}), rep.get("admission", {})
+        rows.append([n, r.get("recip_rank"), r.get("recall_10"), r.get("ndcg_cut_10"), r.get("success_10"),
+                     r.get("evaluated"), r.get("undefined"), a.get("queries_with_omissions"),
+                     a.get("mean_admitted_chunks"), a.get("mean_used_runes"), a.get("admission_coverage")])
+    out.append(text_table(["arm", "recip_rank", "recall_10", "ndcg_cut_10", "success_10", "evaluated", "undefined",
+                       "omissions", "admitted", "used_runes", "adm_coverage"], rows))
+    reps = {n: rep["representations"] for n, rep in reports.items() if rep.get("representations")}
+    if len({r["era"] for r in reps.values()}) > 1 or any(r.get("builder_model") for r in reps.values()):
+        from rag_ttc_assets.core.eras import describe
+
+        out.append(representation_table(reps, describe))
+    if any("contract" in rep for rep in reports.values()):
+        rows = []
+        for n, rep in reports.items():
+            c = rep.get("contract", {})
+            a = rep.get("calls", {}).get("answers", {})
+            rows.append([n, rep.get("generator_model"), c.get("total"), c.get("valid"), c.get("parse_failures"),
+                         c.get("contract_failures"), c.get("abstentions"),
+                         sum(c.get("provider_faults", {}).values()) if c else None, c.get("mean_answer_chars"),
+                         a.get("provider_calls"), a.get("cache_hits")])
+        out.append(text_table(["arm", "generator", "total", "valid", "parse_failures", "contract_failures",
+                           "abstentions", "provider_faults", "mean_chars", "provider_calls", "cache_hits"], rows))
+    if any("judge" in rep for rep in reports.values()):
+        rows = []
+        for n, rep in reports.items():
+            # The judge's own calls (the generator's are in the contract table above).
+            j, calls = rep.get("judge", {}), rep.get("calls", {}).get("judge", {})
+            rows.append([n, j.get("judge_model"), j.get("same_model_as_generator"), j.get("judged"),
+                         j.get("abstained"), j.get("invalid"), j.get("mean_faithfulness"), _of(j, "faithfulness"),
+                         j.get("mean_relevance"), _of(j, "relevance"), _why(j.get("faithfulness_not_measured")),
+                         j.get("contradicts_gold"), calls.get("provider_calls"), calls.get("cache_hits")])
+        out.append("judge (each mean over the rows it measured, of all answer rows; not_measured: why the others "
+                   "were not):\n"
+                   + text_table(["arm", "judge", "same_model", "judged", "abstained", "invalid", "faithfulness",
+                             "faith_n", "relevance", "rel_n", "not_measured", "contradicts_gold", "provider_calls",
+                             "cache_hits"], rows))
+    if any(rep.get("judge_measurement") for rep in reports.values()):
+        def share(m: dict | None) -> str:
+            return "-" if not m or not m["of"] else f"{m['flagged']}/{m['of']} ({m['share']:.3f})"
+
+        rows = [[n, share(jm["sensitivity"]["gold_judge"]), share(jm["sensitivity"]["request_judge"]),
+                 share(jm["false_alarms"]["gold_judge"]), share(jm["false_alarms"]["request_judge"])]
+                for n, rep in reports.items() if (jm := rep.get("judge_measurement"))]
+        out.append("the judges measured (sensitivity: answers repeating a planted falsehood flagged as contradicting; "
+                   "false alarms: answers quoting the gold evidence verbatim flagged as contradicting):\n"
+                   + text_table(["arm", "gold_judge_sensitivity", "request_judge_sensitivity", "gold_judge_false_alarms",
+                             "request_judge_false_alarms"], rows))
+    if any("completeness" in rep for rep in reports.values()):
+        from rag_ttc_assets.core.flow import FLOW_BRANCHES
+
+        rows, flows, judges = [], [], set()
+        for n, rep in reports.items():
+            c, f = rep.get("completeness", {}), rep.get("flow", {})
+            inst = c.get("request_judge") or {}
+            judges.add((inst.get("model"), (inst.get("prompt_digest") or "")[:15]))
+            hit = f.get("hit_rate") or {}
+            rows.append([n, f"{c.get('requests_measured')}/{c.get('requests_total')}",
+                         _why(c.get("requests_not_measured")), c.get("requests_answered"),
+                         c.get("requests_supported"), c.get("mean_completeness"), _of(c, "completeness"),
+                         f"{c.get('questions_complete')}/{c.get('questions_measured')}",
+                         c.get("self_reported_answered"), c.get("self_report_unattributed"), c.get("overclaimed"),
+                         c.get("underclaimed"), c.get("correct_abstentions"), hit.get("hit_rate"),
+                         f"{hit.get('measured')}/{hit.get('of')}" if hit else None])
+            flows.append([n, *[f.get(b) for b in FLOW_BRANCHES]])
+        out.append("request completeness, by the request judge (answered and supported count measured requests; "
+                   "completeness is the mean over the questions whose every request was measured, completeness_n "
+                   "of all; self_reported is the generator's own claim):\n"
+                   + text_table(["arm", "measured", "not_measured", "answered", "supported", "completeness",
+                             "completeness_n", "q_complete", "self_reported", "unattributed", "overclaimed",
+                             "underclaimed", "correct_abst", "hit_rate", "hit_rate_n"], rows)
+                   + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…)" for m, d in sorted(judges, key=str))
+                   + ("" if len(judges) == 1 else "  [instrument differs between arms: not comparable]"))
+        out.append(text_table(["arm", *FLOW_BRANCHES], flows))
+    if any("calls" in rep and "answers" in rep["calls"] for rep in reports.values()):
+        from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
+
+        rows = []
+        for n, rep in reports.items():
+            a = rep.get("calls", {}).get("answers", {})
+            lf = rep.get("flow", {}).get("lookup_flow") or {}
+            rows.append([n, rep.get("supply"), a.get("mean_input_tokens"), a.get("p95_latency_s"),
+                         rep.get("contract", {}).get("escalated"), lf.get("lookup_calls"),
+                         *[lf.get(b) for b in LOOKUP_BRANCHES], lf.get("hit_rate"), lf.get("wrong_on_misses")])
+        out.append(text_table(["arm", "supply", "mean_input_tokens", "p95_latency_s", "escalated", "lookups",
+                           *LOOKUP_BRANCHES, "lookup_hit_rate", "wrong_on_misses"], rows))
+    from rag_ttc_assets.core.summaries import is_offline_baseline
+
+    if any(is_offline_baseline(str(rep.get("generator_model", ""))) for rep in reports.values()):
+        out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
+                   "not language models.")
+    if any((rep.get("representations") or {}).get("offline_baseline") for rep in reports.values()):
+        out.append("local/contextual is an offline baseline representation builder (each chunk's context from its "
+                   "document's own title, headings and first sentence), not a language model.")
+    return "\n\n".join(out)
+
+
+def representation_table(reps: dict[str, dict], describe) -> str:
+    """Who built each arm's representations, and how many rows were not built (indexed as chunk text alone)."""
+    return "representations (the text indexed and embedded; the generator sees the chunk text alone):\n" + text_table(
+        ["arm", "representation", "builder", "not_built", "statuses", "provider_calls", "cache_hits"],
+        [[n, r["representation"], describe(r), r["not_built"],
+          " ".join(f"{k} {v}" for k, v in (r.get("statuses") or {}).items()), r["provider_calls"], r["cache_hits"]]
+         for n, r in reps.items()])
+
+
+def _of(summary: dict, name: str) -> str | None:
+    """"37/50": a mean's rows measured of all rows, from its <name>_measured and <name>_of keys."""
+    if summary.get(f"{name}_of") is None:
+        return None
+    return f"{summary[f'{name}_measured']}/{summary[f'{name}_of']}"
+
+
+def _why(not_measured: dict | None) -> str | None:
+    from rag_ttc_assets.core.measured import reasons_text
+
+    return None if not_measured is None else reasons_text(not_measured)
