@@ -1,6 +1,7 @@
 """Diagnostics: request-level completeness, the failure flow, and case-by-case arm comparisons."""
 
-import json
+
+from pathlib import Path
 
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue, asset)
@@ -13,7 +14,6 @@ from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.report import files as report
 from rag_ttc_assets.stages import diagnostics as stage
 
 GROUP = "diagnostics"
@@ -125,40 +125,15 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
     out_dir = lab_.store.comparisons_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    reports, skipped = stage.compare_pairs(lab_, plots_dir=out_dir)
-    summary, pages = [], {}
-    for rep in reports:
-        (out_dir / f"{rep['a']}--{rep['b']}.json").write_text(json.dumps(rep, indent=1, default=str))
-        # The clickable case report of the pair, made from the JSON just written.
-        pages[f"report/{rep['a']}--{rep['b']}"] = MetadataValue.path(
-            str(report.write_pair(lab_, rep, report.pair_path(out_dir, rep["a"], rep["b"]))))
-        m = rep["metrics"]
-        summary.append({"a": stage.arm_title(lab_, rep["a"]), "b": stage.arm_title(lab_, rep["b"]), "n": rep["n"],
-                        "valid_delta": m["valid"]["mean_delta"], "valid_p": m["valid"]["p_value"],
-                        "valid_p_adj": m["valid"]["p_adjusted"],
-                        "completeness_delta": m["completeness"]["mean_delta"],
-                        "completeness_paired": stage.paired_text(m["completeness"]),
-                        "completeness_p": m["completeness"]["p_value"],
-                        "completeness_p_adj": m["completeness"]["p_adjusted"],
-                        "significant": stage.significant_metrics(rep), "catastrophic": len(rep["catastrophic"]),
-                        "representations": stage.era_text(rep)})
-    from rag_ttc_assets.adapters import plots
-
-    sweeps = {}
-    for family in lab_.arms.families:
-        parameter, rows = stage.sweep_rows(lab_, family)
-        if rows:
-            sweeps[family] = str(plots.sweep_curves(out_dir / f"sweep-{family}.png", parameter, rows,
-                                                    ["valid", "recall_10", "requests_supported", "omitted_chunks"],
-                                                    f"sweep {family}: {parameter}"))
-    flow_png = stage.flow_bars(lab_, lab_.arms.names, out_dir / "failure-flow-all-arms.png")
+    c = stage.write_comparisons(lab_, out_dir)
+    reports, summary, sweeps, flow_png = c["reports"], c["summary"], c["sweeps"], c["flow_png"]
+    pages = {f"report/{name}": MetadataValue.path(str(path)) for name, path in c["pages"].items()}
     return MaterializeResult(metadata={
-        "comparisons": md_table(summary), "skipped": MetadataValue.json(skipped),
+        "comparisons": md_table(summary), "skipped": MetadataValue.json(c["skipped"]),
         # The adjustment is over every pair and metric above: significant is read on the adjusted p-value.
         "p_adjust": stage.p_adjust_text(reports[0]) if reports else f"{lab_.arms.p_adjust} (no pair compared)",
         "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)), **pages,
         **({"failure_flow_plot": MetadataValue.md(_image(flow_png))} if flow_png else {}),
-        **{f"sweep_{f}": MetadataValue.md(_image(__import__("pathlib").Path(p), f"sweep {f}"))
+        **{f"sweep_{f}": MetadataValue.md(_image(Path(p), f"sweep {f}"))
            for f, p in sweeps.items()},
     })

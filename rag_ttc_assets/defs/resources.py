@@ -37,4 +37,5 @@ class LabResource(ConfigurableResource):
 
         # An asset's long builds report progress; a check only reads.
         progress = step_progress(context) if isinstance(context, AssetExecutionContext) else NO_PROGRESS
-        return ArmInputs(self.lab(), context.partition_key, progress)
+        lab, _ = self.arm(context.partition_key)  # a removed arm's partition: the clear error
+        return ArmInputs(lab, context.partition_key, progress)

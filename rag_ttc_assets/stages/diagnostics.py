@@ -261,6 +261,43 @@ def compare_pairs(lab: Lab, plots_dir: Path | None = None) -> tuple[list[dict], 
     return cmp.adjust_reports(reports, lab.arms.p_adjust, lab.arms.alpha), skipped
 
 
+def write_comparisons(lab: Lab, out_dir: Path) -> dict:
+    """What `arm_comparisons` writes into `out_dir`: every pair's comparison JSON and its case report, the sweep
+    curves of every family and the failure-flow bars of every arm; returns the reports, the pairs refused, one
+    summary row per pair, the pages and plots written."""
+    import json
+
+    from rag_ttc_assets.adapters import plots
+    from rag_ttc_assets.report import files as report
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    reports, skipped = compare_pairs(lab, plots_dir=out_dir)
+    summary, pages = [], {}
+    for rep in reports:
+        (out_dir / f"{rep['a']}--{rep['b']}.json").write_text(json.dumps(rep, indent=1, default=str))
+        # The clickable case report of the pair, made from the JSON just written.
+        pages[f"{rep['a']}--{rep['b']}"] = report.write_pair(lab, rep, report.pair_path(out_dir, rep["a"], rep["b"]))
+        m = rep["metrics"]
+        summary.append({"a": arm_title(lab, rep["a"]), "b": arm_title(lab, rep["b"]), "n": rep["n"],
+                        "valid_delta": m["valid"]["mean_delta"], "valid_p": m["valid"]["p_value"],
+                        "valid_p_adj": m["valid"]["p_adjusted"],
+                        "completeness_delta": m["completeness"]["mean_delta"],
+                        "completeness_paired": paired_text(m["completeness"]),
+                        "completeness_p": m["completeness"]["p_value"],
+                        "completeness_p_adj": m["completeness"]["p_adjusted"],
+                        "significant": significant_metrics(rep), "catastrophic": len(rep["catastrophic"]),
+                        "representations": era_text(rep)})
+    sweeps = {}
+    for family in lab.arms.families:
+        parameter, rows = sweep_rows(lab, family)
+        if rows:
+            sweeps[family] = str(plots.sweep_curves(out_dir / f"sweep-{family}.png", parameter, rows,
+                                                    ["valid", "recall_10", "requests_supported", "omitted_chunks"],
+                                                    f"sweep {family}: {parameter}"))
+    return {"reports": reports, "skipped": skipped, "summary": summary, "pages": pages, "sweeps": sweeps,
+            "flow_png": flow_bars(lab, lab.arms.names, out_dir / "failure-flow-all-arms.png")}
+
+
 def era_text(report: dict) -> str:
     """"same", or the representation fields that differ between the arms (and whether chunking or prompt did too)."""
     era = report["representation_era"]
