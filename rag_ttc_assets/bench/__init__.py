@@ -426,7 +426,7 @@ def materialize(lab: Lab, arms: list[str], assets: tuple[str, ...] | None) -> No
     selection = [AssetKey(a) for a in assets] if assets is not None else None
     with DagsterInstance.ephemeral() as instance:
         for arm in arms:
-            job.execute_in_process(partition_key=arm, asset_selection=selection, instance=instance)
+            job.execute_in_process(run_config=QUIET, partition_key=arm, asset_selection=selection, instance=instance)
 
 
 def bench_k_sweep(spec: LabSpec, base: Path, repeat: int) -> dict:
@@ -449,7 +449,8 @@ def bench_k_sweep(spec: LabSpec, base: Path, repeat: int) -> dict:
             selection = [AssetKey(a) for a in STAGES["retrieval"]]
             with DagsterInstance.ephemeral() as instance, Stopwatch() as sw:
                 for arm in arms:
-                    job.execute_in_process(partition_key=arm, asset_selection=selection, instance=instance)
+                    job.execute_in_process(run_config=QUIET, partition_key=arm, asset_selection=selection,
+                                           instance=instance)
             shutil.rmtree(home, ignore_errors=True)
             return sw.timing
 
@@ -603,7 +604,8 @@ def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
         def product() -> Timing:
             with DagsterInstance.ephemeral() as instance:
                 with Stopwatch() as sw:
-                    result = job.execute_in_process(partition_key=ARM, asset_selection=selection, instance=instance)
+                    result = job.execute_in_process(run_config=QUIET, partition_key=ARM, asset_selection=selection,
+                                                    instance=instance)
             box["product"] = (result.success, _job_checks(result),
                               len([e for e in result.all_events if e.event_type_value == "STEP_SUCCESS"]))
             return sw.timing
@@ -655,7 +657,7 @@ def noop_floor(assets: tuple[str, ...] | None, layout: str, repeat: int) -> floa
     for i in range(repeat + 1):
         with DagsterInstance.ephemeral() as instance:
             with Stopwatch() as sw:
-                ok = job.execute_in_process(partition_key=ARM, instance=instance).success
+                ok = job.execute_in_process(run_config=QUIET, partition_key=ARM, instance=instance).success
         if not ok:
             raise RuntimeError(f"the no-op {layout} job failed")
         if i:
@@ -734,6 +736,11 @@ def _maxrss_mb() -> float:
     return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB on Linux
 
 
+# Dagster's console logger at CRITICAL, as `rag-ttc run` runs it (its event log keeps every event): the DEBUG
+# lines of a bench's in-process jobs would bury its table, and cost what no user's run pays.
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
 def run_child(call: str, args: list, label: str, stream_stderr: bool = False) -> dict:
     """Run `call(*args)` (a function of `rag_ttc_assets.bench` or `.growth`; arguments and result JSON values)
     in a fresh Python process, so its peak memory and imports are its own; return its result. The child's stderr
@@ -760,7 +767,7 @@ def memory_child(spec_json: str, home: str, arm: str = ARM) -> dict:
     job = build_definitions(lab).resolve_job_def(JOB)
     before, peak_before = _rss_mb(), _maxrss_mb()
     with DagsterInstance.ephemeral() as instance, Stopwatch() as sw:
-        job.execute_in_process(partition_key=arm, instance=instance)
+        job.execute_in_process(run_config=QUIET, partition_key=arm, instance=instance)
     peak, after = _maxrss_mb(), _rss_mb()
     return {"seconds": sw.wall, "cpu_seconds": sw.cpu, "rss_before_mb": before, "peak_before_mb": peak_before, "ru_maxrss_mb": peak,
             "rss_after_mb": after, "rss_delta_mb": (peak - before) if before is not None else None}

@@ -73,7 +73,7 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
 def _console_config(verbose: bool) -> dict:
     """Dagster's console logger: every event (DEBUG) when verbose; else none. Its errors are a failing step's
     traceback through Dagster's frames and one line per step not executed after it; the step lines and the
-    failure's message (`_failure_text`) say what a user acts on, and the event log in DAGSTER_HOME, which the UI
+    failure's message (`failure_text`) say what a user acts on, and the event log in DAGSTER_HOME, which the UI
     reads, keeps every event either way."""
     return {"loggers": {"console": {"config": {"log_level": "DEBUG" if verbose else "CRITICAL"}}}}
 
@@ -119,7 +119,8 @@ def compare_all() -> dict:
     home = dagster_home()
     job = build_definitions().resolve_job_def("comparisons_job")
     with open_instance(home) as instance:
-        result = job.execute_in_process(instance=instance, raise_on_error=False, tags={"rag_ttc/source": "cli"})
+        result = job.execute_in_process(instance=instance, raise_on_error=False, tags={"rag_ttc/source": "cli"},
+                                        run_config=_console_config(False))
         if not result.success:
             raise CliError(f"arm_comparisons: run {result.run_id} failed:\n{failure_text(result)}")
         meta = result.get_asset_materialization_events()[0].materialization.metadata
