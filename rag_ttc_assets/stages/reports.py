@@ -8,60 +8,63 @@ from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.lab import Lab
 
 
+def _retrieval(lab: Lab, arm: str, report: dict) -> None:
+    r = lab.store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
+    report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
+                                             "evaluated", "undefined")}
+    report["admission"] = lab.store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
+    report["representations"] = lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
+
+
+def _answers(lab: Lab, arm: str, report: dict) -> None:
+    from rag_ttc_assets.stages.generation import calls_summary
+
+    c = lab.store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
+    report["contract"] = {k: c.get(k, 0) for k in ("total", "valid", "parse_failures", "contract_failures",
+                                                   "contract_failure_reasons", "abstentions", "escalated",
+                                                   "provider_faults", "mean_answer_chars")}
+    report["supply"] = lab.arms[arm].supply
+    report["calls"] = {"answers": calls_summary(lab.store.read_table(arm, Table.ANSWERS))}
+    report["generator_model"] = lab.arms[arm].generator.model
+
+
+def _judges(lab: Lab, arm: str, report: dict) -> None:
+    j = lab.store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
+    report["judge"] = {k: j[k] for k in ("judged", "abstained", "invalid", "judge_failures", "mean_faithfulness",
+                                         "mean_relevance", "contradicts_gold", "gold_judged", "judge_model",
+                                         "same_model_as_generator", "offline_baseline_judge")}
+    # Each mean with its denominator and the reasons the other rows were not measured.
+    report["judge"].update({k: j[k] for n in ("faithfulness", "relevance")
+                            for k in (f"{n}_measured", f"{n}_of", f"{n}_not_measured")})
+    report.setdefault("calls", {})["judge"] = {"provider_calls": j["provider_calls"], "cache_hits": j["cache_hits"]}
+    report["judge_measurement"] = j.get("judge_measurement")
+    rj = lab.store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY)
+    report["request_judge"] = rj
+    report["calls"]["request_judge"] = {"provider_calls": rj["provider_calls"], "cache_hits": rj["cache_hits"]}
+
+
+def _flow(lab: Lab, arm: str, report: dict) -> None:
+    report["completeness"] = lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
+    f = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
+    report["flow"] = {k: v for k, v in f.items() if k != "accounting"}
+    report["flow"]["accounting"] = f["accounting"]
+
+
+# Each section of the report, read when the asset that writes its last summary was run (None: always, when present).
+SECTIONS = ((None, _retrieval), ("contract_summary", _answers), ("judge_summary", _judges), ("failure_flow", _flow))
+
+
 def arm_report(lab: Lab, arm: str, upto: Collection[str]) -> dict:
     """The summaries of `arm` its assets wrote, read from the store: those of the assets in `upto` (the assets a
-    `rag-ttc run --stage` materialized, defs.graph.STAGES); retrieval's whenever present."""
-    store = lab.store
+    `rag-ttc run --stage` materialized, defs.graph.STAGES); retrieval's whenever present. A summary not written
+    yet leaves its section (from that summary on) out."""
     report: dict = {"label_use": lab.arms[arm].label_use}
-    try:
-        r = store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
-        report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
-                                                 "evaluated", "undefined")}
-        report["admission"] = store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
-        report["representations"] = store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
-    except FileNotFoundError:
-        pass
-    try:
-        if "contract_summary" not in upto:
-            raise FileNotFoundError
-        c = store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
-        report["contract"] = {k: c.get(k, 0) for k in ("total", "valid", "parse_failures", "contract_failures",
-                                                       "contract_failure_reasons", "abstentions", "escalated",
-                                                       "provider_faults", "mean_answer_chars")}
-        report["supply"] = lab.arms[arm].supply
-        from rag_ttc_assets.stages.generation import calls_summary
-
-        report["calls"] = {"answers": calls_summary(store.read_table(arm, Table.ANSWERS))}
-        report["generator_model"] = lab.arms[arm].generator.model
-    except FileNotFoundError:
-        pass
-    try:
-        if "judge_summary" not in upto:
-            raise FileNotFoundError
-        j = store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
-        report["judge"] = {k: j[k] for k in ("judged", "abstained", "invalid", "judge_failures", "mean_faithfulness",
-                                             "mean_relevance", "contradicts_gold", "gold_judged", "judge_model",
-                                             "same_model_as_generator", "offline_baseline_judge")}
-        # Each mean with its denominator and the reasons the other rows were not measured.
-        report["judge"].update({k: j[k] for n in ("faithfulness", "relevance")
-                                for k in (f"{n}_measured", f"{n}_of", f"{n}_not_measured")})
-        report.setdefault("calls", {})["judge"] = {"provider_calls": j["provider_calls"], "cache_hits": j["cache_hits"]}
-        report["judge_measurement"] = j.get("judge_measurement")
-        rj = store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY)
-        report["request_judge"] = rj
-        report["calls"]["request_judge"] = {"provider_calls": rj["provider_calls"], "cache_hits": rj["cache_hits"]}
-    except FileNotFoundError:
-        pass
-    try:
-        if "failure_flow" not in upto:
-            raise FileNotFoundError
-        c = store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
-        f = store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
-        report["completeness"] = c
-        report["flow"] = {k: v for k, v in f.items() if k != "accounting"}
-        report["flow"]["accounting"] = f["accounting"]
-    except FileNotFoundError:
-        pass
+    for needs, read in SECTIONS:
+        if needs is None or needs in upto:
+            try:
+                read(lab, arm, report)
+            except FileNotFoundError:
+                pass
     if "calls" in report:
         parts = report["calls"].values()
         report["calls"].update({k: sum(p.get(k, 0) for p in parts)
