@@ -36,7 +36,8 @@ FAMILY = "context"
 ARMS = ["context-700", "context-4000"]
 PER_ARM_ASSETS = list(STAGES["all"])
 COMPARISON_COLUMNS = ["a", "b", "n", "valid_delta", "valid_p", "valid_p_adj", "completeness_delta",
-                      "completeness_paired", "completeness_p", "completeness_p_adj", "significant", "catastrophic"]
+                      "completeness_paired", "completeness_p", "completeness_p_adj", "significant", "catastrophic",
+                      "representations"]
 VIEWPORT = {"width": 1440, "height": 900}
 TALL = {"width": 1440, "height": 2000}  # room below the metadata table for the centred image dialog
 BACKFILL_S = 600  # two arms, every stage, two runs at a time on a busy 2-core machine (~2 min idle)
@@ -194,7 +195,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
 
         # 4. The materialization's metadata (Events tab): the comparison table, then a plot.
         open_("/assets/arm_comparisons")  # afresh: the page it was launched from may still think it runs
-        page.get_by_role("button", name="Hide navigation").click()  # room for the table's twelve columns
+        page.get_by_role("button", name="Hide navigation").click()  # room for the table's thirteen columns
         page.get_by_role("tab", name="Events").click()
         expect(page.get_by_text(f"Materialized in run {fresh[0]['runId'][:8]}")).to_be_visible()
         expect(page.get_by_text("is currently refreshing this asset")).to_have_count(0)
