@@ -207,13 +207,13 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         expect(rows).to_have_count(1)  # one row per compared pair
         cells = [c.strip() for c in rows.first.get_by_role("cell").all_inner_texts()]
         m = report["metrics"]
-        from rag_ttc_assets.stages.diagnostics import paired_text, significant_metrics
+        from rag_ttc_assets.stages.diagnostics import era_text, paired_text, significant_metrics
 
         assert cells == [ARMS[0], ARMS[1], str(report["n"]), f"{m['valid']['mean_delta']:.4f}",
                          f"{m['valid']['p_value']:.4f}", f"{m['valid']['p_adjusted']:.4f}",
                          f"{m['completeness']['mean_delta']:.4f}", paired_text(m["completeness"]),
                          f"{m['completeness']['p_value']:.4f}", f"{m['completeness']['p_adjusted']:.4f}",
-                         significant_metrics(report), str(len(report["catastrophic"]))], cells
+                         significant_metrics(report), str(len(report["catastrophic"])), era_text(report)], cells
 
         page.set_viewport_size(TALL)
         for key, alt in (("failure_flow_plot", "failure flow"), (f"sweep_{FAMILY}", f"sweep {FAMILY}")):
