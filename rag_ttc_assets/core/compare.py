@@ -481,3 +481,44 @@ def adjust_reports(reports: Sequence[Mapping[str, Any]], p_adjust: str, alpha: f
     for r in out:
         r["p_adjust"] = dict(block)
     return out
+
+
+# --- each compared metric's per-case value and kind (a new metric: its value here, its kind in KINDS) ----------
+
+KINDS = {"valid": "binary", "completeness": "continuous", "faithfulness": "continuous", "recip_rank": "continuous",
+         "recall_10": "continuous", "ndcg_cut_10": "continuous", "input_tokens": "continuous",
+         "latency_s": "continuous"}
+
+
+def case_values(contract: dict[str, dict], answers: dict[str, dict], judge: dict[str, dict],
+                questions: dict[str, dict], unmeasured: dict[str, str],
+                retrieval: dict[str, dict | None]) -> tuple[dict[str, dict[str, float | None]], dict]:
+    """Per case (a question ID of the contract rows): each metric's value, None when undefined; and per metric,
+    case -> why it is undefined (core.measured's reasons). Inputs are one arm's rows by question: contract results,
+    answers, judge verdicts, question completeness; `unmeasured` the judge status of a question's first request the
+    request judge did not measure; `retrieval` the retrieval summary's per-query measures."""
+    from rag_ttc_assets.core.completeness import QuestionCompleteness, completeness_value
+    from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of
+
+    cases = list(contract)
+    values = {
+        "valid": {c: float(contract[c]["status"] == "valid") for c in cases},
+        # Undefined (not paired) when the request judge did not measure every request of the case.
+        "completeness": {c: completeness_value(QuestionCompleteness(**questions[c])) if c in questions else None
+                         for c in cases},
+        "faithfulness": {c: judge[c]["faithfulness"] if c in judge else None for c in cases},
+        "input_tokens": {c: float(answers[c]["input_tokens"]) if answers[c]["input_tokens"] is not None else None
+                         for c in cases},
+        "latency_s": {c: float(answers[c]["latency_s"]) for c in cases},
+    }
+    for m in ("recip_rank", "recall_10", "ndcg_cut_10"):
+        values[m] = {c: (retrieval.get(c) or {}).get(m) for c in cases}
+    why = {
+        "completeness": lambda c: reason_of(unmeasured[c]) if c in unmeasured else (
+            UNANSWERABLE if c not in questions else MISSING_ROW),
+        "faithfulness": lambda c: reason_of(judge[c]["status"]) if c in judge else MISSING_ROW,
+        "input_tokens": lambda c: reason_of(answers[c]["status"]) or NO_USAGE,
+    }
+    reasons = {m: {c: why.get(m, lambda _: NO_TARGETS)(c) for c, v in vals.items() if v is None}
+               for m, vals in values.items()}
+    return values, reasons

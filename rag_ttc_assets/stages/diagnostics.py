@@ -16,11 +16,11 @@ import polars as pl
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import compare as cmp
 from rag_ttc_assets.core import eras
-from rag_ttc_assets.core.completeness import (QuestionCompleteness, abstention_outcome, completeness_totals,
-                                              completeness_value, question_completeness, request_outcomes)
+from rag_ttc_assets.core.completeness import (abstention_outcome, completeness_totals, question_completeness,
+                                              request_outcomes)
 from rag_ttc_assets.core.counterfactual import Planted, repeats
 from rag_ttc_assets.core.flow import FLOW_BRANCHES, flow_rows, flow_table, hit_rate
-from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of, reasons_text
+from rag_ttc_assets.core.measured import MISSING_ROW, reasons_text
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
 from rag_ttc_assets.core.transitions import flow_index, transitions
@@ -122,40 +122,18 @@ def counterfactual_summary(kind: str, outcomes, contexts: dict, contracts: dict,
 
 
 def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]], dict]:
-    """Per-case values of each compared metric for one arm, and the arm's context for comparisons: its `reasons`,
-    metric -> case -> why the value is undefined (core.measured's reasons), for every undefined value."""
+    """Per-case values of each compared metric for one arm (core.compare.case_values over its tables), and the arm's
+    context for comparisons: its `reasons`, metric -> case -> why the value is undefined, for every undefined one."""
     store = lab.store
-    contract = _rows_by_query(store.read_table(arm, Table.CONTRACT_RESULTS))
-    answers = _rows_by_query(store.read_table(arm, Table.ANSWERS))
-    judge = _rows_by_query(store.read_table(arm, Table.JUDGE_VERDICTS))
-    questions = _rows_by_query(store.read_table(arm, Table.QUESTION_COMPLETENESS))
     unmeasured: dict[str, str] = {}  # question -> the judge status of its first unmeasured request
     for r in store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True):
         if not r["measured"]:
             unmeasured.setdefault(r["query_id"], r["judge_status"])
+    values, reasons = cmp.case_values(
+        *(_rows_by_query(store.read_table(arm, t)) for t in (Table.CONTRACT_RESULTS, Table.ANSWERS,
+                                                              Table.JUDGE_VERDICTS, Table.QUESTION_COMPLETENESS)),
+        unmeasured, store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["per_query"])
     flow = store.read_table(arm, Table.FAILURE_FLOW)
-    retrieval = store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["per_query"]
-    cases = list(contract)
-    values = {
-        "valid": {c: float(contract[c]["status"] == "valid") for c in cases},
-        # Undefined (not paired) when the request judge did not measure every request of the case.
-        "completeness": {c: completeness_value(QuestionCompleteness(**questions[c])) if c in questions else None
-                         for c in cases},
-        "faithfulness": {c: judge[c]["faithfulness"] if c in judge else None for c in cases},
-        "input_tokens": {c: float(answers[c]["input_tokens"]) if answers[c]["input_tokens"] is not None else None
-                         for c in cases},
-        "latency_s": {c: float(answers[c]["latency_s"]) for c in cases},
-    }
-    for m in ("recip_rank", "recall_10", "ndcg_cut_10"):
-        values[m] = {c: (retrieval.get(c) or {}).get(m) for c in cases}
-    why = {
-        "completeness": lambda c: reason_of(unmeasured[c]) if c in unmeasured else (
-            UNANSWERABLE if c not in questions else MISSING_ROW),
-        "faithfulness": lambda c: reason_of(judge[c]["status"]) if c in judge else MISSING_ROW,
-        "input_tokens": lambda c: reason_of(answers[c]["status"]) or NO_USAGE,
-    }
-    reasons = {m: {c: why.get(m, lambda _: NO_TARGETS)(c) for c, v in vals.items() if v is None}
-               for m, vals in values.items()}
     branches: dict[str, list[str]] = {}
     for r in flow.iter_rows(named=True):
         branches.setdefault(r["query_id"], []).append(f"{r['request_id']}:{r['branch']}")
@@ -165,9 +143,7 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
                     "config": lab.arms[arm].model_dump(mode="json"), "reasons": reasons}
 
 
-KINDS = {"valid": "binary", "completeness": "continuous", "faithfulness": "continuous", "recip_rank": "continuous",
-         "recall_10": "continuous", "ndcg_cut_10": "continuous", "input_tokens": "continuous",
-         "latency_s": "continuous"}
+KINDS = cmp.KINDS
 
 
 def arm_title(lab: Lab, arm: str) -> str:

@@ -405,3 +405,21 @@ def test_a_single_comparison_adjusts_over_its_metrics_by_bh() -> None:
     assert out["metrics"]["same"]["p_adjusted"] == 1.0 and out["metrics"]["same"]["significant"] is False
     assert out["metrics"]["valid"]["significant"] is False  # 1/32 < 0.05 raw, 1/16 > 0.05 adjusted
     assert out["p_adjust"]["method"] == "bh" and out["p_adjust"]["family"] == "the metrics of this comparison"
+
+
+def test_case_values_give_each_metric_per_case_and_why_it_is_undefined():
+    from rag_ttc_assets.core.compare import KINDS, case_values
+    from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, UNANSWERABLE
+
+    contract = {"q1": {"status": "valid"}, "q2": {"status": "parse_failure"}, "q3": {"status": "valid"}}
+    answers = {q: {"input_tokens": 10, "latency_s": 0.5, "status": "ok"} for q in contract}
+    judge = {"q1": {"faithfulness": 1.0, "status": "judged"}, "q2": {"faithfulness": None, "status": "parse_failure"}}
+    questions = {"q1": {"query_id": "q1", "requests": 2, "measured": 2, "answered": 2, "supported": 1,
+                        "complete": False}}
+    values, reasons = case_values(contract, answers, judge, questions, {}, {"q1": {"recip_rank": 0.5}, "q2": None})
+    assert set(values) == set(KINDS)
+    assert values["valid"] == {"q1": 1.0, "q2": 0.0, "q3": 1.0}
+    assert values["recip_rank"] == {"q1": 0.5, "q2": None, "q3": None}
+    assert reasons["recip_rank"] == {"q2": NO_TARGETS, "q3": NO_TARGETS}
+    assert reasons["faithfulness"]["q3"] == MISSING_ROW
+    assert reasons["completeness"] == {"q2": UNANSWERABLE, "q3": UNANSWERABLE}
