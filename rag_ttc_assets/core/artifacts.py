@@ -20,6 +20,7 @@ from typing import Any
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION
 from rag_ttc_assets.core.representations import MODEL_BUILT
+from rag_ttc_assets.core.usage import DECIDED_BY, unused
 
 # Fields that change how an arm runs, never what it computes: declared by no artifact, on purpose.
 # generation_workers: how many provider calls run at once. representation_budget: how many builder calls may
@@ -46,6 +47,10 @@ class Artifact:
     # model-built representation, not to a template (whose arms then share one build whatever they say there).
     conditional: tuple[str, ...] = ()
     applies: Callable[[ArmConfig], bool] | None = None
+    # An artifact some arms never read (core.usage: an index their retrieval mode does not search). For such an
+    # arm it is not built, and none of its fields count; the fields that decide it (usage.DECIDED_BY) are part of
+    # its declaration, so switching an arm between reading and not reading it moves its fingerprint.
+    optional: bool = False
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.all_fields if f not in ArmConfig.model_fields]
@@ -56,10 +61,17 @@ class Artifact:
 
     @property
     def all_fields(self) -> tuple[str, ...]:
-        return self.fields + self.conditional
+        return self.fields + self.conditional + (DECIDED_BY if self.optional else ())
+
+    def unused_reason(self, cfg: ArmConfig) -> str | None:
+        """Why `cfg` never reads this artifact (core.usage), or None when it does."""
+        return unused(cfg).get(self.name) if self.optional else None
 
     def fields_for(self, cfg: ArmConfig) -> tuple[str, ...]:
-        """The fields this arm's artifact depends on: the declared ones, and the conditional ones where they apply."""
+        """The fields this arm's artifact depends on: the declared ones, and the conditional ones where they apply;
+        none for an arm that does not read it."""
+        if self.unused_reason(cfg) is not None:
+            return ()
         return self.fields + (self.conditional if self.applies is not None and self.applies(cfg) else ())
 
     def key(self, cfg: ArmConfig, **inputs: Any) -> dict[str, Any]:
@@ -69,8 +81,10 @@ class Artifact:
                              f"given {sorted(inputs)}")
         fields = self.fields_for(cfg)
         values = cfg.model_dump(mode="json", include=set(fields))
-        return {"artifact": self.name, "version": self.version,
-                "fields": {f: values[f] for f in fields}, "inputs": dict(sorted(inputs.items()))}
+        key = {"artifact": self.name, "version": self.version,
+               "fields": {f: values[f] for f in fields}, "inputs": dict(sorted(inputs.items()))}
+        # Never built under this key (nothing is stored for an unused artifact); said, so it cannot pass for one.
+        return key if self.unused_reason(cfg) is None else {**key, "used_by_arm": False}
 
 
 # --- the corpus side (shared artifacts in the store) ---------------------------------------------------------
@@ -81,15 +95,19 @@ REPRESENTATIONS = Artifact(
     ("chunks", "builder", "prompt_digest"),
     conditional=("representation_builder", "representation_prompt", "allow_unpriced_provider"),
     applies=lambda cfg: cfg.representation in MODEL_BUILT)
-BM25_INDEX = Artifact("bm25_index", "tantivy-0.27/en-stem-stopwords/1", (), ("representations",))
+BM25_INDEX = Artifact("bm25_index", "tantivy-0.27/en-stem-stopwords/1", (), ("representations",), optional=True)
 VECTOR_INDEX = Artifact("vector_index", "sentence-transformers/normalized/1", ("embedding_model",),
-                        ("representations",))
+                        ("representations",), optional=True)
 QUESTION_EMBEDDINGS = Artifact("question_embeddings", "sentence-transformers/normalized/1", ("embedding_model",),
-                               ("evaluation_digest",))
+                               ("evaluation_digest",), optional=True)
+# The digest of an index the arm does not read is None in its key (core.usage); the embedding model counts only
+# where the vector side is searched.
 RETRIEVAL_ROWS = Artifact("retrieval_rows", "retrieval-rows/1",
-                          ("retrieval", "rrf_k", "retrieve_k", "question_set", "embedding_model"),
+                          ("retrieval", "rrf_k", "retrieve_k", "question_set"),
                           ("evaluation_digest", "source_depth", "chunks", "bm25_index", "vector_index",
-                           "question_embeddings"))
+                           "question_embeddings"),
+                          conditional=("embedding_model",),
+                          applies=lambda cfg: unused(cfg).get("vector_index") is None)
 
 # --- per-arm tables and summaries ----------------------------------------------------------------------------
 RETRIEVAL_SUMMARY = Artifact("retrieval_summary", "retrieval-metrics/2")

@@ -42,6 +42,10 @@ class ArmAssetSpec:
         """The arm fields this arm's asset depends on (conditional fields where they apply, core.artifacts)."""
         return tuple(dict.fromkeys(f for a in self.artifacts for f in a.fields_for(cfg)))
 
+    def unused(self, cfg: ArmConfig) -> dict[str, str]:
+        """The asset's artifacts this arm never reads, with the reason (core.usage)."""
+        return {a.name: r for a in self.artifacts if (r := a.unused_reason(cfg)) is not None}
+
 
 SPECS: list[ArmAssetSpec] = []
 
@@ -89,9 +93,11 @@ def fingerprints(cfg: ArmConfig, inputs: dict[str, str]) -> dict[str, str]:
             s = specs[name]
             own = s.fields_for(cfg)
             fields = {f: dumped[f] for f in own}
-            out[name] = config_digest({"code_version": s.code_version, "config": fields,
-                                       "inputs": {f: inputs.get(f) for f in own if f in inputs},
-                                       "upstream": {d: fp(d) for d in s.deps}})
+            state = {"code_version": s.code_version, "config": fields,
+                     "inputs": {f: inputs.get(f) for f in own if f in inputs},
+                     "upstream": {d: fp(d) for d in s.deps}}
+            # Only when some artifact is unused: every other fingerprint stays what it was.
+            out[name] = config_digest({**state, "unused": sorted(unused)} if (unused := s.unused(cfg)) else state)
         return out[name]
 
     for name in specs:

@@ -19,8 +19,9 @@ from rag_ttc_assets.defs.registry import SPECS, fingerprints
 
 BASE = ArmConfig()
 # Conditional fields count only where they apply: each field is changed against every base, and the union of what
-# moved must be exactly what declares it (core.artifacts.Artifact.conditional).
-BASES = (BASE, ArmConfig(representation="contextual"))
+# moved must be exactly what declares it (core.artifacts.Artifact.conditional). A vector-only base reads no Tantivy
+# index: its `retrieval` changed (to bm25) moves both indexes between read and unread (core.usage).
+BASES = (BASE, ArmConfig(representation="contextual"), ArmConfig(retrieval="vector"))
 
 
 def other_value(field: str, base: ArmConfig = BASE):
@@ -131,3 +132,21 @@ def test_the_dagster_code_version_is_the_declaration():
     graph_ = defs.resolve_asset_graph()
     for s in SPECS:
         assert graph_.get(AssetKey(s.name)).code_version == s.code_version
+
+
+def test_an_unused_artifact_s_fields_matter_to_no_key_or_fingerprint():
+    from rag_ttc_assets.core.artifacts import QUESTION_EMBEDDINGS, RETRIEVAL_ROWS, VECTOR_INDEX
+
+    bm25 = ArmConfig(retrieval="bm25")
+    other = changed("embedding_model", bm25)
+    for a in (VECTOR_INDEX, QUESTION_EMBEDDINGS, RETRIEVAL_ROWS):
+        inputs = dict.fromkeys(a.inputs, "sha256:same")
+        assert a.key(bm25, **inputs) == a.key(other, **inputs)
+    assert VECTOR_INDEX.key(bm25, representations="sha256:same")["used_by_arm"] is False
+    assert "used_by_arm" not in VECTOR_INDEX.key(BASE, representations="sha256:same")
+    inputs = {"dataset": "sha256:dataset-files"}
+    assert fingerprints(bm25, inputs) == fingerprints(other, inputs)
+    # The same change on an arm that searches vectors moves the vector side and everything downstream.
+    rrf_before, rrf_after = fingerprints(BASE, inputs), fingerprints(changed("embedding_model"), inputs)
+    assert {n for n in rrf_before if rrf_before[n] != rrf_after[n]} == \
+        {"vector_index", *graph.downstream("vector_index")}

@@ -1,0 +1,31 @@
+"""What an arm reads (core.usage): every retrieval mode against every supply mode, with the reasons."""
+
+import pytest
+
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.usage import BM25_INDEX, QUESTION_EMBEDDINGS, SHARED, VECTOR_INDEX, unused, uses
+
+ALWAYS = {"corpus_binding", "chunks", "representations", "retrieval_rows"}
+SUPPLIES = {"retrieval": {}, "preloaded": {"supply": "preloaded"}, "tool": {"supply": "tool"}}
+
+
+@pytest.mark.parametrize("supply", list(SUPPLIES))
+@pytest.mark.parametrize("retrieval,read", [("bm25", {BM25_INDEX}),
+                                            ("vector", {VECTOR_INDEX, QUESTION_EMBEDDINGS}),
+                                            ("rrf", {BM25_INDEX, VECTOR_INDEX, QUESTION_EMBEDDINGS})])
+def test_an_arm_reads_the_sources_its_retrieval_mode_searches_whatever_its_supply(retrieval, read, supply):
+    # A tool arm's lookup searches the same sources as its retrieval rows; a preloaded arm still ranks for its
+    # retrieval metrics: supply adds or removes no index.
+    cfg = ArmConfig(retrieval=retrieval, **SUPPLIES[supply])
+    assert uses(cfg) == ALWAYS | read
+    assert set(unused(cfg)) == set(SHARED) - ALWAYS - read
+    assert uses(cfg) | set(unused(cfg)) == set(SHARED)
+
+
+def test_each_unused_artifact_says_why_in_the_arm_s_words():
+    assert unused(ArmConfig(retrieval="bm25")) == {
+        VECTOR_INDEX: "retrieval: bm25: its retrieval rows search the Tantivy index only",
+        QUESTION_EMBEDDINGS: "retrieval: bm25: its retrieval rows search the Tantivy index only"}
+    assert unused(ArmConfig(retrieval="vector", supply="tool")) == {
+        BM25_INDEX: "retrieval: vector: its retrieval rows and its lookup tool search the LanceDB table only"}
+    assert unused(ArmConfig()) == {}
