@@ -30,8 +30,10 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
         metadata={
             "dagster/row_count": df.height,
             "retrieval": cfg.retrieval, "retrieve_k": cfg.retrieve_k, "rrf_k": cfg.rrf_k,
-            "upstream_digests": MetadataValue.json({"bm25_index": bm.content_digest, "vector_index": vec.content_digest,
-                                                    "lancedb_version": vec.manifest["info"]["lancedb_version"]}),
+            # An index the arm does not read is null here (core.usage; its own asset says why).
+            "upstream_digests": MetadataValue.json({
+                "bm25_index": bm and bm.content_digest, "vector_index": vec and vec.content_digest,
+                "lancedb_version": vec and vec.manifest["info"]["lancedb_version"]}),
             "table_digest": digest,
             "path": MetadataValue.path(str(arm.store.table_path(arm.arm, Table.RETRIEVAL_ROWS))),
             "preview": md_table(df.head(5).select("query_id", "ranked_chunk_ids").to_dicts()),

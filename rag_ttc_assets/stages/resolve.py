@@ -5,6 +5,7 @@ opened at most once, whatever the asset body asks for first.
     arm.cfg, arm.dataset, arm.questions     # the arm's config, its validated dataset, its question set
     arm.chunks, arm.chunk_list, arm.chunk_text
     arm.representations, arm.bm25, arm.vectors, arm.question_embeddings   # shared artifacts (store hits)
+    arm.unused                              # the indexes the arm never reads (None above), with the reason
     arm.table(Table.RETRIEVAL_ROWS)         # the arm's own tables
 
 Every shared artifact comes through the store's `build_once` with its declared key (core.artifacts), so an
@@ -25,6 +26,7 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.usage import BM25_INDEX, QUESTION_EMBEDDINGS, VECTOR_INDEX
 from rag_ttc_assets.lab import Lab, prompt_fields
 
 
@@ -83,21 +85,34 @@ class ArmInputs:
         return ingest.build_representations(self.lab, self.cfg, self.dataset, self.chunks)
 
     @cached_property
-    def bm25(self) -> Built:
+    def unused(self) -> dict[str, str]:
+        """The shared artifacts this arm never reads, with the reason (core.usage): never built, None below."""
+        from rag_ttc_assets.core.usage import unused
+
+        return unused(self.cfg)
+
+    @cached_property
+    def bm25(self) -> Built | None:
         from rag_ttc_assets.stages import indexes
 
+        if BM25_INDEX in self.unused:
+            return None
         return indexes.build_bm25(self.lab, self.cfg, self.dataset, self.representations)
 
     @cached_property
-    def vectors(self) -> Built:
+    def vectors(self) -> Built | None:
         from rag_ttc_assets.stages import indexes
 
+        if VECTOR_INDEX in self.unused:
+            return None
         return indexes.build_vectors(self.lab, self.cfg, self.dataset, self.representations, progress=self.progress)
 
     @cached_property
-    def question_embeddings(self) -> Built:
+    def question_embeddings(self) -> Built | None:
         from rag_ttc_assets.stages import indexes
 
+        if QUESTION_EMBEDDINGS in self.unused:
+            return None
         return indexes.build_question_embeddings(self.lab, self.cfg, self.dataset, progress=self.progress)
 
     @cached_property

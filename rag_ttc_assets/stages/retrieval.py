@@ -16,7 +16,7 @@ from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.adapters.vectors import VectorIndex
-from rag_ttc_assets.core import admission, artifacts, evidence_map, metrics
+from rag_ttc_assets.core import admission, artifacts, evidence_map, metrics, usage
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 from rag_ttc_assets.core.chunking import Chunk
@@ -37,11 +37,13 @@ def arm_questions(cfg: ArmConfig, ds: Dataset) -> list[Question]:
     return list(qs)
 
 
-def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built, vec_built: Built, qemb: Built,
+def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: Built | None, qemb: Built | None,
              chunk_docs: dict[str, str]) -> pl.DataFrame:
-    """One row per question: the fused ranked list with each source's rank and score."""
-    bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None
-    vi = VectorIndex(vec_built.path / "lancedb") if cfg.retrieval in ("vector", "rrf") else None
+    """One row per question: the fused ranked list with each source's rank and score. Only the sources the arm's
+    retrieval mode searches are opened (core.usage); the others may be None."""
+    read = usage.SOURCES[cfg.retrieval]
+    bm = BM25Index(bm25_built.path / "tantivy") if usage.BM25_INDEX in read else None
+    vi = VectorIndex(vec_built.path / "lancedb") if usage.VECTOR_INDEX in read else None
     qvecs = read_question_embeddings(qemb) if vi is not None else {}
     depth = max(SOURCE_DEPTH, cfg.retrieve_k)
     questions = arm_questions(cfg, ds)
@@ -77,15 +79,15 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built, vec_built: Built, q
         "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64)})
 
 
-def retrieve_once(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Built, bm25_built: Built,
-                  vec_built: Built, qemb: Built) -> pl.DataFrame:
+def retrieve_once(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Built, bm25_built: Built | None,
+                  vec_built: Built | None, qemb: Built | None) -> pl.DataFrame:
     """`retrieve`, as a shared artifact of the store: keyed by everything the ranked lists depend on (the
-    questions, the chunks, both indexes, the question embeddings and the retrieval fields), so arms that
-    differ only downstream (evidence_k, context_runes, order, prompt...) share one retrieval."""
+    questions, the chunks, the indexes the arm searches, the question embeddings and the retrieval fields), so
+    arms that differ only downstream (evidence_k, context_runes, order, prompt...) share one retrieval. An index
+    the arm does not read (None) is None in the key."""
     key = artifacts.RETRIEVAL_ROWS.key(
         cfg, evaluation_digest=ds.evaluation_digest, source_depth=SOURCE_DEPTH, chunks=chunks.content_digest,
-        bm25_index=bm25_built.content_digest, vector_index=vec_built.content_digest,
-        question_embeddings=qemb.content_digest)
+        bm25_index=_digest(bm25_built), vector_index=_digest(vec_built), question_embeddings=_digest(qemb))
 
     def builder(tmp):
         chunk_docs = dict(pl.read_parquet(chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
@@ -95,6 +97,10 @@ def retrieve_once(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Bui
 
     built = store.build_once(artifacts.RETRIEVAL_ROWS.name, key, builder)
     return pl.read_parquet(built.path / "retrieval_rows.parquet")
+
+
+def _digest(built: Built | None) -> str | None:
+    return None if built is None else built.content_digest
 
 
 def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:

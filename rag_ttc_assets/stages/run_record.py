@@ -23,6 +23,7 @@ from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, at
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.measured import measured_text, reasons_text
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
+from rag_ttc_assets.core.usage import unused
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.generation import JUDGE_MEANS, calls_summary
@@ -227,8 +228,9 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
                       {**{k: built["representations"].manifest["info"].get(k) for k in REPRESENTATION_RECORD},
                        "records": reps.to_dicts()})
     atomic_write_json(run_dir / "indexes" / "manifest.json", {
-        name: {"path": str(b.path), "content_digest": b.content_digest, "key_digest": b.key_digest,
-               "info": b.manifest.get("info", {})} for name, b in built.items() if name.endswith("index")})
+        name: {"used_by_arm": False, "reason": unused(cfg)[name]} if b is None else
+        {"path": str(b.path), "content_digest": b.content_digest, "key_digest": b.key_digest,
+         "info": b.manifest.get("info", {})} for name, b in built.items() if name.endswith("index")})
     tables = {n: store.read_table(arm, n) for n in (Table.RETRIEVAL_ROWS, Table.ANSWERS, Table.CONTRACT_RESULTS,
                                                     Table.JUDGE_VERDICTS)}
     # What each row had in context (tool arms: its lookup results), from the answers already read above.

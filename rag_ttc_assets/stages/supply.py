@@ -103,7 +103,8 @@ class SupplyTools:
 class Lookup:
     """The `lookup` tool: the arm's own retrieval (bm25, vector or RRF over both) for one query, top n chunks."""
 
-    def __init__(self, cfg: ArmConfig, bm25_built: Built, vec_built: Built, chunk_docs: dict[str, str], store=None):
+    def __init__(self, cfg: ArmConfig, bm25_built: Built | None, vec_built: Built | None, chunk_docs: dict[str, str],
+                 store=None):
         from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 
         self.cfg = cfg
