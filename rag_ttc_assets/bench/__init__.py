@@ -18,6 +18,9 @@ Measurements (``--only NAME``, repeatable):
   Target throughput >= 0.9.
 - ``k_sweep``: the five ``evidence-k`` arms through the Dagster job up to ``admitted_contexts``
   in a fresh store vs one arm the same way in another fresh store.  Target cost <= 1.2.
+- ``unused_index``: the ``retrieval-bm25`` arm up to ``retrieval_rows`` through the Dagster job in a fresh store
+  vs the same arm's Tantivy build alone (``bench/unused_index.py``): the vector index it never reads must cost
+  nothing.  Target cost <= 1.2.
 - ``metrics``: ``adapters.trec_eval.evaluate`` (what ``rag-ttc metrics`` and the retrieval_summary asset
   run) over 10,000 seeded synthetic queries vs ``pytrec_eval.RelevanceEvaluator`` called directly, its means
   by ``pytrec_eval.compute_aggregated_measure``, same measures.  Target cost <= 1.1.
@@ -71,8 +74,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab  # noqa: E402
 
-ITEMS = ("retrieval", "embedding", "k_sweep", "metrics", "dagster_overhead", "memory", "onnx_embedding",
-         "code_location_import", "report")
+ITEMS = ("retrieval", "embedding", "k_sweep", "unused_index", "metrics", "dagster_overhead", "memory",
+         "onnx_embedding", "code_location_import", "report")
 DATASET = "pyref"
 ARM = "baseline"
 K_FAMILY = "evidence-k"
@@ -911,9 +914,15 @@ def bench_report(spec: LabSpec, base: Path, repeat: int) -> dict:
     return run(spec, base, repeat)
 
 
+def bench_unused_index(spec: LabSpec, base: Path, repeat: int) -> dict:
+    from rag_ttc_assets.bench.unused_index import bench_unused_index as run  # its body: bench/unused_index.py
+
+    return run(spec, base, repeat)
+
+
 MEASUREMENTS: dict[str, Callable[[LabSpec, Path, int], dict]] = {
     "retrieval": bench_retrieval, "embedding": bench_embedding, "k_sweep": bench_k_sweep,
-    "metrics": bench_metrics, "dagster_overhead": bench_dagster_overhead, "memory": bench_memory,
+    "unused_index": bench_unused_index, "metrics": bench_metrics, "dagster_overhead": bench_dagster_overhead, "memory": bench_memory,
     "onnx_embedding": bench_onnx_embedding, "code_location_import": bench_code_location_import,
     "report": bench_report,
 }
