@@ -47,7 +47,8 @@ def arm_state(lab: Lab, arm: str) -> dict[str, dict]:
     return {s.name: {"fingerprint": fps[s.name], "code_version": s.code_version,
                      "config": {f: dumped[f] for f in s.fields_for(cfg)},
                      "inputs": {f: inputs[f] for f in s.fields_for(cfg) if f in inputs},
-                     "upstream": {d: fps[d] for d in s.deps}} for s in SPECS}
+                     "upstream": {d: fps[d] for d in s.deps},
+                     **({"unused": unused} if (unused := s.unused(cfg)) else {})} for s in SPECS}
 
 
 def what_changed(before: dict | None, now: dict) -> str:
@@ -65,6 +66,9 @@ def what_changed(before: dict | None, now: dict) -> str:
         if before.get("config", {}).get(f, v) != v:
             out.append(f"{f}: {_short(before['config'][f])} -> {_short(v)}")
     out += [f"{f} file changed" for f, v in now["inputs"].items() if before.get("inputs", {}).get(f, v) != v]
+    was, unused = before.get("unused", {}), now.get("unused", {})
+    out += [f"{a}: used_by_arm {str(a not in was).lower()} -> {str(a not in unused).lower()}"
+            for a in sorted(set(was) ^ set(unused))]
     out += [f"upstream {d} changed" for d, v in now["upstream"].items() if before.get("upstream", {}).get(d, v) != v]
     return "; ".join(out) or "fingerprint changed"
 

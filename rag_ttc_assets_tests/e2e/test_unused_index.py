@@ -142,3 +142,16 @@ def test_switching_a_bm25_arm_to_rrf_reruns_its_vector_side_only(lab, capsys, tm
     meta = _metadata("vector_index", "bm25-only")
     assert meta["used_by_arm"] is True and meta["embedding_calls_this_run"] > 0
     assert {"vector_index", "question_embeddings"} <= _cache(lab)
+
+
+def test_the_observation_of_a_switched_arm_names_what_it_now_reads(lab):
+    import rag_ttc_assets.definitions  # noqa: F401  (registers every asset)
+    from rag_ttc_assets.defs.staleness import arm_state, what_changed
+
+    before = arm_state(lab, "bm25-only")
+    assert before["vector_index"]["unused"] == {
+        "vector_index": "retrieval: bm25: its retrieval rows search the Tantivy index only"}
+    assert "unused" not in before["bm25_index"]
+    # `baseline` is the same arm with retrieval rrf: what its vector_index observation would say after the edit.
+    assert what_changed(before["vector_index"], arm_state(lab, "baseline")["vector_index"]) == \
+        "vector_index: used_by_arm false -> true"
