@@ -47,6 +47,13 @@ class DaskCluster:
         return proc
 
     def start(self, timeout: float = 120.0) -> DaskCluster:
+        try:
+            return self._start_all(timeout)
+        except BaseException:
+            self.stop()  # nothing left running when it could not start
+            raise
+
+    def _start_all(self, timeout: float) -> DaskCluster:
         base = {**os.environ, **self.common_env}
         self._start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                      "--scheduler-file", str(self.scheduler_file)], base, "scheduler.log")
