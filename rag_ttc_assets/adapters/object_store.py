@@ -37,11 +37,12 @@ def is_object_uri(value: Any) -> bool:
 
 
 def remote_root(uri: str):
-    """The `UPath` of an object-store URI (a pathlib-like handle over s3fs), with s3fs's listing cache off: another
-    machine may have written since the last listing."""
+    """The `UPath` of an object-store URI (a pathlib-like handle over s3fs), with s3fs's listing cache off (another
+    machine may have written since the last listing) and botocore's standard retries (throttling, 5xx)."""
     from upath import UPath
 
-    return UPath(uri.rstrip("/"), use_listings_cache=False)
+    return UPath(uri.rstrip("/"), use_listings_cache=False,
+                 config_kwargs={"retries": {"max_attempts": 3, "mode": "standard"}})
 
 
 def local_cache_dir(explicit: str | Path | None = None) -> Path:
