@@ -41,7 +41,7 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built, vec_built: Built, q
              chunk_docs: dict[str, str]) -> pl.DataFrame:
     """One row per question: the fused ranked list with each source's rank and score."""
     bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None
-    vi = VectorIndex(vec_built.path / "lancedb") if cfg.retrieval in ("vector", "rrf") else None
+    vi = VectorIndex(vec_built.location("lancedb")) if cfg.retrieval in ("vector", "rrf") else None
     qvecs = read_question_embeddings(qemb) if vi is not None else {}
     depth = max(SOURCE_DEPTH, cfg.retrieve_k)
     questions = arm_questions(cfg, ds)
