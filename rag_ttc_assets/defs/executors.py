@@ -32,7 +32,10 @@ def executor_from_env(env: Mapping[str, str] = os.environ):
     if name == "multiprocess":
         from dagster import multiprocess_executor
 
-        return multiprocess_executor
+        # Each step a fork of one server process that imported the code location once, not a fresh
+        # interpreter paying the imports (torch, lancedb, litellm) per step.
+        return multiprocess_executor.configured(
+            {"start_method": {"forkserver": {"preload_modules": ["rag_ttc_assets.definitions"]}}}, name="multiprocess")
     if not env.get(SCHEDULER_ENV):
         raise ExecutorError(f"{EXECUTOR_ENV}=dask needs {SCHEDULER_ENV}, the scheduler's address "
                             "(tcp://host:8786, what `dask scheduler` prints)")

@@ -81,24 +81,28 @@ def _offline() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(model, postgres_server, tmp_path_factory):
-    """The cluster lab: a Postgres instance, a scheduler and two workers; the CLI's environment."""
+def cluster(model, postgres_server, s3_server, tmp_path_factory):
+    """The cluster lab: a Postgres instance, the store in a bucket, a scheduler and two workers that share
+    nothing else; the CLI's environment (the run worker's)."""
     server, _ = model
     root = _lab(tmp_path_factory.mktemp("cluster"), server.base_url)
     pg = postgres_server.create_database("cluster_e2e")
+    store = s3_server.env(s3_server.create_bucket("cluster-e2e"))  # RAG_TTC_HOME=s3://cluster-e2e/lab, AWS_*
     lab = {"RAG_TTC_ARMS": str(root / "arms.yaml"), "RAG_TTC_DATASETS": str(root / "datasets"),
-           "RAG_TTC_HOME": str(root / "home"), "RAG_TTC_EXECUTOR": "dask", **pg, **_offline()}
-    # Each worker: its own local cache and temporary folder, no DAGSTER_HOME (the instance comes from the run).
+           "RAG_TTC_EXECUTOR": "dask", **store, **pg, **_offline()}
+    # Each worker, and the run worker: its own local cache and temporary folder; no DAGSTER_HOME on the workers
+    # (the instance comes with each step, its storage in Postgres).
     workers = [{"RAG_TTC_LOCAL_CACHE": str(root / f"w{i}" / "cache"), "TMPDIR": str(root / f"w{i}" / "tmp")}
-               for i in (1, 2)]
-    for w in workers:
+               for i in (0, 1, 2)]
+    run_worker = workers.pop(0)
+    for w in [run_worker, *workers]:
         for p in w.values():
             Path(p).mkdir(parents=True)
     dask = DaskCluster(lab, workers, address_env="RAG_TTC_DASK_SCHEDULER").start()
     home = root / "dh"
     home.mkdir()
     shutil.copy(REPO / "docs" / "cluster" / "postgres.dagster.yaml", home / "dagster.yaml")
-    env = {**lab, "DAGSTER_HOME": str(home), "RAG_TTC_DASK_SCHEDULER": dask.address}
+    env = {**lab, **run_worker, "DAGSTER_HOME": str(home), "RAG_TTC_DASK_SCHEDULER": dask.address}
     try:
         yield root, env, dask
     finally:
@@ -140,17 +144,11 @@ def _events(env: dict, run_id: str):
 
 
 def _tables(env: dict, arm: str) -> dict[str, pl.DataFrame]:
-    from rag_ttc_assets.lab import Lab
-
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in env.items():
-            mp.setenv(k, v)
-        store = Lab.from_env().store
-        out = {}
-        for t in TABLES:
-            df = store.read_table(arm, t)
-            out[t] = df.drop([c for c in df.columns if c in HOW]).sort("query_id")
-        return out
+    out = {}
+    for t in TABLES:
+        df = _raw(env, arm, t)
+        out[t] = df.drop([c for c in df.columns if c in HOW]).sort("query_id")
+    return out
 
 
 def test_two_arms_on_postgres_and_dask_workers_equal_a_local_run(cluster, model, tmp_path):
@@ -223,12 +221,18 @@ def test_two_arms_on_postgres_and_dask_workers_equal_a_local_run(cluster, model,
 
 
 def _raw(env: dict, arm: str, table: str) -> pl.DataFrame:
+    """A table as the lab of `env` reads it (from the bucket for the cluster's)."""
     from rag_ttc_assets.lab import Lab
+    from rag_ttc_assets_tests.support.s3_server import forget_clients
 
     with pytest.MonkeyPatch.context() as mp:
         for k, v in env.items():
             mp.setenv(k, v)
-        return Lab.from_env().store.read_table(arm, table)
+        forget_clients()
+        try:
+            return Lab.from_env().store.read_table(arm, table)
+        finally:
+            forget_clients()
 
 
 def test_a_postgres_that_refuses_the_connection_fails_before_any_provider_call(model, tmp_path, postgres_server):
