@@ -22,8 +22,8 @@ def _value(section: dict, key: str, where: str, default=None):
         name = v["env"]
         if name not in os.environ:
             raise CliError(f"{where}.{key} reads the environment variable {name}, which is not set: export it")
-        return os.environ[name], f"{where}.{key} from {name}"
-    return v, f"{where}.{key}"
+        return os.environ[name], f"{key} from {name}"
+    return v, f"{key} in the file"
 
 
 def check_postgres_storage(home: Path) -> None:
@@ -63,6 +63,6 @@ def _connect(pg: dict) -> None:
     try:
         psycopg2.connect(connect_timeout=CONNECT_TIMEOUT_S, **kwargs).close()
     except psycopg2.OperationalError as e:
-        reason = " ".join(str(e).split("failed:", 1)[-1].split())
-        raise CliError(f"cannot connect to the instance's Postgres at {target} ({reason}); set by "
-                       f"{'; '.join(settings)}: start the server, or fix these settings") from None
+        reason = str(e).split("failed:", 1)[-1].strip().splitlines()[0].strip()
+        raise CliError(f"cannot connect to the instance's Postgres at {target} ({reason}); {where} "
+                       f"({', '.join(settings)}): start the server, or fix these settings") from None
