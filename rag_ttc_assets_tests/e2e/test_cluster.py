@@ -16,7 +16,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-import yaml
 
 from rag_ttc_assets.adapters.store import Table
 from rag_ttc_assets_tests.conftest import REPO
@@ -241,7 +240,7 @@ def test_a_postgres_that_refuses_the_connection_fails_before_any_provider_call(m
     home = root / "dh"
     home.mkdir()
     shutil.copy(REPO / "docs" / "cluster" / "postgres.dagster.yaml", home / "dagster.yaml")
-    from rag_ttc_assets_tests.support.postgres_server import free_port
+    from rag_ttc_assets_tests.support.s3_server import free_port
 
     port = free_port()  # nothing listens there
     env = {"RAG_TTC_ARMS": str(root / "arms.yaml"), "RAG_TTC_DATASETS": str(root / "datasets"),

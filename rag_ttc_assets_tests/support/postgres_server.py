@@ -12,12 +12,13 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from rag_ttc_assets_tests.support.s3_server import free_port
 
 SERVER_USER = "nobody"
 
@@ -29,12 +30,6 @@ def server_bindir() -> Path | None:
         return Path(found).parent
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
     return Path(versions[-1]).parent if versions else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
