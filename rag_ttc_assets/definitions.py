@@ -9,6 +9,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from dagster import AssetSelection, Definitions, define_asset_job  # noqa: E402
 
 from rag_ttc_assets.defs import diagnostics, graph  # noqa: E402
+from rag_ttc_assets.defs.executors import executor_from_env  # noqa: E402
 from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
 from rag_ttc_assets.defs.registry import build_assets, build_checks  # noqa: E402
 from rag_ttc_assets.defs.resources import LabResource  # noqa: E402
@@ -34,7 +35,8 @@ def build_definitions(lab: Lab | None = None) -> Definitions:
     comparisons = define_asset_job("comparisons_job", selection=AssetSelection.assets(diagnostics.arm_comparisons),
                                    description="Compare the arm pairs of `comparisons` and plot the sweeps.")
     return Definitions(assets=[*assets, *config_specs(partitions)], asset_checks=checks, jobs=[job, comparisons],
-                       sensors=[config_sensor(lab, partitions)], resources={"lab": resource})
+                       sensors=[config_sensor(lab, partitions)], resources={"lab": resource},
+                       executor=executor_from_env())  # RAG_TTC_EXECUTOR (docs/cluster.md); None: Dagster's default
 
 
 defs = build_definitions()

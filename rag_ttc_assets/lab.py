@@ -49,7 +49,7 @@ def _file_digest(path: Path) -> str:
 
 
 class LabPathError(ValueError):
-    """A lab location the lab cannot use (an object-storage URI, for now)."""
+    """A lab location the lab cannot use (a URI other than the store's `s3://`)."""
 
 
 def _path(explicit: str | Path | None, env: str, default: Path) -> Path:
@@ -57,9 +57,23 @@ def _path(explicit: str | Path | None, env: str, default: Path) -> Path:
     if isinstance(value, str) and "://" in value:
         # Path() would turn "s3://bucket/x" into a local folder "s3:/bucket/x" without a word.
         where = "argument" if explicit else env
-        raise LabPathError(f"{where}: {value!r} is a URI; the lab's store, datasets and prompts must be local (or "
-                           "network-mounted) folders for now. docs/cluster.md says what object storage needs.")
+        raise LabPathError(f"{where}: {value!r} is a URI; the lab's datasets, prompts and arms file must be local "
+                           "(or network-mounted) files; only RAG_TTC_HOME may be an s3:// URI (docs/cluster.md)")
     return Path(value).expanduser().resolve()
+
+
+def _home(explicit: str | Path | None, default: Path):
+    """The store's home: a local folder, or an `s3://<bucket>/<prefix>` URI (adapters/object_store.py)."""
+    from rag_ttc_assets.adapters.object_store import SCHEMES, is_object_uri, remote_root
+
+    value = explicit or os.environ.get("RAG_TTC_HOME")
+    if isinstance(value, str) and is_object_uri(value):
+        return remote_root(value)
+    if isinstance(value, str) and "://" in value:
+        where = "argument" if explicit else "RAG_TTC_HOME"
+        raise LabPathError(f"{where}: {value!r}: the store supports {', '.join(s + '://' for s in SCHEMES)} URIs "
+                           "and local folders; use one of those")
+    return _path(explicit, "RAG_TTC_HOME", default)
 
 
 def _cache_location(explicit: str | Path | None, env: str = "RAG_TTC_PROVIDER_CACHE") -> str | Path | None:
@@ -85,7 +99,7 @@ class Lab:
     arms_file: Path
     datasets_dir: Path
     prompts_dir: Path
-    home: Path
+    home: Path  # or the UPath of an s3:// home (adapters/object_store.py)
     # None: `home/provider_cache`. A folder or an fsspec URI, so several stores (machines) share one cache.
     provider_cache: str | Path | None = None
 
@@ -95,14 +109,21 @@ class Lab:
             arms_file=_path(arms_file, "RAG_TTC_ARMS", PROJECT_ROOT / "arms.yaml"),
             datasets_dir=_path(datasets_dir, "RAG_TTC_DATASETS", PROJECT_ROOT / "datasets"),
             prompts_dir=_path(prompts_dir, "RAG_TTC_PROMPTS", PROJECT_ROOT / "prompts"),
-            home=_path(home, "RAG_TTC_HOME", PROJECT_ROOT / ".rag_ttc"),
+            home=_home(home, PROJECT_ROOT / ".rag_ttc"),
             provider_cache=_cache_location(provider_cache),
         )
 
     @property
     def provider_cache_root(self) -> str | Path:
         """Where provider results are cached: RAG_TTC_PROVIDER_CACHE (a folder or an fsspec URI) or home/provider_cache."""
-        return self.provider_cache if self.provider_cache is not None else self.home / "provider_cache"
+        if self.provider_cache is not None:
+            return self.provider_cache
+        return self.home / "provider_cache" if self.local else str(self.home / "provider_cache")
+
+    @property
+    def local(self) -> bool:
+        """Whether the store is a local folder (else an object store: RAG_TTC_HOME=s3://...)."""
+        return isinstance(self.home, Path)
 
     @cached_property
     def arms(self) -> Arms:
@@ -164,7 +185,11 @@ class Lab:
 
     @cached_property
     def store(self) -> ArtifactStore:
-        return ArtifactStore(self.home / "store")
+        if self.local:
+            return ArtifactStore(self.home / "store")
+        from rag_ttc_assets.adapters.object_store import ObjectArtifactStore, local_cache_dir
+
+        return ObjectArtifactStore(self.home / "store", local_cache_dir())
 
     def dataset_dir(self, name: str) -> Path:
         return self.datasets_dir / name

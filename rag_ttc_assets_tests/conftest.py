@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_ttc_assets_tests.support.s3_server import s3_bucket, s3_server  # noqa: F401  (fixtures for every test)
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

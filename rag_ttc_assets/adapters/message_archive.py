@@ -39,7 +39,7 @@ def digest_of(messages: list[dict], tools: list[dict] | None = None) -> str:
 
 class MessageArchive:
     def __init__(self, root: Path | str):
-        self.root = Path(root)
+        self.root = Path(root) if isinstance(root, str) else root  # a Path, or an object store's UPath
 
     def path_for(self, digest: str) -> Path:
         m = _DIGEST.match(digest or "")

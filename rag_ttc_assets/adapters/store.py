@@ -89,8 +89,19 @@ def digest_tree(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def is_local(path) -> bool:
+    """Whether `path` is a local `Path` (else a path of the object store, adapters/object_store.py)."""
+    return isinstance(path, Path)
+
+
 def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Write to a temporary name next to `path`, flush, fsync, rename into place (`mode`: else mkstemp's 0600)."""
+    """Write to a temporary name next to `path`, flush, fsync, rename into place (`mode`: else mkstemp's 0600).
+    A path of the object store is written as one whole object (a single PUT: readers see no object or all of it)."""
+    if not is_local(path):
+        from rag_ttc_assets.adapters.object_store import put_object
+
+        put_object(path, data)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -132,11 +143,40 @@ class Built:
     content_digest: str
     cache_hit: bool
     manifest: dict[str, Any]
+    # The artifact's location in an object store (`s3://.../cache/<kind>/<key>`); None in a local store.
+    uri: str | None = None
+
+    def location(self, name: str) -> Path | str:
+        """Where the artifact's file or folder `name` is read: in place in the object store for what stays there
+        (a LanceDB table, which LanceDB opens on `s3://` itself), else under the local `path`."""
+        remote = self.manifest.get("remote") or []
+        if self.uri is not None and any(r == name or r.startswith(name + "/") for r in remote):
+            return f"{self.uri}/{self.manifest['objects']}/{name}"
+        return self.path / name
+
+    @property
+    def where(self) -> str:
+        """The artifact's location in its store: its folder, or its object-store URI."""
+        return self.uri or str(self.path)
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used as configured: one line naming the setting and what to do."""
 
 
 class ArtifactStore:
     def __init__(self, root: Path | str):
         self.root = Path(root)
+
+    def check_writable(self) -> None:
+        """Pre-flight: a store the run cannot write fails before any provider call (StoreError, naming
+        RAG_TTC_HOME). Locally: the root, or the folder it would be created in, is writable by this user."""
+        folder = self.root
+        while not folder.exists() and folder.parent != folder:
+            folder = folder.parent
+        if not (folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)):
+            raise StoreError(f"RAG_TTC_HOME: the store {self.root} is not writable ({folder} is not a folder this "
+                             "user can write); point RAG_TTC_HOME at one")
 
     # --- shared, content-addressed artifacts -------------------------------------------------
     def artifact_dir(self, kind: str, key: dict[str, Any]) -> tuple[Path, str]:
@@ -225,7 +265,7 @@ class ArtifactStore:
                 f"{path}: the {name!r} table of arm {arm!r} has not been materialized; "
                 f"materialize its upstream assets first (rag-ttc run {arm})"
             )
-        return pl.read_parquet(path)
+        return pl.read_parquet(path if is_local(path) else io.BytesIO(path.read_bytes()))
 
     def write_arm_json(self, arm: str, name: str, obj: Any) -> str:
         data = json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode() + b"\n"

@@ -49,7 +49,9 @@ def build_table(path: Path, chunk_ids: list[str], vectors: np.ndarray) -> int:
 
 
 class VectorIndex:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | str):
+        """`path`: the table's folder, or its `s3://` URI (LanceDB reads the object store itself, configured by the
+        AWS_* variables)."""
         lancedb = _lancedb()
         self.db = lancedb.connect(str(path))
         self.table = self.db.open_table(TABLE)

@@ -130,10 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     from rag_ttc_assets.core.beir import BeirError
     from rag_ttc_assets.core.dataset import DatasetError
     from rag_ttc_assets.core.trec_files import TrecFormatError
+    from rag_ttc_assets.defs.executors import ExecutorError
     from rag_ttc_assets.lab import LabPathError
 
     try:
         return args.fn(args)
-    except (CliError, ArmsError, DatasetError, BeirError, TrecFormatError, LabPathError, FileNotFoundError) as e:
+    except (CliError, ArmsError, DatasetError, BeirError, TrecFormatError, LabPathError, ExecutorError,
+            FileNotFoundError) as e:
         print(f"rag-ttc: error: {e}", file=sys.stderr)
         return 1

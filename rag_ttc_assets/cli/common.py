@@ -21,7 +21,7 @@ def lab_from_args(args):
     for flag, env in (("arms_file", "RAG_TTC_ARMS"), ("datasets_dir", "RAG_TTC_DATASETS"), ("home", "RAG_TTC_HOME")):
         value = getattr(args, flag, None)
         if value:
-            os.environ[env] = str(Path(value).resolve())
+            os.environ[env] = value if "://" in str(value) else str(Path(value).resolve())
     return Lab.from_env()
 
 

@@ -18,7 +18,9 @@ def open_instance(home: Path):
     from dagster import DagsterInstance
 
     from rag_ttc_assets.adapters.store import file_lock
+    from rag_ttc_assets.cli.instance_check import check_postgres_storage
 
+    check_postgres_storage(home)  # a Postgres that refuses: one line naming the setting, before any work
     with file_lock(home / ".rag_ttc-instance.lock"):
         return DagsterInstance.get()  # creates (and on a fresh home, stamps) every storage
 
@@ -31,6 +33,8 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
     stages; `verbose` adds Dagster's own event log."""
     from dagster import AssetKey
 
+    from rag_ttc_assets.cli.executor_run import execute_with_executor
+    from rag_ttc_assets.defs import executors
     from rag_ttc_assets.defs.progress import reporting
     from rag_ttc_assets.defs.registry import CHECK_SPECS
     from rag_ttc_assets.defs.staleness import to_run
@@ -57,13 +61,18 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
                 continue
             # The run's id chosen here, so its events reach the terminal from the first one (RUN_START).
             run_id = str(uuid.uuid4())
-            instance.add_event_listener(run_id, StepEvents(terminal, arm, failed="FAILED" if verbose else
-                                                           "FAILED; rag-ttc run --verbose prints its traceback"))
-            with reporting(run_id, terminal):
-                result = job.execute_in_process(partition_key=arm, instance=instance,
-                                                asset_selection=[AssetKey(a) for a in todo],
-                                                raise_on_error=False, tags=_cli_tags(), run_id=run_id,
-                                                run_config=_console_config(verbose))
+            steps_told = StepEvents(terminal, arm, failed="FAILED" if verbose else
+                                    "FAILED; rag-ttc run --verbose prints its traceback")
+            if executors.chosen() != "default":  # RAG_TTC_EXECUTOR: the steps run in the executor's processes
+                result = execute_with_executor(job, instance, arm, [AssetKey(a) for a in todo], run_id,
+                                               _cli_tags(), _console_config(verbose), steps_told)
+            else:
+                instance.add_event_listener(run_id, steps_told)
+                with reporting(run_id, terminal):
+                    result = job.execute_in_process(partition_key=arm, instance=instance,
+                                                    asset_selection=[AssetKey(a) for a in todo],
+                                                    raise_on_error=False, tags=_cli_tags(), run_id=run_id,
+                                                    run_config=_console_config(verbose))
             if not result.success:
                 raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{failure_text(result)}")
             out[arm] = {"run_id": result.run_id, "ran": todo, "why": why}
@@ -109,6 +118,10 @@ def failure_text(result) -> str:
             err = ev.step_failure_data.error
             msg = err.cause.message if err and err.cause else (err.message if err else "")
             lines.append(f"  step {ev.step_key}: {msg.strip()}")
+    if not lines:  # the run failed outside its steps (the executor: a worker, the cluster's scheduler)
+        lines = [f"  {ev.message}" + (f": {ev.event_specific_data.error.message.strip()}"
+                                      if getattr(ev.event_specific_data, "error", None) else "")
+                 for ev in result.all_events if ev.event_type_value in ("PIPELINE_FAILURE", "RUN_FAILURE")]
     return "\n".join(lines) or "  (no step failure recorded)"
 
 

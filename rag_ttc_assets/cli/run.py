@@ -20,6 +20,12 @@ def cmd_run(args) -> int:
         raise CliError("name at least one arm, or a family with --family")
     for n in names:
         lab.arms[n]
+    from rag_ttc_assets.adapters.store import StoreError
+
+    try:
+        lab.store.check_writable()  # before anything is materialized: no provider call against a store it cannot use
+    except StoreError as e:
+        raise CliError(str(e)) from None
     if not args.verbose:
         # The libraries' own chatter, which says nothing the step lines do not: the model-loading bar of
         # transformers and LanceDB's warning that a new index table has no dataset yet. Set values win.

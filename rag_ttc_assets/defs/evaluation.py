@@ -132,8 +132,6 @@ def run_record(context: AssetExecutionContext, lab: LabResource) -> MaterializeR
 
 @arm_check(asset="run_record", description="the seed's post-run validation sequence (section 10.4)")
 def post_run_validation(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
-    from pathlib import Path
-
     arm = lab.inputs(context)
     cfg = arm.cfg
     runs = [r for r in records.list_runs(arm.lab, arm.arm) if r["status"] == records.COMPLETE]
@@ -141,7 +139,7 @@ def post_run_validation(context: AssetCheckExecutionContext, lab: LabResource) -
         return AssetCheckResult(passed=False, metadata={"detail": "no complete run record"})
     expected = len(arm.questions)
 
-    results = records.validate_run_record(Path(runs[-1]["run_dir"]), expected,
+    results = records.validate_run_record(records.run_path(arm.lab, runs[-1]["run_dir"]), expected,
                                              {"generator": cfg.generator.model, "judge": cfg.judge.model})
     return AssetCheckResult(passed=all(r["passed"] for r in results),
                             metadata={"run_dir": MetadataValue.path(runs[-1]["run_dir"]),

@@ -50,7 +50,7 @@ def artifact_metadata(built: Built, upstream: dict[str, str]) -> dict[str, Any]:
         "key_digest": MetadataValue.text(built.key_digest),
         "effective_config": MetadataValue.json(built.manifest["key"]),
         "upstream_digests": MetadataValue.json(upstream),
-        "path": MetadataValue.path(str(built.path)),
+        "path": MetadataValue.path(built.where),
         **numbers(built.manifest.get("info", {})),
     }
 

@@ -38,4 +38,17 @@ class LabResource(ConfigurableResource):
         # An asset's long builds report progress; a check only reads.
         progress = step_progress(context) if isinstance(context, AssetExecutionContext) else NO_PROGRESS
         lab, _ = self.arm(context.partition_key)  # a removed arm's partition: the clear error
+        preflight(lab)
         return ArmInputs(lab, context.partition_key, progress)
+
+
+_checked: set[str] = set()
+
+
+def preflight(lab: Lab) -> None:
+    """The store's pre-flight (`check_writable`), once per process and store: the first asset a step process runs
+    fails on a store it cannot write, before any provider call."""
+    where = str(lab.store.root)
+    if where not in _checked:
+        lab.store.check_writable()
+        _checked.add(where)

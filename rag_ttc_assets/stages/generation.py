@@ -25,32 +25,9 @@ from rag_ttc_assets.stages import supply
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.stages.calls import Call, Caller
 from rag_ttc_assets.stages.retrieval import evidence_pairs
+from rag_ttc_assets.stages.row_log import RowLog  # noqa: F401  (the assets open it as stage.RowLog)
 
 GENERATOR_ROLE, JUDGE_ROLE = "generator", "judge"
-
-
-class RowLog:
-    """Append-only JSONL of finished rows, flushed per row; safe across worker threads."""
-
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._f = path.open("a", encoding="utf-8")
-        self._lock = threading.Lock()
-
-    def write(self, row: dict) -> None:
-        with self._lock:
-            self._f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-            self._f.flush()
-
-    def __enter__(self) -> RowLog:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._f.close()
 
 
 def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]], index_text: str = "",

@@ -43,7 +43,7 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
     retrieval mode searches are opened (core.usage); the others may be None."""
     read = usage.SOURCES[cfg.retrieval]
     bm = BM25Index(bm25_built.path / "tantivy") if usage.BM25_INDEX in read else None
-    vi = VectorIndex(vec_built.path / "lancedb") if usage.VECTOR_INDEX in read else None
+    vi = VectorIndex(vec_built.location("lancedb")) if usage.VECTOR_INDEX in read else None
     qvecs = read_question_embeddings(qemb) if vi is not None else {}
     depth = max(SOURCE_DEPTH, cfg.retrieve_k)
     questions = arm_questions(cfg, ds)

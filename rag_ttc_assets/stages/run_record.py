@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 from datetime import datetime, timezone
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.generation import JUDGE_MEANS, calls_summary
 from rag_ttc_assets.stages.retrieval import evidence_pairs
+from rag_ttc_assets.stages.row_log import count_rows, remove_rows
 
 STATUS = "status.json"
 RUNNING, COMPLETE, INTERRUPTED, FAILED, PARTIAL = "running", "complete", "interrupted", "failed", "partial"
@@ -84,7 +84,7 @@ def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
             continue
         if dagster_status is None and _alive(st.get("pid"), st.get("host")):
             continue
-        rows = {name: _count_lines(d / name) for name in PARTIALS}
+        rows = {name: count_rows(d / name) for name in PARTIALS}
         status, reason = {
             "FAILURE": (FAILED, "a step failed"),
             # A run of fewer stages ended as asked: not killed, but no run record either.
@@ -94,13 +94,6 @@ def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
                                        "dagster_status": dagster_status, "reason": reason, "partial_rows": rows})
         marked.append(d)
     return marked
-
-
-def _count_lines(path: Path) -> int:
-    if not path.is_file():
-        return 0
-    with path.open("rb") as f:
-        return sum(1 for line in f if line.endswith(b"\n"))
 
 
 def open_run(lab: Lab, arm: str, dagster_run_id: str, status_of, stage: str) -> Path:
@@ -118,6 +111,13 @@ def open_run(lab: Lab, arm: str, dagster_run_id: str, status_of, stage: str) -> 
                                    "started_at": _now(), "stage": stage, "pid": os.getpid(),
                                    "host": socket.gethostname()})
     return d
+
+
+def run_path(lab: Lab, run_dir: str):
+    """The run directory named by `list_runs`'s `run_dir` (a folder, or a URI in an object store)."""
+    from rag_ttc_assets.adapters.object_store import remote_root
+
+    return Path(run_dir) if lab.local else remote_root(run_dir)
 
 
 def list_runs(lab: Lab, arm: str | None = None, status_of=None) -> list[dict]:
@@ -214,8 +214,8 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
         "arms_file": str(lab.arms_file),
         # Where the answers and verdicts were cached: another store's cache (RAG_TTC_PROVIDER_CACHE) may have served them.
         "provider_cache": str(lab.provider_cache_root)})
-    shutil.copyfile(ds.corpus_path, run_dir / "inputs" / "corpus.json")
-    shutil.copyfile(ds.evaluation_path, run_dir / "inputs" / "evaluation.json")
+    atomic_write_bytes(run_dir / "inputs" / "corpus.json", Path(ds.corpus_path).read_bytes())
+    atomic_write_bytes(run_dir / "inputs" / "evaluation.json", Path(ds.evaluation_path).read_bytes())
     for field, kind in prompt_fields(cfg).items():
         p = lab.prompt(getattr(cfg, field), kind)
         target = run_dir / "inputs" / ("prompt.txt" if field == "prompt" else f"prompts/{p.name}.txt")
@@ -259,7 +259,7 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     atomic_write_json(results / "failure-flow.json", store.read_arm_json(arm, ArmJson.FAILURE_FLOW))
     _jsonl(results / "request-outcomes.jsonl", store.read_table(arm, Table.FAILURE_FLOW).to_dicts())
     for partial in PARTIALS:
-        (run_dir / partial).unlink(missing_ok=True)  # complete tables replace the per-row logs
+        remove_rows(run_dir / partial)  # complete tables replace the per-row logs
     contract = store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
     counts = {"questions": len(per_query), "answer_rows": tables[Table.ANSWERS].height,
               "judge_rows": tables[Table.JUDGE_VERDICTS].height, "valid": contract["valid"],

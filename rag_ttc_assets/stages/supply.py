@@ -109,7 +109,7 @@ class Lookup:
 
         self.cfg = cfg
         self.bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None
-        self.vi = VectorIndex(vec_built.path / "lancedb") if cfg.retrieval in ("vector", "rrf") else None
+        self.vi = VectorIndex(vec_built.location("lancedb")) if cfg.retrieval in ("vector", "rrf") else None
         self.chunk_docs = chunk_docs
         self.store = store  # where an ONNX embedding model is exported (the arm's lab's store)
         self.depth = max(SOURCE_DEPTH, cfg.lookup_top_n)

@@ -52,12 +52,14 @@ def test_fragment_passes_dagsters_instance_schema(tmp_path, name, monkeypatch):
     for var in ("DAGSTER_PG_HOST", "DAGSTER_PG_DB", "DAGSTER_PG_USERNAME", "DAGSTER_PG_PASSWORD",
                 "DAGSTER_CELERY_BROKER_URL"):
         monkeypatch.setenv(var, "x")
+    monkeypatch.setenv("DAGSTER_PG_PORT", "5432")
     config = _load(tmp_path, name)
     raw = yaml.safe_load((CLUSTER / name).read_text())
 
     # Postgres storage for runs, events and schedules, validated by dagster's pg_config schema.
     pg = config["storage"]["postgres"]["postgres_db"]
-    assert set(pg) >= {"hostname", "db_name", "username", "password"} and pg["port"] == 5432
+    assert set(pg) >= {"hostname", "db_name", "username", "password"} and pg["port"] in (5432, {"env": "DAGSTER_PG_PORT"})
+    assert pg["scheme"] == "postgresql+psycopg2"  # SQLAlchemy 2.1's bare postgresql:// means psycopg 3
     # The queue of the project's dagster.yaml, with a run limit.
     assert config["run_coordinator"]["class"] == "QueuedRunCoordinator"
     assert validate_config(QueuedRunCoordinator.config_type(), config["run_coordinator"].get("config") or {}).success

@@ -4,6 +4,9 @@ import shutil
 
 import pytest
 
+from rag_ttc_assets_tests.support.postgres_server import postgres_fixture
+
+postgres_server = postgres_fixture()  # one real PostgreSQL server per test session, for the tests that ask
 REL_N = 40  # questions of the `rel` dataset the reliability tests share
 
 
