@@ -77,7 +77,7 @@ def test_arms_on_s3_equal_a_local_run_and_share_their_upstream(s3_lab, s3_server
     after_first = server.request_count
     assert after_first == 8
 
-    keys = {o["Key"] for o in s3_server.s3().list_objects_v2(Bucket=s3_bucket, MaxKeys=1000).get("Contents", [])}
+    keys = bucket_keys(s3_server, s3_bucket)
     assert "lab/store/arms/remote/answers.parquet" in keys
     assert any(k.startswith("lab/provider_cache/") for k in keys)  # the provider cache is in the bucket too
     assert any(k.startswith("lab/runs/remote/") and k.endswith("/status.json") for k in keys)
@@ -116,12 +116,20 @@ def test_report_and_compare_write_into_the_bucket(s3_lab, s3_server, s3_bucket):
     run(worker_a, "remote", "remote-k3", "--stage", "judge")
     code, out, err = cli("report", "remote", env=worker_a)
     assert code == 0, err[-3000:]
+    assert f"report: s3://{s3_bucket}/lab/store/reports/remote.html" in out
+    code, out, err = cli("report", "remote", "remote-k3", env=worker_a)
+    assert code == 0, err[-3000:]
     code, out, err = cli("compare", "remote", "remote-k3", "--json", env=worker_a)
     assert code == 0, err[-3000:]
-    assert json.loads(out)
-    keys = {o["Key"] for o in s3_server.s3().list_objects_v2(Bucket=s3_bucket, MaxKeys=1000).get("Contents", [])}
+    rep = json.loads(out)
+    assert rep["n"] == 8 and rep["plots"]
+    assert all(p.startswith(f"s3://{s3_bucket}/lab/store/comparisons/") for p in rep["plots"].values())
+    keys = bucket_keys(s3_server, s3_bucket)
     assert "lab/store/reports/remote.html" in keys
-    assert "lab/store/comparisons/remote--remote-k3.html" in keys
+    page = client_body(s3_server, s3_bucket, "lab/store/reports/remote.html")
+    assert b"data:image/png;base64," in page  # its failure-flow plot, read back from the bucket
+    assert {"lab/store/comparisons/remote--remote-k3.html", "lab/store/comparisons/remote--remote-k3.json"} <= keys
+    assert all(p.split(f"s3://{s3_bucket}/", 1)[1] in keys for p in rep["plots"].values())
     runs = [k for k in keys if k.startswith("lab/runs/remote/") and k.endswith("/summary.md")]
     assert runs, "the run record is written in the bucket"
 
@@ -142,6 +150,15 @@ def test_a_truncated_object_in_the_bucket_is_detected_and_rebuilt(s3_lab, s3_ser
     assert client.head_object(Bucket=s3_bucket, Key=chunks[0])["ContentLength"] == len(body)
     assert shared_metadata(worker_b, "remote")["chunks"]["cache_hit"] is False
     assert server.request_count == 0
+
+
+def bucket_keys(s3_server, bucket: str) -> set[str]:
+    pages = s3_server.s3().get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    return {o["Key"] for page in pages for o in page.get("Contents", [])}
+
+
+def client_body(s3_server, bucket: str, key: str) -> bytes:
+    return s3_server.s3().get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
 def bad_env(case: str, env: dict, s3_server, bucket: str) -> tuple[dict, str]:
