@@ -204,3 +204,48 @@ def test_a_store_the_run_cannot_use_fails_before_any_provider_call(s3_lab, s3_se
     assert list(failures) == ["corpus_binding"], failures
     assert failures["corpus_binding"].split(": ", 1)[1] == error
     assert server.request_count == 0
+
+
+def test_a_killed_run_on_s3_keeps_its_finished_rows_and_the_rerun_repeats_no_call(tmp_path, s3_server, s3_bucket):
+    import time
+
+    from rag_ttc_assets_tests.support.reliability import asked, cli_start, kill_group
+
+    synthetic_dataset(tmp_path / "datasets" / "rel", 24)
+
+    def slow_model(messages):
+        time.sleep(0.3)
+        return fake_model(messages)
+
+    env = {**lab_env(tmp_path, RAG_TTC_LOCAL_CACHE=str(tmp_path / "cache")), **s3_server.env(s3_bucket)}
+    client = s3_server.s3()
+
+    def row_objects() -> list[str]:
+        return [k for k in bucket_keys(s3_server, s3_bucket)
+                if "/results/generated-answers.partial.jsonl.rows/" in k]
+
+    with FakeOpenAIServer(slow_model) as server:
+        (tmp_path / "arms.yaml").write_text(arms_text("rel", {"slow": {}}, server.base_url, generation_workers=2))
+        proc = cli_start("run", "slow", "--stage", "answers", env=env, out=tmp_path / "killed")
+        deadline = time.monotonic() + 400
+        while len(row_objects()) < 4:
+            assert proc.poll() is None, (tmp_path / "killed.stderr").read_text()[-3000:]
+            assert time.monotonic() < deadline, "no finished rows appeared in the bucket"
+            time.sleep(0.2)
+        kill_group(proc)
+        kept = row_objects()
+        rows = [json.loads(client.get_object(Bucket=s3_bucket, Key=k)["Body"].read()) for k in kept]
+        assert 4 <= len(rows) < 24 and all(r["status"] == "ok" for r in rows)
+        finished = {r["query_id"] for r in rows}
+
+        code, out, err = cli("runs", "slow", "--json", env=env)
+        assert code == 0, err[-3000:]
+        (killed,) = json.loads(out)
+        assert killed["status"] == "interrupted"
+        assert killed["partial_rows"]["results/generated-answers.partial.jsonl"] >= len(rows)
+
+        since = server.request_count
+        run(env, "slow", "--stage", "answers")
+        again = asked(server, since)
+        assert not finished & set(again), "a finished row was asked again"  # the provider cache is in the bucket
+        assert again and all(n == 1 for n in again.values())  # the rest, each asked once
