@@ -72,7 +72,7 @@ def _home(explicit: str | Path | None, default: Path):
     if isinstance(value, str) and "://" in value:
         where = "argument" if explicit else "RAG_TTC_HOME"
         raise LabPathError(f"{where}: {value!r}: the store supports {', '.join(s + '://' for s in SCHEMES)} URIs "
-                           "and local folders; use one of those")
+                           "(docs/cluster.md) and local folders; use one of those")
     return _path(explicit, "RAG_TTC_HOME", default)
 
 
