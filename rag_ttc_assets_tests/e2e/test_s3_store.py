@@ -135,8 +135,9 @@ def test_report_and_compare_write_into_the_bucket(s3_lab, s3_server, s3_bucket):
 
 
 def test_a_truncated_object_in_the_bucket_is_detected_and_rebuilt(s3_lab, s3_server, s3_bucket):
-    root, (worker_a, worker_b), _, server = s3_lab
+    root, (worker_a, _), _, server = s3_lab
     run(worker_a, "remote", "--stage", "retrieval")
+    assert "remote: up to date, nothing to run" in run(worker_a, "remote", "--stage", "retrieval")
     client = s3_server.s3()
     chunks = [o["Key"] for o in client.list_objects_v2(Bucket=s3_bucket, Prefix="lab/store/cache/chunks/")["Contents"]
               if o["Key"].endswith("/chunks.parquet")]
@@ -144,11 +145,13 @@ def test_a_truncated_object_in_the_bucket_is_detected_and_rebuilt(s3_lab, s3_ser
     body = client.get_object(Bucket=s3_bucket, Key=chunks[0])["Body"].read()
     client.put_object(Bucket=s3_bucket, Key=chunks[0], Body=body[: len(body) // 2])  # a truncated upload
 
-    code, out, err = cli("run", "remote", "--stage", "retrieval", env=worker_b)
+    # Dagster calls the arm up to date; the store's check of the artifact in the bucket does not.
+    code, out, err = cli("run", "remote", "--stage", "retrieval", env=worker_a)
     assert code == 0, err[-4000:]
     assert "is corrupt (object chunks.parquet:" in err and "rebuilding it" in err
     assert client.head_object(Bucket=s3_bucket, Key=chunks[0])["ContentLength"] == len(body)
-    assert shared_metadata(worker_b, "remote")["chunks"]["cache_hit"] is False
+    assert shared_metadata(worker_a, "remote")["chunks"]["cache_hit"] is False
+    assert "remote: up to date, nothing to run" in run(worker_a, "remote", "--stage", "retrieval")
     assert server.request_count == 0
 
 
