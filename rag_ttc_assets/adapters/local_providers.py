@@ -247,7 +247,9 @@ class SmolLM2(CustomLLM):
         unsupported = sorted(set(params) - {"max_tokens", "temperature"} - self._IGNORED)
         if unsupported:
             raise CustomLLMError(status_code=400, message=f"{PROVIDER}/{SMOLLM2} supports max_tokens and "
-                                                          f"temperature only; got {unsupported}")
+                                                          f"temperature only; got {unsupported}"
+                                 + (" (set the arm's response_format: none)" if "response_format" in unsupported
+                                    else ""))
         max_tokens = params.get("max_tokens")
         temperature = params.get("temperature")
         try:

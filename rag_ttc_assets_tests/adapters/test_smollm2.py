@@ -72,3 +72,7 @@ def test_missing_packages_name_the_install_target(monkeypatch) -> None:
 def test_unsupported_generation_parameters_are_refused() -> None:
     with pytest.raises(litellm.BadRequestError, match="supports max_tokens and temperature only"):
         litellm.completion(model="local/smollm2", messages=[{"role": "user", "content": "hi"}], top_p=0.5)
+    # The arm's default response_format reaches it too: the refusal says how to turn it off.
+    with pytest.raises(litellm.BadRequestError, match="set the arm's response_format: none"):
+        litellm.completion(model="local/smollm2", messages=[{"role": "user", "content": "hi"}],
+                           response_format={"type": "json_object"})
