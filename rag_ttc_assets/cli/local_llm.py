@@ -46,12 +46,12 @@ def cmd_serve_local_llm(args) -> int:
     # A plain `kill` must stop the server too: SIGTERM unwinds like Ctrl-C, through the `finally` below.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
-        server.start()
-    except RuntimeError as error:
-        raise CliError(str(error)) from None
-    print(f"serving {llama_server.MODEL} at {server.base_url} (model: openai/{llama_server.MODEL}, "
-          f"api_key_env: {llama_server.KEY_ENV}); log: {server.log_path}", file=sys.stderr, flush=True)
-    try:
+        try:
+            server.start()
+        except RuntimeError as error:
+            raise CliError(str(error)) from None
+        print(f"serving {llama_server.MODEL} at {server.base_url} (model: openai/{llama_server.MODEL}, "
+              f"api_key_env: {llama_server.KEY_ENV}); log: {server.log_path}", file=sys.stderr, flush=True)
         if args.command:
             return subprocess.run(args.command, check=False).returncode
         print("Ctrl-C stops it.", file=sys.stderr, flush=True)
