@@ -30,7 +30,7 @@ COLORS = [{"role": "user", "content": "Name three colors."}]
 
 def spec(server, key_env: str = ls.KEY_ENV, max_tokens: int = 128) -> ModelSpec:
     return ModelSpec(model=f"openai/{ls.MODEL}", params={"max_tokens": max_tokens, "temperature": 0},
-                     api_base=server.base_url, api_key_env=key_env, timeout_s=120, max_retries=0)
+                     api_base=server.base_url, api_key_env=key_env, timeout_s=600, max_retries=0)
 
 
 def test_an_absent_build_names_the_install_command(monkeypatch, tmp_path) -> None:

@@ -89,8 +89,10 @@ def test_the_tables_say_generator_and_judges_are_one_model(ran) -> None:
         assert sum(judge["statuses"].values()) == judge["answer_rows"] == 2
     assert "answers: where each reply's JSON object was found" in out
     assert "judge_same_model" in out and "request_judge_same_model" in out
-    row = next(line for line in out.splitlines() if line.startswith("llm-free ") and "none" in line)
-    assert row.split()[1] == "none"
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("answers: where each reply"))
+    rows = {line.split()[0]: line.split() for line in lines[start + 3:start + 5]}
+    assert (rows["llm"][1], rows["llm-free"][1]) == ("json_schema", "none")
 
 
 def test_a_row_reads_back_with_inspect(ran) -> None:
