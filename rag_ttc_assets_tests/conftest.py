@@ -14,6 +14,8 @@ from rag_ttc_assets_tests.support.s3_server import s3_bucket, s3_server  # noqa:
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from rag_ttc_assets_tests.support.local_llm import llama_server  # noqa: E402,F401  (a session fixture)
+
 REPO = Path(__file__).resolve().parent.parent
 PYREF = REPO / "datasets" / "pyref"
 MINI_DOCS = ["assert", "break", "continue", "del", "global", "compound--the-if-statement", "import", "pass", "raise", "return",

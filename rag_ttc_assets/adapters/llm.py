@@ -60,7 +60,8 @@ RETRY_AFTER_CAP_S = 30.0
 LOCAL_PREFIX = "local/"  # our own local providers: priced, at zero
 # Arguments complete() sets itself; in params they would collide or bypass the retry accounting.
 RESERVED_PARAMS = frozenset(
-    {"model", "messages", "api_base", "base_url", "api_key", "timeout", "num_retries", "max_retries", "stream"}
+    {"model", "messages", "api_base", "base_url", "api_key", "timeout", "num_retries", "max_retries", "stream",
+     "response_format"}
 )
 _ERROR_CHARS = 400
 
@@ -311,13 +312,14 @@ def _tool_calls(message: Any) -> list[dict] | None:
 
 def complete(
     spec: ModelSpec, messages: list[dict], *, tools: list[dict] | None = None,
-    sleep: Callable[[float], None] = time.sleep
+    response_format: dict | None = None, sleep: Callable[[float], None] = time.sleep
 ) -> CallResult:
     """One chat completion with up to `spec.max_retries` retries; never raises for a provider fault.
 
     Retries timeouts, 429 (after Retry-After when sent), 5xx, connection faults and empty content;
     returns at once on auth/bad-request errors and on finish_reason "length" ("truncated").
     With `tools`, a reply that calls a tool is "ok" without content; its calls are in `tool_calls`.
+    `response_format` (an OpenAI-style dict) goes to litellm as it is; for `openai/` models litellm sends it verbatim.
     Raises ValueError only for a misconfigured spec (e.g. its key env var is unset).
     """
     api_key = _api_key(spec)
@@ -338,6 +340,7 @@ def complete(
                 timeout=spec.timeout_s,
                 num_retries=0,  # also sets the openai client's max_retries to 0: every attempt is ours
                 **({"tools": tools} if tools else {}),
+                **({"response_format": response_format} if response_format else {}),
                 **spec.params,
             )
         except Exception as exc:  # every provider fault arrives as some litellm exception

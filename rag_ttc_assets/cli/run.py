@@ -137,6 +137,10 @@ def run_tables(reports: dict[str, dict]) -> str:
                          *[lf.get(b) for b in LOOKUP_BRANCHES], lf.get("hit_rate"), lf.get("wrong_on_misses")])
         out.append(text_table(["arm", "supply", "mean_input_tokens", "p95_latency_s", "escalated", "lookups",
                            *LOOKUP_BRANCHES, "lookup_hit_rate", "wrong_on_misses"], rows))
+    from rag_ttc_assets.cli import reply_tables
+
+    if reply_tables.wanted(reports):
+        out.append(reply_tables.reply_tables(reports, text_table))
     from rag_ttc_assets.core.summaries import is_offline_baseline
 
     if any(is_offline_baseline(str(rep.get("generator_model", ""))) for rep in reports.values()):

@@ -37,6 +37,8 @@ class ModelConfig(Frozen):
     def _no_keys_in_params(cls, v: dict[str, Any]) -> dict[str, Any]:
         if "api_key" in v:
             raise ValueError("put the key in an environment variable and name it in api_key_env, not api_key")
+        if "response_format" in v:
+            raise ValueError("set the arm's response_format (json_schema or none), not params.response_format")
         return v
 
 
@@ -78,6 +80,9 @@ class ArmConfig(Frozen):
     citation_check: bool = False
     citation_retry_prompt: str = "restated-evidence-v2"
     generator: ModelConfig = ModelConfig(model="local/extractive")
+    # Structured output (core.response_formats): json_schema sends each answer and judge call its reply's JSON schema
+    # as `response_format`, which a server may enforce while decoding (constrained); none sends none (free).
+    response_format: Literal["json_schema", "none"] = "json_schema"
     generation_workers: int = Field(default=4, gt=0, le=64)
     generation_budget: int = Field(default=10000, ge=0)
     allow_unpriced_provider: bool = False

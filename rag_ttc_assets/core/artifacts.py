@@ -117,15 +117,15 @@ ADMITTED_CONTEXTS = Artifact("admitted_contexts", "admission/4",
 ANSWERS = Artifact("answers", "answers/3",
                    ("prompt", "requests_in_prompt", "generator", "generation_budget", "allow_unpriced_provider",
                     "supply", "lookup_top_n", "lookup_rounds", "title_index", "citation_check",
-                    "citation_retry_prompt"))
-CONTRACT_RESULTS = Artifact("contract_results", "contract/1")
-CONTRACT_SUMMARY = Artifact("contract_summary", "contract-summary/1")
-JUDGE_VERDICTS = Artifact("judge_verdicts", "judge/3",
+                    "citation_retry_prompt", "response_format"))
+CONTRACT_RESULTS = Artifact("contract_results", "contract/2")
+CONTRACT_SUMMARY = Artifact("contract_summary", "contract-summary/2")
+JUDGE_VERDICTS = Artifact("judge_verdicts", "judge/4",
                           ("judge", "judge_statements_prompt", "judge_verdicts_prompt", "judge_gold_prompt",
-                           "judge_budget"))
-REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/1",
-                             ("request_judge", "judge_requests_prompt", "request_judge_budget"))
-JUDGE_SUMMARY = Artifact("judge_summary", "judge-summary/3")
+                           "judge_budget", "response_format"))
+REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/2",
+                             ("request_judge", "judge_requests_prompt", "request_judge_budget", "response_format"))
+JUDGE_SUMMARY = Artifact("judge_summary", "judge-summary/4")
 REQUEST_COMPLETENESS = Artifact("request_completeness", "completeness/6")
 FAILURE_FLOW = Artifact("failure_flow", "flow/5")
 RUN_RECORD = Artifact("run_record", "run-record/3")

@@ -3,7 +3,7 @@
 Checked in this order, first failure wins ("valid" = well-formed and citing only admitted evidence):
 
   provider_status != "ok" (timeout, rate_limited, truncated, ...) -> status = reason = provider_status
-  stripped text (one ```json fence removed) not JSON / not an object -> "parse_failure",
+  no JSON object found in the text (locate_json_object) -> "parse_failure",
       reason "not JSON: <error>" / "not an object: <json type>"
   object violates the schema (strict types) -> "contract_failure", reason "schema: <field>: missing"
       or "schema: <field>: wrong type, expected <type>" (first error; nested as requests.0.supported)
@@ -15,6 +15,10 @@ Checked in this order, first failure wins ("valid" = well-formed and citing only
   5. a cited id not in admitted_chunk_ids     -> "citation of a chunk that was not admitted: <id>"
   6. a request supported=true, no citation    -> "supported request without citation: requests[<i>]"
   7. otherwise                                -> status "valid", reason ""
+
+Real models wrap the object: the row's `parsed_from` says where it was found, "json" (the whole text),
+"fenced" (a ``` code fence) or "prose" (the first object after or among sentences). Nothing is repaired:
+an object that is found is checked as it is.
 
 The seed's parse failure ("cannot be parsed as the expected structured response") is drawn at the
 syntax layer: an object missing a field is the model breaking the contract.  Rule 1's claim is a
@@ -34,7 +38,12 @@ VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED = "valid", "parse_failure", "c
 ESCALATED = "escalated"
 CONTRACT_STATUSES = frozenset({VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED, ESCALATED})
 
-_FENCE = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL | re.IGNORECASE)
+# A text that is one fence and nothing else (no fence inside it).
+_FENCE = re.compile(r"\A```(?:json)?\s*((?:(?!```).)*?)\s*```\Z", re.DOTALL | re.IGNORECASE)
+_ANY_FENCE = re.compile(r"```(?:json)?(.*?)```", re.DOTALL | re.IGNORECASE)
+# Where a reply's JSON object was found (ContractResult.parsed_from, the tables' `parsed_from` column).
+JSON, FENCED, PROSE = "json", "fenced", "prose"
+PARSED_FROM = (JSON, FENCED, PROSE)
 _JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 _EXPECTED = {"string_type": "string", "bool_type": "boolean", "list_type": "array", "model_type": "object"}
 
@@ -60,6 +69,7 @@ class ContractResult(BaseModel):
     status: str
     reason: str
     answer: AnswerObject | None = None
+    parsed_from: str | None = None  # one of PARSED_FROM when an object was found, else None
 
 
 class ContractSummary(BaseModel):
@@ -102,19 +112,56 @@ def _rules(answer: AnswerObject, admitted_chunk_ids: list[str]) -> tuple[str, st
     return VALID, ""
 
 
-def load_json_object(raw_text: str | None) -> tuple[dict | None, str]:
-    """The JSON object in a provider response (one ```json fence allowed), or (None, why not)."""
+def locate_json_object(raw_text: str | None) -> tuple[dict | None, str, str | None]:
+    """(the JSON object in a provider response, why none was found, where it was found: one of PARSED_FROM).
+
+    In order: the whole text; a text that is one ``` fence (its content, or the content's error); the first
+    fenced block holding an object; the first `{` from which an object decodes (prose around it). A text that
+    is all JSON but not an object is "not an object", not searched further.
+    """
     text = (raw_text or "").strip()
-    text = fenced.group(1) if (fenced := _FENCE.match(text)) else text
+    if (whole_fence := _FENCE.match(text)) is not None:
+        text, where = whole_fence.group(1), FENCED
+    else:
+        where = JSON
     if not text:
-        return None, "not JSON: empty text"
+        return None, "not JSON: empty text", None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, f"not JSON: {exc}"
-    if not isinstance(obj, dict):
-        return None, f"not an object: {_JSON_TYPES.get(type(obj), 'null')}"
-    return obj, ""
+        error = f"not JSON: {exc}"
+    else:
+        if isinstance(obj, dict):
+            return obj, "", where
+        return None, f"not an object: {_JSON_TYPES.get(type(obj), 'null')}", None
+    if where == JSON:
+        for block in _ANY_FENCE.finditer(text):
+            found = _object_in(block.group(1).strip())
+            if found is not None:
+                return found, "", FENCED
+    decoder = json.JSONDecoder()
+    for start in (i for i, ch in enumerate(text) if ch == "{"):
+        try:
+            obj, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj, "", PROSE
+    return None, error, None
+
+
+def _object_in(text: str) -> dict | None:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def load_json_object(raw_text: str | None) -> tuple[dict | None, str]:
+    """The JSON object in a provider response (locate_json_object without where it was found), or (None, why not)."""
+    obj, error, _ = locate_json_object(raw_text)
+    return obj, error
 
 
 def check_contract(
@@ -124,15 +171,15 @@ def check_contract(
         if not provider_status.strip() or provider_status in CONTRACT_STATUSES:
             raise ValueError(f"provider_status {provider_status!r} is not a provider status")
         return ContractResult(status=provider_status, reason=provider_status)
-    obj, error = load_json_object(raw_text)
+    obj, error, where = locate_json_object(raw_text)
     if obj is None:
         return ContractResult(status=PARSE_FAILURE, reason=error)
     try:
         answer = AnswerObject.model_validate(obj)
     except ValidationError as exc:
-        return ContractResult(status=CONTRACT_FAILURE, reason=_schema_reason(exc))
+        return ContractResult(status=CONTRACT_FAILURE, reason=_schema_reason(exc), parsed_from=where)
     status, reason = _rules(answer, admitted_chunk_ids)
-    return ContractResult(status=status, reason=reason, answer=answer)
+    return ContractResult(status=status, reason=reason, answer=answer, parsed_from=where)
 
 
 def summarize_contract(statuses: list[tuple[str, str]]) -> ContractSummary:

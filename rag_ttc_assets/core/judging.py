@@ -43,8 +43,10 @@ def parse_verdicts(raw_text: str | None, n_statements: int, gold: bool = False) 
     obj, error = load_json_object(raw_text)
     if obj is None:
         raise JudgeParseError(f"verdicts: {error}")
+    if not isinstance(obj.get("verdicts"), list):
+        raise JudgeParseError("verdicts: field 'verdicts' must be a list of objects")
     try:
-        verdicts = [StatementVerdict.model_validate(v) for v in obj.get("verdicts", [])]
+        verdicts = [StatementVerdict.model_validate(v) for v in obj["verdicts"]]
     except (ValidationError, TypeError) as e:
         raise JudgeParseError(f"verdicts: {str(e).splitlines()[0]}") from None
     numbers = sorted(v.statement for v in verdicts)

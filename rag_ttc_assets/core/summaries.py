@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from rag_ttc_assets.core import judging
-from rag_ttc_assets.core.contract import VALID, summarize_contract
+from rag_ttc_assets.core.contract import PARSED_FROM, VALID, summarize_contract
 from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, reason_of
 
 OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual"})
@@ -33,6 +33,9 @@ def contract_summary(results: list[dict]) -> dict:
     valid = [r for r in results if r["status"] == VALID]
     out["mean_answer_chars"] = _mean([r["answer_chars"] for r in valid])
     out["mean_cited_chunks"] = _mean([len(r["citation_chunk_ids"]) for r in valid])
+    # Where each parsed reply's object was found (core.contract.PARSED_FROM); rows with no object count in none.
+    found = Counter(r.get("parsed_from") for r in results if r.get("parsed_from"))
+    out["parsed_from"] = {where: found.get(where, 0) for where in PARSED_FROM}
     out["sums_close"] = out["total"] == (s.valid + s.parse_failures + s.contract_failures + s.abstentions
                                          + s.escalated + sum(s.provider_faults.values()))
     return out
@@ -79,6 +82,8 @@ def judge_summary(cfg, verdicts: list[dict]) -> dict:
         "offline_baseline_judge": is_offline_baseline(cfg.judge.model),
         "provider_calls": sum(r["judge_provider_calls"] for r in verdicts),
         "cache_hits": sum(r["judge_cache_hits"] for r in verdicts),
+        # Per judge call ("statements:json", "verdicts:fenced", ...): where its reply's object was found.
+        "parsed_from": dict(sorted(Counter(p for r in verdicts for p in r.get("judge_parsed_from") or []).items())),
     }
 
 
@@ -90,4 +95,7 @@ def request_judge_summary(rows: list[dict]) -> dict:
             "not_measured": sum(n for s, n in statuses.items() if s.startswith("judge_")),
             "statuses": dict(statuses), "verdicts": {v: verdicts.get(v, 0) for v in judging.REQUEST_VERDICTS},
             "provider_calls": sum(r["judge_provider_calls"] for r in rows),
-            "cache_hits": sum(r["judge_cache_hits"] for r in rows)}
+            "cache_hits": sum(r["judge_cache_hits"] for r in rows),
+            # One reply per question (each of its request rows repeats it): where its object was found.
+            "parsed_from": dict(sorted(Counter({r["query_id"]: r["judge_parsed_from"] for r in rows
+                                                if r.get("judge_parsed_from")}.values()).items()))}

@@ -59,7 +59,8 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource) -> Mater
     digest = arm.write_table(Table.REQUEST_JUDGMENTS, df)
     s = request_judge.request_judge_summary(df)
     inst = request_judge.instrument(cfg, prompt)
-    arm.write_arm_json(ArmJson.REQUEST_JUDGE_SUMMARY, {**s, "request_judge": inst, "label_use": cfg.label_use})
+    arm.write_arm_json(ArmJson.REQUEST_JUDGE_SUMMARY, {**s, "request_judge": inst, "label_use": cfg.label_use,
+                                                       "same_model_as_generator": inst["model"] == cfg.generator.model})
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "request_judge_model": inst["model"],
                   "prompt_digest": inst["prompt_digest"],

@@ -90,8 +90,11 @@ class Caller:
         self.provider_calls = 0
         self.cache_hits = 0
 
-    def call(self, messages: list[dict], sample_index: int = 0, tools: list[dict] | None = None) -> Call:
-        params = {**self.cfg.params, "tools": tools} if tools else dict(self.cfg.params)
+    def call(self, messages: list[dict], sample_index: int = 0, tools: list[dict] | None = None,
+             response_format: dict | None = None) -> Call:
+        """One call; `response_format` (core.response_formats) asks the server for a reply of that JSON schema."""
+        params = {**self.cfg.params, **({"tools": tools} if tools else {}),
+                  **({"response_format": response_format} if response_format else {})}
         key = self.cache.key(self.cfg.model, messages, params, sample_index, self.cfg.api_base)
         # Archived now: a tool conversation appends to `messages` after the call.
         sent = self.archive.put(messages, tools) if self.archive is not None else digest_of(messages, tools)
@@ -106,7 +109,7 @@ class Caller:
                             f"{self.role} budget of {self.budget} provider calls exhausted", False,
                             messages_digest=sent)
             self.provider_calls += 1
-        r = llm.complete(self.spec, messages, tools=tools)
+        r = llm.complete(self.spec, messages, tools=tools, response_format=response_format)
         call = Call(r.status, r.raw_text, r.input_tokens, r.output_tokens, r.latency_s, r.cost_usd, r.attempts,
                     r.error, False, r.tool_calls, sent)
         if r.ok:

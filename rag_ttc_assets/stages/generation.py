@@ -16,11 +16,13 @@ import polars as pl
 from rag_ttc_assets.core import judging, summaries
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import gold_texts
-from rag_ttc_assets.core.contract import ABSTAINED, ESCALATED, VALID, ContractResult, check_contract
+from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
+                                          locate_json_object)
 from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.stages.calls import Call, Caller
@@ -57,7 +59,8 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
         else:
             lookups, admitted = [], ctx[q.id]["admitted_chunk_ids"]
             evidence = evidence_pairs(ctx[q.id], chunk_text)
-            calls = [caller.call(answer_messages(prompt, q, evidence, tools.index_text, cfg.requests_in_prompt))]
+            calls = [caller.call(answer_messages(prompt, q, evidence, tools.index_text, cfg.requests_in_prompt),
+                                 response_format=response_format(cfg.response_format, answer_reply(prompt.text)))]
         check, retry = supply.citation_check(cfg, q, calls[-1], evidence, tools.retry_prompt, caller)
         row = {"query_id": q.id, "prompt": prompt.name, "prompt_digest": prompt.digest, "model": cfg.generator.model,
                "provider_role": GENERATOR_ROLE, "offline_baseline": is_offline_baseline(cfg.generator.model),
@@ -102,19 +105,29 @@ def contract(answers: pl.DataFrame) -> pl.DataFrame:
             res = ContractResult(status=ESCALATED, reason=f"escalated after one retry: {res.reason}")
         ans = res.answer
         rows.append({
-            "query_id": a["query_id"], "status": res.status, "reason": res.reason,
+            "query_id": a["query_id"], "status": res.status, "reason": res.reason, "parsed_from": res.parsed_from,
             "answer": ans.answer if ans else None,
             "citation_chunk_ids": list(ans.citation_chunk_ids) if ans else [],
             "abstained": ans.abstained if ans else None,
             "request_items": json.dumps([r.model_dump() for r in ans.requests]) if ans else "[]",
             "answer_chars": len(ans.answer) if ans else 0,
         })
-    return pl.DataFrame(rows, schema_overrides={"answer": pl.String, "abstained": pl.Boolean,
+    return pl.DataFrame(rows, schema_overrides={"answer": pl.String, "abstained": pl.Boolean, "parsed_from": pl.String,
                                                 "citation_chunk_ids": pl.List(pl.String)})
 
 
 def contract_summary(results: pl.DataFrame) -> dict:
     return summaries.contract_summary(results.to_dicts())
+
+
+JUDGE_CALLS = ("statements", "verdicts", "gold")
+
+
+def parsed_from(calls: list[Call], names: tuple[str, ...]) -> list[str]:
+    """"<call>:<where>" for each call that returned text: where its JSON object was found (core.contract.PARSED_FROM),
+    or "none" when it had none (the row's judge_parse_failure)."""
+    return [f"{name}:{locate_json_object(call.raw_text)[2] or 'none'}"
+            for name, call in zip(names, calls) if call.status == "ok"]
 
 
 def _parsed_call(call: Call, parse):
@@ -145,7 +158,8 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
         calls: list[Call] = []
         if c["status"] == VALID:
             row.update(_judge_valid(q, c["answer"], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
-                                    prompts, caller, calls))
+                                    prompts, caller, calls, cfg.response_format))
+        row["judge_parsed_from"] = parsed_from(calls, JUDGE_CALLS)
         row["judge_provider_calls"] = sum(not k.cache_hit and k.status != "budget_exhausted" for k in calls)
         row["judge_cache_hits"] = sum(k.cache_hit for k in calls)
         row["judge_input_tokens"] = sum(k.input_tokens or 0 for k in calls)
@@ -163,12 +177,14 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
     return pl.DataFrame(rows, schema_overrides={"faithfulness": pl.Float64, "answer_relevance": pl.Float64,
                                                 "gold_supported": pl.Float64, "contradicts_gold": pl.Boolean,
                                                 "judge_error": pl.String, "statements": pl.List(pl.String),
+                                                "judge_parsed_from": pl.List(pl.String),
                                                 "judge_messages_digests": pl.List(pl.String)})
 
 
 def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[str, Prompt], caller: Caller,
-                 calls: list[Call]) -> dict:
-    call = caller.call([{"role": "user", "content": prompts["statements"].render(question=q.text, answer=answer)}])
+                 calls: list[Call], mode: str) -> dict:
+    call = caller.call([{"role": "user", "content": prompts["statements"].render(question=q.text, answer=answer)}],
+                       response_format=response_format(mode, "statements"))
     calls.append(call)
     status, statements = _parsed_call(call, judging.parse_statements)
     if status != "ok":
@@ -177,7 +193,8 @@ def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[st
         return {"status": "no_statements", "judged": True}
     block = statements_block(statements)
     call = caller.call([{"role": "user", "content": prompts["verdicts"].render(
-        question=q.text, statements=block, evidence=numbered_block("evidence", evidence))}])
+        question=q.text, statements=block, evidence=numbered_block("evidence", evidence))}],
+        response_format=response_format(mode, "verdicts"))
     calls.append(call)
     status, parsed = _parsed_call(call, lambda raw: judging.parse_verdicts(raw, len(statements)))
     if status != "ok":
@@ -190,7 +207,8 @@ def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[st
     gold = [text for _, text in gold_texts(q)]
     if gold:
         call = caller.call([{"role": "user", "content": prompts["gold"].render(
-            question=q.text, statements=block, gold=numbered_block("gold", gold))}])
+            question=q.text, statements=block, gold=numbered_block("gold", gold))}],
+            response_format=response_format(mode, "gold_verdicts"))
         calls.append(call)
         status, parsed = _parsed_call(call, lambda raw: judging.parse_verdicts(raw, len(statements), gold=True))
         if status == "ok":

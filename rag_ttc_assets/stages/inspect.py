@@ -109,7 +109,8 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                    "citation_check": answer.get("citation_check"),
                    **_messages_sent(lab, arm, qid, "answers", answer, "messages_digests")} if answer else None,
         "contract": {"status": contract["status"], "reason": contract["reason"], "answer": contract["answer"],
-                     "abstained": contract["abstained"]} if contract else None,
+                     "abstained": contract["abstained"], "parsed_from": contract.get("parsed_from")}
+        if contract else None,
         "judge": {"status": judge["status"], "model": judge["judge_model"], "statements": judge["statements"],
                   "verdicts": json.loads(judge["verdicts"]), "faithfulness": judge["faithfulness"],
                   "gold_verdicts": json.loads(judge["gold_verdicts"]),
@@ -166,6 +167,7 @@ def to_markdown(v: dict) -> str:
     if v["contract"]:
         c = v["contract"]
         out += ["", f"**Contract**: {c['status']}" + (f" ({c['reason']})" if c["reason"] else "")
+                + (f"; JSON object parsed from: {c['parsed_from']}" if c.get("parsed_from") else "")
                 + (f"; citation check: {v['answer']['citation_check']}"
                    if v["answer"] and v["answer"].get("citation_check") not in (None, "off") else "")]
     if v["judge"]:

@@ -22,7 +22,8 @@ def _answers(lab: Lab, arm: str, report: dict) -> None:
     c = lab.store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
     report["contract"] = {k: c.get(k, 0) for k in ("total", "valid", "parse_failures", "contract_failures",
                                                    "contract_failure_reasons", "abstentions", "escalated",
-                                                   "provider_faults", "mean_answer_chars")}
+                                                   "provider_faults", "mean_answer_chars", "parsed_from")}
+    report["response_format"] = lab.arms[arm].response_format
     report["supply"] = lab.arms[arm].supply
     report["calls"] = {"answers": calls_summary(lab.store.read_table(arm, Table.ANSWERS))}
     report["generator_model"] = lab.arms[arm].generator.model
@@ -32,7 +33,8 @@ def _judges(lab: Lab, arm: str, report: dict) -> None:
     j = lab.store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
     report["judge"] = {k: j[k] for k in ("judged", "abstained", "invalid", "judge_failures", "mean_faithfulness",
                                          "mean_relevance", "contradicts_gold", "gold_judged", "judge_model",
-                                         "same_model_as_generator", "offline_baseline_judge")}
+                                         "same_model_as_generator", "offline_baseline_judge", "statuses")}
+    report["judge"]["parsed_from"] = j.get("parsed_from", {})
     # Each mean with its denominator and the reasons the other rows were not measured.
     report["judge"].update({k: j[k] for n in ("faithfulness", "relevance")
                             for k in (f"{n}_measured", f"{n}_of", f"{n}_not_measured")})

@@ -16,10 +16,11 @@ import polars as pl
 from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import json_list
-from rag_ttc_assets.core.contract import VALID
+from rag_ttc_assets.core.contract import VALID, locate_json_object
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, cited_answer_block, gold_requests_block
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.response_formats import response_format
 from rag_ttc_assets.core import summaries
 from rag_ttc_assets.core.summaries import JUDGED, is_offline_baseline
 from rag_ttc_assets.stages.calls import Caller
@@ -28,7 +29,7 @@ PARSE_FAILURE = "judge_parse_failure"
 REQUEST_JUDGMENT_SCHEMA = {"addressed": pl.Boolean, "excerpt": pl.String, "cited_chunk_ids": pl.List(pl.String),
                            "verdict": pl.String, "reason": pl.String, "judge_error": pl.String,
                            "judge_input_tokens": pl.Int64, "judge_output_tokens": pl.Int64,
-                           "judge_messages_digest": pl.String}
+                           "judge_messages_digest": pl.String, "judge_parsed_from": pl.String}
 
 
 def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> list[dict]:
@@ -55,16 +56,19 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
         base = {"query_id": q.id, "status": c["status"], "addressed": None, "excerpt": None, "cited_chunk_ids": [],
                 "verdict": None, "reason": None, "judge_error": None, "request_judge_model": cfg.request_judge.model,
                 "prompt_digest": prompt.digest, "judge_provider_calls": 0, "judge_cache_hits": 0,
-                "judge_input_tokens": None, "judge_output_tokens": None, "judge_messages_digest": None}
+                "judge_input_tokens": None, "judge_output_tokens": None, "judge_messages_digest": None,
+                "judge_parsed_from": None}
         judged: list[judging.RequestJudgment] | None = None
         if c["status"] == VALID:
-            call = caller.call(request_judge_messages(prompt, q, c))
+            call = caller.call(request_judge_messages(prompt, q, c),
+                               response_format=response_format(cfg.response_format, "request_judgments"))
             base.update(judge_provider_calls=int(not call.cache_hit and call.status != "budget_exhausted"),
                         judge_cache_hits=int(call.cache_hit), judge_input_tokens=call.input_tokens,
                         judge_output_tokens=call.output_tokens, judge_messages_digest=call.messages_digest)
             if call.status != "ok":
                 base.update(status=f"judge_{call.status}", judge_error=call.error)
             else:
+                base["judge_parsed_from"] = locate_json_object(call.raw_text)[2] or "none"
                 try:
                     judged = judging.parse_request_judgments(call.raw_text, [r.id for r in q.requests])
                     base["status"] = JUDGED

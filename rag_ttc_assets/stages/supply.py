@@ -20,6 +20,7 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.supply import LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCall, parse_lookup_arguments, \
     seamless_offsets
 from rag_ttc_assets.stages.calls import Call, Caller
@@ -151,7 +152,11 @@ def tool_conversation(cfg: ArmConfig, q: Question, prompt: Prompt, index_text: s
     log: list[LookupCall] = []
     supplied: list[str] = []
     for turn in range(cfg.lookup_rounds + 1):
-        call = caller.call(messages, tools=[LOOKUP_TOOL] if turn < cfg.lookup_rounds else None)
+        # Only the last turn, which offers no tool, asks for the answer's schema: a schema would rule out a tool call.
+        last = turn == cfg.lookup_rounds
+        call = caller.call(messages, tools=None if last else [LOOKUP_TOOL],
+                           response_format=response_format(cfg.response_format, answer_reply(prompt.text)) if last
+                           else None)
         calls.append(call)
         if call.status != "ok" or not call.tool_calls:
             break
@@ -182,7 +187,8 @@ def citation_check(cfg: ArmConfig, q: Question, final: Call, evidence: Sequence[
         return CITATION_PASSED, []
     retry = caller.call([{"role": "user", "content": retry_prompt.render(
         question=q.text, evidence=evidence_block(list(evidence)),
-        title_index="", **label_values(cfg.requests_in_prompt, [(r.id, r.text) for r in q.requests]))}])
+        title_index="", **label_values(cfg.requests_in_prompt, [(r.id, r.text) for r in q.requests]))}],
+        response_format=response_format(cfg.response_format, answer_reply(retry_prompt.text)))
     if retry.status != "ok":
         return CITATION_OFF, [retry]
     passed = check_contract(retry.raw_text, supplied).status in (VALID, ABSTAINED)

@@ -79,6 +79,27 @@ def test_ok_returns_content_tokens_and_request_as_sent():
     assert request["headers"]["x-stainless-retry-count"] == "0"  # the openai client adds no retries
 
 
+def test_response_format_reaches_an_openai_compatible_server_verbatim_and_only_when_asked():
+    # What litellm 1.110.2 sends for `openai/` models: the dict as given (no rewriting to json_object or tools).
+    from rag_ttc_assets.core.response_formats import response_format
+
+    wanted = response_format("json_schema", "answer")
+    with FakeOpenAIServer(answer_fn) as server:
+        complete(spec_for(server), ask(), response_format=wanted)
+        complete(spec_for(server), ask())
+    constrained, free = server.requests
+    assert constrained["body"]["response_format"] == wanted
+    assert constrained["body"]["response_format"]["json_schema"]["schema"]["required"] == [
+        "answer", "citation_chunk_ids", "abstained"]
+    assert constrained["body"]["response_format"]["json_schema"]["strict"] is True
+    assert "response_format" not in free["body"]
+
+
+def test_response_format_in_params_is_refused_in_favour_of_the_argument():
+    with pytest.raises(ValueError, match="response_format"):
+        ModelSpec(model="openai/x", params={"response_format": {"type": "json_object"}})
+
+
 def test_priced_model_cost_comes_from_litellm_cost_map():
     with FakeOpenAIServer(answer_fn) as server:
         result = complete(spec_for(server, model="openai/gpt-4o-mini"), ask())

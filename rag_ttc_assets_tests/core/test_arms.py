@@ -172,6 +172,16 @@ def test_api_key_in_generator_params_is_rejected() -> None:
         "and name it in api_key_env, not api_key")
 
 
+def test_response_format_is_the_arm_s_field_not_a_model_param() -> None:
+    raw = {"arms": {"x": {"judge": {"model": "local/lexical", "params": {"response_format": {"type": "json_object"}}}}}}
+    assert arms_error(raw) == (
+        "arms.yaml: arms.x: field 'judge.params': Value error, set the arm's response_format (json_schema or none), "
+        "not params.response_format")
+    assert parse_arms({"arms": {"x": {"response_format": "none"}}})["x"].response_format == "none"
+    assert parse_arms({"arms": {"x": {}}})["x"].response_format == "json_schema"
+    assert "response_format" in arms_error({"arms": {"x": {"response_format": "grammar"}}})
+
+
 def test_source_is_named_and_unknown_lookups_fail() -> None:
     arms = parse_arms({"arms": {"a": {}}, "families": {"f": {"parameter": "evidence_k", "values": [1]}}},
                       source="lab/arms.yaml")
@@ -231,7 +241,12 @@ def test_repository_arms_file() -> None:
     }
     assert arms.names[:6] == ["baseline", "evidence-k-8", "prompt-multipart", "prompt-multipart-oracle", "retrieval-bm25",
                               "retrieval-vector"]
-    assert len(arms.names) == 31  # 13 named + 5 + 5 + 3 + 2 + 5 members, two of them shared with named arms
+    assert len(arms.names) == 33  # 15 named + 5 + 5 + 3 + 2 + 5 members, two of them shared with named arms
+    # The local LLM arms: one model answers and judges; they differ in constrained decoding alone.
+    llm = arms["local-llm"]
+    assert llm.generator == llm.judge == llm.request_judge and llm.generator.model == "openai/smollm2-135m-instruct"
+    assert (llm.question_set, llm.response_format) == ("pilot", "json_schema")
+    assert arms["local-llm-free"] == llm.model_copy(update={"response_format": "none"})
     baseline = arms["baseline"]
     assert baseline == ArmConfig(generator=ModelConfig(model="local/extractive"),
                                  judge=ModelConfig(model="local/lexical"))

@@ -10,6 +10,7 @@ from rag_ttc_assets.core.contract import (
     RequestItem,
     check_contract,
     contract_sums_close,
+    locate_json_object,
     summarize_contract,
 )
 
@@ -45,6 +46,44 @@ def test_fenced_json_and_surrounding_whitespace_accepted() -> None:
     assert check_contract(f"```\n{_answer()}\n```", ADMITTED).status == "valid"
 
 
+def test_a_clean_reply_is_parsed_from_json() -> None:
+    assert check_contract(_answer(), ADMITTED).parsed_from == "json"
+    assert check_contract(f"  {_answer()}\n", ADMITTED).parsed_from == "json"
+
+
+@pytest.mark.parametrize(
+    ("raw", "parsed_from"),
+    [
+        (f"```json\n{_answer()}\n```", "fenced"),
+        (f"Here is the answer:\n```json\n{_answer()}\n```\nI hope this helps.", "fenced"),
+        (f"```python\nprint(1)\n```\nand the answer:\n```\n{_answer()}\n```", "fenced"),
+        (f"Here you go: {_answer()}", "prose"),
+        (f"{_answer()}\n\nNote: chunk c1 says so.", "prose"),
+        (f"The answer {{is}} below.\n{_answer()}", "prose"),
+    ],
+)
+def test_an_object_in_a_fence_or_after_prose_is_parsed_and_says_where(raw: str, parsed_from: str) -> None:
+    result = check_contract(raw, ADMITTED)
+    assert (result.status, result.parsed_from) == ("valid", parsed_from)
+    assert result.answer is not None and result.answer.answer == "Use functools.cache."
+
+
+def test_the_first_object_is_taken_as_written_never_merged_or_repaired() -> None:
+    obj, error, where = locate_json_object('Draft: {"answer": "a"} Final: {"answer": "b"}')
+    assert (obj, error, where) == ({"answer": "a"}, "", "prose")
+    # Found in prose, then checked as it is: the missing fields are the model's contract failure.
+    result = check_contract('Answer: {"answer": "a"}', ADMITTED)
+    assert (result.status, result.reason, result.parsed_from) == (
+        "contract_failure", "schema: citation_chunk_ids: missing", "prose")
+
+
+def test_a_fenced_or_prose_object_still_meets_the_rules() -> None:
+    stray = check_contract(f"```json\n{_answer(citation_chunk_ids=['c9'])}\n```", ADMITTED)
+    assert (stray.status, stray.reason, stray.parsed_from) == (
+        "contract_failure", "citation of a chunk that was not admitted: c9", "fenced")
+    assert check_contract("Sure! Here is the answer.", ADMITTED).parsed_from is None
+
+
 def test_extra_fields_ignored() -> None:
     result = check_contract(_answer(confidence=0.9), ADMITTED)
     assert result.status == "valid"
@@ -54,7 +93,7 @@ def test_extra_fields_ignored() -> None:
     ("raw", "reason"),
     [
         ("Sure! Here is the answer.", "not JSON: Expecting value: line 1 column 1 (char 0)"),
-        (f"Here you go: {_answer()}", "not JSON: Expecting value: line 1 column 1 (char 0)"),
+        ("Here you go: {not json} and {'single': 'quotes'}", "not JSON: Expecting value: line 1 column 1 (char 0)"),
         ('{"answer": "x",', "not JSON: Expecting property name enclosed in double quotes: line 1 column 16 (char 15)"),
         ("", "not JSON: empty text"),
         ("   \n", "not JSON: empty text"),

@@ -86,3 +86,18 @@ def test_an_unknown_request_is_named_before_a_missing_one() -> None:
 
 def test_a_parse_error_is_a_value_error() -> None:
     assert issubclass(JudgeParseError, ValueError)
+
+
+def test_judge_replies_in_a_fence_or_after_prose_are_parsed_and_missing_fields_are_named() -> None:
+    from rag_ttc_assets.core.judging import parse_statements, parse_verdicts
+
+    body = '{"statements": ["A lambda creates a function."]}'
+    for raw in (f"```json\n{body}\n```", f"Here are the statements:\n{body}", f"{body}\nDone."):
+        assert parse_statements(raw) == ["A lambda creates a function."]
+    verdicts = '{"verdicts": [{"statement": 1, "supported": true}], "answer_relevance": 0.5}'
+    parsed, relevance = parse_verdicts(f"Sure!\n```\n{verdicts}\n```", 1)
+    assert (parsed[0].supported, relevance) == (True, 0.5)
+    with pytest.raises(JudgeParseError, match="field 'verdicts' must be a list"):
+        parse_verdicts('{"answer_relevance": 0.5}', 1)
+    with pytest.raises(JudgeParseError, match="field 'statements' must be a list"):
+        parse_statements('Statements: {"statement": ["x"]}')
