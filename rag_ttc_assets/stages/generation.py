@@ -7,9 +7,7 @@ what it finished; the Parquet table is written once the stage completes.
 from __future__ import annotations
 
 import json
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import polars as pl
 
