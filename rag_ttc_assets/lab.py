@@ -68,11 +68,19 @@ def _home(explicit: str | Path | None, default: Path):
 
     value = explicit or os.environ.get("RAG_TTC_HOME")
     if isinstance(value, str) and is_object_uri(value):
+        try:
+            import fsspec
+
+            fsspec.get_filesystem_class(value.split("://", 1)[0])  # s3fs installed?
+        except (ImportError, ValueError) as e:
+            where = "argument" if explicit else "RAG_TTC_HOME"
+            raise LabPathError(f"{where}: {value!r} needs the object-store packages ({e}); install them with "
+                               "pip install -e '.[cluster]'") from None
         return remote_root(value)
     if isinstance(value, str) and "://" in value:
         where = "argument" if explicit else "RAG_TTC_HOME"
         raise LabPathError(f"{where}: {value!r}: the store supports {', '.join(s + '://' for s in SCHEMES)} URIs "
-                           "and local folders; use one of those")
+                           "(docs/cluster.md) and local folders; use one of those")
     return _path(explicit, "RAG_TTC_HOME", default)
 
 

@@ -19,13 +19,12 @@ import json
 import os
 import shutil
 import tempfile
-import uuid
 import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from rag_ttc_assets.adapters.store import (MANIFEST, ArtifactStore, Built, StoreError, atomic_write_json, digest_of,
-                                           digest_tree, file_lock)
+from rag_ttc_assets.adapters.store import (MANIFEST, ArtifactStore, Built, StoreError, digest_tree, file_lock,
+                                           move_into_place)
 
 SCHEMES = ("s3",)
 LOCAL_CACHE_ENV = "RAG_TTC_LOCAL_CACHE"
@@ -162,10 +161,7 @@ class ObjectArtifactStore(ArtifactStore):
                         return None
                     (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                     (tmp / rel).write_bytes(data)
-                atomic_write_json(tmp / MANIFEST, manifest)
-                if local.exists():
-                    shutil.rmtree(local)
-                os.replace(tmp, local)
+                move_into_place(tmp, local, manifest)
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
@@ -222,21 +218,11 @@ class ObjectArtifactStore(ArtifactStore):
                     raise StoreError(f"{final}: the winning build's objects do not match its manifest; rerun") from e
                 return built
             local = self._local_dir(kind, manifest)
-            atomic_write_json(tmp / MANIFEST, manifest)
             for rel in manifest["remote"]:
                 (tmp / rel).unlink()
-            local.parent.mkdir(parents=True, exist_ok=True)
-            if local.exists():
-                shutil.rmtree(local)
-            os.replace(tmp, local)
+            move_into_place(tmp, local, manifest)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return Built(kind, local, kd, content, False, manifest, uri=str(final))
 
-
-def new_probe_key(prefix: str) -> str:
-    return f"{prefix.strip('/')}/.probe/{uuid.uuid4().hex}".lstrip("/")
-
-
-__all__ = ["ObjectArtifactStore", "digest_of", "is_object_uri", "local_cache_dir", "put_object", "remote_root"]

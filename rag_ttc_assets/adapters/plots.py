@@ -40,7 +40,7 @@ def _no_data(ax, message: str = "no data") -> None:
 
 def _save(fig, path: str | os.PathLike) -> Path:
     """Tight layout, render to PNG bytes, write them atomically (the store's temp-file-and-rename), close."""
-    path = Path(path)
+    path = Path(path) if isinstance(path, str) else path  # a Path, or an object store's UPath
     try:
         fig.tight_layout()
         buffer = io.BytesIO()

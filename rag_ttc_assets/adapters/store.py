@@ -122,6 +122,15 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
 
 
+def move_into_place(tmp: Path, final: Path, manifest: dict[str, Any]) -> None:
+    """Write `manifest` into the built folder `tmp`, then rename it to `final` (replacing a damaged one)."""
+    atomic_write_json(tmp / MANIFEST, manifest)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+
+
 @contextlib.contextmanager
 def file_lock(path: Path):
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -218,10 +227,7 @@ class ArtifactStore:
                 info = builder(tmp)
                 manifest = {"kind": kind, "key": key, "key_digest": kd, "info": info,
                             "content_digest": digest_tree(tmp)}
-                atomic_write_json(tmp / MANIFEST, manifest)
-                if final.exists():
-                    shutil.rmtree(final)
-                os.replace(tmp, final)
+                move_into_place(tmp, final, manifest)
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise

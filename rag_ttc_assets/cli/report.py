@@ -9,7 +9,9 @@ from rag_ttc_assets.report.files import pair_path, write_arm, write_pair
 
 
 def _shown(path: Path) -> str:
-    """The path as typed from here: relative to the current folder when it is inside it."""
+    """The path as typed from here: relative to the current folder when it is inside it (a URI in an object store)."""
+    if not isinstance(path, Path):
+        return str(path)
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:

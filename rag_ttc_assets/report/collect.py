@@ -90,9 +90,10 @@ def arm_info(lab: Lab, arm: str) -> dict:
 
 def png_data(path: str | Path | None) -> str | None:
     """A PNG as a data: URI, so the page needs no file beside it."""
-    if not path or not Path(path).is_file():
+    path = Path(path) if isinstance(path, str) else path  # a Path, or an object store's UPath
+    if not path or not path.is_file():
         return None
-    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
 def _chunk_sets(sides: list[dict], cases: list[dict]) -> tuple[list[dict], list[int]]:

@@ -242,11 +242,13 @@ def test_hitrate_gate_without_generation(mini_lab, tmp_path):
     assert code == 1 and "gate: admitted hit rate" in out
 
 
-def test_object_storage_home_is_refused_not_made_a_local_folder(tmp_path):
-    code, out, err = rag_ttc("arms", env={"RAG_TTC_HOME": "s3://bucket/lab"}, cwd=tmp_path)
+def test_a_uri_the_store_does_not_support_is_refused_not_made_a_local_folder(tmp_path):
+    code, out, err = rag_ttc("arms", env={"RAG_TTC_HOME": "gs://bucket/lab"}, cwd=tmp_path)
     assert code == 1
-    assert "RAG_TTC_HOME: 's3://bucket/lab' is a URI" in err and "docs/cluster.md" in err
-    assert not (tmp_path / "s3:").exists()
+    assert "RAG_TTC_HOME: 'gs://bucket/lab': the store supports s3:// URIs" in err and "docs/cluster.md" in err
+    assert not (tmp_path / "gs:").exists()
+    code, out, err = rag_ttc("arms", env={"RAG_TTC_DATASETS": "s3://bucket/datasets"}, cwd=tmp_path)
+    assert code == 1 and "RAG_TTC_DATASETS: 's3://bucket/datasets' is a URI" in err and "only RAG_TTC_HOME" in err
 
 
 def test_run_table_puts_each_roles_calls_beside_its_own_table():

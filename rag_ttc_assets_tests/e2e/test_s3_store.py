@@ -77,7 +77,7 @@ def test_arms_on_s3_equal_a_local_run_and_share_their_upstream(s3_lab, s3_server
     after_first = server.request_count
     assert after_first == 8
 
-    keys = {o["Key"] for o in s3_server.s3().list_objects_v2(Bucket=s3_bucket, MaxKeys=1000).get("Contents", [])}
+    keys = bucket_keys(s3_server, s3_bucket)
     assert "lab/store/arms/remote/answers.parquet" in keys
     assert any(k.startswith("lab/provider_cache/") for k in keys)  # the provider cache is in the bucket too
     assert any(k.startswith("lab/runs/remote/") and k.endswith("/status.json") for k in keys)
@@ -116,19 +116,28 @@ def test_report_and_compare_write_into_the_bucket(s3_lab, s3_server, s3_bucket):
     run(worker_a, "remote", "remote-k3", "--stage", "judge")
     code, out, err = cli("report", "remote", env=worker_a)
     assert code == 0, err[-3000:]
+    assert f"report: s3://{s3_bucket}/lab/store/reports/remote.html" in out
+    code, out, err = cli("report", "remote", "remote-k3", env=worker_a)
+    assert code == 0, err[-3000:]
     code, out, err = cli("compare", "remote", "remote-k3", "--json", env=worker_a)
     assert code == 0, err[-3000:]
-    assert json.loads(out)
-    keys = {o["Key"] for o in s3_server.s3().list_objects_v2(Bucket=s3_bucket, MaxKeys=1000).get("Contents", [])}
+    rep = json.loads(out)
+    assert rep["n"] == 8 and rep["plots"]
+    assert all(p.startswith(f"s3://{s3_bucket}/lab/store/comparisons/") for p in rep["plots"].values())
+    keys = bucket_keys(s3_server, s3_bucket)
     assert "lab/store/reports/remote.html" in keys
-    assert "lab/store/comparisons/remote--remote-k3.html" in keys
+    page = client_body(s3_server, s3_bucket, "lab/store/reports/remote.html")
+    assert b"data:image/png;base64," in page  # its failure-flow plot, read back from the bucket
+    assert {"lab/store/comparisons/remote--remote-k3.html", "lab/store/comparisons/remote--remote-k3.json"} <= keys
+    assert all(p.split(f"s3://{s3_bucket}/", 1)[1] in keys for p in rep["plots"].values())
     runs = [k for k in keys if k.startswith("lab/runs/remote/") and k.endswith("/summary.md")]
     assert runs, "the run record is written in the bucket"
 
 
 def test_a_truncated_object_in_the_bucket_is_detected_and_rebuilt(s3_lab, s3_server, s3_bucket):
-    root, (worker_a, worker_b), _, server = s3_lab
+    root, (worker_a, _), _, server = s3_lab
     run(worker_a, "remote", "--stage", "retrieval")
+    assert "remote: up to date, nothing to run" in run(worker_a, "remote", "--stage", "retrieval")
     client = s3_server.s3()
     chunks = [o["Key"] for o in client.list_objects_v2(Bucket=s3_bucket, Prefix="lab/store/cache/chunks/")["Contents"]
               if o["Key"].endswith("/chunks.parquet")]
@@ -136,12 +145,23 @@ def test_a_truncated_object_in_the_bucket_is_detected_and_rebuilt(s3_lab, s3_ser
     body = client.get_object(Bucket=s3_bucket, Key=chunks[0])["Body"].read()
     client.put_object(Bucket=s3_bucket, Key=chunks[0], Body=body[: len(body) // 2])  # a truncated upload
 
-    code, out, err = cli("run", "remote", "--stage", "retrieval", env=worker_b)
+    # Dagster calls the arm up to date; the store's check of the artifact in the bucket does not.
+    code, out, err = cli("run", "remote", "--stage", "retrieval", env=worker_a)
     assert code == 0, err[-4000:]
     assert "is corrupt (object chunks.parquet:" in err and "rebuilding it" in err
     assert client.head_object(Bucket=s3_bucket, Key=chunks[0])["ContentLength"] == len(body)
-    assert shared_metadata(worker_b, "remote")["chunks"]["cache_hit"] is False
+    assert shared_metadata(worker_a, "remote")["chunks"]["cache_hit"] is False
+    assert "remote: up to date, nothing to run" in run(worker_a, "remote", "--stage", "retrieval")
     assert server.request_count == 0
+
+
+def bucket_keys(s3_server, bucket: str) -> set[str]:
+    pages = s3_server.s3().get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    return {o["Key"] for page in pages for o in page.get("Contents", [])}
+
+
+def client_body(s3_server, bucket: str, key: str) -> bytes:
+    return s3_server.s3().get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
 def bad_env(case: str, env: dict, s3_server, bucket: str) -> tuple[dict, str]:
@@ -187,3 +207,48 @@ def test_a_store_the_run_cannot_use_fails_before_any_provider_call(s3_lab, s3_se
     assert list(failures) == ["corpus_binding"], failures
     assert failures["corpus_binding"].split(": ", 1)[1] == error
     assert server.request_count == 0
+
+
+def test_a_killed_run_on_s3_keeps_its_finished_rows_and_the_rerun_repeats_no_call(tmp_path, s3_server, s3_bucket):
+    import time
+
+    from rag_ttc_assets_tests.support.reliability import asked, cli_start, kill_group
+
+    synthetic_dataset(tmp_path / "datasets" / "rel", 24)
+
+    def slow_model(messages):
+        time.sleep(0.3)
+        return fake_model(messages)
+
+    env = {**lab_env(tmp_path, RAG_TTC_LOCAL_CACHE=str(tmp_path / "cache")), **s3_server.env(s3_bucket)}
+    client = s3_server.s3()
+
+    def row_objects() -> list[str]:
+        return [k for k in bucket_keys(s3_server, s3_bucket)
+                if "/results/generated-answers.partial.jsonl.rows/" in k]
+
+    with FakeOpenAIServer(slow_model) as server:
+        (tmp_path / "arms.yaml").write_text(arms_text("rel", {"slow": {}}, server.base_url, generation_workers=2))
+        proc = cli_start("run", "slow", "--stage", "answers", env=env, out=tmp_path / "killed")
+        deadline = time.monotonic() + 400
+        while len(row_objects()) < 4:
+            assert proc.poll() is None, (tmp_path / "killed.stderr").read_text()[-3000:]
+            assert time.monotonic() < deadline, "no finished rows appeared in the bucket"
+            time.sleep(0.2)
+        kill_group(proc)
+        kept = row_objects()
+        rows = [json.loads(client.get_object(Bucket=s3_bucket, Key=k)["Body"].read()) for k in kept]
+        assert 4 <= len(rows) < 24 and all(r["status"] == "ok" for r in rows)
+        finished = {r["query_id"] for r in rows}
+
+        code, out, err = cli("runs", "slow", "--json", env=env)
+        assert code == 0, err[-3000:]
+        (killed,) = json.loads(out)
+        assert killed["status"] == "interrupted"
+        assert killed["partial_rows"]["results/generated-answers.partial.jsonl"] >= len(rows)
+
+        since = server.request_count
+        run(env, "slow", "--stage", "answers")
+        again = asked(server, since)
+        assert not finished & set(again), "a finished row was asked again"  # the provider cache is in the bucket
+        assert again and all(n == 1 for n in again.values())  # the rest, each asked once
