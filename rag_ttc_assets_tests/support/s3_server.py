@@ -62,7 +62,11 @@ class S3Server:
                     server.stop()
                     raise RuntimeError(f"moto server did not start on port {port} (exit {proc.poll()})") from None
                 time.sleep(0.2)
-        server._users()
+        try:
+            server._users()
+        except BaseException:
+            server.stop()  # a server it could not set up is not left running
+            raise
         return server
 
     def _client(self, service: str, user: str | None = "admin"):
