@@ -69,7 +69,7 @@ def provider(monkeypatch):
     """llm.complete replaced by an ok answer; the list holds the messages of every provider call."""
     sent: list[list[dict]] = []
 
-    def complete(spec, messages, tools=None):
+    def complete(spec, messages, tools=None, response_format=None):
         sent.append(json.loads(json.dumps(messages)))
         return llm.CallResult("ok", '{"answer": "It checks."}', 12, 3, 0.01, None, 1, None)
 
