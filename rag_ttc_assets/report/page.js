@@ -33,6 +33,12 @@
   // A real number (mean, delta, p-value, sum): always four decimals, so 1 reads 1.0000 as the terminal prints it.
   function real(x) { return x === null || x === undefined ? "–" : Number(x).toFixed(4); }
   function numr(x, attrs) { return el("td", Object.assign({ class: "num" }, attrs || {}), real(x)); }
+  // Gain or loss by the metric's direction (core.compare.DIRECTIONS): a rise in a cost (tokens, latency) is a loss.
+  function outcome(metric, delta) {
+    if (delta === null || delta === undefined || delta === 0) return "";
+    const lower = (D.directions || {})[metric] === "lower_is_better";
+    return (delta > 0) !== lower ? "gain" : "loss";
+  }
   function short(digest) { return digest && digest.length > 19 ? digest.slice(0, 19) + "…" : digest; }
   function table(cls, head, rows) {
     return el("table", { class: cls }, el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))),
@@ -91,7 +97,7 @@
     const C = D.comparison;
     const rows = Object.entries(C.metrics).map(([m, v]) => el("tr", { "data-metric": m, class: m === C.headline ? "differ" : null },
       el("td", {}, m), numr(v.mean_a, { "data-field": "mean_a" }), numr(v.mean_b, { "data-field": "mean_b" }),
-      numr(v.mean_delta, { "data-field": "mean_delta", class: "num " + (v.mean_delta > 0 ? "gain" : v.mean_delta < 0 ? "loss" : "") }),
+      numr(v.mean_delta, { "data-field": "mean_delta", class: "num " + outcome(m, v.mean_delta) }),
       el("td", { class: "num", "data-field": "ci" }, `[${real(v.ci_low)}, ${real(v.ci_high)}]`),
       numr(v.p_value, { "data-field": "p_value" }), numr(v.p_adjusted, { "data-field": "p_adjusted" }),
       el("td", { "data-field": "significant", class: v.significant ? "sig" : null }, v.significant === null ? "–" : fmt(v.significant)),
@@ -215,7 +221,7 @@
     const open = state.open === c.id;
     const cells = PAIR
       ? [el("td", {}, c.id), el("td", { class: "q", title: c.question }, c.question), numr(c.a), numr(c.b),
-        numr(c.delta, { class: "num " + (c.delta > 0 ? "gain" : c.delta < 0 ? "loss" : "") }), el("td", {}, fmt(c.bucket)),
+        numr(c.delta, { class: "num " + outcome(D.comparison.headline, c.delta) }), el("td", {}, fmt(c.bucket)),
         el("td", {}, c.changed.join(", ")), el("td", { class: "flag" }, c.catastrophic ? "catastrophic" : "")]
       : [el("td", {}, c.id), el("td", { class: "q", title: c.question }, c.question), el("td", {}, c.branches.join(", "))];
     const tr = el("tr", { class: "case" + (open ? " open" : ""), "data-case": c.id }, cells);
