@@ -760,9 +760,10 @@ def diagnose(sweep: Mapping) -> dict:
         for rep in groups.get(name, []):
             for s in rule_pair_effects(rep, sweep):
                 doc.add(sec, s)
-            if (rep["metrics"].get(rep.get("headline", "completeness")) or {}).get("n", 0) < MIN_PAIRED:
-                continue
-            for s in (rule_trade_off(rep, sweep), rule_valid_not_complete(rep, sweep), rule_transitions(rep, sweep)):
+            # Effects only with enough paired cases; the transition matrix's cells are counts, stated either way.
+            enough = (rep["metrics"].get(rep.get("headline", "completeness")) or {}).get("n", 0) >= MIN_PAIRED
+            for s in ((rule_trade_off(rep, sweep), rule_valid_not_complete(rep, sweep)) if enough else ()) + (
+                    rule_transitions(rep, sweep),):
                 if s:
                     doc.add(sec, s)
             if "oracle" in (label_kind(arms, rep["a"]), label_kind(arms, rep["b"])):
