@@ -2,6 +2,7 @@
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
+from rag_ttc_assets.adapters.report_server import report_url
 from rag_ttc_assets.defs.resources import LabResource
 
 GROUP = "diagnostics"
@@ -25,4 +26,6 @@ def diagnosis(context: AssetExecutionContext, lab: LabResource) -> MaterializeRe
         "claims": MetadataValue.int(sum(1 for s in sentences if s["p_adjusted"] is not None)),
         "summary": MetadataValue.md("\n".join(f"- {s['text']}" for s in summary)),
         "diagnosis_md": MetadataValue.path(str(paths["md"])), "diagnosis_json": MetadataValue.path(str(paths["json"])),
-        "page": MetadataValue.path(str(paths["html"]))})
+        "page": MetadataValue.path(str(paths["html"])),
+        # One click from the UI: the page over HTTP when `rag-ttc serve-reports` runs (make dev starts it).
+        **({"page_url": MetadataValue.url(url)} if (url := report_url("comparisons", paths["html"].name)) else {})})
