@@ -32,6 +32,7 @@ MIN_PAIRED = 10  # fewer paired cases than this: no test is read, the finding sa
 MAX_UNMEASURED = 0.1  # more than this share of requests not measured by the request judge: no decision
 TOP_CELLS = 3
 LOSING = tuple(b for b in FLOW_BRANCHES if b != "ok")
+UPSTREAM = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context")  # support lost before the generator
 TREND_QUANTITIES = (  # (name, unit, where in an arm record)
     ("omitted_by_context", "requests", "omitted_by_context"),
     ("valid", "answers", "valid"),
@@ -652,33 +653,61 @@ def next_experiments(sweep: Mapping) -> list[tuple[Sentence, str]]:
     for r in sweep["comparisons"]:
         if label_kind(arms, r["a"]) != "none" or label_kind(arms, r["b"]) != "none":
             continue
-        m = rep_metric = r["metrics"].get(r.get("headline", "completeness")) or {}
-        if any(outcome(q, (r["metrics"].get(q) or {}).get("mean_delta")) == "gain" for q in QUALITY) and \
-                outcome(r.get("headline", "completeness"), rep_metric.get("mean_delta")) != "loss" and m:
+        head = r["metrics"].get(r.get("headline", "completeness")) or {}
+        if head and any(outcome(q, (r["metrics"].get(q) or {}).get("mean_delta")) == "gain" for q in QUALITY) and \
+                outcome(r.get("headline", "completeness"), head.get("mean_delta")) != "loss":
             ups.setdefault(r["a"], []).append(r)
     configs = [a.get("config_flat") or {} for a in sweep.get("all_configs", {}).values()]
+    candidates: list[tuple[str, Mapping, Mapping, list]] = []  # (base, r1, r2, the cells that point to it)
     for base, reps in sorted(ups.items()):
         for i, r1 in enumerate(reps):
             for r2 in reps[i + 1:]:
-                c1 = {k: v[1] for k, v in r1["changed_parameters"].items()}
-                c2 = {k: v[1] for k, v in r2["changed_parameters"].items()}
-                if any(k in c2 and c2[k] != v for k, v in c1.items()):
-                    continue  # the two changes set one field differently: no single combination
-                union = {**c1, **c2}
-                base_cfg = (arms.get(base) or {}).get("config_flat") or {}
-                target = {**base_cfg, **union}
-                if any(all(cfg.get(k) == v for k, v in target.items() if k in union) and cfg for cfg in configs):
-                    continue  # some arm of the arms file already runs it
-                name = f"{r1['b']}-{r2['b']}"[:60].strip("-")
-                s = Sentence("next.combine", {"base": base, "pairs": [[r1["a"], r1["b"]], [r2["a"], r2["b"]]],
-                                              "overrides": union})
-                s.t(f"Combine {r1['b']} and {r2['b']}: each moves a quality metric up against {base} ({r1['b']}: "
-                    + _quality_text(r1) + f"; {r2['b']}: " + _quality_text(r2)
-                    + "), and no arm runs both; compare it with both, case by case.")
-                snippet = ("arms:\n  " + name + ": {" + ", ".join(f"{k}: {_yaml_value(v)}" for k, v in
-                                                                 sorted(_nest(union).items())) + "}\n"
-                           + f"comparisons:\n  - [{base}, {name}]\n  - [{r1['b']}, {name}]\n  - [{r2['b']}, {name}]\n")
-                out.append((s, snippet))
+                candidates.append((base, r1, r2, []))
+    # The seed's 11.2: a change that brings evidence into the context whose requests the answer then does not
+    # address (retrieval or admission -> not_addressed), beside a prompt change from the same arm, which targets
+    # exactly that branch.
+    plain = [r for r in sweep["comparisons"] if label_kind(arms, r["a"]) == label_kind(arms, r["b"]) == "none"]
+    for r1 in plain:
+        recovered = [c for c in r1["transitions"]["cells"] if c["a"] in UPSTREAM and c["b"] == "not_addressed"]
+        if not recovered or "prompt" in r1["changed_parameters"]:
+            continue
+        for r2 in plain:
+            if r2["a"] == r1["a"] and r2 is not r1 and set(r2["changed_parameters"]) == {"prompt"} and not any(
+                    {id(x), id(y)} == {id(r1), id(r2)} for _, x, y, _ in candidates):
+                candidates.append((r1["a"], r1, r2, recovered))
+    for base, r1, r2, recovered in candidates:
+        c1 = {k: v[1] for k, v in r1["changed_parameters"].items()}
+        c2 = {k: v[1] for k, v in r2["changed_parameters"].items()}
+        if any(k in c2 and c2[k] != v for k, v in c1.items()):
+            continue  # the two changes set one field differently: no single combination
+        union = {**c1, **c2}
+        if any(cfg and all(cfg.get(k) == v for k, v in union.items()) for cfg in configs):
+            continue  # some arm of the arms file already runs it
+        name = f"{r1['b']}-{r2['b']}"[:60].strip("-")
+        s = Sentence("next.combine", {"base": base, "pairs": [[r1["a"], r1["b"]], [r2["a"], r2["b"]]],
+                                      "overrides": union, "cells": [c["key"] for c in recovered]})
+        s.t(f"Combine {r1['b']} and {r2['b']}: ")
+        if recovered:
+            s.t(f"{r1['b']} brings into the context the evidence of requests the answer then does not address (")
+            for i, c in enumerate(recovered):
+                s.t(", " if i else "").t(f"{c['key']} ").n(f"cell.{c['key']}", c["count"], "count",
+                                                          pair_link(r1, sweep["pages"], transition=c["key"]))
+                s.about(c["cases"], c["requests"])
+            s.t(f"), and {r2['b']} changes the prompt, which is what not_addressed measures")
+        else:
+            s.t(f"each moves a quality metric up against {base}, significant or not (")
+            for j, r in enumerate((r1, r2)):
+                s.t("; " if j else "").t(f"{r['b']}:")
+                for q in QUALITY:
+                    v = r["metrics"].get(q)
+                    if v and v.get("mean_delta") is not None:
+                        s.t(f" {q} ").n(f"{r['b']}.{q}", v["mean_delta"], "delta", pair_link(r, sweep["pages"]))
+            s.t(")")
+        s.t("; no arm runs both. Compare the combination with both, case by case.")
+        snippet = ("arms:\n  " + name + ": {" + ", ".join(f"{k}: {_yaml_value(v)}" for k, v in
+                                                         sorted(_nest(union).items())) + "}\n"
+                   + f"comparisons:\n  - [{base}, {name}]\n  - [{r1['b']}, {name}]\n  - [{r2['b']}, {name}]\n")
+        out.append((s, snippet))
     for fam, spec in sweep["families"].items():
         members = spec["members"]
         pairs = [r for r in sweep["comparisons"] if r["a"] in members and r["b"] in members]

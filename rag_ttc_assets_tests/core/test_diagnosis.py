@@ -247,3 +247,32 @@ def test_markdown_escapes_text_from_the_records(name):
     line = next(x for x in md.splitlines() if x.startswith("- "))
     assert not re.search(r"(?<!\\)[<\[\]|`*_]", line[2:line.rindex(" (rule")]), line
     assert _plain(line[2:line.rindex(" (rule")])[0] == f"case {name} 1"
+
+
+def test_next_experiment_combines_more_evidence_with_the_prompt_as_a_pasteable_arm():
+    import yaml
+
+    from rag_ttc_assets.core.arms import ArmConfig
+    from rag_ttc_assets_tests.conftest import REPO
+
+    n = 20
+    same = values(n, lambda i: 0.5, lambda i: 1.0)
+    cut = lambda i: "cut_by_evidence_k" if i < 3 else "ok"  # noqa: E731
+    k8 = report("base", "k8", same, same, cut, lambda i: "not_addressed" if i < 3 else "ok",
+                {"context_runes": [12000, 40000], "evidence_k": [5, 8]})
+    prompt = report("base", "multi", same, same, lambda i: "ok", lambda i: "ok",
+                    {"prompt": ["grounded-answer-v1", "grounded-answer-multipart-v2"]})
+    s = sweep([k8, prompt], {"base": arm({"cut_by_evidence_k": 3, "ok": 17}), "k8": arm({"ok": 20}),
+                             "multi": arm({"ok": 20})})
+    d = dg.diagnose(s)
+    combine = sentences(d, "next.combine")
+    assert len(combine) == 1 and combine[0]["numbers"] == {"cell.cut_by_evidence_k -> not_addressed": 3}
+    snippet = yaml.safe_load(combine[0]["snippet"])
+    (name, override), = snippet["arms"].items()
+    assert override == {"context_runes": 40000, "evidence_k": 8, "prompt": "grounded-answer-multipart-v2"}
+    assert [name] == [p[1] for p in snippet["comparisons"]][:1] and ["base", name] in snippet["comparisons"]
+    defaults = yaml.safe_load((REPO / "arms.yaml").read_text())["defaults"]
+    assert ArmConfig.model_validate({**defaults, **override}).evidence_k == 8
+    # Once an arm of the arms file runs the combination, it is no longer proposed.
+    s["all_configs"] = {"both": {"config_flat": {**override, "dataset": "pyref"}}}
+    assert not sentences(dg.diagnose(s), "next.combine")
