@@ -52,3 +52,35 @@ def test_the_page_colours_token_and_latency_rises_as_losses(tmp_path):
     assert "gain" in classes["valid"].split(), classes
     for m in ("input_tokens", "latency_s", "completeness"):
         assert "loss" in classes[m].split() and "gain" not in classes[m].split(), (m, classes)
+
+
+PLANT = '<img src="x" onerror="window.__pwned = 1"><script>window.__pwned = 2</script></li></ul><b>bold</b>'
+
+
+def test_the_diagnosis_page_puts_record_text_on_the_page_as_text(tmp_path):
+    from rag_ttc_assets.core import diagnosis as dg
+    from rag_ttc_assets.report.diagnosis import write_page
+
+    s = dg.Sentence("exec.baseline_flow").t(f"arm {PLANT} loses ").n("lost", 3, "count", {
+        "url": "pair.html", "filter": {"cases": PLANT}}).about([PLANT, "q-1"]).done("s1")
+    s["snippet"] = f"arms:\n  x: {{prompt: '{PLANT}'}}\n"
+    d = {"alpha": 0.05, "sections": [{"id": "summary", "title": f"Summary {PLANT}", "sentences": [s]},
+                                     {"id": "decisions", "title": "Decision table", "sentences": []}]}
+    path = write_page(d, tmp_path / "diagnosis.html", f"title {PLANT}")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(path.as_uri())
+            page.wait_for_selector("body[data-ready='1']", state="attached")
+            assert page.evaluate("window.__pwned") is None
+            assert page.locator("img, b, script:not([type]):not([id])").count() <= 1  # only the page's own script
+            assert page.locator("img").count() == 0 and page.locator("b").count() == 0
+            sentence = page.locator("[data-sentence='s1']")
+            assert sentence.inner_text().startswith(s["text"])
+            assert page.locator("h1").inner_text() == f"title {PLANT}"
+            assert PLANT in page.locator("pre.snippet").inner_text()
+            href = sentence.locator("a[data-number='lost']").get_attribute("href")
+            assert href.startswith("pair.html#cases=") and "<" not in href
+        finally:
+            browser.close()
