@@ -159,3 +159,19 @@ def test_the_page_links_a_number_to_exactly_its_cases(diagnosed):
             assert not errors, errors
         finally:
             browser.close()
+
+
+def test_a_missing_comparison_is_recomputed_as_arm_comparisons_computes_it(diagnosed):
+    """Last in this module: it removes a comparison JSON. The diagnosis recomputes every pair as arm_comparisons
+    does (stages.diagnostics.compare_pairs, adjusted over the same family), so its numbers are the asset's."""
+    root, env, _ = diagnosed
+    folder = next(root.glob("home/**/comparisons"))
+    written = json.loads((folder / "baseline--evidence-k-5.json").read_text())
+    (folder / "baseline--evidence-k-5.json").unlink()
+    code, out, err = cli("diagnose", "baseline", "evidence-k-5", "--json", env=env)
+    assert code == 0, err[-4000:]
+    d = json.loads(out)
+    assert d["pairs"] == [["baseline", "evidence-k-5"]] and d["p_adjust"] == written["p_adjust"]
+    effects = [s for sec in d["sections"] for s in sec["sentences"] if s["rule"] == "pair.too_few_cases"]
+    assert effects and effects[0]["numbers"]["n"] == written["metrics"]["completeness"]["n"]
+    assert (folder / "diagnosis--baseline-evidence-k-5.md").exists()
