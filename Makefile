@@ -31,8 +31,12 @@ run: install $(DAGSTER_HOME)/dagster.yaml
 test: install
 	$(BIN)/python -m pytest -q
 
+# The case reports and diagnoses are served beside the UI (read-only, 127.0.0.1:$(REPORTS_PORT)) so the assets'
+# metadata link them as URLs; the server stops when dagster dev does.
+REPORTS_PORT ?= 3001
 dev: install $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -m rag_ttc_assets.definitions
+	$(BIN)/rag-ttc serve-reports --port $(REPORTS_PORT) & reports=$$!; trap 'kill $$reports' EXIT INT TERM; \
+	RAG_TTC_REPORTS_URL=http://127.0.0.1:$(REPORTS_PORT) $(BIN)/dagster dev -h 127.0.0.1 -p 3000 -m rag_ttc_assets.definitions
 
 clean:
 	rm -rf .rag_ttc .dagster_home

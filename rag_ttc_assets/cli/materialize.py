@@ -139,3 +139,17 @@ def compare_all() -> dict:
         meta = result.get_asset_materialization_events()[0].materialization.metadata
     return {k: getattr(v, "value", v) for k, v in meta.items() if not k.startswith("sweep_") or k == "sweep_plots"
             and k != "failure_flow_plot"} | {"run_id": result.run_id}
+
+
+def materialize_diagnosis() -> str:
+    """Materialize the `diagnosis` asset in DAGSTER_HOME; its run id."""
+    from rag_ttc_assets.definitions import build_definitions
+
+    home = dagster_home()
+    job = build_definitions().resolve_job_def("diagnosis_job")
+    with open_instance(home) as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False, tags={"rag_ttc/source": "cli"},
+                                        run_config=_console_config(False))
+        if not result.success:
+            raise CliError(f"diagnosis: run {result.run_id} failed:\n{failure_text(result)}")
+    return result.run_id

@@ -489,6 +489,27 @@ KINDS = {"valid": "binary", "completeness": "continuous", "faithfulness": "conti
          "recall_10": "continuous", "ndcg_cut_10": "continuous", "input_tokens": "continuous",
          "latency_s": "continuous"}
 
+# Which way is better, declared once per compared metric: quality and retrieval measures are gains when they rise;
+# costs (input tokens, latency, provider calls) are losses when they rise. The case report colours deltas by it and
+# the diagnosis states a cost's rise as the price of a gain (core.diagnosis).
+Direction = Literal["higher_is_better", "lower_is_better"]
+DIRECTIONS: dict[str, Direction] = {
+    "valid": "higher_is_better", "completeness": "higher_is_better", "faithfulness": "higher_is_better",
+    "recip_rank": "higher_is_better", "recall_10": "higher_is_better", "ndcg_cut_10": "higher_is_better",
+    "input_tokens": "lower_is_better", "latency_s": "lower_is_better", "provider_calls": "lower_is_better"}
+COSTS = tuple(m for m, d in DIRECTIONS.items() if d == "lower_is_better")
+
+
+def outcome(metric: str, delta: float | None, tie_eps: float = 1e-12) -> Literal["gain", "loss", "tie"] | None:
+    """Whether a change of `metric` by `delta` (b - a) is a gain or a loss, read by the metric's direction (a rise in
+    a cost is a loss); None when the delta is undefined. A metric without a direction raises KeyError."""
+    direction = DIRECTIONS[metric]
+    if delta is None:
+        return None
+    if abs(delta) <= tie_eps:
+        return "tie"
+    return "gain" if (delta > 0) == (direction == "higher_is_better") else "loss"
+
 
 def case_values(contract: dict[str, dict], answers: dict[str, dict], judge: dict[str, dict],
                 questions: dict[str, dict], unmeasured: dict[str, str],

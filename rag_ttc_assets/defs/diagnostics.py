@@ -6,6 +6,7 @@ from pathlib import Path
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue, asset)
 
+from rag_ttc_assets.adapters.report_server import report_url
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
@@ -128,6 +129,8 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     c = stage.write_comparisons(lab_, out_dir)
     reports, summary, sweeps, flow_png = c["reports"], c["summary"], c["sweeps"], c["flow_png"]
     pages = {f"report/{name}": MetadataValue.path(str(path)) for name, path in c["pages"].items()}
+    pages.update({f"report_url/{name}": MetadataValue.url(url) for name, path in c["pages"].items()
+                  if (url := report_url("comparisons", Path(path).name))})  # rag-ttc serve-reports
     return MaterializeResult(metadata={
         "comparisons": md_table(summary), "skipped": MetadataValue.json(c["skipped"]),
         # The adjustment is over every pair and metric above: significant is read on the adjusted p-value.

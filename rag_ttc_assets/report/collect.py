@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.core.compare import DIRECTIONS
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.report import model
@@ -122,7 +123,8 @@ def pair_model(lab: Lab, comparison: dict) -> dict:
     return model.finite_or_none({
         "kind": "pair", "title": f"{side_b['info']['title']} vs {side_a['info']['title']}",
         "arms": [{**side_a["info"], "chunk_set": index[0]}, {**side_b["info"], "chunk_set": index[1]}],
-        "comparison": comparison, "branches": list(FLOW_BRANCHES), "chunks": sets, "cases": cases,
+        "comparison": comparison, "directions": DIRECTIONS, "branches": list(FLOW_BRANCHES), "chunks": sets,
+        "cases": cases,
         "plots": {"delta_histogram": png_data(plots.get("delta_histogram")),
                   "buckets": png_data(plots.get("buckets"))}})
 

@@ -33,6 +33,12 @@
   // A real number (mean, delta, p-value, sum): always four decimals, so 1 reads 1.0000 as the terminal prints it.
   function real(x) { return x === null || x === undefined ? "–" : Number(x).toFixed(4); }
   function numr(x, attrs) { return el("td", Object.assign({ class: "num" }, attrs || {}), real(x)); }
+  // Gain or loss by the metric's direction (core.compare.DIRECTIONS): a rise in a cost (tokens, latency) is a loss.
+  function outcome(metric, delta) {
+    if (delta === null || delta === undefined || delta === 0) return "";
+    const lower = (D.directions || {})[metric] === "lower_is_better";
+    return (delta > 0) !== lower ? "gain" : "loss";
+  }
   function short(digest) { return digest && digest.length > 19 ? digest.slice(0, 19) + "…" : digest; }
   function table(cls, head, rows) {
     return el("table", { class: cls }, el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))),
@@ -91,7 +97,7 @@
     const C = D.comparison;
     const rows = Object.entries(C.metrics).map(([m, v]) => el("tr", { "data-metric": m, class: m === C.headline ? "differ" : null },
       el("td", {}, m), numr(v.mean_a, { "data-field": "mean_a" }), numr(v.mean_b, { "data-field": "mean_b" }),
-      numr(v.mean_delta, { "data-field": "mean_delta", class: "num " + (v.mean_delta > 0 ? "gain" : v.mean_delta < 0 ? "loss" : "") }),
+      numr(v.mean_delta, { "data-field": "mean_delta", class: "num " + outcome(m, v.mean_delta) }),
       el("td", { class: "num", "data-field": "ci" }, `[${real(v.ci_low)}, ${real(v.ci_high)}]`),
       numr(v.p_value, { "data-field": "p_value" }), numr(v.p_adjusted, { "data-field": "p_adjusted" }),
       el("td", { "data-field": "significant", class: v.significant ? "sig" : null }, v.significant === null ? "–" : fmt(v.significant)),
@@ -158,7 +164,7 @@
   }
 
   // -- 4. the case list: filters, sort, pages ------------------------------------------------------------------------
-  const state = { transition: "", bucket: "", branch: "", catastrophic: false, changed: false, min: "", max: "", text: "",
+  const state = { cases: null, transition: "", bucket: "", branch: "", catastrophic: false, changed: false, min: "", max: "", text: "",
     sort: PAIR ? "delta" : "id", dir: 1, page: 0, open: null };
   const controls = {};
   const caseBody = el("tbody", {});
@@ -179,6 +185,7 @@
     matrixCells.forEach((td) => td.classList.toggle("selected", td.getAttribute("data-key") === state.transition));
   }
   function matches(c) {
+    if (state.cases && !state.cases.has(c.id)) return false;
     if (state.transition && !c.transitions.includes(state.transition)) return false;
     if (state.bucket && c.bucket !== state.bucket) return false;
     if (state.branch && !c.branches.includes(state.branch)) return false;
@@ -215,7 +222,7 @@
     const open = state.open === c.id;
     const cells = PAIR
       ? [el("td", {}, c.id), el("td", { class: "q", title: c.question }, c.question), numr(c.a), numr(c.b),
-        numr(c.delta, { class: "num " + (c.delta > 0 ? "gain" : c.delta < 0 ? "loss" : "") }), el("td", {}, fmt(c.bucket)),
+        numr(c.delta, { class: "num " + outcome(D.comparison.headline, c.delta) }), el("td", {}, fmt(c.bucket)),
         el("td", {}, c.changed.join(", ")), el("td", { class: "flag" }, c.catastrophic ? "catastrophic" : "")]
       : [el("td", {}, c.id), el("td", { class: "q", title: c.question }, c.question), el("td", {}, c.branches.join(", "))];
     const tr = el("tr", { class: "case" + (open ? " open" : ""), "data-case": c.id }, cells);
@@ -231,7 +238,7 @@
     state.page = Math.min(state.page, pages - 1);
     const shown = list.slice(state.page * PAGE, state.page * PAGE + PAGE);
     caseBody.replaceChildren(...shown.flatMap(caseRow));
-    const what = [state.transition && `transition ${state.transition}`, state.bucket && `bucket ${state.bucket}`,
+    const what = [state.cases && `${state.cases.size} case(s) linked from the diagnosis`, state.transition && `transition ${state.transition}`, state.bucket && `bucket ${state.bucket}`,
       state.branch && `branch ${state.branch}`, state.catastrophic && "catastrophic", state.changed && "changed",
       state.min !== "" && `delta ≥ ${state.min}`, state.max !== "" && `delta ≤ ${state.max}`, state.text && `“${state.text}”`]
       .filter(Boolean).join(", ");
@@ -261,7 +268,7 @@
     controls.text = el("input", { type: "search", id: "f-text", placeholder: "case id or question" });
     bar.append(el("label", {}, "search ", controls.text),
       el("button", { id: "f-clear", on: { click: () => { Object.assign(state, { min: "", max: "", text: "", catastrophic: false,
-        changed: false }); setFilter({}); } } }, "clear filters"));
+        changed: false, cases: null }); setFilter({}); } } }, "clear filters"));
     for (const [k, input] of Object.entries(controls)) {
       input.addEventListener(input.type === "checkbox" ? "change" : "input", () => {
         state[k] = input.type === "checkbox" ? input.checked : input.value;
@@ -375,12 +382,64 @@
     return wrap;
   }
 
+  // -- the diagnosis page (core.diagnosis): sentences whose numbers link to the cases behind them -------------------
+  function href(link) {
+    const f = link.filter || {};
+    const frag = Object.keys(f).map((k) => `${k}=${encodeURIComponent(f[k])}`).join("&");
+    return link.url + (frag ? "#" + frag : "");
+  }
+  function sentenceNode(s, tag) {
+    const body = s.parts.map((p) => {
+      if (typeof p === "string") return p;
+      const text = s.shown[p.n];
+      const link = s.links[p.n];
+      return link ? el("a", { href: href(link), class: "number", "data-number": p.n }, text)
+        : el("span", { class: "number", "data-number": p.n }, text);
+    });
+    const node = el(tag, { "data-sentence": s.id, "data-rule": s.rule }, body, " ",
+      el("span", { class: "muted rule" }, `${s.rule} · ${s.id}`));
+    const first = Object.values(s.links)[0];
+    if (s.cases.length) {
+      node.appendChild(el("details", { class: "cases-of" }, el("summary", {}, `${s.cases.length} case(s)`),
+        el("p", {}, s.cases.map((c, i) => [i ? ", " : "", first
+          ? el("a", { href: href({ url: first.url, filter: { cases: c } }), "data-case-link": c }, c) : c]))));
+    }
+    if (s.snippet) node.appendChild(el("pre", { class: "snippet" }, s.snippet));
+    return node;
+  }
+  function diagnosisPage() {
+    const G = D.diagnosis;
+    const out = [el("h1", {}, D.title), el("p", { class: "note" }, "Generated by named rules from the run records and " +
+      "the paired comparisons, not by a language model. An effect is stated only when its adjusted p-value is at most " +
+      `${G.alpha}; every number links to the cases behind it.`)];
+    for (const sec of G.sections) {
+      const body = !sec.sentences.length ? [el("p", { class: "muted" }, "(nothing to state)")]
+        : sec.id === "decisions"
+          ? [table("decisions", ["decision and evidence"], sec.sentences.map((s) => el("tr", {}, sentenceNode(s, "td"))))]
+          : [el("ul", {}, sec.sentences.map((s) => sentenceNode(s, "li")))];
+      out.push(section(sec.title, sec.id, body));
+    }
+    return out;
+  }
+  if (D.kind === "diagnosis") {
+    document.title = D.title + " · rag-ttc diagnosis";
+    app.replaceChildren(...diagnosisPage());
+    document.body.setAttribute("data-ready", "1");
+    return;
+  }
+
   // -- the page ----------------------------------------------------------------------------------------------------
   document.title = D.title + " · rag-ttc report";
   const parts = [header()];
   if (PAIR) parts.push(metrics(), matrix()); else parts.push(flowSection());
   parts.push(caseList());
   app.replaceChildren(...parts);
+  // A link from the diagnosis opens the page filtered: #transition=…, #bucket=…, #branch=… or #cases=id,id.
+  const wanted = new URLSearchParams(location.hash.slice(1));
+  const f = {};
+  for (const k of ["transition", "bucket", "branch"]) if (wanted.get(k)) f[k] = wanted.get(k);
+  if (wanted.get("cases")) state.cases = new Set(wanted.get("cases").split(","));
+  if (Object.keys(f).length) Object.assign(state, f);
   renderCases();
   document.body.setAttribute("data-ready", "1");
 })();

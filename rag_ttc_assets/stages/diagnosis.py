@@ -1,0 +1,154 @@
+"""The written diagnosis of a sweep: gather what the arms recorded and the pairs `arm_comparisons` compared, hand
+them to core.diagnosis, and write diagnosis.md and diagnosis.json into the store's comparisons/ folder.
+
+The paired comparisons are `arm_comparisons`' own (its JSON files, p-values adjusted over every pair and metric of
+the arms file); when one is missing they are recomputed exactly as that asset computes them
+(stages.diagnostics.compare_pairs), never by a second statistics path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
+from rag_ttc_assets.core import compare as cmp
+from rag_ttc_assets.core import diagnosis as core
+from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.summaries import is_offline_baseline
+from rag_ttc_assets.lab import Lab
+
+
+
+class DiagnosisError(LookupError):
+    """Nothing to diagnose: the arms named are unknown or not materialized (names them)."""
+
+
+def materialized(lab: Lab, arm: str) -> bool:
+    """The arm's diagnostics exist (its failure flow and completeness were written)."""
+    store = lab.store
+    return all(store.arm_path(arm, name).exists() for name in (ArmJson.FAILURE_FLOW, ArmJson.REQUEST_COMPLETENESS,
+                                                               ArmJson.CONTRACT_SUMMARY))
+
+
+def select_arms(lab: Lab, arms: list[str] | None = None, family: str | None = None, all_: bool = False) -> list[str]:
+    """The arms a diagnosis reads: those named, a family's members, or every materialized arm (--all)."""
+    names: list[str] = []
+    for a in arms or []:
+        lab.arms[a]  # unknown: ArmsError naming the arms file
+        names.append(a)
+    if family:
+        names += [a for a in lab.arms.family(family) if a not in names]
+    if all_:
+        names += [a for a in lab.arms.names if a not in names]
+    if not names:
+        raise DiagnosisError("name arms, a family (--family F) or every materialized arm (--all)")
+    done = [a for a in names if materialized(lab, a)]
+    missing = [a for a in names if a not in done]
+    if (arms or family) and not all_ and missing and not done:
+        raise DiagnosisError(f"no diagnostics for {', '.join(missing)} in {lab.store.root}: run `rag-ttc run "
+                             f"{' '.join(missing)}` first")
+    return done
+
+
+def arm_record(lab: Lab, arm: str) -> dict:
+    """What core.diagnosis reads of one arm: its configuration, instruments, failure flow (with the cases and
+    requests of each branch), contract, retrieval, admission and completeness numbers."""
+    store, cfg = lab.store, lab.arms[arm]
+    flow = store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
+    contract = store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
+    completeness = store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
+    retrieval = store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
+    admission = store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
+    cases: dict[str, set[str]] = {b: set() for b in FLOW_BRANCHES}
+    requests: dict[str, list[str]] = {b: [] for b in FLOW_BRANCHES}
+    for r in store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True):
+        cases[r["branch"]].add(r["query_id"])
+        requests[r["branch"]].append(r["request_id"])
+    judge = completeness["request_judge"]
+    return {
+        "title": arm, "label_use": cfg.label_use, "config_flat": cmp._flatten(cfg.model_dump(mode="json")),
+        "generator_model": cfg.generator.model, "judge_model": cfg.judge.model, "request_judge_model": judge["model"],
+        "offline_generator": is_offline_baseline(cfg.generator.model),
+        "offline_judge": bool(judge.get("offline_baseline")) or is_offline_baseline(cfg.judge.model),
+        "same_model": cfg.judge.model == cfg.generator.model or judge["model"] == cfg.generator.model,
+        "question_set": cfg.question_set, "requests_derived": bool(completeness.get("requests_derived")),
+        "flow": {b: flow[b] for b in FLOW_BRANCHES}, "flow_total": flow["total"],
+        "flow_cases": {b: sorted(v) for b, v in cases.items()}, "flow_requests": {b: sorted(v) for b, v in
+                                                                                   requests.items()},
+        "omitted_by_context": flow["omitted_by_context"], "valid": contract["valid"], "contract_total": contract["total"],
+        "recall_10": retrieval.get("recall_10"), "admission_coverage": admission.get("admission_coverage"),
+        "omitted_chunks": admission.get("omitted_chunks"),
+        "requests_measured": completeness["requests_measured"], "requests_total": completeness["requests_total"],
+        "requests_supported": completeness["requests_supported"],
+    }
+
+
+def comparisons(lab: Lab, arms: list[str]) -> tuple[list[dict], list[str]]:
+    """The pairs of `comparisons` among `arms`, as arm_comparisons wrote them (adjusted over its whole family), or
+    recomputed as it computes them when a pair's JSON is missing; and the pairs not compared, with why."""
+    wanted = [(a, b) for a, b in lab.arms.comparisons if a in arms and b in arms]
+    out_dir = lab.store.comparisons_dir
+    paths = [out_dir / f"{a}--{b}.json" for a, b in wanted]
+    if all(p.exists() for p in paths):
+        reports = [json.loads(p.read_text()) for p in paths]
+        skipped = []
+    else:
+        from rag_ttc_assets.stages.diagnostics import compare_pairs
+
+        reports, skipped = compare_pairs(lab)
+        reports = [r for r in reports if (r["a"], r["b"]) in wanted]
+        skipped = [s for s in skipped if tuple(s.split(":")[0].split(" vs ")) in wanted]
+    missing = [f"{a} vs {b}: not materialized" for a, b in lab.arms.comparisons
+               if (a in arms) != (b in arms) and (a in arms or b in arms)]
+    return reports, skipped + missing
+
+
+def default_baseline(lab: Lab, arms: list[str], reports: list[dict]) -> str:
+    """The arm whose failure flow the summary reads: `baseline` when diagnosed, else the first compared pair's
+    first arm, else the first arm."""
+    if "baseline" in arms:
+        return "baseline"
+    return reports[0]["a"] if reports else arms[0]
+
+
+def gather(lab: Lab, arms: list[str], baseline: str | None = None, pages: dict[str, str] | None = None) -> dict:
+    """The sweep core.diagnosis.diagnose reads (see its module docstring)."""
+    records = {a: arm_record(lab, a) for a in arms}
+    reports, skipped = comparisons(lab, arms)
+    families = {}
+    for name, members in lab.arms.families.items():
+        chosen = [a for a in members if a in arms]
+        if not chosen:
+            continue
+        spec = lab.arms.family_specs[name]
+        families[name] = {"parameter": spec.parameter, "members": chosen,
+                          "missing": [a for a in members if a not in arms],
+                          "value_of": {a: getattr(lab.arms[a], spec.parameter) for a in chosen}}
+    return {"arms": records, "families": families, "comparisons": reports, "skipped": skipped,
+            "baseline": baseline or default_baseline(lab, arms, reports), "alpha": lab.arms.alpha,
+            "p_adjust": lab.arms.p_adjust, "pages": pages or {},
+            "all_configs": {a: {"config_flat": cmp._flatten(lab.arms[a].model_dump(mode="json"))}
+                            for a in lab.arms.names}}
+
+
+def existing_pages(lab: Lab, arms: list[str], out_dir: Path) -> dict[str, str]:
+    """Links (relative to `out_dir`, where the diagnosis is written) to the case reports that exist: each compared
+    pair's beside its JSON, each arm's under reports/."""
+    pages = {}
+    for a, b in lab.arms.comparisons:
+        if (out_dir / f"{a}--{b}.html").exists():
+            pages[f"pair:{a}--{b}"] = f"{a}--{b}.html"
+    for a in arms:
+        if (lab.store.root / "reports" / f"{a}.html").exists():
+            pages[f"arm:{a}"] = f"../reports/{a}.html"
+    return pages
+
+
+def write(diagnosis: dict, out_dir: Path, title: str, stem: str = "diagnosis") -> dict[str, Path]:
+    """`<stem>.md` and `<stem>.json` (diagnosis.md, diagnosis.json) into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md, js = out_dir / f"{stem}.md", out_dir / f"{stem}.json"
+    atomic_write_bytes(js, json.dumps(diagnosis, indent=1, ensure_ascii=False).encode("utf-8"), mode=0o644)
+    atomic_write_bytes(md, core.to_markdown(diagnosis, title).encode("utf-8"), mode=0o644)
+    return {"md": md, "json": js}
