@@ -116,12 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_beir)
     from rag_ttc_assets import bench, sweep
-    from rag_ttc_assets.cli import local_llm, report
+    from rag_ttc_assets.cli import labels, local_llm, report
 
     sweep.add_parser(sub)
     local_llm.add_parser(sub)
     bench.add_parser(sub)
     report.add_parser(sub, common)
+    labels.add_parser(sub, common)
     return p
 
 

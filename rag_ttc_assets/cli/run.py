@@ -49,8 +49,12 @@ def run_tables(reports: dict[str, dict]) -> str:
     counterfactual arm is named as such in every table."""
     out = []
     rows = []
-    reports = {(n if rep.get("label_use", "none") == "none" else f"{n} ({rep['label_use']})"): rep
-               for n, rep in reports.items()}
+    from rag_ttc_assets.core.derive_requests import describe
+
+    reports = {n + "".join(f" ({x})" for x in (
+        rep["label_use"] if rep.get("label_use", "none") != "none" else None,
+        f"requests derived: {describe(rep['requests_derived'])}" if rep.get("requests_derived") else None) if x): rep
+        for n, rep in reports.items()}
     for n, rep in reports.items():
         r, a = rep.get("retrieval", {}), rep.get("admission", {})
         rows.append([n, r.get("recip_rank"), r.get("recall_10"), r.get("ndcg_cut_10"), r.get("success_10"),

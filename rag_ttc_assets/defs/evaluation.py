@@ -4,6 +4,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
                      MetadataValue)
 
 from rag_ttc_assets.core import artifacts
+from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
@@ -58,14 +59,15 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource) -> Mater
                                           log, progress=arm.progress)
     digest = arm.write_table(Table.REQUEST_JUDGMENTS, df)
     s = request_judge.request_judge_summary(df)
-    inst = request_judge.instrument(cfg, prompt)
+    inst = request_judge.instrument(cfg, prompt, arm.questions)
     arm.write_arm_json(ArmJson.REQUEST_JUDGE_SUMMARY, {**s, "request_judge": inst, "label_use": cfg.label_use,
                                                        "same_model_as_generator": inst["model"] == cfg.generator.model})
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "request_judge_model": inst["model"],
                   "prompt_digest": inst["prompt_digest"],
                   "offline_baseline_judge": MetadataValue.bool(inst["offline_baseline"]),
-                  "label_use": cfg.label_use, "statuses": MetadataValue.json(s["statuses"]),
+                  "label_use": cfg.label_use, "requests_derived": describe(inst["requests_derived"]),
+                  "statuses": MetadataValue.json(s["statuses"]),
                   "verdicts": MetadataValue.json(s["verdicts"]), "provider_calls": s["provider_calls"],
                   "cache_hits": s["cache_hits"], "incomplete_rows": s["not_measured"], "table_digest": digest},
         data_version=version_of(digest),

@@ -64,7 +64,8 @@
     const inst = (a) => {
       const i = a.instruments;
       const rows = [["answer model", i.answer_model], ["judge", i.judge_model], ["request judge", i.request_judge_model],
-        ["request judge prompt", short(i.request_judge_prompt_digest)], ["label use", i.label_use]];
+        ["request judge prompt", short(i.request_judge_prompt_digest)], ["label use", i.label_use],
+        ["requests derived from gold answers by", i.requests_derived || "none (hand-written)"]];
       for (const [field, p] of Object.entries(i.prompts)) rows.push([`${field}`, `${p.name} ${short(p.digest)}`]);
       return rows;
     };

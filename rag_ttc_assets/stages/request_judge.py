@@ -100,10 +100,14 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
                              **REQUEST_JUDGMENT_SCHEMA})
 
 
-def instrument(cfg: ArmConfig, prompt: Prompt) -> dict:
-    """The request judge as an instrument: what must be equal for two arms' completeness to be comparable."""
+def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None = None) -> dict:
+    """The request judge as an instrument: what must be equal for two arms' completeness to be comparable, with
+    how the requests it judged were derived from gold answers (core.derive_requests; None: hand-written)."""
+    from rag_ttc_assets.core.derive_requests import derivation_of
+
     return {"model": cfg.request_judge.model, "prompt": prompt.name, "prompt_digest": prompt.digest,
-            "offline_baseline": is_offline_baseline(cfg.request_judge.model)}
+            "offline_baseline": is_offline_baseline(cfg.request_judge.model),
+            "requests_derived": derivation_of(questions or [])}
 
 
 def request_judge_summary(df: pl.DataFrame) -> dict:
