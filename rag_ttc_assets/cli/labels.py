@@ -58,6 +58,12 @@ def cmd_judge_agreement(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
+    from rag_ttc_assets.core.derive_requests import describe
+
+    for arm, d in report["requests_derived"].items():
+        if d:
+            print(f"arm {arm}: {d['requests']} requests of {d['questions']} questions were derived from gold answers "
+                  f"by {describe(d)} (labels, for the judges only)")
     for title, cols, rows in tables(report):
         print(title)
         print(text_table(cols, rows))

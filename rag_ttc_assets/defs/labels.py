@@ -51,6 +51,7 @@ def judge_agreement(context: AssetExecutionContext, config: JudgeAgreementConfig
     """Every judge that scored the labelled rows against the human labels, the annotators with each other as ceiling."""
     from pathlib import Path
 
+    from rag_ttc_assets.core.derive_requests import describe
     from rag_ttc_assets.stages import judge_agreement as stage
 
     lab_ = lab.lab()
@@ -61,7 +62,9 @@ def judge_agreement(context: AssetExecutionContext, config: JudgeAgreementConfig
         enumerate(stage.tables(report), 1)}
     return MaterializeResult(metadata={**meta, "report": MetadataValue.path(str(path)),
                                        "disagreements": MetadataValue.json(stage.disagreements(report)),
-                                       "arms": MetadataValue.json(report["arms"])})
+                                       "arms": MetadataValue.json(report["arms"]),
+                                       "requests_derived": MetadataValue.json(
+                                           {a: describe(d) for a, d in report["requests_derived"].items()})})
 
 
 ASSETS = [derived_requests, judge_agreement]
