@@ -129,6 +129,15 @@ def run_tables(reports: dict[str, dict]) -> str:
                    + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…)" for m, d in sorted(judges, key=str))
                    + ("" if len(judges) == 1 else "  [instrument differs between arms: not comparable]"))
         out.append(text_table(["arm", *FLOW_BRANCHES], flows))
+        panels = [[n, p["aggregation"], ", ".join(p["jurors"]), p["fleiss_kappa"], p["krippendorff_alpha"],
+                   f"{p['jurors_disagree']}/{p['requests']}", rep["flow"]["judge_sensitive"]["line"]]
+                  for n, rep in reports.items() if (p := (rep.get("request_judge") or {}).get("panel"))
+                  and rep.get("flow", {}).get("judge_sensitive")]
+        if panels:
+            out.append("request judge panels (Fleiss' kappa over the requests every juror measured, Krippendorff's "
+                       "alpha over those two or more did; judge-sensitive: requests whose branch depends on which "
+                       "juror decided):\n" + text_table(["arm", "aggregation", "jurors", "fleiss_kappa",
+                                                        "krippendorff_alpha", "jurors_disagree", "flow"], panels))
     if any("calls" in rep and "answers" in rep["calls"] for rep in reports.values()):
         from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 

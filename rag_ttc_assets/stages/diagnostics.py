@@ -86,6 +86,8 @@ def failure_flow(lab: Lab, arm: str) -> dict:
              for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id),
                                 judgments.get(q.id, []))]
     summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
+    if cfg.request_judges:  # a panel: which requests' branch depends on the juror (core.panel.judge_sensitive)
+        summary["judge_sensitive"] = _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows)
     lookups = pl.DataFrame()
     if cfg.supply == "tool":
         qualities: dict[str, list[str]] = {}
@@ -96,6 +98,22 @@ def failure_flow(lab: Lab, arm: str) -> dict:
         lookups = pl.DataFrame([c.model_dump() for c in cases],
                                schema_overrides={"missing_requests": pl.List(pl.String)})
     return {"flow": pl.DataFrame([f.model_dump() for f in flows]), "lookup_cases": lookups, "flow_summary": summary}
+
+
+def _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows) -> dict:
+    import json
+
+    from rag_ttc_assets.core import panel
+
+    branches, measured = [], []
+    for j in range(len(cfg.request_judges)):
+        view = {q: panel.juror_view([{**r, "jurors": json.loads(r["jurors"])} for r in rows], j)
+                for q, rows in judgments.items()}
+        rows = [f for q in questions if q.answerable
+                for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id), view.get(q.id, []))]
+        branches.append({f.request_id: f.branch for f in rows})
+        measured.append({r["request_id"]: r["status"] == "judged" for rs in view.values() for r in rs})
+    return panel.judge_sensitive(branches, measured, [f.request_id for f in flows])
 
 
 def counterfactual_summary(kind: str, outcomes, contexts: dict, contracts: dict, coverage: dict,

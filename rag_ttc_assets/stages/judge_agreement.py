@@ -53,6 +53,10 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                 if r["status"] == JUDGED:
                     per_request.setdefault(name, {})[(arm, r["query_id"], r["request_id"])] = {
                         "addressed": r["addressed"], "verdict": r["verdict"], "reason": r["reason"]}
+                for j in json.loads(r.get("jurors") or "[]"):  # a panel's jurors are judges of those rows too
+                    if j["status"] == JUDGED:
+                        per_request.setdefault(f"juror {j['model']}", {})[(arm, r["query_id"], r["request_id"])] = {
+                            "addressed": j["addressed"], "verdict": j["verdict"], "reason": j["reason"]}
                 by_row.setdefault(r["query_id"], []).append(r)
             for qid, rows in by_row.items():
                 name = _request_judge_name(rows[0])
