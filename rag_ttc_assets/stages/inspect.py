@@ -13,6 +13,7 @@ import polars as pl
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import Table
+from rag_ttc_assets.core.panel import panel_name
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.resolve import ArmInputs
@@ -118,7 +119,8 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                   "contradicts_gold": judge["contradicts_gold"],
                   **_messages_sent(lab, arm, qid, "judge_verdicts", judge, "judge_messages_digests")}
         if judge else None,
-        "request_judge": {"model": cfg.request_judge.model, **request_judge_sent},
+        "request_judge": {"model": panel_name([j.model for j in cfg.request_judges], cfg.request_judge_aggregation)
+                          if cfg.request_judges else cfg.request_judge.model, **request_judge_sent},
     }
 
 
