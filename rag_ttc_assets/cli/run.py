@@ -159,6 +159,10 @@ def run_tables(reports: dict[str, dict]) -> str:
     if any(is_offline_baseline(str(rep.get("generator_model", ""))) for rep in reports.values()):
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
                    "not language models.")
+    if any("local/coverage" in ((rep.get("request_judge") or {}).get("panel") or {}).get("jurors", [])
+           for rep in reports.values()):
+        out.append("local/coverage is an offline baseline juror (whole-answer content-word coverage), not a language "
+                   "model.")
     if any((rep.get("representations") or {}).get("offline_baseline") for rep in reports.values()):
         out.append("local/contextual is an offline baseline representation builder (each chunk's context from its "
                    "document's own title, headings and first sentence), not a language model.")
