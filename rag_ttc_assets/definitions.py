@@ -8,7 +8,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from dagster import AssetSelection, Definitions, define_asset_job  # noqa: E402
 
-from rag_ttc_assets.defs import diagnosis, diagnostics, graph  # noqa: E402
+from rag_ttc_assets.defs import diagnosis, diagnostics, graph, labels  # noqa: E402
 from rag_ttc_assets.defs.executors import executor_from_env  # noqa: E402
 from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
 from rag_ttc_assets.defs.registry import build_assets, build_checks  # noqa: E402
@@ -24,7 +24,7 @@ def build_definitions(lab: Lab | None = None) -> Definitions:
     lab = lab or Lab.from_env()
     partitions = arm_partitions(lab)
     graph.load()  # every defs module imported: every arm_asset registered, a new module's included
-    assets = [*build_assets(partitions), diagnostics.arm_comparisons, diagnosis.diagnosis]
+    assets = [*build_assets(partitions), diagnostics.arm_comparisons, diagnosis.diagnosis, *labels.ASSETS]
     checks = build_checks(partitions)
     per_arm = [a for a in assets if a.partitions_def is not None]
     job = define_asset_job(JOB, selection=AssetSelection.assets(*per_arm) | AssetSelection.checks(*checks),
@@ -36,8 +36,9 @@ def build_definitions(lab: Lab | None = None) -> Definitions:
                                    description="Compare the arm pairs of `comparisons` and plot the sweeps.")
     written = define_asset_job("diagnosis_job", selection=AssetSelection.assets(diagnosis.diagnosis),
                                description="Write the diagnosis of every materialized arm and compared pair.")
+    label_jobs = [define_asset_job(f"{a.key.path[-1]}_job", selection=AssetSelection.assets(a)) for a in labels.ASSETS]
     return Definitions(assets=[*assets, *config_specs(partitions)], asset_checks=checks,
-                       jobs=[job, comparisons, written],
+                       jobs=[job, comparisons, written, *label_jobs],
                        sensors=[config_sensor(lab, partitions)], resources={"lab": resource},
                        executor=executor_from_env())  # RAG_TTC_EXECUTOR (docs/cluster.md); None: Dagster's default
 

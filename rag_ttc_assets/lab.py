@@ -179,7 +179,7 @@ class Lab:
         """Digests of what an arm reads besides its config: the dataset files and the prompt texts."""
         ds = self.dataset_dir(cfg.dataset)
         # The store folder too: the same arm materialized into another store is not up to date there.
-        files = [_file_digest(ds / f) for f in ("corpus.json", "evaluation.json")]
+        files = [_file_digest(ds / f) for f in ("corpus.json", "evaluation.json", "derived_requests.json")]
         out = {"dataset": ":".join([str(self.home), *files])}
         for field in prompt_fields(cfg):
             out[field] = _file_digest(self.prompts_dir / f"{getattr(cfg, field)}.txt")

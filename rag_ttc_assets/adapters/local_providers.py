@@ -24,12 +24,13 @@ from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelRe
 from rag_ttc_assets.core import contextual, prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
 from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
-from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests  # noqa: E402
+from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests, judge_requests_whole  # noqa: E402
 from rag_ttc_assets.core.supply import lookup_queries  # noqa: E402
 
 PROVIDER = "local"
 EXTRACTIVE = "extractive"
 LEXICAL = "lexical"
+COVERAGE = "coverage"
 CONTEXTUAL = "contextual"
 # Marks every response as coming from a baseline, not a language model.
 FINGERPRINT = "offline-baseline"
@@ -146,6 +147,23 @@ class LexicalJudge(_Baseline):
             return json.dumps(out, ensure_ascii=False)
         verdicts = verify_against_gold(parsed.statements or [], parsed.gold or [], self._embed)
         return json.dumps({"verdicts": verdicts}, ensure_ascii=False)
+
+
+class CoverageJuror(_Baseline):
+    """A second offline request judge for panels: whole-answer content-word coverage (core.request_judge.
+    judge_requests_whole); request judgments only."""
+
+    name = COVERAGE
+
+    def respond(self, prompt: str) -> str:
+        if prompt_markup.parse_task(prompt) != prompt_markup.TASK_REQUESTS:
+            raise ValueError(f"{PROVIDER}/{COVERAGE} judges requests only (a request_judge or juror), not "
+                             f"{prompt_markup.parse_task(prompt)!r}")
+        rp = prompt_markup.parse_request_judge_prompt(prompt)
+        labelled = [LabelledRequest(rid, text, tuple(quotes), gold_answer)
+                    for rid, text, quotes, gold_answer in rp.requests]
+        return json.dumps({"requests": judge_requests_whole(labelled, rp.answer_text, rp.citations, self._embed)},
+                          ensure_ascii=False)
 
 
 class ContextualBuilder(_Baseline):
@@ -287,6 +305,7 @@ class LocalProviders(CustomLLM):
         super().__init__()
         self.models: dict[str, CustomLLM] = {
             EXTRACTIVE: ExtractiveAnswerer(embed), LEXICAL: LexicalJudge(embed), CONTEXTUAL: ContextualBuilder(embed),
+            COVERAGE: CoverageJuror(embed),
             SMOLLM2: SmolLM2()
         }
 

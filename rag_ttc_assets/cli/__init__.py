@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_beir)
     from rag_ttc_assets import bench, sweep
-    from rag_ttc_assets.cli import diagnose, local_llm, report, serve_reports
+    from rag_ttc_assets.cli import diagnose, labels, local_llm, report, serve_reports
 
     sweep.add_parser(sub)
     local_llm.add_parser(sub)
@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_parser(sub, common)
     diagnose.add_parser(sub, common)
     serve_reports.add_parser(sub, common)
+    labels.add_parser(sub, common)
     return p
 
 

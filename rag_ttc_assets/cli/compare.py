@@ -10,6 +10,7 @@ from rag_ttc_assets.cli.materialize import compare_all
 
 def cmd_compare(args) -> int:
     from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+    from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
     from rag_ttc_assets.core.eras import EraChangeError
     from rag_ttc_assets.stages.diagnostics import arm_title, compare_two, p_adjust_text, paired_text
 
@@ -41,7 +42,7 @@ def cmd_compare(args) -> int:
         rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline,
                           allow_instrument_drift=args.allow_instrument_drift, p_adjust=args.p_adjust,
                           alpha=args.alpha, allow_era_change=args.allow_era_change)
-    except (LabelDriftError, InstrumentDriftError, EraChangeError) as e:
+    except (LabelDriftError, InstrumentDriftError, EraChangeError, DerivationDriftError) as e:
         raise CliError(str(e)) from None
     if args.json:
         print(json.dumps(rep, indent=2, default=str))
@@ -53,6 +54,10 @@ def cmd_compare(args) -> int:
           + (f"; INSTRUMENT DRIFT allowed ({', '.join(rep['instrument_drift'])} differ: "
              f"{args.b} {rep['instruments'][args.b]['model']}, {rep['instruments'][args.b]['prompt_digest'][:19]}…)"
              if rep["instrument_drift"] else "; the same for both arms"))
+    if inst.get("requests_derived"):
+        print(f"requests: derived from gold answers by {describe(inst['requests_derived'])}, the same for both arms "
+              f"({inst['requests_derived']['requests']} requests of {inst['requests_derived']['questions']} "
+              "questions; labels for the judges only)")
     print(rep["representation_era"]["line"] + (" (--allow-era-change)" if rep["representation_era"]["allowed"] else ""))
     print("completeness measured: " + "; ".join(
         f"{arm} {m['requests_measured']} of {m['requests_total']} requests, {m['questions_measured']} of "

@@ -49,8 +49,12 @@ def run_tables(reports: dict[str, dict]) -> str:
     counterfactual arm is named as such in every table."""
     out = []
     rows = []
-    reports = {(n if rep.get("label_use", "none") == "none" else f"{n} ({rep['label_use']})"): rep
-               for n, rep in reports.items()}
+    from rag_ttc_assets.core.derive_requests import describe
+
+    reports = {n + "".join(f" ({x})" for x in (
+        rep["label_use"] if rep.get("label_use", "none") != "none" else None,
+        f"requests derived: {describe(rep['requests_derived'])}" if rep.get("requests_derived") else None) if x): rep
+        for n, rep in reports.items()}
     for n, rep in reports.items():
         r, a = rep.get("retrieval", {}), rep.get("admission", {})
         rows.append([n, r.get("recip_rank"), r.get("recall_10"), r.get("ndcg_cut_10"), r.get("success_10"),
@@ -125,6 +129,15 @@ def run_tables(reports: dict[str, dict]) -> str:
                    + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…)" for m, d in sorted(judges, key=str))
                    + ("" if len(judges) == 1 else "  [instrument differs between arms: not comparable]"))
         out.append(text_table(["arm", *FLOW_BRANCHES], flows))
+        panels = [[n, p["aggregation"], ", ".join(p["jurors"]), p["fleiss_kappa"], p["krippendorff_alpha"],
+                   f"{p['jurors_disagree']}/{p['requests']}", rep["flow"]["judge_sensitive"]["line"]]
+                  for n, rep in reports.items() if (p := (rep.get("request_judge") or {}).get("panel"))
+                  and rep.get("flow", {}).get("judge_sensitive")]
+        if panels:
+            out.append("request judge panels (Fleiss' kappa over the requests every juror measured, Krippendorff's "
+                       "alpha over those two or more did; judge-sensitive: requests whose branch depends on which "
+                       "juror decided):\n" + text_table(["arm", "aggregation", "jurors", "fleiss_kappa",
+                                                        "krippendorff_alpha", "jurors_disagree", "flow"], panels))
     if any("calls" in rep and "answers" in rep["calls"] for rep in reports.values()):
         from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 
@@ -146,6 +159,10 @@ def run_tables(reports: dict[str, dict]) -> str:
     if any(is_offline_baseline(str(rep.get("generator_model", ""))) for rep in reports.values()):
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
                    "not language models.")
+    if any("local/coverage" in ((rep.get("request_judge") or {}).get("panel") or {}).get("jurors", [])
+           for rep in reports.values()):
+        out.append("local/coverage is an offline baseline juror (whole-answer content-word coverage), not a language "
+                   "model.")
     if any((rep.get("representations") or {}).get("offline_baseline") for rep in reports.values()):
         out.append("local/contextual is an offline baseline representation builder (each chunk's context from its "
                    "document's own title, headings and first sentence), not a language model.")

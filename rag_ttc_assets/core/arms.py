@@ -96,6 +96,26 @@ class ArmConfig(Frozen):
     request_judge: ModelConfig = ModelConfig(model="local/lexical")
     judge_requests_prompt: str = "judge-requests-v1"
     request_judge_budget: int = Field(default=20000, ge=0)
+    # A panel of request judges (core.panel), replacing request_judge when set: each juror's verdict per request is
+    # kept and the panel's comes from request_judge_aggregation over the jurors that measured it.
+    request_judges: list[ModelConfig] = Field(default_factory=list)
+    request_judge_aggregation: Literal["majority", "all", "any"] = "majority"
+
+    @field_validator("request_judges", mode="before")
+    @classmethod
+    def _juror_strings(cls, v: Any) -> Any:
+        return [{"model": x} if isinstance(x, str) else x for x in v] if isinstance(v, list) else v
+
+    @field_validator("request_judges")
+    @classmethod
+    def _a_panel(cls, v: list[ModelConfig]) -> list[ModelConfig]:
+        if len(v) == 1:
+            raise ValueError("a panel of one juror is one request judge: name it in request_judge, or add a second "
+                             "juror")
+        models = [j.model for j in v]
+        if len(set(models)) != len(models):
+            raise ValueError(f"a juror appears twice: {models}; each juror is a different model")
+        return v
 
     @model_validator(mode="after")
     def _possible(self) -> ArmConfig:

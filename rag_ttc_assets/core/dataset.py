@@ -132,7 +132,8 @@ def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, p
             problems.append(Problem(str(path), rec, "id", f"duplicate question id {q.id!r}"))
         qids.add(q.id)
         if not q.requests:
-            problems.append(Problem(str(path), rec, "requests", "a question needs at least one request"))
+            problems.append(Problem(str(path), rec, "requests", "a question needs at least one request, or a "
+                                                                "gold_answer to derive them from"))
         if q.gold_answer is not None and not q.gold_answer.strip():
             problems.append(Problem(str(path), rec, "gold_answer", _BLANK_GOLD))
         for j, t in enumerate(q.targets):
@@ -161,12 +162,14 @@ def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, p
 
 
 def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | None,
-                  evaluation_bytes: bytes | None) -> Dataset:
+                  evaluation_bytes: bytes | None, derived: tuple[Path, bytes] | None = None) -> Dataset:
     """Parse and validate a dataset from its two files' bytes (None: the file does not exist); raise DatasetError
     listing every problem, each naming its file, record and field.
 
     The digest binding is checked first: a mismatch raises DigestMismatchError naming both digests and both
     files, before anything else is trusted. Reading the files is the caller's (adapters.files.load_dataset).
+    A question with a gold answer and no requests gets derived ones (core.derive_requests): from `derived`
+    (derived_requests.json's path and bytes) when it has them, else by the offline rule.
     """
     problems: list[Problem] = []
     cbytes, craw = _decode_json(cpath, corpus_bytes, problems)
@@ -182,6 +185,8 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
         )])
     if corpus is not None:
         _check_corpus(corpus, cpath, problems)
+    if evaluation is not None and corpus is not None and ebytes is not None and not problems:
+        evaluation = _derive(evaluation, sha256_digest(ebytes), corpus, derived, problems)
     if evaluation is not None:
         docs = {doc.id: doc.text for doc in corpus.documents} if corpus is not None else None
         _check_evaluation(evaluation, docs, epath, problems)
@@ -189,6 +194,23 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
         raise DatasetError(problems)
     assert corpus is not None and evaluation is not None and ebytes is not None
     return Dataset(name, cpath, epath, corpus, evaluation, cdigest, sha256_digest(ebytes))
+
+
+def _derive(evaluation: Evaluation, digest: str, corpus: Corpus, derived: tuple[Path, bytes] | None,
+            problems: list[Problem]) -> Evaluation:
+    from rag_ttc_assets.core.derive_requests import apply_derivation
+
+    file = None
+    if derived is not None:
+        found: list[Problem] = []
+        _, file = _decode_json(derived[0], derived[1], found)
+        if found:
+            problems.extend(found)
+            return evaluation
+    out, found_ = apply_derivation(evaluation, digest, {d.id: d.text for d in corpus.documents}, file,
+                                   str(derived[0]) if derived else "")
+    problems.extend(Problem(str(derived[0]) if derived else "", *p) for p in found_)
+    return out
 
 
 def dataset_counts(ds: Dataset) -> dict[str, int]:
@@ -203,5 +225,6 @@ def dataset_counts(ds: Dataset) -> dict[str, int]:
         # Allowed (a BEIR import has none), but request-level completeness is undefined for them.
         "requests_without_evidence": sum(1 for q in qs if q.answerable for r in q.requests if not r.evidence),
         "requests_with_gold_answer": sum(1 for q in qs for r in q.requests if r.gold_answer is not None),
+        "requests_derived": sum(1 for q in qs for r in q.requests if r.derived is not None),
         "pilot": len(ds.evaluation.pilot),
     }

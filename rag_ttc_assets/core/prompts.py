@@ -22,6 +22,8 @@ KINDS = {
     "judge_gold": ({"question", "statements", "gold"}, {"statements", "gold"}),
     # The request judge: the labelled requests with their gold material, and the answer with its citations.
     "judge_requests": ({"question", "gold_requests", "answer"}, {"gold_requests", "answer"}),
+    # Requests derived from a gold answer (core.derive_requests): the question and its gold answer, a label.
+    "derive_requests": ({"question", "gold_answer"}, {"gold_answer"}),
     # A representation builder's (core.contextual): one chunk and its document, nothing of the evaluation.
     "representation": ({"title", "document", "chunk_id", "chunk", "position"}, {"document", "chunk"}),
 }

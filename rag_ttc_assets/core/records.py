@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,13 +36,22 @@ class Evidence(Record):
     quote: str = Field(min_length=1)
 
 
+class Derivation(Record):
+    """How a request was derived from its question's gold answer (core.derive_requests): by a rule or a model."""
+
+    method: Literal["rule", "model"]
+    model: str = Field(min_length=1)
+    prompt_digest: str | None = None
+
+
 class Request(Record):
-    """One atomic ask of a (possibly multi-part) question."""
+    """One atomic ask of a (possibly multi-part) question; `derived` when it was derived from the gold answer."""
 
     id: str = Field(min_length=1)
     text: str = Field(min_length=1)
     evidence: list[Evidence] = Field(default_factory=list)
     gold_answer: str | None = None
+    derived: Derivation | None = None
 
 
 class Question(Record):

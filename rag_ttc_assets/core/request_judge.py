@@ -105,3 +105,39 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": cites,
                     "verdict": verdict, "reason": reason})
     return out
+
+
+def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
+                         embed: Embed) -> list[dict]:
+    """The whole-answer coverage juror (`local/coverage`), a second offline request judge with another blind spot:
+    a request is addressed when the answer as a whole (all its sentences together) covers >= ADDRESS_RECALL of one
+    gold text's content-word stems (without gold material, >= REQUEST_TERM_RECALL of the request's terms), wherever
+    the words stand. The sentence-window judge above misses a claim spread over distant sentences; this one takes
+    words scattered across unrelated sentences for the claim. Excerpt: the answer's sentences holding any of those
+    words; citations: the answer's own; verdict: contradicts when any answer sentence contradicts the gold
+    (lexical_judge.verify_against_gold), else consistent; without gold material, not_verifiable."""
+    sentences = extract_statements(answer_text)
+    whole = " ".join(sentences)
+    out = []
+    for r in requests:
+        threshold = ADDRESS_RECALL if r.gold else REQUEST_TERM_RECALL
+        covered = _coverage(r, whole) if sentences else 0.0
+        against = "gold" if r.gold else "the request's own terms (no gold material)"
+        if covered < threshold:
+            out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
+                        "verdict": "not_addressed",
+                        "reason": f"the whole answer covers {covered:.2f} of {against}, below {threshold:.2f}"})
+            continue
+        wanted = {stem(w) for g in (r.gold or [r.text]) for w in content_words(g)}
+        excerpt = " ".join(s for s in sentences if wanted & {stem(w) for w in content_words(s)})
+        measured = f"the whole answer covers {covered:.2f} of {against}"
+        if not r.gold:
+            verdict, reason = "not_verifiable", f"{measured}; nothing to verify it against"
+        else:
+            checks = verify_against_gold(sentences, r.gold, embed)
+            clash = next((c for c in checks if c["contradicts_gold"]), None)
+            verdict = "contradicts" if clash else "consistent"
+            reason = f"{measured}; " + (clash["reason"] if clash else "no sentence contradicts the gold")
+        out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": list(citations),
+                    "verdict": verdict, "reason": reason})
+    return out

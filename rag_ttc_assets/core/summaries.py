@@ -9,15 +9,17 @@ from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.contract import PARSED_FROM, VALID, summarize_contract
 from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, reason_of
 
-OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual"})
+OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage"})
 
 # The request judge's row statuses: judged, or a judge_* status (not measured).
 JUDGED = "judged"
 
 
 def is_offline_baseline(model: str) -> bool:
-    """Our extractive answerer, lexical judge and contextual representation builder; `local/smollm2` is a real
-    (small) language model."""
+    """Our extractive answerer, lexical judge, coverage juror and contextual representation builder, and a panel of
+    only those; `local/smollm2` is a real (small) language model."""
+    if model.startswith("panel["):
+        return all(m in OFFLINE_BASELINES for m in model.split(": ", 1)[1].split(", "))
     return model in OFFLINE_BASELINES
 
 

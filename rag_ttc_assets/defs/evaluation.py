@@ -4,6 +4,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
                      MetadataValue)
 
 from rag_ttc_assets.core import artifacts
+from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
@@ -50,24 +51,35 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource) -> Mater
     """Per request: addressed, its excerpt and citations, a verdict against the gold material (one instrument)."""
     arm = lab.inputs(context)
     cfg, prompt = arm.cfg, arm.prompt("judge_requests_prompt")
-    caller = Caller(cfg.request_judge, arm.lab.provider_cache_root, "request_judging", cfg.request_judge_budget,
-                    cfg.allow_unpriced_provider, "request judge", archive=arm.store.messages)
+    # One request judge, or a panel's jurors (core.panel), each with its own budget.
+    callers = [Caller(j, arm.lab.provider_cache_root, "request_judging", cfg.request_judge_budget,
+                      cfg.allow_unpriced_provider, f"request judge {j.model}" if cfg.request_judges else "request judge",
+                      archive=arm.store.messages) for j in (cfg.request_judges or [cfg.request_judge])]
     run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "request_judge")
     with stage.RowLog(run_dir / records.PARTIAL_REQUEST_JUDGE) as log:
-        df = request_judge.judge_requests(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt, caller,
-                                          log, progress=arm.progress)
+        if cfg.request_judges:
+            df = request_judge.judge_panel(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt, callers,
+                                           log, progress=arm.progress)
+        else:
+            df = request_judge.judge_requests(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt,
+                                              callers[0], log, progress=arm.progress)
     digest = arm.write_table(Table.REQUEST_JUDGMENTS, df)
     s = request_judge.request_judge_summary(df)
-    inst = request_judge.instrument(cfg, prompt)
+    panel = request_judge.panel_summary(cfg, df)
+    inst = request_judge.instrument(cfg, prompt, arm.questions)
+    same = (cfg.generator.model in inst["jurors"]) if panel else inst["model"] == cfg.generator.model
     arm.write_arm_json(ArmJson.REQUEST_JUDGE_SUMMARY, {**s, "request_judge": inst, "label_use": cfg.label_use,
-                                                       "same_model_as_generator": inst["model"] == cfg.generator.model})
+                                                       "same_model_as_generator": same,
+                                                       **({"panel": panel} if panel else {})})
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "request_judge_model": inst["model"],
                   "prompt_digest": inst["prompt_digest"],
                   "offline_baseline_judge": MetadataValue.bool(inst["offline_baseline"]),
-                  "label_use": cfg.label_use, "statuses": MetadataValue.json(s["statuses"]),
+                  "label_use": cfg.label_use, "requests_derived": describe(inst["requests_derived"]),
+                  "statuses": MetadataValue.json(s["statuses"]),
                   "verdicts": MetadataValue.json(s["verdicts"]), "provider_calls": s["provider_calls"],
-                  "cache_hits": s["cache_hits"], "incomplete_rows": s["not_measured"], "table_digest": digest},
+                  "cache_hits": s["cache_hits"], "incomplete_rows": s["not_measured"], "table_digest": digest,
+                  **({"panel": MetadataValue.json(panel)} if panel else {})},
         data_version=version_of(digest),
     )
 
@@ -82,7 +94,10 @@ def judge_summary(context: AssetExecutionContext, lab: LabResource) -> Materiali
     s = stage.judge_summary(cfg, arm.table(Table.JUDGE_VERDICTS))
     s["judge_measurement"] = stage.measure_judges(cfg, arm.questions, *(arm.table(t) for t in (
         Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS, Table.REQUEST_JUDGMENTS, Table.ADMITTED_CONTEXTS)))
-    s["request_judge_model"] = cfg.request_judge.model
+    rjs = arm.arm_json(ArmJson.REQUEST_JUDGE_SUMMARY)
+    s["request_judge_model"] = rjs["request_judge"]["model"]
+    if rjs.get("panel"):  # a panel of request judges: the jurors' Fleiss' kappa and Krippendorff's alpha
+        s["request_judge_panel"] = rjs["panel"]
     digest = arm.write_arm_json(ArmJson.JUDGE_SUMMARY, s)
     jm = s["judge_measurement"]
     return MaterializeResult(
@@ -91,6 +106,9 @@ def judge_summary(context: AssetExecutionContext, lab: LabResource) -> Materiali
                                                  for m in ("sensitivity", "false_alarms")
                                                  for j in ("gold_judge", "request_judge")]),
                   "label_use": cfg.label_use,
+                  **({"request_judge_panel": md_table([{k: v for k, v in s["request_judge_panel"].items()
+                                                        if not isinstance(v, (list, dict))}])}
+                     if s.get("request_judge_panel") else {}),
                   "judge_model": s["judge_model"], "generator_model": s["generator_model"],
                   "same_model_as_generator": MetadataValue.bool(s["same_model_as_generator"]),
                   "offline_baseline_judge": MetadataValue.bool(s["offline_baseline_judge"]),

@@ -69,6 +69,7 @@ def arm_views(lab: Lab, arm: str) -> dict:
 def arm_info(lab: Lab, arm: str) -> dict:
     """The arm's name as tables show it, its configuration, instruments (answer model, judges, prompt digests,
     oracle or not), its failure flow, hit rate and the N measured of M of its completeness."""
+    from rag_ttc_assets.core.derive_requests import describe
     from rag_ttc_assets.stages.diagnostics import arm_title
 
     cfg = lab.arms[arm]
@@ -83,7 +84,9 @@ def arm_info(lab: Lab, arm: str) -> dict:
             "instruments": {"answer_model": cfg.generator.model, "judge_model": cfg.judge.model,
                             "request_judge_model": completeness["request_judge"]["model"],
                             "request_judge_prompt_digest": completeness["request_judge"]["prompt_digest"],
-                            "label_use": cfg.label_use, "prompts": prompts},
+                            "label_use": cfg.label_use, "prompts": prompts,
+                            # Requests derived from gold answers (core.derive_requests) are labels: say by what.
+                            "requests_derived": describe(completeness["request_judge"].get("requests_derived"))},
             "flow": {b: flow[b] for b in FLOW_BRANCHES}, "flow_total": flow["total"], "hit_rate": flow["hit_rate"],
             "completeness_measured": {k: completeness[k] for k in ("requests_measured", "requests_total",
                                                                  "questions_measured", "questions_total")}}

@@ -94,7 +94,10 @@ def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mappi
             "branch": f["branch"], "answered": f["answered"], "supported": f["supported"],
             "contradicts_gold": f["contradicts_gold"], "judge_status": j.get("status"), "addressed": j.get("addressed"),
             "verdict": j.get("verdict"), "excerpt": j.get("excerpt"), "excerpt_cites": j.get("cited_chunk_ids") or [],
-            "reason": j.get("reason")}
+            "reason": j.get("reason"),
+            # A panel of request judges: every juror's verdict, side by side (core.panel).
+            "jurors": [{"model": x["model"], "status": x["status"], "verdict": x["verdict"]}
+                       for x in _json_list(j.get("jurors"))], "jurors_disagree": j.get("jurors_disagree")}
     candidates = list(context.get("admitted_chunk_ids") or []) + [r[0] for r in ranked]
     sent = [{"messages": [{"role": m.get("role"), "content": segments(_content(m), chunk_texts, candidates)}
                           for m in call.get("messages") or []],

@@ -70,7 +70,8 @@
     const inst = (a) => {
       const i = a.instruments;
       const rows = [["answer model", i.answer_model], ["judge", i.judge_model], ["request judge", i.request_judge_model],
-        ["request judge prompt", short(i.request_judge_prompt_digest)], ["label use", i.label_use]];
+        ["request judge prompt", short(i.request_judge_prompt_digest)], ["label use", i.label_use],
+        ["requests derived from gold answers by", i.requests_derived || "none (hand-written)"]];
       for (const [field, p] of Object.entries(i.prompts)) rows.push([`${field}`, `${p.name} ${short(p.digest)}`]);
       return rows;
     };
@@ -346,6 +347,16 @@
       chunksTable(c, i, view),
       el("h3", {}, "Request judge"),
       table("requests", ["request", "branch", "addressed", "verdict", "excerpt cites", "contradicts_gold"], reqRows), excerpts];
+    const jurors = ((c.requests.map((r) => view.requests[r.id]).find((v) => v && v.jurors && v.jurors.length)) || {}).jurors;
+    if (jurors) {  // a panel: every juror's verdict side by side; a juror's fault is its own not-measured
+      parts.push(el("h3", {}, "Jurors"), table("jurors", ["request", ...jurors.map((j) => j.model), "jurors disagree"],
+        c.requests.filter((r) => view.requests[r.id] && (view.requests[r.id].jurors || []).length).map((r) => {
+          const v = view.requests[r.id];
+          return el("tr", { class: v.jurors_disagree ? "differ" : null }, el("td", {}, r.id),
+            v.jurors.map((j) => el("td", {}, j.status === "judged" ? fmt(j.verdict) : `not measured (${j.status})`)),
+            el("td", {}, fmt(v.jurors_disagree)));
+        })));
+    }
     if (view.contract) {
       parts.push(el("h3", {}, "Answer"), el("p", {}, `contract ${view.contract.status}` +
         (view.contract.reason ? ` (${view.contract.reason})` : "") + (view.contract.abstained ? "; abstained" : "") +

@@ -19,6 +19,7 @@ from rag_ttc_assets.core import eras
 from rag_ttc_assets.core.completeness import (abstention_outcome, completeness_totals, question_completeness,
                                               request_outcomes)
 from rag_ttc_assets.core.counterfactual import Planted, repeats
+from rag_ttc_assets.core.derive_requests import DerivationDriftError, derivation_drift
 from rag_ttc_assets.core.flow import FLOW_BRANCHES, flow_rows, flow_table, hit_rate
 from rag_ttc_assets.core.measured import MISSING_ROW, reasons_text
 from rag_ttc_assets.lab import Lab
@@ -47,11 +48,12 @@ def _inputs(lab: Lab, arm: str):
             _rows_by_query(lab.store.read_table(arm, Table.JUDGE_VERDICTS)), judgments)
 
 
-def request_instrument(lab: Lab, cfg) -> dict:
-    """The request judge that measured an arm's completeness: its model and prompt digest."""
+def request_instrument(lab: Lab, cfg, questions=None) -> dict:
+    """The request judge that measured an arm's completeness: its model and prompt digest, and how its requests were
+    derived (None: hand-written)."""
     from rag_ttc_assets.stages.request_judge import instrument
 
-    return instrument(cfg, lab.prompt(cfg.judge_requests_prompt, "judge_requests"))
+    return instrument(cfg, lab.prompt(cfg.judge_requests_prompt, "judge_requests"), questions)
 
 
 def completeness(lab: Lab, arm: str) -> dict:
@@ -63,7 +65,7 @@ def completeness(lab: Lab, arm: str) -> dict:
             outcomes += request_outcomes(q, cov_by_q.get(q.id, []), contracts.get(q.id), judgments.get(q.id, []))
         else:
             abstentions.append(abstention_outcome(q, contracts.get(q.id)))
-    totals = {**completeness_totals(outcomes, abstentions), "request_judge": request_instrument(lab, cfg),
+    totals = {**completeness_totals(outcomes, abstentions), "request_judge": request_instrument(lab, cfg, questions),
               "label_use": cfg.label_use}
     if cfg.counterfactual != "none":
         contexts = {r["query_id"]: r for r in lab.store.read_table(arm, Table.ADMITTED_CONTEXTS).iter_rows(named=True)}
@@ -84,6 +86,8 @@ def failure_flow(lab: Lab, arm: str) -> dict:
              for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id),
                                 judgments.get(q.id, []))]
     summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
+    if cfg.request_judges:  # a panel: which requests' branch depends on the juror (core.panel.judge_sensitive)
+        summary["judge_sensitive"] = _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows)
     lookups = pl.DataFrame()
     if cfg.supply == "tool":
         qualities: dict[str, list[str]] = {}
@@ -94,6 +98,22 @@ def failure_flow(lab: Lab, arm: str) -> dict:
         lookups = pl.DataFrame([c.model_dump() for c in cases],
                                schema_overrides={"missing_requests": pl.List(pl.String)})
     return {"flow": pl.DataFrame([f.model_dump() for f in flows]), "lookup_cases": lookups, "flow_summary": summary}
+
+
+def _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows) -> dict:
+    import json
+
+    from rag_ttc_assets.core import panel
+
+    branches, measured = [], []
+    for j in range(len(cfg.request_judges)):
+        view = {q: panel.juror_view([{**r, "jurors": json.loads(r["jurors"])} for r in rows], j)
+                for q, rows in judgments.items()}
+        rows = [f for q in questions if q.answerable
+                for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id), view.get(q.id, []))]
+        branches.append({f.request_id: f.branch for f in rows})
+        measured.append({r["request_id"]: r["status"] == "judged" for rs in view.values() for r in rs})
+    return panel.judge_sensitive(branches, measured, [f.request_id for f in flows])
 
 
 def counterfactual_summary(kind: str, outcomes, contexts: dict, contracts: dict, coverage: dict,
@@ -147,9 +167,14 @@ KINDS = cmp.KINDS
 
 
 def arm_title(lab: Lab, arm: str) -> str:
-    """The arm's name as every table shows it: an oracle or counterfactual arm says so."""
-    use = lab.arms[arm].label_use
-    return arm if use == "none" else f"{arm} ({use})"
+    """The arm's name as every table shows it: an oracle or counterfactual arm says so, and so does an arm whose
+    requests were derived from gold answers (and by what)."""
+    from rag_ttc_assets.core.derive_requests import describe
+    from rag_ttc_assets.stages.reports import requests_derived
+
+    use, derived = lab.arms[arm].label_use, requests_derived(lab, arm)
+    return arm + (f" ({use})" if use != "none" else "") + (f" (requests derived: {describe(derived)})"
+                                                            if derived else "")
 
 
 def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots_dir: Path | None = None,
@@ -163,6 +188,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
     drift = cmp.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
     instruments = {arm: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for arm in (a, b)}
     instrument_drift = cmp.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
+    derivation_drift(a, instruments[a].get("requests_derived"), b, instruments[b].get("requests_derived"))
     # The representations each arm's indexes were built from, as recorded when it ran.
     reps = {arm: lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS) for arm in (a, b)}
     era = eras.era_change(a, reps[a], b, reps[b], cmp.attribute_changes(ctx_a["config"], ctx_b["config"]),
@@ -232,7 +258,8 @@ def compare_pairs(lab: Lab, plots_dir: Path | None = None) -> tuple[list[dict], 
     for a, b in lab.arms.comparisons:
         try:
             reports.append(compare_two(lab, a, b, plots_dir=plots_dir))
-        except (FileNotFoundError, cmp.InstrumentDriftError, cmp.LabelDriftError, eras.EraChangeError) as e:
+        except (FileNotFoundError, cmp.InstrumentDriftError, cmp.LabelDriftError, eras.EraChangeError,
+                DerivationDriftError) as e:
             skipped.append(f"{a} vs {b}: {e}")  # refused pairs are reported, never compared
     return cmp.adjust_reports(reports, lab.arms.p_adjust, lab.arms.alpha), skipped
 

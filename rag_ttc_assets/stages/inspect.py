@@ -13,6 +13,7 @@ import polars as pl
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import Table
+from rag_ttc_assets.core.panel import panel_name
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.resolve import ArmInputs
@@ -80,7 +81,8 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                  "supported": flow.get(r.id, {}).get("supported"),
                  "request_judge": {k: judged[r.id].get(k) for k in ("status", "addressed", "excerpt", "cited_chunk_ids",
                                                                     "verdict", "reason", "request_judge_model",
-                                                                    "prompt_digest")} if r.id in judged else None,
+                                                                    "prompt_digest", "jurors_disagree")}
+                 | {"jurors": json.loads(judged[r.id].get("jurors") or "[]")} if r.id in judged else None,
                  "self_reported_answered": outcomes.get(r.id, {}).get("self_reported_answered"),
                  "overclaimed": outcomes.get(r.id, {}).get("overclaimed"),
                  "underclaimed": outcomes.get(r.id, {}).get("underclaimed")} for r in q.requests]
@@ -117,7 +119,8 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                   "contradicts_gold": judge["contradicts_gold"],
                   **_messages_sent(lab, arm, qid, "judge_verdicts", judge, "judge_messages_digests")}
         if judge else None,
-        "request_judge": {"model": cfg.request_judge.model, **request_judge_sent},
+        "request_judge": {"model": panel_name([j.model for j in cfg.request_judges], cfg.request_judge_aggregation)
+                          if cfg.request_judges else cfg.request_judge.model, **request_judge_sent},
     }
 
 
@@ -186,4 +189,12 @@ def to_markdown(v: dict) -> str:
                 f"{r['request_judge']['verdict']} | {', '.join(r['request_judge']['cited_chunk_ids'] or [])} | "
                 f"{r['self_reported_answered']}{' (overclaimed)' if r['overclaimed'] else ''}"
                 f"{' (underclaimed)' if r['underclaimed'] else ''} | {r['request_judge']['reason']} |" for r in judged]
+        jurors = [j["model"] for j in judged[0]["request_judge"]["jurors"]]
+        if jurors:  # a panel: every juror's verdict side by side, and where they disagree
+            out += ["", "**Jurors** side by side (a juror's fault is its own not-measured, never a vote)", "",
+                    "| request | " + " | ".join(jurors) + " | jurors disagree |", "|---|" + "---|" * (len(jurors) + 1)]
+            out += [f"| {r['id']} | " + " | ".join(
+                (f"{j['verdict']}" if j["status"] == "judged" else f"not measured ({j['status']})")
+                for j in r["request_judge"]["jurors"]) + f" | {r['request_judge']['jurors_disagree']} |"
+                for r in judged]
     return "\n".join(out)

@@ -56,11 +56,21 @@ def _flow(lab: Lab, arm: str, report: dict) -> None:
 SECTIONS = ((None, _retrieval), ("contract_summary", _answers), ("judge_summary", _judges), ("failure_flow", _flow))
 
 
+def requests_derived(lab: Lab, arm: str) -> dict | None:
+    """How the requests the arm's request judge measured were derived from gold answers, as recorded when it ran
+    (None: hand-written, or not judged yet)."""
+    try:
+        return (lab.store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY).get("request_judge") or {}).get(
+            "requests_derived")
+    except FileNotFoundError:
+        return None
+
+
 def arm_report(lab: Lab, arm: str, upto: Collection[str]) -> dict:
     """The summaries of `arm` its assets wrote, read from the store: those of the assets in `upto` (the assets a
     `rag-ttc run --stage` materialized, defs.graph.STAGES); retrieval's whenever present. A summary not written
     yet leaves its section (from that summary on) out."""
-    report: dict = {"label_use": lab.arms[arm].label_use}
+    report: dict = {"label_use": lab.arms[arm].label_use, "requests_derived": requests_derived(lab, arm)}
     for needs, read in SECTIONS:
         if needs is None or needs in upto:
             try:

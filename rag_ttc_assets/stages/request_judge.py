@@ -100,10 +100,71 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
                              **REQUEST_JUDGMENT_SCHEMA})
 
 
-def instrument(cfg: ArmConfig, prompt: Prompt) -> dict:
-    """The request judge as an instrument: what must be equal for two arms' completeness to be comparable."""
-    return {"model": cfg.request_judge.model, "prompt": prompt.name, "prompt_digest": prompt.digest,
-            "offline_baseline": is_offline_baseline(cfg.request_judge.model)}
+def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
+                callers: list[Caller], log=None, progress: Progress = NO_PROGRESS) -> pl.DataFrame:
+    """A panel's rows (core.panel): each juror judges every answer as the one request judge would (its faults its
+    own rows' statuses), then per request the panel's verdict, every juror's kept in `jurors` (JSON) beside
+    `jurors_disagree`; the provider calls and cache hits are the jurors' summed."""
+    import json
+
+    from rag_ttc_assets.core import panel
+
+    models = [j.model for j in cfg.request_judges]
+    per_juror = [judge_requests(cfg.model_copy(update={"request_judge": juror}), questions, contracts, prompt, c,
+                                log, progress).to_dicts()
+                 for juror, c in zip(cfg.request_judges, callers, strict=True)]
+    name = panel.panel_name(models, cfg.request_judge_aggregation)
+    rows = []
+    for i, first in enumerate(per_juror[0]):
+        votes = [rs[i] for rs in per_juror]
+        combined = panel.combine(models, votes, cfg.request_judge_aggregation)
+        row = {**first, **{k: v for k, v in combined.items() if k != "jurors"}, "request_judge_model": name,
+               "jurors": json.dumps(combined["jurors"], ensure_ascii=False)}
+        for k in ("judge_provider_calls", "judge_cache_hits"):
+            row[k] = sum(v[k] for v in votes)
+        for k in ("judge_input_tokens", "judge_output_tokens"):
+            row[k] = sum(v[k] or 0 for v in votes) if any(v[k] is not None for v in votes) else None
+        rows.append(row)
+    schema = {**REQUEST_JUDGMENT_SCHEMA, "jurors": pl.String, "jurors_disagree": pl.Boolean,
+              "jurors_measured": pl.Int64}
+    return pl.DataFrame(rows, schema_overrides=schema) if rows else pl.DataFrame(schema={
+        "query_id": pl.String, "request_id": pl.String, "status": pl.String, **schema})
+
+
+def panel_summary(cfg: ArmConfig, df: pl.DataFrame) -> dict | None:
+    """The jurors' agreement (core.panel.agreement), or None for one request judge."""
+    import json
+
+    from rag_ttc_assets.core import panel
+
+    if not cfg.request_judges or "jurors" not in df.columns:
+        return None
+    votes = [[j["addressed"] if j["status"] == JUDGED else None for j in json.loads(v)]
+             for v in df["jurors"].to_list()]
+    votes = [v for v in votes if any(x is not None for x in v)]  # rows no juror judged (not contract-valid) out
+    # Each juror's faults (judge_* statuses: its own not-measured, never a vote).
+    faults = {m: 0 for m in (j.model for j in cfg.request_judges)}
+    for v in df["jurors"].to_list():
+        for j in json.loads(v):
+            faults[j["model"]] += j["status"].startswith("judge_")
+    return {**panel.agreement([j.model for j in cfg.request_judges], votes),
+            "aggregation": cfg.request_judge_aggregation, "juror_not_measured": faults}
+
+
+def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None = None) -> dict:
+    """The request judge as an instrument: what must be equal for two arms' completeness to be comparable, with
+    how the requests it judged were derived from gold answers (core.derive_requests; None: hand-written)."""
+    from rag_ttc_assets.core.derive_requests import derivation_of
+
+    from rag_ttc_assets.core.panel import panel_name
+
+    model = (panel_name([j.model for j in cfg.request_judges], cfg.request_judge_aggregation) if cfg.request_judges
+             else cfg.request_judge.model)
+    return {"model": model, "prompt": prompt.name, "prompt_digest": prompt.digest,
+            "offline_baseline": is_offline_baseline(model),
+            **({"jurors": [j.model for j in cfg.request_judges], "aggregation": cfg.request_judge_aggregation}
+               if cfg.request_judges else {}),
+            "requests_derived": derivation_of(questions or [])}
 
 
 def request_judge_summary(df: pl.DataFrame) -> dict:

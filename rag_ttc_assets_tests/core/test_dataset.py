@@ -82,7 +82,8 @@ def test_valid_dataset_loads_with_exact_counts(tmp_path: Path) -> None:
     assert ds.documents_by_id["pass"] == "pass is a null operation. When it is executed, nothing happens."
     assert dataset_counts(ds) == {"documents": 3, "questions": 4, "multi_part": 1, "requests": 5,
                                   "unanswerable": 1, "with_targets": 2, "requests_without_evidence": 0,
-                                  "requests_with_gold_answer": 0, "pilot": 2}
+                                  "requests_with_gold_answer": 0, "requests_derived": 0,
+                                  "pilot": 2}
 
 
 def test_sha256_digest() -> None:
@@ -266,7 +267,8 @@ def test_a_five_megabyte_document_loads(tmp_path: Path) -> None:
     assert len(ds.documents_by_id["big"]) == 5_238_010
     assert dataset_counts(ds) == {"documents": 1, "questions": 1, "multi_part": 0, "requests": 1,
                                   "unanswerable": 0, "with_targets": 1, "requests_without_evidence": 0,
-                                  "requests_with_gold_answer": 0, "pilot": 1}
+                                  "requests_with_gold_answer": 0, "requests_derived": 0,
+                                  "pilot": 1}
 
 
 def test_digest_mismatch_names_both_digests_and_both_files(tmp_path: Path) -> None:

@@ -174,3 +174,21 @@ def test_the_judgments_are_in_the_reply_contract() -> None:
     parsed = parse_request_judgments(json.dumps({"requests": out}), ["r1", "r2", "r3"])
     assert [(j.request, j.addressed, j.verdict) for j in parsed] == [
         ("r1", True, "consistent"), ("r2", False, "not_addressed"), ("r3", False, "not_addressed")]
+
+
+def test_the_whole_answer_coverage_juror_has_another_blind_spot() -> None:
+    from rag_ttc_assets.core.request_judge import judge_requests_whole
+
+    r = LabelledRequest("r1", "What does break do?", gold_answer="break terminates the nearest enclosing loop")
+    # The claim's words spread over two distant sentences: no sentence (or adjacent pair) covers half of the gold,
+    # the whole answer does.
+    scattered = ("The break statement terminates early. Python has many statements. Filler text here. "
+                 "It picks the nearest enclosing one. Another filler sentence. That is a loop.")
+    window = judge([r], scattered)[0]
+    whole = judge_requests_whole([r], scattered, ["c1"], bag_of_words)[0]
+    assert window["addressed"] is False and whole["addressed"] is True
+    assert whole["verdict"] == "consistent" and whole["cited_chunk_ids"] == ["c1"]
+    assert whole["reason"].startswith("the whole answer covers 1.00 of gold")
+    parse_request_judgments(__import__("json").dumps({"requests": [whole]}), ["r1"])  # the reply contract holds
+    # An answer that says nothing of it: neither addresses it.
+    assert judge_requests_whole([r], "Lists are mutable.", [], bag_of_words)[0]["verdict"] == "not_addressed"

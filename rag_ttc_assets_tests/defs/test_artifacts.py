@@ -38,6 +38,8 @@ def other_value(field: str, base: ArmConfig = BASE):
         return value.model_copy(update={"model": value.model + "-other"})
     if field == "preloaded_documents":
         return ["doc-1"]
+    if field == "request_judges":  # a panel of two jurors (core.panel)
+        return [ModelConfig(model="local/lexical"), ModelConfig(model="local/coverage")]
     if value is None:  # an optional label (representation_era)
         return "other-era"
     if isinstance(value, str):

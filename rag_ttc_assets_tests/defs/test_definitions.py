@@ -31,7 +31,7 @@ def test_definitions_load_with_one_partition_per_arm(monkeypatch):
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
         assert node.group_name in {"ingest", "indexes", "retrieval", "generation", "evaluation", "diagnostics",
-                                   "arm_config"}, key
+                                   "arm_config", "labels"}, key
         assert node.kinds, key
         assert node.description and "\n" not in node.description.strip(), key
 

@@ -1,0 +1,277 @@
+"""Requests derived from a question's gold answer, for datasets with a reference answer and no request annotation.
+
+  offline baseline (method "rule", model OFFLINE_MODEL): the gold answer's sentences (core.text.split_sentences),
+      each split again at coordinated clauses: a semicolon; a comma followed by and / but / or / while / whereas /
+      yet (not the last item of a comma list "A, B, and C"); " and " / " but " followed by a pronoun or
+      determiner that opens a new subject. A piece with fewer than MIN_CLAIM_WORDS content words joins the one
+      before it. Every claim is a substring of the gold answer.
+  model (method "model"): a litellm model given the versioned prompt derive-requests-v1, replying
+      {"claims": [...]} (parse_claims); the calls are the stage's (stages/derive_requests.py).
+
+Each derived request keeps its claim as gold material (`gold_answer`), the evidence located in the question's
+target documents where a verbatim quote can be found (locate_evidence), and its provenance
+`derived: {method, model, prompt_digest}`. Derived requests are labels like hand-written ones: judges and metrics
+only, never generation. `derived_requests.json` beside evaluation.json (the command's and the asset's output) is
+bound to the evaluation's digest; a question without requests and without an entry there is derived offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+
+from rag_ttc_assets.core.records import Derivation, Evaluation, Evidence, Question, Request
+from rag_ttc_assets.core.text import content_words, split_sentences, stem
+
+DERIVED_FILE = "derived_requests.json"
+OFFLINE_MODEL = "local/claims-v1"
+RULE = "rule"
+MODEL = "model"
+OFFLINE = Derivation(method=RULE, model=OFFLINE_MODEL, prompt_digest=None)
+MIN_CLAIM_WORDS = 2
+# A target-document sentence holding this share of a claim's content-word stems is its evidence quote.
+QUOTE_RECALL = 0.6
+
+_SUBJECT = r"(?:it|they|he|she|we|you|this|that|these|those|there|its|their|his|her|the|a|an)"
+_CLAUSE_BREAK = re.compile(
+    r";\s+"
+    r"|,\s+(?:and|but|or|while|whereas|yet)\s+"
+    rf"|\s+(?:and|but)\s+(?={_SUBJECT}\s)",
+    re.IGNORECASE,
+)
+
+
+class DerivationError(ValueError):
+    """A derived-requests file or model reply that cannot be used."""
+
+
+def _words(text: str) -> int:
+    return len(content_words(text))
+
+
+def _clauses(sentence: str) -> list[str]:
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in _CLAUSE_BREAK.finditer(sentence):
+        # "lists, tuples, and sets": the comma before "and" closes a list, not a clause.
+        if m.group(0).startswith(",") and "," in sentence[start:m.start()]:
+            continue
+        spans.append((start, m.start()))
+        start = m.end()
+    spans.append((start, len(sentence)))
+    merged: list[tuple[int, int]] = []
+    for a, b in spans:
+        if merged and _words(sentence[a:b]) < MIN_CLAIM_WORDS:
+            merged[-1] = (merged[-1][0], b)  # too short to stand alone: it belongs to the clause before it
+        elif len(merged) == 1 and _words(sentence[slice(*merged[0])]) < MIN_CLAIM_WORDS:
+            merged[0] = (merged[0][0], b)
+        else:
+            merged.append((a, b))
+    return [c for c in (sentence[a:b].strip().rstrip(".;,:!?").strip() for a, b in merged) if c]
+
+
+def split_claims(gold_answer: str) -> list[str]:
+    """The gold answer's atomic claims: sentences, then coordinated clauses (see the module docstring)."""
+    return [c for s in split_sentences(gold_answer) for c in _clauses(s)]
+
+
+def _recall(claim: str, sentence: str) -> float:
+    wanted = {stem(w) for w in content_words(claim)}
+    if not wanted:
+        return 0.0
+    return len(wanted & {stem(w) for w in content_words(sentence)}) / len(wanted)
+
+
+def _verbatim(flat: str, text: str) -> str | None:
+    """The span of `text` that is `flat` up to whitespace (documents break lines inside sentences)."""
+    words = flat.split()
+    if not words:
+        return None
+    m = re.search(r"\s+".join(map(re.escape, words)), text)
+    return m.group(0) if m else None
+
+
+def locate_evidence(claim: str, documents: Sequence[tuple[str, str]]) -> list[Evidence]:
+    """Where a verbatim quote of the claim's content can be found in the target documents: the claim itself when a
+    document contains it (up to whitespace), else the document sentence covering the most of its content words (at
+    least QUOTE_RECALL; ties to the earlier document and sentence). The quote is the document's own text, so it is
+    a verbatim substring; empty when no document has such a quote."""
+    for doc_id, text in documents:
+        quote = _verbatim(claim, text)
+        if quote:
+            return [Evidence(doc_id=doc_id, quote=quote)]
+    best: tuple[float, str, str] | None = None
+    for doc_id, text in documents:
+        for sentence in split_sentences(text):
+            r = _recall(claim, sentence)
+            if r >= QUOTE_RECALL and (best is None or r > best[0]):
+                quote = _verbatim(sentence, text)
+                if quote:
+                    best = (r, doc_id, quote)
+    return [Evidence(doc_id=best[1], quote=best[2])] if best else []
+
+
+def derived_requests(question: Question, claims: Sequence[str], derivation: Derivation,
+                     documents: Mapping[str, str]) -> list[Request]:
+    """One request per claim, ids `<question>.d<n>`: the claim as its text and gold answer, its evidence in the
+    question's target documents (relevance > 0), its provenance."""
+    targets = [(t.doc_id, documents[t.doc_id]) for t in question.targets if t.relevance > 0 and t.doc_id in documents]
+    return [Request(id=f"{question.id}.d{n}", text=c, gold_answer=c, evidence=locate_evidence(c, targets),
+                    derived=derivation)
+            for n, c in enumerate(claims, 1)]
+
+
+def needs_derivation(question: Question) -> bool:
+    return not question.requests and bool(question.gold_answer and question.gold_answer.strip())
+
+
+def derive_offline(question: Question, documents: Mapping[str, str]) -> list[Request]:
+    return derived_requests(question, split_claims(question.gold_answer or ""), OFFLINE, documents)
+
+
+def parse_claims(obj: object) -> list[str]:
+    """The claims of a derive-requests reply object ({"claims": ["...", ...]}); DerivationError says what is wrong."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("claims"), list):
+        raise DerivationError('the reply is not an object with a "claims" list')
+    claims = [" ".join(c.split()) for c in obj["claims"] if isinstance(c, str) and c.strip()]
+    if len(claims) != len(obj["claims"]):
+        raise DerivationError('every item of "claims" must be a non-empty string')
+    if not claims:
+        raise DerivationError('"claims" is empty')
+    return claims
+
+
+def derivation_of(questions: Sequence[Question]) -> dict | None:
+    """How an evaluation's derived requests were derived: {method, model, prompt_digest, requests_digest (of the
+    derived requests themselves), questions, requests}, one derivation per evaluation (None when none is derived)."""
+    seen = {r.derived for q in questions for r in q.requests if r.derived is not None}
+    if not seen:
+        return None
+    if len(seen) > 1:
+        raise DerivationError(f"requests derived {len(seen)} ways in one evaluation: {sorted(map(describe, seen))}")
+    d = seen.pop()
+    derived = [r.model_dump(mode="json") for q in questions for r in q.requests if r.derived]
+    digest = "sha256:" + hashlib.sha256(json.dumps(derived, sort_keys=True).encode()).hexdigest()
+    return {**d.model_dump(), "requests_digest": digest,
+            "questions": sum(1 for q in questions if any(r.derived for r in q.requests)),
+            "requests": sum(1 for q in questions for r in q.requests if r.derived)}
+
+
+def describe(d: Derivation | Mapping | None) -> str:
+    """"none", "rule local/claims-v1" or "model openai/gpt-x (prompt sha256:abcd…)"."""
+    if d is None:
+        return "none"
+    d = d.model_dump() if isinstance(d, Derivation) else d
+    prompt = f" (prompt {d['prompt_digest'][:19]}…)" if d.get("prompt_digest") else ""
+    return f"{d['method']} {d['model']}{prompt}"
+
+
+def _key(d: Mapping | None) -> tuple | None:
+    return None if d is None else (d.get("method"), d.get("model"), d.get("prompt_digest"))
+
+
+def _requests_key(d: Mapping | None) -> str | None:
+    return None if d is None else d.get("requests_digest")
+
+
+class DerivationDriftError(ValueError):
+    """Two arms' requests were derived differently (or one arm's were derived and the other's hand-written)."""
+
+
+def derivation_drift(arm_a: str, derived_a: Mapping | None, arm_b: str, derived_b: Mapping | None) -> None:
+    """Raise DerivationDriftError naming both arms' derivations when they differ (method, model or prompt), or
+    when the same derivation gave different requests (a model's reply changed, the gold answers were edited)."""
+    if _key(derived_a) == _key(derived_b):
+        if _requests_key(derived_a) == _requests_key(derived_b):
+            return
+        raise DerivationDriftError(
+            f"requests derived differently: arms {arm_a} and {arm_b} were both derived by {describe(derived_a)}, but "
+            f"the derived requests differ ({_requests_key(derived_a)} vs {_requests_key(derived_b)}); derive once "
+            "and rerun both arms' judge stage.")
+    raise DerivationDriftError(
+        f"requests derived differently: arm {arm_a} was measured against requests derived by {describe(derived_a)}, "
+        f"arm {arm_b} against requests derived by {describe(derived_b)}. Derived requests are labels; a comparison "
+        "across two derivations compares two label sets, not two systems. Derive once (rag-ttc derive-requests) and "
+        "rerun both arms' judge stage.")
+
+
+# -- the derived-requests file -------------------------------------------------------------------------------------
+
+def derived_file(evaluation_digest: str, derivation: Derivation, rows: Sequence[dict]) -> dict:
+    """The content of derived_requests.json: per question its status ("derived" or the call's fault) and requests."""
+    return {"evaluation_digest": evaluation_digest, "derived": derivation.model_dump(), "questions": list(rows)}
+
+
+def apply_derivation(evaluation: Evaluation, evaluation_digest: str, documents: Mapping[str, str],
+                     file: object | None, path: str) -> tuple[Evaluation, list[tuple[str, str, str]]]:
+    """The evaluation with every question that needs them given derived requests: from the derived file `file`
+    (parsed JSON of `path`) when it has the question, else by the offline rule. Returns the evaluation and the
+    problems found, each (record, field, message) in `path`."""
+    problems: list[tuple[str, str, str]] = []
+    rows: dict[str, list[Request]] = {}
+    if file is not None:
+        rows = _read_file(file, evaluation, evaluation_digest, documents, problems)
+        if problems:
+            return evaluation, problems
+    questions = []
+    for q in evaluation.questions:
+        if needs_derivation(q):
+            q = q.model_copy(update={"requests": rows[q.id] if q.id in rows else derive_offline(q, documents)})
+        questions.append(q)
+    return evaluation.model_copy(update={"questions": questions}), problems
+
+
+def _read_file(file: object, evaluation: Evaluation, evaluation_digest: str, documents: Mapping[str, str],
+               problems: list) -> dict[str, list[Request]]:
+    if not isinstance(file, dict):
+        problems.append(("(top level)", "(file)", "not a JSON object"))
+        return {}
+    if file.get("evaluation_digest") != evaluation_digest:
+        problems.append(("(top level)", "evaluation_digest",
+                         f"derived from evaluation {file.get('evaluation_digest')} but evaluation.json has digest "
+                         f"{evaluation_digest}; derive again (rag-ttc derive-requests) or delete the file"))
+        return {}
+    try:
+        derivation = Derivation.model_validate(file.get("derived"))
+    except ValueError as e:
+        problems.append(("(top level)", "derived", str(e).splitlines()[0]))
+        return {}
+    by_id = {q.id: q for q in evaluation.questions}
+    out: dict[str, list[Request]] = {}
+    for i, row in enumerate(file.get("questions") or []):
+        qid = row.get("id") if isinstance(row, dict) else None
+        rec = f"questions[{i}]" + (f" (id {qid!r})" if isinstance(qid, str) else "")
+        if qid not in by_id:
+            problems.append((rec, "id", f"no question {qid!r} in evaluation.json"))
+            continue
+        if not needs_derivation(by_id[qid]):
+            problems.append((rec, "id", f"question {qid!r} has hand-written requests or no gold_answer; "
+                                        "nothing to derive"))
+            continue
+        if row.get("status") != "derived":
+            problems.append((rec, "status", f"derivation did not finish ({row.get('status')}: {row.get('error')}); "
+                                            "run rag-ttc derive-requests again (finished questions come from the "
+                                            "provider cache)"))
+            continue
+        try:
+            reqs = [Request.model_validate(r) for r in row.get("requests") or []]
+        except ValueError as e:
+            problems.append((rec, "requests", str(e).splitlines()[0]))
+            continue
+        for j, r in enumerate(reqs):
+            if r.derived != derivation:
+                problems.append((rec, f"requests[{j}].derived", "differs from the file's `derived`"))
+            for k, ev in enumerate(r.evidence):
+                if ev.quote not in documents.get(ev.doc_id, ""):
+                    problems.append((rec, f"requests[{j}].evidence[{k}].quote",
+                                     f"not a verbatim substring of document {ev.doc_id!r}"))
+        if not reqs:
+            problems.append((rec, "requests", "no requests"))
+        out[qid] = reqs
+    return out
+
+
+def dumps(content: dict) -> str:
+    return json.dumps(content, indent=1, ensure_ascii=False) + "\n"

@@ -1,0 +1,351 @@
+"""Judges measured against people: human labels read and checked, and each judge's agreement with them beside the
+annotators' agreement with each other (the ceiling).
+
+The labels file is JSON Lines, one label per line (docs/judges.md):
+
+  per-request  {"kind": "request", "question": Q, "request": R, "arm": A, "addressed": true|false,
+                "verdict": "consistent"|"contradicts"|"not_addressed"|"not_verifiable" (optional), "annotator": N}
+  pairwise     {"kind": "pair", "question": Q, "a": {"arm": A, "row": ROW}, "b": {"arm": B, "row": ROW},
+                "labels": {ASPECT: -2..2, ...}, "annotator": N}
+               a label > 0 prefers answer b, < 0 answer a, 0 a tie; `row` (the answer row's query id in that arm)
+               defaults to the question.
+
+  per-request  Cohen's kappa, accuracy and the confusion matrix of the judge's `addressed` against each human label
+               (sklearn.metrics), with the disagreeing requests listed; the same for `verdict` where labels give one.
+  pairwise     Pearson and Spearman (scipy.stats) between the judge's score difference, score(b) - score(a), and the
+               human label, with percentile bootstrap intervals (scipy.stats.bootstrap, paired, fixed seed; the
+               percentiles over the resamples whose correlation is defined, the others counted).
+  ceiling      the same statistics between every two annotators, over the items both labelled.
+
+Pure: the caller reads the file and hands in what exists (the Catalog) and each judge's scores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+REQUEST, PAIR = "request", "pair"
+VERDICTS = ("consistent", "contradicts", "not_addressed", "not_verifiable")
+SCALE = (-2, 2)
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class LabelProblem:
+    file: str
+    record: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.record}: {self.field}: {self.message}"
+
+
+class LabelsError(ValueError):
+    """A labels file that cannot be used; `problems` lists every reason found, each naming file, record and field."""
+
+    def __init__(self, problems: list[LabelProblem]):
+        self.problems = problems
+        super().__init__(f"{len(problems)} problem(s) in labels:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class RequestLabel:
+    line: int
+    arm: str
+    question: str
+    request: str
+    addressed: bool
+    verdict: str | None
+    annotator: str
+
+    @property
+    def item(self) -> tuple[str, str, str]:
+        return (self.arm, self.question, self.request)
+
+
+@dataclass(frozen=True)
+class PairLabel:
+    line: int
+    question: str
+    a: tuple[str, str]  # (arm, row)
+    b: tuple[str, str]
+    labels: Mapping[str, int]
+    annotator: str
+
+    @property
+    def item(self) -> tuple:
+        """The pair as an unordered item (a labelled b-over-a is the same pair as a-over-b, its label negated)."""
+        return (self.question, *sorted((self.a, self.b)))
+
+    def oriented(self, aspect: str) -> int:
+        """The label with a and b in the item's order."""
+        return self.labels[aspect] if (self.a, self.b) == tuple(self.item[1:]) else -self.labels[aspect]
+
+
+@dataclass
+class Catalog:
+    """What the labels may name: per arm, its questions with their request ids, and its answer rows."""
+
+    questions: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # arm -> question -> request ids
+    rows: dict[str, set[str]] = field(default_factory=dict)  # arm -> answer row ids (query ids)
+    unknown_arm_hint: str = ""
+
+
+@dataclass
+class Labels:
+    requests: list[RequestLabel]
+    pairs: list[PairLabel]
+
+
+def _text(value) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
+    """Every label of a JSON Lines file, checked against `catalog`; LabelsError lists every problem."""
+    problems: list[LabelProblem] = []
+    out = Labels([], [])
+    seen: dict[tuple, int] = {}
+
+    def bad(line: int, fld: str, msg: str) -> None:
+        problems.append(LabelProblem(path, f"line {line}", fld, msg))
+
+    def arm_row(line: int, prefix: str, side: object, question: str) -> tuple[str, str] | None:
+        if not isinstance(side, dict):
+            bad(line, prefix, 'an object {"arm": ..., "row": ...} naming one answer')
+            return None
+        arm, row = side.get("arm"), side.get("row", question)
+        if not _text(arm) or arm not in catalog.questions:
+            bad(line, f"{prefix}.arm", f"no arm or imported system {arm!r}{catalog.unknown_arm_hint}")
+            return None
+        if question not in catalog.questions[arm]:
+            bad(line, "question", f"arm {arm!r} has no question {question!r}")
+            return None
+        if not _text(row) or row not in catalog.rows.get(arm, set()):
+            bad(line, f"{prefix}.row", f"arm {arm!r} has no answer row {row!r} (run its answers stage)")
+            return None
+        return (arm, row)
+
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as e:
+            bad(n, "(json)", f"malformed JSON: {e.msg} (column {e.colno})")
+            continue
+        if not isinstance(rec, dict):
+            bad(n, "(record)", "a label is a JSON object")
+            continue
+        kind, question, annotator = rec.get("kind"), rec.get("question"), rec.get("annotator")
+        if kind not in (REQUEST, PAIR):
+            bad(n, "kind", f"{kind!r}: use {REQUEST!r} (per-request label) or {PAIR!r} (pairwise preference)")
+            continue
+        if not _text(annotator):
+            bad(n, "annotator", "who labelled it: a non-empty string")
+            continue
+        if not _text(question):
+            bad(n, "question", "a question id")
+            continue
+        if kind == REQUEST:
+            allowed = {"kind", "question", "request", "arm", "addressed", "verdict", "annotator"}
+            extra = sorted(set(rec) - allowed)
+            if extra:
+                bad(n, extra[0], f"unknown field; a per-request label has {sorted(allowed)}")
+                continue
+            arm, request = rec.get("arm"), rec.get("request")
+            if not _text(arm) or arm not in catalog.questions:
+                bad(n, "arm", f"no arm or imported system {arm!r}{catalog.unknown_arm_hint}")
+                continue
+            if question not in catalog.questions[arm]:
+                bad(n, "question", f"arm {arm!r} has no question {question!r}")
+                continue
+            if request not in catalog.questions[arm][question]:
+                bad(n, "request", f"question {question!r} has no request {request!r}")
+                continue
+            if question not in catalog.rows.get(arm, set()):
+                bad(n, "arm", f"arm {arm!r} has no answer to question {question!r} (run its answers stage)")
+                continue
+            if not isinstance(rec.get("addressed"), bool):
+                bad(n, "addressed", f"true or false, not {rec.get('addressed')!r}")
+                continue
+            verdict = rec.get("verdict")
+            if verdict is not None and verdict not in VERDICTS:
+                bad(n, "verdict", f"{verdict!r}: one of {list(VERDICTS)}, or leave it out")
+                continue
+            label = RequestLabel(n, arm, question, request, rec["addressed"], verdict, annotator)
+            key = (REQUEST, annotator, label.item)
+        else:
+            allowed = {"kind", "question", "a", "b", "labels", "annotator"}
+            extra = sorted(set(rec) - allowed)
+            if extra:
+                bad(n, extra[0], f"unknown field; a pairwise label has {sorted(allowed)}")
+                continue
+            a = arm_row(n, "a", rec.get("a"), question)
+            b = arm_row(n, "b", rec.get("b"), question) if a else None
+            if a is None or b is None:
+                continue
+            if a == b:
+                bad(n, "b", "the same answer as a; a preference compares two answers")
+                continue
+            labels = rec.get("labels")
+            if not isinstance(labels, dict) or not labels:
+                bad(n, "labels", 'one label per aspect, e.g. {"completeness": 1}')
+                continue
+            wrong = [(k, v) for k, v in labels.items()
+                     if isinstance(v, bool) or not isinstance(v, int) or not SCALE[0] <= v <= SCALE[1]]
+            if wrong:
+                bad(n, f"labels.{wrong[0][0]}", f"{wrong[0][1]!r} is not an integer from {SCALE[0]} to {SCALE[1]}")
+                continue
+            label = PairLabel(n, question, a, b, dict(labels), annotator)
+            key = (PAIR, annotator, label.item)
+        if key in seen:
+            bad(n, "annotator", f"{annotator!r} already labelled this {'pair' if kind == PAIR else 'request'} "
+                                f"on line {seen[key]}; keep one label per annotator")
+            continue
+        seen[key] = n
+        (out.requests if kind == REQUEST else out.pairs).append(label)
+    if problems:
+        raise LabelsError(problems)
+    if not out.requests and not out.pairs:
+        raise LabelsError([LabelProblem(path, "(file)", "(records)", "no labels in the file")])
+    return out
+
+
+# -- statistics -----------------------------------------------------------------------------------------------------
+
+def _quiet(fn: Callable, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+def _finite(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def categorical_agreement(human: Sequence, judge: Sequence, labels: Sequence) -> dict:
+    """Cohen's kappa, accuracy and the confusion matrix (rows: human, columns: judge) of two raters' labels."""
+    from sklearn.metrics import accuracy_score, cohen_kappa_score, confusion_matrix
+
+    n = len(human)
+    if not n:
+        return {"n": 0, "kappa": None, "accuracy": None, "confusion": None}
+    kappa = _quiet(cohen_kappa_score, human, judge, labels=list(labels))
+    matrix = confusion_matrix(human, judge, labels=list(labels))
+    return {"n": n, "kappa": _finite(kappa), "accuracy": float(accuracy_score(human, judge)),
+            "confusion": {str(h): {str(j): int(matrix[i][k]) for k, j in enumerate(labels)}
+                          for i, h in enumerate(labels)}}
+
+
+def correlation(x: Sequence[float], y: Sequence[float], seed: int = 0) -> dict:
+    """Pearson and Spearman of paired values with percentile bootstrap intervals; None where undefined (fewer than
+    three pairs, or a constant side)."""
+    import numpy as np
+    from scipy import stats
+
+    n = len(x)
+    out: dict = {"n": n}
+    constant = n < 3 or len(set(x)) < 2 or len(set(y)) < 2
+    for name, fn in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr)):
+        if constant:
+            out[name] = {"r": None, "ci_low": None, "ci_high": None,
+                         "why": "fewer than 3 pairs" if n < 3 else "one side is constant"}
+            continue
+        r = _finite(fn(x, y).statistic)
+
+        def stat(a, b, fn=fn):
+            return fn(a, b).statistic
+
+        boot = _quiet(stats.bootstrap, (list(x), list(y)), stat, paired=True, vectorized=False,
+                      n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=CONFIDENCE, method="percentile",
+                      rng=seed)
+        # A resample with a constant side has no correlation (NaN): the interval is over the others, and says so.
+        dist = np.asarray(boot.bootstrap_distribution, dtype=float)
+        ok = dist[np.isfinite(dist)]
+        tail = (1 - CONFIDENCE) / 2 * 100
+        lo, hi = (np.percentile(ok, [tail, 100 - tail]) if ok.size else (math.nan, math.nan))
+        out[name] = {"r": r, "ci_low": _finite(lo), "ci_high": _finite(hi),
+                     "degenerate_resamples": int(dist.size - ok.size)}
+    return out
+
+
+def _annotator_pairs(labels: Sequence, value: Callable) -> dict[tuple[str, str], list[tuple]]:
+    """For every two annotators, the (value by the first, value by the second) of the items both labelled."""
+    by_annotator: dict[str, dict] = {}
+    for lab in labels:
+        by_annotator.setdefault(lab.annotator, {})[lab.item] = value(lab)
+    out = {}
+    for x, y in combinations(sorted(by_annotator), 2):
+        shared = sorted(by_annotator[x].keys() & by_annotator[y].keys())
+        out[(x, y)] = [(by_annotator[x][i], by_annotator[y][i]) for i in shared]
+    return out
+
+
+def request_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]]) -> dict:
+    """Per judge (name -> item -> {"addressed", "verdict", "reason"} of the items it measured), agreement with every
+    human per-request label; then the annotators with each other."""
+    rows = []
+    for name, scored in judges.items():
+        human, judge, v_human, v_judge, disagree = [], [], [], [], []
+        unmeasured = 0
+        for lab in labels:
+            s = scored.get(lab.item)
+            if s is None or s.get("addressed") is None:
+                unmeasured += 1
+                continue
+            human.append(lab.addressed)
+            judge.append(bool(s["addressed"]))
+            if lab.verdict is not None and s.get("verdict") is not None:
+                v_human.append(lab.verdict)
+                v_judge.append(s["verdict"])
+            if lab.addressed != bool(s["addressed"]):
+                disagree.append({"arm": lab.arm, "question": lab.question, "request": lab.request,
+                                 "annotator": lab.annotator, "human": lab.addressed, "judge": bool(s["addressed"]),
+                                 "judge_reason": s.get("reason"), "line": lab.line})
+        rows.append({"rater": name, "kind": "judge", **categorical_agreement(human, judge, (True, False)),
+                     "not_measured": unmeasured, "disagreements": disagree,
+                     "verdict": categorical_agreement(v_human, v_judge, VERDICTS) if v_human else None})
+    for (x, y), both in _annotator_pairs(labels, lambda lab: lab.addressed).items():
+        a, b = [p[0] for p in both], [p[1] for p in both]
+        rows.append({"rater": f"{x} vs {y}", "kind": "ceiling", **categorical_agreement(a, b, (True, False)),
+                     "not_measured": 0, "disagreements": [], "verdict": None})
+    return {"labels": len(labels), "annotators": sorted({lab.annotator for lab in labels}), "rows": rows}
+
+
+def pair_agreement(labels: Sequence[PairLabel], judges: Mapping[str, Mapping[str, Mapping[tuple, float | None]]],
+                   seed: int = 0) -> dict:
+    """Per aspect: per judge (name -> aspect -> (arm, row) -> score, None where not measured) the correlation of
+    score(b) - score(a) with the human label; then the annotators with each other (the ceiling)."""
+    aspects = sorted({a for lab in labels for a in lab.labels})
+    out = {}
+    for aspect in aspects:
+        mine = [lab for lab in labels if aspect in lab.labels]
+        rows = []
+        for name, by_aspect in judges.items():
+            scores = by_aspect.get(aspect)
+            if scores is None:
+                continue
+            x, y, unmeasured = [], [], 0
+            for lab in mine:
+                sa, sb = scores.get(lab.a), scores.get(lab.b)
+                if sa is None or sb is None:
+                    unmeasured += 1
+                    continue
+                x.append(sb - sa)
+                y.append(lab.labels[aspect])
+            rows.append({"rater": name, "kind": "judge", **correlation(x, y, seed), "not_measured": unmeasured})
+        for (p, q), both in _annotator_pairs(mine, lambda lab: lab.oriented(aspect)).items():
+            rows.append({"rater": f"{p} vs {q}", "kind": "ceiling",
+                         **correlation([v[0] for v in both], [v[1] for v in both], seed), "not_measured": 0})
+        out[aspect] = {"labels": len(mine), "annotators": sorted({lab.annotator for lab in mine}), "rows": rows,
+                       "judged": any(r["kind"] == "judge" for r in rows)}
+    return out

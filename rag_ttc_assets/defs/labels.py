@@ -1,0 +1,70 @@
+"""Labels beside the arms: requests derived from gold answers (per dataset), and the judges measured against people."""
+
+from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+
+from rag_ttc_assets.defs.meta import md_table
+from rag_ttc_assets.defs.resources import LabResource
+
+GROUP = "labels"
+
+
+class DerivedRequestsConfig(Config):
+    """Which datasets (default: every dataset an arm names) and which deriver: the offline rule `local/claims-v1`, or
+    any litellm model string (with its api_base and the NAME of its key's environment variable)."""
+
+    datasets: list[str] = []
+    model: str = "local/claims-v1"
+    api_base: str | None = None
+    api_key_env: str | None = None
+    budget: int = 1000
+
+
+@asset(group_name=GROUP, kinds={"python", "json"}, code_version="derived_requests/1")
+def derived_requests(context: AssetExecutionContext, config: DerivedRequestsConfig,
+                     lab: LabResource) -> MaterializeResult:
+    """Requests derived from gold answers for questions without any, written beside each dataset's evaluation."""
+    from rag_ttc_assets.core.arms import ModelConfig
+    from rag_ttc_assets.stages.derive_requests import derive
+
+    lab_ = lab.lab()
+    names = config.datasets or sorted({cfg.dataset for cfg in lab_.arms.arms.values()})
+    model = ModelConfig(model=config.model, api_base=config.api_base, api_key_env=config.api_key_env)
+    out = [derive(lab_, name, model, budget=config.budget) for name in names]
+    rows = [{"dataset": o["dataset"], "derived_by": o["derived_by"], "questions": o["questions"],
+             "requests": o["requests"], "with_evidence": o["requests_with_evidence"],
+             "not_derived": len(o["not_derived"]), "provider_calls": o["provider_calls"],
+             "cache_hits": o["cache_hits"]} for o in out]
+    return MaterializeResult(metadata={"derived": md_table(rows), "results": MetadataValue.json(out),
+                                       "requests": sum(o["requests"] for o in out)})
+
+
+class JudgeAgreementConfig(Config):
+    """The human labels (a JSON Lines file, docs/judges.md) and the bootstrap's seed."""
+
+    labels: str
+    seed: int = 0
+
+
+@asset(group_name=GROUP, kinds={"python", "json"}, deps=["failure_flow"], code_version="judge_agreement/1")
+def judge_agreement(context: AssetExecutionContext, config: JudgeAgreementConfig,
+                    lab: LabResource) -> MaterializeResult:
+    """Every judge that scored the labelled rows against the human labels, the annotators with each other as ceiling."""
+    from pathlib import Path
+
+    from rag_ttc_assets.core.derive_requests import describe
+    from rag_ttc_assets.stages import judge_agreement as stage
+
+    lab_ = lab.lab()
+    report = stage.agreement(lab_, Path(config.labels).expanduser().resolve(), config.seed)
+    path = stage.write(lab_, report)
+    meta = {f"table_{i}": MetadataValue.md(f"{title}\n\n" + md_table(
+        [dict(zip(cols, row, strict=True)) for row in rows]).value) for i, (title, cols, rows) in
+        enumerate(stage.tables(report), 1)}
+    return MaterializeResult(metadata={**meta, "report": MetadataValue.path(str(path)),
+                                       "disagreements": MetadataValue.json(stage.disagreements(report)),
+                                       "arms": MetadataValue.json(report["arms"]),
+                                       "requests_derived": MetadataValue.json(
+                                           {a: describe(d) for a, d in report["requests_derived"].items()})})
+
+
+ASSETS = [derived_requests, judge_agreement]

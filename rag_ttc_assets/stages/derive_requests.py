@@ -1,0 +1,78 @@
+"""Derive a dataset's requests from its gold answers and write them beside its evaluation (derived_requests.json).
+
+The offline rule (core.derive_requests, model `local/claims-v1`) calls nothing; any other litellm model gets the
+versioned prompt derive-requests-v1 per question through the provider cache (stages.calls.Caller). A provider fault
+or an unusable reply is that question's recorded status in the file, never a crash that loses the others; loading
+the dataset then names the question until a rerun (served from the cache for the finished ones) derives it.
+"""
+
+from __future__ import annotations
+
+from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.store import atomic_write_bytes
+from rag_ttc_assets.core import derive_requests as dr
+from rag_ttc_assets.core.arms import ModelConfig
+from rag_ttc_assets.core.contract import locate_json_object
+from rag_ttc_assets.core.progress import NO_PROGRESS
+from rag_ttc_assets.core.records import Derivation, Question
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages.calls import Caller, pooled
+
+PROMPT = "derive-requests-v1"
+DERIVED = "derived"
+PARSE_FAILURE = "parse_failure"
+
+
+def _to_derive(questions: list[Question]) -> list[Question]:
+    """The questions with a gold answer and no hand-written request (loaded without the derived file, their
+    requests are the offline rule's)."""
+    return [q for q in questions if q.requests and all(r.derived is not None for r in q.requests)]
+
+
+def derive(lab: Lab, dataset: str, model: ModelConfig, budget: int = 1000, workers: int = 4) -> dict:
+    """Derive `dataset`'s requests with `model` (dr.OFFLINE_MODEL: the rule), write derived_requests.json, and
+    return what was written: the derivation, per-status counts, requests, those with evidence, calls."""
+    folder = lab.dataset_dir(dataset)
+    ds = load_dataset(folder, dataset, use_derived=False)
+    docs = ds.documents_by_id
+    questions = _to_derive(ds.evaluation.questions)
+    calls = {"provider_calls": 0, "cache_hits": 0}
+    if model.model == dr.OFFLINE_MODEL:
+        derivation = dr.OFFLINE
+        rows = [{"id": q.id, "status": DERIVED, "error": None,
+                 "requests": [r.model_dump(mode="json") for r in dr.derive_offline(q, docs)]} for q in questions]
+    else:
+        prompt = lab.prompt(PROMPT, "derive_requests")
+        derivation = Derivation(method=dr.MODEL, model=model.model, prompt_digest=prompt.digest)
+        caller = Caller(model, lab.provider_cache_root, "derive_requests", budget, True, "request deriver",
+                        archive=lab.store.messages)
+
+        def one(q: Question) -> dict:
+            call = caller.call([{"role": "user", "content": prompt.render(question=q.text,
+                                                                          gold_answer=q.gold_answer or "")}])
+            if call.status != "ok":
+                return {"id": q.id, "status": call.status, "error": call.error, "requests": []}
+            obj, why, _ = locate_json_object(call.raw_text)
+            try:
+                claims = dr.parse_claims(obj) if obj is not None else None
+            except dr.DerivationError as e:
+                why, claims = str(e), None
+            if claims is None:
+                return {"id": q.id, "status": PARSE_FAILURE, "error": why, "requests": []}
+            return {"id": q.id, "status": DERIVED, "error": None,
+                    "requests": [r.model_dump(mode="json") for r in dr.derived_requests(q, claims, derivation, docs)]}
+
+        rows = pooled(one, questions, workers, NO_PROGRESS, "deriving", "derived", "questions")
+        calls = {"provider_calls": caller.provider_calls, "cache_hits": caller.cache_hits}
+    content = dr.derived_file(ds.evaluation_digest, derivation, rows)
+    path = folder / dr.DERIVED_FILE
+    atomic_write_bytes(path, dr.dumps(content).encode("utf-8"), mode=0o644)
+    statuses: dict[str, int] = {}
+    for r in rows:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    requests = [r for row in rows for r in row["requests"]]
+    return {"dataset": dataset, "file": str(path), "derived": derivation.model_dump(),
+            "derived_by": dr.describe(derivation), "questions": len(rows), "statuses": statuses,
+            "requests": len(requests), "requests_with_evidence": sum(1 for r in requests if r["evidence"]),
+            "not_derived": {r["id"]: f"{r['status']}: {r['error']}" for r in rows if r["status"] != DERIVED},
+            **calls}

@@ -1,0 +1,139 @@
+"""The judges of the arms a labels file names, measured against its human labels (core.judge_agreement).
+
+Every judge that scored those rows: each arm's request judge (per-request labels; pairwise `completeness`: the share
+of the row's requests it found addressed) and its support judge (pairwise `faithfulness`), one rater per
+instrument (model and prompt digest), pooled over the arms it measured.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
+from rag_ttc_assets.core import judge_agreement as ja
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages.reports import requests_derived
+from rag_ttc_assets.stages.resolve import ArmInputs
+
+JUDGED = "judged"
+
+
+def catalog(lab: Lab) -> ja.Catalog:
+    """Every arm of the arms file with its questions' request ids and the answer rows it has written."""
+    cat = ja.Catalog(unknown_arm_hint=f" in {lab.arms_file}")
+    for arm in lab.arms.names:
+        inputs = ArmInputs(lab, arm)
+        cat.questions[arm] = {q.id: {r.id for r in q.requests} for q in inputs.questions}
+        try:
+            cat.rows[arm] = set(lab.store.read_table(arm, Table.ANSWERS)["query_id"].to_list())
+        except FileNotFoundError:
+            cat.rows[arm] = set()
+    return cat
+
+
+def _request_judge_name(row: dict) -> str:
+    return f"request judge {row['request_judge_model']} ({(row['prompt_digest'] or '')[:19]}…)"
+
+
+def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
+    """(per-request: judge -> (arm, question, request) -> {addressed, verdict, reason},
+        pairwise: judge -> aspect -> (arm, row) -> score or None)."""
+    per_request: dict[str, dict] = {}
+    pairwise: dict[str, dict] = {}
+    for arm in sorted(arms):
+        try:
+            rj = lab.store.read_table(arm, Table.REQUEST_JUDGMENTS)
+        except FileNotFoundError:
+            rj = None
+        if rj is not None and rj.height:
+            by_row: dict[str, list[dict]] = {}
+            for r in rj.iter_rows(named=True):
+                name = _request_judge_name(r)
+                if r["status"] == JUDGED:
+                    per_request.setdefault(name, {})[(arm, r["query_id"], r["request_id"])] = {
+                        "addressed": r["addressed"], "verdict": r["verdict"], "reason": r["reason"]}
+                for j in json.loads(r.get("jurors") or "[]"):  # a panel's jurors are judges of those rows too
+                    if j["status"] == JUDGED:
+                        per_request.setdefault(f"juror {j['model']}", {})[(arm, r["query_id"], r["request_id"])] = {
+                            "addressed": j["addressed"], "verdict": j["verdict"], "reason": j["reason"]}
+                by_row.setdefault(r["query_id"], []).append(r)
+            for qid, rows in by_row.items():
+                name = _request_judge_name(rows[0])
+                measured = all(r["status"] == JUDGED for r in rows)
+                score = sum(bool(r["addressed"]) for r in rows) / len(rows) if measured else None
+                pairwise.setdefault(name, {}).setdefault("completeness", {})[(arm, qid)] = score
+        try:
+            jv = lab.store.read_table(arm, Table.JUDGE_VERDICTS)
+        except FileNotFoundError:
+            continue
+        for r in jv.iter_rows(named=True):
+            name = f"support judge {r['judge_model']}"
+            pairwise.setdefault(name, {}).setdefault("faithfulness", {})[(arm, r["query_id"])] = r["faithfulness"]
+    return per_request, pairwise
+
+
+def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
+    """Read and check the labels, score every judge that measured their rows, and return the report."""
+    if not labels_path.is_file():
+        raise ja.LabelsError([ja.LabelProblem(str(labels_path), "(file)", "(file)", "file not found")])
+    cat = catalog(lab)
+    labels = ja.parse_labels(labels_path.read_text(encoding="utf-8"), str(labels_path), cat)
+    arms = {lab_.arm for lab_ in labels.requests} | {side[0] for p in labels.pairs for side in (p.a, p.b)}
+    per_request, pairwise = judge_scores(lab, arms)
+    report = {"labels_file": str(labels_path), "arms": sorted(arms), "seed": seed,
+              "bootstrap": {"resamples": ja.BOOTSTRAP_RESAMPLES, "confidence": ja.CONFIDENCE, "method": "percentile"},
+              "request_labels": ja.request_agreement(labels.requests, per_request) if labels.requests else None,
+              "pair_labels": ja.pair_agreement(labels.pairs, pairwise, seed) if labels.pairs else None,
+              # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
+              "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)}}
+    return report
+
+
+def write(lab: Lab, report: dict) -> Path:
+    path = lab.store.root / "judge_agreement" / f"{Path(report['labels_file']).stem}.json"
+    if hasattr(path.parent, "mkdir"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, json.dumps(report, indent=1, default=str).encode("utf-8"), mode=0o644)
+    return path
+
+
+def _f(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
+    """The report as (title, columns, rows) tables: the asset's metadata and the command's output."""
+    out = []
+    rl = report.get("request_labels")
+    if rl:
+        rows = [[r["rater"], r["kind"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
+                 _confusion(r["confusion"]), r["not_measured"], len(r["disagreements"])] for r in rl["rows"]]
+        out.append((f"per-request labels ({rl['labels']} labels by {', '.join(rl['annotators'])}): `addressed`, "
+                    "Cohen's kappa and accuracy; ceiling: the annotators with each other",
+                    ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)",
+                     "not_measured", "disagreements"], rows))
+    for aspect, a in (report.get("pair_labels") or {}).items():
+        rows = [[r["rater"], r["kind"], r["n"], _f(r["pearson"]["r"]),
+                 f"[{_f(r['pearson']['ci_low'])}, {_f(r['pearson']['ci_high'])}]", _f(r["spearman"]["r"]),
+                 f"[{_f(r['spearman']['ci_low'])}, {_f(r['spearman']['ci_high'])}]", r["not_measured"],
+                 r["pearson"].get("why") or ""]
+                for r in a["rows"]]
+        note = "" if a["judged"] else " (no lab judge scores this aspect: the ceiling only)"
+        out.append((f"pairwise preferences, {aspect} ({a['labels']} labels by {', '.join(a['annotators'])}): the "
+                    "judge's score(b) - score(a) against the human label (-2..2); ceiling: the annotators with each "
+                    f"other{note}",
+                    ["rater", "kind", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",
+                     "not_measured", "undefined because"], rows))
+    return out
+
+
+def _confusion(c: dict | None) -> str:
+    if not c:
+        return "-"
+    return " ".join(str(c[h][j]) for h in ("True", "False") for j in ("True", "False"))
+
+
+def disagreements(report: dict) -> list[dict]:
+    return [{"rater": r["rater"], **d} for r in (report.get("request_labels") or {}).get("rows", [])
+            for d in r["disagreements"]]

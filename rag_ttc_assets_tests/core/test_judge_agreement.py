@@ -1,0 +1,132 @@
+"""Judges against human labels: a constructed labelled set whose kappa and correlations are computed by hand."""
+
+import json
+import math
+
+import pytest
+
+from rag_ttc_assets.core import judge_agreement as ja
+
+REQS = [f"q{i}.r1" for i in range(1, 11)]
+CAT = ja.Catalog(questions={"base": {f"q{i}": {f"q{i}.r1"} for i in range(1, 11)},
+                            "other": {f"q{i}": {f"q{i}.r1"} for i in range(1, 11)}},
+                 rows={"base": {f"q{i}" for i in range(1, 11)}, "other": {f"q{i}" for i in range(1, 10)}})
+T, F = True, False
+ANN1 = [T, T, T, T, T, F, F, F, F, F]
+ANN2 = [T, T, T, T, T, F, F, F, F, T]
+JUDGE = [T, T, T, T, F, T, F, F, F, F]
+
+
+def _lines(records):
+    return "\n".join(json.dumps(r) for r in records) + "\n"
+
+
+def _request_labels():
+    recs = [{"kind": "request", "question": f"q{i}", "request": f"q{i}.r1", "arm": "base", "addressed": a,
+             "annotator": ann} for ann, labels in (("ann1", ANN1), ("ann2", ANN2)) for i, a in enumerate(labels, 1)]
+    return ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+
+
+def test_per_request_kappa_accuracy_and_confusion_against_hand_computed_values():
+    labels = _request_labels()
+    judge = {("base", f"q{i}", f"q{i}.r1"): {"addressed": a, "verdict": None, "reason": f"r{i}"}
+             for i, a in enumerate(JUDGE, 1)}
+    rep = ja.request_agreement(labels.requests, {"lexical": judge})
+    j, ceiling = rep["rows"]
+    # Judge against both annotators, 20 label pairs: agreements 8 (ann1) + 7 (ann2), p_o = 15/20.
+    # Human says addressed 5 + 6 = 11 of 20, the judge 5 + 5 = 10 of 20: p_e = .55 * .5 + .45 * .5 = .5.
+    p_o, p_e = 15 / 20, 0.55 * 0.5 + 0.45 * 0.5
+    assert j["n"] == 20 and j["accuracy"] == pytest.approx(p_o)
+    assert j["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e)) == pytest.approx(0.5)
+    # Rows human, columns judge: TT 4+4, TF 1+2 (q5 twice, q10 by ann2), FT 1+1 (q6), FF 4+3.
+    assert j["confusion"] == {"True": {"True": 8, "False": 3}, "False": {"True": 2, "False": 7}}
+    assert sorted((d["question"], d["annotator"]) for d in j["disagreements"]) == [
+        ("q10", "ann2"), ("q5", "ann1"), ("q5", "ann2"), ("q6", "ann1"), ("q6", "ann2")]
+    # The ceiling: ann1 against ann2 agree on 9 of 10; addressed 5/10 and 6/10: p_e = .5*.6 + .5*.4 = .5.
+    assert ceiling["rater"] == "ann1 vs ann2" and ceiling["kind"] == "ceiling" and ceiling["n"] == 10
+    assert ceiling["kappa"] == pytest.approx((0.9 - 0.5) / 0.5) == pytest.approx(0.8)
+
+
+def test_a_request_the_judge_did_not_measure_is_counted_not_scored():
+    labels = _request_labels()
+    judge = {("base", f"q{i}", f"q{i}.r1"): {"addressed": a} for i, a in enumerate(JUDGE, 1) if i != 1}
+    j = ja.request_agreement(labels.requests, {"lexical": judge})["rows"][0]
+    assert j["n"] == 18 and j["not_measured"] == 2
+
+
+X = [0.5, 0.0, -0.5, 1.0, 0.25]  # the judge's score(b) - score(a) on five pairs
+Y = [1, 0, -1, 2, -1]             # the human label (b over a)
+
+
+def _pair_labels(labels_by_annotator):
+    recs = []
+    for ann, ys in labels_by_annotator.items():
+        for i, y in enumerate(ys, 1):
+            recs.append({"kind": "pair", "question": f"q{i}", "a": {"arm": "base"}, "b": {"arm": "other"},
+                         "labels": {"completeness": y}, "annotator": ann})
+    return ja.parse_labels(_lines(recs), "pairs.jsonl", CAT)
+
+
+def test_pairwise_pearson_and_spearman_against_hand_computed_values():
+    labels = _pair_labels({"ann1": Y})
+    scores = {("base", f"q{i}"): 0.5 for i in range(1, 6)}
+    scores.update({("other", f"q{i}"): 0.5 + x for i, x in enumerate(X, 1)})
+    rep = ja.pair_agreement(labels.pairs, {"request judge": {"completeness": scores}})["completeness"]
+    (row,) = rep["rows"]
+    # Pearson: means .25 and .2; sum of products 2.5, sums of squares 1.25 and 6.8.
+    assert row["pearson"]["r"] == pytest.approx(2.5 / math.sqrt(1.25 * 6.8))
+    # Spearman: ranks x (4, 2, 1, 5, 3), y (4, 3, 1.5, 5, 1.5): sum of products 8, squares 10 and 9.5.
+    assert row["spearman"]["r"] == pytest.approx(8 / math.sqrt(10 * 9.5))
+    assert row["pearson"]["ci_low"] <= row["pearson"]["r"] <= row["pearson"]["ci_high"] <= 1
+    assert row["spearman"]["ci_low"] <= row["spearman"]["r"] <= row["spearman"]["ci_high"]
+
+
+def test_the_annotators_ceiling_orients_a_pair_labelled_the_other_way_round():
+    y2 = [2, 0, -1, 1, 0]
+    labels = _pair_labels({"ann1": Y, "ann2": y2})
+    # ann2 labels q1 with a and b swapped: the same pair, its label negated.
+    recs = [{"kind": "pair", "question": "q1", "a": {"arm": "other"}, "b": {"arm": "base"},
+             "labels": {"completeness": -2}, "annotator": "ann3"}]
+    swapped = ja.parse_labels(_lines(recs), "x.jsonl", CAT).pairs
+    rows = ja.pair_agreement(labels.pairs, {})["completeness"]["rows"]
+    (ceiling,) = rows
+    # ann1 (1, 0, -1, 2, -1) vs ann2 (2, 0, -1, 1, 0): means .2 and .4; products .8*1.6 + .08 + 1.2*1.4 + 1.8*.6
+    # + 1.2*.4 = 4.6; squares 6.8 and 1.6^2 + .16 + 1.96 + .36 + .16 = 5.2.
+    assert ceiling["pearson"]["r"] == pytest.approx(4.6 / math.sqrt(6.8 * 5.2))
+    assert swapped[0].item == labels.pairs[0].item and swapped[0].oriented("completeness") == 2
+
+
+@pytest.mark.parametrize("record, field, says", [
+    ({"kind": "request", "question": "q1", "request": "q1.r1", "arm": "nope", "addressed": True, "annotator": "x"},
+     "arm", "no arm or imported system 'nope'"),
+    ({"kind": "request", "question": "q99", "request": "q1.r1", "arm": "base", "addressed": True, "annotator": "x"},
+     "question", "has no question 'q99'"),
+    ({"kind": "request", "question": "q1", "request": "q1.r9", "arm": "base", "addressed": True, "annotator": "x"},
+     "request", "has no request 'q1.r9'"),
+    ({"kind": "request", "question": "q1", "request": "q1.r1", "arm": "base", "addressed": "yes", "annotator": "x"},
+     "addressed", "true or false"),
+    ({"kind": "pair", "question": "q10", "a": {"arm": "base"}, "b": {"arm": "other"}, "labels": {"c": 1},
+      "annotator": "x"}, "b.row", "has no answer row 'q10'"),
+    ({"kind": "pair", "question": "q1", "a": {"arm": "base"}, "b": {"arm": "other"}, "labels": {"completeness": 3},
+      "annotator": "x"}, "labels.completeness", "3 is not an integer from -2 to 2"),
+    ({"kind": "pair", "question": "q1", "a": {"arm": "base"}, "b": {"arm": "other"}, "labels": {"completeness": 1.5},
+      "annotator": "x"}, "labels.completeness", "not an integer"),
+    ({"kind": "vote", "question": "q1", "annotator": "x"}, "kind", "'vote'"),
+])
+def test_bad_labels_name_the_file_the_record_and_the_field(record, field, says):
+    good = {"kind": "request", "question": "q2", "request": "q2.r1", "arm": "base", "addressed": True,
+            "annotator": "x"}
+    with pytest.raises(ja.LabelsError) as e:
+        ja.parse_labels(_lines([good, record]), "labels.jsonl", CAT)
+    assert f"labels.jsonl: line 2: {field}: " in str(e.value) and says in str(e.value)
+
+
+def test_one_annotator_labelling_a_pair_twice_is_an_error_naming_both_lines():
+    pair = {"kind": "pair", "question": "q1", "a": {"arm": "base"}, "b": {"arm": "other"},
+            "labels": {"completeness": 1}, "annotator": "x"}
+    flipped = {**pair, "a": {"arm": "other"}, "b": {"arm": "base"}, "labels": {"completeness": -1}}
+    with pytest.raises(ja.LabelsError) as e:
+        ja.parse_labels(_lines([pair, flipped]), "labels.jsonl", CAT)
+    assert "labels.jsonl: line 2: annotator: 'x' already labelled this pair on line 1" in str(e.value)
+    # Another annotator may label it.
+    assert len(ja.parse_labels(_lines([pair, {**flipped, "annotator": "y"}]), "l", CAT).pairs) == 2

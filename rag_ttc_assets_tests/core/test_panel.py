@@ -1,0 +1,66 @@
+"""A panel of request judges: aggregation, a juror's fault as its own not-measured, agreement by hand."""
+
+import pytest
+
+from rag_ttc_assets.core import panel
+
+J = ["local/lexical", "local/coverage", "openai/x"]
+
+
+def _row(status="judged", addressed=True, verdict=None, reason="r"):
+    verdict = verdict or ("consistent" if addressed else "not_addressed")
+    return {"status": status, "addressed": addressed if status == "judged" else None,
+            "verdict": verdict if status == "judged" else None, "reason": reason, "excerpt": "e" if addressed else "",
+            "cited_chunk_ids": ["c1"] if addressed else [], "judge_error": None if status == "judged" else "boom"}
+
+
+@pytest.mark.parametrize("votes, majority, all_, any_", [
+    ([True, True, False], True, False, True),
+    ([True, False], False, False, True),   # a tie is not a majority
+    ([False, False, False], False, False, False),
+    ([True], True, True, True),
+])
+def test_aggregations(votes, majority, all_, any_):
+    assert [panel.aggregate(votes, a) for a in ("majority", "all", "any")] == [majority, all_, any_]
+
+
+def test_a_jurors_fault_is_its_own_not_measured_never_a_vote():
+    rows = [_row(addressed=False), _row("judge_server_error"), _row(addressed=True, verdict="contradicts")]
+    out = panel.combine(J, rows, "majority")
+    # Two jurors measured it, one yes one no: no majority; they disagree; the faulted juror is kept as it was.
+    assert out["status"] == "judged" and out["addressed"] is False and out["verdict"] == "not_addressed"
+    assert out["jurors_measured"] == 2 and out["jurors_disagree"] is True
+    assert [j["status"] for j in out["jurors"]] == ["judged", "judge_server_error", "judged"]
+    anyof = panel.combine(J, rows, "any")
+    assert anyof["addressed"] is True and anyof["verdict"] == "contradicts" and anyof["cited_chunk_ids"] == ["c1"]
+    assert "any of 2 juror(s) (local/lexical no, openai/x yes)" in anyof["reason"]
+    # Nobody measured it: the panel did not either.
+    none = panel.combine(J[:2], [_row("judge_timeout"), _row("judge_parse_failure")], "all")
+    assert none["status"] == "judge_timeout" and none["addressed"] is None and none["jurors_disagree"] is False
+
+
+def test_the_verdict_is_the_one_most_yes_jurors_gave():
+    rows = [_row(verdict="contradicts"), _row(verdict="consistent"), _row(verdict="consistent")]
+    assert panel.combine(J, rows, "majority")["verdict"] == "consistent"
+    assert panel.combine(J[:2], rows[:2], "majority")["verdict"] == "contradicts"  # a tie: the earlier juror
+
+
+def test_fleiss_kappa_and_krippendorff_alpha_against_hand_computed_values():
+    T, F = True, False
+    votes = [[T, T], [T, T], [T, F], [F, F], [F, F], [T, F], [T, None]]
+    got = panel.agreement(J[:2], votes)
+    assert got["requests"] == 7 and got["all_measured"] == 6 and got["jurors_disagree"] == 2
+    # Fleiss over the 6 complete rows, 2 raters: P_i is 1 for agreeing rows, 0 for the 2 split ones: P_bar = 4/6.
+    # Yes votes 2+2+1+0+0+1 = 6 of 12: p = .5, P_e = .5^2 + .5^2 = .5.  kappa = (4/6 - .5) / .5 = 1/3.
+    assert got["fleiss_kappa"] == pytest.approx((4 / 6 - 0.5) / 0.5)
+    # Krippendorff (nominal, 2 coders, the 6 rows both coded): n = 12 values, 6 yes and 6 no, D = 2 split units:
+    # alpha = 1 - D (n - 1) / (n_yes n_no) = 1 - 2 * 11 / 36.
+    assert got["krippendorff_alpha"] == pytest.approx(1 - 2 * 11 / 36)
+
+
+def test_judge_sensitive_counts_the_requests_whose_branch_depends_on_the_juror():
+    branches = [{"r1": "ok", "r2": "not_addressed", "r3": "not_retrieved"},
+                {"r1": "ok", "r2": "ok", "r3": "not_retrieved"}]
+    measured = [{"r1": True, "r2": True, "r3": True}, {"r1": True, "r2": True, "r3": False}]
+    got = panel.judge_sensitive(branches, measured, ["r1", "r2", "r3"])
+    assert got["request_ids"] == ["r2"] and got["line"] == "judge-sensitive: 1 of 3"

@@ -1,0 +1,127 @@
+"""A panel of request judges through the Dagster materialization: the lexical judge and a lenient juror on a real
+OpenAI-compatible server on 127.0.0.1 (which faults on one question), so the jurors disagree exactly where the
+lexical judge says "not addressed"; the flags, Fleiss' kappa and Krippendorff's alpha by hand, the judge-sensitive
+count against the two arms' own flows, the jurors side by side in the case report, and compare's drift."""
+
+import json
+import re
+
+import pytest
+from dagster import DagsterInstance
+
+from rag_ttc_assets.core.arms import ArmsError, parse_arms_file
+from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, write_mini_lab
+from rag_ttc_assets_tests.support.openai_server import FakeOpenAIServer
+
+JUROR = ('{{model: openai/lenient, api_base: "{base}", api_key_env: RAG_TTC_TEST_KEY, timeout_s: 5, '
+         'max_retries: 0}}')
+ARMS = MINI_DEFAULTS + """  allow_unpriced_provider: true
+arms:
+  lexical: {{}}
+  panel-all:
+    request_judges: [local/lexical, JUROR]
+    request_judge_aggregation: all
+  panel-any:
+    request_judges: [local/lexical, JUROR]
+    request_judge_aggregation: any
+  offline-panel:
+    request_judges: [local/lexical, local/coverage]
+""".replace("JUROR", JUROR)
+
+
+def lenient(messages):
+    """A juror that calls every request addressed."""
+    ids = re.findall(r'<request id="([^"]+)">', messages[-1]["content"])
+    return json.dumps({"requests": [{"request": r, "addressed": True, "excerpt": "", "cited_chunk_ids": [],
+                                     "verdict": "consistent", "reason": "the lenient juror agrees"} for r in ids]})
+
+
+def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_path, monkeypatch):
+    from rag_ttc_assets.core.compare import InstrumentDriftError
+    from rag_ttc_assets.definitions import build_definitions
+    from rag_ttc_assets.lab import Lab
+    from rag_ttc_assets.stages.diagnostics import compare_two
+    from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
+
+    write_mini_lab(tmp_path, monkeypatch, {"mini-03": " FAULT:bad_request"})  # the lenient juror faults there
+    instance = DagsterInstance.ephemeral()
+    with FakeOpenAIServer(lenient) as server:
+        (tmp_path / "arms.yaml").write_text(ARMS.format(base=server.base_url))
+        job = build_definitions().resolve_job_def("arm_job")
+        for arm in ("lexical", "panel-all", "panel-any", "offline-panel"):
+            assert job.execute_in_process(partition_key=arm, instance=instance, raise_on_error=True).success
+    lab = Lab.from_env()
+    store = lab.store
+    lexical = {r["request_id"]: r for r in store.read_table("lexical", "request_judgments").to_dicts()}
+    rows = {a: {r["request_id"]: r for r in store.read_table(a, "request_judgments").to_dicts()}
+            for a in ("panel-all", "panel-any")}
+    measured = [rid for rid, r in lexical.items() if r["status"] == "judged"]
+    assert len(measured) >= 8
+    faulted = {rid for rid in measured if rid.startswith("mini-03.")}
+    for rid in measured:
+        a, y = rows["panel-all"][rid], rows["panel-any"][rid]
+        jurors = json.loads(a["jurors"])
+        assert [j["model"] for j in jurors] == ["local/lexical", "openai/lenient"]
+        assert jurors[0]["addressed"] == lexical[rid]["addressed"]  # each juror's verdict kept as it gave it
+        if rid in faulted:  # the lenient juror's fault is its own not-measured, never a vote
+            assert jurors[1]["status"] == "judge_bad_request" and a["jurors_measured"] == 1
+            assert a["addressed"] == y["addressed"] == lexical[rid]["addressed"] and not a["jurors_disagree"]
+        else:
+            assert a["addressed"] == lexical[rid]["addressed"] and y["addressed"] is True
+            assert a["jurors_disagree"] == (not lexical[rid]["addressed"])
+    disagree = [rid for rid in measured if rid not in faulted and not lexical[rid]["addressed"]]
+    assert disagree  # the lexical judge leaves some requests unaddressed on this dataset
+
+    s = store.read_arm_json("panel-all", "request_judge_summary.json")
+    p = s["panel"]
+    assert p["jurors_disagree"] == len(disagree) and p["juror_not_measured"] == {"local/lexical": 0,
+                                                                                 "openai/lenient": len(faulted)}
+    # Fleiss (2 raters) over the requests both measured: P_i is 1 where they agree, 0 where not; p_yes the share
+    # of yes votes.
+    both = [rid for rid in measured if rid not in faulted]
+    n, d = len(both), len(disagree)
+    yes = sum(1 + bool(lexical[r]["addressed"]) for r in both) / (2 * n)
+    p_bar, p_e = (n - d) / n, yes ** 2 + (1 - yes) ** 2
+    assert p["all_measured"] == n and p["fleiss_kappa"] == pytest.approx((p_bar - p_e) / (1 - p_e))
+    # Krippendorff (nominal, 2 coders): alpha = 1 - D (m - 1) / (m_yes m_no), m = 2n values.
+    m, m_yes = 2 * n, round(yes * 2 * n)
+    assert p["krippendorff_alpha"] == pytest.approx(1 - d * (m - 1) / (m_yes * (m - m_yes)))
+    assert store.read_arm_json("panel-all", "judge_summary.json")["request_judge_panel"]["fleiss_kappa"] == \
+        p["fleiss_kappa"]
+
+    # Judge-sensitive: with two jurors, `all` is one juror's view and `any` the other's (where both measured), so
+    # the requests whose branch depends on the juror are those whose branch differs between the two arms.
+    flows = {a: {r["request_id"]: r["branch"] for r in store.read_table(a, "failure_flow").to_dicts()}
+             for a in ("panel-all", "panel-any")}
+    differ = sorted(r for r in flows["panel-all"] if flows["panel-all"][r] != flows["panel-any"][r])
+    sens = store.read_arm_json("panel-all", "failure_flow.json")["judge_sensitive"]
+    assert differ and sens["request_ids"] == differ and sens["of"] == len(flows["panel-all"])
+    assert sens["line"] == f"judge-sensitive: {len(differ)} of {len(flows['panel-all'])}"
+    assert set(differ) <= set(disagree)
+
+    # The case report shows the jurors side by side.
+    page = to_markdown(inspect_question(lab, "panel-all", disagree[0].split(".")[0]))
+    assert "| request | local/lexical | openai/lenient | jurors disagree |" in page
+    assert f"| {disagree[0]} | not_addressed | consistent | True |" in page
+
+    # Two offline jurors with different blind spots; the panel is one instrument, named as such.
+    off = store.read_arm_json("offline-panel", "request_judge_summary.json")
+    assert off["request_judge"]["model"] == "panel[majority]: local/lexical, local/coverage"
+    assert off["request_judge"]["offline_baseline"] is True and off["panel"]["all_measured"] == len(measured)
+
+    # A pair whose panels differ (or a panel against one judge) is instrument drift.
+    for a, b in (("panel-all", "panel-any"), ("lexical", "panel-all")):
+        with pytest.raises(InstrumentDriftError, match="instrument drift"):
+            compare_two(lab, a, b)
+
+
+@pytest.mark.parametrize("arm, says", [
+    ("request_judges: [local/lexical]", "field 'request_judges': Value error, a panel of one juror"),
+    ("request_judges: [local/lexical, local/coverage]\n    request_judge_aggregation: plurality",
+     "field 'request_judge_aggregation': Input should be 'majority', 'all' or 'any'"),
+])
+def test_a_bad_panel_names_the_arms_file_the_arm_and_the_field(arm, says):
+    text = f"arms:\n  bad:\n    {arm}\n"
+    with pytest.raises(ArmsError) as e:
+        parse_arms_file(text.encode(), "arms.yaml")
+    assert "arms.yaml: arms.bad: " + says in str(e.value)

@@ -1,0 +1,97 @@
+"""`rag-ttc judge-agreement LABELS` (the judge_agreement asset) on two materialized arms: a constructed labelled set
+whose kappa and correlation the test computes by hand from the judge's own rows, and bad labels refused."""
+
+import json
+import math
+import os
+
+import polars as pl
+
+from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
+from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
+
+
+def _pearson(x, y):
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    return sxy / math.sqrt(sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
+
+
+def _kappa(pairs):
+    n = len(pairs)
+    p_o = sum(h == j for h, j in pairs) / n
+    h_t, j_t = sum(h for h, _ in pairs) / n, sum(j for _, j in pairs) / n
+    p_e = h_t * j_t + (1 - h_t) * (1 - j_t)
+    return (p_o - p_e) / (1 - p_e)
+
+
+def test_judge_agreement_through_the_command(tmp_path):
+    corpus = mini_corpus()
+    write_dataset(tmp_path / "datasets" / "mini", corpus, mini_questions(corpus))
+    (tmp_path / "arms.yaml").write_text(MINI_DEFAULTS + "arms:\n  baseline: {}\n  tight: {context_runes: 700}\n",
+                                        encoding="utf-8")
+    env = {"RAG_TTC_DATASETS": str(tmp_path / "datasets"), "RAG_TTC_ARMS": str(tmp_path / "arms.yaml"),
+           "RAG_TTC_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dagster_home")}
+    os.makedirs(env["DAGSTER_HOME"])
+    code, _, err = rag_ttc("run", "baseline", "tight", env=env)
+    assert code == 0, err
+    store = tmp_path / "home" / "store" / "arms"
+    judged = {a: pl.read_parquet(store / a / "request_judgments.parquet").filter(pl.col("status") == "judged")
+              for a in ("baseline", "tight")}
+    rows = judged["baseline"].select("query_id", "request_id", "addressed").rows()
+    assert len(rows) >= 8
+    # Two annotators: ann1 disagrees with the judge on the first two requests, ann2 on the third.
+    records, pairs_judge = [], []
+    for ann, flips in (("ann1", {0, 1}), ("ann2", {2})):
+        for i, (q, r, addressed) in enumerate(rows):
+            human = (not addressed) if i in flips else addressed
+            records.append({"kind": "request", "question": q, "request": r, "arm": "baseline", "addressed": human,
+                            "annotator": ann})
+            pairs_judge.append((human, addressed))
+    # Pairwise: completeness of tight (b) over baseline (a), per question, by the judge: share of requests addressed.
+    share = {a: {q: sum(g["addressed"]) / g.height for (q,), g in judged[a].group_by("query_id")}
+             for a in judged}
+    questions = sorted(set(share["baseline"]) & set(share["tight"]))
+    diffs = [share["tight"][q] - share["baseline"][q] for q in questions]
+    labels = [(-1 if i % 2 else 1) * (1 + i % 2) for i in range(len(questions))]  # 1, -2, 1, -2, ...
+    for q, y in zip(questions, labels):
+        records.append({"kind": "pair", "question": q, "a": {"arm": "baseline"}, "b": {"arm": "tight"},
+                        "labels": {"completeness": y, "fluency": y}, "annotator": "ann1"})
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+    code, out, err = rag_ttc("judge-agreement", str(path), "--json", env=env)
+    assert code == 0, err
+    rep = json.loads(out)
+    judge, ceiling = rep["request_labels"]["rows"]
+    assert judge["rater"].startswith("request judge local/lexical")
+    assert judge["n"] == 2 * len(rows) and judge["kappa"] == __import__("pytest").approx(_kappa(pairs_judge))
+    assert judge["accuracy"] == (2 * len(rows) - 3) / (2 * len(rows))
+    assert {(d["request"], d["annotator"]) for d in judge["disagreements"]} == {
+        (rows[0][1], "ann1"), (rows[1][1], "ann1"), (rows[2][1], "ann2")}
+    # ann1 and ann2 disagree on exactly the three flipped requests.
+    ann = [(h1, h2) for (h1, _), (h2, _) in zip(pairs_judge[:len(rows)], pairs_judge[len(rows):])]
+    assert ceiling["rater"] == "ann1 vs ann2" and ceiling["kappa"] == __import__("pytest").approx(_kappa(ann))
+    comp = rep["pair_labels"]["completeness"]
+    (cj,) = [r for r in comp["rows"] if r["rater"].startswith("request judge")]
+    assert cj["n"] == len(questions)
+    if len(set(diffs)) > 1:
+        assert cj["pearson"]["r"] == __import__("pytest").approx(_pearson(diffs, labels))
+    else:
+        assert cj["pearson"]["r"] is None and cj["pearson"]["why"] == "one side is constant"
+    assert rep["pair_labels"]["fluency"]["judged"] is False  # no lab judge scores fluency
+
+    code, out, err = rag_ttc("judge-agreement", str(path), env=env)
+    assert code == 0, err
+    assert "per-request labels" in out and "ann1 vs ann2" in out and "ceiling" in out
+    assert "requests the judge and a person disagree on (3)" in out
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**records[0], "request": "mini-01.r9"}) + "\n"
+                   + json.dumps({**records[-1], "labels": {"completeness": 5}}) + "\n"
+                   + json.dumps(records[-1]) + "\n" + json.dumps(records[-1]) + "\n", encoding="utf-8")
+    code, out, err = rag_ttc("judge-agreement", str(bad), env=env)
+    assert code == 1
+    assert f"{bad}: line 1: request: question 'mini-01' has no request 'mini-01.r9'" in err
+    assert f"{bad}: line 2: labels.completeness: 5 is not an integer from -2 to 2" in err
+    assert f"{bad}: line 4: annotator: 'ann1' already labelled this pair on line 3" in err
