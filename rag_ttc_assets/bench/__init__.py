@@ -388,7 +388,7 @@ def bench_retrieval(spec: LabSpec, base: Path, repeat: int) -> dict:
 def bench_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
     import numpy as np
 
-    from rag_ttc_assets.adapters import embeddings
+    from rag_ttc_assets.adapters import embeddings, torch_embeddings
     from rag_ttc_assets.stages import ingest
 
     lab = spec.lab(base / "shared")
@@ -396,7 +396,7 @@ def bench_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
     ds = ingest.bind_dataset(lab, cfg)
     reps = ingest.build_representations(lab, cfg, ds, ingest.build_chunks(lab, cfg, ds))
     texts = ingest.read_representations(reps)["text"].to_list()
-    model = embeddings._load(cfg.embedding_model)  # the one model object both sides use
+    model = torch_embeddings.load(cfg.embedding_model)  # the one model object both sides use
     # encode's own default batch size: build_vectors calls it without one.
     batch = inspect.signature(embeddings.encode).parameters["batch_size"].default
     box: dict[str, Any] = {}
@@ -435,12 +435,12 @@ def materialize(lab: Lab, arms: list[str], assets: tuple[str, ...] | None) -> No
 def bench_k_sweep(spec: LabSpec, base: Path, repeat: int) -> dict:
     from dagster import AssetKey, DagsterInstance
 
-    from rag_ttc_assets.adapters import embeddings
+    from rag_ttc_assets.adapters import torch_embeddings
     from rag_ttc_assets.definitions import JOB, build_definitions
 
     family = spec.lab(base / "shared").arms.family(K_FAMILY)
     one = family[0]
-    embeddings._load(spec.lab(base / "shared").arms[one].embedding_model)  # the model load is no store's cost
+    torch_embeddings.load(spec.lab(base / "shared").arms[one].embedding_model)  # the model load is no store's cost
     counter = {"n": 0}
 
     def side(arms: list[str]) -> Callable[[], Timing]:

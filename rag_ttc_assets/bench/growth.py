@@ -93,16 +93,16 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
     """In a fresh process: time every step for one size (see the module docstring); return the record."""
     import numpy as np
 
-    from rag_ttc_assets.adapters import embeddings, vectors
+    from rag_ttc_assets.adapters import embeddings, torch_embeddings, vectors
     from rag_ttc_assets.adapters.store import Built
-    from rag_ttc_assets.stages import indexes, ingest
+    from rag_ttc_assets.stages import coverage, indexes, ingest
     from rag_ttc_assets.stages import retrieval as stage
 
     spec = bench.LabSpec.from_json(spec_json)
     lab = spec.lab(Path(home))
     cfg = lab.arms[bench.ARM]
     # Untimed warm-up: imports, the model, the question embeddings (a fixed cost, not a growing one).
-    embeddings._load(cfg.embedding_model)
+    torch_embeddings.load(cfg.embedding_model)
     dim = embeddings.dimension(cfg.embedding_model)
     qemb = indexes.build_question_embeddings(lab, cfg, ingest.bind_dataset(lab, cfg))
     vectors._lancedb()  # lancedb's and tantivy's imports are a fixed cost, not a growing one
@@ -143,9 +143,9 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
         def admission():
             chunk_list = ingest.read_chunks(ch)
             questions = stage.arm_questions(cfg, ds)
-            support = stage.request_support(ds, questions, chunk_list)
+            support = coverage.request_support(ds, questions, chunk_list)
             contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list}, questions, support)
-            return stage.request_coverage(questions, support, rows, contexts)
+            return coverage.request_coverage(questions, support, rows, contexts)
 
         timed("admission", admission)
     peak = bench._maxrss_mb()

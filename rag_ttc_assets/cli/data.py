@@ -80,7 +80,7 @@ def _read(path: str) -> str:
 
 
 def cmd_import_beir(args) -> int:
-    from rag_ttc_assets.adapters.store import atomic_write_bytes
+    from rag_ttc_assets.adapters.atomic import atomic_write_bytes
     from rag_ttc_assets.core.beir import BEIR_FILES, convert
     from rag_ttc_assets.core.dataset import sha256_digest
 

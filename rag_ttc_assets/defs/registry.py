@@ -9,7 +9,8 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dagster import AssetChecksDefinition, AssetsDefinition, PartitionsDefinition, PreviewWarning, asset, asset_check
+from dagster import (AssetChecksDefinition, AssetKey, AssetsDefinition, PartitionsDefinition, PreviewWarning, asset,
+                     asset_check)
 
 from rag_ttc_assets.core.arms import ArmConfig, config_digest
 from rag_ttc_assets.core.artifacts import Artifact
@@ -76,6 +77,12 @@ def arm_asset(*, artifact: Artifact | tuple[Artifact, ...], group: str, kinds: s
 
 
 FINGERPRINT = "rag_ttc/fingerprint"
+CONFIG_GROUP = "arm_config"  # the observed sources of the arms' configurations (staleness.py)
+
+
+def config_key(asset: str) -> AssetKey:
+    """The observed source `arm_config/<asset>` that `asset` reads: its data version is the asset's fingerprint."""
+    return AssetKey([CONFIG_GROUP, asset])
 
 
 def fingerprints(cfg: ArmConfig, inputs: dict[str, str]) -> dict[str, str]:
@@ -119,8 +126,6 @@ def _fingerprinted(fn):
 
 
 def build_assets(partitions_def: PartitionsDefinition) -> list[AssetsDefinition]:
-    from rag_ttc_assets.defs.staleness import config_key
-
     out = []
     for s in SPECS:
         description = (s.fn.__doc__ or "").strip().splitlines()[0]

@@ -15,21 +15,17 @@ from dagster import (AssetKey, AssetObservation, AssetSpec, DagsterInstance, Def
                      PartitionsDefinition, SensorEvaluationContext, SensorResult, SkipReason, sensor)
 from dagster._core.loader import LoadingContext
 
-from rag_ttc_assets.defs.registry import FINGERPRINT, SPECS, fingerprints
+from rag_ttc_assets.defs import graph
+from rag_ttc_assets.defs.registry import CONFIG_GROUP, FINGERPRINT, SPECS, config_key, fingerprints
 from rag_ttc_assets.lab import Lab
 
-GROUP = "arm_config"
 REMOVED = "removed"  # the data version of an arm no longer in the arms file
 DATA_VERSION_TAG = "dagster/data_version"
 
 
-def config_key(asset: str) -> AssetKey:
-    return AssetKey([GROUP, asset])
-
-
 def config_specs(partitions_def: PartitionsDefinition) -> list[AssetSpec]:
     """One observed source per per-arm asset: the arm's configuration as that asset reads it."""
-    return [AssetSpec(config_key(s.name), partitions_def=partitions_def, group_name=GROUP, kinds={"yaml"},
+    return [AssetSpec(config_key(s.name), partitions_def=partitions_def, group_name=CONFIG_GROUP, kinds={"yaml"},
                       description=f"The arm's configuration as {s.name} reads it: its fields, prompt and dataset "
                                   "digests, code version and upstream fingerprints (observed, not materialized).")
             for s in SPECS]
@@ -172,8 +168,6 @@ def to_run(instance: DagsterInstance, lab: Lab, asset_graph, arm: str, names: Se
     everything downstream of those, whose data versions are only known once they ran."""
     from dagster import AssetRecordsFilter
 
-    from rag_ttc_assets.defs import graph
-
     observe(instance, lab, [arm])
     status = dagster_status(instance, asset_graph, arm, names)
     deps = graph.deps()
@@ -199,7 +193,7 @@ def to_run(instance: DagsterInstance, lab: Lab, asset_graph, arm: str, names: Se
 
 def _cause_text(instance: DagsterInstance, cause) -> str:
     text = f"{cause.asset_key.to_user_string()} {cause.reason}"
-    if cause.asset_key.path[0] == GROUP:
+    if cause.asset_key.path[0] == CONFIG_GROUP:
         from dagster import AssetRecordsFilter
 
         records = instance.fetch_observations(

@@ -68,7 +68,7 @@ def arm_views(lab: Lab, arm: str) -> dict:
 def arm_info(lab: Lab, arm: str) -> dict:
     """The arm's name as tables show it, its configuration, instruments (answer model, judges, prompt digests,
     oracle or not), its failure flow, hit rate and the N measured of M of its completeness."""
-    from rag_ttc_assets.stages.diagnostics import arm_title
+    from rag_ttc_assets.stages.comparisons import arm_title
 
     cfg = lab.arms[arm]
     prompts = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_ttc_assets.adapters.store import atomic_write_bytes
+from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 
 
 def pair_path(comparisons_dir: Path, a: str, b: str) -> Path:
@@ -25,7 +25,7 @@ def write_arm(lab, arm: str, path: Path) -> Path:
     """Render one arm's report (its failure-flow plot written beside it) to `path`."""
     from rag_ttc_assets.report.collect import single_model
     from rag_ttc_assets.report.html import render
-    from rag_ttc_assets.stages.diagnostics import flow_bars
+    from rag_ttc_assets.stages.diagnostics_files import flow_bars
 
     png = flow_bars(lab, [arm], path.with_suffix(".flow.png"))
     atomic_write_bytes(path, render(single_model(lab, arm, png)).encode("utf-8"), mode=0o644)

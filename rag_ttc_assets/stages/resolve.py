@@ -118,7 +118,7 @@ class ArmInputs:
     @cached_property
     def support(self) -> dict[str, list[str]]:
         """Per request with gold evidence, the chunk IDs (this arm's chunking) that support it (evaluation side)."""
-        from rag_ttc_assets.stages.retrieval import request_support
+        from rag_ttc_assets.stages.coverage import request_support
 
         return request_support(self.dataset, self.questions, self.chunk_list)
 

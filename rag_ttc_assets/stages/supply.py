@@ -24,6 +24,7 @@ from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.supply import LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCall, parse_lookup_arguments, \
     seamless_offsets
 from rag_ttc_assets.stages.calls import Call, Caller
+from rag_ttc_assets.stages.coverage import request_coverage, request_support
 
 NO_RESULTS = "No results."
 CITATION_OFF, CITATION_PASSED, CITATION_RETRIED, ESCALATED = "off", "passed", "retried_passed", "escalated"
@@ -251,8 +252,6 @@ def arm_coverage(arm, qid: str | None = None) -> pl.DataFrame:
     if arm.cfg.supply != "tool":
         table = arm.table(Table.REQUEST_COVERAGE)
         return table if qid is None else table.filter(pl.col("query_id") == qid)
-    from rag_ttc_assets.stages.retrieval import request_coverage, request_support
-
     questions = [q for q in arm.questions if qid is None or q.id == qid]
     support = arm.support if qid is None else request_support(arm.dataset, questions, arm.chunk_list)
     return request_coverage(questions, support, arm.table(Table.RETRIEVAL_ROWS), arm_contexts(arm), arm.cfg.supply)
