@@ -15,18 +15,21 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from rag_ttc_assets.bench.harness import QUIET, Stopwatch, Target, alternate, fresh_home, item
+from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.core.usage import unused
+from rag_ttc_assets.defs.graph import upstream
+
 ARM = "retrieval-bm25"
 TARGET = 1.2
 SETUP = ("corpus_binding", "chunks", "representations")
 INDEXES = ("bm25_index", "vector_index")
 
 
+@measurement("unused_index")
 def bench_unused_index(spec, base: Path, repeat: int) -> dict:
     from dagster import AssetKey, DagsterInstance
 
-    from rag_ttc_assets.bench import QUIET, Stopwatch, _fresh_home, Target, alternate, item
-    from rag_ttc_assets.core.usage import unused
-    from rag_ttc_assets.defs.graph import upstream
     from rag_ttc_assets.definitions import JOB, build_definitions
 
     counter = {"n": 0}
@@ -35,7 +38,7 @@ def bench_unused_index(spec, base: Path, repeat: int) -> dict:
     def materialize(side: str, timed: tuple[str, ...], setup: tuple[str, ...] = SETUP):
         """A fresh store; `setup` materialized untimed, then `timed`, each in one run of the job."""
         counter["n"] += 1
-        home = _fresh_home(base / "unused_index", f"{side}-{counter['n']}")
+        home = fresh_home(base / "unused_index", f"{side}-{counter['n']}")
         lab = spec.lab(home)
         job = build_definitions(lab).resolve_job_def(JOB)
         with DagsterInstance.ephemeral() as instance:

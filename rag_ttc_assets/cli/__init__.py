@@ -115,8 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--drop-missing", action="store_true", help="drop qrels naming missing documents (counted)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_beir)
-    from rag_ttc_assets import bench, sweep
-    from rag_ttc_assets.cli import local_llm, report
+    from rag_ttc_assets.bench import command as bench
+    from rag_ttc_assets.cli import local_llm, report, sweep
 
     sweep.add_parser(sub)
     local_llm.add_parser(sub)

@@ -333,7 +333,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m rag_ttc_assets.sweep FAMILY ...`, the same as `rag-ttc sweep FAMILY ...`."""
+    """`python -m rag_ttc_assets.cli.sweep FAMILY ...`, the same as `rag-ttc sweep FAMILY ...`."""
     args = _configure(argparse.ArgumentParser(prog="rag-ttc sweep", description=DESCRIPTION)).parse_args(argv)
     return args.fn(args)
 
