@@ -13,12 +13,15 @@ from functools import cached_property
 from pathlib import Path
 
 from rag_ttc_assets.adapters import embeddings
-from rag_ttc_assets.adapters.store import ArtifactStore
 from rag_ttc_assets.adapters.files import load_arms
+from rag_ttc_assets.adapters.object_store import (ObjectArtifactStore, SCHEMES, is_object_uri, local_cache_dir,
+                                                  remote_root)
+from rag_ttc_assets.adapters.provider_cache import remote_filesystem
+from rag_ttc_assets.adapters.store import ArtifactStore
 from rag_ttc_assets.core.arms import Arms, ArmsError
-from rag_ttc_assets.core.representations import MODEL_BUILT
 from rag_ttc_assets.core.prompts import (GENERATION_KINDS, LABEL_PLACEHOLDER, ORACLE, Prompt, PromptError,
                                          parse_prompt)
+from rag_ttc_assets.core.representations import MODEL_BUILT
 
 PROMPT_FIELDS = {"prompt": "answer", "judge_statements_prompt": "judge_statements",
                  "judge_verdicts_prompt": "judge_verdicts", "judge_gold_prompt": "judge_gold",
@@ -64,8 +67,6 @@ def _path(explicit: str | Path | None, env: str, default: Path) -> Path:
 
 def _home(explicit: str | Path | None, default: Path):
     """The store's home: a local folder, or an `s3://<bucket>/<prefix>` URI (adapters/object_store.py)."""
-    from rag_ttc_assets.adapters.object_store import SCHEMES, is_object_uri, remote_root
-
     value = explicit or os.environ.get("RAG_TTC_HOME")
     if isinstance(value, str) and is_object_uri(value):
         try:
@@ -90,8 +91,6 @@ def _cache_location(explicit: str | Path | None, env: str = "RAG_TTC_PROVIDER_CA
     if not value:
         return None
     if isinstance(value, str) and "://" in value:
-        from rag_ttc_assets.adapters.provider_cache import remote_filesystem
-
         where = "argument" if explicit else env
         try:
             fs, local = remote_filesystem(value)
@@ -195,7 +194,6 @@ class Lab:
     def store(self) -> ArtifactStore:
         if self.local:
             return ArtifactStore(self.home / "store")
-        from rag_ttc_assets.adapters.object_store import ObjectArtifactStore, local_cache_dir
 
         return ObjectArtifactStore(self.home / "store", local_cache_dir())
 

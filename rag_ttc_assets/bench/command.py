@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import rag_ttc_assets.bench as bench
+from rag_ttc_assets.bench import growth
 from rag_ttc_assets.bench.harness import fmt, log
 from rag_ttc_assets.bench.labs import bundled_spec, scaled_spec
 from rag_ttc_assets.bench.registry import measurements, names
@@ -62,8 +63,6 @@ def format_table(report: dict) -> str:
 
 def cmd_bench(args) -> int:
     if getattr(args, "growth", None):
-        from rag_ttc_assets.bench import growth  # late: growth's child processes only, when --growth asks
-
         return growth.cmd_growth(args)
     report = run_bench(only=args.only, repeat=args.repeat, home=args.home, scale=args.scale)
     print(json.dumps(report, indent=2, default=str) if args.json else format_table(report))

@@ -17,9 +17,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from rag_ttc_assets.adapters import torch_embeddings
 from rag_ttc_assets.bench.harness import QUIET, Stopwatch, Target, Timing, alternate, fmt, fresh_home, item, log
 from rag_ttc_assets.bench.labs import ARM, K_FAMILY, LabSpec, materialize
 from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.defs import graph
 from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab
 
@@ -30,8 +32,7 @@ from rag_ttc_assets.lab import PROJECT_ROOT, Lab
 def bench_k_sweep(spec: LabSpec, base: Path, repeat: int) -> dict:
     from dagster import AssetKey, DagsterInstance
 
-    from rag_ttc_assets.adapters import torch_embeddings
-    from rag_ttc_assets.definitions import JOB, build_definitions
+    from rag_ttc_assets.definitions import JOB, build_definitions  # late: dagster, polars load only when this runs
 
     family = spec.lab(base / "shared").arms.family(K_FAMILY)
     one = family[0]
@@ -79,8 +80,6 @@ class DirectContext:
 def graph_steps(assets: tuple[str, ...] | None) -> list[tuple[str, Callable]]:
     """The per-arm asset bodies (as registered, fingerprint wrapper included) in dependency order, each
     followed by the bodies of its checks; only `assets` and their checks when given."""
-    from rag_ttc_assets.defs import graph
-
     specs = graph.specs()
     steps: list[tuple[str, Callable]] = []
     for name in graph.order(assets):
@@ -91,7 +90,7 @@ def graph_steps(assets: tuple[str, ...] | None) -> list[tuple[str, Callable]]:
 
 def lab_resource(lab: Lab):
     """The lab resource the job's steps receive (built with the definitions, as `arm_job` gets it)."""
-    from rag_ttc_assets.definitions import build_definitions
+    from rag_ttc_assets.definitions import build_definitions  # late: dagster, polars load only when this runs
 
     return build_definitions(lab).resources["lab"]
 
@@ -127,8 +126,6 @@ def noop_graph_job(assets: tuple[str, ...] | None, layout: str = "as_built"):
     from dagster import (AssetCheckResult, AssetCheckSpec, AssetSelection, AssetSpec, DataVersion, Definitions,
                          MaterializeResult, StaticPartitionsDefinition, asset, asset_check, define_asset_job,
                          multi_asset)
-
-    from rag_ttc_assets.defs import graph
 
     if layout not in NOOP_LAYOUTS:
         raise ValueError(f"layout {layout!r}: one of {', '.join(NOOP_LAYOUTS)}")
@@ -188,7 +185,7 @@ def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
     then the retrieval graph alone (report only: the cheapest bodies, so the fixed cost shows most)."""
     from dagster import AssetKey, DagsterInstance
 
-    from rag_ttc_assets.definitions import JOB, build_definitions
+    from rag_ttc_assets.definitions import JOB, build_definitions  # late: dagster, polars load only when this runs
 
     lab = spec.lab(base / "shared")
     log("dagster_overhead: warming the shared store (every artifact of the arm built, answers and judge cached)")

@@ -43,7 +43,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from rag_ttc_assets.adapters import embeddings, torch_embeddings, vectors
+from rag_ttc_assets.adapters.store import Built
 from rag_ttc_assets.bench import harness, labs
+from rag_ttc_assets.core.chunking import chunk_text
 
 DEFAULT_CHUNKS = (1_000, 5_000, 10_000, 25_000, 50_000)
 DEFAULT_EMBED_MAX = 10_000
@@ -70,8 +73,6 @@ def parse_sizes(text: str) -> list[int]:
 
 def documents_for(chunk_targets: list[int], chunk_runes: int, overlap_runes: int) -> dict[int, tuple[int, int]]:
     """chunk target -> (documents, chunks): the smallest synthetic prefix with at least that many chunks."""
-    from rag_ttc_assets.core.chunking import chunk_text
-
     top = max(chunk_targets)
     n_docs = max(8, top)  # a bundled paragraph mix gives >= ~1 chunk per document: an upper bound
     with tempfile.TemporaryDirectory(prefix="rag-ttc-growth-cal-") as tmp:
@@ -93,10 +94,8 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
     """In a fresh process: time every step for one size (see the module docstring); return the record."""
     import numpy as np
 
-    from rag_ttc_assets.adapters import embeddings, torch_embeddings, vectors
-    from rag_ttc_assets.adapters.store import Built
-    from rag_ttc_assets.stages import coverage, indexes, ingest
-    from rag_ttc_assets.stages import retrieval as stage
+    from rag_ttc_assets.stages import coverage, indexes, ingest  # late: polars loads only when this runs
+    from rag_ttc_assets.stages import retrieval as stage  # late: polars, pytrec_eval load only when this runs
 
     spec = labs.LabSpec.from_json(spec_json)
     lab = spec.lab(Path(home))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_ttc_assets.bench.harness import QUIET
+from rag_ttc_assets.core.dataset import sha256_digest
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab
 
 DATASET = "pyref"
@@ -55,8 +56,6 @@ def write_scaled_dataset(dest: Path, n_docs: int, source: Path = PROJECT_ROOT / 
     to a question, at the bundled grade, when it contains a paragraph of one of the question's
     bundled target documents (at most 10 per question, lowest document numbers first).
     """
-    from rag_ttc_assets.core.dataset import sha256_digest
-
     corpus = json.loads((source / "corpus.json").read_text(encoding="utf-8"))
     evaluation = json.loads((source / "evaluation.json").read_text(encoding="utf-8"))
     paragraphs = [(d["id"], d.get("title", ""), p) for d in corpus["documents"]
@@ -126,7 +125,7 @@ class Prepared:
 
 
 def prepare(lab: Lab, arm: str = ARM) -> Prepared:
-    from rag_ttc_assets.stages import indexes, ingest
+    from rag_ttc_assets.stages import indexes, ingest  # late: polars loads only when this runs
 
     cfg = lab.arms[arm]
     ds = ingest.bind_dataset(lab, cfg)
@@ -143,7 +142,7 @@ def materialize(lab: Lab, arms: list[str], assets: tuple[str, ...] | None) -> No
     """Materialize `assets` (all when None) of each arm through the project's job, ephemeral instance."""
     from dagster import AssetKey, DagsterInstance
 
-    from rag_ttc_assets.definitions import JOB, build_definitions
+    from rag_ttc_assets.definitions import JOB, build_definitions  # late: dagster, polars load only when this runs
 
     job = build_definitions(lab).resolve_job_def(JOB)
     selection = [AssetKey(a) for a in assets] if assets is not None else None

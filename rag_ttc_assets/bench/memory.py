@@ -16,7 +16,7 @@ def memory_child(spec_json: str, home: str, arm: str = ARM) -> dict:
     lab = LabSpec.from_json(spec_json).lab(Path(home))
     from dagster import DagsterInstance
 
-    from rag_ttc_assets.definitions import JOB, build_definitions
+    from rag_ttc_assets.definitions import JOB, build_definitions  # late: dagster, polars load only when this runs
 
     job = build_definitions(lab).resolve_job_def(JOB)
     before, peak_before = rss_mb(), maxrss_mb()

@@ -9,6 +9,7 @@ from typing import Any
 from rag_ttc_assets.bench.harness import Target, alternate, item, timed
 from rag_ttc_assets.bench.labs import LabSpec
 from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.core.metrics import DEFAULT_MEASURES
 
 METRIC_QUERIES, METRIC_DOCS, METRIC_SEED = 10_000, 100, 20_251_129
 
@@ -35,8 +36,7 @@ def synthetic_metrics_case(n_queries: int = METRIC_QUERIES, n_docs: int = METRIC
 def bench_metrics(spec: LabSpec, base: Path, repeat: int) -> dict:
     import pytrec_eval
 
-    from rag_ttc_assets.adapters.trec_eval import evaluate
-    from rag_ttc_assets.core.metrics import DEFAULT_MEASURES
+    from rag_ttc_assets.adapters.trec_eval import evaluate  # late: pytrec_eval loads only when this runs
 
     qrels, run = synthetic_metrics_case()
     box: dict[str, Any] = {}

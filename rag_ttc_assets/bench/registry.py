@@ -8,6 +8,8 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
+import rag_ttc_assets.bench as package
+
 ORDER = ("retrieval", "embedding", "k_sweep", "unused_index", "metrics", "dagster_overhead", "memory",
          "onnx_embedding", "code_location_import", "report")
 NOT_MEASUREMENTS = ("__main__", "command", "growth", "harness", "labs", "registry")  # modules that register none
@@ -32,8 +34,6 @@ def measurement(name: str) -> Callable[[Measurement], Measurement]:
 def measurements() -> dict[str, Measurement]:
     """Every measurement, in `ORDER` then module order: each module of the package imported (its decorators
     register it), every module, not a list, so a measurement in a new module cannot be left out."""
-    import rag_ttc_assets.bench as package
-
     for m in pkgutil.iter_modules(package.__path__):
         if m.name not in NOT_MEASUREMENTS:
             importlib.import_module(f"{package.__name__}.{m.name}")

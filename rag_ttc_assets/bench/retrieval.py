@@ -10,9 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rag_ttc_assets.adapters import (bm25 as bm25_adapter, embeddings, onnx_embeddings as oe, torch_embeddings,
+                                     vectors as vec_adapter)
 from rag_ttc_assets.bench.harness import Stopwatch, Target, Timing, alternate, fmt, item, log, ratio_of, timed
 from rag_ttc_assets.bench.labs import ARM, LabSpec, Prepared, prepare
 from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 
 
 def reference_retrieve(p: Prepared) -> dict[str, list[str]]:
@@ -21,10 +24,7 @@ def reference_retrieve(p: Prepared) -> dict[str, list[str]]:
     import numpy as np
     import tantivy
 
-    from rag_ttc_assets.adapters import bm25 as bm25_adapter
-    from rag_ttc_assets.adapters import vectors as vec_adapter
-    from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
-    from rag_ttc_assets.stages.retrieval import arm_questions
+    from rag_ttc_assets.stages.retrieval import arm_questions  # late: polars, pytrec_eval load only when this runs
 
     cfg = p.cfg
     index = tantivy.Index.open(str(p.bm25.path / "tantivy"))
@@ -62,7 +62,7 @@ def reference_retrieve(p: Prepared) -> dict[str, list[str]]:
 
 @measurement("retrieval")
 def bench_retrieval(spec: LabSpec, base: Path, repeat: int) -> dict:
-    from rag_ttc_assets.stages.retrieval import retrieve
+    from rag_ttc_assets.stages.retrieval import retrieve  # late: polars, pytrec_eval load only when this runs
 
     lab = spec.lab(base / "shared")
     log("retrieval: building (or finding) the baseline indexes")
@@ -93,8 +93,7 @@ def bench_retrieval(spec: LabSpec, base: Path, repeat: int) -> dict:
 def bench_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
     import numpy as np
 
-    from rag_ttc_assets.adapters import embeddings, torch_embeddings
-    from rag_ttc_assets.stages import ingest
+    from rag_ttc_assets.stages import ingest  # late: polars loads only when this runs
 
     lab = spec.lab(base / "shared")
     cfg = lab.arms[ARM]
@@ -131,9 +130,8 @@ def bench_onnx_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
     which of the three goes first; their cosine agreement; and the retrieval metrics of the three arms."""
     import numpy as np
 
-    from rag_ttc_assets.adapters import embeddings
-    from rag_ttc_assets.adapters import onnx_embeddings as oe
-    from rag_ttc_assets.stages import ingest
+    from rag_ttc_assets.stages import ingest  # late: polars loads only when this runs
+    # late: polars, pytrec_eval load only when this runs
     from rag_ttc_assets.stages.retrieval import arm_questions, retrieval_metrics, retrieve
 
     lab = spec.lab(base / "shared")

@@ -30,7 +30,7 @@ INDEXES = ("bm25_index", "vector_index")
 def bench_unused_index(spec, base: Path, repeat: int) -> dict:
     from dagster import AssetKey, DagsterInstance
 
-    from rag_ttc_assets.definitions import JOB, build_definitions
+    from rag_ttc_assets.definitions import JOB, build_definitions  # late: dagster, polars load only when this runs
 
     counter = {"n": 0}
     seen: dict = {}

@@ -6,14 +6,14 @@ import json
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import compare_all
+from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+from rag_ttc_assets.core.eras import EraChangeError
+from rag_ttc_assets.report.text import p_adjust_text, paired_text
 
 
 def cmd_compare(args) -> int:
-    from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
-    from rag_ttc_assets.core.eras import EraChangeError
-    from rag_ttc_assets.report.text import p_adjust_text, paired_text
-    from rag_ttc_assets.stages.comparisons import arm_title, compare_two
-    from rag_ttc_assets.stages.diagnostics_files import pair_plots
+    from rag_ttc_assets.stages.comparisons import arm_title, compare_two  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
 
     lab = lab_from_args(args)
     if args.all:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rag_ttc_assets.cli.common import CliError, lab_from_args
+from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.report.files import pair_path, write_arm, write_pair
 
 
@@ -19,11 +21,9 @@ def _shown(path: Path) -> str:
 
 
 def cmd_report(args) -> int:
-    from rag_ttc_assets.cli.common import CliError, lab_from_args
-    from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
-    from rag_ttc_assets.report.collect import ReportError
-    from rag_ttc_assets.stages.comparisons import compare_two
-    from rag_ttc_assets.stages.diagnostics_files import pair_plots
+    from rag_ttc_assets.report.collect import ReportError  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.comparisons import compare_two  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
 
     lab = lab_from_args(args)
     for arm in filter(None, (args.a, args.b)):
