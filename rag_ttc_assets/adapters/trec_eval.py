@@ -30,13 +30,13 @@ def per_query(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[
     if not qrels or not run:
         return {}
     out = pytrec_eval.RelevanceEvaluator(qrels, set(specs), relevance_level=metrics.RELEVANCE_LEVEL).evaluate(run)
-    for qid, values in out.items():
-        if not run[qid]:
-            # pytrec_eval 0.5.11 divides 0 by 0 for a query that retrieved nothing (iprec_at_recall_0.00,
-            # 11pt_avg); trec_eval -c counts such a query 0 (test/out.test.aqc of trec_eval 9.0.8, query 302).
-            for name, value in values.items():
-                if math.isnan(value):
-                    values[name] = 0.0
+    # pytrec_eval 0.5.11 divides 0 by 0 for a query that retrieved nothing (iprec_at_recall_0.00, 11pt_avg);
+    # trec_eval -c counts such a query 0 (test/out.test.aqc of trec_eval 9.0.8, query 302).
+    for qid in [q for q, docs in run.items() if not docs and q in out]:
+        values = out[qid]
+        for name, value in values.items():
+            if math.isnan(value):
+                values[name] = 0.0
     return out
 
 

@@ -21,20 +21,20 @@ def run_bench(only: list[str] | None = None, repeat: int = 3, home: str | Path |
               scale: int | None = None) -> dict:
     """Run the selected measurements (all by default, in the documented order); return the report."""
     known = measurements()
-    names = list(dict.fromkeys(only)) if only else list(known)
-    unknown = [n for n in names if n not in known]
+    selected = list(dict.fromkeys(only)) if only else list(known)
+    unknown = [n for n in selected if n not in known]
     if unknown:
         raise ValueError(f"unknown measurement(s) {', '.join(unknown)}; known: {', '.join(known)}")
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
-    names = [n for n in known if n in names]
+    selected = [n for n in known if n in selected]
     owned = home is None
     base = Path(tempfile.mkdtemp(prefix="rag-ttc-bench-")) if owned else Path(home).expanduser().resolve()
     base.mkdir(parents=True, exist_ok=True)
     try:
         spec = scaled_spec(base / "scaled", scale) if scale else bundled_spec()
         items = {}
-        for name in names:
+        for name in selected:
             log(f"{name}: start")
             items[name] = known[name](spec, base, repeat)
         return {"dataset": spec.dataset, "scale": scale, "repeat": repeat, "home": None if owned else str(base),

@@ -154,7 +154,7 @@ def noop_graph_job(assets: tuple[str, ...] | None, layout: str = "as_built"):
         return [AssetCheckSpec(checks_of[name], asset=name)] if inside and name in checks_of else []
 
     if layout == "one_step":
-        def graph(context):
+        def whole_graph(context):
             for s in specs:
                 yield result(s.fn.__name__, asset_key=s.fn.__name__)
 
@@ -162,7 +162,7 @@ def noop_graph_job(assets: tuple[str, ...] | None, layout: str = "as_built"):
             name="noop_graph", specs=[AssetSpec(s.fn.__name__, deps=[d for d in s.deps if d in names],
                                                 code_version=s.code_version, partitions_def=partitions)
                                       for s in specs],
-            check_specs=[c for s in specs for c in own_checks(s.fn.__name__)])(graph)]
+            check_specs=[c for s in specs for c in own_checks(s.fn.__name__)])(whole_graph)]
     else:
         defs_assets = [asset(name=s.fn.__name__, partitions_def=partitions, deps=[d for d in s.deps if d in names],
                              code_version=s.code_version, check_specs=own_checks(s.fn.__name__))(body(s.fn.__name__))

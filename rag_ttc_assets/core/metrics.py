@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from operator import itemgetter
 
 from pydantic import BaseModel, ConfigDict
 
@@ -117,7 +118,8 @@ def split_queries(qrels: Mapping[str, Mapping[str, int]], run_query_ids: Iterabl
     """The evaluated and the undefined queries (see the module docstring), each in qrels then run order."""
     run_ids = list(run_query_ids)
     in_run = set(run_ids)
-    defined = [q for q, judged in qrels.items() if any(r >= RELEVANCE_LEVEL for r in judged.values())]
+    # max() in C, not any() over a generator: the same answer for 10,000 queries in a fraction of the time.
+    defined = [q for q, judged in qrels.items() if max(judged.values(), default=0) >= RELEVANCE_LEVEL]
     defined_set = set(defined)
     undefined = [q for q in qrels if q not in defined_set] + [q for q in run_ids if q not in qrels]
     evaluated = defined if complete else [q for q in defined if q in in_run]
@@ -127,16 +129,19 @@ def split_queries(qrels: Mapping[str, Mapping[str, int]], run_query_ids: Iterabl
 def summarize(per_query: dict[str, dict[str, float]], names: Sequence[str], split: QuerySplit) -> MetricsResult:
     """trec_eval's ``all`` row over `per_query` (mutated: num_q and gm_* leave the per-query values)."""
     n = len(per_query)
+    rows = list(per_query.values())
     measures: dict[str, float] = {}
     for name in names:
+        # map(itemgetter) sums in the same order as a generator, in C: the same float, a fraction of the time.
+        total = sum(map(itemgetter(name), rows)) if n else 0.0
         if n == 0:
             measures[name] = 0.0
         elif name.startswith("num_"):
-            measures[name] = float(sum(v[name] for v in per_query.values()))
+            measures[name] = float(total)
         elif name.startswith("gm_"):
-            measures[name] = math.exp(sum(v[name] for v in per_query.values()) / n)
+            measures[name] = math.exp(total / n)
         else:
-            measures[name] = sum(v[name] for v in per_query.values()) / n
+            measures[name] = total / n
     dropped = [name for name in names if name == "num_q" or name.startswith("gm_")]
     if dropped:
         for values in per_query.values():
