@@ -146,15 +146,18 @@ class Lab:
         were read (adapters/files.py), so a file edited since is read and checked again."""
         key = (str(self.arms_file), known_digest(self.arms_file), str(self.datasets_dir), _listing(self.datasets_dir),
                str(self.prompts_dir))
-        known = _CHECKED_ARMS.get(key)
+        known = _CHECKED_ARMS.get(key) if key[1] is not None else None
         if known is not None and all(known_digest(self.prompts_dir / f) == d for f, d in known[0]):
             return known[1]
         arms = self._checked_arms()
         prompts = sorted({f"{getattr(cfg, field)}.txt" for cfg in arms.arms.values() for field in prompt_fields(cfg)})
+        # Remembered only when every file's digest is known (a file written in the last seconds is read each time).
         key = (*key[:1], known_digest(self.arms_file), *key[2:])
-        if len(_CHECKED_ARMS) >= 16:
-            _CHECKED_ARMS.clear()
-        _CHECKED_ARMS[key] = (tuple((f, known_digest(self.prompts_dir / f)) for f in prompts), arms)
+        digests = tuple((f, known_digest(self.prompts_dir / f)) for f in prompts)
+        if key[1] is not None and all(d is not None for _, d in digests):
+            if len(_CHECKED_ARMS) >= 16:
+                _CHECKED_ARMS.clear()
+            _CHECKED_ARMS[key] = (digests, arms)
         return arms
 
     def _checked_arms(self) -> Arms:

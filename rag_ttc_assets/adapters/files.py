@@ -86,6 +86,8 @@ def load_arms(path: Path | str) -> Arms:
     if (str(p), known_digest(p)) in _ARMS:
         return _ARMS[(str(p), known_digest(p))]
     data, digest = _bytes_digest(p)
+    if (str(p), digest) in _ARMS:  # read again (edited, or too recently to trust its stat): the same bytes
+        return _ARMS[(str(p), digest)]
     return _remember(_ARMS, (str(p), digest), parse_arms_file(data, str(p)))
 
 
@@ -97,6 +99,8 @@ def load_prompt(path: Path, name: str, kind: str) -> Prompt:
     if key in _PROMPTS:
         return _PROMPTS[key]
     data, digest = _bytes_digest(path)
+    if (str(path), name, kind, digest) in _PROMPTS:
+        return _PROMPTS[(str(path), name, kind, digest)]
     return _remember(_PROMPTS, (str(path), name, kind, digest),
                      parse_prompt(name, data.decode("utf-8"), kind, str(path)), most=16 * _MAX)
 
@@ -122,4 +126,6 @@ def load_dataset(dataset_dir: Path | str, name: str | None = None) -> Dataset:
     (cbytes, cdigest), (ebytes, edigest) = _read(cpath), _read(epath)
     if cbytes is None or ebytes is None:
         return parse_dataset(name, cpath, epath, cbytes, ebytes)  # raises, naming the missing file
+    if (str(d), name, cdigest, edigest) in _DATASETS:
+        return _DATASETS[(str(d), name, cdigest, edigest)]
     return _remember(_DATASETS, (str(d), name, cdigest, edigest), parse_dataset(name, cpath, epath, cbytes, ebytes))

@@ -50,8 +50,10 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
     """trec_eval's measures of `run` (qid -> docno -> score) against `qrels`, over the evaluated queries."""
     specs = metrics.parse_measures(measures, SUPPORTED, NICKNAMES)
     split = metrics.split_queries(qrels, run, complete)
-    judged = {q: qrels[q] for q in split.evaluated}
-    values = per_query(judged, {q: run.get(q, {}) for q in split.evaluated}, specs)
+    # The inputs themselves when they hold exactly the evaluated queries in that order (the usual case), else copies.
+    judged = qrels if list(qrels) == split.evaluated else {q: qrels[q] for q in split.evaluated}
+    scored = run if list(run) == split.evaluated else {q: run.get(q, {}) for q in split.evaluated}
+    values = per_query(judged, scored, specs)
     names = list(next(iter(values.values()))) if values else measure_names(specs)
     return metrics.summarize(values, names, split)
 
