@@ -27,7 +27,7 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
             unmeasured.setdefault(r["query_id"], r["judge_status"])
     values, reasons = cmp.case_values(
         *(rows_by_query(store.read_table(arm, t)) for t in (Table.CONTRACT_RESULTS, Table.ANSWERS,
-                                                              Table.JUDGE_VERDICTS, Table.QUESTION_COMPLETENESS)),
+                                                             Table.JUDGE_VERDICTS, Table.QUESTION_COMPLETENESS)),
         unmeasured, store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["per_query"])
     flow = store.read_table(arm, Table.FAILURE_FLOW)
     branches: dict[str, list[str]] = {}
