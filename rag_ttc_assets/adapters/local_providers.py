@@ -21,6 +21,8 @@ from litellm import CustomLLM  # noqa: E402
 from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
 from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage  # noqa: E402
 
+from rag_ttc_assets.adapters import smollm2  # noqa: E402
+from rag_ttc_assets.adapters.embeddings import encode_memoized  # noqa: E402
 from rag_ttc_assets.core import contextual, prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
 from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
@@ -43,9 +45,7 @@ Embed = Callable[[list[str]], np.ndarray]
 
 
 def _default_embed(texts: list[str]) -> np.ndarray:
-    # Imported lazily: loading sentence-transformers costs seconds and only the first call should pay it.
-    from rag_ttc_assets.adapters.embeddings import encode_memoized
-
+    # The model loads at the first call (adapters/torch_embeddings.py), not at import: it costs seconds.
     return encode_memoized(texts)
 
 
@@ -259,8 +259,6 @@ class SmolLM2(CustomLLM):
     _IGNORED = frozenset({"max_retries"})
 
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
-        from rag_ttc_assets.adapters import smollm2
-
         params = dict(kwargs.get("optional_params") or {})
         unsupported = sorted(set(params) - {"max_tokens", "temperature"} - self._IGNORED)
         if unsupported:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from rag_ttc_assets.adapters.provider_cache import canonical_json
-from rag_ttc_assets.adapters.store import atomic_write_bytes
+from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 
 _DIGEST = re.compile(r"^sha256:([0-9a-f]{64})$")
 

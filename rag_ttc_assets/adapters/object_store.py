@@ -23,12 +23,12 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from rag_ttc_assets.adapters.store import (MANIFEST, ArtifactStore, Built, StoreError, digest_tree, file_lock,
-                                           move_into_place)
+from rag_ttc_assets.adapters.atomic import SINGLE_PUT, StoreError, is_local
+from rag_ttc_assets.adapters.s3_check import check_writable
+from rag_ttc_assets.adapters.store import MANIFEST, ArtifactStore, Built, digest_tree, file_lock, move_into_place
 
 SCHEMES = ("s3",)
 LOCAL_CACHE_ENV = "RAG_TTC_LOCAL_CACHE"
-SINGLE_PUT = 5 * 2**30 - 1  # S3's limit for one PUT; below it an object's ETag is the md5 of its bytes
 
 
 def is_object_uri(value: Any) -> bool:
@@ -51,11 +51,6 @@ def local_cache_dir(explicit: str | Path | None = None) -> Path:
         return Path(value).expanduser().resolve()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return (Path(base) / "rag-ttc-assets").resolve()
-
-
-def put_object(path, data: bytes) -> None:
-    """One whole object, one PUT (no multipart below 5 GiB), so its ETag is the md5 of `data`."""
-    path.fs.pipe_file(path.path, data, chunksize=SINGLE_PUT)
 
 
 def _stays_remote(rel: str) -> bool:
@@ -93,8 +88,6 @@ class ObjectArtifactStore(ArtifactStore):
 
     # --- the pre-flight ---------------------------------------------------------------------------------------
     def check_writable(self) -> None:
-        from rag_ttc_assets.adapters.s3_check import check_writable
-
         check_writable(self.uri, home=self.uri.rsplit("/", 1)[0])
 
     # --- shared, content-addressed artifacts ----------------------------------------------------------------
@@ -125,8 +118,6 @@ class ObjectArtifactStore(ArtifactStore):
         return manifest, etag
 
     def intact(self, path) -> bool:
-        from rag_ttc_assets.adapters.store import is_local
-
         if is_local(path) or not is_object_uri(str(path)):
             return False  # a path of this worker's local cache, not a location of the store
         return self._read_manifest(remote_root(str(path))) is not None

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-SOURCE_MODEL = "all-MiniLM-L6-v2"
+from rag_ttc_assets.adapters import torch_embeddings
+
+SOURCE_MODEL = torch_embeddings.DEFAULT_MODEL
 ONNX_FP32 = "all-MiniLM-L6-v2-onnx"
 ONNX_INT8 = "all-MiniLM-L6-v2-onnx-int8"
 MODELS = {ONNX_FP32: "fp32", ONNX_INT8: "int8"}
@@ -155,8 +157,6 @@ def _export_fp32(path: Path, tmp: Path) -> dict:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from rag_ttc_assets.adapters import embeddings
-
     settings = pipeline(path)
     started = time.perf_counter()
     # A copy of the packaged model with eager attention: its graph runs faster in onnxruntime than the SDPA one
@@ -177,7 +177,7 @@ def _export_fp32(path: Path, tmp: Path) -> dict:
     del st, module
     seconds = time.perf_counter() - started
     # Checked against the torch backend itself (its default attention), not the copy exported.
-    reference = embeddings.encode(_PROBE, SOURCE_MODEL, batch_size=len(_PROBE))
+    reference = torch_embeddings.encode(_PROBE, SOURCE_MODEL, batch_size=len(_PROBE))
     got = OnnxEncoder(tmp / MODEL_FILE, settings["tokenizer"], settings["max_seq_length"]).encode(_PROBE)
     cos = float(np.min(np.sum(got * np.asarray(reference, dtype=np.float32), axis=1)))
     if cos < EXPORT_CHECK_MIN_COSINE:

@@ -21,7 +21,7 @@ matplotlib.use("Agg")  # no display here; must precede the pyplot import
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rag_ttc_assets.adapters.store import atomic_write_bytes  # noqa: E402
+from rag_ttc_assets.adapters.atomic import atomic_write_bytes  # noqa: E402
 
 FIGSIZE = (7.0, 4.0)
 DPI = 100

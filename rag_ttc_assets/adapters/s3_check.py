@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from rag_ttc_assets.adapters.store import StoreError
+from rag_ttc_assets.adapters.atomic import StoreError
 
 CREDENTIALS = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
 

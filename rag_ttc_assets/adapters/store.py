@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from rag_ttc_assets.adapters.atomic import StoreError, atomic_write_bytes, atomic_write_json, is_local
+from rag_ttc_assets.adapters.message_archive import MessageArchive
+
 MANIFEST = "manifest.json"
 
 
@@ -89,39 +92,6 @@ def digest_tree(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def is_local(path) -> bool:
-    """Whether `path` is a local `Path` (else a path of the object store, adapters/object_store.py)."""
-    return isinstance(path, Path)
-
-
-def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Write to a temporary name next to `path`, flush, fsync, rename into place (`mode`: else mkstemp's 0600).
-    A path of the object store is written as one whole object (a single PUT: readers see no object or all of it)."""
-    if not is_local(path):
-        from rag_ttc_assets.adapters.object_store import put_object
-
-        put_object(path, data)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
-
-
 def move_into_place(tmp: Path, final: Path, manifest: dict[str, Any]) -> None:
     """Write `manifest` into the built folder `tmp`, then rename it to `final` (replacing a damaged one)."""
     atomic_write_json(tmp / MANIFEST, manifest)
@@ -167,10 +137,6 @@ class Built:
     def where(self) -> str:
         """The artifact's location in its store: its folder, or its object-store URI."""
         return self.uri or str(self.path)
-
-
-class StoreError(RuntimeError):
-    """The store cannot be used as configured: one line naming the setting and what to do."""
 
 
 class ArtifactStore:
@@ -237,8 +203,6 @@ class ArtifactStore:
     @property
     def messages(self):
         """The content-addressed archive of the messages (and tools) every provider call was sent."""
-        from rag_ttc_assets.adapters.message_archive import MessageArchive  # it imports this module
-
         return MessageArchive(self.root / "messages")
 
     # --- cross-arm outputs -------------------------------------------------------------------

@@ -30,13 +30,13 @@ def per_query(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[
     if not qrels or not run:
         return {}
     out = pytrec_eval.RelevanceEvaluator(qrels, set(specs), relevance_level=metrics.RELEVANCE_LEVEL).evaluate(run)
-    for qid, values in out.items():
-        if not run[qid]:
-            # pytrec_eval 0.5.11 divides 0 by 0 for a query that retrieved nothing (iprec_at_recall_0.00,
-            # 11pt_avg); trec_eval -c counts such a query 0 (test/out.test.aqc of trec_eval 9.0.8, query 302).
-            for name, value in values.items():
-                if math.isnan(value):
-                    values[name] = 0.0
+    # pytrec_eval 0.5.11 divides 0 by 0 for a query that retrieved nothing (iprec_at_recall_0.00, 11pt_avg);
+    # trec_eval -c counts such a query 0 (test/out.test.aqc of trec_eval 9.0.8, query 302).
+    for qid in [q for q, docs in run.items() if not docs and q in out]:
+        values = out[qid]
+        for name, value in values.items():
+            if math.isnan(value):
+                values[name] = 0.0
     return out
 
 
@@ -50,8 +50,10 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
     """trec_eval's measures of `run` (qid -> docno -> score) against `qrels`, over the evaluated queries."""
     specs = metrics.parse_measures(measures, SUPPORTED, NICKNAMES)
     split = metrics.split_queries(qrels, run, complete)
-    judged = {q: qrels[q] for q in split.evaluated}
-    values = per_query(judged, {q: run.get(q, {}) for q in split.evaluated}, specs)
+    # The inputs themselves when they hold exactly the evaluated queries in that order (the usual case), else copies.
+    judged = qrels if list(qrels) == split.evaluated else {q: qrels[q] for q in split.evaluated}
+    scored = run if list(run) == split.evaluated else {q: run.get(q, {}) for q in split.evaluated}
+    values = per_query(judged, scored, specs)
     names = list(next(iter(values.values()))) if values else measure_names(specs)
     return metrics.summarize(values, names, split)
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from rag_ttc_assets.bench import main
+from rag_ttc_assets.bench.command import main
 
 sys.exit(main())

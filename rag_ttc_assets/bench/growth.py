@@ -1,7 +1,7 @@
 """`rag-ttc bench --growth`: how each step of the retrieval side grows with the corpus.
 
 For each chunk count (default 1,000, 5,000, 10,000, 25,000 and 50,000 chunks of the baseline arm's
-chunking) a synthetic dataset is written with `bench.write_scaled_dataset`, taking the smallest
+chunking) a synthetic dataset is written with `labs.write_scaled_dataset`, taking the smallest
 number of documents that gives at least that many chunks (the seeded generator makes every
 smaller dataset a prefix of a larger one). Each size then runs in a fresh child process, so the
 peak resident memory is that size's alone, and times the product's own functions, in order:
@@ -43,7 +43,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag_ttc_assets import bench
+from rag_ttc_assets.adapters import embeddings, torch_embeddings, vectors
+from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.bench import harness, labs
+from rag_ttc_assets.core.chunking import chunk_text
 
 DEFAULT_CHUNKS = (1_000, 5_000, 10_000, 25_000, 50_000)
 DEFAULT_EMBED_MAX = 10_000
@@ -70,13 +73,11 @@ def parse_sizes(text: str) -> list[int]:
 
 def documents_for(chunk_targets: list[int], chunk_runes: int, overlap_runes: int) -> dict[int, tuple[int, int]]:
     """chunk target -> (documents, chunks): the smallest synthetic prefix with at least that many chunks."""
-    from rag_ttc_assets.core.chunking import chunk_text
-
     top = max(chunk_targets)
     n_docs = max(8, top)  # a bundled paragraph mix gives >= ~1 chunk per document: an upper bound
     with tempfile.TemporaryDirectory(prefix="rag-ttc-growth-cal-") as tmp:
         while True:
-            path = bench.write_scaled_dataset(Path(tmp) / f"cal-{n_docs}", n_docs)
+            path = labs.write_scaled_dataset(Path(tmp) / f"cal-{n_docs}", n_docs)
             docs = json.loads((path / "corpus.json").read_text(encoding="utf-8"))["documents"]
             out: dict[int, tuple[int, int]] = {}
             total, pending = 0, sorted(chunk_targets)
@@ -89,33 +90,31 @@ def documents_for(chunk_targets: list[int], chunk_runes: int, overlap_runes: int
             n_docs *= 2
 
 
-def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: int = bench.SCALE_SEED) -> dict:
+def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: int = labs.SCALE_SEED) -> dict:
     """In a fresh process: time every step for one size (see the module docstring); return the record."""
     import numpy as np
 
-    from rag_ttc_assets.adapters import embeddings, vectors
-    from rag_ttc_assets.adapters.store import Built
-    from rag_ttc_assets.stages import indexes, ingest
-    from rag_ttc_assets.stages import retrieval as stage
+    from rag_ttc_assets.stages import coverage, indexes, ingest  # late: polars loads only when this runs
+    from rag_ttc_assets.stages import retrieval as stage  # late: polars, pytrec_eval load only when this runs
 
-    spec = bench.LabSpec.from_json(spec_json)
+    spec = labs.LabSpec.from_json(spec_json)
     lab = spec.lab(Path(home))
-    cfg = lab.arms[bench.ARM]
+    cfg = lab.arms[labs.ARM]
     # Untimed warm-up: imports, the model, the question embeddings (a fixed cost, not a growing one).
-    embeddings._load(cfg.embedding_model)
+    torch_embeddings.load(cfg.embedding_model)
     dim = embeddings.dimension(cfg.embedding_model)
     qemb = indexes.build_question_embeddings(lab, cfg, ingest.bind_dataset(lab, cfg))
     vectors._lancedb()  # lancedb's and tantivy's imports are a fixed cost, not a growing one
     import tantivy  # noqa: F401
-    rss_base = bench._rss_mb()
+    rss_base = harness.rss_mb()
     runs: dict[str, list[tuple[float, float]]] = {s: [] for s in STEPS}
 
     def timed(name, fn):
         gc.collect()
-        with bench.Stopwatch() as sw:
+        with harness.Stopwatch() as sw:
             value = fn()
         runs[name].append(sw.timing)
-        bench._log(f"growth: {name} {sw.wall:.3f}s")
+        harness.log(f"growth: {name} {sw.wall:.3f}s")
         return value
 
     vecs = None
@@ -143,12 +142,12 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
         def admission():
             chunk_list = ingest.read_chunks(ch)
             questions = stage.arm_questions(cfg, ds)
-            support = stage.request_support(ds, questions, chunk_list)
+            support = coverage.request_support(ds, questions, chunk_list)
             contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list}, questions, support)
-            return stage.request_coverage(questions, support, rows, contexts)
+            return coverage.request_coverage(questions, support, rows, contexts)
 
         timed("admission", admission)
-    peak = bench._maxrss_mb()
+    peak = harness.maxrss_mb()
 
     def med(name, k):
         return statistics.median(t[k] for t in runs[name]) if runs[name] else None
@@ -161,8 +160,8 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
             "peak_over_base_mb": (peak - rss_base) if rss_base is not None else None}
 
 
-def _run_child(spec: bench.LabSpec, home: Path, embed: bool, repeat: int) -> dict:
-    return bench.run_child("growth.growth_child", [json.dumps(spec.as_json()), str(home), embed, repeat], "growth",
+def _run_child(spec: labs.LabSpec, home: Path, embed: bool, repeat: int) -> dict:
+    return harness.run_child("growth.growth_child", [json.dumps(spec.as_json()), str(home), embed, repeat], "growth",
                            stream_stderr=True)
 
 
@@ -181,16 +180,16 @@ def run_growth(chunks: list[int] | None = None, embed_max: int = DEFAULT_EMBED_M
     base.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
-        arms = bench.bundled_spec().lab(base / "probe").arms[bench.ARM]
+        arms = labs.bundled_spec().lab(base / "probe").arms[labs.ARM]
         plan = documents_for(sizes, arms.chunk_runes, arms.overlap_runes)
         results = []
         for target in sizes:
             n_docs, expected = plan[target]
             embed = expected <= embed_max
-            bench._log(f"growth: {target} chunks -> {n_docs} documents ({expected} chunks), "
+            harness.log(f"growth: {target} chunks -> {n_docs} documents ({expected} chunks), "
                        f"{'embedding' if embed else 'random vectors, embedding not measured'}")
-            root = bench._fresh_home(base, f"size-{target}")
-            spec = bench.scaled_spec(root, n_docs)
+            root = harness.fresh_home(base, f"size-{target}")
+            spec = labs.scaled_spec(root, n_docs)
             rec = _run_child(spec, root / "home", embed, repeat)
             rec["target_chunks"] = target
             results.append(rec)
@@ -200,7 +199,7 @@ def run_growth(chunks: list[int] | None = None, embed_max: int = DEFAULT_EMBED_M
             e = {s: exponent(a["seconds"][s], b["seconds"][s], a["chunks"], b["chunks"]) for s in STEPS}
             e["peak_over_base_mb"] = exponent(a["peak_over_base_mb"], b["peak_over_base_mb"], a["chunks"], b["chunks"])
             exps.append({"from": a["chunks"], "to": b["chunks"], "exponents": e})
-        return {"arm": bench.ARM, "chunk_runes": arms.chunk_runes, "overlap_runes": arms.overlap_runes,
+        return {"arm": labs.ARM, "chunk_runes": arms.chunk_runes, "overlap_runes": arms.overlap_runes,
                 "embed_max": embed_max, "repeat": repeat, "cpus": os.cpu_count(), "python": sys.version.split()[0],
                 "total_seconds": time.perf_counter() - started, "sizes": results, "exponents": exps,
                 "home": None if owned else str(base)}

@@ -6,6 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rag_ttc_assets.bench.harness import Stopwatch, Target, alternate, item
+from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.report.html import render
+from rag_ttc_assets.report.synthetic import plain_table, synthetic_pair_model
+
 CASES = 5000
 SEED = 18
 CHROMIUM = Path(os.environ.get("RAG_TTC_CHROMIUM", "/usr/bin/chromium"))
@@ -14,11 +19,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 PAINTED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))))"
 
 
+@measurement("report")
 def bench_report(spec, base: Path, repeat: int) -> dict:
-    from rag_ttc_assets.bench import Stopwatch, Target, alternate, item
-    from rag_ttc_assets.report.html import render
-    from rag_ttc_assets.report.synthetic import plain_table, synthetic_pair_model
-
     product_name = f"the case report of {CASES} synthetic cases (report.html.render), first screen painted"
     reference_name = "a plain HTML table of the same rows, painted"
     try:

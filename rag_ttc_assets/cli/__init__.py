@@ -10,12 +10,20 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from rag_ttc_assets.cli.common import CliError  # noqa: E402
 # The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
-from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
+from rag_ttc_assets.bench import command as bench  # noqa: E402
+from rag_ttc_assets.cli import diagnose, labels, local_llm, report, serve_reports, sweep  # noqa: E402
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
 from rag_ttc_assets.cli.data import cmd_arms, cmd_import_beir, cmd_metrics, cmd_validate  # noqa: E402
 from rag_ttc_assets.cli.hitrate import cmd_hitrate  # noqa: E402
 from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
 from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
+from rag_ttc_assets.core.arms import ArmsError  # noqa: E402
+from rag_ttc_assets.core.beir import BeirError  # noqa: E402
+from rag_ttc_assets.core.dataset import DatasetError  # noqa: E402
+from rag_ttc_assets.core.trec_files import TrecFormatError  # noqa: E402
+from rag_ttc_assets.defs.executors import ExecutorError  # noqa: E402
+from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
+from rag_ttc_assets.lab import LabPathError  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,8 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--drop-missing", action="store_true", help="drop qrels naming missing documents (counted)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_beir)
-    from rag_ttc_assets import bench, sweep
-    from rag_ttc_assets.cli import diagnose, labels, local_llm, report, serve_reports
 
     sweep.add_parser(sub)
     local_llm.add_parser(sub)
@@ -130,12 +136,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from rag_ttc_assets.core.arms import ArmsError
-    from rag_ttc_assets.core.beir import BeirError
-    from rag_ttc_assets.core.dataset import DatasetError
-    from rag_ttc_assets.core.trec_files import TrecFormatError
-    from rag_ttc_assets.defs.executors import ExecutorError
-    from rag_ttc_assets.lab import LabPathError
 
     try:
         return args.fn(args)

@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from rag_ttc_assets.lab import PROJECT_ROOT
+from rag_ttc_assets.lab import PROJECT_ROOT, Lab
 
 
 class CliError(Exception):
@@ -15,8 +15,6 @@ class CliError(Exception):
 
 
 def lab_from_args(args):
-    from rag_ttc_assets.lab import Lab
-
     # Flags win over the environment; exporting them lets the Dagster definitions see the same lab.
     for flag, env in (("arms_file", "RAG_TTC_ARMS"), ("datasets_dir", "RAG_TTC_DATASETS"), ("home", "RAG_TTC_HOME")):
         value = getattr(args, flag, None)

@@ -6,13 +6,15 @@ import json
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import compare_all
+from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
+from rag_ttc_assets.core.eras import EraChangeError
+from rag_ttc_assets.report.text import p_adjust_text, paired_text
 
 
 def cmd_compare(args) -> int:
-    from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
-    from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
-    from rag_ttc_assets.core.eras import EraChangeError
-    from rag_ttc_assets.stages.diagnostics import arm_title, compare_two, p_adjust_text, paired_text
+    from rag_ttc_assets.stages.comparisons import arm_title, compare_two  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
 
     lab = lab_from_args(args)
     if args.all:
@@ -39,11 +41,12 @@ def cmd_compare(args) -> int:
     out_dir = lab.store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir, headline=args.headline,
+        rep = compare_two(lab, args.a, args.b, args.allow_label_drift, headline=args.headline,
                           allow_instrument_drift=args.allow_instrument_drift, p_adjust=args.p_adjust,
                           alpha=args.alpha, allow_era_change=args.allow_era_change)
     except (LabelDriftError, InstrumentDriftError, EraChangeError, DerivationDriftError) as e:
         raise CliError(str(e)) from None
+    pair_plots(rep, out_dir)
     if args.json:
         print(json.dumps(rep, indent=2, default=str))
         return 0

@@ -6,13 +6,16 @@ import json
 import sys
 from pathlib import Path
 
+from rag_ttc_assets.adapters.atomic import atomic_write_bytes
+from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
+from rag_ttc_assets.core.beir import BEIR_FILES, convert
+from rag_ttc_assets.core.dataset import DatasetError, dataset_counts, sha256_digest
+from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
+from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
 
 
 def cmd_validate(args) -> int:
-    from rag_ttc_assets.adapters.files import load_dataset
-    from rag_ttc_assets.core.dataset import DatasetError, dataset_counts
-
     try:
         ds = load_dataset(Path(args.dir))
     except DatasetError as e:
@@ -51,9 +54,7 @@ def cmd_arms(args) -> int:
 
 
 def cmd_metrics(args) -> int:
-    from rag_ttc_assets.adapters.trec_eval import evaluate
-    from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
-    from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
+    from rag_ttc_assets.adapters.trec_eval import evaluate  # late: pytrec_eval loads only when this runs
 
     qrels = parse_qrels(_read(args.qrels), args.qrels)
     run = parse_run(_read(args.run), args.run)
@@ -80,10 +81,6 @@ def _read(path: str) -> str:
 
 
 def cmd_import_beir(args) -> int:
-    from rag_ttc_assets.adapters.store import atomic_write_bytes
-    from rag_ttc_assets.core.beir import BEIR_FILES, convert
-    from rag_ttc_assets.core.dataset import sha256_digest
-
     src, dest = Path(args.src), Path(args.dest)
     texts = {name: _read(str(src / name)) for name in (*BEIR_FILES, f"qrels/{args.split}.tsv")}
     corpus, evaluation, report = convert(texts, str(src), args.split, args.drop_missing)

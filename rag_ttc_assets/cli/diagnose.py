@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from rag_ttc_assets.cli.common import CliError, lab_from_args
+from rag_ttc_assets.stages.diagnosis import DiagnosisError, select_arms
+from rag_ttc_assets.cli.materialize import materialize_diagnosis
+from rag_ttc_assets.report.diagnosis import diagnose_and_write
 
 
 def stem_of(arms: list[str], family: str | None, all_: bool) -> str:
@@ -19,9 +23,6 @@ def stem_of(arms: list[str], family: str | None, all_: bool) -> str:
 
 
 def cmd_diagnose(args) -> int:
-    from rag_ttc_assets.cli.common import CliError, lab_from_args
-    from rag_ttc_assets.stages.diagnosis import DiagnosisError, select_arms
-
     lab = lab_from_args(args)
     if args.baseline:
         lab.arms[args.baseline]
@@ -36,14 +37,12 @@ def cmd_diagnose(args) -> int:
     stem = stem_of(args.arms or [], args.family, args.all)
     if stem == "diagnosis" and not args.baseline:
         # The whole sweep: the `diagnosis` asset itself, materialized in DAGSTER_HOME so the UI shows it.
-        from rag_ttc_assets.cli.materialize import materialize_diagnosis
 
         materialize_diagnosis()
         out_dir = lab.store.comparisons_dir
         result = json.loads((out_dir / "diagnosis.json").read_text())
         paths = {k: out_dir / f"diagnosis.{k}" for k in ("md", "json", "html")}
     else:
-        from rag_ttc_assets.report.diagnosis import diagnose_and_write
 
         out = diagnose_and_write(lab, arms, stem, args.baseline)
         result, paths = out["diagnosis"], out["paths"]

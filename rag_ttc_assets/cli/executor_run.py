@@ -32,8 +32,9 @@ def execute_with_executor(job, instance, arm: str, asset_keys, run_id: str, tags
     """Create the run (partition `arm`, the selected assets and their checks) and execute it in this process
     as a run worker: the executor hands the steps to its processes (a subprocess each; dask workers)."""
     from dagster import DagsterRunStatus
-    from dagster._core.definitions.reconstruct import ReconstructableRepository
-    from dagster._core.execution.api import execute_run_iterator
+
+    # late: dagster, when a run executes (the CLI's parser imports no dagster)
+    from rag_ttc_assets.defs.dagster_private import ReconstructableRepository, execute_run_iterator
 
     recon = ReconstructableRepository.for_module(DEFINITIONS_MODULE, "defs", working_directory=os.getcwd())
     recon_job = recon.get_reconstructable_job(job.name)

@@ -9,6 +9,7 @@ from rag_ttc_assets.cli.materialize import open_instance, reap_dead_runs
 
 
 def cmd_inspect(args) -> int:
+    # late: polars loads only when this runs
     from rag_ttc_assets.stages.inspect import InspectError, inspect_question, to_markdown
 
     lab = lab_from_args(args)
@@ -22,7 +23,7 @@ def cmd_inspect(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from rag_ttc_assets.stages.run_record import list_runs
+    from rag_ttc_assets.stages.run_record import list_runs  # late: polars, pytrec_eval load only when this runs
 
     lab = lab_from_args(args)
     if args.arm:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 
 from rag_ttc_assets.cli.common import CliError, dagster_home, lab_from_args, text_table
+from rag_ttc_assets.cli.materialize import failure_text, open_instance
+from rag_ttc_assets.stages.judge_agreement import disagreements, tables
+from rag_ttc_assets.core.derive_requests import describe
 
 
 def materialize_label_asset(name: str, config: dict) -> dict:
     """Run `<name>_job` with the asset's config; the materialization's metadata values by key."""
-    from rag_ttc_assets.cli.materialize import failure_text, open_instance
-    from rag_ttc_assets.definitions import build_definitions
+    from rag_ttc_assets.definitions import build_definitions  # late: dagster loads only when this runs
 
     job = build_definitions().resolve_job_def(f"{name}_job")
     with open_instance(dagster_home()) as instance:
@@ -47,8 +49,6 @@ def cmd_derive_requests(args) -> int:
 def cmd_judge_agreement(args) -> int:
     from pathlib import Path
 
-    from rag_ttc_assets.stages.judge_agreement import disagreements, tables
-
     lab_from_args(args)
     path = Path(args.labels).expanduser().resolve()
     if not path.is_file():
@@ -58,7 +58,6 @@ def cmd_judge_agreement(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    from rag_ttc_assets.core.derive_requests import describe
 
     for arm, d in report["requests_derived"].items():
         if d:

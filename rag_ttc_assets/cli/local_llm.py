@@ -8,6 +8,9 @@ import signal
 import subprocess
 import sys
 
+from rag_ttc_assets.adapters import llama_server
+from rag_ttc_assets.cli.common import CliError
+
 DESCRIPTION = (
     "Start llama.cpp's llama-server (built by `make install-local-llm`) with SmolLM2-135M-Instruct on 127.0.0.1. "
     "It requires the key in $RAG_TTC_LOCAL_LLM_KEY, the variable the local-llm arms name in api_key_env. "
@@ -17,8 +20,6 @@ DESCRIPTION = (
 
 
 def add_parser(sub) -> None:
-    from rag_ttc_assets.adapters import llama_server
-
     s = sub.add_parser("serve-local-llm", help="serve the local LLM over HTTP (llama.cpp's OpenAI-compatible server)",
                        description=DESCRIPTION)
     s.add_argument("--port", type=int, default=llama_server.DEFAULT_PORT,
@@ -31,9 +32,6 @@ def add_parser(sub) -> None:
 
 def cmd_serve_local_llm(args) -> int:
     from pathlib import Path
-
-    from rag_ttc_assets.adapters import llama_server
-    from rag_ttc_assets.cli.common import CliError
 
     key = os.environ.get(llama_server.KEY_ENV)
     if not key:
@@ -65,8 +63,6 @@ def cmd_serve_local_llm(args) -> int:
 def server_wait(server) -> None:
     """Block until the server process ends (then say so) or a signal arrives."""
     import time
-
-    from rag_ttc_assets.cli.common import CliError
 
     while server.running:
         time.sleep(1)

@@ -8,8 +8,14 @@ import sys
 import uuid
 from pathlib import Path
 
-from rag_ttc_assets.defs.graph import STAGES
+from rag_ttc_assets.adapters.store import file_lock
 from rag_ttc_assets.cli.common import CliError, dagster_home
+from rag_ttc_assets.cli.executor_run import execute_with_executor
+from rag_ttc_assets.defs import executors
+from rag_ttc_assets.defs.graph import STAGES
+from rag_ttc_assets.defs.progress import reporting
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.terminal import StepEvents, Terminal
 
 
 def open_instance(home: Path):
@@ -17,8 +23,7 @@ def open_instance(home: Path):
     on a fresh DAGSTER_HOME could otherwise both stamp its sqlite schema, and alembic then finds two heads."""
     from dagster import DagsterInstance
 
-    from rag_ttc_assets.adapters.store import file_lock
-    from rag_ttc_assets.cli.instance_check import check_postgres_storage
+    from rag_ttc_assets.cli.instance_check import check_postgres_storage  # late: yaml loads only when this runs
 
     check_postgres_storage(home)  # a Postgres that refuses: one line naming the setting, before any work
     with file_lock(home / ".rag_ttc-instance.lock"):
@@ -33,14 +38,9 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
     stages; `verbose` adds Dagster's own event log."""
     from dagster import AssetKey
 
-    from rag_ttc_assets.cli.executor_run import execute_with_executor
-    from rag_ttc_assets.defs import executors
-    from rag_ttc_assets.defs.progress import reporting
-    from rag_ttc_assets.defs.registry import CHECK_SPECS
-    from rag_ttc_assets.defs.staleness import to_run
-    from rag_ttc_assets.definitions import JOB, build_definitions
-    from rag_ttc_assets.lab import Lab
-    from rag_ttc_assets.terminal import StepEvents, Terminal
+    from rag_ttc_assets.defs.registry import CHECK_SPECS  # late: dagster loads only when this runs
+    from rag_ttc_assets.defs.staleness import to_run  # late: dagster loads only when this runs
+    from rag_ttc_assets.definitions import JOB, build_definitions  # late: dagster, polars load only when this runs
 
     home = dagster_home()
     lab = Lab.from_env()
@@ -97,7 +97,7 @@ def reap_dead_runs(instance) -> list[str]:
     step would wait for that slot for ever. Mark them canceled and free their slots."""
     from dagster import DagsterRunStatus, RunsFilter
 
-    from rag_ttc_assets.stages.run_record import _alive
+    from rag_ttc_assets.stages.run_record import _alive  # late: polars, pytrec_eval load only when this runs
 
     reaped = []
     for run in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.STARTED], tags={"rag_ttc/source": "cli"})):
@@ -127,7 +127,7 @@ def failure_text(result) -> str:
 
 def compare_all() -> dict:
     """Materialize `arm_comparisons` (every pair in `comparisons`, every family's sweep plot) in DAGSTER_HOME."""
-    from rag_ttc_assets.definitions import build_definitions
+    from rag_ttc_assets.definitions import build_definitions  # late: dagster, polars load only when this runs
 
     home = dagster_home()
     job = build_definitions().resolve_job_def("comparisons_job")
@@ -143,7 +143,7 @@ def compare_all() -> dict:
 
 def materialize_diagnosis() -> str:
     """Materialize the `diagnosis` asset in DAGSTER_HOME; its run id."""
-    from rag_ttc_assets.definitions import build_definitions
+    from rag_ttc_assets.definitions import build_definitions  # late: dagster loads only when this runs
 
     home = dagster_home()
     job = build_definitions().resolve_job_def("diagnosis_job")

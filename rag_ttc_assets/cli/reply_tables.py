@@ -5,11 +5,10 @@ replies were not all clean JSON or some arm's generator is a language model, not
 from __future__ import annotations
 
 from rag_ttc_assets.core.contract import PARSED_FROM
+from rag_ttc_assets.core.summaries import is_offline_baseline
 
 
 def wanted(reports: dict[str, dict]) -> bool:
-    from rag_ttc_assets.core.summaries import is_offline_baseline
-
     def unclean(rep: dict) -> bool:
         c = rep.get("contract") or {}
         return bool(c.get("parse_failures") or c.get("contract_failures")

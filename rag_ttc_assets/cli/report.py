@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rag_ttc_assets.cli.common import CliError, lab_from_args
+from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.report.files import pair_path, write_arm, write_pair
 
 
@@ -19,10 +21,9 @@ def _shown(path: Path) -> str:
 
 
 def cmd_report(args) -> int:
-    from rag_ttc_assets.cli.common import CliError, lab_from_args
-    from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
-    from rag_ttc_assets.report.collect import ReportError
-    from rag_ttc_assets.stages.diagnostics import compare_two
+    from rag_ttc_assets.report.collect import ReportError  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.comparisons import compare_two  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
 
     lab = lab_from_args(args)
     for arm in filter(None, (args.a, args.b)):
@@ -34,8 +35,8 @@ def cmd_report(args) -> int:
         else:
             out_dir = lab.store.comparisons_dir
             out_dir.mkdir(parents=True, exist_ok=True)
-            rep = compare_two(lab, args.a, args.b, args.allow_label_drift, plots_dir=out_dir,
-                              headline=args.headline, allow_instrument_drift=args.allow_instrument_drift)
+            rep = pair_plots(compare_two(lab, args.a, args.b, args.allow_label_drift, headline=args.headline,
+                                         allow_instrument_drift=args.allow_instrument_drift), out_dir)
             # The JSON the page was made from, beside it: the page's numbers can be checked against it.
             json_path = out_dir / f"{args.a}--{args.b}.json"
             json_path.write_text(json.dumps(rep, indent=1, default=str))

@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 import os
 
-from rag_ttc_assets.defs.graph import STAGES
+from rag_ttc_assets.adapters.store import StoreError
+from rag_ttc_assets.cli import reply_tables
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import materialize_arms
+from rag_ttc_assets.core.eras import describe
+from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.measured import reasons_text
+from rag_ttc_assets.core.summaries import is_offline_baseline
+from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
+from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets.stages.reports import arm_report
+from rag_ttc_assets.core.derive_requests import describe
 
 
 def cmd_run(args) -> int:
@@ -20,7 +28,6 @@ def cmd_run(args) -> int:
         raise CliError("name at least one arm, or a family with --family")
     for n in names:
         lab.arms[n]
-    from rag_ttc_assets.adapters.store import StoreError
 
     try:
         lab.store.check_writable()  # before anything is materialized: no provider call against a store it cannot use
@@ -49,7 +56,6 @@ def run_tables(reports: dict[str, dict]) -> str:
     counterfactual arm is named as such in every table."""
     out = []
     rows = []
-    from rag_ttc_assets.core.derive_requests import describe
 
     reports = {n + "".join(f" ({x})" for x in (
         rep["label_use"] if rep.get("label_use", "none") != "none" else None,
@@ -64,8 +70,6 @@ def run_tables(reports: dict[str, dict]) -> str:
                        "omissions", "admitted", "used_runes", "adm_coverage"], rows))
     reps = {n: rep["representations"] for n, rep in reports.items() if rep.get("representations")}
     if len({r["era"] for r in reps.values()}) > 1 or any(r.get("builder_model") for r in reps.values()):
-        from rag_ttc_assets.core.eras import describe
-
         out.append(representation_table(reps, describe))
     if any("contract" in rep for rep in reports.values()):
         rows = []
@@ -104,8 +108,6 @@ def run_tables(reports: dict[str, dict]) -> str:
                    + text_table(["arm", "gold_judge_sensitivity", "request_judge_sensitivity", "gold_judge_false_alarms",
                              "request_judge_false_alarms"], rows))
     if any("completeness" in rep for rep in reports.values()):
-        from rag_ttc_assets.core.flow import FLOW_BRANCHES
-
         rows, flows, judges = [], [], set()
         for n, rep in reports.items():
             c, f = rep.get("completeness", {}), rep.get("flow", {})
@@ -139,8 +141,6 @@ def run_tables(reports: dict[str, dict]) -> str:
                        "juror decided):\n" + text_table(["arm", "aggregation", "jurors", "fleiss_kappa",
                                                         "krippendorff_alpha", "jurors_disagree", "flow"], panels))
     if any("calls" in rep and "answers" in rep["calls"] for rep in reports.values()):
-        from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
-
         rows = []
         for n, rep in reports.items():
             a = rep.get("calls", {}).get("answers", {})
@@ -150,11 +150,9 @@ def run_tables(reports: dict[str, dict]) -> str:
                          *[lf.get(b) for b in LOOKUP_BRANCHES], lf.get("hit_rate"), lf.get("wrong_on_misses")])
         out.append(text_table(["arm", "supply", "mean_input_tokens", "p95_latency_s", "escalated", "lookups",
                            *LOOKUP_BRANCHES, "lookup_hit_rate", "wrong_on_misses"], rows))
-    from rag_ttc_assets.cli import reply_tables
 
     if reply_tables.wanted(reports):
         out.append(reply_tables.reply_tables(reports, text_table))
-    from rag_ttc_assets.core.summaries import is_offline_baseline
 
     if any(is_offline_baseline(str(rep.get("generator_model", ""))) for rep in reports.values()):
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
@@ -186,6 +184,4 @@ def _of(summary: dict, name: str) -> str | None:
 
 
 def _why(not_measured: dict | None) -> str | None:
-    from rag_ttc_assets.core.measured import reasons_text
-
     return None if not_measured is None else reasons_text(not_measured)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import signal
 import sys
+from rag_ttc_assets.adapters.report_server import make_server
+from rag_ttc_assets.cli.common import lab_from_args
 
 
 def cmd_serve_reports(args) -> int:
-    from rag_ttc_assets.adapters.report_server import make_server
-    from rag_ttc_assets.cli.common import lab_from_args
-
     lab = lab_from_args(args)
     server = make_server(lab.store.root, args.port)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

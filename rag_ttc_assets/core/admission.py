@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from rag_ttc_assets.core import counterfactual
+
 EvidenceOrder = Literal["ranked", "reversed", "shuffled"]
 
 
@@ -90,8 +92,6 @@ def context_row(cfg, query_id: str, ranked_chunk_ids: list[str], chunk_text: dic
     alteration). Both arms declare their use of the labels (ArmConfig.label_use).
     """
     import json
-
-    from rag_ttc_assets.core import counterfactual
 
     selected = select_evidence(ranked_chunk_ids, cfg.evidence_k)
     ordered = order_evidence(selected, cfg.evidence_order, cfg.shuffle_seed)

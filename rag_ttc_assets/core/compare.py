@@ -49,6 +49,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core import multiple_testing
+from rag_ttc_assets.core.completeness import QuestionCompleteness, completeness_value
+from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of
 
 Kind = Literal["continuous", "binary"]
 CaseId = str
@@ -518,9 +520,6 @@ def case_values(contract: dict[str, dict], answers: dict[str, dict], judge: dict
     case -> why it is undefined (core.measured's reasons). Inputs are one arm's rows by question: contract results,
     answers, judge verdicts, question completeness; `unmeasured` the judge status of a question's first request the
     request judge did not measure; `retrieval` the retrieval summary's per-query measures."""
-    from rag_ttc_assets.core.completeness import QuestionCompleteness, completeness_value
-    from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of
-
     cases = list(contract)
     values = {
         "valid": {c: float(contract[c]["status"] == "valid") for c in cases},

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from rag_ttc_assets.core.records import Corpus, Evaluation
+from rag_ttc_assets.core.derive_requests import apply_derivation
 
 CORPUS_FILE = "corpus.json"
 EVALUATION_FILE = "evaluation.json"
@@ -198,7 +199,6 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
 
 def _derive(evaluation: Evaluation, digest: str, corpus: Corpus, derived: tuple[Path, bytes] | None,
             problems: list[Problem]) -> Evaluation:
-    from rag_ttc_assets.core.derive_requests import apply_derivation
 
     file = None
     if derived is not None:

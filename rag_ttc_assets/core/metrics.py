@@ -34,6 +34,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from functools import partial
+from operator import itemgetter, le
 
 from pydantic import BaseModel, ConfigDict
 
@@ -117,7 +119,10 @@ def split_queries(qrels: Mapping[str, Mapping[str, int]], run_query_ids: Iterabl
     """The evaluated and the undefined queries (see the module docstring), each in qrels then run order."""
     run_ids = list(run_query_ids)
     in_run = set(run_ids)
-    defined = [q for q, judged in qrels.items() if any(r >= RELEVANCE_LEVEL for r in judged.values())]
+    # any() over map() runs in C and stops at the first relevant document: the generator it replaces cost a tenth
+    # of trec_eval's own time on 10,000 queries (rag-ttc bench --only metrics).
+    relevant = partial(le, RELEVANCE_LEVEL)
+    defined = [q for q, judged in qrels.items() if any(map(relevant, judged.values()))]
     defined_set = set(defined)
     undefined = [q for q in qrels if q not in defined_set] + [q for q in run_ids if q not in qrels]
     evaluated = defined if complete else [q for q in defined if q in in_run]
@@ -127,16 +132,19 @@ def split_queries(qrels: Mapping[str, Mapping[str, int]], run_query_ids: Iterabl
 def summarize(per_query: dict[str, dict[str, float]], names: Sequence[str], split: QuerySplit) -> MetricsResult:
     """trec_eval's ``all`` row over `per_query` (mutated: num_q and gm_* leave the per-query values)."""
     n = len(per_query)
+    rows = list(per_query.values())
     measures: dict[str, float] = {}
     for name in names:
+        # map(itemgetter) sums in the same order as a generator, in C: the same float, a fraction of the time.
+        total = sum(map(itemgetter(name), rows)) if n else 0.0
         if n == 0:
             measures[name] = 0.0
         elif name.startswith("num_"):
-            measures[name] = float(sum(v[name] for v in per_query.values()))
+            measures[name] = float(total)
         elif name.startswith("gm_"):
-            measures[name] = math.exp(sum(v[name] for v in per_query.values()) / n)
+            measures[name] = math.exp(total / n)
         else:
-            measures[name] = sum(v[name] for v in per_query.values()) / n
+            measures[name] = total / n
     dropped = [name for name in names if name == "num_q" or name.startswith("gm_")]
     if dropped:
         for values in per_query.values():

@@ -4,11 +4,10 @@ dagster-dask are imported only when a run executes, so loading the definitions n
 
 from __future__ import annotations
 
-from dagster import StringSource, executor, multiple_process_executor_requirements
-from dagster._core.errors import DagsterInvariantViolationError, raise_execution_interrupts
-from dagster._core.execution.retries import RetryMode
-from dagster._core.executor.base import Executor
-from dagster._utils import iterate_with_context
+from dagster import (DagsterInvariantViolationError, Executor, StringSource, executor,
+                     multiple_process_executor_requirements, raise_execution_interrupts)
+
+from rag_ttc_assets.defs.dagster_private import RetryMode
 
 
 def dask_executor(address_env: str):
@@ -67,5 +66,16 @@ class DaskStepsExecutor(Executor):
                                                       key=f"{plan_context.job_name}.{step.key}",
                                                       resources=get_dask_resource_requirements(step.tags))
             done = dask.distributed.as_completed(list(futures.values()), with_results=True)
-            for _, events in iterate_with_context(raise_execution_interrupts, done):
+            for _, events in _interruptible(done):
                 yield from events
+
+
+def _interruptible(results):
+    """Each next result awaited with interrupts raised (a run's termination stops the wait), yielded outside."""
+    while True:
+        with raise_execution_interrupts():
+            try:
+                item = next(results)
+            except StopIteration:
+                return
+        yield item

@@ -1,6 +1,7 @@
 """Diagnostics: request-level completeness, the failure flow, and case-by-case arm comparisons."""
 
 
+import base64
 from pathlib import Path
 
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
@@ -15,7 +16,11 @@ from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.report.comparisons import write_comparisons
+from rag_ttc_assets.report.text import p_adjust_text
 from rag_ttc_assets.stages import diagnostics as stage
+from rag_ttc_assets.stages.diagnostics_files import flow_bars
+from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
 
 GROUP = "diagnostics"
 
@@ -26,14 +31,12 @@ GROUP = "diagnostics"
                    ArmJson.REQUEST_COMPLETENESS))
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
-    arm = context.partition_key
-    lab_, _ = lab.arm(arm)
-    d = stage.completeness(lab_, arm)
-    store = lab_.store
-    store.write_table(arm, Table.REQUEST_OUTCOMES, d["requests"])
-    store.write_table(arm, Table.QUESTION_COMPLETENESS, d["questions"])
-    store.write_table(arm, Table.ABSTENTION_OUTCOMES, d["abstentions"])
-    digest = store.write_arm_json(arm, ArmJson.REQUEST_COMPLETENESS, d["completeness"])
+    arm = lab.inputs(context)
+    d = stage.completeness(arm)
+    arm.write_table(Table.REQUEST_OUTCOMES, d["requests"])
+    arm.write_table(Table.QUESTION_COMPLETENESS, d["questions"])
+    arm.write_table(Table.ABSTENTION_OUTCOMES, d["abstentions"])
+    digest = arm.write_arm_json(ArmJson.REQUEST_COMPLETENESS, d["completeness"])
     totals = d["completeness"]
     inst = totals["request_judge"]
     return MaterializeResult(
@@ -60,23 +63,21 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
            writes=(Table.FAILURE_FLOW, Table.LOOKUP_CASES, ArmJson.FAILURE_FLOW))
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
-    arm = context.partition_key
-    lab_, _ = lab.arm(arm)
-    d = stage.failure_flow(lab_, arm)
-    store = lab_.store
-    store.write_table(arm, Table.FAILURE_FLOW, d["flow"])
+    arm = lab.inputs(context)
+    d = stage.failure_flow(arm)
+    arm.write_table(Table.FAILURE_FLOW, d["flow"])
     s = d["flow_summary"]
     lookup_md = {}
     if "lookup_flow" in s:
-        store.write_table(arm, Table.LOOKUP_CASES, d["lookup_cases"])
+        arm.write_table(Table.LOOKUP_CASES, d["lookup_cases"])
         lf = s["lookup_flow"]
         lookup_md = {**numbers(lf, prefix="lookup/"),
                      "lookup_flow": md_table([{"branch": b, "cases": lf[b], **lf["accounting"][b]}
                                               for b in LOOKUP_BRANCHES])}
-    digest = store.write_arm_json(arm, ArmJson.FAILURE_FLOW, s)
-    png = stage.flow_bars(lab_, [arm], store.arm_path(arm, "failure-flow.png"))
+    digest = arm.write_arm_json(ArmJson.FAILURE_FLOW, s)
+    png = flow_bars(arm.lab, [arm.arm], arm.store.arm_path(arm.arm, "failure-flow.png"))
     rows = [{"branch": b, "requests": s[b], **s["accounting"][b]} for b in FLOW_BRANCHES]
-    worst = _worst_cases(lab_, arm, d["flow"])
+    worst = _worst_cases(arm.lab, arm.arm, d["flow"])
     return MaterializeResult(
         metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": s["total"],
                   **numbers(s["hit_rate"], prefix="hit_rate/"),
@@ -92,8 +93,6 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
 
 def _worst_cases(lab_, arm: str, flow, n: int = 3) -> str:
     """The `inspect` view of the questions with the most requests that did not end `ok`."""
-    from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
-
     if flow.height == 0:
         return ""
     failing = {}
@@ -104,8 +103,6 @@ def _worst_cases(lab_, arm: str, flow, n: int = 3) -> str:
 
 
 def _image(path, alt: str = "failure flow") -> str:
-    import base64
-
     return f"![{alt}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
 
 
@@ -126,7 +123,7 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
     out_dir = lab_.store.comparisons_dir
-    c = stage.write_comparisons(lab_, out_dir)
+    c = write_comparisons(lab_, out_dir)
     reports, summary, sweeps, flow_png = c["reports"], c["summary"], c["sweeps"], c["flow_png"]
     pages = {f"report/{name}": MetadataValue.path(str(path)) for name, path in c["pages"].items()}
     pages.update({f"report_url/{name}": MetadataValue.url(url) for name, path in c["pages"].items()
@@ -134,7 +131,7 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     return MaterializeResult(metadata={
         "comparisons": md_table(summary), "skipped": MetadataValue.json(c["skipped"]),
         # The adjustment is over every pair and metric above: significant is read on the adjusted p-value.
-        "p_adjust": stage.p_adjust_text(reports[0]) if reports else f"{lab_.arms.p_adjust} (no pair compared)",
+        "p_adjust": p_adjust_text(reports[0]) if reports else f"{lab_.arms.p_adjust} (no pair compared)",
         "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)), **pages,
         **({"failure_flow_plot": MetadataValue.md(_image(flow_png))} if flow_png else {}),
         **{f"sweep_{f}": MetadataValue.md(_image(Path(p), f"sweep {f}"))

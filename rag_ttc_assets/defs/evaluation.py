@@ -3,11 +3,11 @@
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue)
 
+from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.derive_requests import describe
-from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
-from rag_ttc_assets.defs.registry import arm_asset, arm_check
+from rag_ttc_assets.defs.registry import arm_asset, arm_check, fingerprints
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
 from rag_ttc_assets.stages import request_judge, supply
@@ -136,8 +136,6 @@ def judge_keeps_every_row(context: AssetCheckExecutionContext, lab: LabResource)
                                               "failure_flow"), artifact=artifacts.RUN_RECORD)
 def run_record(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The seed's self-contained run directory: config, input copies, preparation, results, summary, status."""
-    from rag_ttc_assets.defs.registry import fingerprints
-
     arm = lab.inputs(context)
     cfg = arm.cfg
     built = {"chunks": arm.chunks, "representations": arm.representations, "bm25_index": arm.bm25,

@@ -44,6 +44,6 @@ def executor_from_env(env: Mapping[str, str] = os.environ):
     except ImportError as e:
         raise ExecutorError(f"{EXECUTOR_ENV}=dask needs dagster-dask ({e}); "
                             "pip install -c constraints.txt '.[cluster]'") from None
-    from rag_ttc_assets.defs.dask_steps import dask_executor
+    from rag_ttc_assets.defs.dask_steps import dask_executor  # late: dagster loads only when this runs
 
     return dask_executor(SCHEDULER_ENV)

@@ -14,6 +14,8 @@ import pkgutil
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+import rag_ttc_assets.defs as package
+
 if TYPE_CHECKING:
     from rag_ttc_assets.defs.registry import ArmAssetSpec, ArmCheckSpec
 
@@ -35,19 +37,17 @@ def load() -> list[ArmAssetSpec]:
     """Every per-arm asset spec: each defs module imported (its `arm_asset` decorators register its assets).
 
     Every module, not a list of them, so an asset in a new defs module cannot be left out of the graph."""
-    import rag_ttc_assets.defs as package
-
     for m in pkgutil.iter_modules(package.__path__):
         if m.name != __name__.rsplit(".", 1)[-1]:
             importlib.import_module(f"{package.__name__}.{m.name}")
-    from rag_ttc_assets.defs.registry import SPECS
+    from rag_ttc_assets.defs.registry import SPECS  # late: dagster loads only when this runs
 
     return SPECS
 
 
 def checks() -> list[ArmCheckSpec]:
     load()
-    from rag_ttc_assets.defs.registry import CHECK_SPECS
+    from rag_ttc_assets.defs.registry import CHECK_SPECS  # late: dagster loads only when this runs
 
     return CHECK_SPECS
 
@@ -214,7 +214,7 @@ def with_generated(doc: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from rag_ttc_assets.lab import PROJECT_ROOT
+    from rag_ttc_assets.lab import PROJECT_ROOT  # late: numpy loads only when this runs
 
     p = argparse.ArgumentParser(prog="python -m rag_ttc_assets.defs.graph",
                                 description="Print the per-arm asset graph as Markdown.")

@@ -4,6 +4,10 @@ from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataVa
 
 from rag_ttc_assets.defs.meta import md_table
 from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.core.arms import ModelConfig
+from rag_ttc_assets.stages.derive_requests import derive
+from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.stages import judge_agreement as stage
 
 GROUP = "labels"
 
@@ -23,8 +27,6 @@ class DerivedRequestsConfig(Config):
 def derived_requests(context: AssetExecutionContext, config: DerivedRequestsConfig,
                      lab: LabResource) -> MaterializeResult:
     """Requests derived from gold answers for questions without any, written beside each dataset's evaluation."""
-    from rag_ttc_assets.core.arms import ModelConfig
-    from rag_ttc_assets.stages.derive_requests import derive
 
     lab_ = lab.lab()
     names = config.datasets or sorted({cfg.dataset for cfg in lab_.arms.arms.values()})
@@ -50,9 +52,6 @@ def judge_agreement(context: AssetExecutionContext, config: JudgeAgreementConfig
                     lab: LabResource) -> MaterializeResult:
     """Every judge that scored the labelled rows against the human labels, the annotators with each other as ceiling."""
     from pathlib import Path
-
-    from rag_ttc_assets.core.derive_requests import describe
-    from rag_ttc_assets.stages import judge_agreement as stage
 
     lab_ = lab.lab()
     report = stage.agreement(lab_, Path(config.labels).expanduser().resolve(), config.seed)

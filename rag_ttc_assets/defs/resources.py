@@ -5,6 +5,8 @@ from __future__ import annotations
 from dagster import ConfigurableResource
 
 from rag_ttc_assets.core.arms import ArmConfig, ArmsError
+from rag_ttc_assets.core.progress import NO_PROGRESS
+from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.resolve import ArmInputs
 
@@ -31,9 +33,6 @@ class LabResource(ConfigurableResource):
     def inputs(self, context) -> ArmInputs:
         """The partition's arm, its dataset, chunks, indexes and tables, each opened once (stages.resolve)."""
         from dagster import AssetExecutionContext
-
-        from rag_ttc_assets.core.progress import NO_PROGRESS
-        from rag_ttc_assets.defs.progress import step_progress
 
         # An asset's long builds report progress; a check only reads.
         progress = step_progress(context) if isinstance(context, AssetExecutionContext) else NO_PROGRESS

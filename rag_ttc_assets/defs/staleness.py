@@ -11,25 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dagster import (AssetKey, AssetObservation, AssetSpec, DagsterInstance, DefaultSensorStatus, MetadataValue,
-                     PartitionsDefinition, SensorEvaluationContext, SensorResult, SkipReason, sensor)
-from dagster._core.loader import LoadingContext
+from dagster import (AssetKey, AssetObservation, AssetRecordsFilter, AssetSpec, DagsterEventType, DagsterInstance,
+                     DefaultSensorStatus, MetadataValue, PartitionsDefinition, SensorEvaluationContext, SensorResult,
+                     SkipReason, sensor)
 
-from rag_ttc_assets.defs.registry import FINGERPRINT, SPECS, fingerprints
+from rag_ttc_assets.defs import graph
+from rag_ttc_assets.defs.dagster_private import stale_status_resolver
+from rag_ttc_assets.defs.registry import CONFIG_GROUP, FINGERPRINT, SPECS, config_key, fingerprints
 from rag_ttc_assets.lab import Lab
 
-GROUP = "arm_config"
 REMOVED = "removed"  # the data version of an arm no longer in the arms file
 DATA_VERSION_TAG = "dagster/data_version"
 
 
-def config_key(asset: str) -> AssetKey:
-    return AssetKey([GROUP, asset])
-
-
 def config_specs(partitions_def: PartitionsDefinition) -> list[AssetSpec]:
     """One observed source per per-arm asset: the arm's configuration as that asset reads it."""
-    return [AssetSpec(config_key(s.name), partitions_def=partitions_def, group_name=GROUP, kinds={"yaml"},
+    return [AssetSpec(config_key(s.name), partitions_def=partitions_def, group_name=CONFIG_GROUP, kinds={"yaml"},
                       description=f"The arm's configuration as {s.name} reads it: its fields, prompt and dataset "
                                   "digests, code version and upstream fingerprints (observed, not materialized).")
             for s in SPECS]
@@ -80,9 +77,6 @@ def _short(v) -> str:
 
 def pending_observations(instance: DagsterInstance, lab: Lab, arms: Sequence[str]) -> list[AssetObservation]:
     """The observations to record: each (asset, arm) whose fingerprint differs from its last observed one."""
-    from dagster import AssetRecordsFilter
-    from dagster._core.events import DagsterEventType
-
     states = {arm: arm_state(lab, arm) for arm in arms}
     out = []
     for s in SPECS:
@@ -139,27 +133,10 @@ def config_sensor(lab: Lab, partitions_def: PartitionsDefinition):
     return arm_config_sensor
 
 
-class _Loading(LoadingContext):
-    """The request scope Dagster's stale-status resolver batches its reads in (one per determination)."""
-
-    def __init__(self, instance: DagsterInstance):
-        self._instance, self._loaders = instance, {}
-
-    @property
-    def instance(self) -> DagsterInstance:
-        return self._instance
-
-    @property
-    def loaders(self) -> dict:
-        return self._loaders
-
-
 def dagster_status(instance: DagsterInstance, asset_graph, arm: str, names: Sequence[str]) -> dict[str, tuple]:
     """Per asset of `names`: Dagster's stale status for the `arm` partition and its root causes, as text: what the
     UI's partition view shows."""
-    from dagster._core.definitions.data_version import CachingStaleStatusResolver
-
-    resolver = CachingStaleStatusResolver(instance, asset_graph, _Loading(instance))
+    resolver = stale_status_resolver(instance, asset_graph)
     return {n: (resolver.get_status(AssetKey(n), arm).value,
                 [_cause_text(instance, c) for c in resolver.get_stale_root_causes(AssetKey(n), arm)]) for n in names}
 
@@ -170,10 +147,6 @@ def to_run(instance: DagsterInstance, lab: Lab, asset_graph, arm: str, names: Se
     after observing the arm's configuration (never materialized, or stale with its root causes), rows left
     incomplete (provider faults, budget stops), a shared artifact no longer matching its digest; and
     everything downstream of those, whose data versions are only known once they ran."""
-    from dagster import AssetRecordsFilter
-
-    from rag_ttc_assets.defs import graph
-
     observe(instance, lab, [arm])
     status = dagster_status(instance, asset_graph, arm, names)
     deps = graph.deps()
@@ -199,9 +172,7 @@ def to_run(instance: DagsterInstance, lab: Lab, asset_graph, arm: str, names: Se
 
 def _cause_text(instance: DagsterInstance, cause) -> str:
     text = f"{cause.asset_key.to_user_string()} {cause.reason}"
-    if cause.asset_key.path[0] == GROUP:
-        from dagster import AssetRecordsFilter
-
+    if cause.asset_key.path[0] == CONFIG_GROUP:
         records = instance.fetch_observations(
             AssetRecordsFilter(asset_key=cause.asset_key, asset_partitions=[cause.partition_key]), limit=1).records
         if records and (changed := records[0].asset_observation.metadata.get("changed")) is not None:

@@ -8,10 +8,12 @@ from pathlib import Path
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.compare import DIRECTIONS
+from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.report import model
 from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages.comparisons import arm_title
 from rag_ttc_assets.stages.resolve import ArmInputs
 
 
@@ -69,9 +71,6 @@ def arm_views(lab: Lab, arm: str) -> dict:
 def arm_info(lab: Lab, arm: str) -> dict:
     """The arm's name as tables show it, its configuration, instruments (answer model, judges, prompt digests,
     oracle or not), its failure flow, hit rate and the N measured of M of its completeness."""
-    from rag_ttc_assets.core.derive_requests import describe
-    from rag_ttc_assets.stages.diagnostics import arm_title
-
     cfg = lab.arms[arm]
     prompts = {}
     for field, kind in prompt_fields(cfg).items():

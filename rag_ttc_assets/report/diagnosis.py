@@ -6,11 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_ttc_assets.adapters.store import atomic_write_bytes
+from rag_ttc_assets.report.files import write_arm
+from rag_ttc_assets.report.html import render
+from rag_ttc_assets.report.model import finite_or_none
+from rag_ttc_assets.core.diagnosis import diagnose
+from rag_ttc_assets.stages import diagnosis as stage
 
 
 def arm_pages(lab, arms: list[str]) -> dict[str, Path]:
     """One arm's case report per arm, under the store's reports/ (`rag-ttc report ARM` writes the same file)."""
-    from rag_ttc_assets.report.files import write_arm
 
     folder = lab.store.root / "reports"
     folder.mkdir(parents=True, exist_ok=True)
@@ -20,8 +24,6 @@ def arm_pages(lab, arms: list[str]) -> dict[str, Path]:
 def write_page(diagnosis: dict, path: Path, title: str) -> Path:
     """The diagnosis page: every sentence, its rule, its numbers linked to their cases, the decision table, the
     limitations and the next experiments' snippets. All text goes on the page as text (page.js)."""
-    from rag_ttc_assets.report.html import render
-    from rag_ttc_assets.report.model import finite_or_none
 
     atomic_write_bytes(path, render(finite_or_none({"kind": "diagnosis", "title": title,
                                                     "diagnosis": diagnosis})).encode("utf-8"), mode=0o644)
@@ -33,8 +35,6 @@ def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: 
     """Everything a diagnosis writes into the store's comparisons/ folder: `<stem>.md`, `<stem>.json` and the page
     `<stem>.html`, whose numbers link to the pair reports beside it and to the arm reports under reports/ (written
     here for the baseline and the families' members when `with_arm_pages`). Returns the diagnosis and the paths."""
-    from rag_ttc_assets.core.diagnosis import diagnose
-    from rag_ttc_assets.stages import diagnosis as stage
 
     out_dir = lab.store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_ttc_assets.adapters.store import atomic_write_bytes
+from rag_ttc_assets.adapters.atomic import atomic_write_bytes
+from rag_ttc_assets.report.html import render
 
 
 def pair_path(comparisons_dir: Path, a: str, b: str) -> Path:
@@ -14,8 +15,7 @@ def pair_path(comparisons_dir: Path, a: str, b: str) -> Path:
 
 def write_pair(lab, comparison: dict, path: Path) -> Path:
     """Render the pair report of `comparison` (compare_two's dict, as written to `<a>--<b>.json`) to `path`."""
-    from rag_ttc_assets.report.collect import pair_model
-    from rag_ttc_assets.report.html import render
+    from rag_ttc_assets.report.collect import pair_model  # late: polars, for `rag-ttc report` only when it runs
 
     atomic_write_bytes(path, render(pair_model(lab, comparison)).encode("utf-8"), mode=0o644)
     return path
@@ -23,9 +23,8 @@ def write_pair(lab, comparison: dict, path: Path) -> Path:
 
 def write_arm(lab, arm: str, path: Path) -> Path:
     """Render one arm's report (its failure-flow plot written beside it) to `path`."""
-    from rag_ttc_assets.report.collect import single_model
-    from rag_ttc_assets.report.html import render
-    from rag_ttc_assets.stages.diagnostics import flow_bars
+    from rag_ttc_assets.report.collect import single_model  # late: polars, for `rag-ttc report` only when it runs
+    from rag_ttc_assets.stages.diagnostics_files import flow_bars  # late: polars, as above
 
     png = flow_bars(lab, [arm], path.with_suffix(".flow.png"))
     atomic_write_bytes(path, render(single_model(lab, arm, png)).encode("utf-8"), mode=0o644)

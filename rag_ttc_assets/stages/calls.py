@@ -72,7 +72,7 @@ class Caller:
     def __init__(self, cfg: ModelConfig, cache_root: Path, namespace: str, budget: int,
                  allow_unpriced: bool = True, role: str = "generator", archive: MessageArchive | None = None):
         if cfg.model.startswith(llm.LOCAL_PREFIX):
-            from rag_ttc_assets.adapters import local_providers
+            from rag_ttc_assets.adapters import local_providers  # late: litellm, numpy load only when this runs
 
             local_providers.register()
         if not allow_unpriced and not llm.is_priced(cfg.model):

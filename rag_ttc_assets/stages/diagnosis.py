@@ -3,7 +3,7 @@ them to core.diagnosis, and write diagnosis.md and diagnosis.json into the store
 
 The paired comparisons are `arm_comparisons`' own (its JSON files, p-values adjusted over every pair and metric of
 the arms file); when one is missing they are recomputed exactly as that asset computes them
-(stages.diagnostics.compare_pairs), never by a second statistics path.
+(stages.comparisons.compare_pairs), never by a second statistics path.
 """
 
 from __future__ import annotations
@@ -94,8 +94,6 @@ def comparisons(lab: Lab, arms: list[str]) -> tuple[list[dict], list[str]]:
         reports = [json.loads(p.read_text()) for p in paths]
         skipped = []
     else:
-        from rag_ttc_assets.stages.diagnostics import compare_pairs
-
         reports, skipped = compare_pairs(lab)
         reports = [r for r in reports if (r["a"], r["b"]) in wanted]
         skipped = [s for s in skipped if tuple(s.split(":")[0].split(" vs ")) in wanted]

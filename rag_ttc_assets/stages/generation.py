@@ -16,13 +16,15 @@ from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import gold_texts
 from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
                                           locate_json_object)
+from rag_ttc_assets.core.counterfactual import Planted
+from rag_ttc_assets.core.judge_measurement import judge_measurement
 from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.response_formats import answer_reply, response_format
-from rag_ttc_assets.stages import supply
 from rag_ttc_assets.core.summaries import is_offline_baseline
+from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.calls import Call, Caller
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 from rag_ttc_assets.stages.row_log import RowLog  # noqa: F401  (the assets open it as stage.RowLog)
@@ -234,9 +236,6 @@ def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame) -> dict:
 def measure_judges(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, verdicts: pl.DataFrame,
                    judgments: pl.DataFrame, contexts: pl.DataFrame) -> dict:
     """core.judge_measurement over an arm's tables: planted claims from admitted_contexts (planted-falsehood)."""
-    from rag_ttc_assets.core.counterfactual import Planted
-    from rag_ttc_assets.core.judge_measurement import judge_measurement
-
     by_q: dict[str, list[dict]] = {}
     for r in judgments.iter_rows(named=True):
         by_q.setdefault(r["query_id"], []).append(r)

@@ -17,6 +17,7 @@ def _retrieval(lab: Lab, arm: str, report: dict) -> None:
 
 
 def _answers(lab: Lab, arm: str, report: dict) -> None:
+    # late: polars, pytrec_eval; the CLI reads arm reports without them
     from rag_ttc_assets.stages.generation import calls_summary
 
     c = lab.store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)

@@ -24,6 +24,9 @@ from rag_ttc_assets.core.response_formats import response_format
 from rag_ttc_assets.core import summaries
 from rag_ttc_assets.core.summaries import JUDGED, is_offline_baseline
 from rag_ttc_assets.stages.calls import Caller
+from rag_ttc_assets.core import panel
+from rag_ttc_assets.core.derive_requests import derivation_of
+from rag_ttc_assets.core.panel import panel_name
 
 PARSE_FAILURE = "judge_parse_failure"
 REQUEST_JUDGMENT_SCHEMA = {"addressed": pl.Boolean, "excerpt": pl.String, "cited_chunk_ids": pl.List(pl.String),
@@ -107,8 +110,6 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
     `jurors_disagree`; the provider calls and cache hits are the jurors' summed."""
     import json
 
-    from rag_ttc_assets.core import panel
-
     models = [j.model for j in cfg.request_judges]
     per_juror = [judge_requests(cfg.model_copy(update={"request_judge": juror}), questions, contracts, prompt, c,
                                 log, progress).to_dicts()
@@ -135,8 +136,6 @@ def panel_summary(cfg: ArmConfig, df: pl.DataFrame) -> dict | None:
     """The jurors' agreement (core.panel.agreement), or None for one request judge."""
     import json
 
-    from rag_ttc_assets.core import panel
-
     if not cfg.request_judges or "jurors" not in df.columns:
         return None
     votes = [[j["addressed"] if j["status"] == JUDGED else None for j in json.loads(v)]
@@ -154,9 +153,6 @@ def panel_summary(cfg: ArmConfig, df: pl.DataFrame) -> dict | None:
 def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None = None) -> dict:
     """The request judge as an instrument: what must be equal for two arms' completeness to be comparable, with
     how the requests it judged were derived from gold answers (core.derive_requests; None: hand-written)."""
-    from rag_ttc_assets.core.derive_requests import derivation_of
-
-    from rag_ttc_assets.core.panel import panel_name
 
     model = (panel_name([j.model for j in cfg.request_judges], cfg.request_judge_aggregation) if cfg.request_judges
              else cfg.request_judge.model)

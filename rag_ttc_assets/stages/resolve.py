@@ -26,8 +26,11 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.records import Question
-from rag_ttc_assets.core.usage import BM25_INDEX, QUESTION_EMBEDDINGS, VECTOR_INDEX
+from rag_ttc_assets.core.usage import BM25_INDEX, QUESTION_EMBEDDINGS, VECTOR_INDEX, unused
 from rag_ttc_assets.lab import Lab, prompt_fields
+from rag_ttc_assets.stages import indexes, ingest
+from rag_ttc_assets.stages.coverage import request_support
+from rag_ttc_assets.stages.retrieval import arm_questions
 
 
 class ArmInputs:
@@ -47,27 +50,19 @@ class ArmInputs:
     # --- the dataset ------------------------------------------------------------------------------------
     @cached_property
     def dataset(self) -> Dataset:
-        from rag_ttc_assets.stages import ingest
-
         return ingest.bind_dataset(self.lab, self.cfg)
 
     @cached_property
     def questions(self) -> list[Question]:
-        from rag_ttc_assets.stages.retrieval import arm_questions
-
         return arm_questions(self.cfg, self.dataset)
 
     # --- shared artifacts ---------------------------------------------------------------------------------
     @cached_property
     def chunks(self) -> Built:
-        from rag_ttc_assets.stages import ingest
-
         return ingest.build_chunks(self.lab, self.cfg, self.dataset)
 
     @cached_property
     def chunk_list(self) -> list[Chunk]:
-        from rag_ttc_assets.stages import ingest
-
         return ingest.read_chunks(self.chunks)
 
     @cached_property
@@ -80,37 +75,27 @@ class ArmInputs:
 
     @cached_property
     def representations(self) -> Built:
-        from rag_ttc_assets.stages import ingest
-
         return ingest.build_representations(self.lab, self.cfg, self.dataset, self.chunks)
 
     @cached_property
     def unused(self) -> dict[str, str]:
         """The shared artifacts this arm never reads, with the reason (core.usage): never built, None below."""
-        from rag_ttc_assets.core.usage import unused
-
         return unused(self.cfg)
 
     @cached_property
     def bm25(self) -> Built | None:
-        from rag_ttc_assets.stages import indexes
-
         if BM25_INDEX in self.unused:
             return None
         return indexes.build_bm25(self.lab, self.cfg, self.dataset, self.representations)
 
     @cached_property
     def vectors(self) -> Built | None:
-        from rag_ttc_assets.stages import indexes
-
         if VECTOR_INDEX in self.unused:
             return None
         return indexes.build_vectors(self.lab, self.cfg, self.dataset, self.representations, progress=self.progress)
 
     @cached_property
     def question_embeddings(self) -> Built | None:
-        from rag_ttc_assets.stages import indexes
-
         if QUESTION_EMBEDDINGS in self.unused:
             return None
         return indexes.build_question_embeddings(self.lab, self.cfg, self.dataset, progress=self.progress)
@@ -118,8 +103,6 @@ class ArmInputs:
     @cached_property
     def support(self) -> dict[str, list[str]]:
         """Per request with gold evidence, the chunk IDs (this arm's chunking) that support it (evaluation side)."""
-        from rag_ttc_assets.stages.retrieval import request_support
-
         return request_support(self.dataset, self.questions, self.chunk_list)
 
     # --- the arm's own tables, JSON and prompts -----------------------------------------------------------

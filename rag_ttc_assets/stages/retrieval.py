@@ -16,14 +16,15 @@ from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.adapters.vectors import VectorIndex
-from rag_ttc_assets.core import admission, artifacts, evidence_map, metrics, usage
+from rag_ttc_assets.core import admission, artifacts, metrics, usage
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
-from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.measured import NO_TARGETS, measured_mean
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages.coverage import request_coverage
 from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
 from rag_ttc_assets.stages.indexes import read_question_embeddings
 
@@ -106,8 +107,6 @@ def _digest(built: Built | None) -> str | None:
 def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
     """An arm's admitted contexts (retrieval, preloaded or tool supply), its per-request coverage and the
     admission summary. `arm` is the asset's resolver (stages.resolve.ArmInputs)."""
-    from rag_ttc_assets.stages import supply
-
     cfg, questions = arm.cfg, arm.questions
     rows = arm.table(Table.RETRIEVAL_ROWS)
     if cfg.supply == "preloaded":
@@ -147,11 +146,6 @@ def evidence_pairs(context_row: dict, chunk_text: dict[str, str]) -> list[tuple[
     return [(c, planted[c] if c in planted else chunk_text[c][o:]) for c, o in zip(ids, offsets)]
 
 
-def request_support(ds: Dataset, questions: list[Question], chunks: list[Chunk]) -> dict[str, list[str]]:
-    """For every request with gold evidence: the chunk IDs (this arm's chunking) that support it."""
-    return evidence_map.request_support(ds.documents_by_id, questions, chunks)
-
-
 # The lab's default set plus map and P at 5 and 10: the summary keys downstream readers use stay as they were.
 RETRIEVAL_MEASURES = (*metrics.DEFAULT_MEASURES, "map", "P.5,10")
 
@@ -174,20 +168,6 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
                        for q in questions}, dict.fromkeys(undefined, NO_TARGETS))
     summary.update({"measured": m["measured"], "of": m["of"], "not_measured": m["not_measured"]})
     return {"summary": summary, "per_query": per_query}
-
-
-def request_coverage(questions: list[Question], support: dict[str, list[str]], retrieval_rows: pl.DataFrame,
-                     contexts: pl.DataFrame, supply: str = "retrieval") -> pl.DataFrame:
-    """Per request: is a supporting chunk ranked, selected, admitted (core.admission.coverage_rows). For preloaded
-    and tool arms all three mean "in context" (the preloaded set; the lookups' results)."""
-    ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
-    # Preloaded and tool arms are not supplied by the ranked list: what they had in context is what counts.
-    ranked = ({r["query_id"]: set(r["ranked_chunk_ids"]) for r in retrieval_rows.iter_rows(named=True)}
-              if supply == "retrieval" else {q: set(c["admitted_chunk_ids"]) for q, c in ctx.items()})
-    return pl.DataFrame(admission.coverage_rows(questions, support, ranked, ctx),
-                        schema={"query_id": pl.String, "request_id": pl.String, "has_evidence": pl.Boolean,
-                                "supporting_chunk_ids": pl.List(pl.String), "ranked": pl.Boolean,
-                                "selected": pl.Boolean, "admitted": pl.Boolean})
 
 
 def admission_summary(coverage: pl.DataFrame, contexts: pl.DataFrame, supply: str = "retrieval") -> dict:

@@ -11,7 +11,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from rag_ttc_assets.adapters.store import atomic_write_bytes, is_local
+from rag_ttc_assets.adapters.atomic import atomic_write_bytes, is_local
 
 
 def rows_folder(path):

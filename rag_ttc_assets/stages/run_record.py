@@ -18,6 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
+from rag_ttc_assets.adapters.object_store import remote_root
 from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, atomic_write_json
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.measured import measured_text, reasons_text
@@ -115,8 +116,6 @@ def open_run(lab: Lab, arm: str, dagster_run_id: str, status_of, stage: str) -> 
 
 def run_path(lab: Lab, run_dir: str):
     """The run directory named by `list_runs`'s `run_dir` (a folder, or a URI in an object store)."""
-    from rag_ttc_assets.adapters.object_store import remote_root
-
     return Path(run_dir) if lab.local else remote_root(run_dir)
 
 

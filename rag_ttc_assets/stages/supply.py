@@ -10,10 +10,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import Built, Table
 from rag_ttc_assets.adapters.vectors import VectorIndex
 from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.contract import ABSTAINED, VALID, check_contract
 from rag_ttc_assets.core.dataset import Dataset
@@ -21,9 +23,10 @@ from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.response_formats import answer_reply, response_format
-from rag_ttc_assets.core.supply import LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCall, parse_lookup_arguments, \
-    seamless_offsets
+from rag_ttc_assets.core.supply import (LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCall, lookup_cases, lookup_flow,
+                                        lookup_queries, parse_lookup_arguments, seamless_offsets, title_index)
 from rag_ttc_assets.stages.calls import Call, Caller
+from rag_ttc_assets.stages.coverage import request_coverage, request_support
 
 NO_RESULTS = "No results."
 CITATION_OFF, CITATION_PASSED, CITATION_RETRIED, ESCALATED = "off", "passed", "retried_passed", "escalated"
@@ -106,8 +109,6 @@ class Lookup:
 
     def __init__(self, cfg: ArmConfig, bm25_built: Built | None, vec_built: Built | None, chunk_docs: dict[str, str],
                  store=None):
-        from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
-
         self.cfg = cfg
         self.bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None
         self.vi = VectorIndex(vec_built.location("lancedb")) if cfg.retrieval in ("vector", "rrf") else None
@@ -117,8 +118,6 @@ class Lookup:
         self._lock = threading.Lock()
 
     def search(self, query: str) -> list[str]:
-        from rag_ttc_assets.adapters import embeddings
-
         # Embedded before taking the lock: encode serializes on the model's own lock, and holding ours meanwhile
         # would also stall the threads that only need the Tantivy searcher.
         vector = embeddings.encode([query], self.cfg.embedding_model, store=self.store)[0] if self.vi is not None else None
@@ -230,8 +229,6 @@ def supply_tools(arm) -> SupplyTools:
     """Build what `generate` needs for an arm (`arm`: stages.resolve.ArmInputs): the title index, the lookup over
     the arm's indexes (tool arms: the same representations, Tantivy index and LanceDB table as its retrieval
     rows), the retry prompt."""
-    from rag_ttc_assets.core.supply import title_index
-
     cfg = arm.cfg
     lookup = Lookup(cfg, arm.bm25, arm.vectors, arm.chunk_docs, arm.store) if cfg.supply == "tool" else None
     return SupplyTools(index_text=title_index(arm.dataset.corpus.documents) if cfg.title_index else "",
@@ -251,8 +248,6 @@ def arm_coverage(arm, qid: str | None = None) -> pl.DataFrame:
     if arm.cfg.supply != "tool":
         table = arm.table(Table.REQUEST_COVERAGE)
         return table if qid is None else table.filter(pl.col("query_id") == qid)
-    from rag_ttc_assets.stages.retrieval import request_coverage, request_support
-
     questions = [q for q in arm.questions if qid is None or q.id == qid]
     support = arm.support if qid is None else request_support(arm.dataset, questions, arm.chunk_list)
     return request_coverage(questions, support, arm.table(Table.RETRIEVAL_ROWS), arm_contexts(arm), arm.cfg.supply)
@@ -262,8 +257,6 @@ def question_lookups(arm) -> dict:
     """A tool arm's lookup hit rate with no generation, on the queries the product sends: per question, its own
     split (core.supply.lookup_queries of the question text, the offline answerer's `lookup` queries; a model may
     phrase its own), scored against the governing documents. The CI gate of `rag-ttc hitrate` on a tool arm."""
-    from rag_ttc_assets.core.supply import lookup_queries
-
     return _scored_lookups(arm, lambda q: [(f"{q.id}.lookup_{i}", text)
                                            for i, text in enumerate(lookup_queries(q.text))])
 
@@ -277,8 +270,6 @@ def oracle_request_lookups(arm) -> dict:
 def _scored_lookups(arm, queries_of) -> dict:
     """Look up `queries_of(question)` ((call id, query) pairs) for every arm question with the arm's own `lookup`
     and return the lookup flow's branch counts and hit rate (no answers, so no answer-quality figures)."""
-    from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
-
     lookup = supply_tools(arm).lookup
     questions = arm.questions
     logs = {}

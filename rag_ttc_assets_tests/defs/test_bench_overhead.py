@@ -7,7 +7,8 @@ import json
 import pytest
 from dagster import DagsterInstance
 
-from rag_ttc_assets import bench
+from rag_ttc_assets.bench import dagster_jobs as bench
+from rag_ttc_assets.bench.labs import ARM
 from rag_ttc_assets.definitions import JOB, build_definitions
 from rag_ttc_assets.defs.graph import STAGES
 
@@ -57,10 +58,10 @@ def test_noop_floor_jobs_materialize_the_arm_jobs_assets_and_checks(mini_lab, la
     if layout == "as_built":
         assert _job_shape(noop) == (real_assets, real_checks)  # the same graph, step for step
     with DagsterInstance.ephemeral() as instance:
-        result = noop.execute_in_process(partition_key=bench.ARM, instance=instance)
+        result = noop.execute_in_process(partition_key=ARM, instance=instance)
     assert result.success
     assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == set(real_assets)
-    assert set(bench._job_checks(result)) == real_checks and all(bench._job_checks(result).values())
+    assert set(bench.job_checks(result)) == real_checks and all(bench.job_checks(result).values())
     steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
     assert len(steps) == {"as_built": len(real_assets) + len(real_checks), "checks_in_assets": len(real_assets),
                           "one_step": 1}[layout]
@@ -74,7 +75,7 @@ def test_unknown_noop_layout_is_refused():
 def test_direct_reference_does_the_jobs_work(mini_lab):
     """Run the whole graph of one arm directly in a fresh store, then through the job on the same store:
     the job's checks agree with the direct ones, and every summary the job writes equals the direct one."""
-    arm = bench.ARM
+    arm = ARM
     store = mini_lab.store
     direct_checks = bench.direct_arm_graph(mini_lab, arm)
     assert direct_checks and all(direct_checks.values()), direct_checks
@@ -86,7 +87,7 @@ def test_direct_reference_does_the_jobs_work(mini_lab):
     with DagsterInstance.ephemeral() as instance:
         result = job.execute_in_process(partition_key=arm, instance=instance)
     assert result.success
-    assert bench._job_checks(result) == direct_checks
+    assert bench.job_checks(result) == direct_checks
     assert _summaries(store, arm) == direct
     judged = json.loads(store.arm_path(arm, "judge_summary.json").read_text())
     assert judged["provider_calls"] == 0 and judged["cache_hits"] > 0  # the second pass ran on warm caches

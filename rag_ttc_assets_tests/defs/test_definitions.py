@@ -156,7 +156,7 @@ def test_counterfactual_arms_withhold_and_plant_and_are_scored(mini_lab):
     baseline_jm = store.read_arm_json("baseline", "judge_summary.json")["judge_measurement"]
     assert baseline_jm["sensitivity"]["gold_judge"] == {"flagged": 0, "of": 0, "share": None}  # nothing planted
 
-    from rag_ttc_assets.stages.diagnostics import compare_two
+    from rag_ttc_assets.stages.comparisons import compare_two
 
     rep = compare_two(mini_lab, "baseline", "reversed")
     assert rep["admitted_sets"] == {"identical": 8, "questions": 8, "position_only": True}

@@ -110,7 +110,7 @@ def test_every_mean_carries_its_denominator_and_the_reasons(lab_dir):
     assert stored["faithfulness_not_measured"] == reasons
 
     # The comparison report: faithfulness paired over 2 of 8 cases, the 6 others undefined in both arms, and why.
-    from rag_ttc_assets.stages.diagnostics import compare_two
+    from rag_ttc_assets.stages.comparisons import compare_two
 
     rep = compare_two(lab, ARM, ARM)
     f = rep["metrics"]["faithfulness"]

@@ -44,7 +44,7 @@ def test_bench_reports_retrieval_and_metrics_as_json(tmp_path):
 
 
 def test_scaled_dataset_is_valid_and_digest_bound(tmp_path):
-    from rag_ttc_assets.bench import write_scaled_dataset
+    from rag_ttc_assets.bench.labs import write_scaled_dataset
     from rag_ttc_assets.adapters.files import load_dataset
 
     a = load_dataset(write_scaled_dataset(tmp_path / "a", 40))
@@ -86,11 +86,11 @@ def test_run_child_passes_json_values_and_reports_a_failing_child():
     failure names the measurement and quotes the child's stderr."""
     import pytest
 
-    from rag_ttc_assets.bench import run_child
+    from rag_ttc_assets.bench.harness import run_child
 
     assert run_child("growth.exponent", [1.0, 2.0, 10, 20], "exponent") == pytest.approx(1.0)
     with pytest.raises(RuntimeError, match=r"(?s)probe child failed \(exit 1\); its stderr:.*no_such_function"):
-        run_child("bench.no_such_function", [], "probe")
+        run_child("memory.no_such_function", [], "probe")
 
 
 def test_code_location_import_is_measured_and_imports_no_model_library(tmp_path):

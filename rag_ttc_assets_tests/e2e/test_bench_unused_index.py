@@ -1,6 +1,6 @@
-"""`rag-ttc bench --only unused_index`, run as a user runs it: the BM25-only arm's index stage from a cold
-store through the job against its Tantivy build alone, the same way. The ratio is reported, never asserted (shared machine);
-what is asserted is that the product side really skipped the vector side."""
+"""`rag-ttc bench --only unused_index`, run as a user runs it: the BM25-only arm's stage up to its indexes from a
+cold store through the job, against the same run without the vector index. The ratio is reported, never asserted
+(shared machine); what is asserted is that the product side really skipped the vector side."""
 
 import json
 import os
@@ -26,7 +26,9 @@ def test_bench_unused_index_reports_a_bm25_arm_that_built_no_vector_side(tmp_pat
     assert r["arm"] == "retrieval-bm25" and set(r["unused"]) == {"vector_index", "question_embeddings"}
     assert r["built"] == ["bm25_index", "chunks", "representations"]
     assert r["vector_index_metadata"]["used_by_arm"] is False
-    assert set(r["step_s"]) == {"bm25_index", "vector_index"}  # the timed run: the index stage only
+    # The timed run: the stage up to the indexes, from a cold store.
+    assert set(r["step_s"]) >= {"corpus_binding", "chunks", "representations", "bm25_index", "vector_index"}
+    assert "retrieval_rows" not in r["step_s"]
     assert r["stage"]["built"] == ["bm25_index", "chunks", "representations", "retrieval_rows"]
     assert set(r["stage"]["step_s"]) >= {"corpus_binding", "chunks", "representations", "bm25_index",
                                          "vector_index", "retrieval_rows"}

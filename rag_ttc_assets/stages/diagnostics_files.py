@@ -1,0 +1,57 @@
+"""The diagnostics' plots, written: an arm's (or every arm's) failure-flow bars, a compared pair's delta
+histogram and bucket plot, a sweep family's curves (drawn by adapters/plots.py from what stages/comparisons.py and
+the arms' failure_flow.json hold)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_ttc_assets.adapters.store import ArmJson
+from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages.comparisons import arm_title, sweep_rows
+
+SWEEP_SERIES = ["valid", "recall_10", "requests_supported", "omitted_chunks"]
+
+
+def flow_bars(lab: Lab, arms: list[str], path: Path) -> Path | None:
+    """The failure-flow bars of `arms` (those with a failure flow) written to `path`; None when none has one."""
+    from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a plot is drawn
+
+    flows = {}
+    for arm in arms:
+        try:
+            s = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
+        except FileNotFoundError:
+            continue
+        flows[arm_title(lab, arm)] = {b: s[b] for b in FLOW_BRANCHES}
+    return plots.failure_flow_bars(path, flows, list(FLOW_BRANCHES)) if flows else None
+
+
+def pair_plots(report: dict, plots_dir: Path) -> dict:
+    """Draw a comparison's (stages.comparisons.compare_two) headline deltas and its buckets into `plots_dir`, and
+    record their paths in the report's `plots`; returns the report."""
+    from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a plot is drawn
+
+    a, b, headline = report["a"], report["b"], report["headline"]
+    # The paired cases (both arms defined), in case order: core.compare.paired's deltas.
+    deltas = [float(v["b"]) - float(v["a"]) for v in report["per_case"].values()
+              if v["a"] is not None and v["b"] is not None]
+    report["plots"] = {
+        "delta_histogram": str(plots.delta_histogram(plots_dir / f"{a}--{b}-deltas.png", deltas, headline, a, b)),
+        "buckets": str(plots.bucket_table_plot(plots_dir / f"{a}--{b}-buckets.png", report["buckets"])),
+    }
+    return report
+
+
+def sweep_plots(lab: Lab, out_dir: Path) -> dict[str, str]:
+    """Each sweep family's curves (its materialized members) as `sweep-<family>.png`: family -> path."""
+    from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a plot is drawn
+
+    sweeps = {}
+    for family in lab.arms.families:
+        parameter, rows = sweep_rows(lab, family)
+        if rows:
+            sweeps[family] = str(plots.sweep_curves(out_dir / f"sweep-{family}.png", parameter, rows, SWEEP_SERIES,
+                                                    f"sweep {family}: {parameter}"))
+    return sweeps
