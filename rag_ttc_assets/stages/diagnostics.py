@@ -80,9 +80,12 @@ def completeness(lab: Lab, arm: str) -> dict:
 def failure_flow(lab: Lab, arm: str) -> dict:
     """Flow rows (one per request of an answerable question), their totals, and a tool arm's lookup flow."""
     cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(lab, arm)
+    imported = cfg.supply == "imported"
+    retrieval_status = ({r["query_id"]: r["retrieval_status"] for r in lab.store.read_table(
+        arm, Table.RETRIEVAL_ROWS).select("query_id", "retrieval_status").iter_rows(named=True)} if imported else {})
     flows = [f for q in questions if q.answerable
              for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id),
-                                judgments.get(q.id, []))]
+                                judgments.get(q.id, []), imported, retrieval_status.get(q.id, "ok"))]
     summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
     lookups = pl.DataFrame()
     if cfg.supply == "tool":

@@ -14,7 +14,7 @@ import polars as pl
 from rag_ttc_assets.core import judging, summaries
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import gold_texts
-from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
+from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, FREE_TEXT, VALID, ContractResult, check_contract,
                                           locate_json_object)
 from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
@@ -154,7 +154,7 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
                "faithfulness": None, "answer_relevance": None, "gold_verdicts": "[]", "gold_supported": None,
                "contradicts_gold": None, "judge_error": None, "judge_model": cfg.judge.model}
         calls: list[Call] = []
-        if c["status"] == VALID:
+        if c["status"] in (VALID, FREE_TEXT):
             row.update(_judge_valid(q, c["answer"], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
                                     prompts, caller, calls, cfg.response_format))
         row["judge_parsed_from"] = parsed_from(calls, JUDGE_CALLS)

@@ -26,7 +26,7 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.records import Question
-from rag_ttc_assets.core.usage import BM25_INDEX, QUESTION_EMBEDDINGS, VECTOR_INDEX
+from rag_ttc_assets.core.usage import BM25_INDEX, CHUNKS, QUESTION_EMBEDDINGS, REPRESENTATIONS, VECTOR_INDEX
 from rag_ttc_assets.lab import Lab, prompt_fields
 
 
@@ -58,16 +58,27 @@ class ArmInputs:
         return arm_questions(self.cfg, self.dataset)
 
     # --- shared artifacts ---------------------------------------------------------------------------------
+    @property
+    def imported(self) -> bool:
+        """Whether the arm's chunks, ranked lists and answers come from another system (core.imported)."""
+        return self.cfg.supply == "imported"
+
     @cached_property
-    def chunks(self) -> Built:
+    def chunks(self) -> Built | None:
+        """The lab's chunks; None for an imported arm (its chunks are the imported documents: chunk_list)."""
         from rag_ttc_assets.stages import ingest
 
+        if CHUNKS in self.unused:
+            return None
         return ingest.build_chunks(self.lab, self.cfg, self.dataset)
 
     @cached_property
     def chunk_list(self) -> list[Chunk]:
-        from rag_ttc_assets.stages import ingest
+        from rag_ttc_assets.stages import imported, ingest
+        from rag_ttc_assets.adapters.store import Table
 
+        if self.imported:
+            return imported.chunk_list(self.table(Table.IMPORTED_CHUNKS))
         return ingest.read_chunks(self.chunks)
 
     @cached_property
@@ -76,12 +87,16 @@ class ArmInputs:
 
     @cached_property
     def chunk_docs(self) -> dict[str, str]:
+        if self.imported:
+            return {c.chunk_id: c.doc_id for c in self.chunk_list}
         return dict(pl.read_parquet(self.chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
 
     @cached_property
-    def representations(self) -> Built:
+    def representations(self) -> Built | None:
         from rag_ttc_assets.stages import ingest
 
+        if REPRESENTATIONS in self.unused:
+            return None
         return ingest.build_representations(self.lab, self.cfg, self.dataset, self.chunks)
 
     @cached_property

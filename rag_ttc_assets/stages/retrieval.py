@@ -115,9 +115,14 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
             cfg, arm.dataset, arm.chunk_list, arm.source))
     elif cfg.supply == "tool":
         contexts = supply.tool_contexts(cfg, questions)
+    elif cfg.supply == "imported":
+        from rag_ttc_assets.stages import imported
+
+        contexts = imported.contexts(cfg, arm.table(Table.IMPORTED_ROWS), arm.chunk_text)
     else:
         contexts = admit(cfg, rows, arm.chunk_text, questions, arm.support)
-    coverage = request_coverage(questions, arm.support, rows, contexts, cfg.supply)
+    coverage = request_coverage(questions, arm.support, rows, contexts,
+                                "retrieval" if cfg.supply == "imported" else cfg.supply)
     summary = admission_summary(coverage, contexts, cfg.supply)
     summary["hit_rates"] = admission.hit_rates(coverage.to_dicts())
     if cfg.supply == "tool":
