@@ -156,8 +156,9 @@ def representation_table(reps: dict[str, dict], describe) -> str:
     """Who built each arm's representations, and how many rows were not built (indexed as chunk text alone)."""
     return "representations (the text indexed and embedded; the generator sees the chunk text alone):\n" + text_table(
         ["arm", "representation", "builder", "not_built", "statuses", "provider_calls", "cache_hits"],
-        [[n, r["representation"], describe(r), r["not_built"],
-          " ".join(f"{k} {v}" for k, v in (r.get("statuses") or {}).items()), r["provider_calls"], r["cache_hits"]]
+        [[n, r["representation"], describe(r), r.get("not_built"),
+          " ".join(f"{k} {v}" for k, v in (r.get("statuses") or {}).items()), r.get("provider_calls"),
+          r.get("cache_hits")]
          for n, r in reps.items()])
 
 

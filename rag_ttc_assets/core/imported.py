@@ -67,6 +67,7 @@ class Span:
     name: str
     start_ns: int
     attributes: dict[str, Any]
+    end_ns: int = 0
 
 
 def _any_value(v: Any, where: str) -> Any:
@@ -119,11 +120,12 @@ def _span(span: Any, where: str) -> Span:
         attrs[a["key"]] = _any_value(a.get("value"), f"{where}: attribute {a['key']!r}")
     try:
         start = int(span.get("startTimeUnixNano") or 0)
+        end = int(span.get("endTimeUnixNano") or 0)
     except (TypeError, ValueError):
-        raise ImportSourceError(f"{where}: field 'startTimeUnixNano' is not an integer") from None
+        raise ImportSourceError(f"{where}: field 'startTimeUnixNano' or 'endTimeUnixNano' is not an integer") from None
     return Span(trace_id=trace_id, span_id=str(span.get("spanId") or ""),
                 parent_span_id=str(span.get("parentSpanId") or ""), name=str(span.get("name") or ""),
-                start_ns=start, attributes=attrs)
+                start_ns=start, attributes=attrs, end_ns=end)
 
 
 def parse_otlp(data: bytes, source: str, jsonl: bool = False) -> list[Span]:
@@ -181,6 +183,7 @@ class ImportedTrace:
     input_tokens: int | None = None
     output_tokens: int | None = None
     start_ns: int = 0
+    latency_s: float | None = None  # the LLM span's duration, as the system's trace measured it
     gold_answer: str | None = None  # row formats carry the system's gold answer (RAGChecker gt_answer, RAGAS reference)
 
     @property
@@ -315,11 +318,12 @@ def trace_record(trace_id: str, spans: Sequence[Span], source: str, question_att
         model = _typed(llm.attributes, LLM_MODEL_NAME, (str,), w, "string")
         tokens_in = _typed(llm.attributes, LLM_TOKEN_COUNT_PROMPT, (int,), w, "integer")
         tokens_out = _typed(llm.attributes, LLM_TOKEN_COUNT_COMPLETION, (int,), w, "integer")
+    latency = (llm.end_ns - llm.start_ns) / 1e9 if llm is not None and llm.end_ns >= llm.start_ns > 0 else None
     return ImportedTrace(trace_id=trace_id, question_text=question,
                          question_id=question_id_of([*roots, *spans], question_attribute),
                          ranked=ranked, selected=selected, prompt_texts=tuple(prompt_texts), answer=answer,
                          model=model, input_tokens=tokens_in, output_tokens=tokens_out,
-                         start_ns=min((s.start_ns for s in spans), default=0))
+                         start_ns=min((s.start_ns for s in spans), default=0), latency_s=latency)
 
 
 def otlp_traces(data: bytes, source: str, jsonl: bool = False,
@@ -629,6 +633,7 @@ class ImportedRow:
     model: str | None
     input_tokens: int | None
     output_tokens: int | None
+    latency_s: float | None = None
 
 
 def imported_rows(questions: Sequence[Any], mapping: ImportMapping, index: Mapping[tuple[str | None, str], str],
@@ -648,5 +653,5 @@ def imported_rows(questions: Sequence[Any], mapping: ImportMapping, index: Mappi
         out.append(ImportedRow(q.id, t.trace_id, t.status, "ok" if t.ranked is not None else NO_RETRIEVAL_SPAN,
                                list(ranked_scores), list(ranked_scores.values()),
                                list(dict.fromkeys(selected)), admitted, t.answer, t.model, t.input_tokens,
-                               t.output_tokens))
+                               t.output_tokens, t.latency_s))
     return out

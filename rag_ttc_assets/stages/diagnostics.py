@@ -24,7 +24,7 @@ from rag_ttc_assets.core.measured import MISSING_ROW, reasons_text
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
 from rag_ttc_assets.core.transitions import flow_index, transitions
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages.resolve import ArmInputs
 
 
@@ -167,7 +167,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False, plots
     instruments = {arm: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for arm in (a, b)}
     instrument_drift = cmp.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
     # The representations each arm's indexes were built from, as recorded when it ran.
-    reps = {arm: lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS) for arm in (a, b)}
+    reps = {arm: imported.representations_record(lab, arm) for arm in (a, b)}
     era = eras.era_change(a, reps[a], b, reps[b], cmp.attribute_changes(ctx_a["config"], ctx_b["config"]),
                           allow_era_change)
     report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed,

@@ -70,7 +70,8 @@ def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Qu
 ROWS_SCHEMA = {"query_id": pl.String, "trace_id": pl.String, "status": pl.String, "retrieval_status": pl.String,
                "ranked_chunk_ids": pl.List(pl.String), "scores": pl.List(pl.Float64),
                "selected_chunk_ids": pl.List(pl.String), "admitted_chunk_ids": pl.List(pl.String),
-               "answer": pl.String, "model": pl.String, "input_tokens": pl.Int64, "output_tokens": pl.Int64}
+               "answer": pl.String, "model": pl.String, "input_tokens": pl.Int64, "output_tokens": pl.Int64,
+               "latency_s": pl.Float64}
 
 
 def chunk_list(chunks: pl.DataFrame) -> list[Chunk]:
@@ -120,7 +121,7 @@ def answers(cfg: ArmConfig, rows: pl.DataFrame, source_digest: str) -> pl.DataFr
                     "model": r["model"] or "imported", "provider_role": GENERATOR_ROLE, "offline_baseline": False,
                     "supply": cfg.supply, "admitted_chunk_ids": r["admitted_chunk_ids"], "lookups": "[]",
                     "lookup_calls": 0, "citation_check": "off", "status": r["status"], "raw_text": r["answer"],
-                    "input_tokens": r["input_tokens"], "output_tokens": r["output_tokens"], "latency_s": 0.0,
+                    "input_tokens": r["input_tokens"], "output_tokens": r["output_tokens"], "latency_s": r["latency_s"] or 0.0,
                     "cost_usd": None, "attempts": 0, "error": None if r["status"] == "ok" else r["status"],
                     "cache_hit": False, "provider_turns": 0, "messages_digests": [], "trace_id": r["trace_id"]})
     return pl.DataFrame(out, schema_overrides={**ANSWER_SCHEMA, "trace_id": pl.String})
@@ -151,3 +152,15 @@ def contract(cfg: ArmConfig, answers_df: pl.DataFrame, chunk_text: dict[str, str
     rows = [contract_row(cfg, a, chunk_text) for a in answers_df.iter_rows(named=True)]
     return pl.DataFrame(rows, schema_overrides={"answer": pl.String, "abstained": pl.Boolean, "parsed_from": pl.String,
                                                 "citation_chunk_ids": pl.List(pl.String)})
+
+
+def representations_record(lab, arm: str) -> dict:
+    """What an arm's representations were (ArmJson.REPRESENTATIONS); an imported arm's are the system's own, read
+    from its traces, not the lab's (its representations asset builds nothing)."""
+    from rag_ttc_assets.adapters.store import ArmJson
+
+    cfg = lab.arms[arm]
+    if cfg.supply != "imported":
+        return lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
+    return {"representation": "imported", "builder": "the imported system", "builder_model": None,
+            "prompt_digest": None, "era": f"imported:{cfg.source.file}", "offline_baseline": False}

@@ -13,7 +13,9 @@ def _retrieval(lab: Lab, arm: str, report: dict) -> None:
     report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
                                              "evaluated", "undefined")}
     report["admission"] = lab.store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
-    report["representations"] = lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
+    from rag_ttc_assets.stages.imported import representations_record
+
+    report["representations"] = representations_record(lab, arm)
 
 
 def _answers(lab: Lab, arm: str, report: dict) -> None:

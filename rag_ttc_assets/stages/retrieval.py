@@ -163,9 +163,13 @@ RETRIEVAL_MEASURES = (*metrics.DEFAULT_MEASURES, "map", "P.5,10")
 
 def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
                       measures: tuple[str, ...] = RETRIEVAL_MEASURES) -> dict:
-    """Document-level trec_eval measures from the ranked list; questions without targets are undefined."""
+    """Document-level trec_eval measures from the ranked list; questions without targets are undefined, and so are
+    an imported arm's questions whose trace has no RETRIEVER span (retrieval not measured, never a miss)."""
     ranked = {r["query_id"]: metrics.doc_ranking(r["ranked_doc_ids"]) for r in retrieval_rows.iter_rows(named=True)}
-    qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions if q.targets}
+    unmeasured = ({r["query_id"]: r["retrieval_status"] for r in retrieval_rows.iter_rows(named=True)
+                   if r["retrieval_status"] == "no_retrieval_span"} if "retrieval_status" in retrieval_rows.columns
+                  else {})
+    qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions if q.targets and q.id not in unmeasured}
     result = trec_eval.evaluate_ranked(qrels, {q.id: ranked.get(q.id, []) for q in questions}, measures,
                                        complete=True)
     undefined_ids = set(result.undefined_query_ids)
@@ -176,7 +180,7 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
                     "undefined_query_ids": undefined, "metric_definitions": trec_eval.DEFINITIONS})
     # The means are over the evaluated questions: N measured of M, the others without targets.
     m = measured_mean({q.id: None if q.id in undefined_ids else (per_query[q.id] or {}).get("recip_rank")
-                       for q in questions}, dict.fromkeys(undefined, NO_TARGETS))
+                       for q in questions}, {q: unmeasured.get(q, NO_TARGETS) for q in undefined})
     summary.update({"measured": m["measured"], "of": m["of"], "not_measured": m["not_measured"]})
     return {"summary": summary, "per_query": per_query}
 
