@@ -196,7 +196,7 @@ def _typed(attrs: Mapping[str, Any], key: str, kinds: tuple[type, ...], where: s
     if v is None:
         return None
     if not isinstance(v, kinds) or isinstance(v, bool) and bool not in kinds:
-        raise ImportSourceError(f"{where}: attribute {key!r} must be a {kind_name}, not {type(v).__name__}: {str(v)[:60]}")
+        raise ImportSourceError(f"{where}: attribute {key!r} must be {kind_name}, not {type(v).__name__}: {str(v)[:60]}")
     return v
 
 
@@ -216,11 +216,11 @@ def _documents(attrs: Mapping[str, Any], prefix: str, where: str) -> tuple[Sourc
     out = []
     for i, d in enumerate(_indexed(attrs, prefix)):
         w = f"{where}: {prefix}.{i}"
-        content = _typed(d, DOCUMENT_CONTENT, (str,), w, "string")
+        content = _typed(d, DOCUMENT_CONTENT, (str,), w, "a string")
         if content is None:
             raise ImportSourceError(f"{w}: attribute {DOCUMENT_CONTENT!r} is missing (the lab reads the document's text)")
-        doc_id = _typed(d, DOCUMENT_ID, (str, int), w, "string or integer")
-        score = _typed(d, DOCUMENT_SCORE, (int, float), w, "number")
+        doc_id = _typed(d, DOCUMENT_ID, (str, int), w, "a string or integer")
+        score = _typed(d, DOCUMENT_SCORE, (int, float), w, "a number")
         out.append(SourceDocument(None if doc_id is None else str(doc_id), content,
                                   None if score is None else float(score), d.get(DOCUMENT_METADATA)))
     return tuple(out)
@@ -278,7 +278,7 @@ def trace_record(trace_id: str, spans: Sequence[Span], source: str, question_att
     reranker = (by_kind.get(RERANKER) or [None])[0]
     llm = (by_kind.get(LLM) or [None])[-1]
     for s in spans:
-        _typed(s.attributes, INPUT_VALUE, (str,), f"{where}, span {s.span_id}", "string")
+        _typed(s.attributes, INPUT_VALUE, (str,), f"{where}, span {s.span_id}", "a string")
     question = None
     for s in [*roots, *([retriever] if retriever else [])]:
         question = _query_text(s.attributes.get(INPUT_VALUE))
@@ -296,10 +296,10 @@ def trace_record(trace_id: str, spans: Sequence[Span], source: str, question_att
     if llm is not None:
         w = f"{where}, span {llm.span_id}"
         for i, m in enumerate(_indexed(llm.attributes, LLM_INPUT_MESSAGES)):
-            c = _typed(m, MESSAGE_CONTENT, (str,), f"{w}: {LLM_INPUT_MESSAGES}.{i}", "string")
+            c = _typed(m, MESSAGE_CONTENT, (str,), f"{w}: {LLM_INPUT_MESSAGES}.{i}", "a string")
             if c:
                 prompt_texts.append(c)
-        variables = _typed(llm.attributes, LLM_PROMPT_TEMPLATE_VARIABLES, (str,), w, "JSON string")
+        variables = _typed(llm.attributes, LLM_PROMPT_TEMPLATE_VARIABLES, (str,), w, "a JSON string")
         if variables:
             try:
                 obj = json.loads(variables)
@@ -309,15 +309,15 @@ def trace_record(trace_id: str, spans: Sequence[Span], source: str, question_att
                 prompt_texts.extend(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
                                     for v in obj.values())
         outputs = _indexed(llm.attributes, LLM_OUTPUT_MESSAGES)
-        texts = [_typed(m, MESSAGE_CONTENT, (str,), f"{w}: {LLM_OUTPUT_MESSAGES}.{i}", "string")
+        texts = [_typed(m, MESSAGE_CONTENT, (str,), f"{w}: {LLM_OUTPUT_MESSAGES}.{i}", "a string")
                  for i, m in enumerate(outputs)]
         texts = [t for t in texts if t is not None]
-        answer = texts[-1] if texts else _typed(llm.attributes, OUTPUT_VALUE, (str,), w, "string")
+        answer = texts[-1] if texts else _typed(llm.attributes, OUTPUT_VALUE, (str,), w, "a string")
         if answer is None:
             answer = ""
-        model = _typed(llm.attributes, LLM_MODEL_NAME, (str,), w, "string")
-        tokens_in = _typed(llm.attributes, LLM_TOKEN_COUNT_PROMPT, (int,), w, "integer")
-        tokens_out = _typed(llm.attributes, LLM_TOKEN_COUNT_COMPLETION, (int,), w, "integer")
+        model = _typed(llm.attributes, LLM_MODEL_NAME, (str,), w, "a string")
+        tokens_in = _typed(llm.attributes, LLM_TOKEN_COUNT_PROMPT, (int,), w, "an integer")
+        tokens_out = _typed(llm.attributes, LLM_TOKEN_COUNT_COMPLETION, (int,), w, "an integer")
     latency = (llm.end_ns - llm.start_ns) / 1e9 if llm is not None and llm.end_ns >= llm.start_ns > 0 else None
     return ImportedTrace(trace_id=trace_id, question_text=question,
                          question_id=question_id_of([*roots, *spans], question_attribute),
@@ -343,7 +343,7 @@ def _field(row: Mapping[str, Any], key: str, kinds: tuple[type, ...], where: str
     if v is None and not required:
         return None
     if not isinstance(v, kinds):
-        raise ImportSourceError(f"{where}: field {key!r} must be a {kind_name}" +
+        raise ImportSourceError(f"{where}: field {key!r} must be {kind_name}" +
                            (" (missing)" if v is None else f", not {type(v).__name__}"))
     return v
 
@@ -360,22 +360,22 @@ def ragchecker_rows(data: bytes, source: str) -> list[ImportedTrace]:
         where = f"{source}: results[{i}]"
         if not isinstance(r, dict):
             raise ImportSourceError(f"{where}: not an object")
-        qid = _field(r, "query_id", (str, int), where, "string")
+        qid = _field(r, "query_id", (str, int), where, "a string")
         where = f"{source}: results[{i}] (query_id {qid})"
-        ctx = _field(r, "retrieved_context", (list,), where, "list")
+        ctx = _field(r, "retrieved_context", (list,), where, "a list")
         docs = []
         for j, c in enumerate(ctx):
             w = f"{where}: retrieved_context[{j}]"
             if not isinstance(c, dict):
                 raise ImportSourceError(f"{w}: not an object")
-            doc_id = _field(c, "doc_id", (str, int), w, "string", required=False)
-            docs.append(SourceDocument(None if doc_id is None else str(doc_id), _field(c, "text", (str,), w, "string")))
+            doc_id = _field(c, "doc_id", (str, int), w, "a string", required=False)
+            docs.append(SourceDocument(None if doc_id is None else str(doc_id), _field(c, "text", (str,), w, "a string")))
         docs_t = tuple(docs)
-        out.append(ImportedTrace(trace_id=f"results[{i}]", question_text=_field(r, "query", (str,), where, "string"),
+        out.append(ImportedTrace(trace_id=f"results[{i}]", question_text=_field(r, "query", (str,), where, "a string"),
                                  question_id=str(qid), ranked=docs_t, selected=docs_t,
                                  prompt_texts=tuple(d.text for d in docs_t),
-                                 answer=_field(r, "response", (str,), where, "string"),
-                                 gold_answer=_field(r, "gt_answer", (str,), where, "string", required=False)))
+                                 answer=_field(r, "response", (str,), where, "a string"),
+                                 gold_answer=_field(r, "gt_answer", (str,), where, "a string", required=False)))
     return out
 
 
@@ -399,15 +399,15 @@ def ragas_rows(data: bytes, source: str) -> list[ImportedTrace]:
         where = f"{source}: row {i}"
         if not isinstance(r, dict):
             raise ImportSourceError(f"{where}: not an object")
-        ctx = _field(r, "retrieved_contexts", (list,), where, "list")
+        ctx = _field(r, "retrieved_contexts", (list,), where, "a list")
         for j, c in enumerate(ctx):
             if not isinstance(c, str):
                 raise ImportSourceError(f"{where}: field 'retrieved_contexts'[{j}] must be a string")
         docs = tuple(SourceDocument(None, c) for c in ctx)
-        out.append(ImportedTrace(trace_id=f"row {i}", question_text=_field(r, "user_input", (str,), where, "string"),
+        out.append(ImportedTrace(trace_id=f"row {i}", question_text=_field(r, "user_input", (str,), where, "a string"),
                                  question_id=None, ranked=docs, selected=docs, prompt_texts=tuple(ctx),
-                                 answer=_field(r, "response", (str,), where, "string"),
-                                 gold_answer=_field(r, "reference", (str,), where, "string", required=False)))
+                                 answer=_field(r, "response", (str,), where, "a string"),
+                                 gold_answer=_field(r, "reference", (str,), where, "a string", required=False)))
     return out
 
 
