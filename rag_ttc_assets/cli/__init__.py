@@ -12,7 +12,8 @@ from rag_ttc_assets.cli.common import CliError  # noqa: E402
 # The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
 from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
-from rag_ttc_assets.cli.data import cmd_arms, cmd_import_beir, cmd_metrics, cmd_validate  # noqa: E402
+from rag_ttc_assets.cli.data import (cmd_arms, cmd_import_beir, cmd_import_outputs, cmd_metrics,  # noqa: E402
+                                    cmd_validate)
 from rag_ttc_assets.cli.hitrate import cmd_hitrate  # noqa: E402
 from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
 from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
@@ -115,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--drop-missing", action="store_true", help="drop qrels naming missing documents (counted)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_beir)
+
+    s = sub.add_parser("import-outputs", help="write a dataset (corpus from retrieved contexts, questions with gold "
+                                               "answers) from RAGChecker or RAGAS rows, for an imported arm")
+    s.add_argument("src", help="the rows file (RAGChecker input JSON, or RAGAS samples as a JSON list or JSONL)")
+    s.add_argument("dest", help="the dataset folder to write (corpus.json, evaluation.json)")
+    s.add_argument("--format", required=True, choices=["ragchecker", "ragas"])
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_import_outputs)
     from rag_ttc_assets import bench, sweep
     from rag_ttc_assets.cli import local_llm, report
 

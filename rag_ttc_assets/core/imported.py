@@ -655,3 +655,35 @@ def imported_rows(questions: Sequence[Any], mapping: ImportMapping, index: Mappi
                                list(dict.fromkeys(selected)), admitted, t.answer, t.model, t.input_tokens,
                                t.output_tokens, t.latency_s))
     return out
+
+
+# --- a dataset from rows ----------------------------------------------------------------------------------------
+def dataset_from_rows(traces: Sequence[ImportedTrace], source: str) -> tuple[dict, dict, dict]:
+    """For row formats without a corpus (RAGChecker, RAGAS): the corpus from the retrieved contexts (one document
+    per distinct text, its ID the row's doc_id when it names one text, else `text-<sha12>`), and the questions
+    with their gold answers, one request each (the whole question; no gold quotes: the rows have none, so their
+    requests have no supporting chunk until quotes are added). Returns (corpus, evaluation without its digest,
+    counts). A question's ID is its RAGChecker query_id, else `q-<n>` in row order."""
+    text_by_id: dict[str, str] = {}
+    documents: dict[str, dict] = {}
+    for t in traces:
+        for d in t.ranked or ():
+            cid = chunk_id_of(d, text_by_id)
+            if d.source_id is not None:
+                text_by_id.setdefault(d.source_id, d.text)
+            documents.setdefault(cid, {"id": cid, "title": "", "text": d.text, "metadata": {"imported_from": source}})
+    questions, seen = [], set()
+    for n, t in enumerate(traces, 1):
+        qid = t.question_id or f"q-{n:04d}"
+        if qid in seen:
+            raise ImportSourceError(f"{source}: {t.trace_id}: question ID {qid!r} appears twice")
+        seen.add(qid)
+        request = {"id": f"{qid}.r1", "text": t.question_text or "", "evidence": []}
+        question = {"id": qid, "text": t.question_text or "", "answerable": True, "targets": [],
+                    "requests": [request]}
+        if t.gold_answer:
+            request["gold_answer"] = question["gold_answer"] = t.gold_answer
+        questions.append(question)
+    counts = {"documents": len(documents), "questions": len(questions),
+              "gold_answers": sum(1 for q in questions if q.get("gold_answer"))}
+    return {"documents": list(documents.values())}, {"pilot": [], "questions": questions}, counts

@@ -148,3 +148,118 @@ def test_unused_corpus_side_assets_of_an_imported_arm_say_why(traced):
     assert meta["source_digest"].value.startswith("sha256:")
     assert meta["matched_traces"].value == len(traced[3])
     assert not (root / "home" / "store" / "cache" / "chunks").exists()  # nothing built for it
+
+
+def free_text_model(messages: list[dict]) -> str:
+    """A production model that answers in prose, citing the first document of its prompt as [1]."""
+    import re
+
+    first = re.search(r'<chunk id="[^"]+">\n([^\n]*)', messages[-1]["content"])
+    return f"{first.group(1) if first else 'I do not know.'} [1]"
+
+
+def test_free_text_traces_with_missing_spans_and_a_repeated_question(tmp_path, monkeypatch):
+    """Free-text answers (status free_text, citations read as numbered), a trace without an LLM span
+    (no_answer_span), one without a RETRIEVER span (no_retrieval_span: retrieval not measured, never not_retrieved),
+    and a question asked twice (pick: latest), from JSONL."""
+    from rag_ttc_assets.lab import Lab
+
+    root = write_mini_lab(tmp_path, monkeypatch)
+    corpus, questions = mini_corpus(), mini_questions(mini_corpus())
+    (root / "traces").mkdir()
+    with FakeOpenAIServer(free_text_model) as srv:
+        arms_file(root, srv.base_url, prod={"supply": "imported", "source": {
+            "file": "traces/prod.jsonl", "format": "otlp_jsonl", "answer_format": "free_text",
+            "citation_style": "numbered", "pick": "latest"}})
+        cfg = app_config(srv.base_url, skip_llm_for=frozenset({"mini-02"}), skip_retriever_for=frozenset({"mini-03"}),
+                         question_id_attribute=False)  # matched by the question's text
+        first = run_app(corpus, questions[:1], cfg, tmp_path / "app1")
+        first.write(tmp_path / "first.jsonl", jsonl=True)
+        rest = run_app(corpus, questions, cfg, tmp_path / "app2")
+        rest.write(tmp_path / "rest.jsonl", jsonl=True)
+    (root / "traces" / "prod.jsonl").write_text((tmp_path / "first.jsonl").read_text()
+                                                + (tmp_path / "rest.jsonl").read_text())
+    code, out, err = rag_ttc("run", "prod", env={"DAGSTER_HOME": str(root / "dh")})
+    assert code == 0, err
+    assert "FAILED" not in out + err
+    store = Lab.from_env().store
+    mapping = store.read_arm_json("prod", "import_mapping.json")
+    assert (mapping["matched_traces"], mapping["superseded_traces"], mapping["matched_by_text"]) == (
+        len(questions), 1, len(questions))
+    assert (mapping["no_answer_span"], mapping["no_retrieval_span"]) == (1, 1)
+
+    contract = store.read_arm_json("prod", "contract_summary.json")
+    assert (contract["free_text"], contract["no_answer"], contract["valid"], contract["sums_close"]) == (
+        len(questions) - 1, {"no_answer_span": 1}, 0, True)
+    rows = table(store, "prod", "contract_results")
+    ctx = table(store, "prod", "admitted_contexts")
+    for qid, r in rows.items():
+        if r["status"] == "free_text" and ctx[qid]["admitted_chunk_ids"]:
+            assert r["citation_chunk_ids"] == ctx[qid]["admitted_chunk_ids"][:1]  # [1]: the prompt's first
+
+    flow = store.read_table("prod", "failure_flow")
+    branches = dict(zip(flow["request_id"].to_list(), flow["branch"].to_list()))
+    assert {b for r, b in branches.items() if r.startswith("mini-02.")} == {"no_answer_span"}
+    assert {b for r, b in branches.items() if r.startswith("mini-03.")} == {"no_retrieval_span"}
+    summary = store.read_arm_json("prod", "failure_flow.json")
+    assert summary["closes"] and summary["not_retrieved"] + summary["no_retrieval_span"] <= summary["total"]
+    retrieval = store.read_arm_json("prod", "retrieval_summary.json")["summary"]
+    assert "no_retrieval_span" in json.dumps(retrieval["not_measured"])
+    assert retrieval["measured"] == retrieval["of"] - 1 - len([q for q in questions if not q["targets"]])
+    # The request judge read the free-text answers (the same instrument as for a lab arm's).
+    judgments = store.read_table("prod", "request_judgments")
+    assert judgments.filter(pl.col("status") == "judged").height > 0
+
+
+def test_ragchecker_rows_become_a_dataset_and_an_imported_arm(tmp_path, monkeypatch):
+    from rag_ttc_assets.lab import Lab
+
+    root = write_mini_lab(tmp_path, monkeypatch)
+    corpus = mini_corpus()
+    docs = {d["id"]: d["text"] for d in corpus["documents"]}
+    results = [{"query_id": q["id"], "query": q["text"], "gt_answer": f"gold answer of {q['id']}",
+                "response": f"{docs[q['targets'][0]['doc_id']][:80]} [{q['targets'][0]['doc_id']}]",
+                "retrieved_context": [{"doc_id": t["doc_id"], "text": docs[t["doc_id"]]} for t in q["targets"]]}
+               for q in mini_questions(corpus) if q["targets"]]
+    (root / "rc.json").write_text(json.dumps({"results": results}))
+    code, out, err = rag_ttc("import-outputs", str(root / "rc.json"), str(root / "datasets" / "rc"),
+                             "--format", "ragchecker", "--json")
+    assert code == 0, err
+    made = json.loads(out)
+    assert (made["questions"], made["gold_answers"]) == (len(results), len(results))
+    assert made["documents"] == len({c["doc_id"] for r in results for c in r["retrieved_context"]})
+    code, out, err = rag_ttc("validate", str(root / "datasets" / "rc"))
+    assert code == 0, err
+
+    (root / "arms.yaml").write_text(yaml.safe_dump({"defaults": DEFAULTS, "arms": {"rc": {
+        "dataset": "rc", "supply": "imported",
+        "source": {"file": "rc.json", "format": "ragchecker", "citation_style": "ids"}}}}))
+    code, out, err = rag_ttc("run", "rc", env={"DAGSTER_HOME": str(root / "dh")})
+    assert code == 0, err
+    store = Lab.from_env().store
+    mapping = store.read_arm_json("rc", "import_mapping.json")
+    assert (mapping["matched_traces"], mapping["documents_by_id"], mapping["external_documents"]) == (
+        len(results), made["documents"], 0)
+    contracts = table(store, "rc", "contract_results")
+    assert {r["status"] for r in contracts.values()} == {"free_text"}
+    # `[doc id]` citations (citation_style: ids) of the documents the rows retrieved.
+    for r in results:
+        assert contracts[r["query_id"]]["citation_chunk_ids"] == [r["retrieved_context"][0]["doc_id"]]
+
+
+def test_a_bad_trace_file_stops_the_arm_naming_file_trace_and_field_with_nothing_written(tmp_path, monkeypatch):
+    from rag_ttc_assets.lab import Lab
+
+    root = write_mini_lab(tmp_path, monkeypatch)
+    bad_span = {"traceId": "abc123", "spanId": "s1", "name": "llm", "startTimeUnixNano": "1", "attributes": [
+        {"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+        {"key": "llm.token_count.prompt", "value": {"stringValue": "twelve"}}]}
+    (root / "bad.json").write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [bad_span]}]}]}))
+    (root / "arms.yaml").write_text(yaml.safe_dump({"defaults": DEFAULTS, "arms": {"bad": {
+        "supply": "imported", "source": {"file": "bad.json", "format": "otlp_json"}}}}))
+    code, out, err = rag_ttc("run", "bad", env={"DAGSTER_HOME": str(root / "dh")})
+    assert code != 0
+    assert f"{root / 'bad.json'}: trace abc123, span s1: attribute 'llm.token_count.prompt' must be an integer" in err
+    store = Lab.from_env().store
+    for name in ("imported_rows", "imported_chunks", "retrieval_rows", "answers"):
+        assert not store.table_path("bad", name).exists(), name
