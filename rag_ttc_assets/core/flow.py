@@ -24,9 +24,9 @@ FIRST boundary at which its support disappeared.  Every request lands in exactly
 An imported arm (core.imported: another system's traces) names its boundaries after what the trace shows, in the
 same order: `no_trace` (the system never answered the question) and `no_retrieval_span` (the trace has no RETRIEVER
 span: retrieval was not measured, never counted as not_retrieved) first, then not_retrieved (the RETRIEVER span's
-documents), `cut_by_reranker` (retrieved, not in the RERANKER span's output), `not_in_prompt` (selected, not in the
-LLM span's input messages), `no_answer_span` (in the prompt, but the trace has no LLM span), then the answer's
-branches as above. A free-text answer (contract status `free_text`) is read as an answer. A lab arm never lands in
+documents), `cut_by_reranker` (retrieved, not in the RERANKER span's output), `no_answer_span` (selected, but the
+trace has no LLM span: neither its prompt nor an answer is known), `not_in_prompt` (selected, not in the LLM span's
+input messages), then the answer's branches as above. A free-text answer (contract status `free_text`) is read as an answer. A lab arm never lands in
 these five branches.
 
 Accounting (second seed: a miss is not automatically a wrong answer, nor a hit a right one), per request
@@ -61,14 +61,14 @@ from rag_ttc_assets.core.measured import measured_mean
 from rag_ttc_assets.core.records import Question
 
 FLOW_BRANCHES = ("no_trace", "no_retrieval_span", "not_retrieved", "cut_by_evidence_k", "cut_by_reranker",
-                 "omitted_by_context", "not_in_prompt", "no_answer_span", "contract_failure", "not_measured",
+                 "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure", "not_measured",
                  "not_addressed", "admitted_not_cited", "judged_unsupported", "ok")
 # The branches only an imported arm lands in, and the lab boundary each imported one stands at.
 IMPORTED_BRANCHES = ("no_trace", "no_retrieval_span", "cut_by_reranker", "not_in_prompt", "no_answer_span")
 LAB_BOUNDARY = {"cut_by_reranker": "cut_by_evidence_k", "not_in_prompt": "omitted_by_context"}
 QUALITIES = ("acceptable", "wrong", "unanswered", "not_measured")
 Branch = Literal["no_trace", "no_retrieval_span", "not_retrieved", "cut_by_evidence_k", "cut_by_reranker",
-                 "omitted_by_context", "not_in_prompt", "no_answer_span", "contract_failure", "not_measured",
+                 "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure", "not_measured",
                  "not_addressed", "admitted_not_cited", "judged_unsupported", "ok"]
 
 
@@ -110,10 +110,10 @@ def flow_branch(question: Question, coverage_row: dict, contract_row: dict | Non
         return "not_retrieved"
     if not cov["selected"]:
         return "cut_by_reranker" if imported else "cut_by_evidence_k"
+    if imported and status == NO_ANSWER_SPAN:  # no LLM span: what its prompt held is unknown
+        return "no_answer_span"
     if not cov["admitted"]:
         return "not_in_prompt" if imported else "omitted_by_context"
-    if imported and status == NO_ANSWER_SPAN:
-        return "no_answer_span"
     if contract_row is None or not parsed_answer(contract_row) or status not in (VALID, ABSTAINED, FREE_TEXT):
         return "contract_failure"
     if not outcome.measured:

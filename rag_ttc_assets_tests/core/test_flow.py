@@ -69,7 +69,7 @@ def first(coverage: dict, row: dict | None, judge_row: dict | None = None,
 
 def test_branch_order() -> None:
     assert FLOW_BRANCHES == ("no_trace", "no_retrieval_span", "not_retrieved", "cut_by_evidence_k",
-                             "cut_by_reranker", "omitted_by_context", "not_in_prompt", "no_answer_span",
+                             "cut_by_reranker", "no_answer_span", "omitted_by_context", "not_in_prompt",
                              "contract_failure", "not_measured", "not_addressed", "admitted_not_cited",
                              "judged_unsupported", "ok")
     assert QUALITIES == ("acceptable", "wrong", "unanswered", "not_measured")
@@ -104,6 +104,9 @@ def imported_first(coverage: dict, row: dict | None, retrieval_status: str = "ok
     (cov("p.r1", ["c1"], selected=False, admitted=False), CITES, "ok", "cut_by_reranker"),
     (cov("p.r1", ["c1"], admitted=False), CITES, "ok", "not_in_prompt"),
     (ADMITTED, contract(status="no_answer_span", answer=None, abstained=None), "ok", "no_answer_span"),
+    # Without an LLM span what the prompt held is unknown: selected evidence is not "not in the prompt".
+    (cov("p.r1", ["c1"], admitted=False), contract(status="no_answer_span", answer=None, abstained=None), "ok",
+     "no_answer_span"),
     (ADMITTED, CITES, "ok", "ok"),
     # A free-text answer is read as an answer: cited through its citation style, judged like a valid one.
     (ADMITTED, contract(status="free_text", cites=["c1"]), "ok", "ok"),

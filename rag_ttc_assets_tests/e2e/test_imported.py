@@ -199,7 +199,10 @@ def test_free_text_traces_with_missing_spans_and_a_repeated_question(tmp_path, m
 
     flow = store.read_table("prod", "failure_flow")
     branches = dict(zip(flow["request_id"].to_list(), flow["branch"].to_list()))
-    assert {b for r, b in branches.items() if r.startswith("mini-02.")} == {"no_answer_span"}
+    # No LLM span: requests whose evidence was selected land in no_answer_span (the prompt is unknown), not in
+    # not_in_prompt; the retrieval side is still measured.
+    mini02 = {b for r, b in branches.items() if r.startswith("mini-02.")}
+    assert "no_answer_span" in mini02 and mini02 <= {"not_retrieved", "cut_by_reranker", "no_answer_span"}
     assert {b for r, b in branches.items() if r.startswith("mini-03.")} == {"no_retrieval_span"}
     summary = store.read_arm_json("prod", "failure_flow.json")
     assert summary["closes"] and summary["not_retrieved"] + summary["no_retrieval_span"] <= summary["total"]
