@@ -151,11 +151,12 @@ def test_unused_corpus_side_assets_of_an_imported_arm_say_why(traced):
 
 
 def free_text_model(messages: list[dict]) -> str:
-    """A production model that answers in prose, citing the first document of its prompt as [1]."""
+    """A production model that answers in prose, citing the first document of its prompt as [1]; its text carries
+    markup, which the case report must show as text (traces are untrusted)."""
     import re
 
     first = re.search(r'<chunk id="[^"]+">\n([^\n]*)', messages[-1]["content"])
-    return f"{first.group(1) if first else 'I do not know.'} [1]"
+    return f"{first.group(1) if first else 'I do not know.'} [1] <script>window.__pwned = 1</script>"
 
 
 def test_free_text_traces_with_missing_spans_and_a_repeated_question(tmp_path, monkeypatch):
@@ -212,6 +213,13 @@ def test_free_text_traces_with_missing_spans_and_a_repeated_question(tmp_path, m
     # The request judge read the free-text answers (the same instrument as for a lab arm's).
     judgments = store.read_table("prod", "request_judgments")
     assert judgments.filter(pl.col("status") == "judged").height > 0
+
+    # The case report reads the imported arm; the trace's markup stays inert (escaped) in the page.
+    assert "<script>window" in table(store, "prod", "answers")["mini-01"]["raw_text"]
+    page = tmp_path / "prod.html"
+    code, out, err = rag_ttc("report", "prod", "--out", str(page), env={"DAGSTER_HOME": str(root / "dh")})
+    assert code == 0, err
+    assert "__pwned" in page.read_text() and "<script>window" not in page.read_text()
 
 
 def test_ragchecker_rows_become_a_dataset_and_an_imported_arm(tmp_path, monkeypatch):
