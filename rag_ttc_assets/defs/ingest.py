@@ -87,7 +87,7 @@ def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
 def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The text each chunk is indexed and embedded as (plain, titled, or contextual: a builder's context first)."""
     arm = lab.inputs(context)
-    if arm.representations is None:
+    if artifacts.REPRESENTATIONS.name in arm.unused:  # (arm.representations would build it: this asset does)
         return unused_result(arm.unused[artifacts.REPRESENTATIONS.name])
     built = ingest.build_representations(arm.lab, arm.cfg, arm.dataset, arm.chunks, progress=arm.progress,
                                          retry_faults=True)
