@@ -29,6 +29,9 @@ def _answers(lab: Lab, arm: str, report: dict) -> None:
     report["supply"] = lab.arms[arm].supply
     report["calls"] = {"answers": calls_summary(lab.store.read_table(arm, Table.ANSWERS))}
     report["generator_model"] = lab.arms[arm].generator.model
+    if lab.arms[arm].supply == "imported":  # the system's own model, as its traces name it (self-reported)
+        models = sorted({m for m in lab.store.read_table(arm, Table.ANSWERS)["model"].to_list() if m})
+        report["generator_model"] = "imported: " + (", ".join(models) or "unnamed")
 
 
 def _judges(lab: Lab, arm: str, report: dict) -> None:

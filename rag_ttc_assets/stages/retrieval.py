@@ -123,6 +123,12 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
         contexts = admit(cfg, rows, arm.chunk_text, questions, arm.support)
     coverage = request_coverage(questions, arm.support, rows, contexts,
                                 "retrieval" if cfg.supply == "imported" else cfg.supply)
+    if cfg.supply == "imported":
+        # An imported arm's chunks are only the documents its traces hold: a request whose gold evidence no trace
+        # retrieved has no supporting chunk, yet it has evidence (and counts in every coverage denominator).
+        labelled = {r.id: bool(r.evidence) for q in questions for r in q.requests}
+        coverage = coverage.with_columns(pl.Series("has_evidence", [labelled[r] for r in coverage["request_id"]],
+                                                   dtype=pl.Boolean))
     summary = admission_summary(coverage, contexts, cfg.supply)
     summary["hit_rates"] = admission.hit_rates(coverage.to_dicts())
     if cfg.supply == "tool":

@@ -92,6 +92,10 @@ def test_the_imported_trace_of_an_app_that_does_what_a_lab_arm_does_diagnoses_ex
     assert imp_cov.select("request_id", "ranked", "selected", "admitted").equals(
         lab_cov.select("request_id", "ranked", "selected", "admitted"))
 
+    admission = {a: store.read_arm_json(a, "admission_summary.json") for a in ("app-lab", "app-imported")}
+    for k in ("admission_coverage", "hit_rates"):
+        assert admission["app-imported"][k] == admission["app-lab"][k], k
+
     lab_answers, imp_answers = (table(store, a, "answers") for a in ("app-lab", "app-imported"))
     assert {q: r["raw_text"] for q, r in imp_answers.items()} == {q: r["raw_text"] for q, r in lab_answers.items()}
     assert {r["provider_turns"] for r in imp_answers.values()} == {0}

@@ -143,18 +143,18 @@ def run_app(corpus: dict, questions: list[dict], cfg: AppConfig, workdir: Path) 
             if q["id"] in cfg.skip_llm_for:
                 root.set_attribute(SpanAttributes.OUTPUT_VALUE, "(served from the app's cache)")
                 continue
-            reply = litellm.completion(model=cfg.model, api_base=cfg.api_base, api_key=cfg.api_key,
-                                       messages=messages, temperature=0)
-            answer = reply.choices[0].message.content
             with tracer.start_as_current_span("llm", attributes={
                     kind: OpenInferenceSpanKindValues.LLM.value, SpanAttributes.LLM_MODEL_NAME: cfg.model,
                     f"{SpanAttributes.LLM_INPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_ROLE}": "user",
-                    f"{SpanAttributes.LLM_INPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_CONTENT}": prompt,
+                    f"{SpanAttributes.LLM_INPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_CONTENT}": prompt}) as llm:
+                reply = litellm.completion(model=cfg.model, api_base=cfg.api_base, api_key=cfg.api_key,
+                                           messages=messages, temperature=0)
+                answer = reply.choices[0].message.content
+                llm.set_attributes({
                     f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_ROLE}": "assistant",
                     f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_CONTENT}": answer,
                     SpanAttributes.LLM_TOKEN_COUNT_PROMPT: int(reply.usage.prompt_tokens),
-                    SpanAttributes.LLM_TOKEN_COUNT_COMPLETION: int(reply.usage.completion_tokens)}):
-                pass
+                    SpanAttributes.LLM_TOKEN_COUNT_COMPLETION: int(reply.usage.completion_tokens)})
             root.set_attribute(SpanAttributes.OUTPUT_VALUE, answer)
     provider.shutdown()
     return exporter
