@@ -132,7 +132,7 @@ def test_the_imported_trace_of_an_app_that_does_what_a_lab_arm_does_diagnoses_ex
     # Lineage: the lab's corpus-side builds materialized for the imported arm without doing work, saying why.
     code, out, err = rag_ttc("inspect", "app-imported", questions[0]["id"], env=env)
     assert code == 0, err
-    assert questions[0]["text"] in out
+    assert questions[0]["text"] in out and "imported from trace " in out
 
 
 def test_unused_corpus_side_assets_of_an_imported_arm_say_why(traced):
