@@ -37,6 +37,9 @@ Measurements (``--only NAME``, repeatable):
   ``embedding-onnx`` and ``embedding-onnx-int8`` arms (report only; skipped without the ``onnx`` extra).
 - ``report``: headless Chromium rendering the case report of 5,000 synthetic cases (first screen painted) vs a
   plain HTML table of the same rows, same browser (``bench/report.py``).  Target cost <= 2.
+- ``import``: an imported arm's OTLP JSON (10,000 traces of 20 documents) read, parsed and mapped to questions,
+  corpus and ranked / selected / in-the-prompt rows (``core.imported``) vs ``json.load`` of the same file and one
+  pass over its spans (``bench/imported.py``).  Target cost <= 3.
 
 The store lives under ``--home`` (default: a temporary folder, removed afterwards), never in the
 user's ``.rag_ttc``.  ``--scale N`` replaces the bundled dataset by N synthetic documents
@@ -75,7 +78,7 @@ from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab  # noqa: E402
 
 ITEMS = ("retrieval", "embedding", "k_sweep", "unused_index", "metrics", "dagster_overhead", "memory",
-         "onnx_embedding", "code_location_import", "report")
+         "onnx_embedding", "code_location_import", "report", "import")
 DATASET = "pyref"
 ARM = "baseline"
 K_FAMILY = "evidence-k"
@@ -914,6 +917,12 @@ def bench_report(spec: LabSpec, base: Path, repeat: int) -> dict:
     return run(spec, base, repeat)
 
 
+def bench_import(spec: LabSpec, base: Path, repeat: int) -> dict:
+    from rag_ttc_assets.bench.imported import bench_import as run  # its body: bench/imported.py
+
+    return run(spec, base, repeat)
+
+
 def bench_unused_index(spec: LabSpec, base: Path, repeat: int) -> dict:
     from rag_ttc_assets.bench.unused_index import bench_unused_index as run  # its body: bench/unused_index.py
 
@@ -924,7 +933,7 @@ MEASUREMENTS: dict[str, Callable[[LabSpec, Path, int], dict]] = {
     "retrieval": bench_retrieval, "embedding": bench_embedding, "k_sweep": bench_k_sweep,
     "unused_index": bench_unused_index, "metrics": bench_metrics, "dagster_overhead": bench_dagster_overhead, "memory": bench_memory,
     "onnx_embedding": bench_onnx_embedding, "code_location_import": bench_code_location_import,
-    "report": bench_report,
+    "report": bench_report, "import": bench_import,
 }
 
 
