@@ -196,7 +196,8 @@ def _typed(attrs: Mapping[str, Any], key: str, kinds: tuple[type, ...], where: s
     if v is None:
         return None
     if not isinstance(v, kinds) or isinstance(v, bool) and bool not in kinds:
-        raise ImportSourceError(f"{where}: attribute {key!r} must be {kind_name}, not {type(v).__name__}: {str(v)[:60]}")
+        raise ImportSourceError(f"{where}: attribute {key!r} must be {kind_name}, not {type(v).__name__}: "
+                                f"{str(v)[:60]}")
     return v
 
 
@@ -218,7 +219,8 @@ def _documents(attrs: Mapping[str, Any], prefix: str, where: str) -> tuple[Sourc
         w = f"{where}: {prefix}.{i}"
         content = _typed(d, DOCUMENT_CONTENT, (str,), w, "a string")
         if content is None:
-            raise ImportSourceError(f"{w}: attribute {DOCUMENT_CONTENT!r} is missing (the lab reads the document's text)")
+            raise ImportSourceError(f"{w}: attribute {DOCUMENT_CONTENT!r} is missing "
+                                    "(the lab reads the document's text)")
         doc_id = _typed(d, DOCUMENT_ID, (str, int), w, "a string or integer")
         score = _typed(d, DOCUMENT_SCORE, (int, float), w, "a number")
         out.append(SourceDocument(None if doc_id is None else str(doc_id), content,
@@ -369,7 +371,8 @@ def ragchecker_rows(data: bytes, source: str) -> list[ImportedTrace]:
             if not isinstance(c, dict):
                 raise ImportSourceError(f"{w}: not an object")
             doc_id = _field(c, "doc_id", (str, int), w, "a string", required=False)
-            docs.append(SourceDocument(None if doc_id is None else str(doc_id), _field(c, "text", (str,), w, "a string")))
+            text = _field(c, "text", (str,), w, "a string")
+            docs.append(SourceDocument(None if doc_id is None else str(doc_id), text))
         docs_t = tuple(docs)
         out.append(ImportedTrace(trace_id=f"results[{i}]", question_text=_field(r, "query", (str,), where, "a string"),
                                  question_id=str(qid), ranked=docs_t, selected=docs_t,
@@ -477,7 +480,8 @@ def map_traces(traces: Sequence[ImportedTrace], questions: Sequence[Any], source
         if qid in chosen:
             other = chosen[qid]
             if pick != "latest":
-                raise ImportSourceError(f"{source}: traces {other.trace_id} and {t.trace_id} both answer question {qid!r}; "
+                raise ImportSourceError(f"{source}: traces {other.trace_id} and {t.trace_id} both answer question "
+                                        f"{qid!r}; "
                                    f"keep one, or set `pick: latest` on the arm's source")
             if (t.start_ns, t.trace_id) < (other.start_ns, other.trace_id):
                 superseded.append(t.trace_id)
@@ -543,8 +547,11 @@ def chunk_id_of(doc: SourceDocument, taken: Mapping[str, str]) -> str:
     return f"{doc.source_id}@{digest[:8]}"
 
 
-def map_documents(traces: Iterable[ImportedTrace], documents: Mapping[str, str]) -> tuple[list[DocumentMatch],
-                                                                                          dict[tuple[str | None, str], str]]:
+DocumentIndex = dict[tuple[str | None, str], str]  # (source document ID, text) -> chunk ID
+
+
+def map_documents(traces: Iterable[ImportedTrace], documents: Mapping[str, str]
+                  ) -> tuple[list[DocumentMatch], DocumentIndex]:
     """Every distinct document of `traces` as a chunk of the arm (first appearance order), and the index from
     (source id, text) to its chunk ID."""
     locator = CorpusLocator(documents)

@@ -121,7 +121,8 @@ def answers(cfg: ArmConfig, rows: pl.DataFrame, source_digest: str) -> pl.DataFr
                     "model": r["model"] or "imported", "provider_role": GENERATOR_ROLE, "offline_baseline": False,
                     "supply": cfg.supply, "admitted_chunk_ids": r["admitted_chunk_ids"], "lookups": "[]",
                     "lookup_calls": 0, "citation_check": "off", "status": r["status"], "raw_text": r["answer"],
-                    "input_tokens": r["input_tokens"], "output_tokens": r["output_tokens"], "latency_s": r["latency_s"] or 0.0,
+                    "input_tokens": r["input_tokens"], "output_tokens": r["output_tokens"],
+                    "latency_s": r["latency_s"] or 0.0,
                     "cost_usd": None, "attempts": 0, "error": None if r["status"] == "ok" else r["status"],
                     "cache_hit": False, "provider_turns": 0, "messages_digests": [], "trace_id": r["trace_id"]})
     return pl.DataFrame(out, schema_overrides={**ANSWER_SCHEMA, "trace_id": pl.String})
@@ -137,7 +138,8 @@ def contract_row(cfg: ArmConfig, a: dict, chunk_text: dict[str, str]) -> dict:
         res = check_contract(a["raw_text"], a["admitted_chunk_ids"], "ok")
         ans = res.answer
         return {"query_id": a["query_id"], "status": res.status, "reason": res.reason, "parsed_from": res.parsed_from,
-                "answer": ans.answer if ans else None, "citation_chunk_ids": list(ans.citation_chunk_ids) if ans else [],
+                "answer": ans.answer if ans else None,
+                "citation_chunk_ids": list(ans.citation_chunk_ids) if ans else [],
                 "abstained": ans.abstained if ans else None,
                 "request_items": json.dumps([r.model_dump() for r in ans.requests]) if ans else "[]",
                 "answer_chars": len(ans.answer) if ans else 0}

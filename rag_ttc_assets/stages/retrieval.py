@@ -175,7 +175,8 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
     unmeasured = ({r["query_id"]: r["retrieval_status"] for r in retrieval_rows.iter_rows(named=True)
                    if r["retrieval_status"] == "no_retrieval_span"} if "retrieval_status" in retrieval_rows.columns
                   else {})
-    qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions if q.targets and q.id not in unmeasured}
+    qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions
+             if q.targets and q.id not in unmeasured}
     result = trec_eval.evaluate_ranked(qrels, {q.id: ranked.get(q.id, []) for q in questions}, measures,
                                        complete=True)
     undefined_ids = set(result.undefined_query_ids)
