@@ -34,6 +34,8 @@ class Table:
     name here has exactly one writer and that no store read or write names a table by a bare string.
     """
 
+    IMPORTED_CHUNKS = "imported_chunks"  # an imported arm's documents, as its chunks (core.imported)
+    IMPORTED_ROWS = "imported_rows"  # per question: its trace, ranked / selected / admitted chunks, answer
     RETRIEVAL_ROWS = "retrieval_rows"
     ADMITTED_CONTEXTS = "admitted_contexts"
     REQUEST_COVERAGE = "request_coverage"
@@ -52,6 +54,7 @@ class ArmJson:
     """The per-arm JSON records and summaries (`arms/<arm>/<name>`), declared like `Table`."""
 
     BINDING = "binding.json"
+    IMPORT_MAPPING = "import_mapping.json"  # the source file's digest, what matched what, the counts
     REPRESENTATIONS = "representations.json"
     RETRIEVAL_SUMMARY = "retrieval_summary.json"
     ADMISSION_SUMMARY = "admission_summary.json"

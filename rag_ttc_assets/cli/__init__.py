@@ -13,7 +13,8 @@ from rag_ttc_assets.cli.common import CliError  # noqa: E402
 from rag_ttc_assets.bench import command as bench  # noqa: E402
 from rag_ttc_assets.cli import diagnose, labels, local_llm, report, serve_reports, sweep  # noqa: E402
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
-from rag_ttc_assets.cli.data import cmd_arms, cmd_import_beir, cmd_metrics, cmd_validate  # noqa: E402
+from rag_ttc_assets.cli.data import (cmd_arms, cmd_import_beir, cmd_import_outputs, cmd_metrics,  # noqa: E402
+                                    cmd_validate)
 from rag_ttc_assets.cli.hitrate import cmd_hitrate  # noqa: E402
 from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
 from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
@@ -123,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--drop-missing", action="store_true", help="drop qrels naming missing documents (counted)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_beir)
+
+    s = sub.add_parser("import-outputs", help="write a dataset (corpus from retrieved contexts, questions with gold "
+                                               "answers) from RAGChecker or RAGAS rows, for an imported arm")
+    s.add_argument("src", help="the rows file (RAGChecker input JSON, or RAGAS samples as a JSON list or JSONL)")
+    s.add_argument("dest", help="the dataset folder to write (corpus.json, evaluation.json)")
+    s.add_argument("--format", required=True, choices=["ragchecker", "ragas"])
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_import_outputs)
 
     sweep.add_parser(sub)
     local_llm.add_parser(sub)

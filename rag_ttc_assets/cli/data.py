@@ -1,4 +1,4 @@
-"""`rag-ttc validate`, `arms`, `metrics`, `import-beir`: the inputs, checked and converted."""
+"""`rag-ttc validate`, `arms`, `metrics`, `import-beir`, `import-outputs`: the inputs, checked and converted."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rag_ttc_assets.core.beir import BEIR_FILES, convert
 from rag_ttc_assets.core.dataset import DatasetError, dataset_counts, sha256_digest
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
 from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
+from rag_ttc_assets.core.imported import ImportSourceError, dataset_from_rows, read_source
 
 
 def cmd_validate(args) -> int:
@@ -96,4 +97,32 @@ def cmd_import_beir(args) -> int:
     print_result(out, args.json, f"imported {report.documents} documents, {report.questions} questions, "
                            f"{report.judgments} judgments ({report.dropped_missing} dropped: missing document) "
                            f"into {dest}")
+    return 0
+
+
+def cmd_import_outputs(args) -> int:
+    """RAGChecker or RAGAS rows as a dataset: the corpus from their retrieved contexts, their questions with gold
+    answers (core.imported.dataset_from_rows); an imported arm over that dataset reads the same file."""
+
+    src, dest = Path(args.src), Path(args.dest)
+    if not src.is_file():
+        raise CliError(f"{src}: file not found")
+    try:
+        rows = read_source(src.read_bytes(), str(src), args.format)
+        corpus, evaluation, counts = dataset_from_rows(rows, str(src))
+    except ImportSourceError as e:
+        raise CliError(str(e)) from None
+    cbytes = (json.dumps(corpus, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    evaluation = {"corpus_digest": sha256_digest(cbytes), **evaluation}
+    # Nothing is written unless the whole file read; the corpus first, the evaluation last.
+    atomic_write_bytes(dest / "corpus.json", cbytes)
+    atomic_write_bytes(dest / "evaluation.json",
+                       (json.dumps(evaluation, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+    out = {"dest": str(dest), **counts, "corpus_digest": evaluation["corpus_digest"],
+           "arm": {"dataset": dest.name, "supply": "imported",
+                   "source": {"file": str(src), "format": args.format, "answer_format": "free_text"}}}
+    print_result(out, args.json, f"wrote {counts['documents']} documents (the retrieved contexts) and "
+                                 f"{counts['questions']} questions ({counts['gold_answers']} with a gold answer) into "
+                                 f"{dest}; no gold quotes: requests have no supporting chunk until quotes are added.\n"
+                                 f"an imported arm over it: {json.dumps(out['arm'])}")
     return 0

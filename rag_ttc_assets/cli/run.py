@@ -16,7 +16,7 @@ from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets.stages.reports import arm_report
-from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.core.derive_requests import describe as describe_derivation
 
 
 def cmd_run(args) -> int:
@@ -59,7 +59,7 @@ def run_tables(reports: dict[str, dict]) -> str:
 
     reports = {n + "".join(f" ({x})" for x in (
         rep["label_use"] if rep.get("label_use", "none") != "none" else None,
-        f"requests derived: {describe(rep['requests_derived'])}" if rep.get("requests_derived") else None) if x): rep
+        f"requests derived: {describe_derivation(rep['requests_derived'])}" if rep.get("requests_derived") else None) if x): rep
         for n, rep in reports.items()}
     for n, rep in reports.items():
         r, a = rep.get("retrieval", {}), rep.get("admission", {})
@@ -171,8 +171,9 @@ def representation_table(reps: dict[str, dict], describe) -> str:
     """Who built each arm's representations, and how many rows were not built (indexed as chunk text alone)."""
     return "representations (the text indexed and embedded; the generator sees the chunk text alone):\n" + text_table(
         ["arm", "representation", "builder", "not_built", "statuses", "provider_calls", "cache_hits"],
-        [[n, r["representation"], describe(r), r["not_built"],
-          " ".join(f"{k} {v}" for k, v in (r.get("statuses") or {}).items()), r["provider_calls"], r["cache_hits"]]
+        [[n, r["representation"], describe(r), r.get("not_built"),
+          " ".join(f"{k} {v}" for k, v in (r.get("statuses") or {}).items()), r.get("provider_calls"),
+          r.get("cache_hits")]
          for n, r in reps.items()])
 
 

@@ -42,6 +42,22 @@ class ModelConfig(Frozen):
         return v
 
 
+class ImportedSource(Frozen):
+    """Where an imported arm's retrieval rows, admitted contexts and answers come from (core.imported): a file of
+    another system's traces (OTLP JSON of OpenInference spans) or rows (RAGChecker, RAGAS), relative to the arms
+    file, and how to read its answers."""
+
+    file: str = Field(min_length=1)
+    format: Literal["otlp_json", "otlp_jsonl", "ragchecker", "ragas"]
+    # How a free-text answer cites: `[2]` = the second document of the prompt, document IDs in brackets, or not at all.
+    citation_style: Literal["numbered", "ids", "none"] = "none"
+    # contract: the system already answers in the lab's answer format, so the lab's contract classifies its replies.
+    answer_format: Literal["free_text", "contract"] = "free_text"
+    # Two traces for one question are an error naming both, unless the later one is to be kept.
+    pick: Literal["latest"] | None = None
+    question_id_attribute: str = Field(default="metadata.question_id", min_length=1)
+
+
 class ArmConfig(Frozen):
     """The effective configuration of one arm (seed section 4.1 baseline as defaults)."""
 
@@ -72,7 +88,9 @@ class ArmConfig(Frozen):
     requests_in_prompt: Literal["none", "oracle"] = "none"
     # Supply mode (second seed, core.supply): retrieval, preloaded (a fixed document set pasted whole into every
     # prompt) or tool (the model calls `lookup`; each call returns the top lookup_top_n chunks).
-    supply: Literal["retrieval", "preloaded", "tool"] = "retrieval"
+    # imported: retrieval rows, admitted contexts and answers read from another system's traces or rows (`source`).
+    supply: Literal["retrieval", "preloaded", "tool", "imported"] = "retrieval"
+    source: ImportedSource | None = None
     preloaded_documents: Literal["all"] | list[str] = "all"
     lookup_top_n: int = Field(default=1, gt=0, le=100)
     lookup_rounds: int = Field(default=3, gt=0, le=10)
@@ -128,6 +146,10 @@ class ArmConfig(Frozen):
         if self.supply != "retrieval" and self.counterfactual != "none":
             raise ValueError(f"counterfactual {self.counterfactual!r} edits retrieved evidence; it needs "
                              f"supply 'retrieval', not {self.supply!r}")
+        if (self.supply == "imported") != (self.source is not None):
+            raise ValueError("an imported arm (supply: imported) names its `source`, and only an imported arm does"
+                             if self.supply == "imported" else
+                             f"`source` is for imported arms; this arm's supply is {self.supply!r} (set supply: imported)")
         if isinstance(self.preloaded_documents, list) and not self.preloaded_documents:
             raise ValueError("preloaded_documents is an empty list; name documents or use 'all'")
         return self

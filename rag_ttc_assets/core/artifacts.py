@@ -51,6 +51,7 @@ class Artifact:
     # arm it is not built, and none of its fields count; the fields that decide it (usage.DECIDED_BY) are part of
     # its declaration, so switching an arm between reading and not reading it moves its fingerprint.
     optional: bool = False
+    decided_by: tuple[str, ...] = DECIDED_BY
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.all_fields if f not in ArmConfig.model_fields]
@@ -61,7 +62,7 @@ class Artifact:
 
     @property
     def all_fields(self) -> tuple[str, ...]:
-        return self.fields + self.conditional + (DECIDED_BY if self.optional else ())
+        return self.fields + self.conditional + (self.decided_by if self.optional else ())
 
     def unused_reason(self, cfg: ArmConfig) -> str | None:
         """Why `cfg` never reads this artifact (core.usage), or None when it does."""
@@ -89,17 +90,23 @@ class Artifact:
 
 # --- the corpus side (shared artifacts in the store) ---------------------------------------------------------
 CORPUS_BINDING = Artifact("corpus_binding", "binding/1", ("dataset",))
-CHUNKS = Artifact("chunks", CHUNKER_VERSION, ("chunk_runes", "overlap_runes"), ("corpus_digest",))
+# An imported arm's source file (core.imported), bound by the digest of its bytes; unused by every other arm.
+IMPORTED_SOURCE = Artifact("imported_source", "imported/1", ("source",), ("source_digest", "evaluation_digest"),
+                           optional=True, decided_by=("supply",))
+CHUNKS = Artifact("chunks", CHUNKER_VERSION, ("chunk_runes", "overlap_runes"), ("corpus_digest",),
+                  optional=True, decided_by=("supply",))
 REPRESENTATIONS = Artifact(
     "representations", "representations/2", ("representation", "representation_era"),
     ("chunks", "builder", "prompt_digest"),
     conditional=("representation_builder", "representation_prompt", "allow_unpriced_provider"),
-    applies=lambda cfg: cfg.representation in MODEL_BUILT)
-BM25_INDEX = Artifact("bm25_index", "tantivy-0.27/en-stem-stopwords/1", (), ("representations",), optional=True)
+    applies=lambda cfg: cfg.representation in MODEL_BUILT, optional=True, decided_by=("supply",))
+_INDEX_DECIDED_BY = (*DECIDED_BY, "supply")  # an imported arm reads no index of the lab's
+BM25_INDEX = Artifact("bm25_index", "tantivy-0.27/en-stem-stopwords/1", (), ("representations",), optional=True,
+                      decided_by=_INDEX_DECIDED_BY)
 VECTOR_INDEX = Artifact("vector_index", "sentence-transformers/normalized/1", ("embedding_model",),
-                        ("representations",), optional=True)
+                        ("representations",), optional=True, decided_by=_INDEX_DECIDED_BY)
 QUESTION_EMBEDDINGS = Artifact("question_embeddings", "sentence-transformers/normalized/1", ("embedding_model",),
-                               ("evaluation_digest",), optional=True)
+                               ("evaluation_digest",), optional=True, decided_by=_INDEX_DECIDED_BY)
 # The digest of an index the arm does not read is None in its key (core.usage); the embedding model counts only
 # where the vector side is searched.
 RETRIEVAL_ROWS = Artifact("retrieval_rows", "retrieval-rows/1",
@@ -107,7 +114,9 @@ RETRIEVAL_ROWS = Artifact("retrieval_rows", "retrieval-rows/1",
                           ("evaluation_digest", "source_depth", "chunks", "bm25_index", "vector_index",
                            "question_embeddings"),
                           conditional=("embedding_model",),
-                          applies=lambda cfg: unused(cfg).get("vector_index") is None)
+                          # By the retrieval mode alone: an imported arm's rows are never built under this key.
+                          applies=lambda cfg: VECTOR_INDEX.name not in unused(cfg.model_copy(
+                              update={"supply": "retrieval", "source": None})))
 
 # --- per-arm tables and summaries ----------------------------------------------------------------------------
 RETRIEVAL_SUMMARY = Artifact("retrieval_summary", "retrieval-metrics/2")

@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from rag_ttc_assets.core.contract import ABSTAINED, CONTRACT_FAILURE, VALID
+from rag_ttc_assets.core.contract import ABSTAINED, CONTRACT_FAILURE, FREE_TEXT, VALID
 from rag_ttc_assets.core.judging import StatementVerdict
 from rag_ttc_assets.core.measured import denominator_fields, measured_mean, reason_of
 from rag_ttc_assets.core.records import Question, Request
@@ -56,7 +56,9 @@ CASES = ("answered_supported", "answered_unsupported", "not_answered_evidence_ad
          "not_answerable_from_admitted", "not_measured")
 Case = Literal["answered_supported", "answered_unsupported", "not_answered_evidence_admitted",
                "not_answerable_from_admitted", "not_measured"]
-_PARSED_STATUSES = frozenset({VALID, CONTRACT_FAILURE, ABSTAINED})
+# A free-text answer (an imported arm without the contract) is read as delivered, with the citations its style gives.
+_PARSED_STATUSES = frozenset({VALID, CONTRACT_FAILURE, ABSTAINED, FREE_TEXT})
+ANSWERED = (VALID, FREE_TEXT)
 JUDGED = "judged"
 
 
@@ -239,7 +241,7 @@ def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract
             cited = answered and any(c in cov["supporting_chunk_ids"] and c in cited_by_answer
                                      for c in json_list(j.get("cited_chunk_ids")))
             verdict = j.get("verdict")
-        elif contract_status != VALID:
+        elif contract_status not in ANSWERED:
             # Nothing was delivered: measured as not answered, whatever a judge would have said.
             status, measured, answered, cited, verdict = contract_status, True, False, False, None
         else:
@@ -273,7 +275,7 @@ def abstention_outcome(question: Question, contract_row: dict | None) -> Abstent
     items = json_list(contract_row.get("request_items")) if contract_row and parsed_answer(contract_row) else []
     abstained = status == ABSTAINED or (bool(items) and all(it.get("supported") is False for it in items))
     return AbstentionOutcome(query_id=question.id, abstained=abstained, correct_abstention=abstained,
-                             answered_anyway=status == VALID and not abstained)
+                             answered_anyway=status in ANSWERED and not abstained)
 
 
 def question_completeness(outcomes: Iterable[RequestOutcome]) -> list[QuestionCompleteness]:

@@ -36,7 +36,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED = "valid", "parse_failure", "contract_failure", "abstained"
 # Set by the citation check (stages.supply), not by check_contract: both attempts failed to cite what was supplied.
 ESCALATED = "escalated"
-CONTRACT_STATUSES = frozenset({VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED, ESCALATED})
+# An imported arm's statuses (core.imported): a free-text answer has no contract to check (`free_text`, its citations
+# read per the source's citation_style); a trace without an LLM span, or a question without a trace, has no answer.
+FREE_TEXT, NO_ANSWER_SPAN, NO_TRACE = "free_text", "no_answer_span", "no_trace"
+NO_ANSWER = (NO_ANSWER_SPAN, NO_TRACE)
+CONTRACT_STATUSES = frozenset({VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED, ESCALATED, FREE_TEXT})
 
 # A text that is one fence and nothing else (no fence inside it).
 _FENCE = re.compile(r"\A```(?:json)?\s*((?:(?!```).)*?)\s*```\Z", re.DOTALL | re.IGNORECASE)
@@ -81,6 +85,8 @@ class ContractSummary(BaseModel):
     contract_failure_reasons: dict[str, int]
     abstentions: int
     escalated: int = 0
+    free_text: int = 0
+    no_answer: dict[str, int] = Field(default_factory=dict)
     provider_faults: dict[str, int]
 
 
@@ -184,9 +190,11 @@ def check_contract(
 
 def summarize_contract(statuses: list[tuple[str, str]]) -> ContractSummary:
     """Count (status, reason) rows; contract failures are keyed by the reason's text before ':'."""
-    counts, reasons, faults = Counter[str](), Counter[str](), Counter[str]()
+    counts, reasons, faults, missing = Counter[str](), Counter[str](), Counter[str](), Counter[str]()
     for row, (status, reason) in enumerate(statuses):
-        if status in CONTRACT_STATUSES:
+        if status in NO_ANSWER:
+            missing[status] += 1
+        elif status in CONTRACT_STATUSES:
             counts[status] += 1
             if status == CONTRACT_FAILURE:
                 reasons[reason.split(":", 1)[0].strip() or "unspecified"] += 1
@@ -197,11 +205,13 @@ def summarize_contract(statuses: list[tuple[str, str]]) -> ContractSummary:
     return ContractSummary(
         total=len(statuses), valid=counts[VALID], parse_failures=counts[PARSE_FAILURE],
         contract_failures=counts[CONTRACT_FAILURE], contract_failure_reasons=dict(sorted(reasons.items())),
-        abstentions=counts[ABSTAINED], escalated=counts[ESCALATED], provider_faults=dict(sorted(faults.items())),
+        abstentions=counts[ABSTAINED], escalated=counts[ESCALATED], free_text=counts[FREE_TEXT],
+        no_answer=dict(sorted(missing.items())), provider_faults=dict(sorted(faults.items())),
     )
 
 
 def contract_sums_close(summary: ContractSummary) -> bool:
     """Every row lands in exactly one bucket."""
-    parts = summary.valid + summary.parse_failures + summary.contract_failures + summary.abstentions + summary.escalated
+    parts = (summary.valid + summary.parse_failures + summary.contract_failures + summary.abstentions
+             + summary.escalated + summary.free_text + sum(summary.no_answer.values()))
     return parts + sum(summary.provider_faults.values()) == summary.total

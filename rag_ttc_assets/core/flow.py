@@ -21,6 +21,14 @@ FIRST boundary at which its support disappeared.  Every request lands in exactly
                       against the admitted evidence, or no statements at all.
   ok                  otherwise, including rows whose statement-judge call failed (a judge failure is no verdict).
 
+An imported arm (core.imported: another system's traces) names its boundaries after what the trace shows, in the
+same order: `no_trace` (the system never answered the question) and `no_retrieval_span` (the trace has no RETRIEVER
+span: retrieval was not measured, never counted as not_retrieved) first, then not_retrieved (the RETRIEVER span's
+documents), `cut_by_reranker` (retrieved, not in the RERANKER span's output), `no_answer_span` (selected, but the
+trace has no LLM span: neither its prompt nor an answer is known), `not_in_prompt` (selected, not in the LLM span's
+input messages), then the answer's branches as above. A free-text answer (contract status `free_text`) is read as an answer. A lab arm never lands in
+these five branches.
+
 Accounting (second seed: a miss is not automatically a wrong answer, nor a hit a right one), per request
 from completeness, a partition of each branch (precedence top down):
   not_measured  the request judge did not measure it;
@@ -48,14 +56,19 @@ from rag_ttc_assets.core.completeness import (
     parsed_answer,
     request_outcomes,
 )
-from rag_ttc_assets.core.contract import ABSTAINED, VALID
+from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, NO_ANSWER_SPAN, NO_TRACE, VALID
 from rag_ttc_assets.core.measured import measured_mean
 from rag_ttc_assets.core.records import Question
 
-FLOW_BRANCHES = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure", "not_measured",
+FLOW_BRANCHES = ("no_trace", "no_retrieval_span", "not_retrieved", "cut_by_evidence_k", "cut_by_reranker",
+                 "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure", "not_measured",
                  "not_addressed", "admitted_not_cited", "judged_unsupported", "ok")
+# The branches only an imported arm lands in, and the lab boundary each imported one stands at.
+IMPORTED_BRANCHES = ("no_trace", "no_retrieval_span", "cut_by_reranker", "not_in_prompt", "no_answer_span")
+LAB_BOUNDARY = {"cut_by_reranker": "cut_by_evidence_k", "not_in_prompt": "omitted_by_context"}
 QUALITIES = ("acceptable", "wrong", "unanswered", "not_measured")
-Branch = Literal["not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure", "not_measured",
+Branch = Literal["no_trace", "no_retrieval_span", "not_retrieved", "cut_by_evidence_k", "cut_by_reranker",
+                 "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure", "not_measured",
                  "not_addressed", "admitted_not_cited", "judged_unsupported", "ok"]
 
 
@@ -84,16 +97,24 @@ def _judged_unsupported(question: Question, request_id: str, judge_row: dict | N
 
 
 def flow_branch(question: Question, coverage_row: dict, contract_row: dict | None, judge_row: dict | None,
-                outcome: RequestOutcome) -> str:
-    """The branch of the request that `coverage_row` names, given its completeness outcome."""
+                outcome: RequestOutcome, imported: bool = False, retrieval_status: str = "ok") -> str:
+    """The branch of the request that `coverage_row` names, given its completeness outcome. `imported`: the arm's
+    rows come from another system's traces (its branch names; `retrieval_status` from its retrieval row)."""
+    status = contract_row["status"] if contract_row is not None else None
+    if imported and (status == NO_TRACE or retrieval_status == NO_TRACE):
+        return "no_trace"
+    if imported and retrieval_status == "no_retrieval_span":
+        return "no_retrieval_span"
     cov = coverage_by_request(question, [coverage_row])[coverage_row["request_id"]]
     if not cov["ranked"]:
         return "not_retrieved"
     if not cov["selected"]:
-        return "cut_by_evidence_k"
+        return "cut_by_reranker" if imported else "cut_by_evidence_k"
+    if imported and status == NO_ANSWER_SPAN:  # no LLM span: what its prompt held is unknown
+        return "no_answer_span"
     if not cov["admitted"]:
-        return "omitted_by_context"
-    if contract_row is None or not parsed_answer(contract_row) or contract_row["status"] not in (VALID, ABSTAINED):
+        return "not_in_prompt" if imported else "omitted_by_context"
+    if contract_row is None or not parsed_answer(contract_row) or status not in (VALID, ABSTAINED, FREE_TEXT):
         return "contract_failure"
     if not outcome.measured:
         return "not_measured"
@@ -115,13 +136,15 @@ def quality(o: RequestOutcome) -> str:
 
 
 def flow_rows(question: Question, coverage_rows: Iterable[dict], contract_row: dict | None,
-              judge_row: dict | None, judgment_rows: Iterable[dict] = ()) -> list[FlowRow]:
+              judge_row: dict | None, judgment_rows: Iterable[dict] = (), imported: bool = False,
+              retrieval_status: str = "ok") -> list[FlowRow]:
     """One row per request of an answerable question; missing coverage rows count as nothing ranked."""
     coverage = coverage_by_request(question, coverage_rows)
     out = []
     for o in request_outcomes(question, coverage.values(), contract_row, judgment_rows):
         out.append(FlowRow(query_id=o.query_id, request_id=o.request_id,
-                           branch=flow_branch(question, coverage[o.request_id], contract_row, judge_row, o),
+                           branch=flow_branch(question, coverage[o.request_id], contract_row, judge_row, o,
+                                              imported, retrieval_status),
                            admitted=o.evidence_admitted, answered=o.answered, supported=o.supported,
                            contradicts_gold=o.contradicts_gold, quality=quality(o)))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from rag_ttc_assets.core import judging
-from rag_ttc_assets.core.contract import PARSED_FROM, VALID, summarize_contract
+from rag_ttc_assets.core.contract import PARSED_FROM, VALID, contract_sums_close, summarize_contract
 from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, reason_of
 
 OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage"})
@@ -38,8 +38,7 @@ def contract_summary(results: list[dict]) -> dict:
     # Where each parsed reply's object was found (core.contract.PARSED_FROM); rows with no object count in none.
     found = Counter(r.get("parsed_from") for r in results if r.get("parsed_from"))
     out["parsed_from"] = {where: found.get(where, 0) for where in PARSED_FROM}
-    out["sums_close"] = out["total"] == (s.valid + s.parse_failures + s.contract_failures + s.abstentions
-                                         + s.escalated + sum(s.provider_faults.values()))
+    out["sums_close"] = contract_sums_close(s)
     return out
 
 

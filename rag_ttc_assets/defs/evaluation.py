@@ -157,7 +157,8 @@ def post_run_validation(context: AssetCheckExecutionContext, lab: LabResource) -
     expected = len(arm.questions)
 
     results = records.validate_run_record(records.run_path(arm.lab, runs[-1]["run_dir"]), expected,
-                                             {"generator": cfg.generator.model, "judge": cfg.judge.model})
+                                             {"generator": None if cfg.supply == "imported" else cfg.generator.model,
+                                              "judge": cfg.judge.model})
     return AssetCheckResult(passed=all(r["passed"] for r in results),
                             metadata={"run_dir": MetadataValue.path(runs[-1]["run_dir"]),
                                       "steps": md_table(results)})

@@ -10,7 +10,7 @@ from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, versi
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.stages import generation as stage
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages import run_record as records
 from rag_ttc_assets.stages.calls import Caller
 
@@ -23,6 +23,10 @@ GROUP = "generation"
 def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """One litellm call per question over its admitted evidence (or lookup turns); response, tokens, cost, status."""
     arm = lab.inputs(context)
+    if arm.imported:  # the system's own answers, from its LLM spans: no provider call
+        mapping = arm.arm_json(ArmJson.IMPORT_MAPPING)
+        df = imported.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), mapping["source_digest"])
+        return imported_answers_result(arm, df, mapping, arm.write_table(Table.ANSWERS, df))
     cfg, prompt = arm.cfg, arm.prompt("prompt")
     caller = Caller(cfg.generator, arm.lab.provider_cache_root, "generation", cfg.generation_budget,
                     cfg.allow_unpriced_provider, stage.GENERATOR_ROLE, archive=arm.store.messages)
@@ -53,12 +57,28 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
     )
 
 
+def imported_answers_result(arm, df: pl.DataFrame, mapping: dict, digest: str) -> MaterializeResult:
+    """An imported arm's answers materialization: the system's LLM span outputs (core.imported)."""
+    statuses = dict(df.group_by("status").len().iter_rows())
+    return MaterializeResult(
+        metadata={"dagster/row_count": df.height, "provider_calls": 0, "supply": arm.cfg.supply,
+                  "source_file": MetadataValue.path(mapping["source_file"]), "source_digest": mapping["source_digest"],
+                  "answer_format": arm.cfg.source.answer_format,
+                  # The model names and token counts are what the system's traces say about themselves.
+                  "models_self_reported": MetadataValue.json(sorted({m for m in df["model"].to_list() if m})),
+                  "row_statuses": MetadataValue.json(statuses), "label_use": arm.cfg.label_use,
+                  "table_digest": digest},
+        data_version=version_of(digest),
+    )
+
+
 @arm_asset(group=GROUP, kinds={"pydantic", "parquet"}, deps=("answers",), artifact=artifacts.CONTRACT_RESULTS,
            writes=(Table.CONTRACT_RESULTS,))
 def contract_results(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Each answer row through the contract: exactly one status (valid, parse/contract failure, abstained, fault)."""
     arm = lab.inputs(context)
-    df = stage.contract(arm.table(Table.ANSWERS))
+    answers_df = arm.table(Table.ANSWERS)
+    df = (imported.contract(arm.cfg, answers_df, arm.chunk_text) if arm.imported else stage.contract(answers_df))
     digest = arm.write_table(Table.CONTRACT_RESULTS, df)
     failures = df.filter(pl.col("status") != "valid").head(10)
     return MaterializeResult(

@@ -7,14 +7,15 @@ from pathlib import Path
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue)
 
-from rag_ttc_assets.adapters.store import ArmJson
+from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
 from rag_ttc_assets.defs.meta import artifact_metadata, artifact_result, numbers, version_of
+from rag_ttc_assets.defs.indexes import unused_result
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.stages import imported, ingest
 
 GROUP = "ingest"
 
@@ -45,10 +46,38 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("corpus_binding",),
+           artifact=artifacts.IMPORTED_SOURCE,
+           writes=(Table.IMPORTED_CHUNKS, Table.IMPORTED_ROWS, ArmJson.IMPORT_MAPPING))
+def imported_source(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """An imported arm's traces or rows, bound by the digest of the file's bytes, mapped to questions and corpus."""
+    arm = lab.inputs(context)
+    if arm.cfg.supply != "imported":
+        return unused_result(arm.unused[artifacts.IMPORTED_SOURCE.name])
+    # Read, parsed and mapped before anything is written: a bad file fails here, naming file, trace and field.
+    read = imported.read_import(arm.lab.arms_file, arm.cfg, arm.dataset, arm.questions)
+    m = read["mapping"]
+    arm.write_table(Table.IMPORTED_CHUNKS, read["chunks"])
+    arm.write_table(Table.IMPORTED_ROWS, read["rows"])
+    arm.write_arm_json(ArmJson.IMPORT_MAPPING, m)
+    return MaterializeResult(
+        metadata={"used_by_arm": MetadataValue.bool(True),
+                  "source_file": MetadataValue.path(m["source_file"]), "source_digest": m["source_digest"],
+                  "format": m["format"], "answer_format": m["answer_format"], "citation_style": m["citation_style"],
+                  **numbers({k: v for k, v in m.items() if isinstance(v, int) and not isinstance(v, bool)}),
+                  "unmatched_trace_ids": MetadataValue.json(m["unmatched_trace_ids"]),
+                  "unanswered_question_ids": MetadataValue.json(m["unanswered_question_ids"]),
+                  "external_document_ids": MetadataValue.json(m["external_document_ids"])},
+        data_version=version_of(m["source_digest"] + arm.dataset.evaluation_digest + arm.dataset.corpus_digest),
+    )
+
+
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("corpus_binding",),
            artifact=artifacts.CHUNKS)
 def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Rune-based chunks with overlap and stable IDs `<doc_id>#chunk-<n>`."""
     arm = lab.inputs(context)
+    if arm.chunks is None:
+        return unused_result(arm.unused[artifacts.CHUNKS.name])
     return artifact_result(arm.chunks, {"corpus": arm.dataset.corpus_digest})
 
 
@@ -58,6 +87,8 @@ def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
 def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The text each chunk is indexed and embedded as (plain, titled, or contextual: a builder's context first)."""
     arm = lab.inputs(context)
+    if artifacts.REPRESENTATIONS.name in arm.unused:  # (arm.representations would build it: this asset does)
+        return unused_result(arm.unused[artifacts.REPRESENTATIONS.name])
     built = ingest.build_representations(arm.lab, arm.cfg, arm.dataset, arm.chunks, progress=arm.progress,
                                          retry_faults=True)
     info = built.manifest["info"]

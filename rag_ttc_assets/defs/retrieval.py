@@ -10,21 +10,25 @@ from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset
 from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.stages import imported
 from rag_ttc_assets.stages import retrieval as stage
 
 GROUP = "retrieval"
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"},
-           deps=("bm25_index", "vector_index"),
+           deps=("bm25_index", "vector_index", "imported_source"),
            artifact=(artifacts.QUESTION_EMBEDDINGS, artifacts.RETRIEVAL_ROWS),
            writes=(Table.RETRIEVAL_ROWS,))
 def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per question: ranked_chunk_ids (retrieve_k) fused by RRF, with each source's rank and score."""
     arm = lab.inputs(context)
     cfg, bm, vec = arm.cfg, arm.bm25, arm.vectors
-    # Shared in the store: arms that differ only downstream of retrieval (a K sweep) retrieve once.
-    df = stage.retrieve_once(arm.store, cfg, arm.dataset, arm.chunks, bm, vec, arm.question_embeddings)
+    if arm.imported:  # the system's own RETRIEVER span's documents, in rank order (imported_source)
+        df = imported.retrieval_rows(arm.table(Table.IMPORTED_ROWS), arm.chunk_docs)
+    else:
+        # Shared in the store: arms that differ only downstream of retrieval (a K sweep) retrieve once.
+        df = stage.retrieve_once(arm.store, cfg, arm.dataset, arm.chunks, bm, vec, arm.question_embeddings)
     digest = arm.write_table(Table.RETRIEVAL_ROWS, df)
     return MaterializeResult(
         metadata={
@@ -33,7 +37,8 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
             # An index the arm does not read is null here (core.usage; its own asset says why).
             "upstream_digests": MetadataValue.json({
                 "bm25_index": bm and bm.content_digest, "vector_index": vec and vec.content_digest,
-                "lancedb_version": vec and vec.manifest["info"]["lancedb_version"]}),
+                "lancedb_version": vec and vec.manifest["info"]["lancedb_version"],
+                "imported_source": arm.imported and arm.arm_json(ArmJson.IMPORT_MAPPING)["source_digest"]}),
             "table_digest": digest,
             "path": MetadataValue.path(str(arm.store.table_path(arm.arm, Table.RETRIEVAL_ROWS))),
             "preview": md_table(df.head(5).select("query_id", "ranked_chunk_ids").to_dicts()),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 from pathlib import Path
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
@@ -65,7 +67,15 @@ def arm_views(lab: Lab, arm: str) -> dict:
             flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
             _sent(lab, arm, q.id, answer.get("messages_digests")) if answer else [], texts, cfg.evidence_k)
     return {"arm": arm, "questions": [q.model_dump() for q in questions], "views": views, "chunks": chunks,
-            "chunks_digest": inputs.chunks.content_digest, "info": arm_info(lab, arm)}
+            "chunks_digest": _chunks_digest(lab, inputs), "info": arm_info(lab, arm)}
+
+
+def _chunks_digest(lab: Lab, inputs: ArmInputs) -> str:
+    """The chunks' content digest; an imported arm's chunks are its imported documents (their table's digest)."""
+    if inputs.chunks is not None:
+        return inputs.chunks.content_digest
+    return "sha256:" + hashlib.sha256(json.dumps([c.model_dump() for c in inputs.chunk_list], sort_keys=True)
+                                      .encode()).hexdigest()
 
 
 def arm_info(lab: Lab, arm: str) -> dict:

@@ -13,7 +13,7 @@ from rag_ttc_assets.core.derive_requests import DerivationDriftError, derivation
 from rag_ttc_assets.core.measured import MISSING_ROW
 from rag_ttc_assets.core.transitions import flow_index, transitions
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages.diagnostics import rows_by_query
 from rag_ttc_assets.stages.reports import requests_derived
 from rag_ttc_assets.stages.resolve import ArmInputs
@@ -66,7 +66,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     instrument_drift = cmp.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
     derivation_drift(a, instruments[a].get("requests_derived"), b, instruments[b].get("requests_derived"))
     # The representations each arm's indexes were built from, as recorded when it ran.
-    reps = {arm: lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS) for arm in (a, b)}
+    reps = {arm: imported.representations_record(lab, arm) for arm in (a, b)}
     era = eras.era_change(a, reps[a], b, reps[b], cmp.attribute_changes(ctx_a["config"], ctx_b["config"]),
                           allow_era_change)
     report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed,

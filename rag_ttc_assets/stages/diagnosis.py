@@ -17,6 +17,7 @@ from rag_ttc_assets.core import diagnosis as core
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages.comparisons import compare_pairs
 
 
 

@@ -74,9 +74,12 @@ def failure_flow(arm: ArmInputs) -> dict:
     """Flow rows (one per request of an answerable question), their totals, and a tool arm's lookup flow
     (`arm`: the asset's resolver)."""
     cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
+    imported = cfg.supply == "imported"
+    retrieval_status = ({r["query_id"]: r["retrieval_status"] for r in arm.table(
+        Table.RETRIEVAL_ROWS).select("query_id", "retrieval_status").iter_rows(named=True)} if imported else {})
     flows = [f for q in questions if q.answerable
              for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id),
-                                judgments.get(q.id, []))]
+                                judgments.get(q.id, []), imported, retrieval_status.get(q.id, "ok"))]
     summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
     if cfg.request_judges:  # a panel: which requests' branch depends on the juror (core.panel.judge_sensitive)
         summary["judge_sensitive"] = _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows)

@@ -14,7 +14,7 @@ import polars as pl
 from rag_ttc_assets.core import judging, summaries
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import gold_texts
-from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, VALID, ContractResult, check_contract,
+from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, FREE_TEXT, VALID, ContractResult, check_contract,
                                           locate_json_object)
 from rag_ttc_assets.core.counterfactual import Planted
 from rag_ttc_assets.core.judge_measurement import judge_measurement
@@ -25,12 +25,10 @@ from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages.answer_table import ANSWER_SCHEMA, GENERATOR_ROLE, JUDGE_ROLE  # noqa: F401  (stage.X)
 from rag_ttc_assets.stages.calls import Call, Caller
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 from rag_ttc_assets.stages.row_log import RowLog  # noqa: F401  (the assets open it as stage.RowLog)
-
-GENERATOR_ROLE, JUDGE_ROLE = "generator", "judge"
-
 
 def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]], index_text: str = "",
                     requests_in_prompt: str = "none") -> list[dict]:
@@ -76,9 +74,6 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
         rows = list(pool.map(one, questions))
     return pl.DataFrame(rows, schema_overrides=ANSWER_SCHEMA)
 
-
-ANSWER_SCHEMA = {"raw_text": pl.String, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64,
-                 "error": pl.String, "admitted_chunk_ids": pl.List(pl.String), "messages_digests": pl.List(pl.String)}
 
 
 def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
@@ -156,7 +151,7 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
                "faithfulness": None, "answer_relevance": None, "gold_verdicts": "[]", "gold_supported": None,
                "contradicts_gold": None, "judge_error": None, "judge_model": cfg.judge.model}
         calls: list[Call] = []
-        if c["status"] == VALID:
+        if c["status"] in (VALID, FREE_TEXT):
             row.update(_judge_valid(q, c["answer"], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
                                     prompts, caller, calls, cfg.response_format))
         row["judge_parsed_from"] = parsed_from(calls, JUDGE_CALLS)

@@ -107,6 +107,8 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
         "supply": cfg.supply,
         "lookups": json.loads(answer.get("lookups") or "[]") if answer else [],
         "answer": {"model": answer["model"], "status": answer["status"], "cache_hit": answer["cache_hit"],
+                   # An imported arm's answer came from the system's trace, not from a call of the lab's.
+                   "trace_id": answer.get("trace_id"),
                    "raw_response": answer["raw_text"], "error": answer["error"],
                    "citation_check": answer.get("citation_check"),
                    **_messages_sent(lab, arm, qid, "answers", answer, "messages_digests")} if answer else None,
@@ -164,7 +166,9 @@ def to_markdown(v: dict) -> str:
                     f"{', '.join(c['result_doc_ids'])} |" for c in v["lookups"]]
     if v["answer"]:
         a = v["answer"]
-        out += ["", f"**Answer** from `{a['model']}` ({'cache hit' if a['cache_hit'] else 'provider call'}), "
+        origin = (f"imported from trace {a['trace_id']}" if a.get("trace_id") else
+                  "cache hit" if a["cache_hit"] else "provider call")
+        out += ["", f"**Answer** from `{a['model']}` ({origin}), "
                     f"provider status {a['status']}", "", _sent_line(a), "", "```",
                 (a["raw_response"] or a["error"] or "")[:4000], "```"]
     if v["contract"]:

@@ -13,7 +13,9 @@ def _retrieval(lab: Lab, arm: str, report: dict) -> None:
     report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
                                              "evaluated", "undefined")}
     report["admission"] = lab.store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
-    report["representations"] = lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
+    from rag_ttc_assets.stages.imported import representations_record  # late: polars; as in _answers below
+
+    report["representations"] = representations_record(lab, arm)
 
 
 def _answers(lab: Lab, arm: str, report: dict) -> None:
@@ -28,6 +30,9 @@ def _answers(lab: Lab, arm: str, report: dict) -> None:
     report["supply"] = lab.arms[arm].supply
     report["calls"] = {"answers": calls_summary(lab.store.read_table(arm, Table.ANSWERS))}
     report["generator_model"] = lab.arms[arm].generator.model
+    if lab.arms[arm].supply == "imported":  # the system's own model, as its traces name it (self-reported)
+        models = sorted({m for m in lab.store.read_table(arm, Table.ANSWERS)["model"].to_list() if m})
+        report["generator_model"] = "imported: " + (", ".join(models) or "unnamed")
 
 
 def _judges(lab: Lab, arm: str, report: dict) -> None:

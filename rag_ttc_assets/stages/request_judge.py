@@ -16,7 +16,7 @@ import polars as pl
 from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.completeness import json_list
-from rag_ttc_assets.core.contract import VALID, locate_json_object
+from rag_ttc_assets.core.contract import FREE_TEXT, VALID, locate_json_object
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, cited_answer_block, gold_requests_block
 from rag_ttc_assets.core.records import Question
@@ -62,7 +62,7 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
                 "judge_input_tokens": None, "judge_output_tokens": None, "judge_messages_digest": None,
                 "judge_parsed_from": None}
         judged: list[judging.RequestJudgment] | None = None
-        if c["status"] == VALID:
+        if c["status"] in (VALID, FREE_TEXT):
             call = caller.call(request_judge_messages(prompt, q, c),
                                response_format=response_format(cfg.response_format, "request_judgments"))
             base.update(judge_provider_calls=int(not call.cache_hit and call.status != "budget_exhausted"),

@@ -19,16 +19,16 @@ from typing import Any
 
 import polars as pl
 
-from rag_ttc_assets.adapters.store import ArtifactStore, Built
+from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.records import Question
-from rag_ttc_assets.core.usage import BM25_INDEX, QUESTION_EMBEDDINGS, VECTOR_INDEX, unused
+from rag_ttc_assets.core.usage import BM25_INDEX, CHUNKS, QUESTION_EMBEDDINGS, REPRESENTATIONS, VECTOR_INDEX, unused
 from rag_ttc_assets.lab import Lab, prompt_fields
-from rag_ttc_assets.stages import indexes, ingest
+from rag_ttc_assets.stages import imported, indexes, ingest
 from rag_ttc_assets.stages.coverage import request_support
 from rag_ttc_assets.stages.retrieval import arm_questions
 
@@ -57,12 +57,22 @@ class ArmInputs:
         return arm_questions(self.cfg, self.dataset)
 
     # --- shared artifacts ---------------------------------------------------------------------------------
+    @property
+    def imported(self) -> bool:
+        """Whether the arm's chunks, ranked lists and answers come from another system (core.imported)."""
+        return self.cfg.supply == "imported"
+
     @cached_property
-    def chunks(self) -> Built:
+    def chunks(self) -> Built | None:
+        """The lab's chunks; None for an imported arm (its chunks are the imported documents: chunk_list)."""
+        if CHUNKS in self.unused:
+            return None
         return ingest.build_chunks(self.lab, self.cfg, self.dataset)
 
     @cached_property
     def chunk_list(self) -> list[Chunk]:
+        if self.imported:
+            return imported.chunk_list(self.table(Table.IMPORTED_CHUNKS))
         return ingest.read_chunks(self.chunks)
 
     @cached_property
@@ -71,10 +81,14 @@ class ArmInputs:
 
     @cached_property
     def chunk_docs(self) -> dict[str, str]:
+        if self.imported:
+            return {c.chunk_id: c.doc_id for c in self.chunk_list}
         return dict(pl.read_parquet(self.chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())
 
     @cached_property
-    def representations(self) -> Built:
+    def representations(self) -> Built | None:
+        if REPRESENTATIONS in self.unused:
+            return None
         return ingest.build_representations(self.lab, self.cfg, self.dataset, self.chunks)
 
     @cached_property

@@ -27,6 +27,7 @@ from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.coverage import request_coverage
 from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
 from rag_ttc_assets.stages.indexes import read_question_embeddings
+from rag_ttc_assets.stages import imported
 
 
 
@@ -114,9 +115,19 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
             cfg, arm.dataset, arm.chunk_list, arm.source))
     elif cfg.supply == "tool":
         contexts = supply.tool_contexts(cfg, questions)
+    elif cfg.supply == "imported":
+
+        contexts = imported.contexts(cfg, arm.table(Table.IMPORTED_ROWS), arm.chunk_text)
     else:
         contexts = admit(cfg, rows, arm.chunk_text, questions, arm.support)
-    coverage = request_coverage(questions, arm.support, rows, contexts, cfg.supply)
+    coverage = request_coverage(questions, arm.support, rows, contexts,
+                                "retrieval" if cfg.supply == "imported" else cfg.supply)
+    if cfg.supply == "imported":
+        # An imported arm's chunks are only the documents its traces hold: a request whose gold evidence no trace
+        # retrieved has no supporting chunk, yet it has evidence (and counts in every coverage denominator).
+        labelled = {r.id: bool(r.evidence) for q in questions for r in q.requests}
+        coverage = coverage.with_columns(pl.Series("has_evidence", [labelled[r] for r in coverage["request_id"]],
+                                                   dtype=pl.Boolean))
     summary = admission_summary(coverage, contexts, cfg.supply)
     summary["hit_rates"] = admission.hit_rates(coverage.to_dicts())
     if cfg.supply == "tool":
@@ -152,9 +163,14 @@ RETRIEVAL_MEASURES = (*metrics.DEFAULT_MEASURES, "map", "P.5,10")
 
 def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
                       measures: tuple[str, ...] = RETRIEVAL_MEASURES) -> dict:
-    """Document-level trec_eval measures from the ranked list; questions without targets are undefined."""
+    """Document-level trec_eval measures from the ranked list; questions without targets are undefined, and so are
+    an imported arm's questions whose trace has no RETRIEVER span (retrieval not measured, never a miss)."""
     ranked = {r["query_id"]: metrics.doc_ranking(r["ranked_doc_ids"]) for r in retrieval_rows.iter_rows(named=True)}
-    qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions if q.targets}
+    unmeasured = ({r["query_id"]: r["retrieval_status"] for r in retrieval_rows.iter_rows(named=True)
+                   if r["retrieval_status"] == "no_retrieval_span"} if "retrieval_status" in retrieval_rows.columns
+                  else {})
+    qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions
+             if q.targets and q.id not in unmeasured}
     result = trec_eval.evaluate_ranked(qrels, {q.id: ranked.get(q.id, []) for q in questions}, measures,
                                        complete=True)
     undefined_ids = set(result.undefined_query_ids)
@@ -165,7 +181,7 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
                     "undefined_query_ids": undefined, "metric_definitions": trec_eval.DEFINITIONS})
     # The means are over the evaluated questions: N measured of M, the others without targets.
     m = measured_mean({q.id: None if q.id in undefined_ids else (per_query[q.id] or {}).get("recip_rank")
-                       for q in questions}, dict.fromkeys(undefined, NO_TARGETS))
+                       for q in questions}, {q: unmeasured.get(q, NO_TARGETS) for q in undefined})
     summary.update({"measured": m["measured"], "of": m["of"], "not_measured": m["not_measured"]})
     return {"summary": summary, "per_query": per_query}
 

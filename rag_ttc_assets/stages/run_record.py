@@ -216,16 +216,28 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     atomic_write_bytes(run_dir / "inputs" / "corpus.json", Path(ds.corpus_path).read_bytes())
     atomic_write_bytes(run_dir / "inputs" / "evaluation.json", Path(ds.evaluation_path).read_bytes())
     for field, kind in prompt_fields(cfg).items():
+        if field == "prompt" and cfg.supply == "imported":
+            continue  # the system's own prompt is in its traces (copied below), not one of the lab's
         p = lab.prompt(getattr(cfg, field), kind)
         target = run_dir / "inputs" / ("prompt.txt" if field == "prompt" else f"prompts/{p.name}.txt")
         atomic_write_bytes(target, p.text.encode("utf-8"))
-    chunks = pl.read_parquet(built["chunks"].path / "chunks.parquet")
     (run_dir / "preparation").mkdir(exist_ok=True)
+    if cfg.supply == "imported":
+        # The imported documents are the arm's chunks; the source file is copied beside its mapping.
+        chunks = store.read_table(arm, Table.IMPORTED_CHUNKS)
+        mapping = store.read_arm_json(arm, ArmJson.IMPORT_MAPPING)
+        atomic_write_bytes(run_dir / "inputs" / f"imported-source{Path(mapping['source_file']).suffix}",
+                           Path(mapping["source_file"]).read_bytes())
+        atomic_write_json(run_dir / "preparation" / "import-mapping.json", mapping)
+        atomic_write_json(run_dir / "preparation" / "representations.json",
+                          {"used_by_arm": False, "reason": unused(cfg)["representations"]})
+    else:
+        chunks = pl.read_parquet(built["chunks"].path / "chunks.parquet")
+        reps = pl.read_parquet(built["representations"].path / "representations.parquet")
+        atomic_write_json(run_dir / "preparation" / "representations.json",
+                          {**{k: built["representations"].manifest["info"].get(k) for k in REPRESENTATION_RECORD},
+                           "records": reps.to_dicts()})
     atomic_write_json(run_dir / "preparation" / "chunks.json", chunks.to_dicts())
-    reps = pl.read_parquet(built["representations"].path / "representations.parquet")
-    atomic_write_json(run_dir / "preparation" / "representations.json",
-                      {**{k: built["representations"].manifest["info"].get(k) for k in REPRESENTATION_RECORD},
-                       "records": reps.to_dicts()})
     atomic_write_json(run_dir / "indexes" / "manifest.json", {
         name: {"used_by_arm": False, "reason": unused(cfg)[name]} if b is None else
         {"path": str(b.path), "content_digest": b.content_digest, "key_digest": b.key_digest,
@@ -363,7 +375,8 @@ def validate_run_record(run_dir: Path, expected_rows: int, design: dict) -> list
     checks.append(("retrieval and contract totals match the evaluation",
                    rs["evaluated"] + rs["undefined"] == expected_rows == contract["total"],
                    f"retrieval {rs['evaluated']}+{rs['undefined']}, contract total {contract['total']}"))
-    roles_ok = all(a["model"] == design["generator"] and a["provider_role"] == "generator" for a in answers)
+    # An imported arm's generator is the system's own (design generator None): its model is what its traces say.
+    roles_ok = all(design["generator"] in (None, a["model"]) and a["provider_role"] == "generator" for a in answers)
     checks.append(("provider model and role match the design",
                    roles_ok and judge["judge_model"] == design["judge"],
                    f"generator {design['generator']}, judge {design['judge']}"))

@@ -7,6 +7,7 @@ import pytest
 from rag_ttc_assets.core.completeness import RequestOutcome, request_outcomes
 from rag_ttc_assets.core.flow import (
     FLOW_BRANCHES,
+    IMPORTED_BRANCHES,
     QUALITIES,
     FlowRow,
     flow_branch,
@@ -67,8 +68,10 @@ def first(coverage: dict, row: dict | None, judge_row: dict | None = None,
 
 
 def test_branch_order() -> None:
-    assert FLOW_BRANCHES == ("not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure",
-                             "not_measured", "not_addressed", "admitted_not_cited", "judged_unsupported", "ok")
+    assert FLOW_BRANCHES == ("no_trace", "no_retrieval_span", "not_retrieved", "cut_by_evidence_k",
+                             "cut_by_reranker", "no_answer_span", "omitted_by_context", "not_in_prompt",
+                             "contract_failure", "not_measured", "not_addressed", "admitted_not_cited",
+                             "judged_unsupported", "ok")
     assert QUALITIES == ("acceptable", "wrong", "unanswered", "not_measured")
 
 
@@ -83,6 +86,41 @@ def test_retrieval_side_comes_first_whatever_the_answer(coverage: dict, branch: 
     assert first(coverage, CITES, judge([verdict(1, True, [1])])).branch == branch
     assert first(coverage, None, None, []).branch == branch
     assert first(coverage, CITES, None, [unjudged("p.r1", "judge_timeout")]).branch == branch
+
+
+def imported_first(coverage: dict, row: dict | None, retrieval_status: str = "ok",
+                   judgments: list[dict] = ADDRESSED) -> FlowRow:
+    return flow_rows(P, [coverage], row, judge([verdict(1, True, [1])]), judgments, imported=True,
+                     retrieval_status=retrieval_status)[0]
+
+
+@pytest.mark.parametrize(("coverage", "row", "retrieval_status", "branch"), [
+    (cov("p.r1", ["c1"], ranked=False, selected=False, admitted=False), contract(status="no_trace", answer=None),
+     "no_trace", "no_trace"),
+    # No RETRIEVER span: retrieval was not measured, so the request is never counted as not retrieved.
+    (cov("p.r1", ["c1"], ranked=False, selected=False, admitted=False), CITES, "no_retrieval_span",
+     "no_retrieval_span"),
+    (cov("p.r1", ["c1"], ranked=False, selected=False, admitted=False), CITES, "ok", "not_retrieved"),
+    (cov("p.r1", ["c1"], selected=False, admitted=False), CITES, "ok", "cut_by_reranker"),
+    (cov("p.r1", ["c1"], admitted=False), CITES, "ok", "not_in_prompt"),
+    (ADMITTED, contract(status="no_answer_span", answer=None, abstained=None), "ok", "no_answer_span"),
+    # Without an LLM span what the prompt held is unknown: selected evidence is not "not in the prompt".
+    (cov("p.r1", ["c1"], admitted=False), contract(status="no_answer_span", answer=None, abstained=None), "ok",
+     "no_answer_span"),
+    (ADMITTED, CITES, "ok", "ok"),
+    # A free-text answer is read as an answer: cited through its citation style, judged like a valid one.
+    (ADMITTED, contract(status="free_text", cites=["c1"]), "ok", "ok"),
+    (ADMITTED, contract(status="free_text", cites=[]), "ok", "admitted_not_cited"),
+])
+def test_an_imported_arm_s_boundaries_are_what_its_trace_shows(coverage, row, retrieval_status, branch) -> None:
+    assert imported_first(coverage, row, retrieval_status).branch == branch
+
+
+def test_a_lab_arm_never_lands_in_an_imported_branch() -> None:
+    rows = [first(c, r) for c in (ADMITTED, cov("p.r1", ["c1"], admitted=False), cov("p.r1", ["c1"], selected=False,
+                                                                                     admitted=False))
+            for r in (CITES, contract(status="no_answer_span", answer=None, abstained=None), None)]
+    assert not {r.branch for r in rows} & set(IMPORTED_BRANCHES)
 
 
 @pytest.mark.parametrize("row", [
@@ -226,11 +264,13 @@ def test_flow_rows_per_request() -> None:
 def test_flow_table_closes() -> None:
     table = flow_table(all_rows())
     assert {b: table[b] for b in FLOW_BRANCHES} == {
+        **dict.fromkeys(IMPORTED_BRANCHES, 0),  # a lab arm never lands in an imported arm's branches
         "not_retrieved": 2, "cut_by_evidence_k": 1, "omitted_by_context": 2, "contract_failure": 1,
         "not_measured": 1, "not_addressed": 1, "admitted_not_cited": 1, "judged_unsupported": 1, "ok": 1}
     assert (table["total"], table["closes"], table["accounting_closes"]) == (11, True, True)
     none = {"acceptable": 0, "wrong": 0, "unanswered": 0, "not_measured": 0}
     assert table["accounting"] == {
+        **{b: none for b in IMPORTED_BRANCHES},
         "not_retrieved": {**none, "wrong": 1, "unanswered": 1},
         "cut_by_evidence_k": {**none, "unanswered": 1},
         "omitted_by_context": {**none, "unanswered": 1, "not_measured": 1},

@@ -12,7 +12,7 @@ import typing
 import pytest
 
 import rag_ttc_assets.definitions  # noqa: F401  (registers every asset)
-from rag_ttc_assets.core.arms import ArmConfig, ModelConfig
+from rag_ttc_assets.core.arms import ArmConfig, ImportedSource, ModelConfig
 from rag_ttc_assets.core.artifacts import ANSWERS, ARTIFACTS, EXECUTION_ONLY, Artifact, declaring
 from rag_ttc_assets.defs import graph
 from rag_ttc_assets.defs.registry import SPECS, fingerprints
@@ -47,7 +47,20 @@ def other_value(field: str, base: ArmConfig = BASE):
     raise AssertionError(f"no other value for {field!r} ({value!r}): extend other_value")
 
 
+# An imported arm (supply: imported) names its source; `source` is changed against it, and `supply` to it.
+SOURCE = ImportedSource(file="traces.json", format="otlp_json")
+IMPORTED = ArmConfig(supply="imported", source=SOURCE)
+
+
+def bases(field: str) -> tuple[ArmConfig, ...]:
+    return (IMPORTED,) if field == "source" else BASES
+
+
 def changed(field: str, base: ArmConfig = BASE) -> ArmConfig:
+    if field == "supply":  # to imported, the supply that reads none of the lab's corpus-side builds
+        return ArmConfig(**{**base.model_dump(), "supply": "imported", "source": SOURCE})
+    if field == "source":
+        return base.model_copy(update={"source": SOURCE.model_copy(update={"file": "other.json"})})
     return ArmConfig(**{**base.model_dump(), field: other_value(field, base)})
 
 
@@ -82,7 +95,7 @@ def test_a_conditional_field_counts_only_where_it_applies():
 @pytest.mark.parametrize("field", sorted(set(ArmConfig.model_fields) - EXECUTION_ONLY))
 def test_a_field_changes_exactly_the_declaring_artifacts_keys(field):
     moved = set()
-    for base in BASES:
+    for base in bases(field):
         other = changed(field, base)
         for a in ARTIFACTS:
             inputs = dict.fromkeys(a.inputs, "sha256:same")
@@ -96,7 +109,7 @@ def test_a_field_changes_exactly_the_declaring_artifacts_keys(field):
 def test_a_field_changes_exactly_the_fingerprints_of_its_assets_and_downstream(field):
     inputs = {"dataset": "sha256:dataset-files"}
     moved = set()
-    for base in BASES:
+    for base in bases(field):
         before, after = fingerprints(base, inputs), fingerprints(changed(field, base), inputs)
         moved |= {name for name in before if before[name] != after[name]}
     own = {s.name for s in SPECS if field in s.config}

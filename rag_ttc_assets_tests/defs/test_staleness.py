@@ -92,7 +92,7 @@ def test_chunk_runes_makes_everything_downstream_of_chunks_stale(lab_root):
     root, instance, mp = lab_root
     defs, lab = edit(root, "{chunk_runes: 500}")
     baseline = status(instance, defs, lab, "baseline")
-    assert stale(baseline) == {"chunks", *downstream("chunks")} == set(ALL) - {"corpus_binding"}
+    assert stale(baseline) == {"chunks", *downstream("chunks")} == set(ALL) - {"corpus_binding", "imported_source"}
     assert baseline["chunks"][1] == ["arm_config/chunks has a new data version (chunk_runes: 600 -> 500)"]
     assert stale(status(instance, defs, lab, "evidence-k-5")) == set()
     edit(root, "{}")

@@ -1,0 +1,165 @@
+"""Imported arms (core.imported) in the lab's tables: the source file read and mapped once (`imported_source`),
+then the retrieval rows, admitted contexts, answers and contract results every lab arm has, built from it with
+no provider call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from rag_ttc_assets.core import imported as core
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.chunking import Chunk
+from rag_ttc_assets.core.contract import FREE_TEXT, check_contract
+from rag_ttc_assets.core.dataset import Dataset, sha256_digest
+from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.stages.answer_table import ANSWER_SCHEMA, GENERATOR_ROLE
+from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
+from rag_ttc_assets.adapters.store import ArmJson
+
+IMPORTED_PROMPT = "imported"  # the answers' `prompt`: the system's own, not one of the lab's prompts
+LISTED = 50  # unmatched traces, unanswered questions and external documents listed by name (all are counted)
+
+
+def source_path(arms_file: Path, cfg: ArmConfig) -> Path:
+    """The source file, relative to the arms file that names it."""
+    p = Path(cfg.source.file)
+    return p if p.is_absolute() else Path(arms_file).parent / p
+
+
+def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Question]) -> dict:
+    """Read, parse and map the arm's source: {"chunks": DataFrame, "rows": DataFrame, "mapping": dict}. Raises
+    core.imported.ImportSourceError naming the file, the trace or row, and the field; nothing is written."""
+    path = source_path(arms_file, cfg)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise core.ImportSourceError(f"{arms_file}: field 'source.file': no file {path}") from None
+    src = cfg.source
+    traces = core.read_source(data, str(path), src.format, src.question_id_attribute)
+    mapping = core.map_traces(traces, questions, str(path), src.pick)
+    matches, index = core.map_documents(mapping.traces.values(), ds.documents_by_id)
+    chunk_text = {m.chunk.chunk_id: m.chunk.text for m in matches}
+    rows = core.imported_rows(questions, mapping, index, chunk_text)
+    external = [m.chunk.chunk_id for m in matches if m.matched_by == "external"]
+    statuses = {s: sum(r.status == s for r in rows) for s in ("ok", core.NO_ANSWER_SPAN, core.NO_TRACE)}
+    summary = {
+        "source_file": str(path), "source_digest": sha256_digest(data), "format": src.format,
+        "answer_format": src.answer_format, "citation_style": src.citation_style, "pick": src.pick,
+        "question_id_attribute": src.question_id_attribute,
+        **mapping.counts(),
+        "documents": len(matches),
+        "documents_by_id": sum(m.matched_by == "id" for m in matches),
+        "documents_by_content": sum(m.matched_by == "content" for m in matches),
+        "external_documents": len(external),
+        "no_answer_span": statuses[core.NO_ANSWER_SPAN],
+        "no_retrieval_span": sum(r.retrieval_status == core.NO_RETRIEVAL_SPAN for r in rows),
+        "unmatched_trace_ids": mapping.unmatched_traces[:LISTED],
+        "superseded_trace_ids": mapping.superseded_traces[:LISTED],
+        "unanswered_question_ids": mapping.unanswered_questions[:LISTED],
+        "external_document_ids": external[:LISTED],
+    }
+    chunks = pl.DataFrame([{**m.chunk.model_dump(), "matched_by": m.matched_by} for m in matches],
+                          schema={"chunk_id": pl.String, "doc_id": pl.String, "ordinal": pl.Int64, "text": pl.String,
+                                  "runes": pl.Int64, "start": pl.Int64, "end": pl.Int64, "matched_by": pl.String})
+    table = pl.DataFrame([r.__dict__ for r in rows], schema=ROWS_SCHEMA)
+    return {"chunks": chunks, "rows": table, "mapping": summary}
+
+
+ROWS_SCHEMA = {"query_id": pl.String, "trace_id": pl.String, "status": pl.String, "retrieval_status": pl.String,
+               "ranked_chunk_ids": pl.List(pl.String), "scores": pl.List(pl.Float64),
+               "selected_chunk_ids": pl.List(pl.String), "admitted_chunk_ids": pl.List(pl.String),
+               "answer": pl.String, "model": pl.String, "input_tokens": pl.Int64, "output_tokens": pl.Int64,
+               "latency_s": pl.Float64}
+
+
+def chunk_list(chunks: pl.DataFrame) -> list[Chunk]:
+    return [Chunk(**{k: v for k, v in r.items() if k != "matched_by"}) for r in chunks.iter_rows(named=True)]
+
+
+def retrieval_rows(rows: pl.DataFrame, chunk_docs: dict[str, str]) -> pl.DataFrame:
+    """The imported ranked lists in the retrieval_rows table's shape (no BM25 or vector ranks: the system's own
+    retriever ranked them), with each row's trace and retrieval status."""
+    out = []
+    for r in rows.iter_rows(named=True):
+        ids = r["ranked_chunk_ids"]
+        out.append({"query_id": r["query_id"], "retrieval": "imported", "retrieve_k": len(ids),
+                    "ranked_chunk_ids": ids, "ranked_doc_ids": [chunk_docs[c] for c in ids], "scores": r["scores"],
+                    "bm25_ranks": [None] * len(ids), "bm25_scores": [None] * len(ids),
+                    "vector_ranks": [None] * len(ids), "vector_scores": [None] * len(ids),
+                    "trace_id": r["trace_id"], "retrieval_status": r["retrieval_status"]})
+    return pl.DataFrame(out, schema_overrides={
+        "bm25_ranks": pl.List(pl.Int64), "vector_ranks": pl.List(pl.Int64), "scores": pl.List(pl.Float64),
+        "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64), "trace_id": pl.String})
+
+
+def contexts(cfg: ArmConfig, rows: pl.DataFrame, chunk_text: dict[str, str]) -> pl.DataFrame:
+    """Selected = the RERANKER's output (else the ranked list); admitted = what the prompt held, in prompt order;
+    omitted = selected but not in the prompt. No budget of the lab's applies: max_runes is what was used."""
+    out = []
+    for r in rows.iter_rows(named=True):
+        admitted = r["admitted_chunk_ids"]
+        runes = [len(chunk_text[c]) for c in admitted]
+        out.append({"query_id": r["query_id"], "evidence_k": len(r["selected_chunk_ids"]),
+                    "evidence_order": "imported", "selected_chunk_ids": r["selected_chunk_ids"],
+                    "admitted_chunk_ids": admitted, "evidence_runes": runes, "evidence_offsets": [0] * len(admitted),
+                    "omitted_chunk_ids": [c for c in r["selected_chunk_ids"] if c not in set(admitted)],
+                    "used_runes": sum(runes), "max_runes": sum(runes), "counterfactual": "none",
+                    "withheld_chunk_ids": [], "planted": "[]", "supply": cfg.supply})
+    return pl.DataFrame(out, schema_overrides=CONTEXT_SCHEMA)
+
+
+def answers(cfg: ArmConfig, rows: pl.DataFrame, source_digest: str) -> pl.DataFrame:
+    """The system's own answers in the answers table's shape: no provider call (provider_turns 0), its model and
+    token counts as its trace reported them (self-reported), status ok / no_answer_span / no_trace."""
+    out = []
+    for r in rows.iter_rows(named=True):
+        out.append({"query_id": r["query_id"], "prompt": IMPORTED_PROMPT, "prompt_digest": source_digest,
+                    "model": r["model"] or "imported", "provider_role": GENERATOR_ROLE, "offline_baseline": False,
+                    "supply": cfg.supply, "admitted_chunk_ids": r["admitted_chunk_ids"], "lookups": "[]",
+                    "lookup_calls": 0, "citation_check": "off", "status": r["status"], "raw_text": r["answer"],
+                    "input_tokens": r["input_tokens"], "output_tokens": r["output_tokens"],
+                    "latency_s": r["latency_s"] or 0.0,
+                    "cost_usd": None, "attempts": 0, "error": None if r["status"] == "ok" else r["status"],
+                    "cache_hit": False, "provider_turns": 0, "messages_digests": [], "trace_id": r["trace_id"]})
+    return pl.DataFrame(out, schema_overrides={**ANSWER_SCHEMA, "trace_id": pl.String})
+
+
+def contract_row(cfg: ArmConfig, a: dict, chunk_text: dict[str, str]) -> dict:
+    """One imported answer through the contract (`answer_format: contract`), or as free text: status `free_text`,
+    the whole reply as the answer, citations read per `citation_style` (core.imported.citations)."""
+    if a["status"] != "ok":
+        return {"query_id": a["query_id"], "status": a["status"], "reason": a["status"], "parsed_from": None,
+                "answer": None, "citation_chunk_ids": [], "abstained": None, "request_items": "[]", "answer_chars": 0}
+    if cfg.source.answer_format == "contract":
+        res = check_contract(a["raw_text"], a["admitted_chunk_ids"], "ok")
+        ans = res.answer
+        return {"query_id": a["query_id"], "status": res.status, "reason": res.reason, "parsed_from": res.parsed_from,
+                "answer": ans.answer if ans else None,
+                "citation_chunk_ids": list(ans.citation_chunk_ids) if ans else [],
+                "abstained": ans.abstained if ans else None,
+                "request_items": json.dumps([r.model_dump() for r in ans.requests]) if ans else "[]",
+                "answer_chars": len(ans.answer) if ans else 0}
+    text = a["raw_text"] or ""
+    cited = core.citations(text, cfg.source.citation_style, a["admitted_chunk_ids"], chunk_text)
+    return {"query_id": a["query_id"], "status": FREE_TEXT, "reason": f"citation_style: {cfg.source.citation_style}",
+            "parsed_from": None, "answer": text, "citation_chunk_ids": cited, "abstained": False, "request_items": "[]",
+            "answer_chars": len(text)}
+
+
+def contract(cfg: ArmConfig, answers_df: pl.DataFrame, chunk_text: dict[str, str]) -> pl.DataFrame:
+    rows = [contract_row(cfg, a, chunk_text) for a in answers_df.iter_rows(named=True)]
+    return pl.DataFrame(rows, schema_overrides={"answer": pl.String, "abstained": pl.Boolean, "parsed_from": pl.String,
+                                                "citation_chunk_ids": pl.List(pl.String)})
+
+
+def representations_record(lab, arm: str) -> dict:
+    """What an arm's representations were (ArmJson.REPRESENTATIONS); an imported arm's are the system's own, read
+    from its traces, not the lab's (its representations asset builds nothing)."""
+    cfg = lab.arms[arm]
+    if cfg.supply != "imported":
+        return lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
+    return {"representation": "imported", "builder": "the imported system", "builder_model": None,
+            "prompt_digest": None, "era": f"imported:{cfg.source.file}", "offline_baseline": False}
