@@ -41,6 +41,9 @@ READY_TIMEOUT_S = 120.0
 THREADS = 2
 SEED = 1234
 BATCH_SIZE = 2048  # llama.cpp's defaults, pinned so another release's defaults do not change the batches
+# --no-repack: the weights stay in the GGUF's layout, multiplied by the plain CPU kernels. Otherwise which kernels
+# run depends on the CPU (repacked AVX layouts, Intel AMX tiles), and a build that found AMX on the CPU crashes
+# (SIGSEGV in ggml_backend_amx_mul_mat, at the warm-up) in a VM that does not grant AMX tile state.
 UBATCH_SIZE = 512
 
 
@@ -81,7 +84,7 @@ def command(port: int, api_key: str) -> list[str]:
             "--ctx-size", str(CTX_SIZE), "--parallel", "1", "--no-webui", "--api-key", api_key,
             "--threads", str(THREADS), "--threads-batch", str(THREADS), "--seed", str(SEED),
             "--batch-size", str(BATCH_SIZE), "--ubatch-size", str(UBATCH_SIZE),
-            "--no-cache-prompt", "--cache-ram", "0"]
+            "--no-cache-prompt", "--cache-ram", "0", "--no-repack"]
 
 
 def server_env(environ: dict[str, str] | None = None) -> dict[str, str]:

@@ -50,6 +50,7 @@ def test_the_command_pins_what_would_make_replies_vary(monkeypatch, tmp_path) ->
         return cmd[cmd.index(flag) + 1]
 
     assert "--no-cache-prompt" in cmd and "--cache-prompt" not in cmd and value("--cache-ram") == "0"
+    assert "--no-repack" in cmd
     assert value("--threads") == value("--threads-batch") == str(ls.THREADS)
     assert int(value("--seed")) >= 0  # -1 would be a new random seed per start
     assert (value("--batch-size"), value("--ubatch-size"), value("--parallel")) == ("2048", "512", "1")
