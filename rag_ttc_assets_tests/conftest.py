@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from rag_ttc_assets_tests.support.required import (  # noqa: F401  (hooks)
+    pytest_collection_modifyitems, pytest_configure, pytest_runtest_setup)
 from rag_ttc_assets_tests.support.s3_server import s3_bucket, s3_server  # noqa: F401  (fixtures for every test)
+
+pytest_plugins = ["pytester"]  # the tests of the test support run pytest on small test files
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

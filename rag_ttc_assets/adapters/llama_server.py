@@ -31,8 +31,20 @@ DEFAULT_PORT = 8091
 # One slot: the two cores serve one request at a time, and the whole context is that slot's (a grounded-answer
 # prompt at the default 12,000-rune budget is 3-4k tokens; SmolLM2 was trained to 8,192).
 CTX_SIZE = 8192
-THREADS = 2
 READY_TIMEOUT_S = 120.0
+# What makes a reply depend on anything but its prompt: pinned, so two runs of the same prompts reply alike
+# (docs/local-llm.md, "Reproducibility"). llama.cpp does not promise bit-equal logits for one prompt evaluated in
+# different batch splits: its prompt cache (on by default, and in host memory since --cache-ram) evaluates only the
+# part of a prompt that differs from an earlier one, so a reply would depend on which request came before it. Off:
+# every prompt is evaluated whole, in the same batches. The thread count changes how sums are split, so it is fixed
+# (not "all cores"); the seed is fixed, though at temperature 0 sampling draws nothing.
+THREADS = 2
+SEED = 1234
+BATCH_SIZE = 2048  # llama.cpp's defaults, pinned so another release's defaults do not change the batches
+# --no-repack: the weights stay in the GGUF's layout, multiplied by the plain CPU kernels. Otherwise which kernels
+# run depends on the CPU (repacked AVX layouts, Intel AMX tiles), and a build that found AMX on the CPU crashes
+# (SIGSEGV in ggml_backend_amx_mul_mat, at the warm-up) in a VM that does not grant AMX tile state.
+UBATCH_SIZE = 512
 
 
 def build_dir() -> Path:
@@ -65,11 +77,20 @@ def free_port() -> int:
 
 
 def command(port: int, api_key: str) -> list[str]:
-    """The server's command line: loopback only, one slot, no web UI; JSON-schema-constrained decoding (a
-    `response_format` with a schema becomes a grammar) is built into llama-server and needs no flag."""
+    """The server's command line: loopback only, one slot, no web UI, and everything that could make a reply
+    depend on more than its prompt pinned (no prompt cache, fixed threads, batches and seed). JSON-schema-constrained
+    decoding (a `response_format` with a schema becomes a grammar) is built into llama-server and needs no flag."""
     return [str(binary()), "--model", str(gguf_path()), "--alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
-            "--ctx-size", str(CTX_SIZE), "--parallel", "1", "--threads", str(THREADS), "--no-webui",
-            "--api-key", api_key]
+            "--ctx-size", str(CTX_SIZE), "--parallel", "1", "--no-webui", "--api-key", api_key,
+            "--threads", str(THREADS), "--threads-batch", str(THREADS), "--seed", str(SEED),
+            "--batch-size", str(BATCH_SIZE), "--ubatch-size", str(UBATCH_SIZE),
+            "--no-cache-prompt", "--cache-ram", "0", "--no-repack"]
+
+
+def server_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: the caller's without llama.cpp's LLAMA_ARG_* variables, which would set options
+    the command line does not name (a user's LLAMA_ARG_CACHE_PROMPT or LLAMA_ARG_N_PARALLEL, say)."""
+    return {k: v for k, v in (os.environ if environ is None else environ).items() if not k.startswith("LLAMA_ARG_")}
 
 
 class LlamaServer:
@@ -99,7 +120,7 @@ class LlamaServer:
         self._log = self.log_path.open("wb")
         # Its own session: stop() ends the process group, and a Ctrl-C in the terminal reaches only us.
         self._process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True, env=server_env())
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if (code := self._process.poll()) is not None:

@@ -40,6 +40,24 @@ def test_an_absent_build_names_the_install_command(monkeypatch, tmp_path) -> Non
     assert "make install-local-llm" in ls.available()
 
 
+def test_the_command_pins_what_would_make_replies_vary(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(ls, "binary", lambda: tmp_path / "llama-server")
+    monkeypatch.setattr(ls, "gguf_path", lambda: tmp_path / "model.gguf")
+    cmd = ls.command(8091, "k")
+
+    def value(flag: str) -> str:
+        assert cmd.count(flag) == 1, flag
+        return cmd[cmd.index(flag) + 1]
+
+    assert "--no-cache-prompt" in cmd and "--cache-prompt" not in cmd and value("--cache-ram") == "0"
+    assert "--no-repack" in cmd
+    assert value("--threads") == value("--threads-batch") == str(ls.THREADS)
+    assert int(value("--seed")) >= 0  # -1 would be a new random seed per start
+    assert (value("--batch-size"), value("--ubatch-size"), value("--parallel")) == ("2048", "512", "1")
+    env = ls.server_env({"LLAMA_ARG_CACHE_PROMPT": "1", "LLAMA_ARG_N_PARALLEL": "4", "PATH": "/bin"})
+    assert env == {"PATH": "/bin"}
+
+
 def test_the_server_listens_on_loopback_only_with_one_slot_and_a_key(llama_server) -> None:
     cmd = ls.command(llama_server.port, llama_server.api_key)
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1"

@@ -21,8 +21,10 @@ from rag_ttc_assets.core.records import Question, Target
 from rag_ttc_assets.stages.retrieval import retrieval_metrics
 
 DEFAULT_NAMES = ["recip_rank"] + [f"{m}_{k}" for m in ("recall", "ndcg_cut", "success") for k in (5, 10, 20, 100)]
-TREC_EVAL_TESTS = Path(os.environ.get("RAG_TTC_TREC_EVAL_TESTS")
-                       or Path(__file__).resolve().parent.parent / "data" / "trec_eval")
+TREC_EVAL_ENV = "RAG_TTC_TREC_EVAL_TESTS"  # .ci/run sets it when the CI machine holds the files
+TREC_EVAL_TESTS = Path(os.environ.get(TREC_EVAL_ENV) or Path(__file__).resolve().parent.parent / "data" / "trec_eval")
+TREC_EVAL_FILES = ["qrels.test", "results.test", "results.trunc", "out.test", "out.test.a", "out.test.aq",
+                   "out.test.aqc", "out.test.meas_params"]  # as data/trec_eval/README.md lists them
 
 
 # --- hand-computed values --------------------------------------------------------------------------
@@ -203,11 +205,29 @@ def test_matches_pytrec_eval_on_the_defined_queries(seed: int, graded: bool) -> 
 # --- trec_eval's own test suite through `rag-ttc metrics` -----------------------------------------
 
 def _trec_eval_file(name: str) -> Path:
-    path = TREC_EVAL_TESTS / name
-    if not path.is_file():
-        pytest.skip(f"{path} missing: trec_eval's test files are not committed; "
-                    "rag_ttc_assets_tests/data/trec_eval/README.md says where to get them")
-    return path
+    """One of trec_eval's test files. Absent from a clone (they are not committed): the suite skips, naming the
+    missing files; absent from a folder that RAG_TTC_TREC_EVAL_TESTS names: it fails, naming them."""
+    missing = [f for f in TREC_EVAL_FILES if not (TREC_EVAL_TESTS / f).is_file()]
+    if missing:
+        why = (f"trec_eval's test files {', '.join(missing)} are missing from {TREC_EVAL_TESTS}: they are not "
+               f"committed; rag_ttc_assets_tests/data/trec_eval/README.md says where to get them (or set "
+               f"{TREC_EVAL_ENV} to a folder that holds them)")
+        if os.environ.get(TREC_EVAL_ENV):
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    return TREC_EVAL_TESTS / name
+
+
+def test_the_suites_file_list_is_the_readmes() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "data" / "trec_eval" / "README.md").read_text()
+    first_block = readme.split("\n\n    ", 1)[1].split("\n\n", 1)[0]  # the README's first indented block
+    listed = first_block.split()
+    assert listed == TREC_EVAL_FILES
+    assert all(name in _ci_run() for name in (TREC_EVAL_ENV, "../shared/trec_eval_tests"))
+
+
+def _ci_run() -> str:
+    return (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
 
 
 def _printed(name: str) -> dict[tuple[str, str], float]:

@@ -6,10 +6,11 @@ What is checked here, for every fragment:
     `run_coordinator` (QueuedRunCoordinator, whose class config is validated too) and the whole
     `storage: postgres:` section (its schema, `pg_config`, is part of dagster itself);
   - the module/class/config shape of `run_launcher`.
-What needs a package that is not a dependency of this project (dagster-k8s, dagster-celery-k8s,
-dagster-postgres) is checked only when that package is importable: the launcher's own config
-against its `config_type()`. Without it that part is skipped, with the reason in the skip message;
-an instance with Postgres storage is never opened (that needs a server).
+What needs a package that is not a dependency of this project (dagster-k8s, dagster-celery-k8s) is
+checked only when that package is importable: the launcher's own config against its `config_type()`.
+Without it that part is skipped, with the reason in the skip message. dagster-postgres is a test
+dependency: without it the check skips, and fails under RAG_TTC_REQUIRE_ALL (.ci/run). An instance
+with Postgres storage is never opened here (e2e/test_cluster.py does, on a real server).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 import yaml
 
 from rag_ttc_assets_tests.conftest import REPO
+from rag_ttc_assets_tests.support.required import skip_or_fail
 
 CLUSTER = REPO / "docs" / "cluster"
 FRAGMENTS = {
@@ -94,6 +96,6 @@ def test_postgres_storage_class_resolves_when_dagster_postgres_is_installed():
     try:
         from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
     except ImportError as e:
-        pytest.skip(f"dagster-postgres is not installed ({e}); the storage section was checked against "
-                    "dagster's own pg_config schema only, and no Postgres server was contacted")
+        skip_or_fail(f"dagster-postgres is not installed ({e}); the storage section was checked against "
+                     "dagster's own pg_config schema only, and no Postgres server was contacted")
     assert PostgresRunStorage and PostgresEventLogStorage and PostgresScheduleStorage

@@ -9,6 +9,8 @@ import sys
 import pytest
 
 from rag_ttc_assets_tests.conftest import PYREF, REPO
+from rag_ttc_assets_tests.support.browser import NO_CHROMIUM, NO_PLAYWRIGHT
+from rag_ttc_assets_tests.support.required import needs
 
 
 @pytest.mark.slow
@@ -113,7 +115,8 @@ def test_code_location_import_is_measured_and_imports_no_model_library(tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.path.exists(os.environ.get("RAG_TTC_CHROMIUM", "/usr/bin/chromium")), reason="no chromium")
+@needs(NO_PLAYWRIGHT)
+@needs(NO_CHROMIUM)
 def test_report_render_is_measured_against_a_plain_table_in_chromium(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(

@@ -42,14 +42,27 @@ def ran(llama_server, tmp_path_factory):
     return root, env, out, json.loads(js)["arms"]
 
 
-def _lab(root):
+@pytest.fixture(scope="module")
+def ran_again(ran, tmp_path_factory):
+    """The same arms on the same questions again, into a fresh store and Dagster home (so every reply is asked of
+    the server again: no call cache) and in the other order, on the same server after other requests. Its home."""
+    _, env, _, _ = ran
+    again = tmp_path_factory.mktemp("local-llm-again")
+    (again / "dh").mkdir()
+    env = {**env, "RAG_TTC_HOME": str(again / "home"), "DAGSTER_HOME": str(again / "dh")}
+    code, _, err = cli("run", "llm-free", "llm", env=env, timeout=1500)
+    assert code == 0, err[-3000:]
+    return again / "home"
+
+
+def _lab(root, home=None):
     from rag_ttc_assets.lab import Lab
 
-    return Lab.from_env(arms_file=root / "arms.yaml", datasets_dir=root / "datasets", home=root / "home")
+    return Lab.from_env(arms_file=root / "arms.yaml", datasets_dir=root / "datasets", home=home or root / "home")
 
 
-def _table(root, arm: str, name: str) -> pl.DataFrame:
-    return _lab(root).store.read_table(arm, name)
+def _table(root, arm: str, name: str, home=None) -> pl.DataFrame:
+    return _lab(root, home).store.read_table(arm, name)
 
 
 def test_both_arms_reach_the_server_as_openai_models_and_every_row_has_one_status(ran) -> None:
@@ -100,3 +113,27 @@ def test_a_row_reads_back_with_inspect(ran) -> None:
     code, out, err = cli("inspect", "llm", "mini-01", env=env)
     assert code == 0, err
     assert "openai/smollm2-135m-instruct" in out and "**Contract**:" in out
+
+
+# Columns that say how or when a row was obtained, not what it says.
+HOW = {"cache_hit", "cache_hits", "latency_s", "attempts", "started_at", "finished_at", "provider_calls",
+       "judge_provider_calls", "judge_cache_hits", "dagster_run_id", "detected_at", "updated_at"}
+
+
+def _rows(df: pl.DataFrame) -> list[str]:
+    kept = df.drop([c for c in df.columns if c in HOW or c.endswith("latency_s")])
+    return sorted(json.dumps(row, sort_keys=True, default=str) for row in kept.to_dicts())
+
+
+def test_two_runs_on_fresh_stores_give_the_same_replies(ran, ran_again) -> None:
+    """At temperature 0 the served model's reply depends on its prompt only (adapters/llama_server.py pins what
+    else could change it): the second run, asked of the server again after other requests, replies alike."""
+    root = ran[0]
+    for arm in ("llm", "llm-free"):
+        first = _table(root, arm, Table.ANSWERS).sort("query_id")
+        second = _table(root, arm, Table.ANSWERS, ran_again).sort("query_id")
+        assert not second["cache_hit"].any() and (second["output_tokens"] > 0).all()  # asked again, answered
+        assert second["query_id"].to_list() == first["query_id"].to_list()
+        assert second["raw_text"].to_list() == first["raw_text"].to_list(), arm
+        for name in (Table.ANSWERS, Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS, Table.REQUEST_JUDGMENTS):
+            assert _rows(_table(root, arm, name, ran_again)) == _rows(_table(root, arm, name)), (arm, name)

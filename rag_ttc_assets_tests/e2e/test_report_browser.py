@@ -21,15 +21,12 @@ import pytest
 import yaml
 
 from rag_ttc_assets_tests.conftest import PYREF, REPO, mini_corpus, mini_questions, write_dataset
-from rag_ttc_assets_tests.e2e.test_ui_browser import CHROMIUM, CHROMIUM_ARGS
+from rag_ttc_assets_tests.support.browser import BROWSER, CHROMIUM, CHROMIUM_ARGS, sync_api
 from rag_ttc_assets_tests.support.reliability import cli, lab_env
-
-sync_api = pytest.importorskip("playwright.sync_api", exc_type=ImportError,
-                               reason="playwright is not importable (pip install -c constraints.txt -e '.[test]')")
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no browser: {CHROMIUM} is missing (apt-get install chromium)"),
+    *BROWSER,
 ]
 
 DISPLACED = "judged_unsupported -> admitted_not_cited"  # a cited request whose citation moved at K=8

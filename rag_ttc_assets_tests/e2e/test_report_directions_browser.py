@@ -9,10 +9,9 @@ import pytest
 from rag_ttc_assets.core.compare import DIRECTIONS, KINDS, outcome
 from rag_ttc_assets.report.html import render
 from rag_ttc_assets.report.synthetic import synthetic_pair_model
-from rag_ttc_assets_tests.e2e.test_ui_browser import CHROMIUM, CHROMIUM_ARGS
+from rag_ttc_assets_tests.support.browser import BROWSER, CHROMIUM, CHROMIUM_ARGS, sync_api
 
-sync_api = pytest.importorskip("playwright.sync_api", exc_type=ImportError, reason="playwright is not importable")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no browser: {CHROMIUM} is missing")
+pytestmark = BROWSER
 
 
 def _metric(delta: float) -> dict:

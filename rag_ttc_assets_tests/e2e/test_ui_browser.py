@@ -10,7 +10,8 @@ multiprocess executor starts a Python per step, ~10 s each here); `answers` runs
 Screenshots land in $RAG_TTC_SCREENSHOTS (default: tmp_path/screenshots); with
 RAG_TTC_UPDATE_SCREENSHOTS=1 they are also copied into docs/screenshots/ for the README.
 Needs Debian's `chromium` (/usr/bin/chromium, or $RAG_TTC_CHROMIUM) and the `playwright` Python
-package; never `playwright install`, which downloads a browser. Skipped when either is missing.
+package; never `playwright install`, which downloads a browser. Skipped when either is missing (failed under
+RAG_TTC_REQUIRE_ALL, which .ci/run sets).
 """
 
 from __future__ import annotations
@@ -26,14 +27,9 @@ import pytest
 
 from rag_ttc_assets.defs.graph import upstream
 from rag_ttc_assets_tests.conftest import REPO
+from rag_ttc_assets_tests.support.browser import BROWSER, CHROMIUM, CHROMIUM_ARGS, sync_api
 from rag_ttc_assets_tests.support.dagster_dev import DagsterDev
 
-sync_api = pytest.importorskip("playwright.sync_api", exc_type=ImportError,  # missing, or its greenlet broken
-                               reason="playwright is not importable (pip install -c constraints.txt -e '.[test]')")
-
-CHROMIUM = Path(os.environ.get("RAG_TTC_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1280, "height": 800}
 ARM = "baseline"
 UPSTREAM_OF_ANSWERS = list(upstream("admitted_contexts"))
@@ -43,7 +39,7 @@ RUN_S = 240  # per run; on a busy 2-core machine a run takes about a minute
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no browser: {CHROMIUM} is missing (apt-get install chromium)"),
+    *BROWSER,
 ]
 
 RUNS = "{ runsOrError(limit: 50) { ... on Runs { results { runId status runConfigYaml tags { key value } } } } }"

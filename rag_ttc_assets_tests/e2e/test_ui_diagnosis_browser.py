@@ -14,13 +14,11 @@ import pytest
 from rag_ttc_assets_tests.conftest import REPO, mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.e2e.test_diagnosis import ARMS
 from rag_ttc_assets_tests.e2e.test_multiprocess_queue import LAUNCH, LOCATIONS
-from rag_ttc_assets_tests.e2e.test_ui_browser import CHROMIUM, CHROMIUM_ARGS
+from rag_ttc_assets_tests.support.browser import BROWSER, CHROMIUM, CHROMIUM_ARGS, sync_api
 from rag_ttc_assets_tests.support.dagster_dev import DagsterDev, free_port
 from rag_ttc_assets_tests.support.reliability import cli, cli_start, kill_group, lab_env
 
-sync_api = pytest.importorskip("playwright.sync_api", exc_type=ImportError, reason="playwright is not importable")
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no browser: {CHROMIUM} is missing")]
+pytestmark = [pytest.mark.slow, *BROWSER]
 
 
 def _wait_http(url: str, timeout_s: float = 60) -> None:

@@ -19,8 +19,9 @@ import pytest
 from rag_ttc_assets.defs.graph import STAGES, deps
 from rag_ttc_assets_tests.conftest import MINI_ARMS
 from rag_ttc_assets_tests.e2e.test_ui_browser import ARM as UI_ARM
-from rag_ttc_assets_tests.e2e.test_ui_browser import (CHROMIUM, VIEWPORT, add_run_config, launch_one_run, run_ids,
-                                                      screenshots, select_arm, sync_api, ui_session)
+from rag_ttc_assets_tests.e2e.test_ui_browser import (VIEWPORT, add_run_config, launch_one_run, run_ids,  # noqa: F401
+                                                      screenshots, select_arm, ui_session)
+from rag_ttc_assets_tests.support.browser import BROWSER, sync_api
 from rag_ttc_assets_tests.support.reliability import cli
 
 ARM, OTHER = UI_ARM, "evidence-k-5"
@@ -32,7 +33,7 @@ OBSERVED = """query($path: [String!]!, $p: String!) { assetOrError(assetKey: {pa
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no browser: {CHROMIUM} is missing (apt-get install chromium)"),
+    *BROWSER,
 ]
 
 

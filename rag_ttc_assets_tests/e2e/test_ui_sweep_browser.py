@@ -24,13 +24,10 @@ import pytest
 
 from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets_tests.conftest import MINI_ARMS, REPO
+from rag_ttc_assets_tests.e2e.test_ui_browser import (  # noqa: F401 (screenshots: the fixture)
+    add_run_config, run_ids, screenshots, ui_session)
+from rag_ttc_assets_tests.support.browser import BROWSER, sync_api
 from rag_ttc_assets_tests.support.dagster_dev import DagsterDev
-
-sync_api = pytest.importorskip("playwright.sync_api", exc_type=ImportError,
-                               reason="playwright is not importable (pip install -c constraints.txt -e '.[test]')")
-
-from rag_ttc_assets_tests.e2e.test_ui_browser import (  # noqa: E402,F401 (screenshots: the fixture)
-    CHROMIUM, add_run_config, run_ids, screenshots, ui_session)
 
 FAMILY = "context"
 ARMS = ["context-700", "context-4000"]
@@ -45,7 +42,7 @@ RUN_S = 240
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no browser: {CHROMIUM} is missing (apt-get install chromium)"),
+    *BROWSER,
 ]
 
 BACKFILLS = "{ partitionBackfillsOrError(limit: 20) { ... on PartitionBackfills { results { id } } } }"

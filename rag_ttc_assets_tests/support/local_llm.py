@@ -3,9 +3,9 @@ started once per test session (the `llama_server` fixture, registered by the roo
 
 from __future__ import annotations
 
-import os
-
 import pytest
+
+from rag_ttc_assets_tests.support.required import skip_or_fail
 
 REQUIRE_ENV = "RAG_TTC_REQUIRE_LOCAL_LLM"  # set by `make test-local-llm`: an absent build fails instead of skipping
 TEST_KEY = "local-llm-test-key"
@@ -25,9 +25,7 @@ def skip_unless_built() -> None:
 
     why = ls.available()
     if why is not None:
-        if os.environ.get(REQUIRE_ENV):
-            pytest.fail(why)
-        pytest.skip(why)
+        skip_or_fail(why, REQUIRE_ENV)
 
 
 @pytest.fixture(scope="session")
