@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from rag_ttc_assets.adapters.store import Table
 from rag_ttc_assets_tests.conftest import REPO
@@ -213,7 +214,13 @@ def test_two_arms_on_postgres_and_dask_workers_equal_a_local_run(cluster, model,
     for arm in ARMS:
         ours, theirs = _tables(env, arm), _tables(local_env, arm)
         for t in TABLES:
-            assert ours[t].equals(theirs[t]), (arm, t)
+            # Exact in every ID, text and count; the float32 similarity scores only to their precision: the question
+            # embeddings are computed in another process (a worker, not the local run's step), whose BLAS may sum in
+            # another order (seen: 0.5790846943855286 against 0.5790846347808838, the same ranked IDs).
+            try:
+                assert_frame_equal(ours[t], theirs[t], check_exact=False, rel_tol=1e-5, abs_tol=1e-6)
+            except AssertionError as e:
+                raise AssertionError(f"{arm} {t}: {e}") from None
     print(f"\nCLUSTER-FIGURES: cluster part {cluster_s:.0f}s, local reference {time.monotonic() - started - cluster_s:.0f}s; "
           f"killed {kill['worker']} (pid {kill['pid']}) after {kill['answered']} answers; "
           f"step pids {sorted({pid for _, pid in starts})}")
