@@ -4,6 +4,9 @@ FIRST boundary at which its support disappeared.  Every request lands in exactly
   not_retrieved       no supporting chunk in the ranked list.  This includes requests with no supporting chunk
                       at all in this arm's chunking (no gold evidence, or quotes no chunk covers) and requests
                       of questions that never reached retrieval: support that does not exist was not retrieved.
+  missed_by_ann       (an arm with an approximate vector index, core.ann) not ranked, but a supporting chunk is in
+                      the ranked list the arm would have had with the exact vector list in place of the approximate
+                      one: the index's search lost it. Missed by both lists, it stays not_retrieved.
   cut_by_evidence_k   ranked, but no supporting chunk in the evidence_k prefix (selected).
   omitted_by_context  selected, but no supporting chunk admitted under the context budget.
   contract_failure    no parsed answer (no contract row, parse failure, provider fault such as timeout or
@@ -52,11 +55,11 @@ from rag_ttc_assets.core.contract import ABSTAINED, VALID
 from rag_ttc_assets.core.measured import measured_mean
 from rag_ttc_assets.core.records import Question
 
-FLOW_BRANCHES = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure", "not_measured",
-                 "not_addressed", "admitted_not_cited", "judged_unsupported", "ok")
+FLOW_BRANCHES = ("not_retrieved", "missed_by_ann", "cut_by_evidence_k", "omitted_by_context", "contract_failure",
+                 "not_measured", "not_addressed", "admitted_not_cited", "judged_unsupported", "ok")
 QUALITIES = ("acceptable", "wrong", "unanswered", "not_measured")
-Branch = Literal["not_retrieved", "cut_by_evidence_k", "omitted_by_context", "contract_failure", "not_measured",
-                 "not_addressed", "admitted_not_cited", "judged_unsupported", "ok"]
+Branch = Literal["not_retrieved", "missed_by_ann", "cut_by_evidence_k", "omitted_by_context", "contract_failure",
+                 "not_measured", "not_addressed", "admitted_not_cited", "judged_unsupported", "ok"]
 
 
 class FlowRow(BaseModel):
@@ -88,7 +91,8 @@ def flow_branch(question: Question, coverage_row: dict, contract_row: dict | Non
     """The branch of the request that `coverage_row` names, given its completeness outcome."""
     cov = coverage_by_request(question, [coverage_row])[coverage_row["request_id"]]
     if not cov["ranked"]:
-        return "not_retrieved"
+        # Only an approximate index's rows carry exact_ranked (core.admission.coverage_rows): None elsewhere.
+        return "missed_by_ann" if cov.get("exact_ranked") else "not_retrieved"
     if not cov["selected"]:
         return "cut_by_evidence_k"
     if not cov["admitted"]:

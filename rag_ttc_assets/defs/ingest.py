@@ -58,6 +58,7 @@ def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
 def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The text each chunk is indexed and embedded as (plain, titled, or contextual: a builder's context first)."""
     arm = lab.inputs(context)
+    arm.check_vector_index()  # an index parameter this corpus cannot take fails before anything is built
     built = ingest.build_representations(arm.lab, arm.cfg, arm.dataset, arm.chunks, progress=arm.progress,
                                          retry_faults=True)
     info = built.manifest["info"]

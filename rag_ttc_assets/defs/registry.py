@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from dagster import AssetChecksDefinition, AssetsDefinition, PartitionsDefinition, PreviewWarning, asset, asset_check
 
 from rag_ttc_assets.core.arms import ArmConfig, config_digest
-from rag_ttc_assets.core.artifacts import Artifact
+from rag_ttc_assets.core.artifacts import Artifact, field_values
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,10 @@ class ArmAssetSpec:
     def fields_for(self, cfg: ArmConfig) -> tuple[str, ...]:
         """The arm fields this arm's asset depends on (conditional fields where they apply, core.artifacts)."""
         return tuple(dict.fromkeys(f for a in self.artifacts for f in a.fields_for(cfg)))
+
+    def field_values(self, cfg: ArmConfig) -> dict:
+        """The values of `fields_for(cfg)` (only the declared parts of a field declared in parts)."""
+        return field_values(self.artifacts, cfg)
 
     def unused(self, cfg: ArmConfig) -> dict[str, str]:
         """The asset's artifacts this arm never reads, with the reason (core.usage)."""
@@ -86,13 +90,12 @@ def fingerprints(cfg: ArmConfig, inputs: dict[str, str]) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     specs = {s.fn.__name__: s for s in SPECS}
-    dumped = cfg.model_dump(mode="json")
 
     def fp(name: str) -> str:
         if name not in out:
             s = specs[name]
             own = s.fields_for(cfg)
-            fields = {f: dumped[f] for f in own}
+            fields = s.field_values(cfg)
             state = {"code_version": s.code_version, "config": fields,
                      "inputs": {f: inputs.get(f) for f in own if f in inputs},
                      "upstream": {d: fp(d) for d in s.deps}}
