@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_ttc_assets.core.ann import OVERFETCH
+
 TABLE = "chunks"
 
 
@@ -120,7 +122,7 @@ class VectorIndex:
             elif self.indexed:
                 for name, value in self.query.items():
                     query = getattr(query, name)(value)
-            res = query.limit(limit + 10).select(["chunk_id", "_distance"]).to_arrow()
+            res = query.limit(limit + OVERFETCH).select(["chunk_id", "_distance"]).to_arrow()
             hits: list[list[tuple[str, float]]] = [[] for _ in range(part.shape[0])]
             # A single-row query carries no query_index column: every hit is that row's.
             qidx = res.column("query_index").to_pylist() if "query_index" in res.column_names else [0] * res.num_rows

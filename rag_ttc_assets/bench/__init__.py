@@ -984,6 +984,10 @@ def cmd_bench(args) -> int:
         from rag_ttc_assets.bench import growth
 
         return growth.cmd_growth(args)
+    if "scale" in (args.only or []):  # its own generated corpus and table: bench/scale.py
+        from rag_ttc_assets.bench import scale
+
+        return scale.cmd_scale(args)
     report = run_bench(only=args.only, repeat=args.repeat, home=args.home, scale=args.scale)
     print(json.dumps(report, indent=2, default=str) if args.json else format_table(report))
     return 0
@@ -1003,8 +1007,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                           "alternating and repeating, and report median times, their ratio, "
                                           "the target and a verdict. Measurements: " + ", ".join(ITEMS) + ".")
     s.add_argument("--json", action="store_true")
-    s.add_argument("--only", action="append", choices=list(ITEMS), metavar="NAME",
-                   help="run only this measurement (repeatable): " + ", ".join(ITEMS))
+    s.add_argument("--only", action="append", choices=[*ITEMS, "scale"], metavar="NAME",
+                   help="run only this measurement (repeatable): " + ", ".join(ITEMS)
+                   + "; or scale alone, with --chunks N (bench/scale.py)")
     s.add_argument("--scale", type=_positive, metavar="N",
                    help="use a synthetic corpus of N documents recombined from the bundled paragraphs")
     s.add_argument("--repeat", type=_positive, default=3, metavar="R", help="rounds per measurement (default 3)")
@@ -1015,6 +1020,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--growth-embed-max", type=int, default=10_000, metavar="N",
                    help="with --growth: embed only sizes up to N chunks (default 10000; larger sizes index "
                         "seeded random vectors and report no embedding time)")
+    from rag_ttc_assets.bench import scale
+
+    scale.add_arguments(s)
     s.set_defaults(fn=cmd_bench)
     return s
 

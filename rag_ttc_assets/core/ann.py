@@ -22,6 +22,9 @@ from typing import Any
 from rag_ttc_assets.core.arms import VectorIndexConfig
 
 HNSW_M, HNSW_EF_CONSTRUCTION = 20, 300
+# Each vector search asks for this many candidates beyond its limit, so ties at the cut are broken by chunk ID
+# (adapters.vectors).
+OVERFETCH = 10
 
 
 class IndexParamsError(ValueError):
@@ -57,6 +60,19 @@ def resolve_build(vi: VectorIndexConfig, vectors: int, dimension: int) -> dict[s
         out["m"] = vi.m if vi.m is not None else HNSW_M
         out["ef_construction"] = vi.ef_construction if vi.ef_construction is not None else HNSW_EF_CONSTRUCTION
     return out
+
+
+def check_query(vi: VectorIndexConfig, limit: int) -> None:
+    """IndexParamsError unless the query parameters can serve a search for `limit` results: LanceDB's HNSW search
+    needs `ef` at least the number of candidates it is asked for (limit + OVERFETCH, times refine_factor)."""
+    if vi.ef is None:
+        return
+    k = (limit + OVERFETCH) * (vi.refine_factor or 1)
+    if vi.ef < k:
+        raise IndexParamsError(f"vector_index.ef: {vi.ef} is below the {k} candidates each search asks the index for "
+                               f"({limit} ranked + {OVERFETCH} over-fetched"
+                               + (f", times refine_factor {vi.refine_factor}" if vi.refine_factor else "")
+                               + f"); use ef >= {k}")
 
 
 def query_params(vi: VectorIndexConfig) -> dict[str, int]:

@@ -55,6 +55,8 @@ def check_vector_index(cfg: ArmConfig, vectors_count: int, source: str) -> dict:
     if not cfg.vector_index.approximate:
         return {"type": "flat"}
     try:
+        # The deepest search the arm makes: each source's candidates for fusion, or a tool arm's lookup.
+        ann.check_query(cfg.vector_index, max(artifacts.SOURCE_DEPTH, cfg.retrieve_k, cfg.lookup_top_n))
         return ann.resolve_build(cfg.vector_index, vectors_count, embeddings.dimension(cfg.embedding_model))
     except ann.IndexParamsError as e:
         raise ann.IndexParamsError(f"{source}: field {e}") from None
