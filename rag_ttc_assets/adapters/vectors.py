@@ -43,7 +43,7 @@ def build_table(path: Path, chunk_ids: list[str], vectors: np.ndarray) -> int:
         {
             "chunk_id": pa.array(chunk_ids, pa.string()),
             "vector": pa.FixedSizeListArray.from_arrays(
-                pa.array(vectors.astype(np.float32).reshape(-1), pa.float32()), dim
+                pa.array(vectors.astype(np.float32, copy=False).reshape(-1), pa.float32()), dim
             ),
         },
         schema=schema,
