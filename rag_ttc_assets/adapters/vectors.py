@@ -1,4 +1,6 @@
-"""Vector index over chunk embeddings with LanceDB: cosine distance, exact (brute-force) search."""
+"""Vector index over chunk embeddings with LanceDB: cosine distance; exact (brute-force) search, or an approximate
+index (IVF-PQ, IVF-HNSW-SQ, IVF-HNSW-PQ) built on the same table, with the exact scan still at hand
+(`bypass_vector_index`)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from rag_ttc_assets.core.ann import OVERFETCH
 
 TABLE = "chunks"
 
@@ -39,7 +43,7 @@ def build_table(path: Path, chunk_ids: list[str], vectors: np.ndarray) -> int:
         {
             "chunk_id": pa.array(chunk_ids, pa.string()),
             "vector": pa.FixedSizeListArray.from_arrays(
-                pa.array(vectors.astype(np.float32).reshape(-1), pa.float32()), dim
+                pa.array(vectors.astype(np.float32, copy=False).reshape(-1), pa.float32()), dim
             ),
         },
         schema=schema,
@@ -48,25 +52,63 @@ def build_table(path: Path, chunk_ids: list[str], vectors: np.ndarray) -> int:
     return int(table.version)
 
 
+def index_config(params: dict):
+    """LanceDB's index configuration for resolved build parameters (core.ann.resolve_build), cosine distance."""
+    from lancedb.index import HnswPq, HnswSq, IvfPq
+
+    _lancedb()
+    kind = params["type"]
+    if kind == "ivf_pq":
+        return IvfPq(distance_type="cosine", num_partitions=params["num_partitions"],
+                     num_sub_vectors=params["num_sub_vectors"])
+    if kind == "ivf_hnsw_sq":
+        return HnswSq(distance_type="cosine", num_partitions=params["num_partitions"], m=params["m"],
+                      ef_construction=params["ef_construction"])
+    if kind == "ivf_hnsw_pq":
+        return HnswPq(distance_type="cosine", num_partitions=params["num_partitions"],
+                      num_sub_vectors=params["num_sub_vectors"], m=params["m"], ef_construction=params["ef_construction"])
+    raise ValueError(f"unknown vector index type {kind!r}")
+
+
+def build_index(path: Path, params: dict) -> dict:
+    """Build the approximate index `params` describes on the table in `path` (a folder the caller publishes only
+    once this returns: an interrupted build leaves nothing a reader opens). Returns what LanceDB reports of it."""
+    lancedb = _lancedb()
+    table = lancedb.connect(str(path)).open_table(TABLE)
+    table.create_index("vector", config=index_config(params), replace=True, name=INDEX)
+    stats = table.index_stats(INDEX)
+    return {"index_name": INDEX, "index_type": stats.index_type, "distance_type": stats.distance_type,
+            "indexed_rows": int(stats.num_indexed_rows), "unindexed_rows": int(stats.num_unindexed_rows),
+            "lancedb_version": int(table.version)}
+
+
+INDEX = "vector_idx"
+
+
 class VectorIndex:
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, query: dict | None = None):
         """`path`: the table's folder, or its `s3://` URI (LanceDB reads the object store itself, configured by the
-        AWS_* variables)."""
+        AWS_* variables). `query`: the approximate index's query parameters (nprobes, refine_factor, ef), set on
+        every search that uses the index."""
         lancedb = _lancedb()
         self.db = lancedb.connect(str(path))
         self.table = self.db.open_table(TABLE)
         self.version = int(self.table.version)
+        self.query = dict(query or {})
+        self.indexed = any(i.name == INDEX for i in self.table.list_indices())
 
     def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """Top `limit` (chunk_id, cosine similarity), ties broken by chunk_id."""
         return self.search_many(np.asarray(vector, dtype=np.float32)[None, :], limit)[0]
 
-    def search_many(self, vectors: np.ndarray, limit: int, batch: int = 256) -> list[list[tuple[str, float]]]:
+    def search_many(self, vectors: np.ndarray, limit: int, batch: int = 256,
+                    exact: bool = False) -> list[list[tuple[str, float]]]:
         """`search` for each row of `vectors`, in one LanceDB query per `batch` rows.
 
-        The same exact cosine search, over-fetch and tie-break as one query per vector: LanceDB runs
+        The same cosine search, over-fetch and tie-break as one query per vector: LanceDB runs
         each row as its own query and tags its hits with `query_index`. Only the IDs and distances
-        are fetched, never the stored vectors.
+        are fetched, never the stored vectors. A table with an approximate index is searched through it
+        (with the query parameters), unless `exact`: a flat scan of every row (`bypass_vector_index`).
         """
         m = np.asarray(vectors, dtype=np.float32)
         if m.ndim != 2:
@@ -74,13 +116,13 @@ class VectorIndex:
         out: list[list[tuple[str, float]]] = []
         for start in range(0, m.shape[0], batch):
             part = m[start:start + batch]
-            res = (
-                self.table.search(part if part.shape[0] > 1 else part[0])
-                .distance_type("cosine")
-                .limit(limit + 10)
-                .select(["chunk_id", "_distance"])
-                .to_arrow()
-            )
+            query = self.table.search(part if part.shape[0] > 1 else part[0]).distance_type("cosine")
+            if exact:
+                query = query.bypass_vector_index()
+            elif self.indexed:
+                for name, value in self.query.items():
+                    query = getattr(query, name)(value)
+            res = query.limit(limit + OVERFETCH).select(["chunk_id", "_distance"]).to_arrow()
             hits: list[list[tuple[str, float]]] = [[] for _ in range(part.shape[0])]
             # A single-row query carries no query_index column: every hit is that row's.
             qidx = res.column("query_index").to_pylist() if "query_index" in res.column_names else [0] * res.num_rows

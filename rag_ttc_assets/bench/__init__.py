@@ -44,7 +44,9 @@ Measurements (``--only NAME``, repeatable):
 One module per theme (``retrieval.py``: retrieval, embedding, onnx_embedding; ``dagster_jobs.py``: k_sweep,
 dagster_overhead, code_location_import; ``metrics.py``, ``memory.py``, ``unused_index.py``, ``report.py``, ``imported.py``), each
 registering its measurements with ``registry.measurement``; the harness (``harness.py``), the labs (``labs.py``)
-and the command (``command.py``) beside them; ``--growth`` in ``growth.py``.
+and the command (``command.py``) beside them; ``--growth`` in ``growth.py``; ``--only scale --chunks N`` (Tantivy and
+each LanceDB index type at N generated chunks, the lab's calls against the libraries called directly; it runs alone,
+with its own table) in ``scale.py``.
 
 The store lives under ``--home`` (default: a temporary folder, removed afterwards), never in the
 user's ``.rag_ttc``.  ``--scale N`` replaces the bundled dataset by N synthetic documents

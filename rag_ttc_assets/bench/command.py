@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import rag_ttc_assets.bench as bench
-from rag_ttc_assets.bench import growth
+from rag_ttc_assets.bench import growth, scale
 from rag_ttc_assets.bench.harness import fmt, log
 from rag_ttc_assets.bench.labs import bundled_spec, scaled_spec
 from rag_ttc_assets.bench.registry import measurements, names
@@ -64,6 +64,8 @@ def format_table(report: dict) -> str:
 def cmd_bench(args) -> int:
     if getattr(args, "growth", None):
         return growth.cmd_growth(args)
+    if "scale" in (args.only or []):  # its own generated corpus and table: bench/scale.py
+        return scale.cmd_scale(args)
     report = run_bench(only=args.only, repeat=args.repeat, home=args.home, scale=args.scale)
     print(json.dumps(report, indent=2, default=str) if args.json else format_table(report))
     return 0
@@ -84,8 +86,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                           "alternating and repeating, and report median times, their ratio, "
                                           "the target and a verdict. Measurements: " + ", ".join(items) + ".")
     s.add_argument("--json", action="store_true")
-    s.add_argument("--only", action="append", choices=list(items), metavar="NAME",
-                   help="run only this measurement (repeatable): " + ", ".join(items))
+    s.add_argument("--only", action="append", choices=[*items, "scale"], metavar="NAME",
+                   help="run only this measurement (repeatable): " + ", ".join(items)
+                   + "; or scale alone, with --chunks N (bench/scale.py)")
     s.add_argument("--scale", type=_positive, metavar="N",
                    help="use a synthetic corpus of N documents recombined from the bundled paragraphs")
     s.add_argument("--repeat", type=_positive, default=3, metavar="R", help="rounds per measurement (default 3)")
@@ -96,6 +99,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--growth-embed-max", type=int, default=10_000, metavar="N",
                    help="with --growth: embed only sizes up to N chunks (default 10000; larger sizes index "
                         "seeded random vectors and report no embedding time)")
+    s.add_argument("--chunks", type=int, default=100_000, metavar="N",
+                   help="with --only scale: the generated corpus's chunk count (default 100000)")
     s.set_defaults(fn=cmd_bench)
     return s
 

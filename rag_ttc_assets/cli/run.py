@@ -68,6 +68,12 @@ def run_tables(reports: dict[str, dict]) -> str:
                      a.get("mean_admitted_chunks"), a.get("mean_used_runes"), a.get("admission_coverage")])
     out.append(text_table(["arm", "recip_rank", "recall_10", "ndcg_cut_10", "success_10", "evaluated", "undefined",
                        "omissions", "admitted", "used_runes", "adm_coverage"], rows))
+    ann = [[n, r["ann_recall_k"], f"{r['ann_recall_measured']}/{r['ann_recall_of']}"]
+           for n, rep in reports.items() if "ann_recall_k" in (r := rep.get("retrieval", {}))]
+    if ann:
+        out.append("approximate vector index (ann_recall_k: the share of the exact vector list, top retrieve_k, that "
+                   "the index's list kept; n: questions measured of all):\n"
+                   + text_table(["arm", "ann_recall_k", "ann_recall_n"], ann))
     reps = {n: rep["representations"] for n, rep in reports.items() if rep.get("representations")}
     if len({r["era"] for r in reps.values()}) > 1 or any(r.get("builder_model") for r in reps.values()):
         out.append(representation_table(reps, describe))

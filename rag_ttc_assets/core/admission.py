@@ -122,9 +122,11 @@ def context_row(cfg, query_id: str, ranked_chunk_ids: list[str], chunk_text: dic
 
 
 def coverage_rows(questions, support: dict[str, list[str]], ranked: dict[str, set[str]],
-                  contexts: dict[str, dict]) -> list[dict]:
+                  contexts: dict[str, dict], exact_ranked: dict[str, set[str]] | None = None) -> list[dict]:
     """Per request: is a supporting chunk ranked, selected, admitted (chunk level). `ranked` and `contexts` are
-    per question ID: the ranked chunk IDs (for preloaded and tool arms, what was in context) and the context row."""
+    per question ID: the ranked chunk IDs (for preloaded and tool arms, what was in context) and the context row.
+    `exact_ranked`, for an arm with an approximate vector index (core.ann): the ranked list it would have had with
+    the exact vector list; each row's `exact_ranked` says whether a supporting chunk is in it (None otherwise)."""
     rows = []
     for q in questions:
         c = contexts[q.id]
@@ -136,6 +138,8 @@ def coverage_rows(questions, support: dict[str, list[str]], ranked: dict[str, se
                 "ranked": any(s in ranked[q.id] for s in sup),
                 "selected": any(s in c["selected_chunk_ids"] for s in sup),
                 "admitted": any(s in c["admitted_chunk_ids"] for s in sup),
+                "exact_ranked": (None if exact_ranked is None or q.id not in exact_ranked
+                                 else any(s in exact_ranked[q.id] for s in sup)),
             })
     return rows
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -58,6 +58,55 @@ class ImportedSource(Frozen):
     question_id_attribute: str = Field(default="metadata.question_id", min_length=1)
 
 
+INDEX_TYPES = ("flat", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq")
+# Which of LanceDB's own parameters each index type takes (lancedb.index.IvfPq / HnswSq / HnswPq and the vector
+# query's nprobes / refine_factor / ef). `flat` is no index: every query scans every row, exactly.
+INDEX_PARAMS = {
+    "flat": (),
+    "ivf_pq": ("num_partitions", "num_sub_vectors", "nprobes", "refine_factor"),
+    "ivf_hnsw_sq": ("num_partitions", "m", "ef_construction", "nprobes", "refine_factor", "ef"),
+    "ivf_hnsw_pq": ("num_partitions", "num_sub_vectors", "m", "ef_construction", "nprobes", "refine_factor", "ef"),
+}
+
+
+class VectorIndexConfig(Frozen):
+    """The LanceDB table's vector index (`vector_index` in arms.yaml): its type, LanceDB's build parameters and the
+    query parameters its searches use. Unset parameters are LanceDB's defaults, resolved against the corpus by
+    core.ann (the build records the values it used).
+
+    The build parameters (BUILD) are the `vector_index` artifact's key; the query parameters (QUERY) the retrieval
+    rows' (core.artifacts), so arms that differ only in nprobes, refine_factor or ef search one index build."""
+
+    type: Literal["flat", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq"] = "flat"
+    num_partitions: int | None = Field(default=None, gt=0)
+    num_sub_vectors: int | None = Field(default=None, gt=0)
+    m: int | None = Field(default=None, gt=0)
+    ef_construction: int | None = Field(default=None, gt=0)
+    nprobes: int | None = Field(default=None, gt=0)
+    refine_factor: int | None = Field(default=None, gt=0)
+    ef: int | None = Field(default=None, gt=0)
+
+    # `type` is in both: the retrieval rows of an approximate index also hold the exact list (core.ann).
+    BUILD: ClassVar[tuple[str, ...]] = ("type", "num_partitions", "num_sub_vectors", "m", "ef_construction")
+    QUERY: ClassVar[tuple[str, ...]] = ("type", "nprobes", "refine_factor", "ef")
+
+    @model_validator(mode="after")
+    def _params_of_its_type(self) -> VectorIndexConfig:
+        takes = INDEX_PARAMS[self.type]
+        extra = [f for f in self.BUILD + self.QUERY if f != "type" and getattr(self, f) is not None and f not in takes]
+        if extra:
+            raise ValueError(f"index type {self.type!r} takes no {', '.join(extra)}"
+                             + (f" (it takes {', '.join(takes)})" if takes else " (flat is an exact scan, no index)"))
+        if self.nprobes is not None and self.num_partitions is not None and self.nprobes > self.num_partitions:
+            raise ValueError(f"nprobes ({self.nprobes}) is above num_partitions ({self.num_partitions}): "
+                             "a query cannot probe more partitions than the index has")
+        return self
+
+    @property
+    def approximate(self) -> bool:
+        return self.type != "flat"
+
+
 class ArmConfig(Frozen):
     """The effective configuration of one arm (seed section 4.1 baseline as defaults)."""
 
@@ -74,6 +123,7 @@ class ArmConfig(Frozen):
     representation_era: str | None = Field(default=None, min_length=1)
     representation_budget: int = Field(default=20000, ge=0)
     embedding_model: str = "all-MiniLM-L6-v2"
+    vector_index: VectorIndexConfig = VectorIndexConfig()
     retrieval: Literal["bm25", "vector", "rrf"] = "rrf"
     rrf_k: int = Field(default=60, gt=0)
     retrieve_k: int = Field(default=20, gt=0)

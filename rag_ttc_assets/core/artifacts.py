@@ -14,10 +14,10 @@ Bump an artifact's `version` when the code that builds it changes what it writes
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.arms import ArmConfig, VectorIndexConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION
 from rag_ttc_assets.core.representations import MODEL_BUILT
 from rag_ttc_assets.core.usage import DECIDED_BY, unused
@@ -52,6 +52,9 @@ class Artifact:
     # its declaration, so switching an arm between reading and not reading it moves its fingerprint.
     optional: bool = False
     decided_by: tuple[str, ...] = DECIDED_BY
+    # A field of which only some keys count here: `vector_index`'s build parameters are the index's key, its query
+    # parameters the retrieval rows' (an nprobes sweep shares one index build).
+    parts: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.all_fields if f not in ArmConfig.model_fields]
@@ -59,6 +62,8 @@ class Artifact:
             raise ValueError(f"artifact {self.name!r} declares unknown arm fields {unknown}")
         if bool(self.conditional) != (self.applies is not None):
             raise ValueError(f"artifact {self.name!r}: conditional fields and `applies` go together")
+        if set(self.parts) - set(self.all_fields):
+            raise ValueError(f"artifact {self.name!r}: parts of fields it does not declare {sorted(self.parts)}")
 
     @property
     def all_fields(self) -> tuple[str, ...]:
@@ -80,12 +85,25 @@ class Artifact:
         if set(inputs) != set(self.inputs):
             raise ValueError(f"artifact {self.name!r} is keyed by inputs {sorted(self.inputs)}, "
                              f"given {sorted(inputs)}")
-        fields = self.fields_for(cfg)
-        values = cfg.model_dump(mode="json", include=set(fields))
         key = {"artifact": self.name, "version": self.version,
-               "fields": {f: values[f] for f in fields}, "inputs": dict(sorted(inputs.items()))}
+               "fields": field_values((self,), cfg), "inputs": dict(sorted(inputs.items()))}
         # Never built under this key (nothing is stored for an unused artifact); said, so it cannot pass for one.
         return key if self.unused_reason(cfg) is None else {**key, "used_by_arm": False}
+
+
+def field_values(declared: tuple[Artifact, ...], cfg: ArmConfig) -> dict[str, Any]:
+    """The values of the fields `declared` depend on for `cfg` (fields_for), as JSON; a field declared in parts
+    (`Artifact.parts`) keeps only the keys the artifacts declare. The store key and the fingerprint both read this."""
+    dumped = cfg.model_dump(mode="json")
+    out: dict[str, Any] = {}
+    for a in declared:
+        for f in a.fields_for(cfg):
+            if f in a.parts:
+                kept = out.get(f, {}) if isinstance(out.get(f), dict) else {}
+                out[f] = {**kept, **{k: dumped[f][k] for k in a.parts[f]}}
+            else:
+                out[f] = dumped[f]
+    return out
 
 
 # --- the corpus side (shared artifacts in the store) ---------------------------------------------------------
@@ -103,20 +121,23 @@ REPRESENTATIONS = Artifact(
 _INDEX_DECIDED_BY = (*DECIDED_BY, "supply")  # an imported arm reads no index of the lab's
 BM25_INDEX = Artifact("bm25_index", "tantivy-0.27/en-stem-stopwords/1", (), ("representations",), optional=True,
                       decided_by=_INDEX_DECIDED_BY)
-VECTOR_INDEX = Artifact("vector_index", "sentence-transformers/normalized/1", ("embedding_model",),
-                        ("representations",), optional=True, decided_by=_INDEX_DECIDED_BY)
+VECTOR_INDEX = Artifact("vector_index", "sentence-transformers/normalized/2", ("embedding_model", "vector_index"),
+                        ("representations",), optional=True, decided_by=_INDEX_DECIDED_BY,
+                        parts={"vector_index": VectorIndexConfig.BUILD})
 QUESTION_EMBEDDINGS = Artifact("question_embeddings", "sentence-transformers/normalized/1", ("embedding_model",),
                                ("evaluation_digest",), optional=True, decided_by=_INDEX_DECIDED_BY)
 # The digest of an index the arm does not read is None in its key (core.usage); the embedding model counts only
 # where the vector side is searched.
-RETRIEVAL_ROWS = Artifact("retrieval_rows", "retrieval-rows/1",
+# An approximate index's rows also hold the exact list (core.ann): its query parameters and type are the rows' key.
+RETRIEVAL_ROWS = Artifact("retrieval_rows", "retrieval-rows/2",
                           ("retrieval", "rrf_k", "retrieve_k", "question_set"),
                           ("evaluation_digest", "source_depth", "chunks", "bm25_index", "vector_index",
                            "question_embeddings"),
-                          conditional=("embedding_model",),
+                          conditional=("embedding_model", "vector_index"),
                           # By the retrieval mode alone: an imported arm's rows are never built under this key.
                           applies=lambda cfg: VECTOR_INDEX.name not in unused(cfg.model_copy(
-                              update={"supply": "retrieval", "source": None})))
+                              update={"supply": "retrieval", "source": None})),
+                          parts={"vector_index": VectorIndexConfig.QUERY})
 
 # --- per-arm tables and summaries ----------------------------------------------------------------------------
 RETRIEVAL_SUMMARY = Artifact("retrieval_summary", "retrieval-metrics/2")

@@ -4,6 +4,9 @@ FIRST boundary at which its support disappeared.  Every request lands in exactly
   not_retrieved       no supporting chunk in the ranked list.  This includes requests with no supporting chunk
                       at all in this arm's chunking (no gold evidence, or quotes no chunk covers) and requests
                       of questions that never reached retrieval: support that does not exist was not retrieved.
+  missed_by_ann       (an arm with an approximate vector index, core.ann) not ranked, but a supporting chunk is in
+                      the ranked list the arm would have had with the exact vector list in place of the approximate
+                      one: the index's search lost it. Missed by both lists, it stays not_retrieved.
   cut_by_evidence_k   ranked, but no supporting chunk in the evidence_k prefix (selected).
   omitted_by_context  selected, but no supporting chunk admitted under the context budget.
   contract_failure    no parsed answer (no contract row, parse failure, provider fault such as timeout or
@@ -60,16 +63,16 @@ from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, NO_ANSWER_SPAN, N
 from rag_ttc_assets.core.measured import measured_mean
 from rag_ttc_assets.core.records import Question
 
-FLOW_BRANCHES = ("no_trace", "no_retrieval_span", "not_retrieved", "cut_by_evidence_k", "cut_by_reranker",
-                 "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure", "not_measured",
-                 "not_addressed", "admitted_not_cited", "judged_unsupported", "ok")
+FLOW_BRANCHES = ("no_trace", "no_retrieval_span", "not_retrieved", "missed_by_ann", "cut_by_evidence_k",
+                 "cut_by_reranker", "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure",
+                 "not_measured", "not_addressed", "admitted_not_cited", "judged_unsupported", "ok")
 # The branches only an imported arm lands in, and the lab boundary each imported one stands at.
 IMPORTED_BRANCHES = ("no_trace", "no_retrieval_span", "cut_by_reranker", "not_in_prompt", "no_answer_span")
 LAB_BOUNDARY = {"cut_by_reranker": "cut_by_evidence_k", "not_in_prompt": "omitted_by_context"}
 QUALITIES = ("acceptable", "wrong", "unanswered", "not_measured")
-Branch = Literal["no_trace", "no_retrieval_span", "not_retrieved", "cut_by_evidence_k", "cut_by_reranker",
-                 "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure", "not_measured",
-                 "not_addressed", "admitted_not_cited", "judged_unsupported", "ok"]
+Branch = Literal["no_trace", "no_retrieval_span", "not_retrieved", "missed_by_ann", "cut_by_evidence_k",
+                 "cut_by_reranker", "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure",
+                 "not_measured", "not_addressed", "admitted_not_cited", "judged_unsupported", "ok"]
 
 
 class FlowRow(BaseModel):
@@ -107,7 +110,8 @@ def flow_branch(question: Question, coverage_row: dict, contract_row: dict | Non
         return "no_retrieval_span"
     cov = coverage_by_request(question, [coverage_row])[coverage_row["request_id"]]
     if not cov["ranked"]:
-        return "not_retrieved"
+        # Only an approximate index's rows carry exact_ranked (core.admission.coverage_rows): None elsewhere.
+        return "missed_by_ann" if cov.get("exact_ranked") else "not_retrieved"
     if not cov["selected"]:
         return "cut_by_reranker" if imported else "cut_by_evidence_k"
     if imported and status == NO_ANSWER_SPAN:  # no LLM span: what its prompt held is unknown

@@ -89,6 +89,7 @@ def representations(context: AssetExecutionContext, lab: LabResource) -> Materia
     arm = lab.inputs(context)
     if artifacts.REPRESENTATIONS.name in arm.unused:  # (arm.representations would build it: this asset does)
         return unused_result(arm.unused[artifacts.REPRESENTATIONS.name])
+    arm.check_vector_index()  # an index parameter this corpus cannot take fails before anything is built
     built = ingest.build_representations(arm.lab, arm.cfg, arm.dataset, arm.chunks, progress=arm.progress,
                                          retry_faults=True)
     info = built.manifest["info"]

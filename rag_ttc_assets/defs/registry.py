@@ -13,7 +13,7 @@ from dagster import (AssetChecksDefinition, AssetKey, AssetsDefinition, Partitio
                      asset_check)
 
 from rag_ttc_assets.core.arms import ArmConfig, config_digest
-from rag_ttc_assets.core.artifacts import Artifact
+from rag_ttc_assets.core.artifacts import Artifact, field_values
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,10 @@ class ArmAssetSpec:
     def fields_for(self, cfg: ArmConfig) -> tuple[str, ...]:
         """The arm fields this arm's asset depends on (conditional fields where they apply, core.artifacts)."""
         return tuple(dict.fromkeys(f for a in self.artifacts for f in a.fields_for(cfg)))
+
+    def field_values(self, cfg: ArmConfig) -> dict:
+        """The values of `fields_for(cfg)` (only the declared parts of a field declared in parts)."""
+        return field_values(self.artifacts, cfg)
 
     def unused(self, cfg: ArmConfig) -> dict[str, str]:
         """The asset's artifacts this arm never reads, with the reason (core.usage)."""
@@ -112,7 +116,7 @@ def _fingerprints(dumped: dict, cfg: ArmConfig, inputs: dict[str, str]) -> dict[
         if name not in out:
             s = specs[name]
             own = s.fields_for(cfg)
-            fields = {f: dumped[f] for f in own}
+            fields = s.field_values(cfg)
             state = {"code_version": s.code_version, "config": fields,
                      "inputs": {f: inputs.get(f) for f in own if f in inputs},
                      "upstream": {d: fp(d) for d in s.deps}}

@@ -40,9 +40,8 @@ def arm_state(lab: Lab, arm: str) -> dict[str, dict]:
     cfg = lab.arms[arm]
     inputs = lab.fingerprint_inputs(cfg)
     fps = fingerprints(cfg, inputs)
-    dumped = cfg.model_dump(mode="json")
     return {s.name: {"fingerprint": fps[s.name], "code_version": s.code_version,
-                     "config": {f: dumped[f] for f in s.fields_for(cfg)},
+                     "config": s.field_values(cfg),
                      "inputs": {f: inputs[f] for f in s.fields_for(cfg) if f in inputs},
                      "upstream": {d: fps[d] for d in s.deps},
                      **({"unused": unused} if (unused := s.unused(cfg)) else {})} for s in SPECS}

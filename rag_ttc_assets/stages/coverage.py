@@ -24,7 +24,11 @@ def request_coverage(questions: list[Question], support: dict[str, list[str]], r
     # Preloaded and tool arms are not supplied by the ranked list: what they had in context is what counts.
     ranked = ({r["query_id"]: set(r["ranked_chunk_ids"]) for r in retrieval_rows.iter_rows(named=True)}
               if supply == "retrieval" else {q: set(c["admitted_chunk_ids"]) for q, c in ctx.items()})
-    return pl.DataFrame(admission.coverage_rows(questions, support, ranked, ctx),
+    # An approximate index's counterfactual (core.ann): what the exact vector list would have ranked.
+    exact = ({r["query_id"]: set(r["exact_ranked_chunk_ids"]) for r in retrieval_rows.iter_rows(named=True)
+              if r.get("exact_ranked_chunk_ids") is not None}
+             if supply == "retrieval" and "exact_ranked_chunk_ids" in retrieval_rows.columns else {})
+    return pl.DataFrame(admission.coverage_rows(questions, support, ranked, ctx, exact or None),
                         schema={"query_id": pl.String, "request_id": pl.String, "has_evidence": pl.Boolean,
                                 "supporting_chunk_ids": pl.List(pl.String), "ranked": pl.Boolean,
-                                "selected": pl.Boolean, "admitted": pl.Boolean})
+                                "selected": pl.Boolean, "admitted": pl.Boolean, "exact_ranked": pl.Boolean})

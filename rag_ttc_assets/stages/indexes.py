@@ -6,7 +6,7 @@ import numpy as np
 
 from rag_ttc_assets.adapters import bm25, embeddings, vectors
 from rag_ttc_assets.adapters.store import Built
-from rag_ttc_assets.core import artifacts
+from rag_ttc_assets.core import ann, artifacts
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
@@ -36,10 +36,30 @@ def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built, progress: 
             vecs = embeddings.encode(df["text"].to_list(), cfg.embedding_model, store=lab.store, advance=task.advance)
         np.save(tmp / "embeddings.npy", vecs)
         version = vectors.build_table(tmp / "lancedb", df["chunk_id"].to_list(), vecs)
+        # The approximate index is built into the same temporary folder as the table: the store publishes the
+        # folder only when both are complete, so an interrupted build leaves no half index a later run reads.
+        params = ann.resolve_build(cfg.vector_index, int(vecs.shape[0]), int(vecs.shape[1]))
+        index = vectors.build_index(tmp / "lancedb", params) if cfg.vector_index.approximate else {}
         return {"vectors": int(vecs.shape[0]), "dimension": int(vecs.shape[1]), "embedding_calls": int(vecs.shape[0]),
-                "embedding_model": cfg.embedding_model, "lancedb_table": vectors.TABLE, "lancedb_version": version}
+                "embedding_model": cfg.embedding_model, "lancedb_table": vectors.TABLE,
+                "lancedb_version": index.get("lancedb_version", version), "vector_index": params,
+                **({"index": index} if index else {})}
 
     return lab.store.build_once(artifacts.VECTOR_INDEX.name, key, builder)
+
+
+def check_vector_index(cfg: ArmConfig, vectors_count: int, source: str) -> dict:
+    """The approximate index's build parameters resolved for this corpus (core.ann), checked before anything is
+    embedded or built: a parameter that cannot work is a ValueError naming `source` (the arms file and arm) and the
+    field."""
+    if not cfg.vector_index.approximate:
+        return {"type": "flat"}
+    try:
+        # The deepest search the arm makes: each source's candidates for fusion, or a tool arm's lookup.
+        ann.check_query(cfg.vector_index, max(artifacts.SOURCE_DEPTH, cfg.retrieve_k, cfg.lookup_top_n))
+        return ann.resolve_build(cfg.vector_index, vectors_count, embeddings.dimension(cfg.embedding_model))
+    except ann.IndexParamsError as e:
+        raise ann.IndexParamsError(f"{source}: field {e}") from None
 
 
 def build_question_embeddings(lab: Lab, cfg: ArmConfig, ds: Dataset, progress: Progress = NO_PROGRESS) -> Built:

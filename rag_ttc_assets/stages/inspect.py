@@ -105,6 +105,7 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
         "counterfactual": cfg.counterfactual, "withheld_chunk_ids": ctx.get("withheld_chunk_ids") or [],
         "planted": json.loads(ctx.get("planted") or "[]"),
         "supply": cfg.supply,
+        "ann": _ann_lists(cfg, retrieval, coverage),
         "lookups": json.loads(answer.get("lookups") or "[]") if answer else [],
         "answer": {"model": answer["model"], "status": answer["status"], "cache_hit": answer["cache_hit"],
                    # An imported arm's answer came from the system's trace, not from a call of the lab's.
@@ -124,6 +125,19 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
         "request_judge": {"model": panel_name([j.model for j in cfg.request_judges], cfg.request_judge_aggregation)
                           if cfg.request_judges else cfg.request_judge.model, **request_judge_sent},
     }
+
+
+def _ann_lists(cfg, retrieval: dict, coverage: dict[str, dict]) -> dict | None:
+    """An approximate index's two lists side by side (core.ann): its own top retrieve_k, the exact search's over
+    the same vectors, the ranked list the exact one would have given, and which requests' support only the exact
+    list held. None for an exact (flat) arm."""
+    if retrieval.get("exact_vector_chunk_ids") is None:
+        return None
+    return {"index": cfg.vector_index.model_dump(exclude_none=True), "ann_recall_k": retrieval["ann_recall_k"],
+            "vector_chunk_ids": retrieval["vector_chunk_ids"],
+            "exact_vector_chunk_ids": retrieval["exact_vector_chunk_ids"],
+            "exact_ranked_chunk_ids": retrieval["exact_ranked_chunk_ids"],
+            "exact_only_requests": sorted(r for r, c in coverage.items() if c.get("exact_ranked") and not c["ranked"])}
 
 
 def _sent_line(part: dict) -> str:
@@ -155,6 +169,20 @@ def to_markdown(v: dict) -> str:
         out.insert(-3, f"planted {p['chunk_id']} ({p['kind']}): {p['planted']!r} instead of {p['original']!r}")
     out += [f"| {r['rank']} | {r['chunk_id']} | {r['doc_id']} | {r['runes']} | {r['bm25_rank']} | "
             f"{r['vector_rank']} | {r['state']} | {'yes' if r['cited'] else ''} |" for r in v["ranked"]]
+    if v.get("ann"):
+        a = v["ann"]
+        ann_ids, exact_ids = set(a["vector_chunk_ids"]), set(a["exact_vector_chunk_ids"])
+        out += ["", f"**Approximate vector index** {a['index']}: ann_recall_k {a['ann_recall_k']} (the share of the "
+                    "exact list the approximate list kept)", "",
+                "| rank | approximate (ANN) | exact (flat scan) |", "|---|---|---|"]
+        for i in range(max(len(a["vector_chunk_ids"]), len(a["exact_vector_chunk_ids"]))):
+            ann_id = a["vector_chunk_ids"][i] if i < len(a["vector_chunk_ids"]) else ""
+            exact_id = a["exact_vector_chunk_ids"][i] if i < len(a["exact_vector_chunk_ids"]) else ""
+            out.append(f"| {i + 1} | {ann_id}{'' if not ann_id or ann_id in exact_ids else ' (not exact)'} | "
+                       f"{exact_id}{'' if not exact_id or exact_id in ann_ids else ' (missed by ANN)'} |")
+        if a["exact_only_requests"]:
+            out += ["", "Support the exact list would have ranked and the approximate one lost (missed_by_ann): "
+                        + ", ".join(a["exact_only_requests"])]
     if v["supply"] != "retrieval":
         out += ["", f"**Supply**: {v['supply']}" + (f", {len(v['admitted_chunk_ids'])} chunks in context"
                                                     if v["supply"] == "preloaded" else "")]

@@ -12,6 +12,8 @@ def _retrieval(lab: Lab, arm: str, report: dict) -> None:
     r = lab.store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
     report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
                                              "evaluated", "undefined")}
+    if "ann_recall_k" in r:  # an approximate vector index's own measure (core.ann), with its N
+        report["retrieval"].update({k: r[k] for k in ("ann_recall_k", "ann_recall_measured", "ann_recall_of")})
     report["admission"] = lab.store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
     from rag_ttc_assets.stages.imported import representations_record  # late: polars; as in _answers below
 

@@ -89,6 +89,8 @@ class ArmInputs:
     def representations(self) -> Built | None:
         if REPRESENTATIONS in self.unused:
             return None
+        # Before a representation is built or embedded: an index parameter this corpus cannot take fails here.
+        self.check_vector_index()
         return ingest.build_representations(self.lab, self.cfg, self.dataset, self.chunks)
 
     @cached_property
@@ -106,7 +108,15 @@ class ArmInputs:
     def vectors(self) -> Built | None:
         if VECTOR_INDEX in self.unused:
             return None
+        self.check_vector_index()
         return indexes.build_vectors(self.lab, self.cfg, self.dataset, self.representations, progress=self.progress)
+
+    def check_vector_index(self) -> None:
+        """An approximate index's parameters against this corpus (stages.indexes.check_vector_index): an error
+        naming the arms file, arm and field before anything is embedded or indexed. The vector count is the
+        chunk count (one representation per chunk), known once the arm is chunked."""
+        if VECTOR_INDEX not in self.unused and self.cfg.vector_index.approximate:
+            indexes.check_vector_index(self.cfg, len(self.chunk_list), self.source)
 
     @cached_property
     def question_embeddings(self) -> Built | None:

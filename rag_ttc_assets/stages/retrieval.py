@@ -16,7 +16,7 @@ from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.adapters.vectors import VectorIndex
-from rag_ttc_assets.core import admission, artifacts, metrics, usage
+from rag_ttc_assets.core import admission, ann, artifacts, metrics, usage
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 from rag_ttc_assets.core.dataset import Dataset
@@ -42,19 +42,29 @@ def arm_questions(cfg: ArmConfig, ds: Dataset) -> list[Question]:
 def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: Built | None, qemb: Built | None,
              chunk_docs: dict[str, str]) -> pl.DataFrame:
     """One row per question: the fused ranked list with each source's rank and score. Only the sources the arm's
-    retrieval mode searches are opened (core.usage); the others may be None."""
+    retrieval mode searches are opened (core.usage); the others may be None.
+
+    With an approximate vector index (core.ann), the row also holds the exact search of the same table (a flat
+    scan): `vector_chunk_ids` (the approximate list's top retrieve_k), `exact_vector_chunk_ids` (the exact one's),
+    `ann_recall_k`, and `exact_ranked_chunk_ids`, the ranked list the arm would have had with the exact vector
+    list in its place (what `missed_by_ann` in core.flow reads). They are null for an exact (flat) arm."""
     read = usage.SOURCES[cfg.retrieval]
     bm = BM25Index(bm25_built.path / "tantivy") if usage.BM25_INDEX in read else None
-    vi = VectorIndex(vec_built.location("lancedb")) if usage.VECTOR_INDEX in read else None
+    vi = (VectorIndex(vec_built.location("lancedb"), query=ann.query_params(cfg.vector_index))
+          if usage.VECTOR_INDEX in read else None)
+    approximate = vi is not None and cfg.vector_index.approximate
     qvecs = read_question_embeddings(qemb) if vi is not None else {}
     depth = max(SOURCE_DEPTH, cfg.retrieve_k)
     questions = arm_questions(cfg, ds)
     # All questions' vector searches in batched LanceDB queries: the same hits as one query each,
     # without a round trip through LanceDB's event loop per question.
     vector_hits: dict[str, list[tuple[str, float]]] = {}
+    exact_hits: dict[str, list[tuple[str, float]]] = {}
     if vi is not None and questions:
-        hits = vi.search_many(np.stack([qvecs[q.id] for q in questions]), depth)
-        vector_hits = {q.id: h for q, h in zip(questions, hits)}
+        matrix = np.stack([qvecs[q.id] for q in questions])
+        vector_hits = {q.id: h for q, h in zip(questions, vi.search_many(matrix, depth))}
+        if approximate:
+            exact_hits = {q.id: h for q, h in zip(questions, vi.search_many(matrix, depth, exact=True))}
     rows = []
     for q in questions:
         lists: dict[str, list[tuple[str, float]]] = {}
@@ -62,11 +72,7 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
             lists["bm25"] = bm.search(q.text, depth)
         if vi is not None:
             lists["vector"] = vector_hits[q.id]
-        if cfg.retrieval == "rrf":
-            fused = rrf({s: [c for c, _ in hits] for s, hits in lists.items()}, k=cfg.rrf_k, limit=cfg.retrieve_k)
-            ranked = [(h.chunk_id, h.score) for h in fused]
-        else:
-            ranked = lists[cfg.retrieval][: cfg.retrieve_k]
+        ranked = _ranked(cfg, lists)
         ids = [c for c, _ in ranked]
         row = {"query_id": q.id, "retrieval": cfg.retrieval, "retrieve_k": cfg.retrieve_k,
                "ranked_chunk_ids": ids, "ranked_doc_ids": [chunk_docs[c] for c in ids],
@@ -75,10 +81,30 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
             pos = {c: (i + 1, s) for i, (c, s) in enumerate(lists.get(source, []))}
             row[f"{source}_ranks"] = [pos[c][0] if c in pos else None for c in ids]
             row[f"{source}_scores"] = [float(pos[c][1]) if c in pos else None for c in ids]
+        row.update(dict.fromkeys(ANN_COLUMNS))
+        if approximate:
+            exact = exact_hits[q.id]
+            row["vector_chunk_ids"] = [c for c, _ in lists["vector"][: cfg.retrieve_k]]
+            row["exact_vector_chunk_ids"] = [c for c, _ in exact[: cfg.retrieve_k]]
+            row["exact_ranked_chunk_ids"] = [c for c, _ in _ranked(cfg, {**lists, "vector": exact})]
+            row["ann_recall_k"] = ann.ann_recall(row["vector_chunk_ids"], row["exact_vector_chunk_ids"])
         rows.append(row)
     return pl.DataFrame(rows, schema_overrides={
         "bm25_ranks": pl.List(pl.Int64), "vector_ranks": pl.List(pl.Int64),
-        "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64)})
+        "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64),
+        **{c: pl.List(pl.String) for c in ANN_COLUMNS if c != "ann_recall_k"}, "ann_recall_k": pl.Float64})
+
+
+# The approximate index's columns of the retrieval rows (null for an exact arm).
+ANN_COLUMNS = ("vector_chunk_ids", "exact_vector_chunk_ids", "exact_ranked_chunk_ids", "ann_recall_k")
+
+
+def _ranked(cfg: ArmConfig, lists: dict[str, list[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """The arm's ranked list (retrieve_k) from its sources' lists: RRF over them, or the one source it searches."""
+    if cfg.retrieval == "rrf":
+        fused = rrf({s: [c for c, _ in hits] for s, hits in lists.items()}, k=cfg.rrf_k, limit=cfg.retrieve_k)
+        return [(h.chunk_id, h.score) for h in fused]
+    return lists[cfg.retrieval][: cfg.retrieve_k]
 
 
 def retrieve_once(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Built, bm25_built: Built | None,
@@ -183,7 +209,21 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
     m = measured_mean({q.id: None if q.id in undefined_ids else (per_query[q.id] or {}).get("recip_rank")
                        for q in questions}, {q: unmeasured.get(q, NO_TARGETS) for q in undefined})
     summary.update({"measured": m["measured"], "of": m["of"], "not_measured": m["not_measured"]})
+    summary.update(ann_summary(questions, retrieval_rows))
     return {"summary": summary, "per_query": per_query}
+
+
+def ann_summary(questions: list[Question], retrieval_rows: pl.DataFrame) -> dict:
+    """An approximate index's retrieval measure (core.ann): `ann_recall_k`, the mean share of the exact vector
+    list (top retrieve_k) the approximate list kept, over the questions whose exact list is not empty (its N:
+    `ann_recall_measured` of `ann_recall_of`). Nothing for an exact arm."""
+    if "ann_recall_k" not in retrieval_rows.columns or retrieval_rows["ann_recall_k"].null_count() == retrieval_rows.height:
+        return {}
+    by_q = dict(zip(retrieval_rows["query_id"].to_list(), retrieval_rows["ann_recall_k"].to_list()))
+    m = measured_mean({q.id: by_q.get(q.id) for q in questions},
+                      {q.id: "no exact vector list" for q in questions if by_q.get(q.id) is None})
+    return {"ann_recall_k": m["mean"], "ann_recall_measured": m["measured"], "ann_recall_of": m["of"],
+            "ann_recall_not_measured": m["not_measured"]}
 
 
 def admission_summary(coverage: pl.DataFrame, contexts: pl.DataFrame, supply: str = "retrieval") -> dict:

@@ -238,10 +238,15 @@ def test_repository_arms_file() -> None:
         "prompt": ["prompt-baseline", "prompt-multipart"],
         "supply": ["supply-preloaded", "supply-tool", "supply-tool-top3", "supply-tool-indexed",
                    "supply-tool-checked"],
+        "ann-nprobes": ["ann-nprobes-1", "ann-nprobes-2", "ann-nprobes-4", "ann-nprobes-8"],
     }
     assert arms.names[:6] == ["baseline", "evidence-k-8", "prompt-multipart", "prompt-multipart-oracle", "retrieval-bm25",
                               "retrieval-vector"]
-    assert len(arms.names) == 33  # 15 named + 5 + 5 + 3 + 2 + 5 members, two of them shared with named arms
+    assert len(arms.names) == 37  # 15 named + 5 + 5 + 3 + 2 + 5 + 4 members, two of them shared with named arms
+    # The nprobes sweep: one index (its build parameters), four query settings.
+    sweep = [arms[n].vector_index for n in arms.family("ann-nprobes")]
+    assert [v.nprobes for v in sweep] == [1, 2, 4, 8]
+    assert {v.model_copy(update={"nprobes": None}) for v in sweep} == {sweep[0].model_copy(update={"nprobes": None})}
     # The local LLM arms: one model answers and judges; they differ in constrained decoding alone.
     llm = arms["local-llm"]
     assert llm.generator == llm.judge == llm.request_judge and llm.generator.model == "openai/smollm2-135m-instruct"

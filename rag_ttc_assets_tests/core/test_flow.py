@@ -68,7 +68,7 @@ def first(coverage: dict, row: dict | None, judge_row: dict | None = None,
 
 
 def test_branch_order() -> None:
-    assert FLOW_BRANCHES == ("no_trace", "no_retrieval_span", "not_retrieved", "cut_by_evidence_k",
+    assert FLOW_BRANCHES == ("no_trace", "no_retrieval_span", "not_retrieved", "missed_by_ann", "cut_by_evidence_k",
                              "cut_by_reranker", "no_answer_span", "omitted_by_context", "not_in_prompt",
                              "contract_failure", "not_measured", "not_addressed", "admitted_not_cited",
                              "judged_unsupported", "ok")
@@ -121,6 +121,19 @@ def test_a_lab_arm_never_lands_in_an_imported_branch() -> None:
                                                                                      admitted=False))
             for r in (CITES, contract(status="no_answer_span", answer=None, abstained=None), None)]
     assert not {r.branch for r in rows} & set(IMPORTED_BRANCHES)
+
+
+@pytest.mark.parametrize(("exact_ranked", "branch"), [
+    (True, "missed_by_ann"),  # the exact vector list would have ranked it: the approximate index lost it
+    (False, "not_retrieved"),  # missed by both lists
+    (None, "not_retrieved"),  # an exact (flat) arm: no second list
+])
+def test_missed_by_ann_is_an_unranked_request_the_exact_list_would_have_ranked(exact_ranked, branch) -> None:
+    coverage = {**cov("p.r1", ["c1"], ranked=False, selected=False, admitted=False), "exact_ranked": exact_ranked}
+    assert first(coverage, CITES, judge([verdict(1, True, [1])])).branch == branch
+    # Ranked by the approximate list as well: never missed_by_ann, whatever the exact list holds.
+    assert first({**ADMITTED, "exact_ranked": True}, CITES, judge([verdict(1, True, [1])])).branch == "ok"
+    assert flow_table(flow_rows(P, [coverage], CITES, None, ADDRESSED))["closes"]
 
 
 @pytest.mark.parametrize("row", [
@@ -265,13 +278,15 @@ def test_flow_table_closes() -> None:
     table = flow_table(all_rows())
     assert {b: table[b] for b in FLOW_BRANCHES} == {
         **dict.fromkeys(IMPORTED_BRANCHES, 0),  # a lab arm never lands in an imported arm's branches
-        "not_retrieved": 2, "cut_by_evidence_k": 1, "omitted_by_context": 2, "contract_failure": 1,
+        "not_retrieved": 2, "missed_by_ann": 0, "cut_by_evidence_k": 1, "omitted_by_context": 2,
+        "contract_failure": 1,
         "not_measured": 1, "not_addressed": 1, "admitted_not_cited": 1, "judged_unsupported": 1, "ok": 1}
     assert (table["total"], table["closes"], table["accounting_closes"]) == (11, True, True)
     none = {"acceptable": 0, "wrong": 0, "unanswered": 0, "not_measured": 0}
     assert table["accounting"] == {
         **{b: none for b in IMPORTED_BRANCHES},
         "not_retrieved": {**none, "wrong": 1, "unanswered": 1},
+        "missed_by_ann": none,
         "cut_by_evidence_k": {**none, "unanswered": 1},
         "omitted_by_context": {**none, "unanswered": 1, "not_measured": 1},
         "contract_failure": {**none, "unanswered": 1},

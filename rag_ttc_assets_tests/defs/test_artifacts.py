@@ -12,7 +12,7 @@ import typing
 import pytest
 
 import rag_ttc_assets.definitions  # noqa: F401  (registers every asset)
-from rag_ttc_assets.core.arms import ArmConfig, ImportedSource, ModelConfig
+from rag_ttc_assets.core.arms import ArmConfig, ImportedSource, ModelConfig, VectorIndexConfig
 from rag_ttc_assets.core.artifacts import ANSWERS, ARTIFACTS, EXECUTION_ONLY, Artifact, declaring
 from rag_ttc_assets.defs import graph
 from rag_ttc_assets.defs.registry import SPECS, fingerprints
@@ -34,6 +34,8 @@ def other_value(field: str, base: ArmConfig = BASE):
         return not value
     if isinstance(value, int):
         return value + 1
+    if isinstance(value, VectorIndexConfig):  # its type is in both its parts (the index's and the rows' key)
+        return VectorIndexConfig(type="ivf_pq" if value.type == "flat" else "flat")
     if isinstance(value, ModelConfig):
         return value.model_copy(update={"model": value.model + "-other"})
     if field == "preloaded_documents":
@@ -165,3 +167,31 @@ def test_an_unused_artifact_s_fields_matter_to_no_key_or_fingerprint():
     rrf_before, rrf_after = fingerprints(BASE, inputs), fingerprints(changed("embedding_model"), inputs)
     assert {n for n in rrf_before if rrf_before[n] != rrf_after[n]} == \
         {"vector_index", *graph.downstream("vector_index")}
+
+
+def test_vector_index_build_parameters_key_the_index_and_query_parameters_the_retrieval_rows():
+    """An nprobes sweep shares one index build: a query parameter moves the retrieval rows' key and fingerprint,
+    never the index's; a build parameter moves the index's key (and the rows only through its digest)."""
+    from rag_ttc_assets.core.artifacts import RETRIEVAL_ROWS, VECTOR_INDEX
+
+    def arm(**vi):
+        return ArmConfig(vector_index={"type": "ivf_pq", "num_partitions": 8, **vi})
+
+    def keys(cfg):
+        return (VECTOR_INDEX.key(cfg, representations="sha256:same"),
+                RETRIEVAL_ROWS.key(cfg, **dict.fromkeys(RETRIEVAL_ROWS.inputs, "sha256:same")))
+
+    base = arm(nprobes=2)
+    for query in (arm(nprobes=4), arm(nprobes=2, refine_factor=5)):
+        assert keys(query)[0] == keys(base)[0]
+        assert keys(query)[1] != keys(base)[1]
+    inputs = {"dataset": "sha256:dataset-files"}
+    before, after = fingerprints(base, inputs), fingerprints(arm(nprobes=4), inputs)
+    assert before["vector_index"] == after["vector_index"]
+    assert {n for n in before if before[n] != after[n]} == {"retrieval_rows", *graph.downstream("retrieval_rows")}
+    for build in (arm(nprobes=2, num_sub_vectors=48), ArmConfig(vector_index={"type": "ivf_pq", "num_partitions": 4,
+                                                                              "nprobes": 2})):
+        assert keys(build)[0] != keys(base)[0]
+        assert keys(build)[1] == keys(base)[1]
+    assert VECTOR_INDEX.key(base, representations="x")["fields"]["vector_index"] == {
+        "type": "ivf_pq", "num_partitions": 8, "num_sub_vectors": None, "m": None, "ef_construction": None}
