@@ -10,7 +10,7 @@ from rag_ttc_assets.cli import reply_tables
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import materialize_arms
 from rag_ttc_assets.core.eras import describe
-from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.flow import FLOW_BRANCHES, IMPORTED_BRANCHES
 from rag_ttc_assets.core.measured import reasons_text
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
@@ -136,7 +136,15 @@ def run_tables(reports: dict[str, dict]) -> str:
                              "underclaimed", "correct_abst", "hit_rate", "hit_rate_n"], rows)
                    + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…)" for m, d in sorted(judges, key=str))
                    + ("" if len(judges) == 1 else "  [instrument differs between arms: not comparable]"))
-        out.append(text_table(["arm", *FLOW_BRANCHES], flows))
+        # A branch only some arms can reach is a column when an arm in the table can: an imported arm's branches
+        # (core.flow.IMPORTED_BRANCHES) when one is imported, missed_by_ann when one searches an ANN index.
+        reach = set(FLOW_BRANCHES) - set(IMPORTED_BRANCHES) - {"missed_by_ann"}
+        for rep in reports.values():
+            reach |= set(IMPORTED_BRANCHES) if (rep.get("flow") or {}).get("supply") == "imported" else set()
+            reach |= {"missed_by_ann"} if "ann_recall_k" in rep.get("retrieval", {}) else set()
+        shown = [i for i, b in enumerate(FLOW_BRANCHES) if b in reach or any(row[1 + i] for row in flows)]
+        out.append(text_table(["arm", *(FLOW_BRANCHES[i] for i in shown)],
+                              [[row[0], *(row[1 + i] for i in shown)] for row in flows]))
         panels = [[n, p["aggregation"], ", ".join(p["jurors"]), p["fleiss_kappa"], p["krippendorff_alpha"],
                    f"{p['jurors_disagree']}/{p['requests']}", rep["flow"]["judge_sensitive"]["line"]]
                   for n, rep in reports.items() if (p := (rep.get("request_judge") or {}).get("panel"))

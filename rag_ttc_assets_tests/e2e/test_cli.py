@@ -270,3 +270,26 @@ def test_run_table_puts_each_roles_calls_beside_its_own_table():
     assert contract[-1].split()[-2:] == ["3", "1"]
     assert judge[0].split()[-2:] == ["provider_calls", "cache_hits"]
     assert judge[-1].split()[-2:] == ["5", "2"]
+
+
+def test_run_flow_table_shows_a_branch_only_an_arm_in_it_can_reach():
+    """Lab arms' flow table keeps the lab's branches; an imported arm brings its own (cut_by_reranker, ...), an arm
+    on an ANN index brings missed_by_ann, and a branch some arm landed in is always shown."""
+    from rag_ttc_assets.cli.run import run_tables
+    from rag_ttc_assets.core.flow import FLOW_BRANCHES, IMPORTED_BRANCHES
+
+    def report(supply: str = "retrieval", ann: bool = False, **counts) -> dict:
+        flow = {b: counts.get(b, 0) for b in FLOW_BRANCHES} | {"supply": supply}
+        return {"completeness": {"requests_measured": 1, "requests_total": 1}, "flow": flow,
+                "retrieval": {"ann_recall_k": 0.9, "ann_recall_measured": 1, "ann_recall_of": 1} if ann else {}}
+
+    def header(reports: dict) -> list[str]:
+        table = next(t for t in run_tables(reports).split("\n\n") if t.startswith("arm") and "ok" in t.split("\n")[0]
+                     and "not_retrieved" in t)
+        return table.splitlines()[0].split()[1:]
+
+    lab = [b for b in FLOW_BRANCHES if b not in IMPORTED_BRANCHES and b != "missed_by_ann"]
+    assert header({"a": report(ok=3)}) == lab
+    assert header({"a": report(), "b": report("imported")}) == [b for b in FLOW_BRANCHES if b != "missed_by_ann"]
+    assert header({"a": report(), "b": report(ann=True)}) == [b for b in FLOW_BRANCHES if b not in IMPORTED_BRANCHES]
+    assert header({"a": report(no_trace=1)}) == [b for b in FLOW_BRANCHES if b in lab or b == "no_trace"]
