@@ -23,7 +23,9 @@ def test_bench_unused_index_reports_a_bm25_arm_that_built_no_vector_side(tmp_pat
     r = json.loads(proc.stdout)["items"]["unused_index"]
     assert r["product_s"] > 0 and r["reference_s"] > 0 and isinstance(r["ratio"], float)
     assert r["ratio_kind"] == "cost" and r["target"] == "<= 1.2" and r["verdict"] in ("meets", "misses")
-    assert r["arm"] == "retrieval-bm25" and set(r["unused"]) == {"vector_index", "question_embeddings"}
+    # A lab arm reads no imported trace either (core.usage): imported_source is unused beside the vector side.
+    assert r["arm"] == "retrieval-bm25"
+    assert set(r["unused"]) == {"vector_index", "question_embeddings", "imported_source"}
     assert r["built"] == ["bm25_index", "chunks", "representations"]
     assert r["vector_index_metadata"]["used_by_arm"] is False
     # The timed run: the stage up to the indexes, from a cold store.
