@@ -60,13 +60,14 @@ def index_config(params: dict):
     kind = params["type"]
     if kind == "ivf_pq":
         return IvfPq(distance_type="cosine", num_partitions=params["num_partitions"],
-                     num_sub_vectors=params["num_sub_vectors"])
+                     num_sub_vectors=params["num_sub_vectors"], num_bits=params.get("num_bits", 8))
     if kind == "ivf_hnsw_sq":
         return HnswSq(distance_type="cosine", num_partitions=params["num_partitions"], m=params["m"],
                       ef_construction=params["ef_construction"])
     if kind == "ivf_hnsw_pq":
         return HnswPq(distance_type="cosine", num_partitions=params["num_partitions"],
-                      num_sub_vectors=params["num_sub_vectors"], m=params["m"], ef_construction=params["ef_construction"])
+                      num_sub_vectors=params["num_sub_vectors"], num_bits=params.get("num_bits", 8), m=params["m"],
+                      ef_construction=params["ef_construction"])
     raise ValueError(f"unknown vector index type {kind!r}")
 
 

@@ -10,7 +10,8 @@ evidence the exact search would have ranked and the approximate one lost is `mis
 
 Unset build parameters take LanceDB's documented defaults (lancedb.index.IvfPq, HnswSq, HnswPq):
 num_partitions = sqrt(rows), num_sub_vectors = dimension / 16, else dimension / 8, else 1; HNSW m = 20,
-ef_construction = 300. The lab resolves them itself, so a query parameter can be checked against them before any
+ef_construction = 300. `num_bits` (bits per PQ code, LanceDB's default 8) is passed and recorded only when an arm sets it,
+so the indexes built before it existed keep their keys. The lab resolves them itself, so a query parameter can be checked against them before any
 build and the build records the values it used.
 """
 
@@ -56,6 +57,8 @@ def resolve_build(vi: VectorIndexConfig, vectors: int, dimension: int) -> dict[s
             raise IndexParamsError(f"vector_index.num_sub_vectors: {sub} does not divide the embedding dimension "
                                    f"{dimension}; use a divisor such as {default_sub_vectors(dimension)}")
         out["num_sub_vectors"] = sub
+        if vi.num_bits is not None:
+            out["num_bits"] = vi.num_bits
     if vi.type in ("ivf_hnsw_sq", "ivf_hnsw_pq"):
         out["m"] = vi.m if vi.m is not None else HNSW_M
         out["ef_construction"] = vi.ef_construction if vi.ef_construction is not None else HNSW_EF_CONSTRUCTION

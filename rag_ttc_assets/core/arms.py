@@ -63,9 +63,10 @@ INDEX_TYPES = ("flat", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq")
 # query's nprobes / refine_factor / ef). `flat` is no index: every query scans every row, exactly.
 INDEX_PARAMS = {
     "flat": (),
-    "ivf_pq": ("num_partitions", "num_sub_vectors", "nprobes", "refine_factor"),
+    "ivf_pq": ("num_partitions", "num_sub_vectors", "num_bits", "nprobes", "refine_factor"),
     "ivf_hnsw_sq": ("num_partitions", "m", "ef_construction", "nprobes", "refine_factor", "ef"),
-    "ivf_hnsw_pq": ("num_partitions", "num_sub_vectors", "m", "ef_construction", "nprobes", "refine_factor", "ef"),
+    "ivf_hnsw_pq": ("num_partitions", "num_sub_vectors", "num_bits", "m", "ef_construction", "nprobes", "refine_factor",
+                    "ef"),
 }
 
 
@@ -80,6 +81,8 @@ class VectorIndexConfig(Frozen):
     type: Literal["flat", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq"] = "flat"
     num_partitions: int | None = Field(default=None, gt=0)
     num_sub_vectors: int | None = Field(default=None, gt=0)
+    # Bits per PQ code: 8 (256 centroids per sub-vector, LanceDB's default) or 4 (16, a coarser code).
+    num_bits: Literal[4, 8] | None = None
     m: int | None = Field(default=None, gt=0)
     ef_construction: int | None = Field(default=None, gt=0)
     nprobes: int | None = Field(default=None, gt=0)
@@ -87,7 +90,7 @@ class VectorIndexConfig(Frozen):
     ef: int | None = Field(default=None, gt=0)
 
     # `type` is in both: the retrieval rows of an approximate index also hold the exact list (core.ann).
-    BUILD: ClassVar[tuple[str, ...]] = ("type", "num_partitions", "num_sub_vectors", "m", "ef_construction")
+    BUILD: ClassVar[tuple[str, ...]] = ("type", "num_partitions", "num_sub_vectors", "num_bits", "m", "ef_construction")
     QUERY: ClassVar[tuple[str, ...]] = ("type", "nprobes", "refine_factor", "ef")
 
     @model_validator(mode="after")

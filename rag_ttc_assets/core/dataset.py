@@ -30,13 +30,22 @@ class Problem:
         return f"{self.file}: {self.record}: {self.field}: {self.message}"
 
 
-class DatasetError(ValueError):
-    """A dataset that cannot be used; `problems` lists every reason found."""
+class ProblemsError(ValueError):
+    """An input that cannot be used; `problems` lists every reason found, each naming file, record and field.
+    `WHAT` names the input in the message's head."""
+
+    WHAT = "input"
 
     def __init__(self, problems: list[Problem]):
         self.problems = problems
-        head = f"{len(problems)} problem(s) in dataset" if len(problems) > 1 else "dataset problem"
+        head = f"{len(problems)} problem(s) in {self.WHAT}" if len(problems) > 1 else f"{self.WHAT} problem"
         super().__init__(head + ":\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class DatasetError(ProblemsError):
+    """A dataset that cannot be used; `problems` lists every reason found."""
+
+    WHAT = "dataset"
 
 
 class DigestMismatchError(DatasetError):

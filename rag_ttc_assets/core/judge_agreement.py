@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from rag_ttc_assets.core.dataset import Problem, ProblemsError
+
 REQUEST, PAIR = "request", "pair"
 VERDICTS = ("consistent", "contradicts", "not_addressed", "not_verifiable")
 SCALE = (-2, 2)
@@ -36,23 +38,13 @@ BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 
 
-@dataclass(frozen=True)
-class LabelProblem:
-    file: str
-    record: str
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.record}: {self.field}: {self.message}"
+LabelProblem = Problem  # one problem of a labels file: file, record (its line), field, message
 
 
-class LabelsError(ValueError):
+class LabelsError(ProblemsError):
     """A labels file that cannot be used; `problems` lists every reason found, each naming file, record and field."""
 
-    def __init__(self, problems: list[LabelProblem]):
-        self.problems = problems
-        super().__init__(f"{len(problems)} problem(s) in labels:\n" + "\n".join(f"  - {p}" for p in problems))
+    WHAT = "labels"
 
 
 @dataclass(frozen=True)

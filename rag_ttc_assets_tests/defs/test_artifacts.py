@@ -189,9 +189,10 @@ def test_vector_index_build_parameters_key_the_index_and_query_parameters_the_re
     before, after = fingerprints(base, inputs), fingerprints(arm(nprobes=4), inputs)
     assert before["vector_index"] == after["vector_index"]
     assert {n for n in before if before[n] != after[n]} == {"retrieval_rows", *graph.downstream("retrieval_rows")}
-    for build in (arm(nprobes=2, num_sub_vectors=48), ArmConfig(vector_index={"type": "ivf_pq", "num_partitions": 4,
+    for build in (arm(nprobes=2, num_sub_vectors=48), arm(nprobes=2, num_bits=4), ArmConfig(vector_index={"type": "ivf_pq", "num_partitions": 4,
                                                                               "nprobes": 2})):
         assert keys(build)[0] != keys(base)[0]
         assert keys(build)[1] == keys(base)[1]
     assert VECTOR_INDEX.key(base, representations="x")["fields"]["vector_index"] == {
-        "type": "ivf_pq", "num_partitions": 8, "num_sub_vectors": None, "m": None, "ef_construction": None}
+        "type": "ivf_pq", "num_partitions": 8, "num_sub_vectors": None, "num_bits": None, "m": None,
+        "ef_construction": None}

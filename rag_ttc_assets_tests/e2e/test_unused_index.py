@@ -10,7 +10,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 from rag_ttc_assets import cli
-from rag_ttc_assets.adapters import embeddings
+from rag_ttc_assets.adapters import embeddings, torch_embeddings
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.adapters.vectors import VectorIndex
@@ -61,7 +61,7 @@ def test_a_bm25_arm_never_embeds_its_corpus_and_ranks_as_tantivy_alone(lab, caps
     # and judge of the later stages embed sentences of their own: the model is theirs, not retrieval's).
     with monkeypatch.context() as mp:
         mp.setattr(embeddings, "encode", refuse)
-        mp.setattr(embeddings, "_load", refuse)
+        mp.setattr(torch_embeddings, "load", refuse)
         retrieval = _run(capsys, "run", "bm25-only", "--stage", "retrieval")
     assert f"bm25-only: ran {len(STAGES['retrieval'])} asset(s)" in retrieval
     rest = len(STAGES["all"]) - len(STAGES["retrieval"])
