@@ -6,9 +6,9 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check, fingerprints
-from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
 from rag_ttc_assets.defs.resources import LabResource, ProviderResource
 from rag_ttc_assets.stages import generation as stage
 from rag_ttc_assets.stages import request_judge, supply
