@@ -1,4 +1,4 @@
-"""The one Definitions object: assets by stage, the lab resource, and the per-arm job."""
+"""The one Definitions object: assets by stage, the lab and provider resources, and the per-arm job."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ from rag_ttc_assets.defs import diagnosis, diagnostics, graph, labels  # noqa: E
 from rag_ttc_assets.defs.executors import executor_from_env  # noqa: E402
 from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
 from rag_ttc_assets.defs.registry import build_assets, build_checks  # noqa: E402
-from rag_ttc_assets.defs.resources import LabResource  # noqa: E402
+from rag_ttc_assets.defs.resources import LabResource, ProviderResource  # noqa: E402
 from rag_ttc_assets.defs.staleness import config_sensor, config_specs  # noqa: E402
 from rag_ttc_assets.lab import Lab  # noqa: E402
 
 JOB = "arm_job"
 
 
-def build_definitions(lab: Lab | None = None) -> Definitions:
-    """Definitions whose partitions are the arms of `lab` (default: the RAG_TTC_* environment)."""
+def build_definitions(lab: Lab | None = None, provider: ProviderResource | None = None) -> Definitions:
+    """Definitions whose partitions are the arms of `lab` (default: the RAG_TTC_* environment); `provider` is the
+    provider resource the assets call models through (default: `ProviderResource()`, the arms' own models)."""
     lab = lab or Lab.from_env()
     partitions = arm_partitions(lab)
     graph.load()  # every defs module imported: every arm_asset registered, a new module's included
@@ -39,7 +40,7 @@ def build_definitions(lab: Lab | None = None) -> Definitions:
     label_jobs = [define_asset_job(f"{a.key.path[-1]}_job", selection=AssetSelection.assets(a)) for a in labels.ASSETS]
     return Definitions(assets=[*assets, *config_specs(partitions)], asset_checks=checks,
                        jobs=[job, comparisons, written, *label_jobs],
-                       sensors=[config_sensor(lab, partitions)], resources={"lab": resource},
+                       sensors=[config_sensor(lab, partitions)], resources={"lab": resource, "provider": provider or ProviderResource()},
                        executor=executor_from_env())  # RAG_TTC_EXECUTOR (docs/cluster.md); None: Dagster's default
 
 

@@ -3,6 +3,7 @@ work without it (the asset bodies called directly, one arm's build, `import dags
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import resource
@@ -78,12 +79,21 @@ class DirectContext:
 
 
 def graph_steps(assets: tuple[str, ...] | None) -> list[tuple[str, Callable]]:
-    """The per-arm asset bodies (as registered, fingerprint wrapper included) in dependency order, each
-    followed by the bodies of its checks; only `assets` and their checks when given."""
+    """The per-arm asset bodies (as registered, fingerprint wrapper included, the provider resource bound where
+    they take it) in dependency order, each followed by the bodies of its checks; only `assets` and their checks
+    when given."""
+    import inspect
+
+    from rag_ttc_assets.defs.resources import ProviderResource  # late: dagster loads only when this runs
+
     specs = graph.specs()
     steps: list[tuple[str, Callable]] = []
+    provider = ProviderResource()  # the job's provider resource (definitions.build_definitions' default)
     for name in graph.order(assets):
-        steps.append((name, specs[name].fn))
+        fn = specs[name].fn
+        # An asset that calls a provider receives the provider resource too, bound here, outside any timing.
+        steps.append((name, functools.partial(fn, provider=provider)
+                      if "provider" in inspect.signature(fn).parameters else fn))
         steps += [(f"{name}:{c.fn.__name__}", c.fn) for c in graph.checks() if c.asset == name]
     return steps
 

@@ -6,28 +6,27 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check, fingerprints
-from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.defs.resources import LabResource, ProviderResource
 from rag_ttc_assets.stages import generation as stage
 from rag_ttc_assets.stages import request_judge, supply
 from rag_ttc_assets.stages import run_record as records
-from rag_ttc_assets.stages.calls import Caller
 
 GROUP = "evaluation"
 
 
 @arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",),
-           artifact=artifacts.JUDGE_VERDICTS, pool="provider",
+           artifact=artifacts.JUDGE_VERDICTS, pool=PROVIDER_POOL,
            writes=(Table.JUDGE_VERDICTS,))
-def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+def judge_verdicts(context: AssetExecutionContext, lab: LabResource, provider: ProviderResource) -> MaterializeResult:
     """Statements and per-statement verdicts for valid rows; invalid rows and abstentions kept unjudged."""
     arm = lab.inputs(context)
     cfg = arm.cfg
     prompts = {"statements": arm.prompt("judge_statements_prompt"), "verdicts": arm.prompt("judge_verdicts_prompt"),
                "gold": arm.prompt("judge_gold_prompt")}
-    caller = Caller(cfg.judge, arm.lab.provider_cache_root, "judging", cfg.judge_budget,
-                    cfg.allow_unpriced_provider, stage.JUDGE_ROLE, archive=arm.store.messages)
+    caller = provider.caller(JUDGE, arm.lab, cfg)  # statements, verdicts and the gold judge's verdicts
     run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "judge")
     with stage.RowLog(run_dir / records.PARTIAL_JUDGE) as log:
         df = stage.judge(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), supply.arm_contexts(arm),
@@ -45,16 +44,15 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource) -> Material
 
 
 @arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",),
-           artifact=artifacts.REQUEST_JUDGMENTS, pool="provider",
+           artifact=artifacts.REQUEST_JUDGMENTS, pool=PROVIDER_POOL,
            writes=(Table.REQUEST_JUDGMENTS, ArmJson.REQUEST_JUDGE_SUMMARY))
-def request_judgments(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+def request_judgments(context: AssetExecutionContext, lab: LabResource, provider: ProviderResource
+                      ) -> MaterializeResult:
     """Per request: addressed, its excerpt and citations, a verdict against the gold material (one instrument)."""
     arm = lab.inputs(context)
     cfg, prompt = arm.cfg, arm.prompt("judge_requests_prompt")
     # One request judge, or a panel's jurors (core.panel), each with its own budget.
-    callers = [Caller(j, arm.lab.provider_cache_root, "request_judging", cfg.request_judge_budget,
-                      cfg.allow_unpriced_provider, f"request judge {j.model}" if cfg.request_judges else "request judge",
-                      archive=arm.store.messages) for j in (cfg.request_judges or [cfg.request_judge])]
+    callers = provider.callers(REQUEST_JUDGE, arm.lab, cfg)
     run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "request_judge")
     with stage.RowLog(run_dir / records.PARTIAL_REQUEST_JUDGE) as log:
         if cfg.request_judges:

@@ -8,19 +8,19 @@ from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
-from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.core.roles import ANSWERS, PROVIDER_POOL
+from rag_ttc_assets.defs.resources import LabResource, ProviderResource
 from rag_ttc_assets.stages import generation as stage
 from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages import run_record as records
-from rag_ttc_assets.stages.calls import Caller
 
 GROUP = "generation"
 
 
 @arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",),
-           artifact=artifacts.ANSWERS, pool="provider",
+           artifact=artifacts.ANSWERS, pool=PROVIDER_POOL,
            writes=(Table.ANSWERS,))
-def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+def answers(context: AssetExecutionContext, lab: LabResource, provider: ProviderResource) -> MaterializeResult:
     """One litellm call per question over its admitted evidence (or lookup turns); response, tokens, cost, status."""
     arm = lab.inputs(context)
     if arm.imported:  # the system's own answers, from its LLM spans: no provider call
@@ -28,8 +28,7 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
         df = imported.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), mapping["source_digest"])
         return imported_answers_result(arm, df, mapping, arm.write_table(Table.ANSWERS, df))
     cfg, prompt = arm.cfg, arm.prompt("prompt")
-    caller = Caller(cfg.generator, arm.lab.provider_cache_root, "generation", cfg.generation_budget,
-                    cfg.allow_unpriced_provider, stage.GENERATOR_ROLE, archive=arm.store.messages)
+    caller = provider.caller(ANSWERS, arm.lab, cfg)
     run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "answers")
     with stage.RowLog(run_dir / records.PARTIAL_ANSWERS) as log:
         df = stage.generate(cfg, arm.questions, arm.table(Table.ADMITTED_CONTEXTS), arm.chunk_text, prompt,
@@ -40,7 +39,7 @@ def answers(context: AssetExecutionContext, lab: LabResource) -> MaterializeResu
     return MaterializeResult(
         metadata={
             "dagster/row_count": df.height, **numbers(calls),
-            "model": cfg.generator.model, "provider_role": stage.GENERATOR_ROLE,
+            "model": cfg.generator.model, "provider_role": ANSWERS.name,
             "offline_baseline": MetadataValue.bool(df["offline_baseline"].all() if df.height else False),
             "prompt": prompt.name, "prompt_digest": prompt.digest,
             # none / oracle (the generator saw the request annotation) / counterfactual:<kind>

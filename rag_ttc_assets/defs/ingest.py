@@ -11,10 +11,11 @@ from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
+from rag_ttc_assets.core.roles import PROVIDER_POOL
 from rag_ttc_assets.defs.meta import artifact_metadata, artifact_result, numbers, version_of
 from rag_ttc_assets.defs.indexes import unused_result
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
-from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.defs.resources import LabResource, ProviderResource
 from rag_ttc_assets.stages import imported, ingest
 
 GROUP = "ingest"
@@ -82,16 +83,16 @@ def chunks(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
 
 
 @arm_asset(group=GROUP, kinds={"python", "litellm", "parquet"}, deps=("chunks",),
-           artifact=artifacts.REPRESENTATIONS, pool="provider",
+           artifact=artifacts.REPRESENTATIONS, pool=PROVIDER_POOL,
            writes=(ArmJson.REPRESENTATIONS,))
-def representations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+def representations(context: AssetExecutionContext, lab: LabResource, provider: ProviderResource) -> MaterializeResult:
     """The text each chunk is indexed and embedded as (plain, titled, or contextual: a builder's context first)."""
     arm = lab.inputs(context)
     if artifacts.REPRESENTATIONS.name in arm.unused:  # (arm.representations would build it: this asset does)
         return unused_result(arm.unused[artifacts.REPRESENTATIONS.name])
     arm.check_vector_index()  # an index parameter this corpus cannot take fails before anything is built
     built = ingest.build_representations(arm.lab, arm.cfg, arm.dataset, arm.chunks, progress=arm.progress,
-                                         retry_faults=True)
+                                         retry_faults=True, caller_for=provider.caller)
     info = built.manifest["info"]
     # What this arm's indexes were built from, so a comparison reads the era it ran with, not today's config.
     record = {k: info.get(k) for k in REPRESENTATION_RECORD}

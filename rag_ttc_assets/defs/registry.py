@@ -132,9 +132,9 @@ def _fingerprints(dumped: dict, cfg: ArmConfig, inputs: dict[str, str]) -> dict[
 def _fingerprinted(fn):
     """Record the asset's fingerprint in its materialization metadata."""
 
-    @functools.wraps(fn)
-    def wrapped(context, lab):
-        result = fn(context, lab)
+    @functools.wraps(fn)  # Dagster reads `fn`'s signature through it: its resources (lab, provider) are required
+    def wrapped(context, lab, **resources):
+        result = fn(context, lab, **resources)
         lab_, cfg = lab.arm(context.partition_key)
         digest = fingerprints(cfg, lab_.fingerprint_inputs(cfg))[fn.__name__]
         return result._replace(metadata={**(result.metadata or {}), FINGERPRINT: digest})

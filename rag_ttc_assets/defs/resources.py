@@ -1,13 +1,16 @@
-"""The lab resource: where arms, datasets, prompts and the artifact store live."""
+"""The lab resource (where arms, datasets, prompts and the artifact store live) and the provider resource (the
+lab's access to the models it calls, one `Caller` per role of core.roles)."""
 
 from __future__ import annotations
 
 from dagster import ConfigurableResource
 
-from rag_ttc_assets.core.arms import ArmConfig, ArmsError
+from rag_ttc_assets.core.arms import ArmConfig, ArmsError, ModelConfig
 from rag_ttc_assets.core.progress import NO_PROGRESS
+from rag_ttc_assets.core.roles import ProviderRole
 from rag_ttc_assets.defs.progress import step_progress
 from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages.calls import Caller, role_caller
 from rag_ttc_assets.stages.resolve import ArmInputs
 
 
@@ -39,6 +42,20 @@ class LabResource(ConfigurableResource):
         lab, _ = self.arm(context.partition_key)  # a removed arm's partition: the clear error
         preflight(lab)
         return ArmInputs(lab, context.partition_key, progress)
+
+
+class ProviderResource(ConfigurableResource):
+    """The models the lab calls through litellm: per provider role (core.roles) a Caller with the arm's model,
+    budget and cache namespace, the lab's provider cache and the store's message archive. A test hands in another
+    resource (a subclass) to send the calls elsewhere."""
+
+    def caller(self, role: ProviderRole, lab: Lab, cfg: ArmConfig, model: ModelConfig | None = None) -> Caller:
+        """`role`'s Caller for the arm `cfg` (`model`: one of its models, a panel's juror)."""
+        return role_caller(role, lab, cfg, model=model)
+
+    def callers(self, role: ProviderRole, lab: Lab, cfg: ArmConfig) -> list[Caller]:
+        """One Caller per model of `role` for `cfg`: a panel's jurors, or its one model."""
+        return [self.caller(role, lab, cfg, m) for m in role.models(cfg)]
 
 
 _checked: set[str] = set()

@@ -3,7 +3,9 @@
 
 import polars as pl
 
-GENERATOR_ROLE, JUDGE_ROLE = "generator", "judge"
+from rag_ttc_assets.core.roles import ANSWERS, JUDGE
+
+GENERATOR_ROLE, JUDGE_ROLE = ANSWERS.name, JUDGE.name
 
 ANSWER_SCHEMA = {"raw_text": pl.String, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64,
                  "error": pl.String, "admitted_chunk_ids": pl.List(pl.String), "messages_digests": pl.List(pl.String)}

@@ -1,4 +1,4 @@
-"""Provider calls with the content-addressed cache and a call budget, shared by answers and judge.
+"""Provider calls with the content-addressed cache and a call budget, shared by every provider role (core.roles).
 
 The cache is an optimization, not the truth: only successful responses are stored, and every
 row says whether it came from a provider call or a cache hit.
@@ -16,8 +16,10 @@ from typing import Any
 from rag_ttc_assets.adapters import llm
 from rag_ttc_assets.adapters.message_archive import MessageArchive, digest_of
 from rag_ttc_assets.adapters.provider_cache import ProviderCache
-from rag_ttc_assets.core.arms import ModelConfig
+from rag_ttc_assets.core.arms import ArmConfig, ModelConfig
 from rag_ttc_assets.core.progress import Progress
+from rag_ttc_assets.core.roles import ProviderRole
+from rag_ttc_assets.lab import Lab
 
 BUDGET_EXHAUSTED = "budget_exhausted"
 
@@ -41,6 +43,11 @@ class Call:
     # What was sent (messages and tools), a key of the Caller's MessageArchive; not part of a cached record.
     messages_digest: str | None = None
 
+    @property
+    def counts_as_provider_call(self) -> bool:
+        """Whether the call reached the provider: a cache hit did not, nor a call the budget stopped."""
+        return not self.cache_hit and self.status != BUDGET_EXHAUSTED
+
     def as_row(self, prefix: str = "") -> dict:
         """The row columns of a call; tool calls are logged by the caller that executes them."""
         return {prefix + k: v for k, v in asdict(self).items() if k != "tool_calls"}
@@ -57,6 +64,22 @@ def pooled(fn: Callable[[Any], Any], items: Sequence[Any], workers: int, progres
 
     with progress.task(doing, done, len(items), unit) as task, ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(counted, items))
+
+
+def role_caller(role: ProviderRole, lab: Lab, cfg: ArmConfig | None = None, *, model: ModelConfig | None = None,
+                budget: int | None = None) -> Caller:
+    """The one place a `Caller` is built: `role`'s model, budget and cache namespace (core.roles) for the arm `cfg`,
+    the lab's provider cache, and the store's message archive. `model` calls one of the role's models (a panel's
+    juror); a role outside an arm (the request deriver) passes its `model` and `budget`, and runs unpriced models."""
+    model = model if model is not None else role.model(cfg)
+    return Caller(model, lab.provider_cache_root, role.cache_namespace(cfg),
+                  budget if budget is not None else role.budget(cfg),
+                  allow_unpriced=cfg.allow_unpriced_provider if cfg is not None else True,
+                  role=role.label(model, cfg), archive=lab.store.messages)
+
+
+# How a stage gets a role's Caller: `role_caller`, or the provider resource's `caller` (defs.resources).
+CallerFor = Callable[[ProviderRole, Lab, ArmConfig], "Caller"]
 
 
 def model_spec(cfg: ModelConfig) -> llm.ModelSpec:

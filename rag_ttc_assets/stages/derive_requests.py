@@ -16,7 +16,8 @@ from rag_ttc_assets.core.contract import locate_json_object
 from rag_ttc_assets.core.progress import NO_PROGRESS
 from rag_ttc_assets.core.records import Derivation, Question
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages.calls import Caller, pooled
+from rag_ttc_assets.core.roles import REQUEST_DERIVER
+from rag_ttc_assets.stages.calls import pooled, role_caller
 
 PROMPT = "derive-requests-v1"
 DERIVED = "derived"
@@ -44,8 +45,7 @@ def derive(lab: Lab, dataset: str, model: ModelConfig, budget: int = 1000, worke
     else:
         prompt = lab.prompt(PROMPT, "derive_requests")
         derivation = Derivation(method=dr.MODEL, model=model.model, prompt_digest=prompt.digest)
-        caller = Caller(model, lab.provider_cache_root, "derive_requests", budget, True, "request deriver",
-                        archive=lab.store.messages)
+        caller = role_caller(REQUEST_DERIVER, lab, model=model, budget=budget)
 
         def one(q: Question) -> dict:
             call = caller.call([{"role": "user", "content": prompt.render(question=q.text,

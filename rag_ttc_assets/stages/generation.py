@@ -7,7 +7,6 @@ what it finished; the Parquet table is written once the stage completes.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
@@ -26,7 +25,8 @@ from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.answer_table import ANSWER_SCHEMA, GENERATOR_ROLE, JUDGE_ROLE  # noqa: F401  (stage.X)
-from rag_ttc_assets.stages.calls import Call, Caller
+from rag_ttc_assets.core.roles import ANSWERS, JUDGE
+from rag_ttc_assets.stages.calls import BUDGET_EXHAUSTED, Call, Caller, pooled
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 from rag_ttc_assets.stages.row_log import RowLog  # noqa: F401  (the assets open it as stage.RowLog)
 
@@ -66,19 +66,16 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
                "lookup_calls": len(lookups), "citation_check": check, **supply.merge_calls(calls + retry)}
         if log is not None:
             log.write(row)
-        task.advance()
         return row
 
-    with progress.task("answering", "answered", len(questions), "questions") as task, \
-            ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
-        rows = list(pool.map(one, questions))
+    rows = pooled(one, questions, ANSWERS.workers(cfg), progress, "answering", "answered", "questions")
     return pl.DataFrame(rows, schema_overrides=ANSWER_SCHEMA)
 
 
 
 def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
     cache = df[prefix + "cache_hit"]
-    made = df.filter(~cache & (pl.col(prefix + "status") != "budget_exhausted"))
+    made = df.filter(~cache & (pl.col(prefix + "status") != BUDGET_EXHAUSTED))  # Call.counts_as_provider_call
     latencies = sorted(made[prefix + "latency_s"].to_list())
     return {
         "provider_calls": made.height, "cache_hits": int(cache.sum()),
@@ -155,20 +152,17 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
             row.update(_judge_valid(q, c["answer"], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
                                     prompts, caller, calls, cfg.response_format))
         row["judge_parsed_from"] = parsed_from(calls, JUDGE_CALLS)
-        row["judge_provider_calls"] = sum(not k.cache_hit and k.status != "budget_exhausted" for k in calls)
+        row["judge_provider_calls"] = sum(k.counts_as_provider_call for k in calls)
         row["judge_cache_hits"] = sum(k.cache_hit for k in calls)
         row["judge_input_tokens"] = sum(k.input_tokens or 0 for k in calls)
         row["judge_output_tokens"] = sum(k.output_tokens or 0 for k in calls)
         row["judge_messages_digests"] = [k.messages_digest for k in calls]  # what each judge call was sent
         if log is not None:
             log.write(row)
-        task.advance()
         return row
 
     # Every answer row counts, judged or not: the total is known up front and a rate over rows is the step's.
-    with progress.task("judging", "judged", contracts.height, "answers") as task, \
-            ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
-        rows = list(pool.map(one, contracts.iter_rows(named=True)))
+    rows = pooled(one, contracts.rows(named=True), JUDGE.workers(cfg), progress, "judging", "judged", "answers")
     return pl.DataFrame(rows, schema_overrides={"faithfulness": pl.Float64, "answer_relevance": pl.Float64,
                                                 "gold_supported": pl.Float64, "contradicts_gold": pl.Boolean,
                                                 "judge_error": pl.String, "statements": pl.List(pl.String),

@@ -14,6 +14,7 @@ from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.representations import BUILDERS
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import representations
+from rag_ttc_assets.stages.calls import CallerFor, role_caller
 
 
 def bind_dataset(lab: Lab, cfg: ArmConfig) -> Dataset:
@@ -37,7 +38,7 @@ def read_chunks(built: Built) -> list[Chunk]:
 
 
 def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, progress: Progress = NO_PROGRESS,
-                          retry_faults: bool = False) -> Built:
+                          retry_faults: bool = False, caller_for: CallerFor = role_caller) -> Built:
     """The arm's representations, built once per key (chunks, kind, builder, prompt digest, era). With
     `retry_faults` (the representations asset itself), an artifact with rows the provider failed or the budget
     stopped is rebuilt: the provider cache serves every reply it has, and only those rows are called again."""
@@ -46,7 +47,7 @@ def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, 
                                         prompt_digest=prompt.digest if prompt else None)
 
     def builder(tmp):
-        out = representations.build_rows(lab, cfg, ds, read_chunks(chunks), progress)
+        out = representations.build_rows(lab, cfg, ds, read_chunks(chunks), progress, caller_for)
         out.write_parquet(tmp / "representations.parquet")
         return {**representations.builder_identity(cfg, prompt), **representations.summary(out)}
 

@@ -10,7 +10,6 @@ parse failure is the builder's reply, as an unparseable answer is the generator'
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 
 import polars as pl
@@ -22,24 +21,18 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.representations import BUILT, MODEL_BUILT, PARSE_FAILURE, identity, represent
+from rag_ttc_assets.core.roles import REPRESENTATION_BUILDER
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.summaries import is_offline_baseline
-from rag_ttc_assets.stages.calls import Caller, pooled
+from rag_ttc_assets.stages.calls import CallerFor, pooled, role_caller
 
-BUILDER_ROLE = "representation builder"
-CACHE_NAMESPACE = "representations"
+BUILDER_ROLE = REPRESENTATION_BUILDER.name
 SCHEMA = {"chunk_id": pl.String, "doc_id": pl.String, "text": pl.String, "context": pl.String, "status": pl.String,
           "error": pl.String, "raw_text": pl.String, "representation": pl.String, "builder": pl.String,
           "builder_model": pl.String, "builder_prompt": pl.String, "prompt_digest": pl.String, "era": pl.String,
           "offline_baseline": pl.Boolean, "provider_calls": pl.Int64, "cache_hit": pl.Boolean,
           "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64, "attempts": pl.Int64,
           "messages_digest": pl.String}
-
-
-def cache_namespace(era: str) -> str:
-    """The provider cache's namespace of an era: a new era label (the provider changed the model behind its name,
-    say) gets fresh replies, never those cached under another era."""
-    return f"{CACHE_NAMESPACE}-{hashlib.sha256(era.encode('utf-8')).hexdigest()[:16]}"
 
 
 def builder_prompt(lab: Lab, cfg: ArmConfig) -> Prompt | None:
@@ -68,24 +61,23 @@ def _row(chunk: Chunk, ident: dict, **fields) -> dict:
     return {**base, **fields}
 
 
-def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progress: Progress = NO_PROGRESS
-               ) -> pl.DataFrame:
-    """One representation row per chunk, in chunk order."""
+def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progress: Progress = NO_PROGRESS,
+               caller_for: CallerFor = role_caller) -> pl.DataFrame:
+    """One representation row per chunk, in chunk order; a model-built kind calls its builder through
+    `caller_for` (the asset's provider resource)."""
     prompt = builder_prompt(lab, cfg)
     ident = builder_identity(cfg, prompt)
     docs = {d.id: d for d in ds.corpus.documents}
     if prompt is None:
         rows = [_row(c, ident, text=represent(c, docs[c.doc_id].title, cfg.representation)) for c in chunks]
         return pl.DataFrame(rows, schema=SCHEMA)
-    caller = Caller(cfg.representation_builder, lab.provider_cache_root, cache_namespace(ident["era"]),
-                    cfg.representation_budget,
-                    cfg.allow_unpriced_provider, BUILDER_ROLE, archive=lab.store.messages)
+    caller = caller_for(REPRESENTATION_BUILDER, lab, cfg)  # its cache namespace is per era (core.roles)
     counts = Counter(c.doc_id for c in chunks)
 
     def one(c: Chunk) -> dict:
         d = docs[c.doc_id]
         call = caller.call(representation_messages(prompt, d.title, d.text, c, counts[c.doc_id]))
-        fields = {"provider_calls": int(not call.cache_hit and call.status != "budget_exhausted"),
+        fields = {"provider_calls": int(call.counts_as_provider_call),
                   "cache_hit": call.cache_hit, "input_tokens": call.input_tokens, "output_tokens": call.output_tokens,
                   "cost_usd": call.cost_usd, "attempts": call.attempts, "messages_digest": call.messages_digest,
                   "raw_text": call.raw_text}
@@ -99,7 +91,7 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
                 row = _row(c, ident, status=PARSE_FAILURE, error=str(e), **fields)
         return row
 
-    rows = pooled(one, chunks, cfg.generation_workers, progress, "representing", "represented", "chunks")
+    rows = pooled(one, chunks, REPRESENTATION_BUILDER.workers(cfg), progress, "representing", "represented", "chunks")
     return pl.DataFrame(rows, schema=SCHEMA)
 
 

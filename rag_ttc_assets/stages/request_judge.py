@@ -9,8 +9,6 @@ unparseable reply is a row status (`judge_*`): not measured, never "not addresse
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import polars as pl
 
 from rag_ttc_assets.core import judging
@@ -23,7 +21,8 @@ from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.response_formats import response_format
 from rag_ttc_assets.core import summaries
 from rag_ttc_assets.core.summaries import JUDGED, is_offline_baseline
-from rag_ttc_assets.stages.calls import Caller
+from rag_ttc_assets.core.roles import REQUEST_JUDGE
+from rag_ttc_assets.stages.calls import Caller, pooled
 from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.derive_requests import derivation_of
 from rag_ttc_assets.core.panel import panel_name
@@ -65,7 +64,7 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
         if c["status"] in (VALID, FREE_TEXT):
             call = caller.call(request_judge_messages(prompt, q, c),
                                response_format=response_format(cfg.response_format, "request_judgments"))
-            base.update(judge_provider_calls=int(not call.cache_hit and call.status != "budget_exhausted"),
+            base.update(judge_provider_calls=int(call.counts_as_provider_call),
                         judge_cache_hits=int(call.cache_hit), judge_input_tokens=call.input_tokens,
                         judge_output_tokens=call.output_tokens, judge_messages_digest=call.messages_digest)
             if call.status != "ok":
@@ -91,12 +90,10 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
         if log is not None:
             for row in rows:
                 log.write(row)
-        task.advance()
         return rows
 
-    with progress.task("request-judging", "request-judged", len(answerable), "questions") as task, \
-            ThreadPoolExecutor(max_workers=cfg.generation_workers) as pool:
-        rows = [row for rs in pool.map(one, answerable) for row in rs]
+    rows = [row for rs in pooled(one, answerable, REQUEST_JUDGE.workers(cfg), progress, "request-judging",
+                                 "request-judged", "questions") for row in rs]
     columns = ["query_id", "request_id", *[k for k in (rows[0] if rows else {}) if k not in ("query_id", "request_id")]]
     return pl.DataFrame(rows, schema_overrides=REQUEST_JUDGMENT_SCHEMA).select(columns) if rows else \
         pl.DataFrame(schema={"query_id": pl.String, "request_id": pl.String, "status": pl.String,
