@@ -209,7 +209,9 @@ class Lab:
         out = {"dataset": ":".join([str(self.home), *files])}
         for field in prompt_fields(cfg):
             out[field] = _file_digest(self.prompts_dir / f"{getattr(cfg, field)}.txt")
-        if cfg.source is not None:  # an imported arm's source file, relative to the arms file
+        # An imported arm's source file, relative to the arms file. A Phoenix project is not read to fingerprint it
+        # (its endpoint and project are in the config): after new traces, `rag-ttc run --force` reads it again.
+        if cfg.source is not None and not cfg.source.server:
             p = Path(cfg.source.file)
             out["source"] = _file_digest(p if p.is_absolute() else self.arms_file.parent / p)
         return out

@@ -68,7 +68,8 @@ def suite(pytester, monkeypatch):
     def run(**env):
         for k, v in env.items():
             monkeypatch.setenv(k, v)
-        result = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider")
+        # -p no:phoenix: as the project's addopts (pyproject.toml), which this pytester folder does not read
+        result = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider", "-p", "no:phoenix")
         return result, "\n".join(result.outlines)
     return run
 
@@ -123,3 +124,15 @@ def test_every_browser_test_carries_the_browser_marks():
         assert "pytest.mark.skipif" not in text or "CHROMIUM" not in text.split("pytest.mark.skipif", 1)[1][:200], path
         assert 'importorskip("playwright' not in text, path
         assert "BROWSER" in text or "NO_CHROMIUM" in text, path
+
+
+def test_every_phoenix_server_test_carries_the_needs_mark():
+    """A Phoenix test with a bare importorskip would skip in CI unseen; the fixture itself skips through skip_or_fail."""
+    users = [p for p in sorted(Path(REPO / "rag_ttc_assets_tests").rglob("test_*.py"))
+             if "phoenix_server" in p.read_text() and p.name != Path(__file__).name]
+    assert users, "no test uses the Phoenix server fixture"
+    for path in users:
+        text = path.read_text()
+        assert "needs(phoenix_missing()" in text and 'importorskip("phoenix' not in text, path
+    fixture = (REPO / "rag_ttc_assets_tests" / "support" / "phoenix_server.py").read_text()
+    assert "skip_or_fail(missing)" in fixture

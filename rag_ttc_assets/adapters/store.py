@@ -55,6 +55,7 @@ class ArmJson:
 
     BINDING = "binding.json"
     IMPORT_MAPPING = "import_mapping.json"  # the source file's digest, what matched what, the counts
+    IMPORTED_SPANS = "imported_spans.json"  # a Phoenix source's span records as read (the run record copies them)
     REPRESENTATIONS = "representations.json"
     RETRIEVAL_SUMMARY = "retrieval_summary.json"
     ADMISSION_SUMMARY = "admission_summary.json"
@@ -63,6 +64,7 @@ class ArmJson:
     JUDGE_SUMMARY = "judge_summary.json"
     REQUEST_COMPLETENESS = "request_completeness.json"
     FAILURE_FLOW = "failure_flow.json"
+    PHOENIX_ANNOTATIONS = "phoenix_annotations.json"  # what an arm imported from Phoenix logged back to it
 
 
 def declared_names(namespace: type) -> dict[str, str]:

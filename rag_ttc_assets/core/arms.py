@@ -45,10 +45,14 @@ class ModelConfig(Frozen):
 class ImportedSource(Frozen):
     """Where an imported arm's retrieval rows, admitted contexts and answers come from (core.imported): a file of
     another system's traces (OTLP JSON of OpenInference spans) or rows (RAGChecker, RAGAS), relative to the arms
-    file, and how to read its answers."""
+    file, or a running Phoenix server's project (`format: phoenix`, `endpoint`, `project`), and how to read its
+    answers."""
 
-    file: str = Field(min_length=1)
-    format: Literal["otlp_json", "otlp_jsonl", "ragchecker", "ragas"]
+    file: str | None = Field(default=None, min_length=1)
+    format: Literal["otlp_json", "otlp_jsonl", "ragchecker", "ragas", "phoenix"]
+    # format: phoenix: the server's base URL (http://host:6006) and the project whose spans are read.
+    endpoint: str | None = Field(default=None, pattern=r"^https?://[^\s/]+(/\S*)?$")
+    project: str | None = Field(default=None, min_length=1)
     # How a free-text answer cites: `[2]` = the second document of the prompt, document IDs in brackets, or not at all.
     citation_style: Literal["numbered", "ids", "none"] = "none"
     # contract: the system already answers in the lab's answer format, so the lab's contract classifies its replies.
@@ -56,6 +60,27 @@ class ImportedSource(Frozen):
     # Two traces for one question are an error naming both, unless the later one is to be kept.
     pick: Literal["latest"] | None = None
     question_id_attribute: str = Field(default="metadata.question_id", min_length=1)
+
+    @model_validator(mode="after")
+    def _file_or_server(self) -> ImportedSource:
+        if self.format == "phoenix":
+            missing = [f for f in ("endpoint", "project") if getattr(self, f) is None]
+            if missing or self.file is not None:
+                raise ValueError("format: phoenix reads a Phoenix server's project: it takes `endpoint` and "
+                                 f"`project`, no `file`" + (f" (missing: {', '.join(missing)})" if missing else ""))
+        elif self.file is None or self.endpoint is not None or self.project is not None:
+            raise ValueError(f"format: {self.format} reads a file: it takes `file`, no `endpoint` or `project` "
+                             "(for a Phoenix server set format: phoenix)")
+        return self
+
+    @property
+    def server(self) -> bool:
+        return self.format == "phoenix"
+
+    @property
+    def label(self) -> str:
+        """What the source is, for messages: the file, or the server and project."""
+        return f"Phoenix project {self.project!r} at {self.endpoint}" if self.server else str(self.file)
 
 
 INDEX_TYPES = ("flat", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq")

@@ -159,6 +159,9 @@ REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/2",
 JUDGE_SUMMARY = Artifact("judge_summary", "judge-summary/4")
 REQUEST_COMPLETENESS = Artifact("request_completeness", "completeness/6")
 FAILURE_FLOW = Artifact("failure_flow", "flow/5")
+# An arm imported from a Phoenix project logs its flow back there (core.phoenix_annotations); every other arm has
+# nothing to annotate. What it reads (the source) is imported_source's field, upstream of it.
+PHOENIX_ANNOTATIONS = Artifact("phoenix_annotations", "phoenix-annotations/1")
 RUN_RECORD = Artifact("run_record", "run-record/3")
 
 ARTIFACTS: tuple[Artifact, ...] = tuple(v for v in globals().values() if isinstance(v, Artifact))

@@ -18,7 +18,9 @@ from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.report.comparisons import write_comparisons
 from rag_ttc_assets.report.text import p_adjust_text
+from rag_ttc_assets.defs.indexes import unused_result
 from rag_ttc_assets.stages import diagnostics as stage
+from rag_ttc_assets.stages import imported
 from rag_ttc_assets.stages.diagnostics_files import flow_bars
 from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
 
@@ -104,6 +106,26 @@ def _worst_cases(lab_, arm: str, flow, n: int = 3) -> str:
 
 def _image(path, alt: str = "failure flow") -> str:
     return f"![{alt}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+
+
+@arm_asset(group=GROUP, kinds={"python", "phoenix"}, deps=("failure_flow",), artifact=artifacts.PHOENIX_ANNOTATIONS,
+           writes=(ArmJson.PHOENIX_ANNOTATIONS,))
+def phoenix_annotations(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """An arm imported from Phoenix: each request's branch and request verdict, as annotations on its trace."""
+    arm = lab.inputs(context)
+    if not (arm.imported and arm.cfg.source.server):
+        return unused_result(f"supply: {arm.cfg.supply}" + (f", source format: {arm.cfg.source.format}"
+                                                            if arm.imported else "")
+                             + ": not read from a Phoenix server, so there is no trace there to annotate")
+    d = imported.annotate_phoenix(arm)
+    digest = arm.write_arm_json(ArmJson.PHOENIX_ANNOTATIONS, d)
+    return MaterializeResult(
+        metadata={"used_by_arm": MetadataValue.bool(True), "endpoint": MetadataValue.url(d["endpoint"]),
+                  "project": d["project"], "annotation_name": d["name"],
+                  **numbers({k: d[k] for k in ("annotations", "logged", "not_annotated")}),
+                  "not_annotated_requests": MetadataValue.json(d["not_annotated_requests"])},
+        data_version=version_of(digest),
+    )
 
 
 @arm_check(asset="failure_flow", description="every request lands in exactly one branch; branches add to the total")

@@ -61,7 +61,9 @@ def imported_answers_result(arm, df: pl.DataFrame, mapping: dict, digest: str) -
     statuses = dict(df.group_by("status").len().iter_rows())
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "provider_calls": 0, "supply": arm.cfg.supply,
-                  "source_file": MetadataValue.path(mapping["source_file"]), "source_digest": mapping["source_digest"],
+                  **({"source_file": MetadataValue.path(mapping["source_file"])} if mapping["source_file"] else
+                     {"endpoint": MetadataValue.url(mapping["endpoint"]), "project": mapping["project"]}),
+                  "source_digest": mapping["source_digest"],
                   "answer_format": arm.cfg.source.answer_format,
                   # The model names and token counts are what the system's traces say about themselves.
                   "models_self_reported": MetadataValue.json(sorted({m for m in df["model"].to_list() if m})),

@@ -48,9 +48,9 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("corpus_binding",),
            artifact=artifacts.IMPORTED_SOURCE,
-           writes=(Table.IMPORTED_CHUNKS, Table.IMPORTED_ROWS, ArmJson.IMPORT_MAPPING))
+           writes=(Table.IMPORTED_CHUNKS, Table.IMPORTED_ROWS, ArmJson.IMPORT_MAPPING, ArmJson.IMPORTED_SPANS))
 def imported_source(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """An imported arm's traces or rows, bound by the digest of the file's bytes, mapped to questions and corpus."""
+    """An imported arm's traces or rows (a file, or a Phoenix project), bound by their digest, mapped to the questions."""
     arm = lab.inputs(context)
     if arm.cfg.supply != "imported":
         return unused_result(arm.unused[artifacts.IMPORTED_SOURCE.name])
@@ -59,10 +59,13 @@ def imported_source(context: AssetExecutionContext, lab: LabResource) -> Materia
     m = read["mapping"]
     arm.write_table(Table.IMPORTED_CHUNKS, read["chunks"])
     arm.write_table(Table.IMPORTED_ROWS, read["rows"])
+    if read["records"] is not None:
+        arm.write_arm_json(ArmJson.IMPORTED_SPANS, read["records"])
     arm.write_arm_json(ArmJson.IMPORT_MAPPING, m)
+    where = ({"source_file": MetadataValue.path(m["source_file"])} if m["source_file"] else
+             {"endpoint": MetadataValue.url(m["endpoint"]), "project": m["project"], "spans": m["spans"]})
     return MaterializeResult(
-        metadata={"used_by_arm": MetadataValue.bool(True),
-                  "source_file": MetadataValue.path(m["source_file"]), "source_digest": m["source_digest"],
+        metadata={"used_by_arm": MetadataValue.bool(True), **where, "source_digest": m["source_digest"],
                   "format": m["format"], "answer_format": m["answer_format"], "citation_style": m["citation_style"],
                   **numbers({k: v for k, v in m.items() if isinstance(v, int) and not isinstance(v, bool)}),
                   "unmatched_trace_ids": MetadataValue.json(m["unmatched_trace_ids"]),

@@ -17,7 +17,9 @@ from rag_ttc_assets.core.dataset import Dataset, sha256_digest
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.answer_table import ANSWER_SCHEMA, GENERATOR_ROLE
 from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
-from rag_ttc_assets.adapters.store import ArmJson
+from rag_ttc_assets.adapters import phoenix
+from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.core import phoenix_annotations
 
 IMPORTED_PROMPT = "imported"  # the answers' `prompt`: the system's own, not one of the lab's prompts
 LISTED = 50  # unmatched traces, unanswered questions and external documents listed by name (all are counted)
@@ -30,23 +32,34 @@ def source_path(arms_file: Path, cfg: ArmConfig) -> Path:
 
 
 def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Question]) -> dict:
-    """Read, parse and map the arm's source: {"chunks": DataFrame, "rows": DataFrame, "mapping": dict}. Raises
-    core.imported.ImportSourceError naming the file, the trace or row, and the field; nothing is written."""
-    path = source_path(arms_file, cfg)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise core.ImportSourceError(f"{arms_file}: field 'source.file': no file {path}") from None
+    """Read, parse and map the arm's source: {"chunks": DataFrame, "rows": DataFrame, "mapping": dict, "records":
+    the Phoenix server's span records as read (None for a file)}. Raises core.imported.ImportSourceError naming the
+    file (or the server and project), the trace or row, and the field; nothing is written."""
     src = cfg.source
-    traces = core.read_source(data, str(path), src.format, src.question_id_attribute)
-    mapping = core.map_traces(traces, questions, str(path), src.pick)
+    if src.server:  # a Phoenix project, read with Phoenix's own client; bound by its span IDs and their content
+        label = f"{arms_file}: {src.label}"
+        records = phoenix.read_spans(src.endpoint, src.project, label)
+        traces = core.traces_of(core.phoenix_spans(records, label), label, src.question_id_attribute)
+        origin = {"source_file": None, "endpoint": src.endpoint, "project": src.project,
+                  "source_digest": core.phoenix_digest(records), "spans": len(records)}
+    else:
+        path = source_path(arms_file, cfg)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise core.ImportSourceError(f"{arms_file}: field 'source.file': no file {path}") from None
+        label = str(path)
+        traces = core.read_source(data, label, src.format, src.question_id_attribute)
+        origin = {"source_file": label, "source_digest": sha256_digest(data)}
+        records = None
+    mapping = core.map_traces(traces, questions, label, src.pick)
     matches, index = core.map_documents(mapping.traces.values(), ds.documents_by_id)
     chunk_text = {m.chunk.chunk_id: m.chunk.text for m in matches}
     rows = core.imported_rows(questions, mapping, index, chunk_text)
     external = [m.chunk.chunk_id for m in matches if m.matched_by == "external"]
     statuses = {s: sum(r.status == s for r in rows) for s in ("ok", core.NO_ANSWER_SPAN, core.NO_TRACE)}
     summary = {
-        "source_file": str(path), "source_digest": sha256_digest(data), "format": src.format,
+        **origin, "format": src.format,
         "answer_format": src.answer_format, "citation_style": src.citation_style, "pick": src.pick,
         "question_id_attribute": src.question_id_attribute,
         **mapping.counts(),
@@ -65,7 +78,7 @@ def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Qu
                           schema={"chunk_id": pl.String, "doc_id": pl.String, "ordinal": pl.Int64, "text": pl.String,
                                   "runes": pl.Int64, "start": pl.Int64, "end": pl.Int64, "matched_by": pl.String})
     table = pl.DataFrame([r.__dict__ for r in rows], schema=ROWS_SCHEMA)
-    return {"chunks": chunks, "rows": table, "mapping": summary}
+    return {"chunks": chunks, "rows": table, "mapping": summary, "records": records}
 
 
 ROWS_SCHEMA = {"query_id": pl.String, "trace_id": pl.String, "status": pl.String, "retrieval_status": pl.String,
@@ -163,3 +176,19 @@ def representations_record(lab, arm: str) -> dict:
         return lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
     return {"representation": "imported", "builder": "the imported system", "builder_model": None,
             "prompt_digest": None, "era": f"imported:{cfg.source.file}", "offline_baseline": False}
+
+
+def annotate_phoenix(arm) -> dict:
+    """An arm imported from a Phoenix project: each request's flow branch and request verdict logged back to that
+    project as an annotation on its trace's root span (core.phoenix_annotations). Returns what was logged."""
+    src = arm.cfg.source
+    where = f"{arm.lab.arms_file}: arm {arm.arm!r}: {src.label}"
+    roots = phoenix_annotations.root_spans(core.phoenix_spans(arm.arm_json(ArmJson.IMPORTED_SPANS), where))
+    trace_of = {r["query_id"]: r["trace_id"] for r in arm.table(Table.IMPORTED_ROWS).iter_rows(named=True)}
+    records, skipped = phoenix_annotations.annotations(
+        arm.arm, arm.table(Table.FAILURE_FLOW).to_dicts(), arm.table(Table.REQUEST_JUDGMENTS).to_dicts(),
+        trace_of, roots)
+    logged = phoenix.annotate_spans(src.endpoint, src.project, records, where)
+    return {"endpoint": src.endpoint, "project": src.project, "name": phoenix_annotations.NAME,
+            "annotations": len(records), "logged": logged, "not_annotated": len(skipped),
+            "not_annotated_requests": skipped[:LISTED], "records": records}

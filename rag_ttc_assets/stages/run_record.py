@@ -226,8 +226,12 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
         # The imported documents are the arm's chunks; the source file is copied beside its mapping.
         chunks = store.read_table(arm, Table.IMPORTED_CHUNKS)
         mapping = store.read_arm_json(arm, ArmJson.IMPORT_MAPPING)
-        atomic_write_bytes(run_dir / "inputs" / f"imported-source{Path(mapping['source_file']).suffix}",
-                           Path(mapping["source_file"]).read_bytes())
+        if mapping["source_file"]:
+            atomic_write_bytes(run_dir / "inputs" / f"imported-source{Path(mapping['source_file']).suffix}",
+                               Path(mapping["source_file"]).read_bytes())
+        else:  # a Phoenix project: the span records as they were read from the server
+            atomic_write_json(run_dir / "inputs" / "imported-source-phoenix-spans.json",
+                              store.read_arm_json(arm, ArmJson.IMPORTED_SPANS))
         atomic_write_json(run_dir / "preparation" / "import-mapping.json", mapping)
         atomic_write_json(run_dir / "preparation" / "representations.json",
                           {"used_by_arm": False, "reason": unused(cfg)["representations"]})

@@ -73,7 +73,8 @@ def test_judge_budget_leaves_chunks_and_indexes_fresh(lab_root):
     defs, lab = edit(root, "{judge_budget: 19000}")
     baseline = status(instance, defs, lab, "baseline")
     assert stale(baseline) == {"judge_verdicts", *downstream("judge_verdicts")} == {
-        "judge_verdicts", "judge_summary", "request_completeness", "failure_flow", "run_record"}
+        "judge_verdicts", "judge_summary", "request_completeness", "failure_flow", "phoenix_annotations",
+        "run_record"}
     # The cause is visible: which observed configuration changed, and which field of it.
     assert baseline["judge_verdicts"][1] == [
         "arm_config/judge_verdicts has a new data version (judge_budget: 20000 -> 19000)"]

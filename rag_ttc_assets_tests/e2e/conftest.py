@@ -4,9 +4,11 @@ import shutil
 
 import pytest
 
+from rag_ttc_assets_tests.support.phoenix_server import phoenix_fixture
 from rag_ttc_assets_tests.support.postgres_server import postgres_fixture
 
 postgres_server = postgres_fixture()  # one real PostgreSQL server per test session, for the tests that ask
+phoenix_server = phoenix_fixture()  # one real Phoenix server per test session (`phoenix serve`), likewise
 REL_N = 40  # questions of the `rel` dataset the reliability tests share
 
 

@@ -220,7 +220,8 @@ def test_changing_only_the_prompt_reruns_only_the_downstream_assets(mini_lab, tm
     assert code == 0, err
     again = json.loads(out)["arms"]["baseline"]
     assert again["ran"] == ["answers", "contract_results", "contract_summary", "judge_verdicts", "request_judgments",
-                            "judge_summary", "request_completeness", "failure_flow", "run_record"]
+                            "judge_summary", "request_completeness", "failure_flow", "phoenix_annotations",
+                            "run_record"]
     assert again["calls"]["answers"]["provider_calls"] == 8  # a new prompt is a new request
     assert again["retrieval"] == first["retrieval"]
     code, out, err = rag_ttc("run", "baseline", "--stage", "answers", env=env)

@@ -14,8 +14,11 @@ from pathlib import Path
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from openinference.semconv.resource import ResourceAttributes
 from openinference.semconv.trace import (DocumentAttributes, MessageAttributes, OpenInferenceSpanKindValues,
                                          RerankerAttributes, SpanAttributes)
+
+PROJECT_NAME = ResourceAttributes.PROJECT_NAME  # openinference.project.name
 
 
 def _value(v) -> dict:
@@ -99,8 +102,11 @@ def _docs(prefix: str, docs: list[tuple[str, str, float]]) -> dict:
     return out
 
 
-def run_app(corpus: dict, questions: list[dict], cfg: AppConfig, workdir: Path) -> OtlpJsonFile:
-    """Answer every question, tracing each request; return the exporter holding the spans."""
+def run_app(corpus: dict, questions: list[dict], cfg: AppConfig, workdir: Path,
+            phoenix: tuple[str, str] | None = None) -> OtlpJsonFile:
+    """Answer every question, tracing each request; return the exporter holding the spans. With `phoenix`
+    (OTLP/HTTP traces endpoint, project name) the same spans are also exported to a Phoenix server over OTLP
+    (protobuf over HTTP, as a production app's exporter sends them), into that project."""
     import litellm
 
     from rag_ttc_assets.adapters.bm25 import BM25Index, build_index
@@ -114,8 +120,15 @@ def run_app(corpus: dict, questions: list[dict], cfg: AppConfig, workdir: Path) 
     index = BM25Index(workdir / "tantivy")
 
     exporter = OtlpJsonFile()
-    provider = TracerProvider(resource=Resource.create({"service.name": "traced-rag-app"}))
+    resource = {"service.name": "traced-rag-app"}
+    if phoenix is not None:
+        resource[PROJECT_NAME] = phoenix[1]  # Phoenix files a trace under its resource's project name
+    provider = TracerProvider(resource=Resource.create(resource))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if phoenix is not None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=phoenix[0], timeout=30)))
     tracer = provider.get_tracer("traced_rag_app")
     kind = SpanAttributes.OPENINFERENCE_SPAN_KIND
     for q in questions:
