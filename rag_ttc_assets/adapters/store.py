@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from rag_ttc_assets.adapters.atomic import StoreError, atomic_write_bytes, atomic_write_json, is_local
 from rag_ttc_assets.adapters.message_archive import MessageArchive
-from rag_ttc_assets.core.tables import Table, by_name  # noqa: F401  (re-exported: the per-arm tables, with their columns)
+from rag_ttc_assets.core.tables import Table, by_name  # noqa: F401  (Table re-exported: the tables, with columns)
 
 MANIFEST = "manifest.json"
 

@@ -118,9 +118,9 @@ def by_name(name: str) -> TableName:
 _ = Column
 QUERY_ID = _("query_id", "str", "the question's id (evaluation.json)")
 REQUEST_ID = _("request_id", "str", "the request's id (one of the question's requests)")
-_IMPORTED = "imported arms (supply: imported)"
-_LAB_RETRIEVAL = "arms the lab retrieves for (not imported); null for an exact vector index"
-_JURY = "arms with a request judge panel (request_judges)"
+ONLY_IMPORTED = "imported arms (supply: imported)"
+ONLY_LAB_RETRIEVAL = "arms the lab retrieves for (not imported); null for an exact vector index"
+ONLY_JURY = "arms with a request judge panel (request_judges)"
 
 
 class Table:
@@ -158,12 +158,12 @@ class Table:
         _("bm25_scores", "list[float]", "each chunk's BM25 score"),
         _("vector_ranks", "list[int]", "each chunk's vector rank (null: not in its list)"),
         _("vector_scores", "list[float]", "each chunk's vector score"),
-        _("vector_chunk_ids", "list[str]", "the approximate vector list's top retrieve_k", _LAB_RETRIEVAL),
-        _("exact_vector_chunk_ids", "list[str]", "the exact vector list's top retrieve_k", _LAB_RETRIEVAL),
-        _("exact_ranked_chunk_ids", "list[str]", "the ranked list with the exact vector list", _LAB_RETRIEVAL),
-        _("ann_recall_k", "float", "share of the exact list the approximate one found", _LAB_RETRIEVAL),
-        _("trace_id", "str", "the system's trace", _IMPORTED),
-        _("retrieval_status", "str", "ok / no_retrieval_span", _IMPORTED))
+        _("vector_chunk_ids", "list[str]", "the approximate vector list's top retrieve_k", ONLY_LAB_RETRIEVAL),
+        _("exact_vector_chunk_ids", "list[str]", "the exact vector list's top retrieve_k", ONLY_LAB_RETRIEVAL),
+        _("exact_ranked_chunk_ids", "list[str]", "the ranked list with the exact vector list", ONLY_LAB_RETRIEVAL),
+        _("ann_recall_k", "float", "share of the exact list the approximate one found", ONLY_LAB_RETRIEVAL),
+        _("trace_id", "str", "the system's trace", ONLY_IMPORTED),
+        _("retrieval_status", "str", "ok / no_retrieval_span", ONLY_IMPORTED))
     ADMITTED_CONTEXTS = TableName(
         "admitted_contexts", "per question: the evidence_k prefix, the chunks admitted under context_runes, omissions",
         QUERY_ID, _("evidence_k", "int", "how many ranked chunks were selected"),
@@ -198,7 +198,7 @@ class Table:
         _("error", "str", "the fault, if any"), _("cache_hit", "bool", "answered from the provider cache"),
         _("provider_turns", "int", "provider calls for this question"),
         _("messages_digests", "list[str]", "the archived messages of each call"),
-        _("trace_id", "str", "the system's trace", _IMPORTED))
+        _("trace_id", "str", "the system's trace", ONLY_IMPORTED))
     CONTRACT_RESULTS = TableName(
         "contract_results", "per answer: exactly one contract status, the parsed answer and its citations",
         QUERY_ID, _("status", "str", "valid / parse_failure / contract_failure / abstained / provider fault"),
@@ -231,9 +231,9 @@ class Table:
         _("judge_output_tokens", "int", "output tokens"),
         _("judge_messages_digest", "str", "the archived messages"),
         _("judge_parsed_from", "str", "how the reply was parsed"),
-        _("jurors_measured", "int", "jurors that returned a verdict", _JURY),
-        _("jurors_disagree", "bool", "the jurors disagree", _JURY),
-        _("jurors", "str", "JSON: each juror's verdict", _JURY))
+        _("jurors_measured", "int", "jurors that returned a verdict", ONLY_JURY),
+        _("jurors_disagree", "bool", "the jurors disagree", ONLY_JURY),
+        _("jurors", "str", "JSON: each juror's verdict", ONLY_JURY))
     REQUEST_OUTCOMES = TableName(
         "request_outcomes", "per request: measured, answered, supported, evidence admitted, self-reports",
         QUERY_ID, REQUEST_ID, _("measured", "bool", "the judge measured it"),
