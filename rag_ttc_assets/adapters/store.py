@@ -23,31 +23,9 @@ from typing import Any, Callable
 
 from rag_ttc_assets.adapters.atomic import StoreError, atomic_write_bytes, atomic_write_json, is_local
 from rag_ttc_assets.adapters.message_archive import MessageArchive
+from rag_ttc_assets.core.tables import Table, by_name  # noqa: F401  (Table re-exported: the tables, with columns)
 
 MANIFEST = "manifest.json"
-
-
-class Table:
-    """The per-arm Parquet tables (`arms/<arm>/<name>.parquet`), one name each.
-
-    Each is declared by the one asset that writes it (`arm_asset(writes=...)`); a test checks that every
-    name here has exactly one writer and that no store read or write names a table by a bare string.
-    """
-
-    IMPORTED_CHUNKS = "imported_chunks"  # an imported arm's documents, as its chunks (core.imported)
-    IMPORTED_ROWS = "imported_rows"  # per question: its trace, ranked / selected / admitted chunks, answer
-    RETRIEVAL_ROWS = "retrieval_rows"
-    ADMITTED_CONTEXTS = "admitted_contexts"
-    REQUEST_COVERAGE = "request_coverage"
-    ANSWERS = "answers"
-    CONTRACT_RESULTS = "contract_results"
-    JUDGE_VERDICTS = "judge_verdicts"
-    REQUEST_JUDGMENTS = "request_judgments"
-    REQUEST_OUTCOMES = "request_outcomes"
-    QUESTION_COMPLETENESS = "question_completeness"
-    ABSTENTION_OUTCOMES = "abstention_outcomes"
-    FAILURE_FLOW = "failure_flow"
-    LOOKUP_CASES = "lookup_cases"
 
 
 class ArmJson:
@@ -224,7 +202,13 @@ class ArtifactStore:
         return self.arm_path(arm, f"{name}.parquet")
 
     def write_table(self, arm: str, name: str, df) -> str:
-        """Write a polars DataFrame as Parquet atomically; return the digest of the bytes written."""
+        """Write a polars DataFrame as Parquet atomically; return the digest of the bytes written.
+
+        `name` is a declared table (core.tables.Table): the frame's columns are checked against its declaration
+        first (TableSchemaError naming the arm, table and column), so nothing undeclared is ever written."""
+        from rag_ttc_assets.adapters.table_types import conform  # late: polars loads only when a table is written
+
+        df = conform(by_name(name), arm, df)
         buf = io.BytesIO()
         df.write_parquet(buf)
         data = buf.getvalue()

@@ -25,6 +25,7 @@ from rag_ttc_assets.stages.diagnostics_files import flow_bars
 from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
 
 GROUP = "diagnostics"
+FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_judgments", "judge_verdicts", "admitted_contexts"),
@@ -99,7 +100,7 @@ def _worst_cases(lab_, arm: str, flow, n: int = 3) -> str:
         return ""
     failing = {}
     for r in flow.iter_rows(named=True):
-        failing[r["query_id"]] = failing.get(r["query_id"], 0) + (r["branch"] != "ok")
+        failing[r[FLOW.query_id]] = failing.get(r[FLOW.query_id], 0) + (r[FLOW.branch] != "ok")
     ranked = sorted((q for q, k in failing.items() if k), key=lambda q: (-failing[q], q))[:n]
     return "\n\n---\n\n".join(to_markdown(inspect_question(lab_, arm, q)) for q in ranked)
 

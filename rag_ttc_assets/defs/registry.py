@@ -9,11 +9,12 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dagster import (AssetChecksDefinition, AssetKey, AssetsDefinition, PartitionsDefinition, PreviewWarning, asset,
-                     asset_check)
+from dagster import (AssetChecksDefinition, AssetKey, AssetsDefinition, PartitionsDefinition, PreviewWarning,
+                     TableColumn, TableSchema, asset, asset_check)
 
 from rag_ttc_assets.core.arms import ArmConfig, config_digest
 from rag_ttc_assets.core.artifacts import Artifact, field_values
+from rag_ttc_assets.core.tables import TableName
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,27 @@ class ArmAssetSpec:
         """The asset's artifacts this arm never reads, with the reason (core.usage)."""
         return {a.name: r for a in self.artifacts if (r := a.unused_reason(cfg)) is not None}
 
+    @property
+    def column_schemas(self) -> dict[str, TableSchema]:
+        return column_schemas(self.writes)
+
+
+COLUMN_SCHEMA = "dagster/column_schema"
+
+
+def column_schemas(writes: tuple[str, ...]) -> dict[str, TableSchema]:
+    """The declared columns of the tables in `writes` (core.tables) as Dagster column schemas: the first table's
+    under `dagster/column_schema` (the UI's Columns), each other's under `column_schema/<table>`."""
+    tables = [w for w in writes if isinstance(w, TableName)]
+    return {COLUMN_SCHEMA if i == 0 else f"column_schema/{t}": column_schema(t) for i, t in enumerate(tables)}
+
+
+def column_schema(table: TableName) -> TableSchema:
+    """A table's declaration (core.tables) as Dagster's column schema: name, type, description per column."""
+    return TableSchema(columns=[
+        TableColumn(name=c.name, type=c.type, description=c.description + (f" (only {c.only})" if c.only else ""))
+        for c in table.columns])
+
 
 SPECS: list[ArmAssetSpec] = []
 
@@ -73,7 +95,7 @@ def arm_asset(*, artifact: Artifact | tuple[Artifact, ...], group: str, kinds: s
     def register(fn):
         if artifacts[-1].name != fn.__name__:
             raise ValueError(f"asset {fn.__name__!r} declares artifact {artifacts[-1].name!r} as its own")
-        SPECS.append(ArmAssetSpec(_fingerprinted(fn), group, frozenset(kinds), tuple(deps), artifacts, pool,
+        SPECS.append(ArmAssetSpec(_fingerprinted(fn, writes), group, frozenset(kinds), tuple(deps), artifacts, pool,
                                   tuple(writes)))
         return fn
 
@@ -129,15 +151,19 @@ def _fingerprints(dumped: dict, cfg: ArmConfig, inputs: dict[str, str]) -> dict[
     return out
 
 
-def _fingerprinted(fn):
-    """Record the asset's fingerprint in its materialization metadata."""
+def _fingerprinted(fn, writes: tuple[str, ...] = ()):
+    """Record the asset's fingerprint in its materialization metadata, and the column schema of each table it
+    writes (an artifact the arm does not use writes none)."""
+    schemas = column_schemas(tuple(writes))
 
     @functools.wraps(fn)  # Dagster reads `fn`'s signature through it: its resources (lab, provider) are required
     def wrapped(context, lab, **resources):
         result = fn(context, lab, **resources)
         lab_, cfg = lab.arm(context.partition_key)
         digest = fingerprints(cfg, lab_.fingerprint_inputs(cfg))[fn.__name__]
-        return result._replace(metadata={**(result.metadata or {}), FINGERPRINT: digest})
+        metadata = result.metadata or {}
+        used = getattr(metadata.get("used_by_arm"), "value", True)
+        return result._replace(metadata={**metadata, **(schemas if used else {}), FINGERPRINT: digest})
 
     return wrapped
 
@@ -149,7 +175,7 @@ def build_assets(partitions_def: PartitionsDefinition) -> list[AssetsDefinition]
         # Each asset also reads its observed configuration, so an arm's edit is Dagster's staleness (staleness.py).
         out.append(asset(name=s.fn.__name__, partitions_def=partitions_def, group_name=s.group, kinds=set(s.kinds),
                          deps=[*s.deps, config_key(s.name)], code_version=s.code_version, description=description,
-                         pool=s.pool)(s.fn))
+                         pool=s.pool, metadata=s.column_schemas)(s.fn))
     return out
 
 

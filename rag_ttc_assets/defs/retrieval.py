@@ -14,6 +14,7 @@ from rag_ttc_assets.stages import imported
 from rag_ttc_assets.stages import retrieval as stage
 
 GROUP = "retrieval"
+ROWS, CTX = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c  # the declared column names (core.tables)
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"},
@@ -41,7 +42,7 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
                 "imported_source": arm.imported and arm.arm_json(ArmJson.IMPORT_MAPPING)["source_digest"]}),
             "table_digest": digest,
             "path": MetadataValue.path(str(arm.store.table_path(arm.arm, Table.RETRIEVAL_ROWS))),
-            "preview": md_table(df.head(5).select("query_id", "ranked_chunk_ids").to_dicts()),
+            "preview": md_table(df.head(5).select(ROWS.query_id, ROWS.ranked_chunk_ids).to_dicts()),
         },
         data_version=version_of(digest),
     )
@@ -80,14 +81,14 @@ def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> Mater
     digest = arm.write_table(Table.ADMITTED_CONTEXTS, contexts)
     arm.write_table(Table.REQUEST_COVERAGE, coverage)
     arm.write_arm_json(ArmJson.ADMISSION_SUMMARY, summary)
-    worst = contexts.sort(pl.col("omitted_chunk_ids").list.len(), descending=True).head(5)
+    worst = contexts.sort(pl.col(CTX.omitted_chunk_ids).list.len(), descending=True).head(5)
     return MaterializeResult(
         metadata={
             "dagster/row_count": contexts.height,
             "evidence_k": cfg.evidence_k, "context_runes": cfg.context_runes, "evidence_order": cfg.evidence_order,
             "supply": cfg.supply, **numbers(summary),
-            "most_omissions": md_table(worst.select("query_id", "admitted_chunk_ids", "omitted_chunk_ids",
-                                                    "used_runes", "max_runes").to_dicts()),
+            "most_omissions": md_table(worst.select(CTX.query_id, CTX.admitted_chunk_ids, CTX.omitted_chunk_ids,
+                                                    CTX.used_runes, CTX.max_runes).to_dicts()),
             "table_digest": digest,
         },
         data_version=version_of(digest),

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import polars as pl
 
+from rag_ttc_assets.adapters.table_types import schema_of
 from rag_ttc_assets.core import admission, evidence_map
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.tables import Table
+
+ROWS, CTX = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c  # the declared column names (core.tables)
 
 
 def request_support(ds: Dataset, questions: list[Question], chunks: list[Chunk]) -> dict[str, list[str]]:
@@ -20,15 +24,13 @@ def request_coverage(questions: list[Question], support: dict[str, list[str]], r
                      contexts: pl.DataFrame, supply: str = "retrieval") -> pl.DataFrame:
     """Per request: is a supporting chunk ranked, selected, admitted (core.admission.coverage_rows). For preloaded
     and tool arms all three mean "in context" (the preloaded set; the lookups' results)."""
-    ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
+    ctx = {r[CTX.query_id]: r for r in contexts.iter_rows(named=True)}
     # Preloaded and tool arms are not supplied by the ranked list: what they had in context is what counts.
-    ranked = ({r["query_id"]: set(r["ranked_chunk_ids"]) for r in retrieval_rows.iter_rows(named=True)}
-              if supply == "retrieval" else {q: set(c["admitted_chunk_ids"]) for q, c in ctx.items()})
+    ranked = ({r[ROWS.query_id]: set(r[ROWS.ranked_chunk_ids]) for r in retrieval_rows.iter_rows(named=True)}
+              if supply == "retrieval" else {q: set(c[CTX.admitted_chunk_ids]) for q, c in ctx.items()})
     # An approximate index's counterfactual (core.ann): what the exact vector list would have ranked.
-    exact = ({r["query_id"]: set(r["exact_ranked_chunk_ids"]) for r in retrieval_rows.iter_rows(named=True)
-              if r.get("exact_ranked_chunk_ids") is not None}
-             if supply == "retrieval" and "exact_ranked_chunk_ids" in retrieval_rows.columns else {})
+    exact = ({r[ROWS.query_id]: set(r[ROWS.exact_ranked_chunk_ids]) for r in retrieval_rows.iter_rows(named=True)
+              if r.get(ROWS.exact_ranked_chunk_ids) is not None}
+             if supply == "retrieval" and ROWS.exact_ranked_chunk_ids in retrieval_rows.columns else {})
     return pl.DataFrame(admission.coverage_rows(questions, support, ranked, ctx, exact or None),
-                        schema={"query_id": pl.String, "request_id": pl.String, "has_evidence": pl.Boolean,
-                                "supporting_chunk_ids": pl.List(pl.String), "ranked": pl.Boolean,
-                                "selected": pl.Boolean, "admitted": pl.Boolean, "exact_ranked": pl.Boolean})
+                        schema=schema_of(Table.REQUEST_COVERAGE))

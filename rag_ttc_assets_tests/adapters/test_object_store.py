@@ -140,19 +140,20 @@ def test_lancedb_table_is_read_in_place_on_s3_not_pulled(s3_bucket, tmp_path):
 
 def test_tables_json_and_message_archive_are_objects(s3_server, s3_bucket, tmp_path):
     st = store(s3_bucket, tmp_path / "w1")
-    df = pl.DataFrame({"query_id": ["q1", "q2"], "n": [1, 2]})
-    st.write_table("baseline", Table.ANSWERS, df)
+    df = pl.DataFrame({"query_id": ["q1", "q2"], "abstained": [True, False], "correct_abstention": [True, False],
+                       "answered_anyway": [False, False]})
+    st.write_table("baseline", Table.ABSTENTION_OUTCOMES, df)
     st.write_arm_json("baseline", "binding.json", {"ok": True})
     digest = st.messages.put([{"role": "user", "content": "hi"}])
     keys = objects(s3_server, s3_bucket)
-    assert "lab/store/arms/baseline/answers.parquet" in keys and "lab/store/arms/baseline/binding.json" in keys
+    assert "lab/store/arms/baseline/abstention_outcomes.parquet" in keys and "lab/store/arms/baseline/binding.json" in keys
     assert any(k.startswith("lab/store/messages/") for k in keys)
     again = store(s3_bucket, tmp_path / "w2")
-    assert again.read_table("baseline", Table.ANSWERS).equals(df)
+    assert again.read_table("baseline", Table.ABSTENTION_OUTCOMES).equals(df)
     assert again.read_arm_json("baseline", "binding.json") == {"ok": True}
     assert again.messages.get(digest)["messages"][0]["content"] == "hi"
     with pytest.raises(FileNotFoundError, match="has not been materialized"):
-        again.read_table("other", Table.ANSWERS)
+        again.read_table("other", Table.ABSTENTION_OUTCOMES)
 
 
 def test_row_log_keeps_each_finished_row_as_an_object(s3_bucket):
