@@ -77,6 +77,8 @@ def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
     cache = df[prefix + "cache_hit"]
     made = df.filter(~cache & (pl.col(prefix + "status") != BUDGET_EXHAUSTED))  # Call.counts_as_provider_call
     latencies = sorted(made[prefix + "latency_s"].to_list())
+    if prefix + "provider_turns" in df.columns:  # an imported answer (provider_turns 0): the lab called nothing
+        made = made.filter(pl.col(prefix + "provider_turns") > 0)
     return {
         "provider_calls": made.height, "cache_hits": int(cache.sum()),
         "input_tokens": int(df[prefix + "input_tokens"].fill_null(0).sum()),

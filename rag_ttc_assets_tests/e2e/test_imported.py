@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from rag_ttc_assets.core.flow import LAB_BOUNDARY
+from rag_ttc_assets.stages.generation import calls_summary
 from rag_ttc_assets_tests.conftest import mini_corpus, mini_questions, write_mini_lab
 from rag_ttc_assets_tests.e2e.test_cli import REPO, rag_ttc
 from rag_ttc_assets_tests.support.openai_server import FakeOpenAIServer
@@ -99,6 +100,9 @@ def test_the_imported_trace_of_an_app_that_does_what_a_lab_arm_does_diagnoses_ex
     lab_answers, imp_answers = (table(store, a, "answers") for a in ("app-lab", "app-imported"))
     assert {q: r["raw_text"] for q, r in imp_answers.items()} == {q: r["raw_text"] for q, r in lab_answers.items()}
     assert {r["provider_turns"] for r in imp_answers.values()} == {0}
+    # The lab called nothing for the imported answers: none counts as a provider call (the lab arm's all do).
+    calls = {a: calls_summary(store.read_table(a, "answers")) for a in ("app-lab", "app-imported")}
+    assert (calls["app-imported"]["provider_calls"], calls["app-lab"]["provider_calls"]) == (0, len(lab_answers))
 
     contract = {a: store.read_arm_json(a, "contract_summary.json") for a in ("app-lab", "app-imported")}
     for k in ("total", "valid", "parse_failures", "contract_failures", "abstentions", "contract_failure_reasons"):
