@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_ttc_assets.adapters import bm25, vectors
-from rag_ttc_assets.core.ann import OVERFETCH, resolve_build
+from rag_ttc_assets.core.ann import OVERFETCH, query_params, resolve_build
 from rag_ttc_assets.core.arms import VectorIndexConfig
 
 SEED = 30_000_001
@@ -50,8 +50,8 @@ QUERY_FROM_TARGET, QUERY_NOISE = 5, 2
 K = 10
 TARGET = 1.1
 EMBEDDER = f"hashing-idf-{DIM} (baseline: signed feature hashing of words, not a language model)"
-# The query parameters each index type is measured with; build parameters are the lab's defaults for N vectors
-# (core.ann.resolve_build: LanceDB's documented defaults, num_partitions = sqrt(N)).
+# The parameters each index type is measured with: its query parameters, and build parameters left unset take the
+# lab's defaults for N vectors (core.ann.resolve_build: LanceDB's documented defaults, num_partitions = sqrt(N)).
 INDEXES: dict[str, dict] = {
     "flat": {},
     "ivf_pq": {"nprobes": 20, "refine_factor": 10},
@@ -283,10 +283,10 @@ def run_scale(chunks: int, home: str | Path | None = None, queries: int = QUERIE
         rows = {}
         for engine in engines:
             if engine == "tantivy":
-                params: dict = {}
-            else:
+                params, query = {}, {}
+            else:  # an INDEXES entry may set build parameters too (any `vector_index` field of its type)
                 cfg = VectorIndexConfig(type=engine, **INDEXES[engine])
-                params = resolve_build(cfg, chunks, DIM)
+                params, query = resolve_build(cfg, chunks, DIM), query_params(cfg)
             built = {}
             for side in ("lab", "direct"):
                 dest = base / f"{engine}-{side}"
@@ -296,9 +296,9 @@ def run_scale(chunks: int, home: str | Path | None = None, queries: int = QUERIE
             dest = base / f"{engine}-lab"
             _log(f"{engine}: {queries} queries, lab and direct alternating")
             q = (query_tantivy(dest, gen) if engine == "tantivy"
-                 else query_lancedb(dest, gen, qvecs, {k: v for k, v in INDEXES[engine].items()}))
+                 else query_lancedb(dest, gen, qvecs, query))
             row = {"engine": "tantivy (BM25)" if engine == "tantivy" else f"lancedb {engine}",
-                   "build_params": params, "query_params": INDEXES.get(engine, {}),
+                   "build_params": params, "query_params": query,
                    "build_s": built["lab"]["seconds"], "direct_build_s": built["direct"]["seconds"],
                    "build_ratio": built["lab"]["seconds"] / built["direct"]["seconds"],
                    "peak_mb": built["lab"]["peak_mb"], "direct_peak_mb": built["direct"]["peak_mb"],
