@@ -28,8 +28,11 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 run: install $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/rag-ttc run baseline evidence-k-8 prompt-multipart prompt-multipart-oracle
 
+# Two test processes (pytest-xdist), a test file each at a time so a module's shared fixture is built once; each
+# process starts the session servers its files need. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The case reports and diagnoses are served beside the UI (read-only, 127.0.0.1:$(REPORTS_PORT)) so the assets'
 # metadata link them as URLs; the server stops when dagster dev does.
