@@ -7,10 +7,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters import onnx_embeddings, torch_embeddings
+
+if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
+    import numpy as np
 
 DEFAULT_MODEL = torch_embeddings.DEFAULT_MODEL
 
@@ -39,6 +41,7 @@ def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64, s
     `store`: the caller's lab's store, required for them).
 
     `advance(n)` is called as each batch of n texts is done (a progress reporter's)."""
+    import numpy as np
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
     if (backend := _onnx(model)) is not None:
@@ -60,6 +63,7 @@ _memo_lock = threading.Lock()
 def encode_memoized(texts: list[str], model: str = DEFAULT_MODEL) -> np.ndarray:
     """`encode`, remembering each text's vector in this process (the offline baselines re-embed the
     same evidence sentences for many questions and for each judge stage)."""
+    import numpy as np
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
     # One lock over look-up, encode and eviction: worker threads asking for the same new sentences at once

@@ -26,10 +26,12 @@ import threading
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters import torch_embeddings
+
+if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
+    import numpy as np
 
 SOURCE_MODEL = torch_embeddings.DEFAULT_MODEL
 ONNX_FP32 = "all-MiniLM-L6-v2-onnx"
@@ -154,6 +156,7 @@ def _token_embeddings_module(transformer):
 def _export_fp32(path: Path, tmp: Path) -> dict:
     import time
 
+    import numpy as np
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -250,6 +253,7 @@ class OnnxEncoder:
         self._lock = threading.Lock()
 
     def _batch(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
         enc = self.tokenizer.encode_batch([t.strip() for t in texts])
         ids = np.array([e.ids for e in enc], dtype=np.int64)
         mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
@@ -262,6 +266,7 @@ class OnnxEncoder:
 
     def encode(self, texts: list[str], batch_size: int = 64, advance=None) -> np.ndarray:
         """`advance(n)`, when given, is called as each batch of n texts is done (a progress reporter's)."""
+        import numpy as np
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -300,6 +305,7 @@ def load(model: str, store=None) -> OnnxEncoder:
 
 def encode(texts: list[str], model: str = ONNX_FP32, batch_size: int = 64, store=None, advance=None) -> np.ndarray:
     """Unit-normalised float32 embeddings, one row per text, from the ONNX model `model`; `advance(n)` per batch."""
+    import numpy as np
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
     return load(model, store).encode(list(texts), batch_size=batch_size, advance=advance)

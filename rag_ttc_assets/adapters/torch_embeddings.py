@@ -7,8 +7,10 @@ import os
 import threading
 from collections.abc import Callable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
+    import numpy as np
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _lock = threading.Lock()
@@ -36,6 +38,7 @@ def dimension(model: str = DEFAULT_MODEL) -> int:
 def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64,
            advance: Callable[[int], None] | None = None) -> np.ndarray:
     """Unit-normalised float32 embeddings of a non-empty list, one row per text."""
+    import numpy as np
     texts = list(texts)
     with _lock:
         st = load(model)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.core.ann import OVERFETCH
+
+if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
+    import numpy as np
 
 TABLE = "chunks"
 
@@ -31,6 +33,7 @@ def _lancedb():
 
 def build_table(path: Path, chunk_ids: list[str], vectors: np.ndarray) -> int:
     """Write a fresh table of (chunk_id, vector) into `path`; return the LanceDB table version."""
+    import numpy as np
     import pyarrow as pa
 
     lancedb = _lancedb()
@@ -100,6 +103,7 @@ class VectorIndex:
 
     def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """Top `limit` (chunk_id, cosine similarity), ties broken by chunk_id."""
+        import numpy as np
         return self.search_many(np.asarray(vector, dtype=np.float32)[None, :], limit)[0]
 
     def search_many(self, vectors: np.ndarray, limit: int, batch: int = 256,
@@ -111,6 +115,7 @@ class VectorIndex:
         are fetched, never the stored vectors. A table with an approximate index is searched through it
         (with the query parameters), unless `exact`: a flat scan of every row (`bypass_vector_index`).
         """
+        import numpy as np
         m = np.asarray(vectors, dtype=np.float32)
         if m.ndim != 2:
             raise ValueError(f"vectors must be a 2-D array (one row per query), got shape {m.shape}")

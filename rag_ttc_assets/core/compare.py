@@ -43,14 +43,16 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core import multiple_testing
 from rag_ttc_assets.core.completeness import QuestionCompleteness, completeness_value
 from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of
+
+if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
+    import numpy as np
 
 Kind = Literal["continuous", "binary"]
 CaseId = str
@@ -181,6 +183,7 @@ def dropped(a: Mapping[CaseId, float | None], b: Mapping[CaseId, float | None]) 
 # -- significance ------------------------------------------------------------------------------
 
 def _bootstrap_ci(deltas: np.ndarray, n_boot: int, rng: np.random.Generator) -> tuple[float, float]:
+    import numpy as np
     n = len(deltas)
     rows = max(1, _BLOCK_CELLS // n)
     means = np.empty(n_boot)
@@ -198,6 +201,7 @@ def sign_flip_p(deltas: Sequence[float], n_perm: int, rng: np.random.Generator) 
     Exact (all 2**n sign patterns, p = count / 2**n) when 2**n <= n_perm; else Monte Carlo with
     n_perm random patterns, p = (count + 1) / (n_perm + 1).
     """
+    import numpy as np
     d = np.asarray(deltas, dtype=float)
     n = len(d)
     observed = abs(math.fsum(d))
@@ -245,6 +249,7 @@ def compare_metric(
     tie_eps: float = 1e-12,
 ) -> MetricComparison:
     """Paired comparison of one metric, delta = b - a per case (see the module docstring)."""
+    import numpy as np
     if kind not in ("continuous", "binary"):
         raise ValueError(f"kind must be 'continuous' or 'binary', got {kind!r}")
     if n_boot < 1 or n_perm < 1:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters import bm25, embeddings, vectors
 from rag_ttc_assets.adapters.store import Built
@@ -12,6 +12,9 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.ingest import read_representations
+
+if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
+    import numpy as np
 
 BM25_VERSION = artifacts.BM25_INDEX.version
 
@@ -28,6 +31,7 @@ def build_bm25(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built) -> Built:
 
 
 def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built, progress: Progress = NO_PROGRESS) -> Built:
+    import numpy as np
     key = artifacts.VECTOR_INDEX.key(cfg, representations=reps.content_digest)
 
     def builder(tmp):
@@ -63,6 +67,7 @@ def check_vector_index(cfg: ArmConfig, vectors_count: int, source: str) -> dict:
 
 
 def build_question_embeddings(lab: Lab, cfg: ArmConfig, ds: Dataset, progress: Progress = NO_PROGRESS) -> Built:
+    import numpy as np
     key = artifacts.QUESTION_EMBEDDINGS.key(cfg, evaluation_digest=ds.evaluation_digest)
 
     def builder(tmp):
@@ -77,6 +82,7 @@ def build_question_embeddings(lab: Lab, cfg: ArmConfig, ds: Dataset, progress: P
 
 
 def read_question_embeddings(built: Built) -> dict[str, np.ndarray]:
+    import numpy as np
     ids = (built.path / "question_ids.txt").read_text(encoding="utf-8").split("\n")[:-1]
     vecs = np.load(built.path / "questions.npy")
     return dict(zip(ids, vecs))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import polars as pl
 
 from rag_ttc_assets.adapters import trec_eval
@@ -23,12 +22,10 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.measured import NO_TARGETS, measured_mean
 from rag_ttc_assets.core.records import Question
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages.coverage import request_coverage
-from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
 from rag_ttc_assets.stages.indexes import read_question_embeddings
-from rag_ttc_assets.stages import imported
-
+from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
 
 
 def arm_questions(cfg: ArmConfig, ds: Dataset) -> list[Question]:
@@ -48,6 +45,7 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
     scan): `vector_chunk_ids` (the approximate list's top retrieve_k), `exact_vector_chunk_ids` (the exact one's),
     `ann_recall_k`, and `exact_ranked_chunk_ids`, the ranked list the arm would have had with the exact vector
     list in its place (what `missed_by_ann` in core.flow reads). They are null for an exact (flat) arm."""
+    import numpy as np
     read = usage.SOURCES[cfg.retrieval]
     bm = BM25Index(bm25_built.path / "tantivy") if usage.BM25_INDEX in read else None
     vi = (VectorIndex(vec_built.location("lancedb"), query=ann.query_params(cfg.vector_index))
