@@ -69,7 +69,8 @@ def measure_names(specs: Sequence[str]) -> list[str]:
 def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
              measures: Iterable[str] = metrics.DEFAULT_MEASURES, complete: bool = False) -> metrics.MetricsResult:
     """trec_eval's measures of `run` (qid -> docno -> score) against `qrels`, over the evaluated queries."""
-    specs = metrics.parse_measures(measures, _tables()["SUPPORTED"], _tables()["NICKNAMES"])
+    tables = _tables()
+    specs = metrics.parse_measures(measures, tables["SUPPORTED"], tables["NICKNAMES"])
     split = metrics.split_queries(qrels, run, complete)
     # The inputs themselves when they hold exactly the evaluated queries in that order (the usual case), else copies.
     judged = qrels if list(qrels) == split.evaluated else {q: qrels[q] for q in split.evaluated}
