@@ -305,4 +305,4 @@ def bench_code_location_import(spec: LabSpec, base: Path, repeat: int) -> dict:
                           lambda: _import_in_fresh_process("dagster", spec, home), repeat)
     return item("code_location_import", prod, ref, "cost", Target("<=", 1.5),
                 "import rag_ttc_assets.definitions (fresh process)", "import dagster (fresh process)",
-                detail="litellm, torch, lancedb and tantivy are imported where they are called")
+                detail="litellm, torch, lancedb, tantivy, numpy and polars are imported where they are called")

@@ -1,6 +1,7 @@
 """Generation stage: answers through litellm, then the answer contract and its summary."""
 
-import polars as pl
+from typing import TYPE_CHECKING
+
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
                      MaterializeResult, MetadataValue)
 
@@ -13,6 +14,9 @@ from rag_ttc_assets.defs.resources import LabResource, ProviderResource
 from rag_ttc_assets.stages import generation as stage
 from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages import run_record as records
+
+if TYPE_CHECKING:
+    import polars as pl
 
 GROUP = "generation"
 
@@ -56,7 +60,7 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
     )
 
 
-def imported_answers_result(arm, df: pl.DataFrame, mapping: dict, digest: str) -> MaterializeResult:
+def imported_answers_result(arm, df: "pl.DataFrame", mapping: dict, digest: str) -> MaterializeResult:
     """An imported arm's answers materialization: the system's LLM span outputs (core.imported)."""
     statuses = dict(df.group_by("status").len().iter_rows())
     return MaterializeResult(
@@ -77,6 +81,8 @@ def imported_answers_result(arm, df: pl.DataFrame, mapping: dict, digest: str) -
            writes=(Table.CONTRACT_RESULTS,))
 def contract_results(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Each answer row through the contract: exactly one status (valid, parse/contract failure, abstained, fault)."""
+    import polars as pl
+
     arm = lab.inputs(context)
     answers_df = arm.table(Table.ANSWERS)
     df = (imported.contract(arm.cfg, answers_df, arm.chunk_text) if arm.imported else stage.contract(answers_df))

@@ -1,7 +1,5 @@
 """Retrieval stage: ranked rows (RRF), retrieval metrics from the ranked list, admitted contexts."""
 
-
-import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
@@ -75,6 +73,8 @@ def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> Mater
            writes=(Table.ADMITTED_CONTEXTS, Table.REQUEST_COVERAGE, ArmJson.ADMISSION_SUMMARY))
 def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """The evidence_k prefix, then whole chunks admitted under context_runes (or the preloaded set); omissions."""
+    import polars as pl
+
     arm = lab.inputs(context)
     cfg = arm.cfg
     contexts, coverage, summary = stage.admitted_contexts(arm)

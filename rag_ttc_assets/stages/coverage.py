@@ -3,7 +3,7 @@ admitted one: the per-request coverage both retrieval-supplied and tool arms are
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.table_types import schema_of
 from rag_ttc_assets.core import admission, evidence_map
@@ -11,6 +11,9 @@ from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.tables import Table
+
+if TYPE_CHECKING:
+    import polars as pl
 
 ROWS, CTX = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c  # the declared column names (core.tables)
 
@@ -24,6 +27,8 @@ def request_coverage(questions: list[Question], support: dict[str, list[str]], r
                      contexts: pl.DataFrame, supply: str = "retrieval") -> pl.DataFrame:
     """Per request: is a supporting chunk ranked, selected, admitted (core.admission.coverage_rows). For preloaded
     and tool arms all three mean "in context" (the preloaded set; the lookups' results)."""
+    import polars as pl
+
     ctx = {r[CTX.query_id]: r for r in contexts.iter_rows(named=True)}
     # Preloaded and tool arms are not supplied by the ranked list: what they had in context is what counts.
     ranked = ({r[ROWS.query_id]: set(r[ROWS.ranked_chunk_ids]) for r in retrieval_rows.iter_rows(named=True)}

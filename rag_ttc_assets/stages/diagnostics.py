@@ -6,8 +6,7 @@ Comparisons between arms are in stages/comparisons.py, the plots in stages/diagn
 from __future__ import annotations
 
 import json
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.store import Table
 from rag_ttc_assets.core.completeness import (abstention_outcome, completeness_totals, question_completeness,
@@ -20,6 +19,9 @@ from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.request_judge import instrument
 from rag_ttc_assets.stages.resolve import ArmInputs
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def rows_by_query(df: pl.DataFrame) -> dict[str, dict]:
@@ -49,6 +51,8 @@ def request_instrument(lab: Lab, cfg, questions=None) -> dict:
 def completeness(arm: ArmInputs) -> dict:
     """Request and question completeness (from the request judge), abstention outcomes and totals for one arm
     (`arm`: the asset's resolver)."""
+    import polars as pl
+
     cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
     outcomes, abstentions = [], []
     for q in questions:
@@ -73,6 +77,8 @@ def completeness(arm: ArmInputs) -> dict:
 def failure_flow(arm: ArmInputs) -> dict:
     """Flow rows (one per request of an answerable question), their totals, and a tool arm's lookup flow
     (`arm`: the asset's resolver)."""
+    import polars as pl
+
     cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
     imported = cfg.supply == "imported"
     retrieval_status = ({r["query_id"]: r["retrieval_status"] for r in arm.table(

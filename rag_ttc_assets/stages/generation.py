@@ -7,8 +7,7 @@ what it finished; the Parquet table is written once the stage completes.
 from __future__ import annotations
 
 import json
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.core import judging, summaries
 from rag_ttc_assets.core.arms import ArmConfig
@@ -24,11 +23,14 @@ from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.stages import supply
-from rag_ttc_assets.stages.answer_table import ANSWER_SCHEMA, GENERATOR_ROLE, JUDGE_ROLE  # noqa: F401  (stage.X)
+from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE, JUDGE_ROLE, answer_schema  # noqa: F401  (stage.X)
 from rag_ttc_assets.core.roles import ANSWERS, JUDGE
 from rag_ttc_assets.stages.calls import BUDGET_EXHAUSTED, Call, Caller, pooled
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 from rag_ttc_assets.stages.row_log import RowLog  # noqa: F401  (the assets open it as stage.RowLog)
+
+if TYPE_CHECKING:
+    import polars as pl
 
 def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]], index_text: str = "",
                     requests_in_prompt: str = "none") -> list[dict]:
@@ -45,6 +47,8 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
     """One row per question. Retrieval and preloaded arms answer over their admitted contexts in one call; tool
     arms run the lookup conversation (stages.supply) and record each call's query and results in `lookups`.
     With citation_check on, a row that fails it is retried once and otherwise marked `escalated`."""
+    import polars as pl
+
     ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
     if cfg.supply == "tool" and tools.lookup is None:
         raise ValueError("a tool arm needs the lookup tool (SupplyTools.lookup)")
@@ -69,11 +73,13 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
         return row
 
     rows = pooled(one, questions, ANSWERS.workers(cfg), progress, "answering", "answered", "questions")
-    return pl.DataFrame(rows, schema_overrides=ANSWER_SCHEMA)
+    return pl.DataFrame(rows, schema_overrides=answer_schema())
 
 
 
 def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
+    import polars as pl
+
     cache = df[prefix + "cache_hit"]
     made = df.filter(~cache & (pl.col(prefix + "status") != BUDGET_EXHAUSTED))  # Call.counts_as_provider_call
     latencies = sorted(made[prefix + "latency_s"].to_list())
@@ -91,6 +97,8 @@ def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
 
 
 def contract(answers: pl.DataFrame) -> pl.DataFrame:
+    import polars as pl
+
     rows = []
     for a in answers.iter_rows(named=True):
         res = check_contract(a["raw_text"], a["admitted_chunk_ids"], a["status"])
@@ -141,6 +149,8 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
 
     Rows that are not contract-valid keep their status and are not judged: the judge never repairs.
     """
+    import polars as pl
+
     qs = {q.id: q for q in questions}
     ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.store import Built
 from rag_ttc_assets.core import artifacts
@@ -16,6 +16,9 @@ from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import representations
 from rag_ttc_assets.stages.calls import CallerFor, role_caller
 
+if TYPE_CHECKING:
+    import polars as pl
+
 
 def bind_dataset(lab: Lab, cfg: ArmConfig) -> Dataset:
     """Load the arm's dataset; raises before any chunking when the digest binding fails."""
@@ -23,6 +26,8 @@ def bind_dataset(lab: Lab, cfg: ArmConfig) -> Dataset:
 
 
 def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
+    import polars as pl
+
     key = artifacts.CHUNKS.key(cfg, corpus_digest=ds.corpus_digest)
 
     def builder(tmp):
@@ -34,6 +39,8 @@ def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
 
 
 def read_chunks(built: Built) -> list[Chunk]:
+    import polars as pl
+
     return [Chunk(**row) for row in pl.read_parquet(built.path / "chunks.parquet").iter_rows(named=True)]
 
 
@@ -58,4 +65,6 @@ def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, 
 
 
 def read_representations(built: Built) -> pl.DataFrame:
+    import polars as pl
+
     return pl.read_parquet(built.path / "representations.parquet")

@@ -8,8 +8,7 @@ request, the raw response, the contract status and reason, and the judge's state
 from __future__ import annotations
 
 import json
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import Table
@@ -18,12 +17,17 @@ from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.resolve import ArmInputs
 
+if TYPE_CHECKING:
+    import polars as pl
+
 
 class InspectError(LookupError):
     pass
 
 
 def _row(df: pl.DataFrame, qid: str) -> dict | None:
+    import polars as pl
+
     rows = df.filter(pl.col("query_id") == qid).to_dicts()
     return rows[0] if rows else None
 
@@ -43,6 +47,8 @@ def _messages_sent(lab: Lab, arm: str, qid: str, table: str, row: dict, field: s
 
 
 def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
+    import polars as pl
+
     inputs = ArmInputs(lab, arm)
     cfg, ds = inputs.cfg, inputs.dataset
     q = next((q for q in ds.evaluation.questions if q.id == qid), None)

@@ -11,8 +11,7 @@ parse failure is the builder's reply, as an unparseable answer is the generator'
 from __future__ import annotations
 
 from collections import Counter
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.core import contextual
 from rag_ttc_assets.core.arms import ArmConfig
@@ -26,13 +25,22 @@ from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.stages.calls import CallerFor, pooled, role_caller
 
+if TYPE_CHECKING:
+    import polars as pl
+
 BUILDER_ROLE = REPRESENTATION_BUILDER.name
-SCHEMA = {"chunk_id": pl.String, "doc_id": pl.String, "text": pl.String, "context": pl.String, "status": pl.String,
-          "error": pl.String, "raw_text": pl.String, "representation": pl.String, "builder": pl.String,
-          "builder_model": pl.String, "builder_prompt": pl.String, "prompt_digest": pl.String, "era": pl.String,
-          "offline_baseline": pl.Boolean, "provider_calls": pl.Int64, "cache_hit": pl.Boolean,
-          "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64, "attempts": pl.Int64,
-          "messages_digest": pl.String}
+
+
+def schema() -> dict:
+    """The representations table's columns and dtypes."""
+    import polars as pl
+
+    return {"chunk_id": pl.String, "doc_id": pl.String, "text": pl.String, "context": pl.String, "status": pl.String,
+            "error": pl.String, "raw_text": pl.String, "representation": pl.String, "builder": pl.String,
+            "builder_model": pl.String, "builder_prompt": pl.String, "prompt_digest": pl.String, "era": pl.String,
+            "offline_baseline": pl.Boolean, "provider_calls": pl.Int64, "cache_hit": pl.Boolean,
+            "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64, "attempts": pl.Int64,
+            "messages_digest": pl.String}
 
 
 def builder_prompt(lab: Lab, cfg: ArmConfig) -> Prompt | None:
@@ -65,12 +73,14 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
                caller_for: CallerFor = role_caller) -> pl.DataFrame:
     """One representation row per chunk, in chunk order; a model-built kind calls its builder through
     `caller_for` (the asset's provider resource)."""
+    import polars as pl
+
     prompt = builder_prompt(lab, cfg)
     ident = builder_identity(cfg, prompt)
     docs = {d.id: d for d in ds.corpus.documents}
     if prompt is None:
         rows = [_row(c, ident, text=represent(c, docs[c.doc_id].title, cfg.representation)) for c in chunks]
-        return pl.DataFrame(rows, schema=SCHEMA)
+        return pl.DataFrame(rows, schema=schema())
     caller = caller_for(REPRESENTATION_BUILDER, lab, cfg)  # its cache namespace is per era (core.roles)
     counts = Counter(c.doc_id for c in chunks)
 
@@ -92,7 +102,7 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
         return row
 
     rows = pooled(one, chunks, REPRESENTATION_BUILDER.workers(cfg), progress, "representing", "represented", "chunks")
-    return pl.DataFrame(rows, schema=SCHEMA)
+    return pl.DataFrame(rows, schema=schema())
 
 
 def summary(df: pl.DataFrame) -> dict:

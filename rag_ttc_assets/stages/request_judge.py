@@ -9,7 +9,7 @@ unparseable reply is a row status (`judge_*`): not measured, never "not addresse
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.arms import ArmConfig
@@ -26,12 +26,19 @@ from rag_ttc_assets.stages.calls import Caller, pooled
 from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.derive_requests import derivation_of
 from rag_ttc_assets.core.panel import panel_name
+from rag_ttc_assets.adapters.table_types import schema_of
+from rag_ttc_assets.core.tables import Table
+
+if TYPE_CHECKING:
+    import polars as pl
 
 PARSE_FAILURE = "judge_parse_failure"
-REQUEST_JUDGMENT_SCHEMA = {"addressed": pl.Boolean, "excerpt": pl.String, "cited_chunk_ids": pl.List(pl.String),
-                           "verdict": pl.String, "reason": pl.String, "judge_error": pl.String,
-                           "judge_input_tokens": pl.Int64, "judge_output_tokens": pl.Int64,
-                           "judge_messages_digest": pl.String, "judge_parsed_from": pl.String}
+
+def judgment_schema() -> dict:
+    """The request_judgments columns a row may leave empty, with their declared dtypes."""
+    return schema_of(Table.REQUEST_JUDGMENTS, "addressed", "excerpt", "cited_chunk_ids", "verdict", "reason",
+                     "judge_error", "judge_input_tokens", "judge_output_tokens", "judge_messages_digest",
+                     "judge_parsed_from")
 
 
 def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> list[dict]:
@@ -50,6 +57,8 @@ def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> l
 def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
                    caller: Caller, log=None, progress: Progress = NO_PROGRESS) -> pl.DataFrame:
     """One row per request of every answerable question, in question then request order."""
+    import polars as pl
+
     rows_by_q = {r["query_id"]: r for r in contracts.iter_rows(named=True)}
     answerable = [q for q in questions if q.answerable and q.requests]
 
@@ -95,9 +104,9 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
     rows = [row for rs in pooled(one, answerable, REQUEST_JUDGE.workers(cfg), progress, "request-judging",
                                  "request-judged", "questions") for row in rs]
     columns = ["query_id", "request_id", *[k for k in (rows[0] if rows else {}) if k not in ("query_id", "request_id")]]
-    return pl.DataFrame(rows, schema_overrides=REQUEST_JUDGMENT_SCHEMA).select(columns) if rows else \
+    return pl.DataFrame(rows, schema_overrides=judgment_schema()).select(columns) if rows else \
         pl.DataFrame(schema={"query_id": pl.String, "request_id": pl.String, "status": pl.String,
-                             **REQUEST_JUDGMENT_SCHEMA})
+                             **judgment_schema()})
 
 
 def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
@@ -105,6 +114,8 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
     """A panel's rows (core.panel): each juror judges every answer as the one request judge would (its faults its
     own rows' statuses), then per request the panel's verdict, every juror's kept in `jurors` (JSON) beside
     `jurors_disagree`; the provider calls and cache hits are the jurors' summed."""
+    import polars as pl
+
     import json
 
     models = [j.model for j in cfg.request_judges]
@@ -123,8 +134,7 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
         for k in ("judge_input_tokens", "judge_output_tokens"):
             row[k] = sum(v[k] or 0 for v in votes) if any(v[k] is not None for v in votes) else None
         rows.append(row)
-    schema = {**REQUEST_JUDGMENT_SCHEMA, "jurors": pl.String, "jurors_disagree": pl.Boolean,
-              "jurors_measured": pl.Int64}
+    schema = judgment_schema() | schema_of(Table.REQUEST_JUDGMENTS, "jurors", "jurors_disagree", "jurors_measured")
     return pl.DataFrame(rows, schema_overrides=schema) if rows else pl.DataFrame(schema={
         "query_id": pl.String, "request_id": pl.String, "status": pl.String, **schema})
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.core.arms import ArmConfig
@@ -31,6 +30,9 @@ from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import imported, indexes, ingest
 from rag_ttc_assets.stages.coverage import request_support
 from rag_ttc_assets.stages.retrieval import arm_questions
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 class ArmInputs:
@@ -81,6 +83,8 @@ class ArmInputs:
 
     @cached_property
     def chunk_docs(self) -> dict[str, str]:
+        import polars as pl
+
         if self.imported:
             return {c.chunk_id: c.doc_id for c in self.chunk_list}
         return dict(pl.read_parquet(self.chunks.path / "chunks.parquet", columns=["chunk_id", "doc_id"]).iter_rows())

@@ -8,8 +8,7 @@ under the rune budget. Retrieval metrics read only the ranked list, so evidence_
 from __future__ import annotations
 
 import json
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
@@ -25,7 +24,10 @@ from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages.coverage import request_coverage
 from rag_ttc_assets.stages.indexes import read_question_embeddings
-from rag_ttc_assets.stages.supply import CONTEXT_SCHEMA
+from rag_ttc_assets.stages.supply import context_schema
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def arm_questions(cfg: ArmConfig, ds: Dataset) -> list[Question]:
@@ -45,6 +47,8 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
     scan): `vector_chunk_ids` (the approximate list's top retrieve_k), `exact_vector_chunk_ids` (the exact one's),
     `ann_recall_k`, and `exact_ranked_chunk_ids`, the ranked list the arm would have had with the exact vector
     list in its place (what `missed_by_ann` in core.flow reads). They are null for an exact (flat) arm."""
+    import polars as pl
+
     import numpy as np
     read = usage.SOURCES[cfg.retrieval]
     bm = BM25Index(bm25_built.path / "tantivy") if usage.BM25_INDEX in read else None
@@ -111,6 +115,8 @@ def retrieve_once(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Bui
     questions, the chunks, the indexes the arm searches, the question embeddings and the retrieval fields), so
     arms that differ only downstream (evidence_k, context_runes, order, prompt...) share one retrieval. An index
     the arm does not read (None) is None in the key."""
+    import polars as pl
+
     key = artifacts.RETRIEVAL_ROWS.key(
         cfg, evaluation_digest=ds.evaluation_digest, source_depth=SOURCE_DEPTH, chunks=chunks.content_digest,
         bm25_index=_digest(bm25_built), vector_index=_digest(vec_built), question_embeddings=_digest(qemb))
@@ -132,6 +138,8 @@ def _digest(built: Built | None) -> str | None:
 def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
     """An arm's admitted contexts (retrieval, preloaded or tool supply), its per-request coverage and the
     admission summary. `arm` is the asset's resolver (stages.resolve.ArmInputs)."""
+    import polars as pl
+
     cfg, questions = arm.cfg, arm.questions
     rows = arm.table(Table.RETRIEVAL_ROWS)
     if cfg.supply == "preloaded":
@@ -166,10 +174,12 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
 def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, str],
           questions: list[Question] | None = None, support: dict[str, list[str]] | None = None) -> pl.DataFrame:
     """Every question's admitted context (core.admission.context_row) as the admitted_contexts table."""
+    import polars as pl
+
     by_q = {q.id: q for q in questions or []}
     rows = [admission.context_row(cfg, r["query_id"], r["ranked_chunk_ids"], chunk_text, by_q.get(r["query_id"]),
                                   support) for r in retrieval_rows.iter_rows(named=True)]
-    return pl.DataFrame(rows, schema_overrides=CONTEXT_SCHEMA)
+    return pl.DataFrame(rows, schema_overrides=context_schema())
 
 
 def evidence_pairs(context_row: dict, chunk_text: dict[str, str]) -> list[tuple[str, str]]:

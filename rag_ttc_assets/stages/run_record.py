@@ -15,8 +15,7 @@ import socket
 from datetime import datetime, timezone
 from collections.abc import Callable
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.object_store import remote_root
 from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, atomic_write_json
@@ -29,6 +28,9 @@ from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.generation import JUDGE_MEANS, calls_summary
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 from rag_ttc_assets.stages.row_log import count_rows, remove_rows
+
+if TYPE_CHECKING:
+    import polars as pl
 
 STATUS = "status.json"
 RUNNING, COMPLETE, INTERRUPTED, FAILED, PARTIAL = "running", "complete", "interrupted", "failed", "partial"
@@ -200,6 +202,8 @@ def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: dict, requ
 
 def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, built: dict, fingerprints: dict) -> dict:
     """Fill `run_dir` with the seed's layout and mark it complete; return the counts written."""
+    import polars as pl
+
     store = lab.store
     (run_dir / "inputs" / "prompts").mkdir(parents=True, exist_ok=True)
     atomic_write_json(run_dir / "config.json", {

@@ -7,12 +7,12 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import Built, Table
+from rag_ttc_assets.adapters.table_types import schema_of
 from rag_ttc_assets.adapters.vectors import VectorIndex
 from rag_ttc_assets.core.ann import query_params
 from rag_ttc_assets.core.arms import ArmConfig
@@ -28,6 +28,9 @@ from rag_ttc_assets.core.supply import (LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCal
                                         lookup_queries, parse_lookup_arguments, seamless_offsets, title_index)
 from rag_ttc_assets.stages.calls import Call, Caller
 from rag_ttc_assets.stages.coverage import request_coverage, request_support
+
+if TYPE_CHECKING:
+    import polars as pl
 
 NO_RESULTS = "No results."
 CITATION_OFF, CITATION_PASSED, CITATION_RETRIED, ESCALATED = "off", "passed", "retried_passed", "escalated"
@@ -56,6 +59,8 @@ def preloaded_chunks(cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], source: s
 def preloaded_contexts(cfg: ArmConfig, questions: list[Question], chunks: list[Chunk]) -> pl.DataFrame:
     """Every question gets the same admitted evidence: the whole preloaded set, each document pasted once
     (overlap at chunk seams dropped through evidence_offsets), no evidence_k cut, no context budget."""
+    import polars as pl
+
     ids = [c.chunk_id for c in chunks]
     offsets = seamless_offsets(chunks)
     runes = [c.runes - o for c, o in zip(chunks, offsets)]
@@ -63,27 +68,32 @@ def preloaded_contexts(cfg: ArmConfig, questions: list[Question], chunks: list[C
            "admitted_chunk_ids": ids, "evidence_runes": runes, "evidence_offsets": offsets,
            "omitted_chunk_ids": [], "used_runes": sum(runes), "max_runes": sum(runes),
            "counterfactual": "none", "withheld_chunk_ids": [], "planted": "[]", "supply": "preloaded"}
-    return pl.DataFrame([{"query_id": q.id, **row} for q in questions], schema_overrides=CONTEXT_SCHEMA)
+    return pl.DataFrame([{"query_id": q.id, **row} for q in questions], schema_overrides=context_schema())
 
 
 def tool_contexts(cfg: ArmConfig, questions: list[Question]) -> pl.DataFrame:
     """A tool arm admits nothing before generation: its evidence is what each case's lookups return,
     recorded in the answers table (`supplied_contexts` reads it back)."""
+    import polars as pl
+
     row = {"evidence_k": cfg.evidence_k, "evidence_order": "lookup", "selected_chunk_ids": [],
            "admitted_chunk_ids": [], "evidence_runes": [], "evidence_offsets": [], "omitted_chunk_ids": [],
            "used_runes": 0, "max_runes": 0, "counterfactual": "none", "withheld_chunk_ids": [], "planted": "[]",
            "supply": "tool"}
-    return pl.DataFrame([{"query_id": q.id, **row} for q in questions], schema_overrides=CONTEXT_SCHEMA)
+    return pl.DataFrame([{"query_id": q.id, **row} for q in questions], schema_overrides=context_schema())
 
 
-CONTEXT_SCHEMA = {"selected_chunk_ids": pl.List(pl.String), "admitted_chunk_ids": pl.List(pl.String),
-                  "omitted_chunk_ids": pl.List(pl.String), "withheld_chunk_ids": pl.List(pl.String),
-                  "evidence_runes": pl.List(pl.Int64), "evidence_offsets": pl.List(pl.Int64)}
+def context_schema() -> dict:
+    """The admitted_contexts list columns, with their declared dtypes (polars cannot type an empty list)."""
+    return schema_of(Table.ADMITTED_CONTEXTS, "selected_chunk_ids", "admitted_chunk_ids", "omitted_chunk_ids",
+                     "withheld_chunk_ids", "evidence_runes", "evidence_offsets")
 
 
 def supplied_contexts(cfg: ArmConfig, contexts: pl.DataFrame, answers: pl.DataFrame | None) -> pl.DataFrame:
     """The evidence each row had in context: admitted_contexts, except for tool arms, where it is the union of
     the case's lookup results (the answers table's admitted_chunk_ids)."""
+    import polars as pl
+
     if cfg.supply != "tool" or answers is None:
         return contexts
     supplied = dict(zip(answers["query_id"].to_list(), answers["admitted_chunk_ids"].to_list()))
@@ -248,6 +258,8 @@ def arm_coverage(arm, qid: str | None = None) -> pl.DataFrame:
     """Per-request coverage: the request_coverage table, except for tool arms, whose supply is only known after
     the answers (a supporting chunk counts when a lookup returned it). `qid`: that question's rows only (a tool
     arm's coverage is then computed for that question alone, as `inspect` needs it)."""
+    import polars as pl
+
     if arm.cfg.supply != "tool":
         table = arm.table(Table.REQUEST_COVERAGE)
         return table if qid is None else table.filter(pl.col("query_id") == qid)

@@ -97,12 +97,12 @@ def test_run_child_passes_json_values_and_reports_a_failing_child():
 
 def test_code_location_import_is_measured_and_imports_no_model_library(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    # What every step process and `dagster dev` reload imports: no model library, no index library, and not numpy
-    # (nor pytrec_eval, which loads it): each loads where it is used.
+    # What every step process and `dagster dev` reload imports: no model library, no index library, not numpy
+    # (nor pytrec_eval, which loads it) and not polars: each loads where it is used.
     probe = subprocess.run(
         [sys.executable, "-c", "import sys, rag_ttc_assets.definitions; "
                                "print(sorted(m for m in ('litellm', 'torch', 'sentence_transformers', 'lancedb', "
-                               "'tantivy', 'numpy', 'pytrec_eval') if m in sys.modules))"],
+                               "'tantivy', 'numpy', 'pytrec_eval', 'polars') if m in sys.modules))"],
         capture_output=True, text=True, cwd=REPO, timeout=120, env=env)
     assert probe.returncode == 0, probe.stderr[-2000:]
     assert probe.stdout.strip() == "[]"
