@@ -16,6 +16,10 @@ The labels file is JSON Lines, one label per line (docs/judges.md):
                human label, with percentile bootstrap intervals (scipy.stats.bootstrap, paired, fixed seed; the
                percentiles over the resamples whose correlation is defined, the others counted).
   ceiling      the same statistics between every two annotators, over the items both labelled.
+  majority     per-request items with two or more labels: each judge against the items' majority label (ties
+               skipped, counted); and, like for like, each human label against the majority of the item's other
+               labels (the ceiling: one annotator against the rest) beside the judge against that same majority
+               (the judge standing in for that annotator), over the same (label, rest) instances.
 
 Pure: the caller reads the file and hands in what exists (the Catalog) and each judge's scores.
 """
@@ -310,7 +314,75 @@ def request_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mappi
         a, b = [p[0] for p in both], [p[1] for p in both]
         rows.append({"rater": f"{x} vs {y}", "kind": "ceiling", **categorical_agreement(a, b, (True, False)),
                      "not_measured": 0, "disagreements": [], "verdict": None})
-    return {"labels": len(labels), "annotators": sorted({lab.annotator for lab in labels}), "rows": rows}
+    return {"labels": len(labels), "annotators": sorted({lab.annotator for lab in labels}), "rows": rows,
+            "majority": majority_agreement(labels, judges)}
+
+
+def majority(values: Sequence[bool]) -> bool | None:
+    """The label more than half of `values` give; None on a tie (or no values)."""
+    yes = sum(1 for v in values if v)
+    return True if 2 * yes > len(values) else False if 2 * (len(values) - yes) > len(values) else None
+
+
+def majority_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]]) -> dict:
+    """Against the majority of people, on the items two or more annotators labelled.
+
+    `judge vs majority`: each judge's `addressed` against the item's majority label (ties skipped, counted).
+    `annotator vs the others`: every human label against the majority of the item's other labels (items with three
+    or more labels; a tie among the others skipped, counted): the ceiling, one person against the rest; beside it
+    each judge against that same majority of the others, over the same instances (`judge vs the others`), so the
+    two rows differ only in who stands in for the left-out annotator."""
+    items: dict[tuple, list[bool]] = {}
+    for lab in labels:
+        items.setdefault(lab.item, []).append(lab.addressed)
+    multi = {k: v for k, v in items.items() if len(v) >= 2}
+    full = {k: majority(v) for k, v in multi.items()}
+    ties = sum(1 for m in full.values() if m is None)
+    rows = []
+    for name, scored in judges.items():
+        human, judge, unmeasured = [], [], 0
+        for item, m in full.items():
+            if m is None:
+                continue
+            s = scored.get(item)
+            if s is None or s.get("addressed") is None:
+                unmeasured += 1
+                continue
+            human.append(m)
+            judge.append(bool(s["addressed"]))
+        rows.append({"rater": name, "kind": "judge", "against": "the majority label",
+                     **categorical_agreement(human, judge, (True, False)), "not_measured": unmeasured,
+                     "ties_skipped": ties})
+    # Leave one out: (item, the left-out label, the others' majority) for every label of an item with 3+ labels.
+    loo, loo_ties = [], 0
+    for item, values in items.items():
+        if len(values) < 3:
+            continue
+        for i, v in enumerate(values):
+            m = majority(values[:i] + values[i + 1:])
+            if m is None:
+                loo_ties += 1
+            else:
+                loo.append((item, v, m))
+    if loo or loo_ties:
+        rows.append({"rater": "an annotator vs the others", "kind": "ceiling",
+                     "against": "the majority of the item's other labels",
+                     **categorical_agreement([m for _, _, m in loo], [v for _, v, _ in loo], (True, False)),
+                     "not_measured": 0, "ties_skipped": loo_ties})
+        for name, scored in judges.items():
+            human, judge, unmeasured = [], [], 0
+            for item, _, m in loo:
+                s = scored.get(item)
+                if s is None or s.get("addressed") is None:
+                    unmeasured += 1
+                    continue
+                human.append(m)
+                judge.append(bool(s["addressed"]))
+            rows.append({"rater": f"{name} vs the others", "kind": "judge",
+                         "against": "the majority of the item's other labels",
+                         **categorical_agreement(human, judge, (True, False)), "not_measured": unmeasured,
+                         "ties_skipped": loo_ties})
+    return {"items": len(items), "items_with_two_or_more_labels": len(multi), "rows": rows}
 
 
 def pair_agreement(labels: Sequence[PairLabel], judges: Mapping[str, Mapping[str, Mapping[tuple, float | None]]],

@@ -113,6 +113,16 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                     "Cohen's kappa and accuracy; ceiling: the annotators with each other",
                     ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)",
                      "not_measured", "disagreements"], rows))
+        m = rl.get("majority")
+        if m and m["rows"]:
+            out.append((f"per-request labels against the majority ({m['items_with_two_or_more_labels']} of "
+                        f"{m['items']} items labelled by two or more annotators; ties skipped): the judges against "
+                        "the majority label; then, like for like, each human label against the majority of the "
+                        "item's other labels (ceiling) and each judge against that same majority",
+                        ["rater", "kind", "against", "n", "kappa", "accuracy",
+                         "confusion (majority/rater: TT TF FT FF)", "not_measured", "ties_skipped"],
+                        [[r["rater"], r["kind"], r["against"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
+                          _confusion(r["confusion"]), r["not_measured"], r["ties_skipped"]] for r in m["rows"]]))
     for aspect, a in (report.get("pair_labels") or {}).items():
         rows = [[r["rater"], r["kind"], r["n"], _f(r["pearson"]["r"]),
                  f"[{_f(r['pearson']['ci_low'])}, {_f(r['pearson']['ci_high'])}]", _f(r["spearman"]["r"]),

@@ -54,6 +54,43 @@ def test_a_request_the_judge_did_not_measure_is_counted_not_scored():
     assert j["n"] == 18 and j["not_measured"] == 2
 
 
+def test_against_the_majority_and_one_annotator_against_the_others_by_hand():
+    # Three annotators on q1..q6, two on q7 (a tie); the judge's addressed per question.
+    table = {1: "TTT", 2: "TTF", 3: "TFF", 4: "FFF", 5: "TFT", 6: "FTF", 7: "TF"}
+    judge_says = {1: T, 2: T, 3: T, 4: F, 5: F, 6: F, 7: T}
+    recs = [{"kind": "request", "question": f"q{i}", "request": f"q{i}.r1", "arm": "base", "addressed": c == "T",
+             "annotator": f"a{k}"} for i, row in table.items() for k, c in enumerate(row, 1)]
+    labels = ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+    judge = {("base", f"q{i}", f"q{i}.r1"): {"addressed": a} for i, a in judge_says.items()}
+    m = ja.request_agreement(labels.requests, {"lexical": judge})["majority"]
+    assert (m["items"], m["items_with_two_or_more_labels"]) == (7, 7)
+    full, ceiling, loo = m["rows"]
+    # Majority: q1 T, q2 T, q3 F, q4 F, q5 T, q6 F (q7 a tie, skipped). The judge agrees on 4 of 6; both say
+    # addressed on 3 of 6: p_e = .5, kappa = (4/6 - .5) / .5 = 1/3.
+    assert (full["rater"], full["n"], full["ties_skipped"]) == ("lexical", 6, 1)
+    assert full["accuracy"] == pytest.approx(4 / 6) and full["kappa"] == pytest.approx(1 / 3)
+    # Leave one out (items with 3 labels): each label against the other two when they agree. q1 and q4: 3 each;
+    # q2: a3 (F vs T); q3: a1 (T vs F); q5: a2 (F vs T); q6: a2 (T vs F); the 8 others are ties. 10 instances,
+    # 6 agree; majority and left-out label both addressed 5 of 10: p_e = .5, kappa = (.6 - .5) / .5 = .2.
+    assert (ceiling["rater"], ceiling["kind"], ceiling["n"], ceiling["ties_skipped"]) == (
+        "an annotator vs the others", "ceiling", 10, 8)
+    assert ceiling["accuracy"] == pytest.approx(0.6) and ceiling["kappa"] == pytest.approx(0.2)
+    assert ceiling["confusion"] == {"True": {"True": 3, "False": 2}, "False": {"True": 2, "False": 3}}
+    # The judge in the left-out annotator's place, same 10 instances: it misses q3 (T vs F) and q5 (F vs T): 8 of
+    # 10; addressed 5 of 10 on both sides: kappa (.8 - .5) / .5 = .6.
+    assert (loo["rater"], loo["n"]) == ("lexical vs the others", 10)
+    assert loo["accuracy"] == pytest.approx(0.8) and loo["kappa"] == pytest.approx(0.6)
+
+
+def test_majority_rows_count_what_the_judge_did_not_measure():
+    recs = [{"kind": "request", "question": f"q{i}", "request": f"q{i}.r1", "arm": "base", "addressed": True,
+             "annotator": f"a{k}"} for i in (1, 2) for k in (1, 2, 3)]
+    labels = ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+    m = ja.request_agreement(labels.requests, {"j": {("base", "q1", "q1.r1"): {"addressed": True}}})["majority"]
+    full, _, loo = m["rows"]
+    assert (full["n"], full["not_measured"]) == (1, 1) and (loo["n"], loo["not_measured"]) == (3, 3)
+
+
 X = [0.5, 0.0, -0.5, 1.0, 0.25]  # the judge's score(b) - score(a) on five pairs
 Y = [1, 0, -1, 2, -1]             # the human label (b over a)
 
