@@ -160,6 +160,8 @@ Source: {CITATION}. The articles are CNN/DailyMail news.
 **The annotators `a1`..`a4` are positions within one HIT** (one article and one system summary), not persistent
 people: the crowd files have no worker IDs. A ceiling row `a1 vs a2` is the agreement of two workers on the same
 item, pooled over many different workers; per-annotator reliability across HITs cannot be computed from this set.
+The row `an annotator vs the others` (each label against the majority of the item's other labels) does not depend
+on the positions: it is the ceiling to read.
 
 Run it (the lab reads the arms file, datasets and store named by these variables, or by `--arms-file`,
 `--datasets-dir`, `--home`):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from collections import Counter
 from pathlib import Path
@@ -145,6 +146,12 @@ def _kappa(pairs):
     return (p_o - p_e) / (1 - p_e)
 
 
+def _pearson(x, y):
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    return sxy / math.sqrt(sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
+
+
 def _majority(values):
     yes = sum(values)
     return True if 2 * yes > len(values) else False if 2 * yes < len(values) else None
@@ -199,7 +206,8 @@ def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(
     assert code == 0, err
     code, out, err = rag_ttc("judge-agreement", str(labels_path), "--json", env=env, cwd=lab)
     assert code == 0, err
-    rep = json.loads(out)["request_labels"]
+    full_report = json.loads(out)
+    rep = full_report["request_labels"]
 
     # The judges' own rows: the panel's verdict, and each juror's.
     store = lab / ".rag_ttc" / "store" / "arms"
@@ -252,8 +260,22 @@ def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(
     assert ceiling["accuracy"] == pytest.approx(sum(a == b for a, b in loo) / len(loo))
     assert ceiling["kappa"] == pytest.approx(_kappa(loo))
 
+    # Completeness per answer: the panel's share of the answer's requests against the majority's share, over the
+    # items whose majority is defined.
+    rows_x, rows_y = {}, {}
+    for item, v in items.items():
+        if _majority(v) is not None:
+            rows_x.setdefault(item[:2], []).append(verdict["panel"][item])
+            rows_y.setdefault(item[:2], []).append(_majority(v))
+    x = [sum(v) / len(v) for v in rows_x.values()]
+    y = [sum(rows_y[k]) / len(rows_y[k]) for k in rows_x]
+    (answer,) = [r for r in full_report["request_completeness"]["levels"]["answer"] if r["rater"] == panel["rater"]]
+    assert answer["n"] == 9 and len(set(x)) > 1 and len(set(y)) > 1
+    assert answer["pearson"]["r"] == pytest.approx(_pearson(x, y))
+
     code, out, err = rag_ttc("judge-agreement", str(labels_path), env=env, cwd=lab)
     assert code == 0, err
+    assert "completeness from the per-request labels" in out
     assert "a1 vs a2" in out and "an annotator vs the others" in out and "juror local/coverage" in out
 
 
