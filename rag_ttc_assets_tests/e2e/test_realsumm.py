@@ -324,3 +324,12 @@ def test_bad_realsumm_input_names_the_file_the_row_and_the_field_and_writes_noth
     src2 = write_realsumm(tmp_path / "REALSumm2")
     code, _, err = rag_ttc("convert-realsumm", str(src2), "--out", str(tmp_path / "out5"), "--systems", "abs-nope")
     assert code == 1 and "--systems: unknown system 'abs-nope'; the systems are abs-bart-out, ext-banditsumm-out" in err
+    # A subset: only the named systems' arms and labels.
+    code, out, err = rag_ttc("convert-realsumm", str(src2), "--out", str(tmp_path / "out6"), "--systems",
+                             "ext-banditsumm-out", "--json")
+    assert code == 0, err
+    assert json.loads(out)["arms"] == ["ext-banditsumm-out"]
+    assert list(yaml.safe_load((tmp_path / "out6" / "arms.yaml").read_text())["arms"]) == ["ext-banditsumm-out"]
+    got = [json.loads(x) for x in (tmp_path / "out6" / "labels.jsonl").read_text().splitlines()]
+    assert len(got) == sum(1 for r in crowd_labels() if r["arm"] == "ext-banditsumm-out")
+    assert {r["arm"] for r in got} == {"ext-banditsumm-out"}
