@@ -13,8 +13,8 @@ from rag_ttc_assets.cli.common import CliError  # noqa: E402
 from rag_ttc_assets.bench import command as bench  # noqa: E402
 from rag_ttc_assets.cli import diagnose, labels, local_llm, report, serve_reports, sweep  # noqa: E402
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
-from rag_ttc_assets.cli.data import (cmd_arms, cmd_import_beir, cmd_import_outputs, cmd_metrics,  # noqa: E402
-                                    cmd_validate)
+from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_realsumm, cmd_import_beir, cmd_import_outputs,  # noqa: E402
+                                    cmd_metrics, cmd_validate)
 from rag_ttc_assets.cli.hitrate import cmd_hitrate  # noqa: E402
 from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
 from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
@@ -132,6 +132,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", required=True, choices=["ragchecker", "ragas"])
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_import_outputs)
+
+    s = sub.add_parser("convert-realsumm", help="a clone of REALSumm (human SCU labels) as a lab folder",
+                       description="Convert a clone of https://github.com/neulab/REALSumm (Bhandari et al., EMNLP "
+                                   "2020; CC BY 4.0) into a lab folder: its articles as a dataset whose requests are "
+                                   "the reference summaries' SCUs, each summarisation system as an imported arm, and "
+                                   "the crowd's per-SCU present/absent labels for `rag-ttc judge-agreement` "
+                                   "(docs/judges.md). The labels' annotators are positions within a HIT, not people.")
+    s.add_argument("src", help="the REALSumm clone")
+    s.add_argument("--out", required=True, help="the lab folder to write (arms.yaml, datasets/, systems/, labels.jsonl)")
+    s.add_argument("--systems", help="only these systems, comma-separated arm names (abs-bart-out,ext-refresh-out)")
+    s.add_argument("--request-judges", help="the arms' request judge, or a panel (comma-separated, majority "
+                                            "aggregation); default local/lexical")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_convert_realsumm)
 
     sweep.add_parser(sub)
     local_llm.add_parser(sub)

@@ -1,4 +1,5 @@
-"""`rag-ttc validate`, `arms`, `metrics`, `import-beir`, `import-outputs`: the inputs, checked and converted."""
+"""`rag-ttc validate`, `arms`, `metrics`, `import-beir`, `import-outputs`, `convert-realsumm`: the inputs, checked and
+converted."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import sys
 from pathlib import Path
 
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
+import yaml
+
 from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.realsumm import RealSummError, read_realsumm
 from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
+from rag_ttc_assets.core import realsumm
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
 from rag_ttc_assets.core.dataset import DatasetError, dataset_counts, sha256_digest
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
@@ -125,4 +130,55 @@ def cmd_import_outputs(args) -> int:
                                  f"{counts['questions']} questions ({counts['gold_answers']} with a gold answer) into "
                                  f"{dest}; no gold quotes: requests have no supporting chunk until quotes are added.\n"
                                  f"an imported arm over it: {json.dumps(out['arm'])}")
+    return 0
+
+
+def cmd_convert_realsumm(args) -> int:
+    """A clone of REALSumm as a ready lab folder (core.realsumm): the dataset, one imported arm per system, the
+    crowd's per-SCU labels for `rag-ttc judge-agreement`, and a README saying what was converted."""
+    src, out = Path(args.src).expanduser().resolve(), Path(args.out).expanduser().resolve()
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
+    judges = [s.strip() for s in args.request_judges.split(",") if s.strip()] if args.request_judges else []
+    if len(judges) != len(set(judges)):
+        raise CliError(f"--request-judges: a juror named twice: {args.request_judges}")
+    try:
+        rs = read_realsumm(src, systems)
+    except RealSummError as e:
+        raise CliError(str(e)) from None
+    corpus, evaluation, counts = realsumm.dataset(rs)
+    cbytes = (json.dumps(corpus, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    evaluation = {"corpus_digest": sha256_digest(cbytes), **evaluation}
+    labels = realsumm.labels(rs)
+    counts |= realsumm.counts(rs, labels)
+    dest = out / "datasets" / realsumm.DATASET
+    # Everything is read and checked before anything is written; the arms file and the labels last.
+    atomic_write_bytes(dest / "corpus.json", cbytes, mode=0o644)
+    atomic_write_bytes(dest / "evaluation.json",
+                       (json.dumps(evaluation, ensure_ascii=False, indent=1) + "\n").encode("utf-8"), mode=0o644)
+    for s in rs.systems:
+        atomic_write_bytes(out / "systems" / f"{s.arm}.json",
+                           json.dumps(realsumm.system_rows(rs, s), ensure_ascii=False).encode("utf-8"), mode=0o644)
+    arms = realsumm.arms(rs.systems, "systems", judges)
+    header = (f"# REALSumm converted by `rag-ttc convert-realsumm` from {src}\n# {realsumm.CITATION}\n"
+              "# Each system of the set is an imported arm; the labels are in labels.jsonl (README.md).\n")
+    atomic_write_bytes(out / "arms.yaml", (header + yaml.safe_dump(arms, sort_keys=False, width=120)).encode("utf-8"),
+                       mode=0o644)
+    atomic_write_bytes(out / "README.md", realsumm.readme(rs, counts, str(src)).encode("utf-8"), mode=0o644)
+    atomic_write_bytes(out / "labels.jsonl", "".join(json.dumps(r) + "\n" for r in labels).encode("utf-8"),
+                       mode=0o644)
+    ds = load_dataset(dest)  # what was written is a valid dataset
+    result = {"out": str(out), **counts, "arms": [s.arm for s in rs.systems],
+              "corpus_digest": ds.corpus_digest, "annotators": "positions within a HIT (a1..a4), not persistent people"}
+    print_result(result, args.json,
+                 f"wrote {out}: {counts['documents']} articles and {counts['questions']} questions with "
+                 f"{counts['requests']} requests (the reference summaries' SCUs; {counts['requests_with_quote']} with a "
+                 f"verbatim evidence quote) in datasets/{realsumm.DATASET}, {counts['systems']} systems as imported "
+                 f"arms ({counts['summaries']} summaries) in arms.yaml, {counts['labels']} crowd labels on "
+                 f"{counts['labelled_items']} items in labels.jsonl (items by label count: "
+                 + ", ".join(f"{k} labels: {v}" for k, v in counts["items_by_label_count"].items()) + ").\n"
+                 "The annotators a1..a4 are positions within one HIT (one article and one summary), not persistent "
+                 "people: the crowd files have no worker IDs (README.md in the folder).\n"
+                 f"next (README.md): cd {out}; export RAG_TTC_ARMS=$PWD/arms.yaml RAG_TTC_DATASETS=$PWD/datasets "
+                 f"RAG_TTC_HOME=$PWD/.rag_ttc; rag-ttc run {' '.join(s.arm for s in rs.systems[:2])}"
+                 f"{' ...' if len(rs.systems) > 2 else ''}; rag-ttc judge-agreement labels.jsonl")
     return 0

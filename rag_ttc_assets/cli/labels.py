@@ -10,6 +10,8 @@ from rag_ttc_assets.cli.materialize import failure_text, open_instance
 from rag_ttc_assets.stages.judge_agreement import disagreements, tables
 from rag_ttc_assets.core.derive_requests import describe
 
+SHOWN_DISAGREEMENTS = 20  # a public set has tens of thousands; the report file keeps them all
+
 
 def materialize_label_asset(name: str, config: dict) -> dict:
     """Run `<name>_job` with the asset's config; the materialization's metadata values by key."""
@@ -69,10 +71,12 @@ def cmd_judge_agreement(args) -> int:
         print()
     d = disagreements(report)
     if d:
-        print(f"requests the judge and a person disagree on ({len(d)}):")
+        shown = d if args.all_disagreements else d[:SHOWN_DISAGREEMENTS]
+        more = f"; the first {len(shown)} shown, all in the report (--all-disagreements)" if len(shown) < len(d) else ""
+        print(f"requests the judge and a person disagree on ({len(d)}{more}):")
         print(text_table(["rater", "arm", "question", "request", "annotator", "human", "judge", "judge's reason"],
                          [[x["rater"], x["arm"], x["question"], x["request"], x["annotator"], x["human"], x["judge"],
-                           x["judge_reason"]] for x in d]))
+                           x["judge_reason"]] for x in shown]))
     print(f"report: {meta['report']}")
     return 0
 
@@ -85,6 +89,9 @@ def add_parser(sub, common) -> None:
                                    "ceiling. The format is in docs/judges.md.")
     s.add_argument("labels", help="a JSON Lines file of per-request labels and/or pairwise preferences")
     s.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
+    s.add_argument("--all-disagreements", action="store_true",
+                   help=f"print every disagreeing request (default: the first {SHOWN_DISAGREEMENTS}; all are in the "
+                        "report file)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_judge_agreement)
 

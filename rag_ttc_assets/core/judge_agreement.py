@@ -16,6 +16,14 @@ The labels file is JSON Lines, one label per line (docs/judges.md):
                human label, with percentile bootstrap intervals (scipy.stats.bootstrap, paired, fixed seed; the
                percentiles over the resamples whose correlation is defined, the others counted).
   ceiling      the same statistics between every two annotators, over the items both labelled.
+  majority     per-request items with two or more labels: each judge against the items' majority label (ties
+               skipped, counted); and, like for like, each human label against the majority of the item's other
+               labels (the ceiling: one annotator against the rest) beside the judge against that same majority
+               (the judge standing in for that annotator), over the same (label, rest) instances.
+  completeness per-request labels lifted to the lab's completeness (the share of an answer's labelled requests found
+               addressed), per answer row and per arm (the mean over its rows): Pearson and Spearman of each judge's
+               completeness against the majority's; the ceiling, one annotator's completeness against the majority
+               of the others' over the same items, beside each judge's against that same majority.
 
 Pure: the caller reads the file and hands in what exists (the Catalog) and each judge's scores.
 """
@@ -310,7 +318,167 @@ def request_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mappi
         a, b = [p[0] for p in both], [p[1] for p in both]
         rows.append({"rater": f"{x} vs {y}", "kind": "ceiling", **categorical_agreement(a, b, (True, False)),
                      "not_measured": 0, "disagreements": [], "verdict": None})
-    return {"labels": len(labels), "annotators": sorted({lab.annotator for lab in labels}), "rows": rows}
+    return {"labels": len(labels), "annotators": sorted({lab.annotator for lab in labels}), "rows": rows,
+            "majority": majority_agreement(labels, judges)}
+
+
+def _share(values: Sequence[bool]) -> float:
+    return sum(1 for v in values if v) / len(values)
+
+
+def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]],
+                           seed: int = 0) -> dict:
+    """Completeness (the share of a row's labelled requests addressed) by each judge against the people's, per answer
+    row (arm, question) and per arm (the mean over its rows), Pearson and Spearman with bootstrap intervals.
+
+    `judge vs the majority`: over each row's items whose majority label is defined (ties left out of both sides).
+    `annotator vs the others`: for every annotator of a row, their completeness against the majority of the others'
+    labels, over the row's items they labelled where that majority is defined (items with three or more labels);
+    per arm, an annotator's mean over the rows they labelled. Beside it each judge's completeness over the same items
+    against the same majority. A row the judge did not measure whole is counted in `not_measured`."""
+    by_row: dict[tuple, dict[str, list[tuple[str, bool]]]] = {}
+    for lab in labels:
+        by_row.setdefault((lab.arm, lab.question), {}).setdefault(lab.request, []).append(
+            (lab.annotator, lab.addressed))
+
+    def judge_share(scored, row, requests):
+        got = [scored.get((*row, r)) for r in requests]
+        if any(g is None or g.get("addressed") is None for g in got):
+            return None
+        return _share([bool(g["addressed"]) for g in got])
+
+    # (row, annotator) -> (requests, the annotator's labels, the others' majority), the leave-one-out points.
+    loo: dict[tuple, tuple[list[str], list[bool], list[bool]]] = {}
+    full: dict[tuple, tuple[list[str], list[bool]]] = {}
+    for row, items in by_row.items():
+        reqs, maj = [], []
+        for r, labs in items.items():
+            m = majority([v for _, v in labs])
+            if m is not None:
+                reqs.append(r)
+                maj.append(m)
+        if reqs:
+            full[row] = (reqs, maj)
+        for r, labs in items.items():
+            if len(labs) < 3:
+                continue
+            for i, (ann, v) in enumerate(labs):
+                m = majority([x for _, x in labs[:i] + labs[i + 1:]])
+                if m is not None:
+                    point = loo.setdefault((row, ann), ([], [], []))
+                    point[0].append(r)
+                    point[1].append(v)
+                    point[2].append(m)
+
+    def per_arm(points: Mapping[tuple, tuple[float, float]], key) -> tuple[list[float], list[float]]:
+        groups: dict = {}
+        for k, (x, y) in points.items():
+            groups.setdefault(key(k), []).append((x, y))
+        xs = [sum(p[0] for p in g) / len(g) for g in groups.values()]
+        ys = [sum(p[1] for p in g) / len(g) for g in groups.values()]
+        return xs, ys
+
+    levels: dict[str, list[dict]] = {"answer": [], "arm": []}
+    for name, scored in judges.items():
+        points, unmeasured = {}, 0
+        for row, (reqs, maj) in full.items():
+            x = judge_share(scored, row, reqs)
+            if x is None:
+                unmeasured += 1
+                continue
+            points[row] = (x, _share(maj))
+        for level, (xs, ys) in (("answer", ([p[0] for p in points.values()], [p[1] for p in points.values()])),
+                                ("arm", per_arm(points, lambda row: row[0]))):
+            levels[level].append({"rater": name, "kind": "judge", "against": "the majority",
+                                  **correlation(xs, ys, seed), "not_measured": unmeasured})
+    if loo:
+        ceiling = {k: (_share(v), _share(m)) for k, (_, v, m) in loo.items()}
+        for level, (xs, ys) in (("answer", ([p[0] for p in ceiling.values()], [p[1] for p in ceiling.values()])),
+                                ("arm", per_arm(ceiling, lambda k: (k[0][0], k[1])))):
+            levels[level].append({"rater": "an annotator vs the others", "kind": "ceiling",
+                                  "against": "the majority of the others", **correlation(xs, ys, seed),
+                                  "not_measured": 0})
+        for name, scored in judges.items():
+            points, unmeasured = {}, 0
+            for (row, ann), (reqs, _, maj) in loo.items():
+                x = judge_share(scored, row, reqs)
+                if x is None:
+                    unmeasured += 1
+                    continue
+                points[(row, ann)] = (x, _share(maj))
+            for level, (xs, ys) in (("answer", ([p[0] for p in points.values()], [p[1] for p in points.values()])),
+                                    ("arm", per_arm(points, lambda k: (k[0][0], k[1])))):
+                levels[level].append({"rater": f"{name} vs the others", "kind": "judge",
+                                      "against": "the majority of the others", **correlation(xs, ys, seed),
+                                      "not_measured": unmeasured})
+    return {"rows": len(by_row), "arms": len({row[0] for row in by_row}), "levels": levels}
+
+
+def majority(values: Sequence[bool]) -> bool | None:
+    """The label more than half of `values` give; None on a tie (or no values)."""
+    yes = sum(1 for v in values if v)
+    return True if 2 * yes > len(values) else False if 2 * (len(values) - yes) > len(values) else None
+
+
+def majority_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]]) -> dict:
+    """Against the majority of people, on the items two or more annotators labelled.
+
+    `judge vs majority`: each judge's `addressed` against the item's majority label (ties skipped, counted).
+    `annotator vs the others`: every human label against the majority of the item's other labels (items with three
+    or more labels; a tie among the others skipped, counted): the ceiling, one person against the rest; beside it
+    each judge against that same majority of the others, over the same instances (`judge vs the others`), so the
+    two rows differ only in who stands in for the left-out annotator."""
+    items: dict[tuple, list[bool]] = {}
+    for lab in labels:
+        items.setdefault(lab.item, []).append(lab.addressed)
+    multi = {k: v for k, v in items.items() if len(v) >= 2}
+    full = {k: majority(v) for k, v in multi.items()}
+    ties = sum(1 for m in full.values() if m is None)
+    rows = []
+    for name, scored in judges.items():
+        human, judge, unmeasured = [], [], 0
+        for item, m in full.items():
+            if m is None:
+                continue
+            s = scored.get(item)
+            if s is None or s.get("addressed") is None:
+                unmeasured += 1
+                continue
+            human.append(m)
+            judge.append(bool(s["addressed"]))
+        rows.append({"rater": name, "kind": "judge", "against": "the majority label",
+                     **categorical_agreement(human, judge, (True, False)), "not_measured": unmeasured,
+                     "ties_skipped": ties})
+    # Leave one out: (item, the left-out label, the others' majority) for every label of an item with 3+ labels.
+    loo, loo_ties = [], 0
+    for item, values in items.items():
+        if len(values) < 3:
+            continue
+        for i, v in enumerate(values):
+            m = majority(values[:i] + values[i + 1:])
+            if m is None:
+                loo_ties += 1
+            else:
+                loo.append((item, v, m))
+    if loo or loo_ties:
+        rows.append({"rater": "an annotator vs the others", "kind": "ceiling",
+                     "against": "the majority of the item's other labels",
+                     **categorical_agreement([m for _, _, m in loo], [v for _, v, _ in loo], (True, False)),
+                     "not_measured": 0, "ties_skipped": loo_ties})
+        for name, scored in judges.items():
+            human, judge, unmeasured = [], [], 0
+            for item, _, m in loo:
+                s = scored.get(item)
+                if s is None or s.get("addressed") is None:
+                    unmeasured += 1
+                    continue
+                human.append(m)
+                judge.append(bool(s["addressed"]))
+            rows.append({"rater": f"{name} vs the others", "kind": "judge",
+                         "against": "the majority of the item's other labels",
+                         **categorical_agreement(human, judge, (True, False)), "not_measured": unmeasured,
+                         "ties_skipped": loo_ties})
+    return {"items": len(items), "items_with_two_or_more_labels": len(multi), "rows": rows}
 
 
 def pair_agreement(labels: Sequence[PairLabel], judges: Mapping[str, Mapping[str, Mapping[tuple, float | None]]],

@@ -47,7 +47,7 @@ class JudgeAgreementConfig(Config):
     seed: int = 0
 
 
-@asset(group_name=GROUP, kinds={"python", "json"}, deps=["failure_flow"], code_version="judge_agreement/1")
+@asset(group_name=GROUP, kinds={"python", "json"}, deps=["failure_flow"], code_version="judge_agreement/2")
 def judge_agreement(context: AssetExecutionContext, config: JudgeAgreementConfig,
                     lab: LabResource) -> MaterializeResult:
     """Every judge that scored the labelled rows against the human labels, the annotators with each other as ceiling."""
@@ -60,7 +60,9 @@ def judge_agreement(context: AssetExecutionContext, config: JudgeAgreementConfig
         [dict(zip(cols, row, strict=True)) for row in rows]).value) for i, (title, cols, rows) in
         enumerate(stage.tables(report), 1)}
     return MaterializeResult(metadata={**meta, "report": MetadataValue.path(str(path)),
-                                       "disagreements": MetadataValue.json(stage.disagreements(report)),
+                                       # the first ones; every one is in the report file
+                                       "disagreements": MetadataValue.json(stage.disagreements(report)[:50]),
+                                       "disagreements_total": MetadataValue.int(len(stage.disagreements(report))),
                                        "arms": MetadataValue.json(report["arms"]),
                                        "requests_derived": MetadataValue.json(
                                            {a: describe(d) for a, d in report["requests_derived"].items()})})

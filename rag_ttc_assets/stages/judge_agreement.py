@@ -84,6 +84,8 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
     report = {"labels_file": str(labels_path), "arms": sorted(arms), "seed": seed,
               "bootstrap": {"resamples": ja.BOOTSTRAP_RESAMPLES, "confidence": ja.CONFIDENCE, "method": "percentile"},
               "request_labels": ja.request_agreement(labels.requests, per_request) if labels.requests else None,
+              "request_completeness": (ja.completeness_agreement(labels.requests, per_request, seed)
+                                       if labels.requests else None),
               "pair_labels": ja.pair_agreement(labels.pairs, pairwise, seed) if labels.pairs else None,
               # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
               "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)}}
@@ -113,6 +115,28 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                     "Cohen's kappa and accuracy; ceiling: the annotators with each other",
                     ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)",
                      "not_measured", "disagreements"], rows))
+        m = rl.get("majority")
+        if m and m["rows"]:
+            out.append((f"per-request labels against the majority ({m['items_with_two_or_more_labels']} of "
+                        f"{m['items']} items labelled by two or more annotators; ties skipped): the judges against "
+                        "the majority label; then, like for like, each human label against the majority of the "
+                        "item's other labels (ceiling) and each judge against that same majority",
+                        ["rater", "kind", "against", "n", "kappa", "accuracy",
+                         "confusion (majority/rater: TT TF FT FF)", "not_measured", "ties_skipped"],
+                        [[r["rater"], r["kind"], r["against"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
+                          _confusion(r["confusion"]), r["not_measured"], r["ties_skipped"]] for r in m["rows"]]))
+    rc = report.get("request_completeness")
+    if rc and any(rc["levels"].values()):
+        rows = [[level, r["rater"], r["kind"], r["against"], r["n"], _f(r["pearson"]["r"]),
+                 f"[{_f(r['pearson']['ci_low'])}, {_f(r['pearson']['ci_high'])}]", _f(r["spearman"]["r"]),
+                 f"[{_f(r['spearman']['ci_low'])}, {_f(r['spearman']['ci_high'])}]", r["not_measured"]]
+                for level, rs in rc["levels"].items() for r in rs]
+        out.append((f"completeness from the per-request labels ({rc['rows']} answers of {rc['arms']} arms): the share "
+                    "of an answer's labelled requests addressed, per answer and per arm (the mean over its answers); "
+                    "Pearson and Spearman against the majority's; ceiling: one annotator against the majority of the "
+                    "others, beside each judge against that same majority",
+                    ["level", "rater", "kind", "against", "n", "pearson", "pearson 95% CI", "spearman",
+                     "spearman 95% CI", "not_measured"], rows))
     for aspect, a in (report.get("pair_labels") or {}).items():
         rows = [[r["rater"], r["kind"], r["n"], _f(r["pearson"]["r"]),
                  f"[{_f(r['pearson']['ci_low'])}, {_f(r['pearson']['ci_high'])}]", _f(r["spearman"]["r"]),

@@ -54,6 +54,90 @@ def test_a_request_the_judge_did_not_measure_is_counted_not_scored():
     assert j["n"] == 18 and j["not_measured"] == 2
 
 
+def test_against_the_majority_and_one_annotator_against_the_others_by_hand():
+    # Three annotators on q1..q6, two on q7 (a tie); the judge's addressed per question.
+    table = {1: "TTT", 2: "TTF", 3: "TFF", 4: "FFF", 5: "TFT", 6: "FTF", 7: "TF"}
+    judge_says = {1: T, 2: T, 3: T, 4: F, 5: F, 6: F, 7: T}
+    recs = [{"kind": "request", "question": f"q{i}", "request": f"q{i}.r1", "arm": "base", "addressed": c == "T",
+             "annotator": f"a{k}"} for i, row in table.items() for k, c in enumerate(row, 1)]
+    labels = ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+    judge = {("base", f"q{i}", f"q{i}.r1"): {"addressed": a} for i, a in judge_says.items()}
+    m = ja.request_agreement(labels.requests, {"lexical": judge})["majority"]
+    assert (m["items"], m["items_with_two_or_more_labels"]) == (7, 7)
+    full, ceiling, loo = m["rows"]
+    # Majority: q1 T, q2 T, q3 F, q4 F, q5 T, q6 F (q7 a tie, skipped). The judge agrees on 4 of 6; both say
+    # addressed on 3 of 6: p_e = .5, kappa = (4/6 - .5) / .5 = 1/3.
+    assert (full["rater"], full["n"], full["ties_skipped"]) == ("lexical", 6, 1)
+    assert full["accuracy"] == pytest.approx(4 / 6) and full["kappa"] == pytest.approx(1 / 3)
+    # Leave one out (items with 3 labels): each label against the other two when they agree. q1 and q4: 3 each;
+    # q2: a3 (F vs T); q3: a1 (T vs F); q5: a2 (F vs T); q6: a2 (T vs F); the 8 others are ties. 10 instances,
+    # 6 agree; majority and left-out label both addressed 5 of 10: p_e = .5, kappa = (.6 - .5) / .5 = .2.
+    assert (ceiling["rater"], ceiling["kind"], ceiling["n"], ceiling["ties_skipped"]) == (
+        "an annotator vs the others", "ceiling", 10, 8)
+    assert ceiling["accuracy"] == pytest.approx(0.6) and ceiling["kappa"] == pytest.approx(0.2)
+    assert ceiling["confusion"] == {"True": {"True": 3, "False": 2}, "False": {"True": 2, "False": 3}}
+    # The judge in the left-out annotator's place, same 10 instances: it misses q3 (T vs F) and q5 (F vs T): 8 of
+    # 10; addressed 5 of 10 on both sides: kappa (.8 - .5) / .5 = .6.
+    assert (loo["rater"], loo["n"]) == ("lexical vs the others", 10)
+    assert loo["accuracy"] == pytest.approx(0.8) and loo["kappa"] == pytest.approx(0.6)
+
+
+def test_majority_rows_count_what_the_judge_did_not_measure():
+    recs = [{"kind": "request", "question": f"q{i}", "request": f"q{i}.r1", "arm": "base", "addressed": True,
+             "annotator": f"a{k}"} for i in (1, 2) for k in (1, 2, 3)]
+    labels = ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+    m = ja.request_agreement(labels.requests, {"j": {("base", "q1", "q1.r1"): {"addressed": True}}})["majority"]
+    full, _, loo = m["rows"]
+    assert (full["n"], full["not_measured"]) == (1, 1) and (loo["n"], loo["not_measured"]) == (3, 3)
+
+
+def _pearson(x, y):
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    return sxy / math.sqrt(sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
+
+
+def test_completeness_per_answer_and_per_arm_against_the_majority_and_the_others_by_hand():
+    two = {"q1": {"q1.r1", "q1.r2"}}
+    cat = ja.Catalog(questions={"A": {**two, "q2": {"q2.r1"}}, "B": two, "C": two},
+                     rows={"A": {"q1", "q2"}, "B": {"q1"}, "C": {"q1"}})
+    people = {("A", "q1", "q1.r1"): "TTT", ("A", "q1", "q1.r2"): "TTF", ("A", "q2", "q2.r1"): "TTT",
+              ("B", "q1", "q1.r1"): "TFF", ("B", "q1", "q1.r2"): "FFF",
+              ("C", "q1", "q1.r1"): "TTF", ("C", "q1", "q1.r2"): "FFT"}
+    said = {("A", "q1", "q1.r1"): T, ("A", "q1", "q1.r2"): F, ("A", "q2", "q2.r1"): F,
+            ("B", "q1", "q1.r1"): F, ("B", "q1", "q1.r2"): F, ("C", "q1", "q1.r1"): T, ("C", "q1", "q1.r2"): T}
+    recs = [{"kind": "request", "question": q, "request": r, "arm": a, "addressed": c == "T", "annotator": f"a{k}"}
+            for (a, q, r), row in people.items() for k, c in enumerate(row, 1)]
+    labels = ja.parse_labels(_lines(recs), "labels.jsonl", cat)
+    judge = {k: {"addressed": v} for k, v in said.items()}
+    rep = ja.completeness_agreement(labels.requests, {"j": judge})
+    assert (rep["rows"], rep["arms"]) == (4, 3)
+    answer = {r["rater"]: r for r in rep["levels"]["answer"]}
+    arm = {r["rater"]: r for r in rep["levels"]["arm"]}
+    # Majority per answer: A/q1 T T (1.0), A/q2 T (1.0), B/q1 F F (0.0), C/q1 T F (0.5); the judge: .5, 0, 0, 1.
+    x, y = [0.5, 0.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.5]
+    assert answer["j"]["n"] == 4 and answer["j"]["pearson"]["r"] == pytest.approx(_pearson(x, y))
+    # Per arm, the mean over its answers: A (.25, 1), B (0, 0), C (1, .5).
+    assert arm["j"]["n"] == 3 and arm["j"]["pearson"]["r"] == pytest.approx(_pearson([0.25, 0, 1], [1, 0, 0.5]))
+    # One annotator against the others (a tie among the other two leaves the item out), per (answer, annotator):
+    # A/q1: a1 r1 (T|T), a2 r1 (T|T), a3 r1 r2 (T F | T T); A/q2: each (T|T); B/q1: a1 r1 r2 (T F | F F),
+    # a2 r2 (F|F), a3 r2 (F|F); C/q1: a3 r1 r2 (F T | T F); a1 and a2 of C/q1 only ties.
+    cx = [1, 1, 0.5, 1, 1, 1, 0.5, 0, 0, 0.5]
+    cy = [1, 1, 1.0, 1, 1, 1, 0.0, 0, 0, 0.5]
+    assert answer["an annotator vs the others"]["n"] == 10
+    assert answer["an annotator vs the others"]["pearson"]["r"] == pytest.approx(_pearson(cx, cy))
+    # The judge over the same items: A/q1 a1, a2 (r1: T), a3 (T F); A/q2 (F) three times; B/q1 (F F), (F), (F);
+    # C/q1 a3 (T T).
+    jx = [1, 1, 0.5, 0, 0, 0, 0, 0, 0, 1]
+    assert answer["j vs the others"]["pearson"]["r"] == pytest.approx(_pearson(jx, cy))
+    # Per (arm, annotator), the mean over that annotator's answers: A a1 (1, 1), a2 (1, 1), a3 (.75, 1);
+    # B a1 (.5, 0), a2 (0, 0), a3 (0, 0); C a3 (.5, .5); and the judge's A a1 (.5), a2 (.5), a3 (.25), B 0 0 0, C 1.
+    ay = [1, 1, 1, 0, 0, 0, 0.5]
+    assert arm["an annotator vs the others"]["n"] == 7
+    assert arm["an annotator vs the others"]["pearson"]["r"] == pytest.approx(_pearson([1, 1, 0.75, 0.5, 0, 0, 0.5], ay))
+    assert arm["j vs the others"]["pearson"]["r"] == pytest.approx(_pearson([0.5, 0.5, 0.25, 0, 0, 0, 1], ay))
+
+
 X = [0.5, 0.0, -0.5, 1.0, 0.25]  # the judge's score(b) - score(a) on five pairs
 Y = [1, 0, -1, 2, -1]             # the human label (b over a)
 
