@@ -106,6 +106,18 @@ def load_prompt(path: Path, name: str, kind: str) -> Prompt:
                      parse_prompt(name, data.decode("utf-8"), kind, str(path)), most=16 * _MAX)
 
 
+def read_text(path: Path | str, error: type[Exception] = ValueError, hint: str = "") -> str:
+    """A text file's content (UTF-8); a missing file or bytes that are not UTF-8 raise `error` naming the path
+    (a missing one followed by `hint`)."""
+    p = Path(path)
+    if not p.is_file():
+        raise error(f"{path}: file not found{hint}")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: not valid UTF-8 at byte {e.start}") from None
+
+
 def _read(path: Path) -> tuple[bytes | None, str | None]:
     try:
         return _bytes_digest(path)

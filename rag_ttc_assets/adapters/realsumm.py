@@ -22,6 +22,7 @@ import io
 import re
 from pathlib import Path
 
+from rag_ttc_assets.adapters.files import read_text
 from rag_ttc_assets.core.realsumm import Label, RealSumm, Scu, SystemSummaries, arm_name, clean
 
 DOCS_LIST = "selected_docs_for_human_eval/selected_documents.md"
@@ -40,12 +41,7 @@ class RealSummError(ValueError):
 
 
 def _read(path: Path) -> str:
-    if not path.is_file():
-        raise RealSummError(f"{path}: file not found (is this a clone of https://github.com/neulab/REALSumm?)")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise RealSummError(f"{path}: not valid UTF-8 at byte {e.start}") from None
+    return read_text(path, RealSummError, " (is this a clone of https://github.com/neulab/REALSumm?)")
 
 
 def _csv(path: Path, columns: list[str]) -> list[tuple[int, dict[str, str]]]:

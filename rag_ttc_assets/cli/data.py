@@ -10,7 +10,7 @@ from pathlib import Path
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 import yaml
 
-from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.files import load_dataset, read_text
 from rag_ttc_assets.adapters.realsumm import RealSummError, read_realsumm
 from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
 from rag_ttc_assets.core import realsumm
@@ -77,13 +77,7 @@ def cmd_metrics(args) -> int:
 
 
 def _read(path: str) -> str:
-    p = Path(path)
-    if not p.is_file():
-        raise CliError(f"{path}: file not found")
-    try:
-        return p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise CliError(f"{path}: not valid UTF-8 at byte {e.start}") from None
+    return read_text(path, CliError)
 
 
 def cmd_import_beir(args) -> int:

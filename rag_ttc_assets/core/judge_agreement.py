@@ -420,6 +420,20 @@ def majority(values: Sequence[bool]) -> bool | None:
     return True if 2 * yes > len(values) else False if 2 * (len(values) - yes) > len(values) else None
 
 
+def _judge_against(scored: Mapping[tuple, dict], majorities: Sequence[tuple[tuple, bool]]) -> dict:
+    """A judge's `addressed` against the majority label of each (item, majority); an item the judge did not
+    measure is counted in `not_measured`, never scored."""
+    human, judge, unmeasured = [], [], 0
+    for item, m in majorities:
+        s = scored.get(item)
+        if s is None or s.get("addressed") is None:
+            unmeasured += 1
+            continue
+        human.append(m)
+        judge.append(bool(s["addressed"]))
+    return {**categorical_agreement(human, judge, (True, False)), "not_measured": unmeasured}
+
+
 def majority_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]]) -> dict:
     """Against the majority of people, on the items two or more annotators labelled.
 
@@ -435,20 +449,10 @@ def majority_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapp
     full = {k: majority(v) for k, v in multi.items()}
     ties = sum(1 for m in full.values() if m is None)
     rows = []
+    decided = [(item, m) for item, m in full.items() if m is not None]
     for name, scored in judges.items():
-        human, judge, unmeasured = [], [], 0
-        for item, m in full.items():
-            if m is None:
-                continue
-            s = scored.get(item)
-            if s is None or s.get("addressed") is None:
-                unmeasured += 1
-                continue
-            human.append(m)
-            judge.append(bool(s["addressed"]))
         rows.append({"rater": name, "kind": "judge", "against": "the majority label",
-                     **categorical_agreement(human, judge, (True, False)), "not_measured": unmeasured,
-                     "ties_skipped": ties})
+                     **_judge_against(scored, decided), "ties_skipped": ties})
     # Leave one out: (item, the left-out label, the others' majority) for every label of an item with 3+ labels.
     loo, loo_ties = [], 0
     for item, values in items.items():
@@ -466,18 +470,9 @@ def majority_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapp
                      **categorical_agreement([m for _, _, m in loo], [v for _, v, _ in loo], (True, False)),
                      "not_measured": 0, "ties_skipped": loo_ties})
         for name, scored in judges.items():
-            human, judge, unmeasured = [], [], 0
-            for item, _, m in loo:
-                s = scored.get(item)
-                if s is None or s.get("addressed") is None:
-                    unmeasured += 1
-                    continue
-                human.append(m)
-                judge.append(bool(s["addressed"]))
             rows.append({"rater": f"{name} vs the others", "kind": "judge",
                          "against": "the majority of the item's other labels",
-                         **categorical_agreement(human, judge, (True, False)), "not_measured": unmeasured,
-                         "ties_skipped": loo_ties})
+                         **_judge_against(scored, [(item, m) for item, _, m in loo]), "ties_skipped": loo_ties})
     return {"items": len(items), "items_with_two_or_more_labels": len(multi), "rows": rows}
 
 

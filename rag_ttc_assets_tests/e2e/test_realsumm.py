@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 from collections import Counter
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 import yaml
 
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
+from rag_ttc_assets_tests.e2e.test_judge_agreement import _kappa, _pearson
 
 SLOTS = 16
 # Three articles (CNN/DM test line numbers 7, 42, 105), tagged and lower-cased as REALSumm's src.txt is.
@@ -136,20 +136,6 @@ def crowd_labels() -> list[dict]:
                 out.append({"arm": ARM[system], "question": article, "request": f"{article}.scu{qid(article, k)}",
                             "annotator": f"a{pos}", "addressed": a == "p"})
     return out
-
-
-def _kappa(pairs):
-    n = len(pairs)
-    p_o = sum(h == j for h, j in pairs) / n
-    h_t, j_t = sum(h for h, _ in pairs) / n, sum(j for _, j in pairs) / n
-    p_e = h_t * j_t + (1 - h_t) * (1 - j_t)
-    return (p_o - p_e) / (1 - p_e)
-
-
-def _pearson(x, y):
-    mx, my = sum(x) / len(x), sum(y) / len(y)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
-    return sxy / math.sqrt(sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
 
 
 def _majority(values):
