@@ -20,15 +20,22 @@ from rag_ttc_assets.stages.resolve import ArmInputs
 if TYPE_CHECKING:
     import polars as pl
 
+    from rag_ttc_assets.core.tables import TableName
+
+# the declared column names (core.tables)
+ROWS, CTX, COV = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c, Table.REQUEST_COVERAGE.c
+FLOW, RJ, OUT = Table.FAILURE_FLOW.c, Table.REQUEST_JUDGMENTS.c, Table.REQUEST_OUTCOMES.c
+ANS, CON, JV = Table.ANSWERS.c, Table.CONTRACT_RESULTS.c, Table.JUDGE_VERDICTS.c
+
 
 class InspectError(LookupError):
     pass
 
 
-def _row(df: pl.DataFrame, qid: str) -> dict | None:
+def _row(df: pl.DataFrame, table: TableName, qid: str) -> dict | None:
     import polars as pl
 
-    rows = df.filter(pl.col("query_id") == qid).to_dicts()
+    rows = df.filter(pl.col(table.c.query_id) == qid).to_dicts()
     return rows[0] if rows else None
 
 
@@ -55,10 +62,10 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
     if q is None:
         raise InspectError(f"{ds.evaluation_path}: no question with id {qid!r}")
     store = lab.store
-    retrieval = _row(store.read_table(arm, Table.RETRIEVAL_ROWS), qid)
+    retrieval = _row(store.read_table(arm, Table.RETRIEVAL_ROWS), Table.RETRIEVAL_ROWS, qid)
     if retrieval is None:
         raise InspectError(f"arm {arm!r} has no retrieval row for {qid!r} (question_set {cfg.question_set!r})")
-    ctx = _row(supply.arm_contexts(inputs), qid)
+    ctx = _row(supply.arm_contexts(inputs), Table.ADMITTED_CONTEXTS, qid)
     chunks = {c.chunk_id: c for c in inputs.chunk_list}
     optional = {}
     for name in (Table.ANSWERS, Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS, Table.REQUEST_JUDGMENTS,
@@ -68,34 +75,36 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                   else store.read_table(arm, name))
         except FileNotFoundError:
             continue
-        optional[name] = df.filter(pl.col("query_id") == qid).to_dicts()
+        optional[name] = df.filter(pl.col(name.c.query_id) == qid).to_dicts()
     contract = (optional.get(Table.CONTRACT_RESULTS) or [None])[0]
-    cited = set(contract["citation_chunk_ids"]) if contract else set()
+    cited = set(contract[CON.citation_chunk_ids]) if contract else set()
     ranked = []
-    for i, cid in enumerate(retrieval["ranked_chunk_ids"], 1):
-        state = ("admitted" if cid in ctx["admitted_chunk_ids"] else "omitted" if cid in ctx["omitted_chunk_ids"]
-                 else "selected" if cid in ctx["selected_chunk_ids"] else "ranked only")
-        ranked.append({"rank": i, "chunk_id": cid, "doc_id": retrieval["ranked_doc_ids"][i - 1],
-                       "runes": chunks[cid].runes, "bm25_rank": retrieval["bm25_ranks"][i - 1],
-                       "vector_rank": retrieval["vector_ranks"][i - 1], "state": state, "cited": cid in cited})
-    coverage = {r["request_id"]: r for r in optional.get(Table.REQUEST_COVERAGE, [])}
-    flow = {r["request_id"]: r for r in optional.get(Table.FAILURE_FLOW, [])}
-    judged = {r["request_id"]: r for r in optional.get(Table.REQUEST_JUDGMENTS, [])}
-    outcomes = {r["request_id"]: r for r in optional.get(Table.REQUEST_OUTCOMES, [])}
-    requests = [{"id": r.id, "text": r.text, "supporting_chunk_ids": coverage.get(r.id, {}).get("supporting_chunk_ids"),
-                 "branch": flow.get(r.id, {}).get("branch"), "answered": flow.get(r.id, {}).get("answered"),
-                 "supported": flow.get(r.id, {}).get("supported"),
-                 "request_judge": {k: judged[r.id].get(k) for k in ("status", "addressed", "excerpt", "cited_chunk_ids",
-                                                                    "verdict", "reason", "request_judge_model",
-                                                                    "prompt_digest", "jurors_disagree")}
-                 | {"jurors": json.loads(judged[r.id].get("jurors") or "[]")} if r.id in judged else None,
-                 "self_reported_answered": outcomes.get(r.id, {}).get("self_reported_answered"),
-                 "overclaimed": outcomes.get(r.id, {}).get("overclaimed"),
-                 "underclaimed": outcomes.get(r.id, {}).get("underclaimed")} for r in q.requests]
+    for i, cid in enumerate(retrieval[ROWS.ranked_chunk_ids], 1):
+        state = ("admitted" if cid in ctx[CTX.admitted_chunk_ids] else "omitted" if cid in ctx[CTX.omitted_chunk_ids]
+                 else "selected" if cid in ctx[CTX.selected_chunk_ids] else "ranked only")
+        ranked.append({"rank": i, "chunk_id": cid, "doc_id": retrieval[ROWS.ranked_doc_ids][i - 1],
+                       "runes": chunks[cid].runes, "bm25_rank": retrieval[ROWS.bm25_ranks][i - 1],
+                       "vector_rank": retrieval[ROWS.vector_ranks][i - 1], "state": state, "cited": cid in cited})
+    coverage = {r[COV.request_id]: r for r in optional.get(Table.REQUEST_COVERAGE, [])}
+    flow = {r[FLOW.request_id]: r for r in optional.get(Table.FAILURE_FLOW, [])}
+    judged = {r[RJ.request_id]: r for r in optional.get(Table.REQUEST_JUDGMENTS, [])}
+    outcomes = {r[OUT.request_id]: r for r in optional.get(Table.REQUEST_OUTCOMES, [])}
+    requests = [{"id": r.id, "text": r.text,
+                 "supporting_chunk_ids": coverage.get(r.id, {}).get(COV.supporting_chunk_ids),
+                 "branch": flow.get(r.id, {}).get(FLOW.branch), "answered": flow.get(r.id, {}).get(FLOW.answered),
+                 "supported": flow.get(r.id, {}).get(FLOW.supported),
+                 "request_judge": {k: judged[r.id].get(k) for k in (RJ.status, RJ.addressed, RJ.excerpt,
+                                                                    RJ.cited_chunk_ids, RJ.verdict, RJ.reason,
+                                                                    RJ.request_judge_model, RJ.prompt_digest,
+                                                                    RJ.jurors_disagree)}
+                 | {"jurors": json.loads(judged[r.id].get(RJ.jurors) or "[]")} if r.id in judged else None,
+                 "self_reported_answered": outcomes.get(r.id, {}).get(OUT.self_reported_answered),
+                 "overclaimed": outcomes.get(r.id, {}).get(OUT.overclaimed),
+                 "underclaimed": outcomes.get(r.id, {}).get(OUT.underclaimed)} for r in q.requests]
     # The request judge makes one call per question: its messages as sent, once.
     first_judged = next(iter(judged.values()), None)
-    request_judge_sent = (_messages_sent(lab, arm, qid, "request_judgments", {"d": [
-        first_judged["judge_messages_digest"]]}, "d") if first_judged and first_judged.get("judge_messages_digest")
+    request_judge_sent = (_messages_sent(lab, arm, qid, Table.REQUEST_JUDGMENTS, {"d": [
+        first_judged[RJ.judge_messages_digest]]}, "d") if first_judged and first_judged.get(RJ.judge_messages_digest)
         else {"messages_digests": [], "messages_sent": []})
     answer = (optional.get(Table.ANSWERS) or [None])[0]
     judge = (optional.get(Table.JUDGE_VERDICTS) or [None])[0]
@@ -105,28 +114,28 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                                  "targets": [t.model_dump() for t in q.targets]},
         "requests": requests,
         "ranked": ranked,
-        "selected_chunk_ids": ctx["selected_chunk_ids"], "admitted_chunk_ids": ctx["admitted_chunk_ids"],
-        "omitted_chunk_ids": ctx["omitted_chunk_ids"], "cited_chunk_ids": sorted(cited),
-        "used_runes": ctx["used_runes"], "max_runes": ctx["max_runes"], "evidence_k": cfg.evidence_k,
-        "counterfactual": cfg.counterfactual, "withheld_chunk_ids": ctx.get("withheld_chunk_ids") or [],
-        "planted": json.loads(ctx.get("planted") or "[]"),
+        "selected_chunk_ids": ctx[CTX.selected_chunk_ids], "admitted_chunk_ids": ctx[CTX.admitted_chunk_ids],
+        "omitted_chunk_ids": ctx[CTX.omitted_chunk_ids], "cited_chunk_ids": sorted(cited),
+        "used_runes": ctx[CTX.used_runes], "max_runes": ctx[CTX.max_runes], "evidence_k": cfg.evidence_k,
+        "counterfactual": cfg.counterfactual, "withheld_chunk_ids": ctx.get(CTX.withheld_chunk_ids) or [],
+        "planted": json.loads(ctx.get(CTX.planted) or "[]"),
         "supply": cfg.supply,
         "ann": _ann_lists(cfg, retrieval, coverage),
-        "lookups": json.loads(answer.get("lookups") or "[]") if answer else [],
-        "answer": {"model": answer["model"], "status": answer["status"], "cache_hit": answer["cache_hit"],
+        "lookups": json.loads(answer.get(ANS.lookups) or "[]") if answer else [],
+        "answer": {"model": answer[ANS.model], "status": answer[ANS.status], "cache_hit": answer[ANS.cache_hit],
                    # An imported arm's answer came from the system's trace, not from a call of the lab's.
-                   "trace_id": answer.get("trace_id"),
-                   "raw_response": answer["raw_text"], "error": answer["error"],
-                   "citation_check": answer.get("citation_check"),
-                   **_messages_sent(lab, arm, qid, "answers", answer, "messages_digests")} if answer else None,
-        "contract": {"status": contract["status"], "reason": contract["reason"], "answer": contract["answer"],
-                     "abstained": contract["abstained"], "parsed_from": contract.get("parsed_from")}
+                   "trace_id": answer.get(ANS.trace_id),
+                   "raw_response": answer[ANS.raw_text], "error": answer[ANS.error],
+                   "citation_check": answer.get(ANS.citation_check),
+                   **_messages_sent(lab, arm, qid, Table.ANSWERS, answer, ANS.messages_digests)} if answer else None,
+        "contract": {"status": contract[CON.status], "reason": contract[CON.reason], "answer": contract[CON.answer],
+                     "abstained": contract[CON.abstained], "parsed_from": contract.get(CON.parsed_from)}
         if contract else None,
-        "judge": {"status": judge["status"], "model": judge["judge_model"], "statements": judge["statements"],
-                  "verdicts": json.loads(judge["verdicts"]), "faithfulness": judge["faithfulness"],
-                  "gold_verdicts": json.loads(judge["gold_verdicts"]),
-                  "contradicts_gold": judge["contradicts_gold"],
-                  **_messages_sent(lab, arm, qid, "judge_verdicts", judge, "judge_messages_digests")}
+        "judge": {"status": judge[JV.status], "model": judge[JV.judge_model], "statements": judge[JV.statements],
+                  "verdicts": json.loads(judge[JV.verdicts]), "faithfulness": judge[JV.faithfulness],
+                  "gold_verdicts": json.loads(judge[JV.gold_verdicts]),
+                  "contradicts_gold": judge[JV.contradicts_gold],
+                  **_messages_sent(lab, arm, qid, Table.JUDGE_VERDICTS, judge, JV.judge_messages_digests)}
         if judge else None,
         "request_judge": {"model": panel_name([j.model for j in cfg.request_judges], cfg.request_judge_aggregation)
                           if cfg.request_judges else cfg.request_judge.model, **request_judge_sent},
@@ -137,13 +146,14 @@ def _ann_lists(cfg, retrieval: dict, coverage: dict[str, dict]) -> dict | None:
     """An approximate index's two lists side by side (core.ann): its own top retrieve_k, the exact search's over
     the same vectors, the ranked list the exact one would have given, and which requests' support only the exact
     list held. None for an exact (flat) arm."""
-    if retrieval.get("exact_vector_chunk_ids") is None:
+    if retrieval.get(ROWS.exact_vector_chunk_ids) is None:
         return None
-    return {"index": cfg.vector_index.model_dump(exclude_none=True), "ann_recall_k": retrieval["ann_recall_k"],
-            "vector_chunk_ids": retrieval["vector_chunk_ids"],
-            "exact_vector_chunk_ids": retrieval["exact_vector_chunk_ids"],
-            "exact_ranked_chunk_ids": retrieval["exact_ranked_chunk_ids"],
-            "exact_only_requests": sorted(r for r, c in coverage.items() if c.get("exact_ranked") and not c["ranked"])}
+    return {"index": cfg.vector_index.model_dump(exclude_none=True), "ann_recall_k": retrieval[ROWS.ann_recall_k],
+            "vector_chunk_ids": retrieval[ROWS.vector_chunk_ids],
+            "exact_vector_chunk_ids": retrieval[ROWS.exact_vector_chunk_ids],
+            "exact_ranked_chunk_ids": retrieval[ROWS.exact_ranked_chunk_ids],
+            "exact_only_requests": sorted(r for r, c in coverage.items()
+                                          if c.get(COV.exact_ranked) and not c[COV.ranked])}
 
 
 def _sent_line(part: dict) -> str:
