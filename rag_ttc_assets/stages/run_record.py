@@ -37,6 +37,9 @@ RUNNING, COMPLETE, INTERRUPTED, FAILED, PARTIAL = "running", "complete", "interr
 PARTIAL_ANSWERS = "results/generated-answers.partial.jsonl"
 PARTIAL_JUDGE = "results/judge-per-query.partial.jsonl"
 PARTIAL_REQUEST_JUDGE = "results/request-judgments.partial.jsonl"
+# the declared column names (core.tables)
+ROWS, CTX = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c
+ANS, CON, JV = Table.ANSWERS.c, Table.CONTRACT_RESULTS.c, Table.JUDGE_VERDICTS.c
 PARTIALS = (PARTIAL_ANSWERS, PARTIAL_JUDGE, PARTIAL_REQUEST_JUDGE)
 
 
@@ -145,34 +148,34 @@ def _loads(v, default):
 def per_query_rows(arm: str, cfg: ArmConfig, tables: dict[str, pl.DataFrame], chunk_text: dict[str, str],
                    retrieval_per_query: dict) -> list[dict]:
     """Retrieval, context, generation and contract per question, in the seed's section 3.1 shape."""
-    by = {name: {r["query_id"]: r for r in df.iter_rows(named=True)} for name, df in tables.items()}
+    by = {name: {r[name.c.query_id]: r for r in df.iter_rows(named=True)} for name, df in tables.items()}
     rows = []
     for qid, r in by[Table.RETRIEVAL_ROWS].items():
         c, a, k = by[Table.ADMITTED_CONTEXTS][qid], by[Table.ANSWERS].get(qid), by[Table.CONTRACT_RESULTS].get(qid)
         answer = None
-        if k and k["answer"] is not None:
-            answer = {"answer": k["answer"], "citation_chunk_ids": k["citation_chunk_ids"],
-                      "abstained": k["abstained"], "requests": _loads(k["request_items"], [])}
+        if k and k[CON.answer] is not None:
+            answer = {"answer": k[CON.answer], "citation_chunk_ids": k[CON.citation_chunk_ids],
+                      "abstained": k[CON.abstained], "requests": _loads(k[CON.request_items], [])}
         rows.append({
             "query_id": qid, "arm": arm,
-            "retrieval": {"ranked_chunk_ids": r["ranked_chunk_ids"], "ranked_doc_ids": r["ranked_doc_ids"],
+            "retrieval": {"ranked_chunk_ids": r[ROWS.ranked_chunk_ids], "ranked_doc_ids": r[ROWS.ranked_doc_ids],
                           "retrieve_k": cfg.retrieve_k, "evidence_k": cfg.evidence_k,
-                          "selected_chunk_ids": c["selected_chunk_ids"], "metrics": retrieval_per_query.get(qid)},
+                          "selected_chunk_ids": c[CTX.selected_chunk_ids], "metrics": retrieval_per_query.get(qid)},
             "generated_answer": {
                 # A preloaded set is the same for every question: written once, in preparation/preloaded.json.
                 "context": {"evidence": "preloaded: see preparation/preloaded.json" if cfg.supply == "preloaded"
                             else [{"chunk_id": cid, "text": text} for cid, text in evidence_pairs(c, chunk_text)],
-                            "omitted_chunk_ids": c["omitted_chunk_ids"], "used_runes": c["used_runes"],
-                            "max_runes": c["max_runes"]},
+                            "omitted_chunk_ids": c[CTX.omitted_chunk_ids], "used_runes": c[CTX.used_runes],
+                            "max_runes": c[CTX.max_runes]},
                 "answer": answer,
-                "contract": {"valid": bool(k and k["status"] == "valid"), "status": k["status"] if k else None,
-                             "reason": k["reason"] if k else None},
-                "provider": {key: a[key] for key in ("model", "provider_role", "offline_baseline", "status",
-                                                     "input_tokens", "output_tokens", "latency_s", "cost_usd",
-                                                     "cache_hit", "attempts", "error")} if a else None,
-                "raw_response": a["raw_text"] if a else None,
-                "supply": {"mode": cfg.supply, "lookups": _loads(a.get("lookups"), []),
-                           "citation_check": a.get("citation_check")} if a else None,
+                "contract": {"valid": bool(k and k[CON.status] == "valid"), "status": k[CON.status] if k else None,
+                             "reason": k[CON.reason] if k else None},
+                "provider": {key: a[key] for key in (ANS.model, ANS.provider_role, ANS.offline_baseline, ANS.status,
+                                                     ANS.input_tokens, ANS.output_tokens, ANS.latency_s, ANS.cost_usd,
+                                                     ANS.cache_hit, ANS.attempts, ANS.error)} if a else None,
+                "raw_response": a[ANS.raw_text] if a else None,
+                "supply": {"mode": cfg.supply, "lookups": _loads(a.get(ANS.lookups), []),
+                           "citation_check": a.get(ANS.citation_check)} if a else None,
             },
         })
     return rows
@@ -267,7 +270,7 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     atomic_write_json(results / "generated-answers.json", tables[Table.ANSWERS].to_dicts())
     atomic_write_json(results / "answer-contract-summary.json", store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY))
     atomic_write_json(results / "retrieval-summary.json", retrieval)
-    judge_rows = [{**r, "verdicts": _loads(r["verdicts"], []), "gold_verdicts": _loads(r["gold_verdicts"], [])}
+    judge_rows = [{**r, "verdicts": _loads(r[JV.verdicts], []), "gold_verdicts": _loads(r[JV.gold_verdicts], [])}
                   for r in tables[Table.JUDGE_VERDICTS].to_dicts()]
     _jsonl(results / "judge-per-query.jsonl", judge_rows)
     judge_summary = store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
