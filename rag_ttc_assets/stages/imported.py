@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import polars as pl
 
 IMPORTED_PROMPT = "imported"  # the answers' `prompt`: the system's own, not one of the lab's prompts
+# the declared column names (core.tables)
+IMP, ANS = Table.IMPORTED_ROWS.c, Table.ANSWERS.c
 LISTED = 50  # unmatched traces, unanswered questions and external documents listed by name (all are counted)
 
 
@@ -98,12 +100,12 @@ def retrieval_rows(rows: pl.DataFrame, chunk_docs: dict[str, str]) -> pl.DataFra
 
     out = []
     for r in rows.iter_rows(named=True):
-        ids = r["ranked_chunk_ids"]
-        out.append({"query_id": r["query_id"], "retrieval": "imported", "retrieve_k": len(ids),
-                    "ranked_chunk_ids": ids, "ranked_doc_ids": [chunk_docs[c] for c in ids], "scores": r["scores"],
+        ids = r[IMP.ranked_chunk_ids]
+        out.append({"query_id": r[IMP.query_id], "retrieval": "imported", "retrieve_k": len(ids),
+                    "ranked_chunk_ids": ids, "ranked_doc_ids": [chunk_docs[c] for c in ids], "scores": r[IMP.scores],
                     "bm25_ranks": [None] * len(ids), "bm25_scores": [None] * len(ids),
                     "vector_ranks": [None] * len(ids), "vector_scores": [None] * len(ids),
-                    "trace_id": r["trace_id"], "retrieval_status": r["retrieval_status"]})
+                    "trace_id": r[IMP.trace_id], "retrieval_status": r[IMP.retrieval_status]})
     return pl.DataFrame(out, schema_overrides={
         "bm25_ranks": pl.List(pl.Int64), "vector_ranks": pl.List(pl.Int64), "scores": pl.List(pl.Float64),
         "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64), "trace_id": pl.String})
@@ -116,12 +118,12 @@ def contexts(cfg: ArmConfig, rows: pl.DataFrame, chunk_text: dict[str, str]) -> 
 
     out = []
     for r in rows.iter_rows(named=True):
-        admitted = r["admitted_chunk_ids"]
+        admitted = r[IMP.admitted_chunk_ids]
         runes = [len(chunk_text[c]) for c in admitted]
-        out.append({"query_id": r["query_id"], "evidence_k": len(r["selected_chunk_ids"]),
-                    "evidence_order": "imported", "selected_chunk_ids": r["selected_chunk_ids"],
+        out.append({"query_id": r[IMP.query_id], "evidence_k": len(r[IMP.selected_chunk_ids]),
+                    "evidence_order": "imported", "selected_chunk_ids": r[IMP.selected_chunk_ids],
                     "admitted_chunk_ids": admitted, "evidence_runes": runes, "evidence_offsets": [0] * len(admitted),
-                    "omitted_chunk_ids": [c for c in r["selected_chunk_ids"] if c not in set(admitted)],
+                    "omitted_chunk_ids": [c for c in r[IMP.selected_chunk_ids] if c not in set(admitted)],
                     "used_runes": sum(runes), "max_runes": sum(runes), "counterfactual": "none",
                     "withheld_chunk_ids": [], "planted": "[]", "supply": cfg.supply})
     return pl.DataFrame(out, schema_overrides=context_schema())
@@ -134,35 +136,35 @@ def answers(cfg: ArmConfig, rows: pl.DataFrame, source_digest: str) -> pl.DataFr
 
     out = []
     for r in rows.iter_rows(named=True):
-        out.append({"query_id": r["query_id"], "prompt": IMPORTED_PROMPT, "prompt_digest": source_digest,
-                    "model": r["model"] or "imported", "provider_role": GENERATOR_ROLE, "offline_baseline": False,
-                    "supply": cfg.supply, "admitted_chunk_ids": r["admitted_chunk_ids"], "lookups": "[]",
-                    "lookup_calls": 0, "citation_check": "off", "status": r["status"], "raw_text": r["answer"],
-                    "input_tokens": r["input_tokens"], "output_tokens": r["output_tokens"],
-                    "latency_s": r["latency_s"] or 0.0,
-                    "cost_usd": None, "attempts": 0, "error": None if r["status"] == "ok" else r["status"],
-                    "cache_hit": False, "provider_turns": 0, "messages_digests": [], "trace_id": r["trace_id"]})
+        out.append({"query_id": r[IMP.query_id], "prompt": IMPORTED_PROMPT, "prompt_digest": source_digest,
+                    "model": r[IMP.model] or "imported", "provider_role": GENERATOR_ROLE, "offline_baseline": False,
+                    "supply": cfg.supply, "admitted_chunk_ids": r[IMP.admitted_chunk_ids], "lookups": "[]",
+                    "lookup_calls": 0, "citation_check": "off", "status": r[IMP.status], "raw_text": r[IMP.answer],
+                    "input_tokens": r[IMP.input_tokens], "output_tokens": r[IMP.output_tokens],
+                    "latency_s": r[IMP.latency_s] or 0.0,
+                    "cost_usd": None, "attempts": 0, "error": None if r[IMP.status] == "ok" else r[IMP.status],
+                    "cache_hit": False, "provider_turns": 0, "messages_digests": [], "trace_id": r[IMP.trace_id]})
     return pl.DataFrame(out, schema_overrides=answer_schema() | schema_of(Table.ANSWERS, "trace_id"))
 
 
 def contract_row(cfg: ArmConfig, a: dict, chunk_text: dict[str, str]) -> dict:
     """One imported answer through the contract (`answer_format: contract`), or as free text: status `free_text`,
     the whole reply as the answer, citations read per `citation_style` (core.imported.citations)."""
-    if a["status"] != "ok":
-        return {"query_id": a["query_id"], "status": a["status"], "reason": a["status"], "parsed_from": None,
+    if a[ANS.status] != "ok":
+        return {"query_id": a[ANS.query_id], "status": a[ANS.status], "reason": a[ANS.status], "parsed_from": None,
                 "answer": None, "citation_chunk_ids": [], "abstained": None, "request_items": "[]", "answer_chars": 0}
     if cfg.source.answer_format == "contract":
-        res = check_contract(a["raw_text"], a["admitted_chunk_ids"], "ok")
+        res = check_contract(a[ANS.raw_text], a[ANS.admitted_chunk_ids], "ok")
         ans = res.answer
-        return {"query_id": a["query_id"], "status": res.status, "reason": res.reason, "parsed_from": res.parsed_from,
+        return {"query_id": a[ANS.query_id], "status": res.status, "reason": res.reason, "parsed_from": res.parsed_from,
                 "answer": ans.answer if ans else None,
                 "citation_chunk_ids": list(ans.citation_chunk_ids) if ans else [],
                 "abstained": ans.abstained if ans else None,
                 "request_items": json.dumps([r.model_dump() for r in ans.requests]) if ans else "[]",
                 "answer_chars": len(ans.answer) if ans else 0}
-    text = a["raw_text"] or ""
-    cited = core.citations(text, cfg.source.citation_style, a["admitted_chunk_ids"], chunk_text)
-    return {"query_id": a["query_id"], "status": FREE_TEXT, "reason": f"citation_style: {cfg.source.citation_style}",
+    text = a[ANS.raw_text] or ""
+    cited = core.citations(text, cfg.source.citation_style, a[ANS.admitted_chunk_ids], chunk_text)
+    return {"query_id": a[ANS.query_id], "status": FREE_TEXT, "reason": f"citation_style: {cfg.source.citation_style}",
             "parsed_from": None, "answer": text, "citation_chunk_ids": cited, "abstained": False, "request_items": "[]",
             "answer_chars": len(text)}
 
@@ -191,7 +193,7 @@ def annotate_phoenix(arm) -> dict:
     src = arm.cfg.source
     where = f"{arm.lab.arms_file}: arm {arm.arm!r}: {src.label}"
     roots = phoenix_annotations.root_spans(core.phoenix_spans(arm.arm_json(ArmJson.IMPORTED_SPANS), where))
-    trace_of = {r["query_id"]: r["trace_id"] for r in arm.table(Table.IMPORTED_ROWS).iter_rows(named=True)}
+    trace_of = {r[IMP.query_id]: r[IMP.trace_id] for r in arm.table(Table.IMPORTED_ROWS).iter_rows(named=True)}
     records, skipped = phoenix_annotations.annotations(
         arm.arm, arm.table(Table.FAILURE_FLOW).to_dicts(), arm.table(Table.REQUEST_JUDGMENTS).to_dicts(),
         trace_of, roots)
