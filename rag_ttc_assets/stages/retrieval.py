@@ -29,6 +29,9 @@ from rag_ttc_assets.stages.supply import context_schema
 if TYPE_CHECKING:
     import polars as pl
 
+# the declared column names (core.tables)
+ROWS, CTX, COV = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c, Table.REQUEST_COVERAGE.c
+
 
 def arm_questions(cfg: ArmConfig, ds: Dataset) -> list[Question]:
     qs = ds.evaluation.questions
@@ -158,7 +161,7 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
         # An imported arm's chunks are only the documents its traces hold: a request whose gold evidence no trace
         # retrieved has no supporting chunk, yet it has evidence (and counts in every coverage denominator).
         labelled = {r.id: bool(r.evidence) for q in questions for r in q.requests}
-        coverage = coverage.with_columns(pl.Series("has_evidence", [labelled[r] for r in coverage["request_id"]],
+        coverage = coverage.with_columns(pl.Series("has_evidence", [labelled[r] for r in coverage[COV.request_id]],
                                                    dtype=pl.Boolean))
     summary = admission_summary(coverage, contexts, cfg.supply)
     summary["hit_rates"] = admission.hit_rates(coverage.to_dicts())
@@ -177,17 +180,17 @@ def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, st
     import polars as pl
 
     by_q = {q.id: q for q in questions or []}
-    rows = [admission.context_row(cfg, r["query_id"], r["ranked_chunk_ids"], chunk_text, by_q.get(r["query_id"]),
-                                  support) for r in retrieval_rows.iter_rows(named=True)]
+    rows = [admission.context_row(cfg, r[ROWS.query_id], r[ROWS.ranked_chunk_ids], chunk_text,
+                                  by_q.get(r[ROWS.query_id]), support) for r in retrieval_rows.iter_rows(named=True)]
     return pl.DataFrame(rows, schema_overrides=context_schema())
 
 
 def evidence_pairs(context_row: dict, chunk_text: dict[str, str]) -> list[tuple[str, str]]:
     """(chunk_id, text) of the admitted evidence, in prompt order, planted chunks included; a preloaded document's
     chunks drop the runes they share with the previous chunk (evidence_offsets), so it is pasted once, whole."""
-    planted = {p["chunk_id"]: p["planted"] for p in json.loads(context_row.get("planted") or "[]")}
-    ids = context_row["admitted_chunk_ids"]
-    offsets = context_row.get("evidence_offsets") or [0] * len(ids)
+    planted = {p["chunk_id"]: p["planted"] for p in json.loads(context_row.get(CTX.planted) or "[]")}
+    ids = context_row[CTX.admitted_chunk_ids]
+    offsets = context_row.get(CTX.evidence_offsets) or [0] * len(ids)
     return [(c, planted[c] if c in planted else chunk_text[c][o:]) for c, o in zip(ids, offsets)]
 
 
@@ -199,10 +202,11 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
                       measures: tuple[str, ...] = RETRIEVAL_MEASURES) -> dict:
     """Document-level trec_eval measures from the ranked list; questions without targets are undefined, and so are
     an imported arm's questions whose trace has no RETRIEVER span (retrieval not measured, never a miss)."""
-    ranked = {r["query_id"]: metrics.doc_ranking(r["ranked_doc_ids"]) for r in retrieval_rows.iter_rows(named=True)}
-    unmeasured = ({r["query_id"]: r["retrieval_status"] for r in retrieval_rows.iter_rows(named=True)
-                   if r["retrieval_status"] == "no_retrieval_span"} if "retrieval_status" in retrieval_rows.columns
-                  else {})
+    ranked = {r[ROWS.query_id]: metrics.doc_ranking(r[ROWS.ranked_doc_ids])
+              for r in retrieval_rows.iter_rows(named=True)}
+    unmeasured = ({r[ROWS.query_id]: r[ROWS.retrieval_status] for r in retrieval_rows.iter_rows(named=True)
+                   if r[ROWS.retrieval_status] == "no_retrieval_span"}
+                  if ROWS.retrieval_status in retrieval_rows.columns else {})
     qrels = {q.id: {t.doc_id: t.relevance for t in q.targets} for q in questions
              if q.targets and q.id not in unmeasured}
     result = trec_eval.evaluate_ranked(qrels, {q.id: ranked.get(q.id, []) for q in questions}, measures,
@@ -225,9 +229,10 @@ def ann_summary(questions: list[Question], retrieval_rows: pl.DataFrame) -> dict
     """An approximate index's retrieval measure (core.ann): `ann_recall_k`, the mean share of the exact vector
     list (top retrieve_k) the approximate list kept, over the questions whose exact list is not empty (its N:
     `ann_recall_measured` of `ann_recall_of`). Nothing for an exact arm."""
-    if "ann_recall_k" not in retrieval_rows.columns or retrieval_rows["ann_recall_k"].null_count() == retrieval_rows.height:
+    if (ROWS.ann_recall_k not in retrieval_rows.columns
+            or retrieval_rows[ROWS.ann_recall_k].null_count() == retrieval_rows.height):
         return {}
-    by_q = dict(zip(retrieval_rows["query_id"].to_list(), retrieval_rows["ann_recall_k"].to_list()))
+    by_q = dict(zip(retrieval_rows[ROWS.query_id].to_list(), retrieval_rows[ROWS.ann_recall_k].to_list()))
     m = measured_mean({q.id: by_q.get(q.id) for q in questions},
                       {q.id: "no exact vector list" for q in questions if by_q.get(q.id) is None})
     return {"ann_recall_k": m["mean"], "ann_recall_measured": m["measured"], "ann_recall_of": m["of"],
