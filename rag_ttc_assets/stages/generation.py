@@ -22,6 +22,7 @@ from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, nu
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.summaries import is_offline_baseline
+from rag_ttc_assets.core.tables import Table
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE, JUDGE_ROLE, answer_schema  # noqa: F401  (stage.X)
 from rag_ttc_assets.core.roles import ANSWERS, JUDGE
@@ -31,6 +32,10 @@ from rag_ttc_assets.stages.row_log import RowLog  # noqa: F401  (the assets open
 
 if TYPE_CHECKING:
     import polars as pl
+
+# the declared column names (core.tables)
+CTX, ANS, CON = Table.ADMITTED_CONTEXTS.c, Table.ANSWERS.c, Table.CONTRACT_RESULTS.c
+JV, RJ = Table.JUDGE_VERDICTS.c, Table.REQUEST_JUDGMENTS.c
 
 def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]], index_text: str = "",
                     requests_in_prompt: str = "none") -> list[dict]:
@@ -49,7 +54,7 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
     With citation_check on, a row that fails it is retried once and otherwise marked `escalated`."""
     import polars as pl
 
-    ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
+    ctx = {r[CTX.query_id]: r for r in contexts.iter_rows(named=True)}
     if cfg.supply == "tool" and tools.lookup is None:
         raise ValueError("a tool arm needs the lookup tool (SupplyTools.lookup)")
 
@@ -59,7 +64,7 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
                                                                 tools.lookup, chunk_text)
             evidence = [(c, chunk_text[c]) for c in admitted]
         else:
-            lookups, admitted = [], ctx[q.id]["admitted_chunk_ids"]
+            lookups, admitted = [], ctx[q.id][CTX.admitted_chunk_ids]
             evidence = evidence_pairs(ctx[q.id], chunk_text)
             calls = [caller.call(answer_messages(prompt, q, evidence, tools.index_text, cfg.requests_in_prompt),
                                  response_format=response_format(cfg.response_format, answer_reply(prompt.text)))]
@@ -101,13 +106,13 @@ def contract(answers: pl.DataFrame) -> pl.DataFrame:
 
     rows = []
     for a in answers.iter_rows(named=True):
-        res = check_contract(a["raw_text"], a["admitted_chunk_ids"], a["status"])
-        if a.get("citation_check") == supply.ESCALATED and res.status not in (VALID, ABSTAINED):
+        res = check_contract(a[ANS.raw_text], a[ANS.admitted_chunk_ids], a[ANS.status])
+        if a.get(ANS.citation_check) == supply.ESCALATED and res.status not in (VALID, ABSTAINED):
             # The second seed's escalation: both attempts failed the citation check; no answer is delivered.
             res = ContractResult(status=ESCALATED, reason=f"escalated after one retry: {res.reason}")
         ans = res.answer
         rows.append({
-            "query_id": a["query_id"], "status": res.status, "reason": res.reason, "parsed_from": res.parsed_from,
+            "query_id": a[ANS.query_id], "status": res.status, "reason": res.reason, "parsed_from": res.parsed_from,
             "answer": ans.answer if ans else None,
             "citation_chunk_ids": list(ans.citation_chunk_ids) if ans else [],
             "abstained": ans.abstained if ans else None,
@@ -152,16 +157,16 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
     import polars as pl
 
     qs = {q.id: q for q in questions}
-    ctx = {r["query_id"]: r for r in contexts.iter_rows(named=True)}
+    ctx = {r[CTX.query_id]: r for r in contexts.iter_rows(named=True)}
 
     def one(c: dict) -> dict:
-        q = qs[c["query_id"]]
-        row = {"query_id": q.id, "status": c["status"], "judged": False, "statements": [], "verdicts": "[]",
+        q = qs[c[CON.query_id]]
+        row = {"query_id": q.id, "status": c[CON.status], "judged": False, "statements": [], "verdicts": "[]",
                "faithfulness": None, "answer_relevance": None, "gold_verdicts": "[]", "gold_supported": None,
                "contradicts_gold": None, "judge_error": None, "judge_model": cfg.judge.model}
         calls: list[Call] = []
-        if c["status"] in (VALID, FREE_TEXT):
-            row.update(_judge_valid(q, c["answer"], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
+        if c[CON.status] in (VALID, FREE_TEXT):
+            row.update(_judge_valid(q, c[CON.answer], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
                                     prompts, caller, calls, cfg.response_format))
         row["judge_parsed_from"] = parsed_from(calls, JUDGE_CALLS)
         row["judge_provider_calls"] = sum(k.counts_as_provider_call for k in calls)
@@ -239,8 +244,8 @@ def measure_judges(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
     """core.judge_measurement over an arm's tables: planted claims from admitted_contexts (planted-falsehood)."""
     by_q: dict[str, list[dict]] = {}
     for r in judgments.iter_rows(named=True):
-        by_q.setdefault(r["query_id"], []).append(r)
-    planted = {r["query_id"]: [Planted(**p) for p in json.loads(r.get("planted") or "[]")]
+        by_q.setdefault(r[RJ.query_id], []).append(r)
+    planted = {r[CTX.query_id]: [Planted(**p) for p in json.loads(r.get(CTX.planted) or "[]")]
                for r in contexts.iter_rows(named=True)}
-    return judge_measurement(questions, {r["query_id"]: r for r in contracts.iter_rows(named=True)},
-                             {r["query_id"]: r for r in verdicts.iter_rows(named=True)}, by_q, planted)
+    return judge_measurement(questions, {r[CON.query_id]: r for r in contracts.iter_rows(named=True)},
+                             {r[JV.query_id]: r for r in verdicts.iter_rows(named=True)}, by_q, planted)
