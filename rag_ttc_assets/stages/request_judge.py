@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 PARSE_FAILURE = "judge_parse_failure"
+CON, RJ = Table.CONTRACT_RESULTS.c, Table.REQUEST_JUDGMENTS.c  # the declared column names (core.tables)
 
 def judgment_schema() -> dict:
     """The request_judgments columns a row may leave empty, with their declared dtypes."""
@@ -43,15 +44,15 @@ def judgment_schema() -> dict:
 
 def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> list[dict]:
     """The messages the request judge is sent for one contract-valid answer."""
-    items = json_list(contract_row.get("request_items"))
-    citations = list(contract_row.get("citation_chunk_ids") or [])
+    items = json_list(contract_row.get(CON.request_items))
+    citations = list(contract_row.get(CON.citation_chunk_ids) or [])
     passages = ([(str(it.get("answer") or ""), [str(c) for c in json_list(it.get("citation_chunk_ids"))])
                  for it in items if str(it.get("answer") or "").strip()]
-                or [(contract_row["answer"], citations)])
+                or [(contract_row[CON.answer], citations)])
     labelled = [(r.id, r.text, [e.quote for e in r.evidence], r.gold_answer) for r in q.requests]
     return [{"role": "user", "content": prompt.render(
         question=q.text, gold_requests=gold_requests_block(labelled),
-        answer=cited_answer_block(contract_row["answer"], citations, passages))}]
+        answer=cited_answer_block(contract_row[CON.answer], citations, passages))}]
 
 
 def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
@@ -59,18 +60,18 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
     """One row per request of every answerable question, in question then request order."""
     import polars as pl
 
-    rows_by_q = {r["query_id"]: r for r in contracts.iter_rows(named=True)}
+    rows_by_q = {r[CON.query_id]: r for r in contracts.iter_rows(named=True)}
     answerable = [q for q in questions if q.answerable and q.requests]
 
     def one(q: Question) -> list[dict]:
         c = rows_by_q.get(q.id) or {"status": "no_answer_row"}
-        base = {"query_id": q.id, "status": c["status"], "addressed": None, "excerpt": None, "cited_chunk_ids": [],
+        base = {"query_id": q.id, "status": c[CON.status], "addressed": None, "excerpt": None, "cited_chunk_ids": [],
                 "verdict": None, "reason": None, "judge_error": None, "request_judge_model": cfg.request_judge.model,
                 "prompt_digest": prompt.digest, "judge_provider_calls": 0, "judge_cache_hits": 0,
                 "judge_input_tokens": None, "judge_output_tokens": None, "judge_messages_digest": None,
                 "judge_parsed_from": None}
         judged: list[judging.RequestJudgment] | None = None
-        if c["status"] in (VALID, FREE_TEXT):
+        if c[CON.status] in (VALID, FREE_TEXT):
             call = caller.call(request_judge_messages(prompt, q, c),
                                response_format=response_format(cfg.response_format, "request_judgments"))
             base.update(judge_provider_calls=int(call.counts_as_provider_call),
@@ -129,9 +130,9 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
         combined = panel.combine(models, votes, cfg.request_judge_aggregation)
         row = {**first, **{k: v for k, v in combined.items() if k != "jurors"}, "request_judge_model": name,
                "jurors": json.dumps(combined["jurors"], ensure_ascii=False)}
-        for k in ("judge_provider_calls", "judge_cache_hits"):
+        for k in (RJ.judge_provider_calls, RJ.judge_cache_hits):
             row[k] = sum(v[k] for v in votes)
-        for k in ("judge_input_tokens", "judge_output_tokens"):
+        for k in (RJ.judge_input_tokens, RJ.judge_output_tokens):
             row[k] = sum(v[k] or 0 for v in votes) if any(v[k] is not None for v in votes) else None
         rows.append(row)
     schema = judgment_schema() | schema_of(Table.REQUEST_JUDGMENTS, "jurors", "jurors_disagree", "jurors_measured")
@@ -143,14 +144,14 @@ def panel_summary(cfg: ArmConfig, df: pl.DataFrame) -> dict | None:
     """The jurors' agreement (core.panel.agreement), or None for one request judge."""
     import json
 
-    if not cfg.request_judges or "jurors" not in df.columns:
+    if not cfg.request_judges or RJ.jurors not in df.columns:
         return None
     votes = [[j["addressed"] if j["status"] == JUDGED else None for j in json.loads(v)]
-             for v in df["jurors"].to_list()]
+             for v in df[RJ.jurors].to_list()]
     votes = [v for v in votes if any(x is not None for x in v)]  # rows no juror judged (not contract-valid) out
     # Each juror's faults (judge_* statuses: its own not-measured, never a vote).
     faults = {m: 0 for m in (j.model for j in cfg.request_judges)}
-    for v in df["jurors"].to_list():
+    for v in df[RJ.jurors].to_list():
         for j in json.loads(v):
             faults[j["model"]] += j["status"].startswith("judge_")
     return {**panel.agreement([j.model for j in cfg.request_judges], votes),
