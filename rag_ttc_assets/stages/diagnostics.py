@@ -15,6 +15,7 @@ from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.counterfactual import Planted, repeats
 from rag_ttc_assets.core.flow import flow_rows, flow_table, hit_rate
 from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
+from rag_ttc_assets.core.tables import QUERY_ID
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.request_judge import instrument
@@ -23,10 +24,14 @@ from rag_ttc_assets.stages.resolve import ArmInputs
 if TYPE_CHECKING:
     import polars as pl
 
+# the declared column names (core.tables)
+ROWS, CTX, COV = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c, Table.REQUEST_COVERAGE.c
+CON, JV, RJ = Table.CONTRACT_RESULTS.c, Table.JUDGE_VERDICTS.c, Table.REQUEST_JUDGMENTS.c
+
 
 def rows_by_query(df: pl.DataFrame) -> dict[str, dict]:
-    """A per-question table's rows by question id."""
-    return {r["query_id"]: r for r in df.iter_rows(named=True)}
+    """A per-question table's rows by question id (every such table declares QUERY_ID)."""
+    return {r[QUERY_ID.name]: r for r in df.iter_rows(named=True)}
 
 
 def _inputs(arm: ArmInputs):
@@ -34,10 +39,10 @@ def _inputs(arm: ArmInputs):
     coverage = supply.arm_coverage(arm)
     cov_by_q: dict[str, list[dict]] = {}
     for r in coverage.iter_rows(named=True):
-        cov_by_q.setdefault(r["query_id"], []).append(r)
+        cov_by_q.setdefault(r[COV.query_id], []).append(r)
     judgments: dict[str, list[dict]] = {}
     for r in arm.table(Table.REQUEST_JUDGMENTS).iter_rows(named=True):
-        judgments.setdefault(r["query_id"], []).append(r)
+        judgments.setdefault(r[RJ.query_id], []).append(r)
     return (arm.cfg, arm.questions, cov_by_q, rows_by_query(arm.table(Table.CONTRACT_RESULTS)),
             rows_by_query(arm.table(Table.JUDGE_VERDICTS)), judgments)
 
@@ -63,7 +68,7 @@ def completeness(arm: ArmInputs) -> dict:
     totals = {**completeness_totals(outcomes, abstentions), "request_judge": request_instrument(arm.lab, cfg, questions),
               "label_use": cfg.label_use}
     if cfg.counterfactual != "none":
-        contexts = {r["query_id"]: r for r in arm.table(Table.ADMITTED_CONTEXTS).iter_rows(named=True)}
+        contexts = {r[CTX.query_id]: r for r in arm.table(Table.ADMITTED_CONTEXTS).iter_rows(named=True)}
         totals["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
                                                           cov_by_q, judged)
     return {
@@ -81,8 +86,8 @@ def failure_flow(arm: ArmInputs) -> dict:
 
     cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
     imported = cfg.supply == "imported"
-    retrieval_status = ({r["query_id"]: r["retrieval_status"] for r in arm.table(
-        Table.RETRIEVAL_ROWS).select("query_id", "retrieval_status").iter_rows(named=True)} if imported else {})
+    retrieval_status = ({r[ROWS.query_id]: r[ROWS.retrieval_status] for r in arm.table(
+        Table.RETRIEVAL_ROWS).select(ROWS.query_id, ROWS.retrieval_status).iter_rows(named=True)} if imported else {})
     flows = [f for q in questions if q.answerable
              for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id),
                                 judgments.get(q.id, []), imported, retrieval_status.get(q.id, "ok"))]
@@ -104,7 +109,7 @@ def failure_flow(arm: ArmInputs) -> dict:
 def _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows) -> dict:
     branches, measured = [], []
     for j in range(len(cfg.request_judges)):
-        view = {q: panel.juror_view([{**r, "jurors": json.loads(r["jurors"])} for r in rows], j)
+        view = {q: panel.juror_view([{**r, "jurors": json.loads(r[RJ.jurors])} for r in rows], j)
                 for q, rows in judgments.items()}
         rows = [f for q in questions if q.answerable
                 for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id), view.get(q.id, []))]
@@ -119,20 +124,20 @@ def counterfactual_summary(kind: str, outcomes, contexts: dict, contracts: dict,
     Planted-falsehood: did the answer repeat the planted claim, and did the gold judge see a contradiction?"""
     by_request = {o.request_id: o for o in outcomes}
     if kind == "withheld-relevant":
-        affected = [r["request_id"] for q, rows in coverage.items() for r in rows
-                    if set(r["supporting_chunk_ids"]) & set(contexts.get(q, {}).get("withheld_chunk_ids") or [])
-                    and not r["admitted"]]
+        affected = [r[COV.request_id] for q, rows in coverage.items() for r in rows
+                    if set(r[COV.supporting_chunk_ids]) & set(contexts.get(q, {}).get(CTX.withheld_chunk_ids) or [])
+                    and not r[COV.admitted]]
         # Only measured requests count: an unmeasured one (answered None) is neither a correct abstention nor not.
         correct = sum(1 for rid in affected if rid in by_request and by_request[rid].answered is False)
         return {"kind": kind, "withheld_requests": len(affected), "correct_abstentions": correct,
                 "correct_abstention_rate": correct / len(affected) if affected else None}
     planted, repeated = 0, 0
     for qid, ctx in contexts.items():
-        answer = (contracts.get(qid) or {}).get("answer")
-        for p in json.loads(ctx.get("planted") or "[]"):
+        answer = (contracts.get(qid) or {}).get(CON.answer)
+        for p in json.loads(ctx.get(CTX.planted) or "[]"):
             planted += 1
             repeated += repeats(answer, Planted(**p))
-    contradicting = sum(1 for r in judged.values() if r.get("contradicts_gold"))
+    contradicting = sum(1 for r in judged.values() if r.get(JV.contradicts_gold))
     return {"kind": kind, "planted_claims": planted, "repeated": repeated,
             "falsehood_repetition_rate": repeated / planted if planted else None,
             "answers_contradicting_gold": contradicting}
