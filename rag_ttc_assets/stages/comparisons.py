@@ -18,6 +18,10 @@ from rag_ttc_assets.stages.diagnostics import rows_by_query
 from rag_ttc_assets.stages.reports import requests_derived
 from rag_ttc_assets.stages.resolve import ArmInputs
 
+# the declared column names (core.tables)
+OUT, FLOW = Table.REQUEST_OUTCOMES.c, Table.FAILURE_FLOW.c
+CTX, ANS = Table.ADMITTED_CONTEXTS.c, Table.ANSWERS.c
+
 
 def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]], dict]:
     """Per-case values of each compared metric for one arm (core.compare.case_values over its tables), and the arm's
@@ -25,8 +29,8 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     store = lab.store
     unmeasured: dict[str, str] = {}  # question -> the judge status of its first unmeasured request
     for r in store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True):
-        if not r["measured"]:
-            unmeasured.setdefault(r["query_id"], r["judge_status"])
+        if not r[OUT.measured]:
+            unmeasured.setdefault(r[OUT.query_id], r[OUT.judge_status])
     values, reasons = cmp.case_values(
         *(rows_by_query(store.read_table(arm, t)) for t in (Table.CONTRACT_RESULTS, Table.ANSWERS,
                                                              Table.JUDGE_VERDICTS, Table.QUESTION_COMPLETENESS)),
@@ -34,7 +38,7 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     flow = store.read_table(arm, Table.FAILURE_FLOW)
     branches: dict[str, list[str]] = {}
     for r in flow.iter_rows(named=True):
-        branches.setdefault(r["query_id"], []).append(f"{r['request_id']}:{r['branch']}")
+        branches.setdefault(r[FLOW.query_id], []).append(f"{r[FLOW.request_id]}:{r[FLOW.branch]}")
     binding = store.read_arm_json(arm, ArmJson.BINDING)
     return values, {"branches": branches, "flow": flow_index(flow.iter_rows(named=True)),
                     "evaluation_digest": binding["evaluation_digest"],
@@ -95,9 +99,9 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
         "p95_latency_s": {"a": _p95(va["latency_s"].values()), "b": _p95(vb["latency_s"].values())},
         "attributed_to": sorted(changed),
     }
-    sets_a = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
+    sets_a = {r[CTX.query_id]: frozenset(r[CTX.admitted_chunk_ids]) for r in
               supply.arm_contexts(ArmInputs(lab, a)).iter_rows(named=True)}
-    sets_b = {r["query_id"]: frozenset(r["admitted_chunk_ids"]) for r in
+    sets_b = {r[CTX.query_id]: frozenset(r[CTX.admitted_chunk_ids]) for r in
               supply.arm_contexts(ArmInputs(lab, b)).iter_rows(named=True)}
     report["supply"] = {a: supply_numbers(lab, a), b: supply_numbers(lab, b)}
     same = sum(1 for q in sets_a if sets_b.get(q) == sets_a[q])
@@ -140,8 +144,8 @@ def supply_numbers(lab: Lab, arm: str) -> dict:
     hit = flow.get("lookup_flow") or flow["hit_rate"]
     return {"supply": lab.arms[arm].supply, "hit_rate": hit["hit_rate"], "hits": hit["hits"], "cases": hit["cases"],
             "contradicts_gold": judge["contradicts_gold"],
-            "mean_input_tokens": float(answers["input_tokens"].fill_null(0).mean() or 0.0),
-            "p95_latency_s": _p95(answers["latency_s"].to_list()),
+            "mean_input_tokens": float(answers[ANS.input_tokens].fill_null(0).mean() or 0.0),
+            "p95_latency_s": _p95(answers[ANS.latency_s].to_list()),
             # Over the same cases as the hit rate (answerable questions), as the run summary counts them.
             "lookup_calls": (flow.get("lookup_flow") or {}).get("lookup_calls", 0)}
 
