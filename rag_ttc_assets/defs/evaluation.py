@@ -15,6 +15,7 @@ from rag_ttc_assets.stages import request_judge, supply
 from rag_ttc_assets.stages import run_record as records
 
 GROUP = "evaluation"
+JV = Table.JUDGE_VERDICTS.c  # the declared column names (core.tables)
 
 
 @arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("contract_results",),
@@ -35,9 +36,9 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource, provider: P
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "judge_model": cfg.judge.model,
                   "prompt_digests": MetadataValue.json({k: p.digest for k, p in prompts.items()}),
-                  "statuses": MetadataValue.json(dict(df.group_by("status").len().iter_rows())),
+                  "statuses": MetadataValue.json(dict(df.group_by(JV.status).len().iter_rows())),
                   "provider_calls": caller.provider_calls, "cache_hits": caller.cache_hits,
-                  "incomplete_rows": int(df["status"].str.starts_with("judge_").sum()),
+                  "incomplete_rows": int(df[JV.status].str.starts_with("judge_").sum()),
                   "table_digest": digest},
         data_version=version_of(digest),
     )
