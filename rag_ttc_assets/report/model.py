@@ -20,6 +20,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.tables import Table
+
+# the declared column names (core.tables)
+ROWS, CTX, COV = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c, Table.REQUEST_COVERAGE.c
+ANS, CON, JV = Table.ANSWERS.c, Table.CONTRACT_RESULTS.c, Table.JUDGE_VERDICTS.c
+FLOW, RJ = Table.FAILURE_FLOW.c, Table.REQUEST_JUDGMENTS.c
 
 NOT_RANKED = "not ranked"
 # A ranked chunk, as a row (rank = position + 1; its document and runes are in the chunk table).
@@ -28,11 +34,11 @@ MIN_SEGMENT = 40  # shorter chunk texts are left inline: a reference would not s
 
 
 def chunk_state(cid: str, context: Mapping[str, Any]) -> str:
-    if cid in (context.get("admitted_chunk_ids") or ()):
+    if cid in (context.get(CTX.admitted_chunk_ids) or ()):
         return "admitted"
-    if cid in (context.get("omitted_chunk_ids") or ()):
+    if cid in (context.get(CTX.omitted_chunk_ids) or ()):
         return "omitted"
-    if cid in (context.get("selected_chunk_ids") or ()):
+    if cid in (context.get(CTX.selected_chunk_ids) or ()):
         return "selected"
     return "ranked"
 
@@ -72,49 +78,51 @@ def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mappi
     """One arm's view of one case: ranked chunks with state and citations, the context accounting, the request
     flow and the request judge's verdicts, the contract, the answer, the statement judge, the messages as sent."""
     context = context or {}
-    cited = set((contract or {}).get("citation_chunk_ids") or [])
+    cited = set((contract or {}).get(CON.citation_chunk_ids) or [])
     excerpt: dict[str, list[str]] = {}
     for j in judgments:
-        for cid in j.get("cited_chunk_ids") or []:
-            excerpt.setdefault(cid, []).append(j["request_id"])
+        for cid in j.get(RJ.cited_chunk_ids) or []:
+            excerpt.setdefault(cid, []).append(j[RJ.request_id])
     supports: dict[str, list[str]] = {}
     for c in coverage:
-        for cid in c.get("supporting_chunk_ids") or []:
-            supports.setdefault(cid, []).append(c["request_id"])
+        for cid in c.get(COV.supporting_chunk_ids) or []:
+            supports.setdefault(cid, []).append(c[COV.request_id])
     ranked = []
     if retrieval:
-        for i, cid in enumerate(retrieval["ranked_chunk_ids"]):
-            ranked.append([cid, retrieval["bm25_ranks"][i], retrieval["vector_ranks"][i], chunk_state(cid, context),
+        for i, cid in enumerate(retrieval[ROWS.ranked_chunk_ids]):
+            ranked.append([cid, retrieval[ROWS.bm25_ranks][i], retrieval[ROWS.vector_ranks][i],
+                           chunk_state(cid, context),
                            cid in cited, sorted(excerpt.get(cid, [])), sorted(supports.get(cid, []))])
-    by_request = {j["request_id"]: j for j in judgments}
+    by_request = {j[RJ.request_id]: j for j in judgments}
     requests = {}
     for f in flows:
-        j = by_request.get(f["request_id"], {})
-        requests[f["request_id"]] = {
-            "branch": f["branch"], "answered": f["answered"], "supported": f["supported"],
-            "contradicts_gold": f["contradicts_gold"], "judge_status": j.get("status"), "addressed": j.get("addressed"),
-            "verdict": j.get("verdict"), "excerpt": j.get("excerpt"), "excerpt_cites": j.get("cited_chunk_ids") or [],
-            "reason": j.get("reason"),
+        j = by_request.get(f[FLOW.request_id], {})
+        requests[f[FLOW.request_id]] = {
+            "branch": f[FLOW.branch], "answered": f[FLOW.answered], "supported": f[FLOW.supported],
+            "contradicts_gold": f[FLOW.contradicts_gold], "judge_status": j.get(RJ.status),
+            "addressed": j.get(RJ.addressed), "verdict": j.get(RJ.verdict), "excerpt": j.get(RJ.excerpt),
+            "excerpt_cites": j.get(RJ.cited_chunk_ids) or [],
+            "reason": j.get(RJ.reason),
             # A panel of request judges: every juror's verdict, side by side (core.panel).
             "jurors": [{"model": x["model"], "status": x["status"], "verdict": x["verdict"]}
-                       for x in _json_list(j.get("jurors"))], "jurors_disagree": j.get("jurors_disagree")}
-    candidates = list(context.get("admitted_chunk_ids") or []) + [r[0] for r in ranked]
+                       for x in _json_list(j.get(RJ.jurors))], "jurors_disagree": j.get(RJ.jurors_disagree)}
+    candidates = list(context.get(CTX.admitted_chunk_ids) or []) + [r[0] for r in ranked]
     sent = [{"messages": [{"role": m.get("role"), "content": segments(_content(m), chunk_texts, candidates)}
                           for m in call.get("messages") or []],
              "tools": call.get("tools")} for call in messages_sent or []]
     return {
-        "ranked": ranked, "evidence_k": evidence_k, "used_runes": context.get("used_runes"),
-        "max_runes": context.get("max_runes"), "selected": list(context.get("selected_chunk_ids") or []),
-        "admitted": list(context.get("admitted_chunk_ids") or []),
-        "omitted": list(context.get("omitted_chunk_ids") or []), "requests": requests,
-        "contract": ({"status": contract["status"], "reason": contract["reason"], "answer": contract["answer"],
-                      "abstained": contract["abstained"], "citations": list(contract["citation_chunk_ids"] or [])}
+        "ranked": ranked, "evidence_k": evidence_k, "used_runes": context.get(CTX.used_runes),
+        "max_runes": context.get(CTX.max_runes), "selected": list(context.get(CTX.selected_chunk_ids) or []),
+        "admitted": list(context.get(CTX.admitted_chunk_ids) or []),
+        "omitted": list(context.get(CTX.omitted_chunk_ids) or []), "requests": requests,
+        "contract": ({"status": contract[CON.status], "reason": contract[CON.reason], "answer": contract[CON.answer],
+                      "abstained": contract[CON.abstained], "citations": list(contract[CON.citation_chunk_ids] or [])}
                      if contract else None),
-        "answer": ({"model": answer["model"], "status": answer["status"], "cache_hit": answer["cache_hit"],
-                    "raw_response": answer["raw_text"], "error": answer["error"]} if answer else None),
-        "judge": ({"model": judge["judge_model"], "status": judge["status"], "faithfulness": judge["faithfulness"],
-                   "contradicts_gold": judge["contradicts_gold"], "verdicts": _json_list(judge["verdicts"]),
-                   "gold_verdicts": _json_list(judge["gold_verdicts"])} if judge else None),
+        "answer": ({"model": answer[ANS.model], "status": answer[ANS.status], "cache_hit": answer[ANS.cache_hit],
+                    "raw_response": answer[ANS.raw_text], "error": answer[ANS.error]} if answer else None),
+        "judge": ({"model": judge[JV.judge_model], "status": judge[JV.status], "faithfulness": judge[JV.faithfulness],
+                   "contradicts_gold": judge[JV.contradicts_gold], "verdicts": _json_list(judge[JV.verdicts]),
+                   "gold_verdicts": _json_list(judge[JV.gold_verdicts])} if judge else None),
         "messages_sent": sent,
     }
 
