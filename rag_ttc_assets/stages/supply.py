@@ -32,6 +32,8 @@ from rag_ttc_assets.stages.coverage import request_coverage, request_support
 if TYPE_CHECKING:
     import polars as pl
 
+# the declared column names (core.tables)
+CTX, COV, ANS = Table.ADMITTED_CONTEXTS.c, Table.REQUEST_COVERAGE.c, Table.ANSWERS.c
 NO_RESULTS = "No results."
 CITATION_OFF, CITATION_PASSED, CITATION_RETRIED, ESCALATED = "off", "passed", "retried_passed", "escalated"
 
@@ -96,8 +98,8 @@ def supplied_contexts(cfg: ArmConfig, contexts: pl.DataFrame, answers: pl.DataFr
 
     if cfg.supply != "tool" or answers is None:
         return contexts
-    supplied = dict(zip(answers["query_id"].to_list(), answers["admitted_chunk_ids"].to_list()))
-    ids = [supplied.get(q) or [] for q in contexts["query_id"].to_list()]
+    supplied = dict(zip(answers[ANS.query_id].to_list(), answers[ANS.admitted_chunk_ids].to_list()))
+    ids = [supplied.get(q) or [] for q in contexts[CTX.query_id].to_list()]
     return contexts.with_columns(
         pl.Series("admitted_chunk_ids", ids, dtype=pl.List(pl.String)),
         pl.Series("selected_chunk_ids", ids, dtype=pl.List(pl.String)),
@@ -232,9 +234,9 @@ def lookups_json(log: list[LookupCall]) -> str:
 
 def read_lookups(answers: pl.DataFrame) -> dict[str, list[LookupCall]]:
     """The lookup log per case (tool arms); cases with no call have an empty list."""
-    if "lookups" not in answers.columns:
+    if ANS.lookups not in answers.columns:
         return {}
-    return {r["query_id"]: [LookupCall(**c) for c in json.loads(r["lookups"] or "[]")]
+    return {r[ANS.query_id]: [LookupCall(**c) for c in json.loads(r[ANS.lookups] or "[]")]
             for r in answers.iter_rows(named=True)}
 
 
@@ -262,7 +264,7 @@ def arm_coverage(arm, qid: str | None = None) -> pl.DataFrame:
 
     if arm.cfg.supply != "tool":
         table = arm.table(Table.REQUEST_COVERAGE)
-        return table if qid is None else table.filter(pl.col("query_id") == qid)
+        return table if qid is None else table.filter(pl.col(COV.query_id) == qid)
     questions = [q for q in arm.questions if qid is None or q.id == qid]
     support = arm.support if qid is None else request_support(arm.dataset, questions, arm.chunk_list)
     return request_coverage(questions, support, arm.table(Table.RETRIEVAL_ROWS), arm_contexts(arm), arm.cfg.supply)
