@@ -19,6 +19,7 @@ from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.comparisons import compare_pairs
 
+FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
 
 
 class DiagnosisError(LookupError):
@@ -64,8 +65,8 @@ def arm_record(lab: Lab, arm: str) -> dict:
     cases: dict[str, set[str]] = {b: set() for b in FLOW_BRANCHES}
     requests: dict[str, list[str]] = {b: [] for b in FLOW_BRANCHES}
     for r in store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True):
-        cases[r["branch"]].add(r["query_id"])
-        requests[r["branch"]].append(r["request_id"])
+        cases[r[FLOW.branch]].add(r[FLOW.query_id])
+        requests[r[FLOW.branch]].append(r[FLOW.request_id])
     judge = completeness["request_judge"]
     return {
         "title": arm, "label_use": cfg.label_use, "config_flat": cmp._flatten(cfg.model_dump(mode="json")),
