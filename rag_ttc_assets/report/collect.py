@@ -16,14 +16,17 @@ from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.report import model
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.comparisons import arm_title
+from rag_ttc_assets.core.tables import QUERY_ID
 from rag_ttc_assets.stages.resolve import ArmInputs
+
+ANS = Table.ANSWERS.c  # the declared column names (core.tables)
 
 
 class ReportError(LookupError):
     """A table or archived request the report needs is missing or unreadable (names the arm, table and row)."""
 
 
-def _by(rows, key: str = "query_id") -> dict[str, list[dict]]:
+def _by(rows, key: str = QUERY_ID.name) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for r in rows:
         out.setdefault(r[key], []).append(r)
@@ -31,7 +34,7 @@ def _by(rows, key: str = "query_id") -> dict[str, list[dict]]:
 
 
 def _one(rows) -> dict[str, dict]:
-    return {r["query_id"]: r for r in rows}
+    return {r[QUERY_ID.name]: r for r in rows}
 
 
 def _sent(lab: Lab, arm: str, qid: str, digests) -> list[dict]:
@@ -65,7 +68,7 @@ def arm_views(lab: Lab, arm: str) -> dict:
         views[q.id] = model.arm_case(
             retrieval.get(q.id), contexts.get(q.id), contracts.get(q.id), answer, judges.get(q.id),
             flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
-            _sent(lab, arm, q.id, answer.get("messages_digests")) if answer else [], texts, cfg.evidence_k)
+            _sent(lab, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k)
     return {"arm": arm, "questions": [q.model_dump() for q in questions], "views": views, "chunks": chunks,
             "chunks_digest": _chunks_digest(lab, inputs), "info": arm_info(lab, arm)}
 
