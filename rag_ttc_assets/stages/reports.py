@@ -7,6 +7,8 @@ from collections.abc import Collection
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.lab import Lab
 
+ANS = Table.ANSWERS.c  # the declared column names (core.tables)
+
 
 def _retrieval(lab: Lab, arm: str, report: dict) -> None:
     r = lab.store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
@@ -33,7 +35,7 @@ def _answers(lab: Lab, arm: str, report: dict) -> None:
     report["calls"] = {"answers": calls_summary(lab.store.read_table(arm, Table.ANSWERS))}
     report["generator_model"] = lab.arms[arm].generator.model
     if lab.arms[arm].supply == "imported":  # the system's own model, as its traces name it (self-reported)
-        models = sorted({m for m in lab.store.read_table(arm, Table.ANSWERS)["model"].to_list() if m})
+        models = sorted({m for m in lab.store.read_table(arm, Table.ANSWERS)[ANS.model].to_list() if m})
         report["generator_model"] = "imported: " + (", ".join(models) or "unnamed")
 
 
