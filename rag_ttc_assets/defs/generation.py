@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 GROUP = "generation"
+ANS, CON = Table.ANSWERS.c, Table.CONTRACT_RESULTS.c  # the declared column names (core.tables)
 
 
 @arm_asset(group=GROUP, kinds={"litellm", "parquet"}, deps=("admitted_contexts",),
@@ -39,12 +40,12 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
                             caller, log, supply.supply_tools(arm), progress=arm.progress)
     digest = arm.write_table(Table.ANSWERS, df)
     calls = stage.calls_summary(df)
-    statuses = dict(df.group_by("status").len().iter_rows())
+    statuses = dict(df.group_by(ANS.status).len().iter_rows())
     return MaterializeResult(
         metadata={
             "dagster/row_count": df.height, **numbers(calls),
             "model": cfg.generator.model, "provider_role": ANSWERS.name,
-            "offline_baseline": MetadataValue.bool(df["offline_baseline"].all() if df.height else False),
+            "offline_baseline": MetadataValue.bool(df[ANS.offline_baseline].all() if df.height else False),
             "prompt": prompt.name, "prompt_digest": prompt.digest,
             # none / oracle (the generator saw the request annotation) / counterfactual:<kind>
             "label_use": cfg.label_use,
@@ -52,9 +53,9 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
             "budget": cfg.generation_budget, "table_digest": digest,
             "run_record": MetadataValue.path(str(run_dir)),
             # Rows a rerun should retry: provider faults and budget stops (parse failures are answers).
-            "incomplete_rows": int((df["status"] != "ok").sum()),
-            "supply": cfg.supply, "lookup_calls": int(df["lookup_calls"].sum()),
-            "citation_checks": MetadataValue.json(dict(df.group_by("citation_check").len().iter_rows())),
+            "incomplete_rows": int((df[ANS.status] != "ok").sum()),
+            "supply": cfg.supply, "lookup_calls": int(df[ANS.lookup_calls].sum()),
+            "citation_checks": MetadataValue.json(dict(df.group_by(ANS.citation_check).len().iter_rows())),
         },
         data_version=version_of(digest),
     )
@@ -62,7 +63,7 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
 
 def imported_answers_result(arm, df: "pl.DataFrame", mapping: dict, digest: str) -> MaterializeResult:
     """An imported arm's answers materialization: the system's LLM span outputs (core.imported)."""
-    statuses = dict(df.group_by("status").len().iter_rows())
+    statuses = dict(df.group_by(ANS.status).len().iter_rows())
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "provider_calls": 0, "supply": arm.cfg.supply,
                   **({"source_file": MetadataValue.path(mapping["source_file"])} if mapping["source_file"] else
@@ -70,7 +71,7 @@ def imported_answers_result(arm, df: "pl.DataFrame", mapping: dict, digest: str)
                   "source_digest": mapping["source_digest"],
                   "answer_format": arm.cfg.source.answer_format,
                   # The model names and token counts are what the system's traces say about themselves.
-                  "models_self_reported": MetadataValue.json(sorted({m for m in df["model"].to_list() if m})),
+                  "models_self_reported": MetadataValue.json(sorted({m for m in df[ANS.model].to_list() if m})),
                   "row_statuses": MetadataValue.json(statuses), "label_use": arm.cfg.label_use,
                   "table_digest": digest},
         data_version=version_of(digest),
@@ -87,11 +88,11 @@ def contract_results(context: AssetExecutionContext, lab: LabResource) -> Materi
     answers_df = arm.table(Table.ANSWERS)
     df = (imported.contract(arm.cfg, answers_df, arm.chunk_text) if arm.imported else stage.contract(answers_df))
     digest = arm.write_table(Table.CONTRACT_RESULTS, df)
-    failures = df.filter(pl.col("status") != "valid").head(10)
+    failures = df.filter(pl.col(CON.status) != "valid").head(10)
     return MaterializeResult(
         metadata={"dagster/row_count": df.height,
-                  "statuses": MetadataValue.json(dict(df.group_by("status").len().iter_rows())),
-                  "not_valid": md_table(failures.select("query_id", "status", "reason").to_dicts()),
+                  "statuses": MetadataValue.json(dict(df.group_by(CON.status).len().iter_rows())),
+                  "not_valid": md_table(failures.select(CON.query_id, CON.status, CON.reason).to_dicts()),
                   "table_digest": digest},
         data_version=version_of(digest),
     )

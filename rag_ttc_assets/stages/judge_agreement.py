@@ -18,6 +18,8 @@ from rag_ttc_assets.stages.resolve import ArmInputs
 
 JUDGED = "judged"
 
+ANS, RJ, JV = Table.ANSWERS.c, Table.REQUEST_JUDGMENTS.c, Table.JUDGE_VERDICTS.c  # the declared column names (core.tables)
+
 
 def catalog(lab: Lab) -> ja.Catalog:
     """Every arm of the arms file with its questions' request ids and the answer rows it has written."""
@@ -26,14 +28,14 @@ def catalog(lab: Lab) -> ja.Catalog:
         inputs = ArmInputs(lab, arm)
         cat.questions[arm] = {q.id: {r.id for r in q.requests} for q in inputs.questions}
         try:
-            cat.rows[arm] = set(lab.store.read_table(arm, Table.ANSWERS)["query_id"].to_list())
+            cat.rows[arm] = set(lab.store.read_table(arm, Table.ANSWERS)[ANS.query_id].to_list())
         except FileNotFoundError:
             cat.rows[arm] = set()
     return cat
 
 
 def _request_judge_name(row: dict) -> str:
-    return f"request judge {row['request_judge_model']} ({(row['prompt_digest'] or '')[:19]}…)"
+    return f"request judge {row[RJ.request_judge_model]} ({(row[RJ.prompt_digest] or '')[:19]}…)"
 
 
 def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
@@ -50,26 +52,26 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
             by_row: dict[str, list[dict]] = {}
             for r in rj.iter_rows(named=True):
                 name = _request_judge_name(r)
-                if r["status"] == JUDGED:
-                    per_request.setdefault(name, {})[(arm, r["query_id"], r["request_id"])] = {
-                        "addressed": r["addressed"], "verdict": r["verdict"], "reason": r["reason"]}
-                for j in json.loads(r.get("jurors") or "[]"):  # a panel's jurors are judges of those rows too
+                if r[RJ.status] == JUDGED:
+                    per_request.setdefault(name, {})[(arm, r[RJ.query_id], r[RJ.request_id])] = {
+                        "addressed": r[RJ.addressed], "verdict": r[RJ.verdict], "reason": r[RJ.reason]}
+                for j in json.loads(r.get(RJ.jurors) or "[]"):  # a panel's jurors are judges of those rows too
                     if j["status"] == JUDGED:
-                        per_request.setdefault(f"juror {j['model']}", {})[(arm, r["query_id"], r["request_id"])] = {
+                        per_request.setdefault(f"juror {j['model']}", {})[(arm, r[RJ.query_id], r[RJ.request_id])] = {
                             "addressed": j["addressed"], "verdict": j["verdict"], "reason": j["reason"]}
-                by_row.setdefault(r["query_id"], []).append(r)
+                by_row.setdefault(r[RJ.query_id], []).append(r)
             for qid, rows in by_row.items():
                 name = _request_judge_name(rows[0])
-                measured = all(r["status"] == JUDGED for r in rows)
-                score = sum(bool(r["addressed"]) for r in rows) / len(rows) if measured else None
+                measured = all(r[RJ.status] == JUDGED for r in rows)
+                score = sum(bool(r[RJ.addressed]) for r in rows) / len(rows) if measured else None
                 pairwise.setdefault(name, {}).setdefault("completeness", {})[(arm, qid)] = score
         try:
             jv = lab.store.read_table(arm, Table.JUDGE_VERDICTS)
         except FileNotFoundError:
             continue
         for r in jv.iter_rows(named=True):
-            name = f"support judge {r['judge_model']}"
-            pairwise.setdefault(name, {}).setdefault("faithfulness", {})[(arm, r["query_id"])] = r["faithfulness"]
+            name = f"support judge {r[JV.judge_model]}"
+            pairwise.setdefault(name, {}).setdefault("faithfulness", {})[(arm, r[JV.query_id])] = r[JV.faithfulness]
     return per_request, pairwise
 
 
