@@ -118,7 +118,9 @@ def run_tables(reports: dict[str, dict]) -> str:
         for n, rep in reports.items():
             c, f = rep.get("completeness", {}), rep.get("flow", {})
             inst = c.get("request_judge") or {}
-            judges.add((inst.get("model"), (inst.get("prompt_digest") or "")[:15]))
+            params = inst.get("params")
+            judges.add((inst.get("model"), (inst.get("prompt_digest") or "")[:15],
+                        f", params {json.dumps(params, sort_keys=True)}" if params else ""))
             hit = f.get("hit_rate") or {}
             rows.append([n, f"{c.get('requests_measured')}/{c.get('requests_total')}",
                          _why(c.get("requests_not_measured")), c.get("requests_answered"),
@@ -134,7 +136,7 @@ def run_tables(reports: dict[str, dict]) -> str:
                    + text_table(["arm", "measured", "not_measured", "answered", "supported", "completeness",
                              "completeness_n", "q_complete", "self_reported", "unattributed", "overclaimed",
                              "underclaimed", "correct_abst", "hit_rate", "hit_rate_n"], rows)
-                   + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…)" for m, d in sorted(judges, key=str))
+                   + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…{p})" for m, d, p in sorted(judges, key=str))
                    + ("" if len(judges) == 1 else "  [instrument differs between arms: not comparable]"))
         # A branch only some arms can reach is a column when an arm in the table can: an imported arm's branches
         # (core.flow.IMPORTED_BRANCHES) when one is imported, missed_by_ann when one searches an ANN index.

@@ -164,10 +164,15 @@ def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None 
 
     model = (panel_name([j.model for j in cfg.request_judges], cfg.request_judge_aggregation) if cfg.request_judges
              else cfg.request_judge.model)
+    # The call parameters (temperature, ...) change an LLM judge's verdicts, so they are part of the instrument;
+    # recorded only when set, so an instrument without them reads as before.
+    params = ([dict(j.params) for j in cfg.request_judges] if any(j.params for j in cfg.request_judges)
+              else None) if cfg.request_judges else (dict(cfg.request_judge.params) or None)
     return {"model": model, "prompt": prompt.name, "prompt_digest": prompt.digest,
             "offline_baseline": is_offline_baseline(model),
             **({"jurors": [j.model for j in cfg.request_judges], "aggregation": cfg.request_judge_aggregation}
                if cfg.request_judges else {}),
+            **({"params": params} if params else {}),
             "requests_derived": derivation_of(questions or [])}
 
 

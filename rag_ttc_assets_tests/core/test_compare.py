@@ -11,6 +11,7 @@ from rag_ttc_assets.core.compare import (
     ABSENT,
     Bucket,
     ComparisonReport,
+    InstrumentDriftError,
     LabelDriftError,
     adjust_reports,
     attribute_changes,
@@ -20,6 +21,7 @@ from rag_ttc_assets.core.compare import (
     compare_metric,
     count_undefined,
     default_catastrophic_threshold,
+    instrument_drift,
     label_drift,
     mcnemar_exact_p,
     paired,
@@ -423,3 +425,14 @@ def test_case_values_give_each_metric_per_case_and_why_it_is_undefined():
     assert reasons["recip_rank"] == {"q2": NO_TARGETS, "q3": NO_TARGETS}
     assert reasons["faithfulness"]["q3"] == MISSING_ROW
     assert reasons["completeness"] == {"q2": UNANSWERABLE, "q3": UNANSWERABLE}
+
+
+def test_instrument_drift_names_the_request_judges_call_parameters() -> None:
+    a = {"model": "openai/judge", "prompt_digest": "sha256:1"}
+    same = {"model": "openai/judge", "prompt_digest": "sha256:1"}
+    hot = {"model": "openai/judge", "prompt_digest": "sha256:1", "params": {"temperature": 1}}
+    assert instrument_drift("a", a, "b", same, allow=False) == []
+    with pytest.raises(InstrumentDriftError, match=r"params: a None, b \{'temperature': 1\}"):
+        instrument_drift("a", a, "b", hot, allow=False)
+    assert instrument_drift("a", a, "b", hot, allow=True) == ["params"]
+    assert instrument_drift("a", {**hot, "model": "x"}, "b", hot, allow=True) == ["model"]

@@ -13,6 +13,7 @@ ARMS = MINI_DEFAULTS + """arms:
   prompt-multipart: {prompt: grounded-answer-multipart-v2}
   prompt-multipart-oracle: {prompt: grounded-answer-multipart-v1, requests_in_prompt: oracle}
   other-judge: {judge_requests_prompt: judge-requests-copy}
+  judge-params: {request_judge: {model: local/lexical, params: {temperature: 0}}}
 """
 
 
@@ -107,3 +108,15 @@ def test_labels_stay_out_of_generation_and_one_judge_measures_every_arm(tmp_path
     code, out, err = rag_ttc("compare", "baseline", "other-judge", "--allow-instrument-drift", "--json", env=env)
     assert code == 0, err
     assert json.loads(out)["instrument_drift"] == ["prompt_digest"]
+
+    # The same judge called with other parameters (an LLM judge's temperature changes its verdicts) is another
+    # instrument too: the run's summary says so, and compare refuses it naming the parameters.
+    code, out, err = rag_ttc("run", "baseline", "judge-params", env=env)
+    assert code == 0, err
+    assert 'local/lexical (prompt sha256:' in out and '…, params {"temperature": 0})' in out
+    assert "[instrument differs between arms: not comparable]" in out
+    code, _, err = rag_ttc("compare", "baseline", "judge-params", env=env)
+    assert code == 1 and "instrument drift" in err and "params: baseline None, judge-params {'temperature': 0}" in err
+    code, out, err = rag_ttc("compare", "baseline", "judge-params", "--allow-instrument-drift", "--json", env=env)
+    assert code == 0, err
+    assert json.loads(out)["instrument_drift"] == ["params"]
