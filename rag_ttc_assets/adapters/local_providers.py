@@ -26,6 +26,7 @@ from rag_ttc_assets.adapters.embeddings import encode_memoized  # noqa: E402
 from rag_ttc_assets.core import contextual, prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
 from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
+from rag_ttc_assets.core.request_judge import OFFLINE_REQUEST_JUDGES, RULES as REQUEST_JUDGE_RULES  # noqa: E402
 from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests, judge_requests_whole  # noqa: E402
 from rag_ttc_assets.core.supply import lookup_queries  # noqa: E402
 
@@ -319,6 +320,12 @@ class LocalProviders(CustomLLM):
 
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         return await self._route(model).acompletion(model, messages, *args, **kwargs)
+
+
+def rules_of(model: str) -> str | None:
+    """An offline baseline's rules version, part of its replies' cache key (adapters.provider_cache): the lexical
+    judge and the coverage juror judge requests by core.request_judge's versioned rules; None for the others."""
+    return REQUEST_JUDGE_RULES if model in OFFLINE_REQUEST_JUDGES else None
 
 
 def register(embed: Embed | None = None) -> None:

@@ -74,11 +74,14 @@ class ProviderCache:
         params: dict[str, Any],
         sample_index: int = 0,
         api_base: str | None = None,
+        rules: str | None = None,
     ) -> str:
         """sha256 of the canonical JSON of the request.
 
         api_base is in the key (another endpoint may serve another model under the same name); the
-        API key and the name of its env var are not (they do not change the answer).
+        API key and the name of its env var are not (they do not change the answer). `rules`: an offline
+        baseline's rules version (adapters.local_providers.rules_of), so a changed rule never serves the replies
+        of the old one; in the key only when set, so a model's keys without one are unchanged.
         """
         payload = {
             "v": KEY_VERSION,
@@ -87,6 +90,7 @@ class ProviderCache:
             "messages": messages,
             "params": params,
             "sample_index": sample_index,
+            **({"rules": rules} if rules else {}),
         }
         try:
             return _sha256(canonical_json(payload))

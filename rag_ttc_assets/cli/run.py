@@ -120,7 +120,8 @@ def run_tables(reports: dict[str, dict]) -> str:
             inst = c.get("request_judge") or {}
             params = inst.get("params")
             judges.add((inst.get("model"), (inst.get("prompt_digest") or "")[:15],
-                        f", params {json.dumps(params, sort_keys=True)}" if params else ""))
+                        (f", params {json.dumps(params, sort_keys=True)}" if params else "")
+                        + (f", rules {inst['rules']}" if inst.get("rules") else "")))
             hit = f.get("hit_rate") or {}
             rows.append([n, f"{c.get('requests_measured')}/{c.get('requests_total')}",
                          _why(c.get("requests_not_measured")), c.get("requests_answered"),

@@ -6,8 +6,10 @@ never the generator's request labels or `supported` flags. Rules, per request:
 
   gold material   the request's gold quotes and gold answer (labels: judges may see them).
   addressed       some sentence of the answer, or two adjacent ones, covers >= ADDRESS_RECALL of the content-word
-                  stems of one gold text (a request without gold material: >= REQUEST_TERM_RECALL of the request's
-                  own terms).  Abstention boilerplate and list numbering are not answer sentences.
+                  stems of one gold text, each stem weighted by how few of the question's requests share it
+                  (term_weights: the topic every request names counts least); a request without gold material:
+                  >= REQUEST_TERM_RECALL of the request's own terms, unweighted.  Abstention boilerplate and list
+                  numbering are not answer sentences.
   excerpt         that sentence (pair), the best-covering one; ties go to the earlier sentence.
   cited_chunk_ids the citations of the answer passage(s) holding the excerpt; the answer's own citations when no
                   passage holds it.
@@ -18,19 +20,25 @@ never the generator's request labels or `supported` flags. Rules, per request:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from rag_ttc_assets.core.extractive import request_terms, term_recall
+from rag_ttc_assets.core.extractive import request_terms, term_recall, text_stems
 from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold
 from rag_ttc_assets.core.text import content_words, stem
 
 Embed = Callable[[list[str]], np.ndarray]
 
-ADDRESS_RECALL = 0.5
+ADDRESS_RECALL = 0.6
 REQUEST_TERM_RECALL = 0.6
+# The rules above, versioned: a change of rule is a change of instrument (core.compare.instrument_drift), so two arms
+# judged under different rules are never compared as if by one judge. /1: unweighted recall >= 0.5; /2: recall
+# weighted by term_weights, >= 0.6 (docs/judges.md, "A better offline judge", measured against people).
+RULES = "request-judge-rules/2"
+OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage"})  # the two judges these rules are
 
 
 @dataclass(frozen=True)
@@ -50,11 +58,36 @@ def _windows(sentences: list[str]) -> list[str]:
     return sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:], strict=False)]
 
 
-def _coverage(request: LabelledRequest, text: str) -> float:
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in content_words(text))
+
+
+def term_weights(requests: Sequence[LabelledRequest]) -> dict[str, float]:
+    """Each gold stem's weight, log(1 + N / df): N the question's requests with gold material, df how many of them
+    hold the stem in their gold material. A word every request shares is the question's topic (a name an answer
+    carries whether or not it makes the request's claim) and weighs least; a word of one request alone weighs most.
+    With one request every word weighs the same, and the rule is plain content-word recall."""
+    held = [frozenset().union(*(_stems(g) for g in r.gold)) for r in requests if r.gold]
+    df: dict[str, int] = {}
+    for stems in held:
+        for t in stems:
+            df[t] = df.get(t, 0) + 1
+    return {t: math.log(1 + len(held) / n) for t, n in df.items()}
+
+
+def weighted_recall(terms: frozenset[str], text: str, weights: dict[str, float]) -> float:
+    """Share of the terms' weight (term_weights; 1 for a term it does not know) that occurs in `text`."""
+    total = sum(weights.get(t, 1.0) for t in terms)
+    if not total:
+        return 0.0
+    return sum(weights.get(t, 1.0) for t in terms & text_stems(text)) / total
+
+
+def _coverage(request: LabelledRequest, text: str, weights: dict[str, float]) -> float:
     gold = request.gold
     if not gold:
         return term_recall(request_terms(request.text), text)
-    return max(term_recall({stem(w) for w in content_words(g)}, text) for g in gold)
+    return max(weighted_recall(_stems(g), text, weights) for g in gold)
 
 
 def _flat(text: str) -> str:
@@ -80,10 +113,11 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
     sentences = extract_statements(answer_text)
     windows = _windows(sentences)
     parts = [[s] for s in sentences] + [[a, b] for a, b in zip(sentences, sentences[1:], strict=False)]
+    weights = term_weights(requests)
     out = []
     for r in requests:
         threshold = ADDRESS_RECALL if r.gold else REQUEST_TERM_RECALL
-        scores = [_coverage(r, w) for w in windows]
+        scores = [_coverage(r, w, weights) for w in windows]
         # A single sentence wins over a pair at the same coverage: the shorter excerpt.
         best = max(range(len(windows)), key=lambda i: (round(scores[i], 6), -i), default=None)
         against = "gold" if r.gold else "the request's own terms (no gold material)"
@@ -111,17 +145,19 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
                          embed: Embed) -> list[dict]:
     """The whole-answer coverage juror (`local/coverage`), a second offline request judge with another blind spot:
     a request is addressed when the answer as a whole (all its sentences together) covers >= ADDRESS_RECALL of one
-    gold text's content-word stems (without gold material, >= REQUEST_TERM_RECALL of the request's terms), wherever
+    gold text's content-word stems, weighted as above (term_weights; without gold material, >= REQUEST_TERM_RECALL
+    of the request's terms), wherever
     the words stand. The sentence-window judge above misses a claim spread over distant sentences; this one takes
     words scattered across unrelated sentences for the claim. Excerpt: the answer's sentences holding any of those
     words; citations: the answer's own; verdict: contradicts when any answer sentence contradicts the gold
     (lexical_judge.verify_against_gold), else consistent; without gold material, not_verifiable."""
     sentences = extract_statements(answer_text)
     whole = " ".join(sentences)
+    weights = term_weights(requests)
     out = []
     for r in requests:
         threshold = ADDRESS_RECALL if r.gold else REQUEST_TERM_RECALL
-        covered = _coverage(r, whole) if sentences else 0.0
+        covered = _coverage(r, whole, weights) if sentences else 0.0
         against = "gold" if r.gold else "the request's own terms (no gold material)"
         if covered < threshold:
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],

@@ -94,10 +94,12 @@ class Caller:
 
     def __init__(self, cfg: ModelConfig, cache_root: Path, namespace: str, budget: int,
                  allow_unpriced: bool = True, role: str = "generator", archive: MessageArchive | None = None):
+        self.rules: str | None = None
         if cfg.model.startswith(llm.LOCAL_PREFIX):
             from rag_ttc_assets.adapters import local_providers  # late: litellm, numpy load only when this runs
 
             local_providers.register()
+            self.rules = local_providers.rules_of(cfg.model)
         if not allow_unpriced and not llm.is_priced(cfg.model):
             raise UnpricedModelError(
                 f"model {cfg.model!r} ({role}) has no known price in litellm's cost map; set "
@@ -118,7 +120,7 @@ class Caller:
         """One call; `response_format` (core.response_formats) asks the server for a reply of that JSON schema."""
         params = {**self.cfg.params, **({"tools": tools} if tools else {}),
                   **({"response_format": response_format} if response_format else {})}
-        key = self.cache.key(self.cfg.model, messages, params, sample_index, self.cfg.api_base)
+        key = self.cache.key(self.cfg.model, messages, params, sample_index, self.cfg.api_base, self.rules)
         # Archived now: a tool conversation appends to `messages` after the call.
         sent = self.archive.put(messages, tools) if self.archive is not None else digest_of(messages, tools)
         hit = self.cache.get(key)

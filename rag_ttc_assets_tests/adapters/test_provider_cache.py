@@ -74,9 +74,27 @@ def test_key_stability_and_what_it_covers(cache):
         "model": cache.key("openai/gpt-4o", MESSAGES, PARAMS),
         "params": cache.key(MODEL, MESSAGES, {**PARAMS, "temperature": 0.7}),
         "messages": cache.key(MODEL, MESSAGES[1:], PARAMS),
+        "rules": cache.key(MODEL, MESSAGES, PARAMS, rules="request-judge-rules/2"),
     }
     assert key not in different.values()
     assert len(set(different.values())) == len(different)
+    # An offline baseline's rules version is in the key only when set: no other model's keys move.
+    assert key == cache.key(MODEL, MESSAGES, PARAMS, rules=None)
+
+
+def test_a_changed_offline_rule_never_serves_the_old_rules_replies(tmp_path):
+    """The Caller folds the offline request judges' rules version (core.request_judge.RULES) into its keys."""
+    from rag_ttc_assets.core.arms import ModelConfig
+    from rag_ttc_assets.core.request_judge import RULES
+    from rag_ttc_assets.stages.calls import Caller
+
+    lexical = Caller(ModelConfig(model="local/lexical"), tmp_path, "request_judging", 10)
+    extractive = Caller(ModelConfig(model="local/extractive"), tmp_path, "generation", 10)
+    assert (lexical.rules, extractive.rules) == (RULES, None)
+    first = lexical.call(MESSAGES)
+    assert (first.cache_hit, lexical.call(MESSAGES).cache_hit) == (False, True)
+    lexical.rules = "request-judge-rules/1"  # what a store written under the earlier rules holds
+    assert lexical.call(MESSAGES).cache_hit is False
 
 
 def test_namespaces_are_separate_folders(tmp_path):

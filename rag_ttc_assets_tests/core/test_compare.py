@@ -436,3 +436,11 @@ def test_instrument_drift_names_the_request_judges_call_parameters() -> None:
         instrument_drift("a", a, "b", hot, allow=False)
     assert instrument_drift("a", a, "b", hot, allow=True) == ["params"]
     assert instrument_drift("a", {**hot, "model": "x"}, "b", hot, allow=True) == ["model"]
+
+
+def test_instrument_drift_names_the_offline_judges_rules_version() -> None:
+    old = {"model": "local/lexical", "prompt_digest": "sha256:1", "rules": "request-judge-rules/1"}
+    new = {**old, "rules": "request-judge-rules/2"}
+    with pytest.raises(InstrumentDriftError, match=r"rules: a 'request-judge-rules/1', b 'request-judge-rules/2'"):
+        instrument_drift("a", old, "b", new, allow=False)
+    assert instrument_drift("a", old, "b", new, allow=True) == ["rules"]
