@@ -24,6 +24,10 @@ The labels file is JSON Lines, one label per line (docs/judges.md):
                addressed), per answer row and per arm (the mean over its rows): Pearson and Spearman of each judge's
                completeness against the majority's; the ceiling, one annotator's completeness against the majority
                of the others' over the same items, beside each judge's against that same majority.
+  reference    beside the judges, a scorer that is no judge: the plain content-word recall of the question's gold
+               answer by the whole answer (REFERENCE, `gold_answer_recall`), in the completeness and pairwise
+               `completeness` tables (kind `reference`). A request judge that does not beat it adds nothing a bag of
+               words does not give.
 
 Pure: the caller reads the file and hands in what exists (the Catalog) and each judge's scores.
 """
@@ -38,6 +42,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
+from rag_ttc_assets.core.extractive import term_recall
+from rag_ttc_assets.core.text import content_words, stem
 
 REQUEST, PAIR = "request", "pair"
 VERDICTS = ("consistent", "contradicts", "not_addressed", "not_verifiable")
@@ -326,8 +332,19 @@ def _share(values: Sequence[bool]) -> float:
     return sum(1 for v in values if v) / len(values)
 
 
+REFERENCE = "reference: content-word recall of the gold answer"
+
+
+def gold_answer_recall(gold_answer: str | None, answer: str | None) -> float | None:
+    """The share of the gold answer's content-word stems that occur anywhere in the answer (None without a gold
+    answer or an answer): the plain reference scorer the judges are read beside."""
+    if not gold_answer or answer is None:
+        return None
+    return term_recall({stem(w) for w in content_words(gold_answer)}, answer)
+
+
 def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]],
-                           seed: int = 0) -> dict:
+                           seed: int = 0, references: Mapping[str, Mapping[tuple, float | None]] | None = None) -> dict:
     """Completeness (the share of a row's labelled requests addressed) by each judge against the people's, per answer
     row (arm, question) and per arm (the mean over its rows), Pearson and Spearman with bootstrap intervals.
 
@@ -335,7 +352,10 @@ def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, 
     `annotator vs the others`: for every annotator of a row, their completeness against the majority of the others'
     labels, over the row's items they labelled where that majority is defined (items with three or more labels);
     per arm, an annotator's mean over the rows they labelled. Beside it each judge's completeness over the same items
-    against the same majority. A row the judge did not measure whole is counted in `not_measured`."""
+    against the same majority. A row the judge did not measure whole is counted in `not_measured`.
+
+    `references` (name -> (arm, question) -> score, None where it has none): scorers of a whole answer, not of its
+    requests (gold_answer_recall), in the same rows as the judges with kind `reference`."""
     by_row: dict[tuple, dict[str, list[tuple[str, bool]]]] = {}
     for lab in labels:
         by_row.setdefault((lab.arm, lab.question), {}).setdefault(lab.request, []).append(
@@ -378,18 +398,25 @@ def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, 
         ys = [sum(p[1] for p in g) / len(g) for g in groups.values()]
         return xs, ys
 
+    # Every scorer as (name, kind, score of a row given the requests scored): the judges by their share of those
+    # requests addressed, the references by their score of the whole answer.
+    scorers: list[tuple[str, str, Callable[[tuple, list[str]], float | None]]] = [
+        *((name, "judge", lambda row, reqs, scored=scored: judge_share(scored, row, reqs))
+          for name, scored in judges.items()),
+        *((name, "reference", lambda row, reqs, by_row=by_row_score: by_row.get(row))
+          for name, by_row_score in (references or {}).items())]
     levels: dict[str, list[dict]] = {"answer": [], "arm": []}
-    for name, scored in judges.items():
+    for name, kind, score in scorers:
         points, unmeasured = {}, 0
         for row, (reqs, maj) in full.items():
-            x = judge_share(scored, row, reqs)
+            x = score(row, reqs)
             if x is None:
                 unmeasured += 1
                 continue
             points[row] = (x, _share(maj))
         for level, (xs, ys) in (("answer", ([p[0] for p in points.values()], [p[1] for p in points.values()])),
                                 ("arm", per_arm(points, lambda row: row[0]))):
-            levels[level].append({"rater": name, "kind": "judge", "against": "the majority",
+            levels[level].append({"rater": name, "kind": kind, "against": "the majority",
                                   **correlation(xs, ys, seed), "not_measured": unmeasured})
     if loo:
         ceiling = {k: (_share(v), _share(m)) for k, (_, v, m) in loo.items()}
@@ -398,17 +425,17 @@ def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, 
             levels[level].append({"rater": "an annotator vs the others", "kind": "ceiling",
                                   "against": "the majority of the others", **correlation(xs, ys, seed),
                                   "not_measured": 0})
-        for name, scored in judges.items():
+        for name, kind, score in scorers:
             points, unmeasured = {}, 0
             for (row, ann), (reqs, _, maj) in loo.items():
-                x = judge_share(scored, row, reqs)
+                x = score(row, reqs)
                 if x is None:
                     unmeasured += 1
                     continue
                 points[(row, ann)] = (x, _share(maj))
             for level, (xs, ys) in (("answer", ([p[0] for p in points.values()], [p[1] for p in points.values()])),
                                     ("arm", per_arm(points, lambda k: (k[0][0], k[1])))):
-                levels[level].append({"rater": f"{name} vs the others", "kind": "judge",
+                levels[level].append({"rater": f"{name} vs the others", "kind": kind,
                                       "against": "the majority of the others", **correlation(xs, ys, seed),
                                       "not_measured": unmeasured})
     return {"rows": len(by_row), "arms": len({row[0] for row in by_row}), "levels": levels}
@@ -477,15 +504,18 @@ def majority_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapp
 
 
 def pair_agreement(labels: Sequence[PairLabel], judges: Mapping[str, Mapping[str, Mapping[tuple, float | None]]],
-                   seed: int = 0) -> dict:
+                   seed: int = 0, references: Mapping[str, Mapping[str, Mapping[tuple, float | None]]] | None = None
+                   ) -> dict:
     """Per aspect: per judge (name -> aspect -> (arm, row) -> score, None where not measured) the correlation of
-    score(b) - score(a) with the human label; then the annotators with each other (the ceiling)."""
+    score(b) - score(a) with the human label; the references (the same shape, kind `reference`) likewise; then the
+    annotators with each other (the ceiling)."""
     aspects = sorted({a for lab in labels for a in lab.labels})
     out = {}
     for aspect in aspects:
         mine = [lab for lab in labels if aspect in lab.labels]
         rows = []
-        for name, by_aspect in judges.items():
+        for name, kind, by_aspect in [*((n, "judge", j) for n, j in judges.items()),
+                                      *((n, "reference", r) for n, r in (references or {}).items())]:
             scores = by_aspect.get(aspect)
             if scores is None:
                 continue
@@ -497,7 +527,7 @@ def pair_agreement(labels: Sequence[PairLabel], judges: Mapping[str, Mapping[str
                     continue
                 x.append(sb - sa)
                 y.append(lab.labels[aspect])
-            rows.append({"rater": name, "kind": "judge", **correlation(x, y, seed), "not_measured": unmeasured})
+            rows.append({"rater": name, "kind": kind, **correlation(x, y, seed), "not_measured": unmeasured})
         for (p, q), both in _annotator_pairs(mine, lambda lab: lab.oriented(aspect)).items():
             rows.append({"rater": f"{p} vs {q}", "kind": "ceiling",
                          **correlation([v[0] for v in both], [v[1] for v in both], seed), "not_measured": 0})

@@ -16,6 +16,9 @@ never the generator's request labels or `supported` flags. Rules, per request:
   verdict         not_addressed; else contradicts when the excerpt makes a gold sentence's claim with a negation,
                   number or name changed (lexical_judge.verify_against_gold's rule); else consistent; without gold
                   material, not_verifiable.
+  contradiction   an answer sentence that makes a gold sentence's claim with a negation, number or name changed
+                  addresses the request, wrongly, whatever its coverage: the changed word is what lowers it
+                  (`contradicts`, that sentence the excerpt).
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag_ttc_assets.core.extractive import request_terms, term_recall, text_stems
-from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold
-from rag_ttc_assets.core.text import content_words, stem
+from rag_ttc_assets.core.lexical_judge import (GOLD_SAME_CLAIM_RECALL, conflict, extract_statements, recall,
+                                              verify_against_gold)
+from rag_ttc_assets.core.text import content_words, split_sentences, stem
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -90,6 +94,19 @@ def _coverage(request: LabelledRequest, text: str, weights: dict[str, float]) ->
     return max(weighted_recall(_stems(g), text, weights) for g in gold)
 
 
+def _contradiction(request: LabelledRequest, sentences: list[str], embed: Embed) -> tuple[int, dict] | None:
+    """The first answer sentence that makes one of the request's gold claims with a negation, number or name changed
+    (verify_against_gold), as (its index, the check); None. Only sentences that share most of a gold sentence's words
+    and clash with it lexically are embedded, so a request nothing contradicts costs no model call."""
+    gold_sentences = [g for text in request.gold for g in split_sentences(text)]
+    candidates = [i for i, s in enumerate(sentences)
+                  if any(recall(s, g) >= GOLD_SAME_CLAIM_RECALL and conflict(s, g) for g in gold_sentences)]
+    if not candidates:
+        return None
+    checks = verify_against_gold([sentences[i] for i in candidates], request.gold, embed)
+    return next(((i, c) for i, c in zip(candidates, checks, strict=True) if c["contradicts_gold"]), None)
+
+
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -123,6 +140,15 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
         against = "gold" if r.gold else "the request's own terms (no gold material)"
         if best is None or scores[best] < threshold:
             covered = scores[best] if best is not None else 0.0
+            clash = _contradiction(r, sentences, embed) if r.gold else None
+            if clash is not None:
+                i, check = clash
+                out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
+                            "cited_chunk_ids": passage_citations([sentences[i]], passages, citations),
+                            "verdict": "contradicts",
+                            "reason": f"covers {scores[i]:.2f} of gold, below {threshold:.2f}, but makes its claim "
+                                      f"changed; {check['reason']}"})
+                continue
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
                         "verdict": "not_addressed",
                         "reason": f"no answer sentence covers {threshold:.2f} of {against} (best {covered:.2f})"})
@@ -159,6 +185,14 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
         threshold = ADDRESS_RECALL if r.gold else REQUEST_TERM_RECALL
         covered = _coverage(r, whole, weights) if sentences else 0.0
         against = "gold" if r.gold else "the request's own terms (no gold material)"
+        clash = _contradiction(r, sentences, embed) if r.gold and covered < threshold else None
+        if clash is not None:
+            i, check = clash
+            out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
+                        "cited_chunk_ids": list(citations), "verdict": "contradicts",
+                        "reason": f"the whole answer covers {covered:.2f} of gold, below {threshold:.2f}, but a "
+                                  f"sentence makes its claim changed; {check['reason']}"})
+            continue
         if covered < threshold:
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
                         "verdict": "not_addressed",

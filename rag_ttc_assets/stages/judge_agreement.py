@@ -2,7 +2,8 @@
 
 Every judge that scored those rows: each arm's request judge (per-request labels; pairwise `completeness`: the share
 of the row's requests it found addressed) and its support judge (pairwise `faithfulness`), one rater per
-instrument (model and prompt digest), pooled over the arms it measured.
+instrument (model and prompt digest), pooled over the arms it measured; and, beside them in the completeness tables,
+the plain content-word recall of the gold answer (a reference scorer, no judge).
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
 from rag_ttc_assets.core import judge_agreement as ja
+from rag_ttc_assets.core.contract import FREE_TEXT, VALID
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.reports import requests_derived
 from rag_ttc_assets.stages.resolve import ArmInputs
 
 JUDGED = "judged"
 
-ANS, RJ, JV = Table.ANSWERS.c, Table.REQUEST_JUDGMENTS.c, Table.JUDGE_VERDICTS.c  # the declared column names (core.tables)
+ANS, CON, RJ, JV = Table.ANSWERS.c, Table.CONTRACT_RESULTS.c, Table.REQUEST_JUDGMENTS.c, Table.JUDGE_VERDICTS.c  # the declared column names (core.tables)
 
 
 def catalog(lab: Lab) -> ja.Catalog:
@@ -75,6 +77,24 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     return per_request, pairwise
 
 
+def reference_scores(lab: Lab, arms: set[str]) -> dict[tuple, float | None]:
+    """(arm, question) -> the plain content-word recall of the question's gold answer by the answer
+    (core.judge_agreement.gold_answer_recall), for the answers the request judge would judge (contract-valid or free
+    text); None for the others and for a question without a gold answer."""
+    scores: dict[tuple, float | None] = {}
+    for arm in sorted(arms):
+        try:
+            con = lab.store.read_table(arm, Table.CONTRACT_RESULTS)
+        except FileNotFoundError:
+            continue
+        gold = {q.id: q.gold_answer for q in ArmInputs(lab, arm).questions}
+        for r in con.iter_rows(named=True):
+            judged = r[CON.status] in (VALID, FREE_TEXT)
+            scores[(arm, r[CON.query_id])] = (ja.gold_answer_recall(gold.get(r[CON.query_id]), r[CON.answer] or "")
+                                              if judged else None)
+    return scores
+
+
 def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
     """Read and check the labels, score every judge that measured their rows, and return the report."""
     if not labels_path.is_file():
@@ -83,12 +103,16 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
     labels = ja.parse_labels(labels_path.read_text(encoding="utf-8"), str(labels_path), cat)
     arms = {lab_.arm for lab_ in labels.requests} | {side[0] for p in labels.pairs for side in (p.a, p.b)}
     per_request, pairwise = judge_scores(lab, arms)
+    reference = reference_scores(lab, arms)
     report = {"labels_file": str(labels_path), "arms": sorted(arms), "seed": seed,
               "bootstrap": {"resamples": ja.BOOTSTRAP_RESAMPLES, "confidence": ja.CONFIDENCE, "method": "percentile"},
               "request_labels": ja.request_agreement(labels.requests, per_request) if labels.requests else None,
-              "request_completeness": (ja.completeness_agreement(labels.requests, per_request, seed)
+              "request_completeness": (ja.completeness_agreement(labels.requests, per_request, seed,
+                                                                 references={ja.REFERENCE: reference})
                                        if labels.requests else None),
-              "pair_labels": ja.pair_agreement(labels.pairs, pairwise, seed) if labels.pairs else None,
+              "pair_labels": (ja.pair_agreement(labels.pairs, pairwise, seed,
+                                                references={ja.REFERENCE: {"completeness": reference}})
+                              if labels.pairs else None),
               # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
               "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)}}
     return report
@@ -136,7 +160,8 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
         out.append((f"completeness from the per-request labels ({rc['rows']} answers of {rc['arms']} arms): the share "
                     "of an answer's labelled requests addressed, per answer and per arm (the mean over its answers); "
                     "Pearson and Spearman against the majority's; ceiling: one annotator against the majority of the "
-                    "others, beside each judge against that same majority",
+                    "others, beside each judge against that same majority; reference: the plain content-word recall of "
+                    "the gold answer by the whole answer, no judge",
                     ["level", "rater", "kind", "against", "n", "pearson", "pearson 95% CI", "spearman",
                      "spearman 95% CI", "not_measured"], rows))
     for aspect, a in (report.get("pair_labels") or {}).items():
@@ -148,7 +173,8 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
         note = "" if a["judged"] else " (no lab judge scores this aspect: the ceiling only)"
         out.append((f"pairwise preferences, {aspect} ({a['labels']} labels by {', '.join(a['annotators'])}): the "
                     "judge's score(b) - score(a) against the human label (-2..2); ceiling: the annotators with each "
-                    f"other{note}",
+                    f"other{note}" + ("; reference: the plain content-word recall of the gold answer, no judge"
+                                      if any(r["kind"] == "reference" for r in a["rows"]) else ""),
                     ["rater", "kind", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",
                      "not_measured", "undefined because"], rows))
     return out

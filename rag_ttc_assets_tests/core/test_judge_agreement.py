@@ -137,6 +137,24 @@ def test_completeness_per_answer_and_per_arm_against_the_majority_and_the_others
     assert arm["an annotator vs the others"]["pearson"]["r"] == pytest.approx(_pearson([1, 1, 0.75, 0.5, 0, 0, 0.5], ay))
     assert arm["j vs the others"]["pearson"]["r"] == pytest.approx(_pearson([0.5, 0.5, 0.25, 0, 0, 0, 1], ay))
 
+    # A reference scorer of whole answers (no gold answer for A/q2: not measured), in the same rows, kind reference.
+    ref = {("A", "q1"): 0.9, ("A", "q2"): None, ("B", "q1"): 0.2, ("C", "q1"): 0.4}
+    rep = ja.completeness_agreement(labels.requests, {"j": judge}, references={"ref": ref})
+    answer = {r["rater"]: r for r in rep["levels"]["answer"]}
+    assert (answer["ref"]["kind"], answer["ref"]["n"], answer["ref"]["not_measured"]) == ("reference", 3, 1)
+    assert answer["ref"]["pearson"]["r"] == pytest.approx(_pearson([0.9, 0.2, 0.4], [1.0, 0.0, 0.5]))
+    # Against the others: the leave-one-out points of A/q1 (3), B/q1 (3) and C/q1 (1), the reference's row score each.
+    assert answer["ref vs the others"]["pearson"]["r"] == pytest.approx(
+        _pearson([0.9, 0.9, 0.9, 0.2, 0.2, 0.2, 0.4], [1, 1, 1, 0, 0, 0, 0.5]))
+    assert answer["ref vs the others"]["not_measured"] == 3  # A/q2's three annotators
+    assert answer["j"] == {**answer["j"]}  # the judge's rows are unchanged by a reference beside them
+    assert rep["levels"]["answer"][0]["kind"] == "judge"
+
+
+def test_gold_answer_recall_is_plain_content_word_recall() -> None:
+    assert ja.gold_answer_recall("Pass is a null operation.", "A null statement: pass.") == pytest.approx(2 / 3)
+    assert ja.gold_answer_recall(None, "anything") is None and ja.gold_answer_recall("gold", None) is None
+
 
 X = [0.5, 0.0, -0.5, 1.0, 0.25]  # the judge's score(b) - score(a) on five pairs
 Y = [1, 0, -1, 2, -1]             # the human label (b over a)
@@ -163,6 +181,11 @@ def test_pairwise_pearson_and_spearman_against_hand_computed_values():
     assert row["spearman"]["r"] == pytest.approx(8 / math.sqrt(10 * 9.5))
     assert row["pearson"]["ci_low"] <= row["pearson"]["r"] <= row["pearson"]["ci_high"] <= 1
     assert row["spearman"]["ci_low"] <= row["spearman"]["r"] <= row["spearman"]["ci_high"]
+    # A reference scorer beside it: its own row, kind reference; with only a reference the aspect is not "judged".
+    rep = ja.pair_agreement(labels.pairs, {}, references={"ref": {"completeness": scores}})["completeness"]
+    (ref,) = rep["rows"]
+    assert (ref["rater"], ref["kind"], rep["judged"]) == ("ref", "reference", False)
+    assert ref["pearson"]["r"] == pytest.approx(2.5 / math.sqrt(1.25 * 6.8))
 
 
 def test_the_annotators_ceiling_orients_a_pair_labelled_the_other_way_round():

@@ -230,3 +230,34 @@ def test_the_coverage_juror_weighs_the_topic_the_same_way() -> None:
     out = judge_requests_whole([HOSTED, WON, SCORED], "Dundee United played at home.", [], bag_of_words)
     assert [o["addressed"] for o in out] == [False, False, False]
     assert out[0]["reason"] == "the whole answer covers 0.33 of gold, below 0.60"
+
+
+def same_claim(texts: list[str]) -> np.ndarray:
+    """An embed that finds every two texts the same claim (cosine 1): the lexical gates alone decide."""
+    return np.ones((len(texts), 4))
+
+
+def test_a_sentence_making_the_claim_changed_addresses_it_wrongly_whatever_its_coverage() -> None:
+    from rag_ttc_assets.core.request_judge import judge_requests_whole
+
+    # Gold stems {loop, bodi, run, 3, tim, call, outer, function}; "It runs 4 times." covers {run, tim}: 0.25.
+    loop = LabelledRequest("r9", "How often does the loop body run?",
+                           gold_answer="The loop body runs 3 times per call of the outer function.")
+    [out] = judge_requests([loop], "Lists are mutable. It runs 4 times.", ["c1"], [("It runs 4 times.", ["c2"])],
+                           same_claim)
+    assert (out["addressed"], out["verdict"], out["excerpt"], out["cited_chunk_ids"]) == (
+        True, "contradicts", "It runs 4 times.", ["c2"])
+    assert out["reason"].startswith("covers 0.25 of gold, below 0.60, but makes its claim changed; contradicts gold 1:")
+    assert "differs in number (4 vs 3)" in out["reason"]
+    # The same coverage without a changed number, negation or name: not addressed, and no sentence was embedded.
+    def no_embedding(texts):
+        raise AssertionError(f"embedded {texts}")
+
+    [plain] = judge_requests([loop], "Lists are mutable. It runs often.", [], [], no_embedding)
+    assert (plain["addressed"], plain["verdict"]) == (False, "not_addressed")
+    # The whole-answer juror takes the same sentence the same way.
+    [whole] = judge_requests_whole([loop], "Lists are mutable. It runs 4 times.", ["c1"], same_claim)
+    assert (whole["addressed"], whole["verdict"], whole["excerpt"]) == (True, "contradicts", "It runs 4 times.")
+    # Sharing too few of the gold sentence's words is no claim of it, changed or not: "It has 4 items." shares none.
+    [other] = judge_requests([loop], "It has 4 items.", [], [], same_claim)
+    assert other["addressed"] is False

@@ -7,6 +7,7 @@ import os
 
 import polars as pl
 
+from rag_ttc_assets.core.text import content_words, stem
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 
@@ -27,7 +28,11 @@ def _kappa(pairs):
 
 def test_judge_agreement_through_the_command(tmp_path):
     corpus = mini_corpus()
-    write_dataset(tmp_path / "datasets" / "mini", corpus, mini_questions(corpus))
+    questions_written = mini_questions(corpus)
+    for q in questions_written:  # a gold answer for the reference scorer, but none for mini-07
+        if q["answerable"] and q["id"] != "mini-07":
+            q["gold_answer"] = " ".join(e["quote"] for r in q["requests"] for e in r["evidence"])
+    write_dataset(tmp_path / "datasets" / "mini", corpus, questions_written)
     (tmp_path / "arms.yaml").write_text(MINI_DEFAULTS + "arms:\n  baseline: {}\n  tight: {context_runes: 700}\n",
                                         encoding="utf-8")
     env = {"RAG_TTC_DATASETS": str(tmp_path / "datasets"), "RAG_TTC_ARMS": str(tmp_path / "arms.yaml"),
@@ -80,6 +85,28 @@ def test_judge_agreement_through_the_command(tmp_path):
     else:
         assert cj["pearson"]["r"] is None and cj["pearson"]["why"] == "one side is constant"
     assert rep["pair_labels"]["fluency"]["judged"] is False  # no lab judge scores fluency
+    # Beside the judge, the reference scorer (no judge): the share of the gold answer's content-word stems anywhere
+    # in the answer, computed here from the contract rows and the gold answers written above.
+    gold = {q["id"]: q.get("gold_answer") for q in questions_written}
+    recall = {}
+    for a in ("baseline", "tight"):
+        for r in pl.read_parquet(store / a / "contract_results.parquet").iter_rows(named=True):
+            g = gold.get(r["query_id"])
+            if g and r["status"] in ("valid", "free_text"):
+                want = {stem(w) for w in content_words(g)}
+                recall[(a, r["query_id"])] = len(want & {stem(w) for w in content_words(r["answer"] or "")}) / len(want)
+    scored = [q for q in questions if ("baseline", q) in recall and ("tight", q) in recall]
+    (ref,) = [r for r in comp["rows"] if r["kind"] == "reference"]
+    assert ref["rater"] == "reference: content-word recall of the gold answer"
+    assert ref["n"] == len(scored) and ref["not_measured"] == len(questions) - len(scored) >= 1  # mini-07 at least
+    rdiffs = [recall[("tight", q)] - recall[("baseline", q)] for q in scored]
+    if len(set(rdiffs)) > 1:
+        assert ref["pearson"]["r"] == __import__("pytest").approx(_pearson(rdiffs, [y for q, y in zip(questions, labels)
+                                                                                  if q in scored]))
+    assert all(r["kind"] != "reference" for r in rep["pair_labels"]["fluency"]["rows"])  # completeness only
+    # Per answer, against the majority of the two annotators (the items they agree on), the same reference.
+    (ref_answer,) = [r for r in rep["request_completeness"]["levels"]["answer"] if r["kind"] == "reference"]
+    assert ref_answer["rater"] == ref["rater"] and ref_answer["not_measured"] >= 1
 
     code, out, err = rag_ttc("judge-agreement", str(path), env=env)
     assert code == 0, err
