@@ -53,7 +53,8 @@ def cmd_compare(args) -> int:
     print(f"{arm_title(lab, args.b)} vs {arm_title(lab, args.a)}: {rep['n']} paired cases; changed: "
           + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep["changed_parameters"].items()))
     inst = rep["instruments"][args.a]
-    print(f"request judge: {inst['model']} (prompt {inst['prompt']}, {inst['prompt_digest'][:19]}…)"
+    print(f"request judge: {inst['model']} (prompt {inst['prompt']}, {inst['prompt_digest'][:19]}…"
+          + (f", rules {inst['rules']}" if inst.get("rules") else "") + ")"
           + (f"; INSTRUMENT DRIFT allowed ({', '.join(rep['instrument_drift'])} differ: "
              f"{args.b} {rep['instruments'][args.b]['model']}, {rep['instruments'][args.b]['prompt_digest'][:19]}…)"
              if rep["instrument_drift"] else "; the same for both arms"))
