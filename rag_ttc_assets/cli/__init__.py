@@ -27,6 +27,15 @@ from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.lab import LabPathError  # noqa: E402
 
 
+def _convert_arguments(s: argparse.ArgumentParser, systems_help: str) -> None:
+    """The arguments every convert-* command shares (cli.data._convert_args reads them)."""
+    s.add_argument("--out", required=True, help="the lab folder to write (arms.yaml, datasets/, systems/, labels.jsonl)")
+    s.add_argument("--systems", help=f"only these systems, {systems_help}")
+    s.add_argument("--request-judges", help="the arms' request judge, or a panel (comma-separated, majority "
+                                            "aggregation); default local/lexical")
+    s.add_argument("--json", action="store_true")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--arms-file", help="arms file (default: $RAG_TTC_ARMS or ./arms.yaml)")
@@ -140,11 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the crowd's per-SCU present/absent labels for `rag-ttc judge-agreement` "
                                    "(docs/judges.md). The labels' annotators are positions within a HIT, not people.")
     s.add_argument("src", help="the REALSumm clone")
-    s.add_argument("--out", required=True, help="the lab folder to write (arms.yaml, datasets/, systems/, labels.jsonl)")
-    s.add_argument("--systems", help="only these systems, comma-separated arm names (abs-bart-out,ext-refresh-out)")
-    s.add_argument("--request-judges", help="the arms' request judge, or a panel (comma-separated, majority "
-                                            "aggregation); default local/lexical")
-    s.add_argument("--json", action="store_true")
+    _convert_arguments(s, "comma-separated arm names (abs-bart-out,ext-refresh-out)")
     s.set_defaults(fn=cmd_convert_realsumm)
 
     s = sub.add_parser("convert-pyramid", help="a Lite2-3Pyramid data folder (PyrXSum, REALSumm; SCU labels) as a "
@@ -156,12 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "imported arm, and the set's SCU-presence labels for `rag-ttc judge-agreement` "
                                    "(docs/judges.md). The labels are aggregated, one per item: no annotator ceiling.")
     s.add_argument("src", help="the data folder (data/PyrXSum of a clone)")
-    s.add_argument("--out", required=True, help="the lab folder to write (arms.yaml, datasets/, systems/, labels.jsonl)")
     s.add_argument("--name", required=True, help="the dataset's name (its folder under datasets/), e.g. pyrxsum")
-    s.add_argument("--systems", help="only these systems, comma-separated arm names or file stems (t5-large,ptgen)")
-    s.add_argument("--request-judges", help="the arms' request judge, or a panel (comma-separated, majority "
-                                            "aggregation); default local/lexical")
-    s.add_argument("--json", action="store_true")
+    _convert_arguments(s, "comma-separated arm names or file stems (t5-large,ptgen)")
     s.set_defaults(fn=cmd_convert_pyramid)
 
     sweep.add_parser(sub)

@@ -129,14 +129,19 @@ def cmd_import_outputs(args) -> int:
     return 0
 
 
-def _convert_args(args) -> tuple[Path, Path, list[str] | None, list[str]]:
-    """(source, out folder, --systems, --request-judges) of a convert-* command."""
+def _convert_args(args, read: Callable[[Path, list[str] | None], realsumm.RealSumm], error: type[Exception]
+                  ) -> tuple[Path, Path, realsumm.RealSumm, list[str]]:
+    """(source, out folder, the set read by `read` for --systems, --request-judges) of a convert-* command; `error`
+    from the reader is the command's error."""
     src, out = Path(args.src).expanduser().resolve(), Path(args.out).expanduser().resolve()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     judges = [s.strip() for s in args.request_judges.split(",") if s.strip()] if args.request_judges else []
     if len(judges) != len(set(judges)):
         raise CliError(f"--request-judges: a juror named twice: {args.request_judges}")
-    return src, out, systems, judges
+    try:
+        return src, out, read(src, systems), judges
+    except error as e:
+        raise CliError(str(e)) from None
 
 
 def _write_converted(out: Path, name: str, rs: realsumm.RealSumm, judges: list[str], header: str,
@@ -177,11 +182,7 @@ def _next_steps(out: Path, rs: realsumm.RealSumm) -> str:
 def cmd_convert_realsumm(args) -> int:
     """A clone of REALSumm as a ready lab folder (core.realsumm): the dataset, one imported arm per system, the
     crowd's per-SCU labels for `rag-ttc judge-agreement`, and a README saying what was converted."""
-    src, out, systems, judges = _convert_args(args)
-    try:
-        rs = read_realsumm(src, systems)
-    except RealSummError as e:
-        raise CliError(str(e)) from None
+    src, out, rs, judges = _convert_args(args, read_realsumm, RealSummError)
     header = (f"# REALSumm converted by `rag-ttc convert-realsumm` from {src}\n# {realsumm.CITATION}\n"
               "# Each system of the set is an imported arm; the labels are in labels.jsonl (README.md).\n")
     result = _write_converted(out, realsumm.DATASET, rs, judges, header, lambda c: realsumm.readme(rs, c, str(src)),
@@ -206,11 +207,7 @@ def cmd_convert_pyramid(args) -> int:
     problem = dataset_name_problem(args.name)
     if problem:
         raise CliError(f"--name: {problem}")
-    src, out, systems, judges = _convert_args(args)
-    try:
-        rs = read_pyramid(src, systems)
-    except PyramidError as e:
-        raise CliError(str(e)) from None
+    src, out, rs, judges = _convert_args(args, read_pyramid, PyramidError)
     header = (f"# {args.name}: a Lite2-3Pyramid data folder converted by `rag-ttc convert-pyramid` from {src}\n"
               f"# {pyramid.CITATION}\n"
               "# Each system of the set is an imported arm; the labels are in labels.jsonl (README.md).\n")

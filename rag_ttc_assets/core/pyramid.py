@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rag_ttc_assets.core.realsumm import RealSumm
+from rag_ttc_assets.core.realsumm import RealSumm, run_instructions
 
 INSTRUCTION = "Summarize the key facts of this document."
 ANNOTATOR = "majority"
@@ -57,11 +57,4 @@ Source: {CITATION}. Nothing of the repository is bundled with the lab: clone it 
 labels are not in the set, so there is no annotator ceiling; `rag-ttc judge-agreement` reports the judges against
 these labels only.
 
-Run it (the lab reads the arms file, datasets and store named by these variables, or by `--arms-file`,
-`--datasets-dir`, `--home`):
-
-    cd <this folder>
-    export RAG_TTC_ARMS=$PWD/arms.yaml RAG_TTC_DATASETS=$PWD/datasets RAG_TTC_HOME=$PWD/.rag_ttc
-    rag-ttc run {' '.join(s.arm for s in rs.systems)}
-    rag-ttc judge-agreement labels.jsonl
-"""
+{run_instructions(rs)}"""

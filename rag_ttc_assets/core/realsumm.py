@@ -167,7 +167,12 @@ item, pooled over many different workers; per-annotator reliability across HITs 
 The row `an annotator vs the others` (each label against the majority of the item's other labels) does not depend
 on the positions: it is the ceiling to read.
 
-Run it (the lab reads the arms file, datasets and store named by these variables, or by `--arms-file`,
+{run_instructions(rs)}"""
+
+
+def run_instructions(rs: RealSumm) -> str:
+    """The converted folder's README's last paragraph: how to run its arms and measure the judges."""
+    return f"""Run it (the lab reads the arms file, datasets and store named by these variables, or by `--arms-file`,
 `--datasets-dir`, `--home`):
 
     cd <this folder>

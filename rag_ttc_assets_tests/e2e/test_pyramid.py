@@ -8,7 +8,6 @@ written."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import polars as pl
@@ -17,6 +16,7 @@ import yaml
 
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 from rag_ttc_assets_tests.e2e.test_judge_agreement import _kappa, _pearson
+from rag_ttc_assets_tests.e2e.test_realsumm import run_and_measure
 
 IDS = ["xsum101", "xsum202", "xsum303"]
 DOCUMENTS = [
@@ -121,14 +121,7 @@ def test_convert_pyramid_run_its_arms_and_measure_the_judge_against_the_labels(t
     code, _, err = rag_ttc("validate", str(lab / "datasets" / "pyrmini"))
     assert code == 0, err
 
-    env = {"RAG_TTC_ARMS": str(lab / "arms.yaml"), "RAG_TTC_DATASETS": str(lab / "datasets"),
-           "RAG_TTC_HOME": str(lab / ".rag_ttc"), "DAGSTER_HOME": str(tmp_path / "dagster_home")}
-    os.makedirs(env["DAGSTER_HOME"])
-    code, out, err = rag_ttc("run", *made["arms"], env=env, cwd=lab)
-    assert code == 0, err
-    code, out, err = rag_ttc("judge-agreement", str(labels_path), "--json", env=env, cwd=lab)
-    assert code == 0, err
-    report = json.loads(out)
+    env, report = run_and_measure(lab, tmp_path, made["arms"])
     rep = report["request_labels"]
     assert rep["annotators"] == ["majority"]
 
