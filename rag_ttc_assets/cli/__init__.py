@@ -13,8 +13,8 @@ from rag_ttc_assets.cli.common import CliError  # noqa: E402
 from rag_ttc_assets.bench import command as bench  # noqa: E402
 from rag_ttc_assets.cli import diagnose, labels, local_llm, report, serve_reports, sweep  # noqa: E402
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
-from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_realsumm, cmd_import_beir, cmd_import_outputs,  # noqa: E402
-                                    cmd_metrics, cmd_validate)
+from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_pyramid, cmd_convert_realsumm, cmd_import_beir,  # noqa: E402
+                                    cmd_import_outputs, cmd_metrics, cmd_validate)
 from rag_ttc_assets.cli.hitrate import cmd_hitrate  # noqa: E402
 from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
 from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
@@ -25,6 +25,15 @@ from rag_ttc_assets.core.trec_files import TrecFormatError  # noqa: E402
 from rag_ttc_assets.defs.executors import ExecutorError  # noqa: E402
 from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
 from rag_ttc_assets.lab import LabPathError  # noqa: E402
+
+
+def _convert_arguments(s: argparse.ArgumentParser, systems_help: str) -> None:
+    """The arguments every convert-* command shares (cli.data._convert_args reads them)."""
+    s.add_argument("--out", required=True, help="the lab folder to write (arms.yaml, datasets/, systems/, labels.jsonl)")
+    s.add_argument("--systems", help=f"only these systems, {systems_help}")
+    s.add_argument("--request-judges", help="the arms' request judge, or a panel (comma-separated, majority "
+                                            "aggregation); default local/lexical")
+    s.add_argument("--json", action="store_true")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,12 +149,21 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the crowd's per-SCU present/absent labels for `rag-ttc judge-agreement` "
                                    "(docs/judges.md). The labels' annotators are positions within a HIT, not people.")
     s.add_argument("src", help="the REALSumm clone")
-    s.add_argument("--out", required=True, help="the lab folder to write (arms.yaml, datasets/, systems/, labels.jsonl)")
-    s.add_argument("--systems", help="only these systems, comma-separated arm names (abs-bart-out,ext-refresh-out)")
-    s.add_argument("--request-judges", help="the arms' request judge, or a panel (comma-separated, majority "
-                                            "aggregation); default local/lexical")
-    s.add_argument("--json", action="store_true")
+    _convert_arguments(s, "comma-separated arm names (abs-bart-out,ext-refresh-out)")
     s.set_defaults(fn=cmd_convert_realsumm)
+
+    s = sub.add_parser("convert-pyramid", help="a Lite2-3Pyramid data folder (PyrXSum, REALSumm; SCU labels) as a "
+                                               "lab folder",
+                       description="Convert a data folder of https://github.com/ZhangShiyue/Lite2-3Pyramid (Zhang & "
+                                   "Bansal, EMNLP 2021; data/PyrXSum or data/REALSumm: ids.txt, documents.txt, "
+                                   "references.txt, SCUs.txt, summaries/, labels/) into a lab folder: its documents "
+                                   "as a dataset whose requests are the reference summaries' SCUs, each system as an "
+                                   "imported arm, and the set's SCU-presence labels for `rag-ttc judge-agreement` "
+                                   "(docs/judges.md). The labels are aggregated, one per item: no annotator ceiling.")
+    s.add_argument("src", help="the data folder (data/PyrXSum of a clone)")
+    s.add_argument("--name", required=True, help="the dataset's name (its folder under datasets/), e.g. pyrxsum")
+    _convert_arguments(s, "comma-separated arm names or file stems (t5-large,ptgen)")
+    s.set_defaults(fn=cmd_convert_pyramid)
 
     sweep.add_parser(sub)
     local_llm.add_parser(sub)

@@ -1,21 +1,23 @@
-"""`rag-ttc validate`, `arms`, `metrics`, `import-beir`, `import-outputs`, `convert-realsumm`: the inputs, checked and
-converted."""
+"""`rag-ttc validate`, `arms`, `metrics`, `import-beir`, `import-outputs`, `convert-realsumm`, `convert-pyramid`:
+the inputs, checked and converted."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 import yaml
 
 from rag_ttc_assets.adapters.files import load_dataset, read_text
+from rag_ttc_assets.adapters.pyramid import PyramidError, read_pyramid
 from rag_ttc_assets.adapters.realsumm import RealSummError, read_realsumm
 from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
-from rag_ttc_assets.core import realsumm
+from rag_ttc_assets.core import pyramid, realsumm
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
-from rag_ttc_assets.core.dataset import DatasetError, dataset_counts, sha256_digest
+from rag_ttc_assets.core.dataset import DatasetError, dataset_counts, dataset_name_problem, sha256_digest
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
 from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
 from rag_ttc_assets.core.imported import ImportSourceError, dataset_from_rows, read_source
@@ -127,52 +129,97 @@ def cmd_import_outputs(args) -> int:
     return 0
 
 
-def cmd_convert_realsumm(args) -> int:
-    """A clone of REALSumm as a ready lab folder (core.realsumm): the dataset, one imported arm per system, the
-    crowd's per-SCU labels for `rag-ttc judge-agreement`, and a README saying what was converted."""
+def _convert_args(args, read: Callable[[Path, list[str] | None], realsumm.RealSumm], error: type[Exception]
+                  ) -> tuple[Path, Path, realsumm.RealSumm, list[str]]:
+    """(source, out folder, the set read by `read` for --systems, --request-judges) of a convert-* command; `error`
+    from the reader is the command's error."""
     src, out = Path(args.src).expanduser().resolve(), Path(args.out).expanduser().resolve()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     judges = [s.strip() for s in args.request_judges.split(",") if s.strip()] if args.request_judges else []
     if len(judges) != len(set(judges)):
         raise CliError(f"--request-judges: a juror named twice: {args.request_judges}")
     try:
-        rs = read_realsumm(src, systems)
-    except RealSummError as e:
+        return src, out, read(src, systems), judges
+    except error as e:
         raise CliError(str(e)) from None
-    corpus, evaluation, counts = realsumm.dataset(rs)
+
+
+def _write_converted(out: Path, name: str, rs: realsumm.RealSumm, judges: list[str], header: str,
+                     readme: Callable[[dict], str], instruction: str, source: str,
+                     annotator: str | None = None) -> dict:
+    """A converted set (core.realsumm's mapping) written as a lab folder: datasets/<name>, systems/<arm>.json,
+    arms.yaml, README.md and labels.jsonl; the counts and the written dataset's corpus digest returned.
+    Everything was read and checked before this is called; the arms file and the labels are written last."""
+    corpus, evaluation, counts = realsumm.dataset(rs, source, instruction)
     cbytes = (json.dumps(corpus, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
     evaluation = {"corpus_digest": sha256_digest(cbytes), **evaluation}
-    labels = realsumm.labels(rs)
+    labels = realsumm.labels(rs, annotator)
     counts |= realsumm.counts(rs, labels)
-    dest = out / "datasets" / realsumm.DATASET
-    # Everything is read and checked before anything is written; the arms file and the labels last.
+    dest = out / "datasets" / name
     atomic_write_bytes(dest / "corpus.json", cbytes, mode=0o644)
     atomic_write_bytes(dest / "evaluation.json",
                        (json.dumps(evaluation, ensure_ascii=False, indent=1) + "\n").encode("utf-8"), mode=0o644)
     for s in rs.systems:
         atomic_write_bytes(out / "systems" / f"{s.arm}.json",
-                           json.dumps(realsumm.system_rows(rs, s), ensure_ascii=False).encode("utf-8"), mode=0o644)
-    arms = realsumm.arms(rs.systems, "systems", judges)
-    header = (f"# REALSumm converted by `rag-ttc convert-realsumm` from {src}\n# {realsumm.CITATION}\n"
-              "# Each system of the set is an imported arm; the labels are in labels.jsonl (README.md).\n")
+                           json.dumps(realsumm.system_rows(rs, s, instruction), ensure_ascii=False).encode("utf-8"),
+                           mode=0o644)
+    arms = realsumm.arms(rs.systems, "systems", judges, name)
     atomic_write_bytes(out / "arms.yaml", (header + yaml.safe_dump(arms, sort_keys=False, width=120)).encode("utf-8"),
                        mode=0o644)
-    atomic_write_bytes(out / "README.md", realsumm.readme(rs, counts, str(src)).encode("utf-8"), mode=0o644)
+    atomic_write_bytes(out / "README.md", readme(counts).encode("utf-8"), mode=0o644)
     atomic_write_bytes(out / "labels.jsonl", "".join(json.dumps(r) + "\n" for r in labels).encode("utf-8"),
                        mode=0o644)
     ds = load_dataset(dest)  # what was written is a valid dataset
-    result = {"out": str(out), **counts, "arms": [s.arm for s in rs.systems],
-              "corpus_digest": ds.corpus_digest, "annotators": "positions within a HIT (a1..a4), not persistent people"}
+    return {"out": str(out), **counts, "arms": [s.arm for s in rs.systems], "corpus_digest": ds.corpus_digest}
+
+
+def _next_steps(out: Path, rs: realsumm.RealSumm) -> str:
+    return (f"next (README.md): cd {out}; export RAG_TTC_ARMS=$PWD/arms.yaml RAG_TTC_DATASETS=$PWD/datasets "
+            f"RAG_TTC_HOME=$PWD/.rag_ttc; rag-ttc run {' '.join(s.arm for s in rs.systems[:2])}"
+            f"{' ...' if len(rs.systems) > 2 else ''}; rag-ttc judge-agreement labels.jsonl")
+
+
+def cmd_convert_realsumm(args) -> int:
+    """A clone of REALSumm as a ready lab folder (core.realsumm): the dataset, one imported arm per system, the
+    crowd's per-SCU labels for `rag-ttc judge-agreement`, and a README saying what was converted."""
+    src, out, rs, judges = _convert_args(args, read_realsumm, RealSummError)
+    header = (f"# REALSumm converted by `rag-ttc convert-realsumm` from {src}\n# {realsumm.CITATION}\n"
+              "# Each system of the set is an imported arm; the labels are in labels.jsonl (README.md).\n")
+    result = _write_converted(out, realsumm.DATASET, rs, judges, header, lambda c: realsumm.readme(rs, c, str(src)),
+                              realsumm.INSTRUCTION, "REALSumm (CNN/DailyMail)")
+    result["annotators"] = "positions within a HIT (a1..a4), not persistent people"
     print_result(result, args.json,
-                 f"wrote {out}: {counts['documents']} articles and {counts['questions']} questions with "
-                 f"{counts['requests']} requests (the reference summaries' SCUs; {counts['requests_with_quote']} with a "
-                 f"verbatim evidence quote) in datasets/{realsumm.DATASET}, {counts['systems']} systems as imported "
-                 f"arms ({counts['summaries']} summaries) in arms.yaml, {counts['labels']} crowd labels on "
-                 f"{counts['labelled_items']} items in labels.jsonl (items by label count: "
-                 + ", ".join(f"{k} labels: {v}" for k, v in counts["items_by_label_count"].items()) + ").\n"
+                 f"wrote {out}: {result['documents']} articles and {result['questions']} questions with "
+                 f"{result['requests']} requests (the reference summaries' SCUs; {result['requests_with_quote']} with a "
+                 f"verbatim evidence quote) in datasets/{realsumm.DATASET}, {result['systems']} systems as imported "
+                 f"arms ({result['summaries']} summaries) in arms.yaml, {result['labels']} crowd labels on "
+                 f"{result['labelled_items']} items in labels.jsonl (items by label count: "
+                 + ", ".join(f"{k} labels: {v}" for k, v in result["items_by_label_count"].items()) + ").\n"
                  "The annotators a1..a4 are positions within one HIT (one article and one summary), not persistent "
-                 "people: the crowd files have no worker IDs (README.md in the folder).\n"
-                 f"next (README.md): cd {out}; export RAG_TTC_ARMS=$PWD/arms.yaml RAG_TTC_DATASETS=$PWD/datasets "
-                 f"RAG_TTC_HOME=$PWD/.rag_ttc; rag-ttc run {' '.join(s.arm for s in rs.systems[:2])}"
-                 f"{' ...' if len(rs.systems) > 2 else ''}; rag-ttc judge-agreement labels.jsonl")
+                 "people: the crowd files have no worker IDs (README.md in the folder).\n" + _next_steps(out, rs))
+    return 0
+
+
+def cmd_convert_pyramid(args) -> int:
+    """A Lite2-3Pyramid data folder (data/PyrXSum, data/REALSumm) as a ready lab folder (core.pyramid): the dataset
+    named --name, one imported arm per system, the set's aggregated SCU-presence labels for `rag-ttc
+    judge-agreement`, and a README saying what was converted."""
+    problem = dataset_name_problem(args.name)
+    if problem:
+        raise CliError(f"--name: {problem}")
+    src, out, rs, judges = _convert_args(args, read_pyramid, PyramidError)
+    header = (f"# {args.name}: a Lite2-3Pyramid data folder converted by `rag-ttc convert-pyramid` from {src}\n"
+              f"# {pyramid.CITATION}\n"
+              "# Each system of the set is an imported arm; the labels are in labels.jsonl (README.md).\n")
+    result = _write_converted(out, args.name, rs, judges, header,
+                              lambda c: pyramid.readme(args.name, rs, c, str(src)), pyramid.INSTRUCTION,
+                              f"Lite2-3Pyramid {src.name}", pyramid.ANNOTATOR)
+    result["annotators"] = "the set's aggregated labels, one per item (annotator 'majority'): no annotator ceiling"
+    print_result(result, args.json,
+                 f"wrote {out}: {result['documents']} documents and {result['questions']} questions with "
+                 f"{result['requests']} requests (the reference summaries' SCUs; {result['requests_with_quote']} with "
+                 f"a verbatim evidence quote) in datasets/{args.name}, {result['systems']} systems as imported arms "
+                 f"({result['summaries']} summaries) in arms.yaml, {result['labels']} labels in labels.jsonl.\n"
+                 "The labels are the set's aggregated labels, one per (summary, SCU): there is no annotator ceiling "
+                 "(README.md in the folder).\n" + _next_steps(out, rs))
     return 0

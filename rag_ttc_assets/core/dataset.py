@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,16 @@ from rag_ttc_assets.core.derive_requests import apply_derivation
 
 CORPUS_FILE = "corpus.json"
 EVALUATION_FILE = "evaluation.json"
+# A dataset's name is its folder in the datasets folder and a value in arms files and store rows: a plain name.
+DATASET_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def dataset_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a dataset folder, or None."""
+    if DATASET_NAME.fullmatch(name):
+        return None
+    return (f"{name!r} is not a valid dataset name (lower-case letters, digits, '-' and '_', starting with a letter "
+            "or digit, at most 64 characters)")
 
 
 @dataclass(frozen=True)

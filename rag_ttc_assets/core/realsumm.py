@@ -71,10 +71,12 @@ def clean(text: str) -> str:
     return " ".join(text.replace("<t>", " ").replace("</t>", " ").split())
 
 
-def dataset(rs: RealSumm) -> tuple[dict, dict, dict]:
+def dataset(rs: RealSumm, source: str = "REALSumm (CNN/DailyMail)", instruction: str = INSTRUCTION
+            ) -> tuple[dict, dict, dict]:
     """(corpus, evaluation without its corpus digest, counts). A request's gold material is its SCU (the fact of the
-    reference it stands for); an evidence quote only where the SCU occurs verbatim in the article."""
-    corpus = {"documents": [{"id": a, "title": "", "text": text, "metadata": {"source": "REALSumm (CNN/DailyMail)"}}
+    reference it stands for); an evidence quote only where the SCU occurs verbatim in the article. `source` is each
+    document's metadata source, `instruction` every question's text (core.pyramid passes its own)."""
+    corpus = {"documents": [{"id": a, "title": "", "text": text, "metadata": {"source": source}}
                             for a, text in rs.articles.items()]}
     questions, quoted = [], 0
     for a in rs.articles:
@@ -85,7 +87,7 @@ def dataset(rs: RealSumm) -> tuple[dict, dict, dict]:
                 r["evidence"] = [{"doc_id": a, "quote": s.text}]
                 quoted += 1
             requests.append(r)
-        questions.append({"id": a, "text": INSTRUCTION, "answerable": True,
+        questions.append({"id": a, "text": instruction, "answerable": True,
                           "targets": [{"doc_id": a, "relevance": 1}], "requests": requests,
                           "gold_answer": rs.references[a]})
     counts = {"documents": len(corpus["documents"]), "questions": len(questions),
@@ -93,24 +95,26 @@ def dataset(rs: RealSumm) -> tuple[dict, dict, dict]:
     return corpus, {"pilot": [], "questions": questions}, counts
 
 
-def system_rows(rs: RealSumm, system: SystemSummaries) -> dict:
+def system_rows(rs: RealSumm, system: SystemSummaries, instruction: str = INSTRUCTION) -> dict:
     """One system's summaries as RAGChecker input rows: the article is what the system read (its retrieved context),
     the summary its answer."""
-    return {"results": [{"query_id": a, "query": INSTRUCTION, "gt_answer": rs.references[a], "response": text,
+    return {"results": [{"query_id": a, "query": instruction, "gt_answer": rs.references[a], "response": text,
                          "retrieved_context": [{"doc_id": a, "text": rs.articles[a]}]}
                         for a, text in system.summaries.items()]}
 
 
-def labels(rs: RealSumm) -> list[dict]:
-    """Every crowd label as a per-request label; annotator = the assignment's position within its HIT."""
+def labels(rs: RealSumm, annotator: str | None = None) -> list[dict]:
+    """Every crowd label as a per-request label; annotator = the assignment's position within its HIT, or
+    `annotator` for every label (a set of aggregated labels: core.pyramid)."""
     return [{"kind": "request", "question": a, "request": request_id(a, lab.request), "arm": s.arm,
-             "addressed": lab.present, "annotator": f"a{lab.position}"}
+             "addressed": lab.present, "annotator": annotator or f"a{lab.position}"}
             for s in rs.systems for a, labs in s.labels.items() for lab in labs]
 
 
-def arms(systems: Sequence[SystemSummaries], source_dir: str, request_judges: Sequence[str] = ()) -> dict:
+def arms(systems: Sequence[SystemSummaries], source_dir: str, request_judges: Sequence[str] = (),
+         dataset_name: str = DATASET) -> dict:
     """The arms file: every system an imported arm over the dataset, the offline baseline judges."""
-    defaults: dict = {"dataset": DATASET, "judge": {"model": "local/lexical"}}
+    defaults: dict = {"dataset": dataset_name, "judge": {"model": "local/lexical"}}
     if len(request_judges) > 1:
         defaults["request_judges"] = list(request_judges)
         defaults["request_judge_aggregation"] = "majority"
@@ -163,7 +167,12 @@ item, pooled over many different workers; per-annotator reliability across HITs 
 The row `an annotator vs the others` (each label against the majority of the item's other labels) does not depend
 on the positions: it is the ceiling to read.
 
-Run it (the lab reads the arms file, datasets and store named by these variables, or by `--arms-file`,
+{run_instructions(rs)}"""
+
+
+def run_instructions(rs: RealSumm) -> str:
+    """The converted folder's README's last paragraph: how to run its arms and measure the judges."""
+    return f"""Run it (the lab reads the arms file, datasets and store named by these variables, or by `--arms-file`,
 `--datasets-dir`, `--home`):
 
     cd <this folder>

@@ -134,15 +134,18 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
     """The report as (title, columns, rows) tables: the asset's metadata and the command's output."""
     out = []
     rl = report.get("request_labels")
+    # One annotator (a set of aggregated labels, one per item): no ceiling to measure, said in the titles.
+    single = bool(rl) and len(rl["annotators"]) == 1
+    no_ceiling = f"no ceiling: one annotator ({rl['annotators'][0]}), one label per item" if single else ""
     if rl:
         rows = [[r["rater"], r["kind"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
                  _confusion(r["confusion"]), r["not_measured"], len(r["disagreements"])] for r in rl["rows"]]
         out.append((f"per-request labels ({rl['labels']} labels by {', '.join(rl['annotators'])}): `addressed`, "
-                    "Cohen's kappa and accuracy; ceiling: the annotators with each other",
+                    "Cohen's kappa and accuracy; " + (no_ceiling or "ceiling: the annotators with each other"),
                     ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)",
                      "not_measured", "disagreements"], rows))
         m = rl.get("majority")
-        if m and m["rows"]:
+        if m and m["rows"] and m["items_with_two_or_more_labels"]:
             out.append((f"per-request labels against the majority ({m['items_with_two_or_more_labels']} of "
                         f"{m['items']} items labelled by two or more annotators; ties skipped): the judges against "
                         "the majority label; then, like for like, each human label against the majority of the "
@@ -159,9 +162,10 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                 for level, rs in rc["levels"].items() for r in rs]
         out.append((f"completeness from the per-request labels ({rc['rows']} answers of {rc['arms']} arms): the share "
                     "of an answer's labelled requests addressed, per answer and per arm (the mean over its answers); "
-                    "Pearson and Spearman against the majority's; ceiling: one annotator against the majority of the "
-                    "others, beside each judge against that same majority; reference: the plain content-word recall of "
-                    "the gold answer by the whole answer, no judge",
+                    + ("Pearson and Spearman against the labels'; " + no_ceiling if single else
+                       "Pearson and Spearman against the majority's; ceiling: one annotator against the majority of "
+                       "the others, beside each judge against that same majority")
+                    + "; reference: the plain content-word recall of the gold answer by the whole answer, no judge",
                     ["level", "rater", "kind", "against", "n", "pearson", "pearson 95% CI", "spearman",
                      "spearman 95% CI", "not_measured"], rows))
     for aspect, a in (report.get("pair_labels") or {}).items():

@@ -143,6 +143,19 @@ def _majority(values):
     return True if 2 * yes > len(values) else False if 2 * yes < len(values) else None
 
 
+def run_and_measure(lab: Path, tmp_path: Path, arms: list[str]) -> tuple[dict, dict]:
+    """`rag-ttc run` of a converted lab folder's arms, then `rag-ttc judge-agreement labels.jsonl --json`: (the
+    environment naming the folder's arms file, datasets and store; the report)."""
+    env = {"RAG_TTC_ARMS": str(lab / "arms.yaml"), "RAG_TTC_DATASETS": str(lab / "datasets"),
+           "RAG_TTC_HOME": str(lab / ".rag_ttc"), "DAGSTER_HOME": str(tmp_path / "dagster_home")}
+    os.makedirs(env["DAGSTER_HOME"])
+    code, out, err = rag_ttc("run", *arms, env=env, cwd=lab)
+    assert code == 0, err
+    code, out, err = rag_ttc("judge-agreement", str(lab / "labels.jsonl"), "--json", env=env, cwd=lab)
+    assert code == 0, err
+    return env, json.loads(out)
+
+
 def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(tmp_path):
     src = write_realsumm(tmp_path / "REALSumm")
     lab = tmp_path / "lab"
@@ -185,14 +198,7 @@ def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(
     code, out, err = rag_ttc("validate", str(lab / "datasets" / "realsumm"))
     assert code == 0, err
 
-    env = {"RAG_TTC_ARMS": str(lab / "arms.yaml"), "RAG_TTC_DATASETS": str(lab / "datasets"),
-           "RAG_TTC_HOME": str(lab / ".rag_ttc"), "DAGSTER_HOME": str(tmp_path / "dagster_home")}
-    os.makedirs(env["DAGSTER_HOME"])
-    code, out, err = rag_ttc("run", *made["arms"], env=env, cwd=lab)
-    assert code == 0, err
-    code, out, err = rag_ttc("judge-agreement", str(labels_path), "--json", env=env, cwd=lab)
-    assert code == 0, err
-    full_report = json.loads(out)
+    env, full_report = run_and_measure(lab, tmp_path, made["arms"])
     rep = full_report["request_labels"]
 
     # The judges' own rows: the panel's verdict, and each juror's.
