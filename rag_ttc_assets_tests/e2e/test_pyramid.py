@@ -147,11 +147,15 @@ def test_convert_pyramid_run_its_arms_and_measure_the_judge_against_the_labels(t
     x = [sum(j for j, _ in v) / len(v) for v in per_answer.values()]
     y = [sum(h for _, h in v) / len(v) for v in per_answer.values()]
     levels = report["request_completeness"]["levels"]
-    assert all(r["kind"] == "judge" for rs in levels.values() for r in rs)
-    (answer,) = levels["answer"]
+    # The judge, and beside it the reference scorer (the plain content-word recall of the reference summary): no
+    # ceiling row.
+    assert sorted(r["kind"] for rs in levels.values() for r in rs) == ["judge", "judge", "reference", "reference"]
+    (answer,) = [r for r in levels["answer"] if r["kind"] == "judge"]
     assert answer["n"] == 9 and answer["pearson"]["r"] == pytest.approx(_pearson(x, y))
-    (arm_level,) = levels["arm"]
+    (arm_level,) = [r for r in levels["arm"] if r["kind"] == "judge"]
     assert arm_level["n"] == 3
+    (reference,) = [r for r in levels["answer"] if r["kind"] == "reference"]
+    assert reference["n"] == 9 and reference["not_measured"] == 0
 
     code, out, err = rag_ttc("judge-agreement", str(labels_path), env=env, cwd=lab)
     assert code == 0, err
