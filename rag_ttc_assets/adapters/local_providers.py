@@ -26,7 +26,7 @@ from rag_ttc_assets.adapters.embeddings import encode_memoized  # noqa: E402
 from rag_ttc_assets.core import contextual, prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
 from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
-from rag_ttc_assets.core.request_judge import OFFLINE_REQUEST_JUDGES, RULES as REQUEST_JUDGE_RULES  # noqa: E402
+from rag_ttc_assets.core.summaries import OFFLINE_REQUEST_JUDGES, REQUEST_JUDGE_RULES  # noqa: E402
 from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests, judge_requests_whole  # noqa: E402
 from rag_ttc_assets.core.supply import lookup_queries  # noqa: E402
 

@@ -3,14 +3,13 @@ An honest floor for generated answers, not an imitation of one: it never writes 
 
 from __future__ import annotations
 
-from functools import lru_cache
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from rag_ttc_assets.core.text import content_words, split_requests, split_sentences, stem
+from rag_ttc_assets.core.text import content_words, split_requests, split_sentences, stem, term_recall
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -53,20 +52,6 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def request_terms(request: str) -> set[str]:
     return {stem(w) for w in content_words(request) if w not in QUESTION_WORDS}
-
-
-@lru_cache(maxsize=200_000)
-def text_stems(text: str) -> frozenset[str]:
-    """The stems of a text's content words, remembered: the same evidence sentences (a preloaded manual above all)
-    are scored against every question."""
-    return frozenset(stem(w) for w in content_words(text))
-
-
-def term_recall(terms: set[str], text: str) -> float:
-    """Share of `terms` (stems) that occur in `text`."""
-    if not terms:
-        return 0.0
-    return len(terms & text_stems(text)) / len(terms)
 
 
 def _evidence_sentences(evidence: Sequence[tuple[str, str]]) -> list[_Sentence]:

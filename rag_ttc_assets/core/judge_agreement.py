@@ -42,8 +42,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
-from rag_ttc_assets.core.extractive import term_recall
-from rag_ttc_assets.core.text import content_words, stem
+from rag_ttc_assets.core.text import content_words, stem, term_recall
 
 REQUEST, PAIR = "request", "pair"
 VERDICTS = ("consistent", "contradicts", "not_addressed", "not_verifiable")

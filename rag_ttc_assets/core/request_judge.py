@@ -29,20 +29,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_ttc_assets.core.extractive import request_terms, term_recall, text_stems
+from rag_ttc_assets.core.extractive import request_terms
 from rag_ttc_assets.core.lexical_judge import (GOLD_SAME_CLAIM_RECALL, conflict, extract_statements, recall,
                                               verify_against_gold)
-from rag_ttc_assets.core.text import content_words, split_sentences, stem
+from rag_ttc_assets.core.summaries import REQUEST_JUDGE_RULES
+from rag_ttc_assets.core.text import content_words, split_sentences, stem, term_recall, text_stems
 
 Embed = Callable[[list[str]], np.ndarray]
 
 ADDRESS_RECALL = 0.6
 REQUEST_TERM_RECALL = 0.6
-# The rules above, versioned: a change of rule is a change of instrument (core.compare.instrument_drift), so two arms
-# judged under different rules are never compared as if by one judge. /1: unweighted recall >= 0.5; /2: recall
-# weighted by term_weights, >= 0.6 (docs/judges.md, "A better offline judge", measured against people).
-RULES = "request-judge-rules/2"
-OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage"})  # the two judges these rules are
+# The rules above, versioned (core.summaries.REQUEST_JUDGE_RULES): change the version with any rule, so two arms
+# judged under different rules are never compared as if by one judge.
+RULES = REQUEST_JUDGE_RULES
 
 
 @dataclass(frozen=True)

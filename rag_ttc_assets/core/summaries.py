@@ -10,6 +10,12 @@ from rag_ttc_assets.core.contract import PARSED_FROM, VALID, contract_sums_close
 from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, reason_of
 
 OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage"})
+# The offline request judges' rules (core.request_judge), versioned: a change of rule is a change of instrument
+# (core.compare.instrument_drift) and of their replies' cache keys. Declared here, where no numpy loads, because the
+# code location's instrument reads it. /1: unweighted recall >= 0.5; /2: topic-weighted recall >= 0.6, and a
+# contradicting sentence addresses the request (docs/judges.md, "A better offline judge").
+REQUEST_JUDGE_RULES = "request-judge-rules/2"
+OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage"})  # the judges those rules are
 
 # The request judge's row statuses: judged, or a judge_* status (not measured).
 JUDGED = "judged"

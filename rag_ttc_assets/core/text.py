@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Abbreviations whose trailing dot never ends a sentence.
 _ABBREVIATIONS = frozenset(
@@ -168,3 +169,17 @@ def _clean_request(part: str, terminator: str) -> str:
     if part[-1] not in "?.!":
         part += terminator
     return part
+
+
+@lru_cache(maxsize=200_000)
+def text_stems(text: str) -> frozenset[str]:
+    """The stems of a text's content words, remembered: the same evidence sentences (a preloaded manual above all)
+    are scored against every question."""
+    return frozenset(stem(w) for w in content_words(text))
+
+
+def term_recall(terms: set[str], text: str) -> float:
+    """Share of `terms` (stems) that occur in `text`."""
+    if not terms:
+        return 0.0
+    return len(terms & text_stems(text)) / len(terms)

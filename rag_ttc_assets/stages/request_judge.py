@@ -20,12 +20,12 @@ from rag_ttc_assets.core.prompts import Prompt, cited_answer_block, gold_request
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.response_formats import response_format
 from rag_ttc_assets.core import summaries
-from rag_ttc_assets.core.summaries import JUDGED, is_offline_baseline
+from rag_ttc_assets.core.summaries import (JUDGED, OFFLINE_REQUEST_JUDGES, REQUEST_JUDGE_RULES as RULES,
+                                             is_offline_baseline)
 from rag_ttc_assets.core.roles import REQUEST_JUDGE
 from rag_ttc_assets.stages.calls import Caller, pooled
 from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.derive_requests import derivation_of
-from rag_ttc_assets.core.request_judge import OFFLINE_REQUEST_JUDGES, RULES
 from rag_ttc_assets.core.panel import panel_name
 from rag_ttc_assets.adapters.table_types import schema_of
 from rag_ttc_assets.core.tables import Table
@@ -169,7 +169,7 @@ def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None 
     # recorded only when set, so an instrument without them reads as before.
     params = ([dict(j.params) for j in cfg.request_judges] if any(j.params for j in cfg.request_judges)
               else None) if cfg.request_judges else (dict(cfg.request_judge.params) or None)
-    # The offline request judges' rules are versioned (core.request_judge.RULES): rules changed under one model name
+    # The offline request judges' rules are versioned (core.summaries.REQUEST_JUDGE_RULES): rules changed under one name
     # are another instrument. Recorded when a judge or juror is one of them.
     models = [j.model for j in cfg.request_judges] if cfg.request_judges else [cfg.request_judge.model]
     rules = RULES if any(m in OFFLINE_REQUEST_JUDGES for m in models) else None
