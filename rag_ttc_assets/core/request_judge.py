@@ -37,7 +37,7 @@ from rag_ttc_assets.core.text import content_words, split_sentences, stem, term_
 
 Embed = Callable[[list[str]], np.ndarray]
 
-ADDRESS_RECALL = 0.6
+ADDRESS_RECALL = 0.5
 REQUEST_TERM_RECALL = 0.6
 # The rules above, versioned (core.summaries.REQUEST_JUDGE_RULES): change the version with any rule, so two arms
 # judged under different rules are never compared as if by one judge.

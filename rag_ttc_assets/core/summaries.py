@@ -12,7 +12,7 @@ from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measur
 OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage"})
 # The offline request judges' rules (core.request_judge), versioned: a change of rule is a change of instrument
 # (core.compare.instrument_drift) and of their replies' cache keys. Declared here, where no numpy loads, because the
-# code location's instrument reads it. /1: unweighted recall >= 0.5; /2: topic-weighted recall >= 0.6, and a
+# code location's instrument reads it. /1: content-word recall >= 0.5; /2: topic-weighted recall >= 0.5, and a
 # contradicting sentence addresses the request (docs/judges.md, "A better offline judge").
 REQUEST_JUDGE_RULES = "request-judge-rules/2"
 OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage"})  # the judges those rules are
