@@ -61,16 +61,12 @@ def _windows(sentences: list[str]) -> list[str]:
     return sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:], strict=False)]
 
 
-def _stems(text: str) -> frozenset[str]:
-    return frozenset(stem(w) for w in content_words(text))
-
-
 def term_weights(requests: Sequence[LabelledRequest]) -> dict[str, float]:
     """Each gold stem's weight, log(1 + N / df): N the question's requests with gold material, df how many of them
     hold the stem in their gold material. A word every request shares is the question's topic (a name an answer
     carries whether or not it makes the request's claim) and weighs least; a word of one request alone weighs most.
     With one request every word weighs the same, and the rule is plain content-word recall."""
-    held = [frozenset().union(*(_stems(g) for g in r.gold)) for r in requests if r.gold]
+    held = [frozenset().union(*(text_stems(g) for g in r.gold)) for r in requests if r.gold]
     df: dict[str, int] = {}
     for stems in held:
         for t in stems:
@@ -90,7 +86,7 @@ def _coverage(request: LabelledRequest, text: str, weights: dict[str, float]) ->
     gold = request.gold
     if not gold:
         return term_recall(request_terms(request.text), text)
-    return max(weighted_recall(_stems(g), text, weights) for g in gold)
+    return max(weighted_recall(text_stems(g), text, weights) for g in gold)
 
 
 def _contradiction(request: LabelledRequest, sentences: list[str], embed: Embed) -> tuple[int, dict] | None:
