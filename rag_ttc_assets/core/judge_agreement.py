@@ -332,6 +332,17 @@ def _share(values: Sequence[bool]) -> float:
 
 
 REFERENCE = "reference: content-word recall of the gold answer"
+# A judge that reports each request's coverage (core.request_judge: the share of its gold material the answer carries)
+# is read twice: by the share of requests it found addressed, and graded, by the mean of their coverage.
+GRADED = " (graded)"
+
+
+def graded_share(judgments: Sequence[dict | None]) -> float | None:
+    """The mean coverage of a row's requests (each a judgment dict), None when any of them has none."""
+    covered = [None if j is None else j.get("coverage") for j in judgments]
+    if not covered or any(c is None for c in covered):
+        return None
+    return sum(covered) / len(covered)
 
 
 def gold_answer_recall(gold_answer: str | None, answer: str | None) -> float | None:
@@ -352,6 +363,9 @@ def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, 
     labels, over the row's items they labelled where that majority is defined (items with three or more labels);
     per arm, an annotator's mean over the rows they labelled. Beside it each judge's completeness over the same items
     against the same majority. A row the judge did not measure whole is counted in `not_measured`.
+
+    A judge that reports coverage is read a second time, graded (name + GRADED): the mean coverage of the same
+    requests (graded_share).
 
     `references` (name -> (arm, question) -> score, None where it has none): scorers of a whole answer, not of its
     requests (gold_answer_recall), in the same rows as the judges with kind `reference`."""
@@ -402,6 +416,8 @@ def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, 
     scorers: list[tuple[str, str, Callable[[tuple, list[str]], float | None]]] = [
         *((name, "judge", lambda row, reqs, scored=scored: judge_share(scored, row, reqs))
           for name, scored in judges.items()),
+        *((name + GRADED, "judge", lambda row, reqs, scored=scored: graded_share([scored.get((*row, r)) for r in reqs]))
+          for name, scored in judges.items() if any(j.get("coverage") is not None for j in scored.values())),
         *((name, "reference", lambda row, reqs, by_row=by_row_score: by_row.get(row))
           for name, by_row_score in (references or {}).items())]
     levels: dict[str, list[dict]] = {"answer": [], "arm": []}

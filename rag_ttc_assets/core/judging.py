@@ -37,6 +37,20 @@ def parse_statements(raw_text: str | None) -> list[str]:
     return [s.strip() for s in statements if s.strip()]
 
 
+def _validated(model, items: list, kind: str) -> list:
+    """Each reply item as `model`; the first invalid one a JudgeParseError naming its place and field
+    (`requests: item 2, field 'coverage': Input should be less than or equal to 1`)."""
+    out = []
+    for k, it in enumerate(items, 1):
+        try:
+            out.append(model.model_validate(it))
+        except ValidationError as e:
+            err = e.errors()[0]
+            field = ", ".join(f"field {x!r}" if isinstance(x, str) else f"[{x}]" for x in err["loc"])
+            raise JudgeParseError(f"{kind}: item {k}{', ' + field if field else ''}: {err['msg']}") from None
+    return out
+
+
 def parse_verdicts(raw_text: str | None, n_statements: int, gold: bool = False) -> tuple[list[StatementVerdict],
                                                                                       float | None]:
     """Verdicts for statements 1..n (exactly one each) and the answer relevance (None in gold mode)."""
@@ -45,10 +59,7 @@ def parse_verdicts(raw_text: str | None, n_statements: int, gold: bool = False) 
         raise JudgeParseError(f"verdicts: {error}")
     if not isinstance(obj.get("verdicts"), list):
         raise JudgeParseError("verdicts: field 'verdicts' must be a list of objects")
-    try:
-        verdicts = [StatementVerdict.model_validate(v) for v in obj["verdicts"]]
-    except (ValidationError, TypeError) as e:
-        raise JudgeParseError(f"verdicts: {str(e).splitlines()[0]}") from None
+    verdicts = _validated(StatementVerdict, obj["verdicts"], "verdicts")
     numbers = sorted(v.statement for v in verdicts)
     if numbers != list(range(1, n_statements + 1)):
         raise JudgeParseError(f"verdicts: expected one verdict for each statement 1..{n_statements}, got {numbers}")
@@ -84,6 +95,9 @@ class RequestJudgment(BaseModel):
     cited_chunk_ids: list[str] = Field(default_factory=list)
     verdict: str
     reason: str = ""
+    # The share (0..1) of the request's gold material the answer carries, as the offline judges measure it (the
+    # number their `addressed` thresholds); None from a judge that does not report one.
+    coverage: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 def parse_request_judgments(raw_text: str | None, request_ids: list[str]) -> list[RequestJudgment]:
@@ -96,10 +110,7 @@ def parse_request_judgments(raw_text: str | None, request_ids: list[str]) -> lis
     items = obj.get("requests")
     if not isinstance(items, list):
         raise JudgeParseError("requests: field 'requests' must be a list of objects")
-    try:
-        judged = [RequestJudgment.model_validate(it) for it in items]
-    except (ValidationError, TypeError) as e:
-        raise JudgeParseError(f"requests: {str(e).splitlines()[0]}") from None
+    judged = _validated(RequestJudgment, items, "requests")
     named = [j.request for j in judged]
     unknown = sorted(set(named) - set(request_ids))
     if unknown:

@@ -7,6 +7,7 @@ by a declared aggregation, the jurors' agreement with each other, and where they
                 did not either (the first juror's fault status).
   verdict       not_addressed when the panel says not addressed; else the verdict most of the jurors that said
                 addressed gave (ties to the earlier juror), with that juror's excerpt, citations and reason.
+  coverage      the mean of the measured jurors' coverage (core.request_judge) when each reports one; else None.
   agreement     Fleiss' kappa (statsmodels) over the requests every juror measured, Krippendorff's alpha (the
                 krippendorff package, nominal) over those at least two measured, of `addressed`.
 """
@@ -39,13 +40,14 @@ def aggregate(votes: Sequence[bool], aggregation: str) -> bool:
 def combine(jurors: Sequence[str], rows: Sequence[dict], aggregation: str) -> dict:
     """The panel's row for one request from each juror's row (same order as `jurors`)."""
     kept = [{"model": m, "status": r["status"], "addressed": r["addressed"], "verdict": r["verdict"],
-             "reason": r["reason"], "judge_error": r.get("judge_error")} for m, r in zip(jurors, rows, strict=True)]
+             "coverage": r.get("coverage"), "reason": r["reason"], "judge_error": r.get("judge_error")}
+            for m, r in zip(jurors, rows, strict=True)]
     measured = [(i, r) for i, r in enumerate(rows) if r["status"] == JUDGED]
     out = {"jurors": kept, "jurors_measured": len(measured),
            "jurors_disagree": len({bool(r["addressed"]) for _, r in measured}) > 1}
     if not measured:
         first = rows[0]
-        return {**out, "status": first["status"], "addressed": None, "verdict": None, "excerpt": None,
+        return {**out, "status": first["status"], "addressed": None, "verdict": None, "coverage": None, "excerpt": None,
                 "cited_chunk_ids": [], "reason": None, "judge_error": first.get("judge_error")}
     addressed = aggregate([bool(r["addressed"]) for _, r in measured], aggregation)
     yes = [(i, r) for i, r in measured if r["addressed"]]
@@ -56,7 +58,10 @@ def combine(jurors: Sequence[str], rows: Sequence[dict], aggregation: str) -> di
     else:
         verdict, source = "not_addressed", next((r for _, r in measured if not r["addressed"]), measured[0][1])
     votes = ", ".join(f"{jurors[i]} {'yes' if r['addressed'] else 'no'}" for i, r in measured)
-    return {**out, "status": JUDGED, "addressed": addressed, "verdict": verdict,
+    # The panel's coverage: its measured jurors' mean, when every one of them reports one (an LLM juror does not).
+    covered = [r.get("coverage") for _, r in measured]
+    coverage = round(sum(covered) / len(covered), 4) if all(c is not None for c in covered) else None
+    return {**out, "status": JUDGED, "addressed": addressed, "verdict": verdict, "coverage": coverage,
             "excerpt": source["excerpt"] if addressed else "",
             "cited_chunk_ids": list(source["cited_chunk_ids"] or []) if addressed else [],
             "reason": f"{aggregation} of {len(measured)} juror(s) ({votes}): {source['reason']}", "judge_error": None}

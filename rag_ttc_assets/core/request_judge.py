@@ -19,6 +19,10 @@ never the generator's request labels or `supported` flags. Rules, per request:
   contradiction   an answer sentence that makes a gold sentence's claim with a negation, number or name changed
                   addresses the request, wrongly, whatever its coverage: the changed word is what lowers it
                   (`contradicts`, that sentence the excerpt).
+  coverage        the share (0..1) that the verdict thresholds: of the excerpt's window (the best-covering one when
+                  nothing is addressed; the contradicting sentence's), kept with the verdict so a near miss reads as
+                  one, and so that completeness can be read graded (the mean coverage of a row's requests) as well as
+                  a share of binary verdicts (core.judge_agreement).
 """
 
 from __future__ import annotations
@@ -102,6 +106,11 @@ def _contradiction(request: LabelledRequest, sentences: list[str], embed: Embed)
     return next(((i, c) for i, c in zip(candidates, checks, strict=True) if c["contradicts_gold"]), None)
 
 
+def _share(x: float) -> float:
+    """A coverage as the reply carries it: four decimals, within 0..1 (a float sum may pass 1 by a rounding)."""
+    return round(min(1.0, max(0.0, x)), 4)
+
+
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -140,12 +149,12 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
                 i, check = clash
                 out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
                             "cited_chunk_ids": passage_citations([sentences[i]], passages, citations),
-                            "verdict": "contradicts",
+                            "verdict": "contradicts", "coverage": _share(scores[i]),
                             "reason": f"covers {scores[i]:.2f} of gold, below {threshold:.2f}, but makes its claim "
                                       f"changed; {check['reason']}"})
                 continue
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                        "verdict": "not_addressed",
+                        "verdict": "not_addressed", "coverage": _share(covered),
                         "reason": f"no answer sentence covers {threshold:.2f} of {against} (best {covered:.2f})"})
             continue
         excerpt = windows[best]
@@ -158,7 +167,7 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
             verdict = "contradicts" if check["contradicts_gold"] else "consistent"
             reason = f"{measured}; {check['reason']}"
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": cites,
-                    "verdict": verdict, "reason": reason})
+                    "verdict": verdict, "coverage": _share(scores[best]), "reason": reason})
     return out
 
 
@@ -171,7 +180,8 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
     the words stand. The sentence-window judge above misses a claim spread over distant sentences; this one takes
     words scattered across unrelated sentences for the claim. Excerpt: the answer's sentences holding any of those
     words; citations: the answer's own; verdict: contradicts when any answer sentence contradicts the gold
-    (lexical_judge.verify_against_gold), else consistent; without gold material, not_verifiable."""
+    (lexical_judge.verify_against_gold), else consistent; without gold material, not_verifiable; coverage: the
+    whole answer's, what the verdict thresholds."""
     sentences = extract_statements(answer_text)
     whole = " ".join(sentences)
     weights = term_weights(requests)
@@ -184,13 +194,13 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
         if clash is not None:
             i, check = clash
             out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
-                        "cited_chunk_ids": list(citations), "verdict": "contradicts",
+                        "cited_chunk_ids": list(citations), "verdict": "contradicts", "coverage": _share(covered),
                         "reason": f"the whole answer covers {covered:.2f} of gold, below {threshold:.2f}, but a "
                                   f"sentence makes its claim changed; {check['reason']}"})
             continue
         if covered < threshold:
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                        "verdict": "not_addressed",
+                        "verdict": "not_addressed", "coverage": _share(covered),
                         "reason": f"the whole answer covers {covered:.2f} of {against}, below {threshold:.2f}"})
             continue
         wanted = {stem(w) for g in (r.gold or [r.text]) for w in content_words(g)}
@@ -204,5 +214,5 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
             verdict = "contradicts" if clash else "consistent"
             reason = f"{measured}; " + (clash["reason"] if clash else "no sentence contradicts the gold")
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": list(citations),
-                    "verdict": verdict, "reason": reason})
+                    "verdict": verdict, "coverage": _share(covered), "reason": reason})
     return out

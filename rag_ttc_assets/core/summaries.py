@@ -13,8 +13,9 @@ OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/conte
 # The offline request judges' rules (core.request_judge), versioned: a change of rule is a change of instrument
 # (core.compare.instrument_drift) and of their replies' cache keys. Declared here, where no numpy loads, because the
 # code location's instrument reads it. /1: content-word recall >= 0.5; /2: topic-weighted recall >= 0.5, and a
-# contradicting sentence addresses the request (docs/judges.md, "A better offline judge").
-REQUEST_JUDGE_RULES = "request-judge-rules/2"
+# contradicting sentence addresses the request (docs/judges.md, "A better offline judge"); /3: the verdicts of /2,
+# each with its `coverage` (the share of the request's gold material the answer carries, what the verdict thresholds).
+REQUEST_JUDGE_RULES = "request-judge-rules/3"
 OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage"})  # the judges those rules are
 
 # The request judge's row statuses: judged, or a judge_* status (not measured).

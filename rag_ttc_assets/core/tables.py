@@ -224,7 +224,10 @@ class Table:
         QUERY_ID, REQUEST_ID, _("status", "str", "judged / not judged and why / the judge's fault"),
         _("addressed", "bool", "the answer addresses the request"), _("excerpt", "str", "the part that does"),
         _("cited_chunk_ids", "list[str]", "the chunks that part cites"),
-        _("verdict", "str", "supported / unsupported / ..."), _("reason", "str", "the judge's reason"),
+        _("verdict", "str", "supported / unsupported / ..."),
+        _("coverage", "float", "share of the request's gold material the answer carries (offline judges; a "
+                               "panel: its jurors' mean)"),
+        _("reason", "str", "the judge's reason"),
         _("judge_error", "str", "the fault, if any"), _("request_judge_model", "str", "the judge (or panel)"),
         _("prompt_digest", "str", "the judge prompt's digest"), _("judge_provider_calls", "int", "provider calls"),
         _("judge_cache_hits", "int", "cache hits"), _("judge_input_tokens", "int", "input tokens"),

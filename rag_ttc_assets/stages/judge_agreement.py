@@ -1,7 +1,8 @@
 """The judges of the arms a labels file names, measured against its human labels (core.judge_agreement).
 
 Every judge that scored those rows: each arm's request judge (per-request labels; pairwise `completeness`: the share
-of the row's requests it found addressed) and its support judge (pairwise `faithfulness`), one rater per
+of the row's requests it found addressed, and for a judge that reports coverage, graded: their mean coverage) and its
+support judge (pairwise `faithfulness`), one rater per
 instrument (model and prompt digest), pooled over the arms it measured; and, beside them in the completeness tables,
 the plain content-word recall of the gold answer (a reference scorer, no judge).
 """
@@ -56,17 +57,22 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                 name = _request_judge_name(r)
                 if r[RJ.status] == JUDGED:
                     per_request.setdefault(name, {})[(arm, r[RJ.query_id], r[RJ.request_id])] = {
-                        "addressed": r[RJ.addressed], "verdict": r[RJ.verdict], "reason": r[RJ.reason]}
+                        "addressed": r[RJ.addressed], "verdict": r[RJ.verdict], "reason": r[RJ.reason],
+                        "coverage": r.get(RJ.coverage)}
                 for j in json.loads(r.get(RJ.jurors) or "[]"):  # a panel's jurors are judges of those rows too
                     if j["status"] == JUDGED:
                         per_request.setdefault(f"juror {j['model']}", {})[(arm, r[RJ.query_id], r[RJ.request_id])] = {
-                            "addressed": j["addressed"], "verdict": j["verdict"], "reason": j["reason"]}
+                            "addressed": j["addressed"], "verdict": j["verdict"], "reason": j["reason"],
+                            "coverage": j.get("coverage")}
                 by_row.setdefault(r[RJ.query_id], []).append(r)
             for qid, rows in by_row.items():
                 name = _request_judge_name(rows[0])
                 measured = all(r[RJ.status] == JUDGED for r in rows)
                 score = sum(bool(r[RJ.addressed]) for r in rows) / len(rows) if measured else None
                 pairwise.setdefault(name, {}).setdefault("completeness", {})[(arm, qid)] = score
+                graded = ja.graded_share([{"coverage": r.get(RJ.coverage)} for r in rows]) if measured else None
+                if graded is not None:  # only a judge that reports coverage is read graded
+                    pairwise.setdefault(name + ja.GRADED, {}).setdefault("completeness", {})[(arm, qid)] = graded
         try:
             jv = lab.store.read_table(arm, Table.JUDGE_VERDICTS)
         except FileNotFoundError:
@@ -161,7 +167,8 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                  f"[{_f(r['spearman']['ci_low'])}, {_f(r['spearman']['ci_high'])}]", r["not_measured"]]
                 for level, rs in rc["levels"].items() for r in rs]
         out.append((f"completeness from the per-request labels ({rc['rows']} answers of {rc['arms']} arms): the share "
-                    "of an answer's labelled requests addressed, per answer and per arm (the mean over its answers); "
+                    "of an answer's labelled requests addressed (a rater marked (graded): the mean of their "
+                    "coverage), per answer and per arm (the mean over its answers); "
                     + ("Pearson and Spearman against the labels'; " + no_ceiling if single else
                        "Pearson and Spearman against the majority's; ceiling: one annotator against the majority of "
                        "the others, beside each judge against that same majority")
@@ -176,7 +183,8 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                 for r in a["rows"]]
         note = "" if a["judged"] else " (no lab judge scores this aspect: the ceiling only)"
         out.append((f"pairwise preferences, {aspect} ({a['labels']} labels by {', '.join(a['annotators'])}): the "
-                    "judge's score(b) - score(a) against the human label (-2..2); ceiling: the annotators with each "
+                    "judge's score(b) - score(a) against the human label (-2..2; completeness: the share of the "
+                    "row's requests addressed, (graded): their mean coverage); ceiling: the annotators with each "
                     f"other{note}" + ("; reference: the plain content-word recall of the gold answer, no judge"
                                       if any(r["kind"] == "reference" for r in a["rows"]) else ""),
                     ["rater", "kind", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",

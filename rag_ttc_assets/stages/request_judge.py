@@ -38,7 +38,7 @@ CON, RJ = Table.CONTRACT_RESULTS.c, Table.REQUEST_JUDGMENTS.c  # the declared co
 
 def judgment_schema() -> dict:
     """The request_judgments columns a row may leave empty, with their declared dtypes."""
-    return schema_of(Table.REQUEST_JUDGMENTS, "addressed", "excerpt", "cited_chunk_ids", "verdict", "reason",
+    return schema_of(Table.REQUEST_JUDGMENTS, "addressed", "excerpt", "cited_chunk_ids", "verdict", "coverage", "reason",
                      "judge_error", "judge_input_tokens", "judge_output_tokens", "judge_messages_digest",
                      "judge_parsed_from")
 
@@ -67,7 +67,8 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
     def one(q: Question) -> list[dict]:
         c = rows_by_q.get(q.id) or {"status": "no_answer_row"}
         base = {"query_id": q.id, "status": c[CON.status], "addressed": None, "excerpt": None, "cited_chunk_ids": [],
-                "verdict": None, "reason": None, "judge_error": None, "request_judge_model": cfg.request_judge.model,
+                "verdict": None, "coverage": None, "reason": None, "judge_error": None,
+                "request_judge_model": cfg.request_judge.model,
                 "prompt_digest": prompt.digest, "judge_provider_calls": 0, "judge_cache_hits": 0,
                 "judge_input_tokens": None, "judge_output_tokens": None, "judge_messages_digest": None,
                 "judge_parsed_from": None}
@@ -96,7 +97,7 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
             if judged is not None:
                 j = judged[i]
                 row.update(addressed=j.addressed, excerpt=j.excerpt, cited_chunk_ids=list(j.cited_chunk_ids),
-                           verdict=j.verdict, reason=j.reason)
+                           verdict=j.verdict, coverage=j.coverage, reason=j.reason)
             rows.append(row)
         if log is not None:
             for row in rows:

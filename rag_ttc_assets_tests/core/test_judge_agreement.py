@@ -151,6 +151,35 @@ def test_completeness_per_answer_and_per_arm_against_the_majority_and_the_others
     assert rep["levels"]["answer"][0]["kind"] == "judge"
 
 
+def test_a_judge_that_reports_coverage_is_read_graded_too_by_hand() -> None:
+    cat = ja.Catalog(questions={"A": {"q1": {"q1.r1", "q1.r2"}}, "B": {"q1": {"q1.r1", "q1.r2"}},
+                                "C": {"q1": {"q1.r1", "q1.r2"}}},
+                     rows={"A": {"q1"}, "B": {"q1"}, "C": {"q1"}})
+    people = {("A", "q1.r1"): True, ("A", "q1.r2"): True, ("B", "q1.r1"): True, ("B", "q1.r2"): False,
+              ("C", "q1.r1"): False, ("C", "q1.r2"): False}
+    recs = [{"kind": "request", "question": "q1", "request": r, "arm": a, "addressed": v, "annotator": "p"}
+            for (a, r), v in people.items()]
+    labels = ja.parse_labels(_lines(recs), "labels.jsonl", cat)
+    # The judge's verdicts and coverage; a second judge without coverage (an LLM judge) is read once only.
+    cov = {("A", "q1.r1"): (T, 0.9), ("A", "q1.r2"): (F, 0.4), ("B", "q1.r1"): (F, 0.45), ("B", "q1.r2"): (F, 0.1),
+           ("C", "q1.r1"): (F, 0.2), ("C", "q1.r2"): (F, 0.0)}
+    judge = {(a, "q1", r): {"addressed": v, "coverage": c} for (a, r), (v, c) in cov.items()}
+    llm = {(a, "q1", r): {"addressed": v, "coverage": None} for (a, r), (v, _) in cov.items()}
+    rep = ja.completeness_agreement(labels.requests, {"j": judge, "llm": llm})
+    answer = {r["rater"]: r for r in rep["levels"]["answer"]}
+    assert set(answer) == {"j", "j (graded)", "llm"}
+    # People: A 1.0, B 0.5, C 0.0. Binary shares: A .5, B 0, C 0; graded (mean coverage): A .65, B .275, C .1.
+    assert answer["j"]["pearson"]["r"] == pytest.approx(_pearson([0.5, 0, 0], [1, 0.5, 0]))
+    assert answer["j (graded)"]["pearson"]["r"] == pytest.approx(_pearson([0.65, 0.275, 0.1], [1, 0.5, 0]))
+    assert answer["j (graded)"]["kind"] == "judge" and answer["j (graded)"]["n"] == 3
+    # One request without coverage: that row is not measured graded.
+    judge[("B", "q1", "q1.r2")] = {"addressed": F, "coverage": None}
+    again = {r["rater"]: r for r in ja.completeness_agreement(labels.requests, {"j": judge})["levels"]["answer"]}
+    assert (again["j (graded)"]["n"], again["j (graded)"]["not_measured"]) == (2, 1)
+    assert ja.graded_share([{"coverage": 0.5}, {"coverage": 1.0}]) == 0.75
+    assert ja.graded_share([{"coverage": 0.5}, None]) is None and ja.graded_share([]) is None
+
+
 def test_gold_answer_recall_is_plain_content_word_recall() -> None:
     assert ja.gold_answer_recall("Pass is a null operation.", "A null statement: pass.") == pytest.approx(2 / 3)
     assert ja.gold_answer_recall(None, "anything") is None and ja.gold_answer_recall("gold", None) is None

@@ -64,3 +64,13 @@ def test_judge_sensitive_counts_the_requests_whose_branch_depends_on_the_juror()
     measured = [{"r1": True, "r2": True, "r3": True}, {"r1": True, "r2": True, "r3": False}]
     got = panel.judge_sensitive(branches, measured, ["r1", "r2", "r3"])
     assert got["request_ids"] == ["r2"] and got["line"] == "judge-sensitive: 1 of 3"
+
+
+def test_the_panels_coverage_is_its_measured_jurors_mean_and_none_when_one_reports_none():
+    rows = [{**_row(addressed=False), "coverage": 0.4}, _row("judge_timeout"), {**_row(), "coverage": 0.8}]
+    out = panel.combine(J, rows, "majority")
+    assert out["coverage"] == pytest.approx(0.6)  # the faulted juror is no vote and no coverage
+    assert [j["coverage"] for j in out["jurors"]] == [0.4, None, 0.8]
+    llm = [{**_row(), "coverage": 0.8}, _row()]  # an LLM juror reports none: the panel has no coverage
+    assert panel.combine(J[:2], llm, "majority")["coverage"] is None
+    assert panel.combine(J[:2], [_row("judge_timeout"), _row("judge_timeout")], "all")["coverage"] is None

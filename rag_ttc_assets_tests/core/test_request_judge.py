@@ -46,15 +46,16 @@ def test_addressed_by_one_sentence() -> None:
     passages = [("Pass is a null operation.", ["c1"]), ("Raise re-raises the exception being handled.", ["c2"])]
     out = judge([PASS, RAISE, DEL], answer, ["c1", "c2"], passages)
     assert out[0] == {"request": "r1", "addressed": True, "excerpt": "Pass is a null operation.",
-                      "cited_chunk_ids": ["c1"], "verdict": "consistent",
+                      "cited_chunk_ids": ["c1"], "verdict": "consistent", "coverage": 1.0,
                       "reason": "covers 1.00 of gold; content-word recall 1.00, cosine 1.00 against gold 1"}
     # {rais, exception, handl} of four stems: 0.75.
     assert (out[1]["addressed"], out[1]["excerpt"], out[1]["cited_chunk_ids"], out[1]["verdict"]) == (
         True, "Raise re-raises the exception being handled.", ["c2"], "consistent")
-    assert out[1]["reason"].startswith("covers 0.75 of gold; ")
+    assert out[1]["reason"].startswith("covers 0.75 of gold; ") and out[1]["coverage"] == 0.75
     # "Del is not covered here.": {del} of seven stems, 0.14.
     assert out[2] == {"request": "r3", "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                      "verdict": "not_addressed", "reason": "no answer sentence covers 0.50 of gold (best 0.14)"}
+                      "verdict": "not_addressed", "coverage": round(1 / 7, 4),
+                      "reason": "no answer sentence covers 0.50 of gold (best 0.14)"}
 
 
 def test_addressed_by_an_adjacent_pair_when_no_sentence_suffices() -> None:
@@ -150,12 +151,12 @@ def test_without_gold_material_the_request_terms_decide_and_nothing_is_verifiabl
     bare = LabelledRequest("r8", "How do nonlocal declarations bind names?")  # terms {nonlocal, declar, bind, nam}
     [out] = judge([bare], "Nonlocal declarations bind names in the enclosing scope.", ["c1"])
     assert out == {"request": "r8", "addressed": True, "excerpt": "Nonlocal declarations bind names in the enclosing "
-                   "scope.", "cited_chunk_ids": ["c1"], "verdict": "not_verifiable",
+                   "scope.", "cited_chunk_ids": ["c1"], "verdict": "not_verifiable", "coverage": 1.0,
                    "reason": "covers 1.00 of the request's own terms (no gold material); nothing to verify it against"}
     # Two of four terms is below REQUEST_TERM_RECALL (0.6).
     [low] = judge([bare], "Nonlocal declarations exist.")
-    assert (low["addressed"], low["reason"]) == (
-        False, "no answer sentence covers 0.60 of the request's own terms (no gold material) (best 0.50)")
+    assert (low["addressed"], low["coverage"], low["reason"]) == (
+        False, 0.5, "no answer sentence covers 0.60 of the request's own terms (no gold material) (best 0.50)")
 
 
 def test_an_empty_answer_addresses_nothing() -> None:
@@ -172,8 +173,20 @@ def test_the_judgments_are_in_the_reply_contract() -> None:
     out = judge([DEL, PASS, RAISE], "Pass is a null operation.", ["c1"])
     assert [o["request"] for o in out] == ["r3", "r1", "r2"]
     parsed = parse_request_judgments(json.dumps({"requests": out}), ["r1", "r2", "r3"])
-    assert [(j.request, j.addressed, j.verdict) for j in parsed] == [
-        ("r1", True, "consistent"), ("r2", False, "not_addressed"), ("r3", False, "not_addressed")]
+    assert [(j.request, j.addressed, j.verdict, j.coverage) for j in parsed] == [
+        ("r1", True, "consistent", 1.0), ("r2", False, "not_addressed", 0.0), ("r3", False, "not_addressed", 0.0)]
+
+
+def test_a_coverage_outside_zero_to_one_is_a_parse_failure_and_a_missing_one_is_none() -> None:
+    import json
+
+    from rag_ttc_assets.core.judging import JudgeParseError
+
+    reply = {"requests": [{"request": "r1", "addressed": True, "verdict": "consistent", "coverage": 1.5}]}
+    with pytest.raises(JudgeParseError, match="coverage"):
+        parse_request_judgments(json.dumps(reply), ["r1"])
+    del reply["requests"][0]["coverage"]  # an LLM judge's reply: no coverage, not measured graded
+    assert parse_request_judgments(json.dumps(reply), ["r1"])[0].coverage is None
 
 
 def test_the_whole_answer_coverage_juror_has_another_blind_spot() -> None:
@@ -187,6 +200,8 @@ def test_the_whole_answer_coverage_juror_has_another_blind_spot() -> None:
     window = judge([r], scattered)[0]
     whole = judge_requests_whole([r], scattered, ["c1"], bag_of_words)[0]
     assert window["addressed"] is False and whole["addressed"] is True
+    # Gold stems {break, termin, nearest, enclos, loop}: every one in the answer, the best window holds two.
+    assert (whole["coverage"], window["coverage"]) == (1.0, 0.4)
     assert whole["verdict"] == "consistent" and whole["cited_chunk_ids"] == ["c1"]
     assert whole["reason"].startswith("the whole answer covers 1.00 of gold")
     parse_request_judgments(__import__("json").dumps({"requests": [whole]}), ["r1"])  # the reply contract holds

@@ -78,12 +78,22 @@ def test_judge_agreement_through_the_command(tmp_path):
     ann = [(h1, h2) for (h1, _), (h2, _) in zip(pairs_judge[:len(rows)], pairs_judge[len(rows):])]
     assert ceiling["rater"] == "ann1 vs ann2" and ceiling["kappa"] == __import__("pytest").approx(_kappa(ann))
     comp = rep["pair_labels"]["completeness"]
-    (cj,) = [r for r in comp["rows"] if r["rater"].startswith("request judge")]
+    (cj, graded) = [r for r in comp["rows"] if r["rater"].startswith("request judge")]
     assert cj["n"] == len(questions)
     if len(set(diffs)) > 1:
         assert cj["pearson"]["r"] == __import__("pytest").approx(_pearson(diffs, labels))
     else:
         assert cj["pearson"]["r"] is None and cj["pearson"]["why"] == "one side is constant"
+    # The offline judge reports each request's coverage: read graded too, by the mean coverage of the row's requests
+    # (the `coverage` column of request_judgments, every value within 0..1).
+    assert graded["rater"] == cj["rater"] + " (graded)" and graded["kind"] == "judge"
+    assert all(0 <= c <= 1 for a in judged for c in judged[a]["coverage"].to_list())
+    mean_cov = {a: {q: g["coverage"].mean() for (q,), g in judged[a].group_by("query_id")} for a in judged}
+    gdiffs = [mean_cov["tight"][q] - mean_cov["baseline"][q] for q in questions]
+    assert graded["n"] == len(questions) and len(set(gdiffs)) > 1
+    assert graded["pearson"]["r"] == __import__("pytest").approx(_pearson(gdiffs, labels))
+    (answer_graded,) = [r for r in rep["request_completeness"]["levels"]["answer"] if r["rater"] == graded["rater"]]
+    assert answer_graded["n"] >= 1 and answer_graded["not_measured"] == 0
     assert rep["pair_labels"]["fluency"]["judged"] is False  # no lab judge scores fluency
     # Beside the judge, the reference scorer (no judge): the share of the gold answer's content-word stems anywhere
     # in the answer, computed here from the contract rows and the gold answers written above.

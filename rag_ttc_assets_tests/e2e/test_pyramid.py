@@ -147,13 +147,15 @@ def test_convert_pyramid_run_its_arms_and_measure_the_judge_against_the_labels(t
     x = [sum(j for j, _ in v) / len(v) for v in per_answer.values()]
     y = [sum(h for _, h in v) / len(v) for v in per_answer.values()]
     levels = report["request_completeness"]["levels"]
-    # The judge, and beside it the reference scorer (the plain content-word recall of the reference summary): no
-    # ceiling row.
-    assert sorted(r["kind"] for rs in levels.values() for r in rs) == ["judge", "judge", "reference", "reference"]
-    (answer,) = [r for r in levels["answer"] if r["kind"] == "judge"]
+    # The judge (read twice: by its share of requests addressed, and graded by their mean coverage), and beside it
+    # the reference scorer (the plain content-word recall of the reference summary): no ceiling row.
+    assert sorted(r["kind"] for rs in levels.values() for r in rs) == ["judge"] * 4 + ["reference"] * 2
+    (answer,) = [r for r in levels["answer"] if r["kind"] == "judge" and not r["rater"].endswith("(graded)")]
     assert answer["n"] == 9 and answer["pearson"]["r"] == pytest.approx(_pearson(x, y))
-    (arm_level,) = [r for r in levels["arm"] if r["kind"] == "judge"]
+    (arm_level,) = [r for r in levels["arm"] if r["kind"] == "judge" and not r["rater"].endswith("(graded)")]
     assert arm_level["n"] == 3
+    (graded,) = [r for r in levels["answer"] if r["rater"] == answer["rater"] + " (graded)"]
+    assert graded["n"] == 9 and graded["not_measured"] == 0
     (reference,) = [r for r in levels["answer"] if r["kind"] == "reference"]
     assert reference["n"] == 9 and reference["not_measured"] == 0
 
