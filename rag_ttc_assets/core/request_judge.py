@@ -79,11 +79,13 @@ def term_weights(requests: Sequence[LabelledRequest]) -> dict[str, float]:
 
 
 def weighted_recall(terms: frozenset[str], text: str, weights: dict[str, float]) -> float:
-    """Share of the terms' weight (term_weights; 1 for a term it does not know) that occurs in `text`."""
-    total = sum(weights.get(t, 1.0) for t in terms)
+    """Share of the terms' weight (term_weights; 1 for a term it does not know) that occurs in `text`. Summed with
+    math.fsum, exactly rounded whatever the order: a set's order changes with the process's string hashing, and a
+    plain sum in that order put a request at exactly the threshold on either side of it from one run to the next."""
+    total = math.fsum(weights.get(t, 1.0) for t in terms)
     if not total:
         return 0.0
-    return sum(weights.get(t, 1.0) for t in terms & text_stems(text)) / total
+    return math.fsum(weights.get(t, 1.0) for t in terms & text_stems(text)) / total
 
 
 def _coverage(request: LabelledRequest, text: str, weights: dict[str, float]) -> float:

@@ -279,3 +279,21 @@ def test_a_sentence_making_the_claim_changed_addresses_it_wrongly_whatever_its_c
     # Sharing too few of the gold sentence's words is no claim of it, changed or not: "It has 4 items." shares none.
     [other] = judge_requests([loop], "It has 4 items.", [], [], same_claim)
     assert other["addressed"] is False
+
+
+def test_a_coverage_at_the_threshold_is_the_same_whatever_the_processs_string_hashing() -> None:
+    # Weights 0.1 + 0.2 + 0.3 of 1.2: exactly half. Summed in a set's order, which changes with PYTHONHASHSEED, the
+    # share came out 0.4999999999999999, 0.5 or 0.5000000000000001, and the request at the threshold was addressed in
+    # one run and not in the next.
+    import subprocess
+    import sys
+
+    code = ("from rag_ttc_assets.core.request_judge import weighted_recall\n"
+            "from rag_ttc_assets.core.text import text_stems\n"
+            "a, b, c, d = (min(text_stems(w)) for w in ('alpha', 'beta', 'gamma', 'delta'))\n"
+            "print(repr(weighted_recall(frozenset({a, b, c, d}), 'alpha beta gamma', "
+            "{a: 0.1, b: 0.2, c: 0.3, d: 0.6})))\n")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
+            for seed in range(8)}
+    assert seen == {"0.5"}
