@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 from rag_ttc_assets.adapters.store import file_lock
 from rag_ttc_assets.cli.common import CliError, dagster_home
 from rag_ttc_assets.cli.executor_run import execute_with_executor
+from rag_ttc_assets.core.roles import PROVIDER_POOL
 from rag_ttc_assets.defs import executors
 from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets.defs.progress import reporting
@@ -64,11 +67,12 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
             steps_told = StepEvents(terminal, arm, failed="FAILED" if verbose else
                                     "FAILED; rag-ttc run --verbose prints its traceback")
             if executors.chosen() != "default":  # RAG_TTC_EXECUTOR: the steps run in the executor's processes
-                result = execute_with_executor(job, instance, arm, [AssetKey(a) for a in todo], run_id,
-                                               _cli_tags(), _console_config(verbose), steps_told)
+                with waking_pending_steps(instance):
+                    result = execute_with_executor(job, instance, arm, [AssetKey(a) for a in todo], run_id,
+                                                   _cli_tags(), _console_config(verbose), steps_told)
             else:
                 instance.add_event_listener(run_id, steps_told)
-                with reporting(run_id, terminal):
+                with reporting(run_id, terminal), waking_pending_steps(instance):
                     result = job.execute_in_process(partition_key=arm, instance=instance,
                                                     asset_selection=[AssetKey(a) for a in todo],
                                                     raise_on_error=False, tags=_cli_tags(), run_id=run_id,
@@ -109,6 +113,43 @@ def reap_dead_runs(instance) -> list[str]:
             instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
         reaped.append(run.run_id)
     return reaped
+
+
+POOL_WAKE_EVERY_S = 2.0
+
+
+def wake_pending_steps(instance, pools) -> list[str]:
+    """Assign a pool's longest-waiting step when the pool has a slot no step holds; return the pools looked at with
+    such a slot. Dagster's op-pool claim can lose a wake-up: a step that finds no unassigned slot queues itself
+    unassigned, and if the step holding the slot frees it between that check and the queueing, the free finds no one
+    to assign and the queued step waits for ever beside a free slot (seen: two `rag-ttc run` processes on one
+    DAGSTER_HOME, `representations` waiting 600 s on an empty pool). Assigning never exceeds the limit: the claim
+    itself takes a slot row, and a step assigned without one is blocked until one frees."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return []
+    free = [pool for pool in pools if storage.has_unassigned_slots(pool)]
+    if free:
+        storage.assign_pending_steps(free)
+    return free
+
+
+@contextmanager
+def waking_pending_steps(instance, pools=(PROVIDER_POOL,), every_s: float = POOL_WAKE_EVERY_S):
+    """While a run executes in this process, wake its pool's lost wake-ups every `every_s` (wake_pending_steps)."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            wake_pending_steps(instance, pools)
+
+    thread = threading.Thread(target=loop, name="rag-ttc-pool-wake", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def failure_text(result) -> str:
