@@ -3,7 +3,8 @@
 Every judge that scored those rows: each arm's request judge (per-request labels; pairwise `completeness`: the share
 of the row's requests it found addressed, and for a judge that reports coverage, graded: their mean coverage) and its
 support judge (pairwise `faithfulness`), one rater per
-instrument (model and prompt digest), pooled over the arms it measured; and, beside them in the completeness tables,
+instrument (model and prompt digest; an offline judge's arms judged under different rules versions, one rater per
+version), pooled over the arms it measured; and, beside them in the completeness tables,
 the plain content-word recall of the gold answer (a reference scorer, no judge).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
+from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
 from rag_ttc_assets.core import judge_agreement as ja
 from rag_ttc_assets.core.contract import FREE_TEXT, VALID
 from rag_ttc_assets.lab import Lab
@@ -41,9 +42,47 @@ def _request_judge_name(row: dict) -> str:
     return f"request judge {row[RJ.request_judge_model]} ({(row[RJ.prompt_digest] or '')[:19]}…)"
 
 
+def recorded_rules(lab: Lab, arm: str) -> str | None:
+    """The offline request judges' rules version the arm's request judgments were made under, as its request judge
+    summary recorded it when they were written (None: no offline judge, or not judged yet)."""
+    try:
+        summary = lab.store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY)
+    except FileNotFoundError:
+        return None
+    return (summary.get("request_judge") or {}).get("rules")
+
+
+def _split_by_rules(scores: dict[str, dict], rules: dict[str, str | None]) -> dict[str, dict]:
+    """A rater whose arms were judged under more than one rules version (a store with arms not rerun since the rules
+    changed) is that many raters, each named with its version: one name, one instrument. A rater under one version
+    keeps its name."""
+    out: dict[str, dict] = {}
+    for name, by_key in scores.items():
+        versions = {rules.get(key[0]) for key in by_key}
+        if len(versions) == 1:
+            out[name] = by_key
+            continue
+        for key, value in by_key.items():
+            out.setdefault(f"{name} [{rules.get(key[0]) or 'no rules recorded'}]", {})[key] = value
+    return out
+
+
 def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     """(per-request: judge -> (arm, question, request) -> {addressed, verdict, reason},
         pairwise: judge -> aspect -> (arm, row) -> score or None)."""
+    per_request, pairwise = _judge_scores(lab, arms)
+    rules = {arm: recorded_rules(lab, arm) for arm in arms}
+    per_request = _split_by_rules(per_request, rules)
+    split: dict[str, dict] = {}
+    for name, aspects in pairwise.items():
+        for aspect, by_key in aspects.items():
+            for sub, part in _split_by_rules({name: by_key}, rules if not name.startswith("support judge") else
+                                             {}).items():
+                split.setdefault(sub, {})[aspect] = part
+    return per_request, split
+
+
+def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     per_request: dict[str, dict] = {}
     pairwise: dict[str, dict] = {}
     for arm in sorted(arms):

@@ -123,6 +123,32 @@ def test_judge_agreement_through_the_command(tmp_path):
     assert "per-request labels" in out and "ann1 vs ann2" in out and "ceiling" in out
     assert "requests the judge and a person disagree on (3)" in out
 
+    # An arm judged under older offline rules (a store not rerun since they changed; here its recorded version is
+    # rewritten as such a store would hold it) is another instrument: the judge is split into one rater per version,
+    # never pooled.
+    summary_path = store / "tight" / "request_judge_summary.json"
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    current = summary["request_judge"]["rules"]
+    assert current.startswith("request-judge-rules/")
+    summary["request_judge"]["rules"] = "request-judge-rules/2"
+    summary_path.write_text(json.dumps(summary), encoding="utf-8")
+    code, out, err = rag_ttc("judge-agreement", str(path), "--json", env=env)
+    assert code == 0, err
+    split = json.loads(out)
+    raters = {r["rater"]: r for r in split["pair_labels"]["completeness"]["rows"] if r["kind"] == "judge"}
+    assert set(raters) == {f"{cj['rater']} [{current}]", f"{cj['rater']} [request-judge-rules/2]",
+                           f"{graded['rater']} [{current}]", f"{graded['rater']} [request-judge-rules/2]"}
+    # Each side of every pair is one arm, so neither rater has a pair to score; the per-request labels are all on
+    # baseline, so the current version's rater has them all, with the kappa of before.
+    assert all(r["n"] == 0 for r in raters.values())
+    per = {r["rater"]: r for r in split["request_labels"]["rows"] if r["kind"] == "judge"}
+    assert set(per) == {f"{judge['rater']} [{current}]", f"{judge['rater']} [request-judge-rules/2]"}
+    assert (per[f"{judge['rater']} [{current}]"]["n"], per[f"{judge['rater']} [{current}]"]["kappa"]) == (
+        judge["n"], judge["kappa"])
+    assert per[f"{judge['rater']} [request-judge-rules/2]"]["n"] == 0
+    summary["request_judge"]["rules"] = current
+    summary_path.write_text(json.dumps(summary), encoding="utf-8")
+
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({**records[0], "request": "mini-01.r9"}) + "\n"
                    + json.dumps({**records[-1], "labels": {"completeness": 5}}) + "\n"
