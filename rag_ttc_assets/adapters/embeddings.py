@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters import onnx_embeddings, torch_embeddings
+from rag_ttc_assets.core.text import content_word_spans
 
 if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
     import numpy as np
@@ -76,4 +77,23 @@ def encode_memoized(texts: list[str], model: str = DEFAULT_MODEL) -> np.ndarray:
         out = np.stack([_memo[(model, t)] for t in texts])
         while len(_memo) > _MEMO_MAX:
             _memo.popitem(last=False)
+    return out
+
+
+_word_memo: "OrderedDict[str, tuple[list[str], np.ndarray]]" = OrderedDict()
+
+
+def content_word_vectors(texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
+    """Per text, its content words' stems (core.text.content_word_spans) and their contextual vectors from the
+    bundled MiniLM (torch_embeddings.word_vectors), remembered per text in this process like `encode_memoized`."""
+    with _memo_lock:
+        missing = list(dict.fromkeys(t for t in texts if t not in _word_memo))
+        if missing:
+            spans = [content_word_spans(t) for t in missing]
+            vectors = torch_embeddings.word_vectors(missing, [[(a, e) for _, a, e in s] for s in spans])
+            for t, s, v in zip(missing, spans, vectors, strict=True):
+                _word_memo[t] = ([st for st, _, _ in s], v)
+        out = [_word_memo[t] for t in texts]
+        while len(_word_memo) > _MEMO_MAX:
+            _word_memo.popitem(last=False)
     return out

@@ -22,18 +22,20 @@ from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
 from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage  # noqa: E402
 
 from rag_ttc_assets.adapters import smollm2  # noqa: E402
-from rag_ttc_assets.adapters.embeddings import encode_memoized  # noqa: E402
+from rag_ttc_assets.adapters.embeddings import content_word_vectors, encode_memoized  # noqa: E402
 from rag_ttc_assets.core import contextual, prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
 from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
 from rag_ttc_assets.core.summaries import OFFLINE_REQUEST_JUDGES, REQUEST_JUDGE_RULES  # noqa: E402
-from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests, judge_requests_whole  # noqa: E402
+from rag_ttc_assets.core.request_judge import (LabelledRequest, WordVectors, judge_requests,  # noqa: E402
+                                               judge_requests_soft, judge_requests_whole)
 from rag_ttc_assets.core.supply import lookup_queries  # noqa: E402
 
 PROVIDER = "local"
 EXTRACTIVE = "extractive"
 LEXICAL = "lexical"
 COVERAGE = "coverage"
+BERTSCORE = "bertscore"
 CONTEXTUAL = "contextual"
 # Marks every response as coming from a baseline, not a language model.
 FINGERPRINT = "offline-baseline"
@@ -150,21 +152,45 @@ class LexicalJudge(_Baseline):
         return json.dumps({"verdicts": verdicts}, ensure_ascii=False)
 
 
-class CoverageJuror(_Baseline):
-    """A second offline request judge for panels: whole-answer content-word coverage (core.request_judge.
-    judge_requests_whole); request judgments only."""
+class _RequestJuror(_Baseline):
+    """An offline juror that judges requests only (a request_judge or a panel's juror): `judge` on the parsed prompt."""
 
-    name = COVERAGE
+    def judge(self, labelled: list[LabelledRequest], rp: prompt_markup.RequestJudgePrompt) -> list[dict]:
+        raise NotImplementedError
 
     def respond(self, prompt: str) -> str:
         if prompt_markup.parse_task(prompt) != prompt_markup.TASK_REQUESTS:
-            raise ValueError(f"{PROVIDER}/{COVERAGE} judges requests only (a request_judge or juror), not "
+            raise ValueError(f"{PROVIDER}/{self.name} judges requests only (a request_judge or juror), not "
                              f"{prompt_markup.parse_task(prompt)!r}")
         rp = prompt_markup.parse_request_judge_prompt(prompt)
         labelled = [LabelledRequest(rid, text, tuple(quotes), gold_answer)
                     for rid, text, quotes, gold_answer in rp.requests]
-        return json.dumps({"requests": judge_requests_whole(labelled, rp.answer_text, rp.citations, self._embed)},
-                          ensure_ascii=False)
+        return json.dumps({"requests": self.judge(labelled, rp)}, ensure_ascii=False)
+
+
+class CoverageJuror(_RequestJuror):
+    """A second offline request judge for panels: whole-answer content-word coverage (core.request_judge.
+    judge_requests_whole)."""
+
+    name = COVERAGE
+
+    def judge(self, labelled: list[LabelledRequest], rp: prompt_markup.RequestJudgePrompt) -> list[dict]:
+        return judge_requests_whole(labelled, rp.answer_text, rp.citations, self._embed)
+
+
+class BertScoreJuror(_RequestJuror):
+    """A third offline request judge for panels, reading words in context: BERTScore recall with the bundled MiniLM's
+    token embeddings (core.request_judge.judge_requests_soft)."""
+
+    name = BERTSCORE
+
+    def __init__(self, embed: Embed | None = None, word_vectors: WordVectors | None = None) -> None:
+        super().__init__(embed)
+        self._word_vectors = word_vectors or content_word_vectors
+
+    def judge(self, labelled: list[LabelledRequest], rp: prompt_markup.RequestJudgePrompt) -> list[dict]:
+        return judge_requests_soft(labelled, rp.answer_text, rp.citations, rp.passages, self._embed,
+                                   self._word_vectors)
 
 
 class ContextualBuilder(_Baseline):
@@ -304,7 +330,7 @@ class LocalProviders(CustomLLM):
         super().__init__()
         self.models: dict[str, CustomLLM] = {
             EXTRACTIVE: ExtractiveAnswerer(embed), LEXICAL: LexicalJudge(embed), CONTEXTUAL: ContextualBuilder(embed),
-            COVERAGE: CoverageJuror(embed),
+            COVERAGE: CoverageJuror(embed), BERTSCORE: BertScoreJuror(embed),
             SMOLLM2: SmolLM2()
         }
 
@@ -324,12 +350,13 @@ class LocalProviders(CustomLLM):
 
 def rules_of(model: str) -> str | None:
     """An offline baseline's rules version, part of its replies' cache key (adapters.provider_cache): the lexical
-    judge and the coverage juror judge requests by core.request_judge's versioned rules; None for the others."""
+    judge and the coverage and BERTScore jurors judge requests by core.request_judge's versioned rules; None for the others."""
     return REQUEST_JUDGE_RULES if model in OFFLINE_REQUEST_JUDGES else None
 
 
 def register(embed: Embed | None = None) -> None:
-    """Make `local/extractive`, `local/lexical`, `local/contextual` and `local/smollm2` resolvable by litellm; calling it again changes
+    """Make `local/extractive`, `local/lexical`, `local/contextual`, the jurors `local/coverage` and `local/bertscore`, and
+    `local/smollm2` resolvable by litellm; calling it again changes
     nothing. `local/smollm2` loads nothing until its first call, and fails then if its packages are missing."""
     if any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
         return

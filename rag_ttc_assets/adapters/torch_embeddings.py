@@ -55,3 +55,34 @@ def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64,
     out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
     out[order] = np.concatenate(parts)
     return out
+
+
+def word_vectors(texts: list[str], spans: list[list[tuple[int, int]]], model: str = DEFAULT_MODEL,
+                 batch_size: int = 32) -> list[np.ndarray]:
+    """Contextual word vectors: per text, one unit-normalised row per (start, end) character span, the mean of the
+    model's output token embeddings (the transformer's last layer, before pooling) of the word pieces inside the span;
+    a zero row for a span no piece falls in (past the model's 256 pieces). BERTScore's representation (Zhang et al.,
+    ICLR 2020), from the sentence encoder the lab already ships."""
+    import numpy as np
+    import torch
+    with _lock:
+        st = load(model)
+        tokenizer, encoder = st.tokenizer, st[0].auto_model
+        limit = int(getattr(st, "max_seq_length", 256) or 256)
+        out: list[np.ndarray] = []
+        for i in range(0, len(texts), batch_size):
+            batch = tokenizer(list(texts[i:i + batch_size]), return_offsets_mapping=True, padding=True,
+                              truncation=True, max_length=limit, return_tensors="pt")
+            offsets = batch.pop("offset_mapping").tolist()
+            with torch.no_grad():
+                hidden = encoder(**batch).last_hidden_state.numpy()
+            for t, text_spans in enumerate(spans[i:i + batch_size]):
+                rows = np.zeros((len(text_spans), hidden.shape[-1]), dtype=np.float32)
+                for k, (a, e) in enumerate(text_spans):
+                    pieces = [j for j, (x, y) in enumerate(offsets[t]) if y > x and x >= a and y <= e]
+                    if pieces:
+                        v = hidden[t, pieces].mean(axis=0)
+                        n = float(np.linalg.norm(v))
+                        rows[k] = v / n if n else v
+                out.append(rows)
+    return out

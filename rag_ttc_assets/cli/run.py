@@ -178,6 +178,10 @@ def run_tables(reports: dict[str, dict]) -> str:
            for rep in reports.values()):
         out.append("local/coverage is an offline baseline juror (whole-answer content-word coverage), not a language "
                    "model.")
+    if any("local/bertscore" in ((rep.get("request_judge") or {}).get("panel") or {}).get("jurors", [])
+           for rep in reports.values()):
+        out.append("local/bertscore is an offline baseline juror (BERTScore recall with the bundled MiniLM's token "
+                   "embeddings), not a language model.")
     if any((rep.get("representations") or {}).get("offline_baseline") for rep in reports.values()):
         out.append("local/contextual is an offline baseline representation builder (each chunk's context from its "
                    "document's own title, headings and first sentence), not a language model.")

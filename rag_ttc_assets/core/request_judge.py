@@ -40,9 +40,15 @@ from rag_ttc_assets.core.summaries import REQUEST_JUDGE_RULES
 from rag_ttc_assets.core.text import content_words, split_sentences, stem, term_recall, text_stems
 
 Embed = Callable[[list[str]], np.ndarray]
+# Per text: its content words' stems and one unit-normalised contextual vector per word (adapters.embeddings.
+# content_word_vectors).
+WordVectors = Callable[[list[str]], list[tuple[list[str], np.ndarray]]]
 
 ADDRESS_RECALL = 0.5
 REQUEST_TERM_RECALL = 0.6
+# The BERTScore juror (judge_requests_soft): a word it does not find still scores its best cosine, so its coverage of an
+# unrelated sentence is rarely 0 and its threshold is higher (docs/judges.md: how it was chosen, on two public sets).
+SOFT_ADDRESS_RECALL = 0.65
 # The rules above, versioned (core.summaries.REQUEST_JUDGE_RULES): change the version with any rule, so two arms
 # judged under different rules are never compared as if by one judge.
 RULES = REQUEST_JUDGE_RULES
@@ -130,6 +136,15 @@ def passage_citations(excerpt_sentences: Sequence[str], passages: Sequence[tuple
     return found if held else list(citations)
 
 
+def _verdict(request: LabelledRequest, excerpt: str, measured: str, embed: Embed) -> tuple[str, str]:
+    """An addressed request's verdict and reason: its excerpt checked against the gold (contradicts or consistent);
+    without gold material, not_verifiable. `measured` opens the reason."""
+    if not request.gold:
+        return "not_verifiable", f"{measured}; nothing to verify it against"
+    check = verify_against_gold([excerpt], request.gold, embed)[0]
+    return ("contradicts" if check["contradicts_gold"] else "consistent"), f"{measured}; {check['reason']}"
+
+
 def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
                    passages: Sequence[tuple[str, list[str]]], embed: Embed) -> list[dict]:
     """One judgment per request, in the judge_requests reply contract (core.judging.RequestJudgment)."""
@@ -161,13 +176,7 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
             continue
         excerpt = windows[best]
         cites = passage_citations(parts[best], passages, citations)
-        measured = f"covers {scores[best]:.2f} of {against}"
-        if not r.gold:
-            verdict, reason = "not_verifiable", f"{measured}; nothing to verify it against"
-        else:
-            check = verify_against_gold([excerpt], r.gold, embed)[0]
-            verdict = "contradicts" if check["contradicts_gold"] else "consistent"
-            reason = f"{measured}; {check['reason']}"
+        verdict, reason = _verdict(r, excerpt, f"covers {scores[best]:.2f} of {against}", embed)
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": cites,
                     "verdict": verdict, "coverage": _share(scores[best]), "reason": reason})
     return out
@@ -218,3 +227,74 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": list(citations),
                     "verdict": verdict, "coverage": _share(covered), "reason": reason})
     return out
+
+
+def soft_recall(gold: tuple[list[str], np.ndarray], window: tuple[list[str], np.ndarray],
+                weights: dict[str, float]) -> float:
+    """BERTScore recall of `gold` in `window` (Zhang et al., ICLR 2020), over content words: each gold stem scores the
+    best cosine (floored at 0) of its contextual vector with the window's words' (a repeated stem: its best), and the
+    stems are averaged with term_weights' weights (1 for a stem it does not know), summed with math.fsum."""
+    stems, vectors = gold
+    wstems, wvectors = window
+    if not stems or not wstems:
+        return 0.0
+    best = (vectors @ wvectors.T).max(axis=1)
+    per: dict[str, float] = {}
+    for s, c in zip(stems, best.tolist(), strict=True):
+        per[s] = max(per.get(s, 0.0), max(0.0, c))
+    total = math.fsum(weights.get(s, 1.0) for s in per)
+    return math.fsum(weights.get(s, 1.0) * v for s, v in per.items()) / total if total else 0.0
+
+
+def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
+                        passages: Sequence[tuple[str, list[str]]], embed: Embed,
+                        word_vectors: WordVectors) -> list[dict]:
+    """The BERTScore juror (`local/bertscore`), an offline request judge that reads words in context rather than
+    their spelling: the sentence-window judge's rules (judge_requests) with soft_recall in place of the content-word
+    recall, so "sales rose" can cover "revenue increased". A request is addressed when some answer sentence, or two
+    adjacent ones, reaches SOFT_ADDRESS_RECALL of one gold text (without gold material: of the request's own words,
+    unweighted); excerpt, citations and the verdict as judge_requests, on the best window; and what judge_requests
+    calls `contradicts` is `contradicts` here too (with its excerpt); coverage: the best window's soft recall, what
+    the verdict thresholds. Its blind spot is another: words that sit in the same context without making
+    the same claim (a cosine is not an entailment)."""
+    sentences = extract_statements(answer_text)
+    windows = _windows(sentences)
+    parts = [[s] for s in sentences] + [[a, b] for a, b in zip(sentences, sentences[1:], strict=False)]
+    weights = term_weights(requests)
+    golds = [r.gold or [r.text] for r in requests]
+    texts = list(dict.fromkeys([*sentences, *(g for gs in golds for g in gs)]))
+    vectors = dict(zip(texts, word_vectors(texts), strict=True)) if texts else {}
+    window_vectors = [_joined([vectors[s] for s in part]) for part in parts]
+    lexical = {j["request"]: j for j in judge_requests(requests, answer_text, citations, passages, embed)}
+    out = []
+    for r, gold in zip(requests, golds, strict=True):
+        w = weights if r.gold else {}
+        scores = [max(soft_recall(vectors[g], wv, w) for g in gold) for wv in window_vectors]
+        best = max(range(len(windows)), key=lambda i: (round(scores[i], 6), -i), default=None)
+        covered = scores[best] if best is not None else 0.0
+        against = "gold" if r.gold else "the request's own words (no gold material)"
+        # Soft recall scores a claim and the claim negated nearly alike, and keeps the sentence whose context is
+        # closest to the gold's: an answer that states both would read consistent. So what the lexical judge reads as
+        # contradicting (its excerpt's check, or a sentence making the claim changed) is contradicting here too.
+        lex = lexical[r.id]
+        if lex["verdict"] == "contradicts":
+            out.append({**lex, "coverage": _share(covered),
+                        "reason": f"soft-covers {covered:.2f} of gold; the lexical reading: {lex['reason']}"})
+            continue
+        if covered < SOFT_ADDRESS_RECALL:
+            out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
+                        "verdict": "not_addressed", "coverage": _share(covered),
+                        "reason": f"no answer sentence soft-covers {SOFT_ADDRESS_RECALL:.2f} of {against} "
+                                  f"(best {covered:.2f})"})
+            continue
+        excerpt = windows[best]
+        verdict, reason = _verdict(r, excerpt, f"soft-covers {covered:.2f} of {against} (BERTScore recall, MiniLM)",
+                                   embed)
+        out.append({"request": r.id, "addressed": True, "excerpt": excerpt,
+                    "cited_chunk_ids": passage_citations(parts[best], passages, citations),
+                    "verdict": verdict, "coverage": _share(covered), "reason": reason})
+    return out
+
+
+def _joined(parts: list[tuple[list[str], np.ndarray]]) -> tuple[list[str], np.ndarray]:
+    return [s for stems, _ in parts for s in stems], np.concatenate([v for _, v in parts], axis=0)

@@ -9,14 +9,16 @@ from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.contract import PARSED_FROM, VALID, contract_sums_close, summarize_contract
 from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, reason_of
 
-OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage"})
+OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage",
+                               "local/bertscore"})
 # The offline request judges' rules (core.request_judge), versioned: a change of rule is a change of instrument
 # (core.compare.instrument_drift) and of their replies' cache keys. Declared here, where no numpy loads, because the
 # code location's instrument reads it. /1: content-word recall >= 0.5; /2: topic-weighted recall >= 0.5, and a
 # contradicting sentence addresses the request (docs/judges.md, "A better offline judge"); /3: the verdicts of /2,
 # each with its `coverage` (the share of the request's gold material the answer carries, what the verdict thresholds).
+# `local/bertscore` (a third juror, BERTScore recall) was added under /3: its rules are new, not a change of another's.
 REQUEST_JUDGE_RULES = "request-judge-rules/3"
-OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage"})  # the judges those rules are
+OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage", "local/bertscore"})  # the judges those rules are
 
 # The request judge's row statuses: judged, or a judge_* status (not measured).
 JUDGED = "judged"

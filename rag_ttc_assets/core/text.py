@@ -90,6 +90,18 @@ def content_words(text: str) -> list[str]:
     return out
 
 
+def content_word_spans(text: str) -> list[tuple[str, int, int]]:
+    """Each content word (content_words' rule) as (its stem, start, end) in `text`, in order, repeats kept: where a
+    token-embedding model's pieces for the word stand (core.request_judge.judge_requests_soft)."""
+    out = []
+    for m in _TOKEN.finditer(text):
+        word = m.group().lower()
+        if word in STOPWORDS or word in NEGATIONS or (len(word) == 1 and not word.isdigit()):
+            continue
+        out.append((stem(word), m.start(), m.end()))
+    return out
+
+
 def stem(word: str) -> str:
     """A crude suffix stripper so "raised"/"raises"/"raising" meet; identifiers and numbers are left alone."""
     if "_" in word or any(ch.isdigit() for ch in word) or len(word) <= 3:

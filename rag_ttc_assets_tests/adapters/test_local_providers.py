@@ -227,3 +227,30 @@ def test_extractive_offered_lookup_calls_it_once_per_request_then_answers_from_t
     # Without the tool the same first turn is an ordinary prompt with no evidence: an abstention, not a call.
     plain = litellm.completion(model="local/extractive", messages=messages[:1])
     assert check_contract(plain.choices[0].message.content, []).status == "abstained"
+
+
+def test_the_bertscore_juror_judges_requests_with_the_bundled_minilm_word_vectors() -> None:
+    """`local/bertscore` through litellm, on the repository's request judge prompt, with the real MiniLM: a paraphrase
+    the lexical judge misses is addressed, a request nothing speaks to is not, and a task other than request judging
+    is refused (a juror only)."""
+    from rag_ttc_assets.adapters.embeddings import content_word_vectors
+    from rag_ttc_assets.core.prompts import cited_answer_block, gold_requests_block
+    from rag_ttc_assets.core.text import content_word_spans
+
+    [(stems, vectors)] = content_word_vectors(["The firm's sales rose steeply in 2023."])
+    assert stems == [s for s, _, _ in content_word_spans("The firm's sales rose steeply in 2023.")]
+    assert vectors.shape == (len(stems), 384) and abs(float((vectors ** 2).sum(axis=1).min()) - 1) < 1e-5
+    requests = [("q1.r1", "How did revenue change?", ["The company's revenue increased sharply in 2023."], None),
+                ("q1.r2", "Where is it based?", ["Its headquarters are in Lyon."], None)]
+    answer = "The firm's sales rose steeply in 2023. It also sells bicycles in Spain."
+    prompt = render("judge-requests-v1", "judge_requests", question="How did revenue change, and where is it based?",
+                    gold_requests=gold_requests_block(requests), answer=cited_answer_block(answer, [], []))
+    bert = {r["request"]: r for r in json.loads(ask("local/bertscore", prompt).choices[0].message.content)["requests"]}
+    lexical = {r["request"]: r for r in json.loads(ask("local/lexical", prompt).choices[0].message.content)["requests"]}
+    assert lexical["q1.r1"]["addressed"] is False and bert["q1.r1"]["addressed"] is True
+    assert bert["q1.r1"]["coverage"] > lexical["q1.r1"]["coverage"] and bert["q1.r1"]["verdict"] == "consistent"
+    assert bert["q1.r1"]["excerpt"] == "The firm's sales rose steeply in 2023."
+    assert bert["q1.r2"]["addressed"] is False and bert["q1.r2"]["coverage"] < 0.65
+    statements = render("judge-statements-v1", "judge_statements", question="What?", answer="X.")
+    refused = ask("local/bertscore", statements).choices[0].message.content
+    assert "local/bertscore judges requests only" in refused

@@ -297,3 +297,88 @@ def test_a_coverage_at_the_threshold_is_the_same_whatever_the_processs_string_ha
                            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
             for seed in range(8)}
     assert seen == {"0.5"}
+
+
+# The BERTScore juror with constructed word vectors: each stem one axis, but "sal" (sales) lies 0.8 of the way to "revenu"
+# and "ros" 0.6 of the way to "increas" (cosines 0.8 and 0.6); every other pair of stems is orthogonal.
+_NEAR = {"sal": ("revenu", 0.8), "ros": ("increas", 0.6), "fell": ("increas", -0.5)}
+
+
+def word_vectors(texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
+    from rag_ttc_assets.core.text import content_word_spans
+    stems = [[s for s, _, _ in content_word_spans(t)] for t in texts]
+    axes = {s: i for i, s in enumerate(sorted({s for ss in stems for s in ss} | {v[0] for v in _NEAR.values()}))}
+    out = []
+    for ss in stems:
+        rows = np.zeros((len(ss), len(axes) + 1))
+        for k, s in enumerate(ss):
+            if s in _NEAR:
+                other, cos = _NEAR[s]
+                rows[k, axes[other]] = cos
+                rows[k, axes[s]] = (1 - cos ** 2) ** 0.5
+            else:
+                rows[k, axes[s]] = 1.0
+        out.append((ss, rows))
+    return out
+
+
+REVENUE = LabelledRequest("v1", "How did revenue change?", ("revenue increased in 2023",))
+
+
+def soft(requests: list[LabelledRequest], answer: str) -> list[dict]:
+    from rag_ttc_assets.core.request_judge import judge_requests_soft
+    return judge_requests_soft(requests, answer, ["c1"], [], bag_of_words, word_vectors)
+
+
+def test_the_bertscore_juror_reads_a_paraphrase_the_lexical_judge_misses() -> None:
+    answer = "Sales rose in 2023. The office moved."
+    lexical, bert = judge([REVENUE], answer)[0], soft([REVENUE], answer)[0]
+    # Gold stems {revenu, increas, 2023}: the lexical judge finds 2023 alone; the juror scores each stem's best cosine
+    # with the sentence's words, (0.8 + 0.6 + 1.0) / 3 = 0.8 >= 0.65.
+    assert (lexical["addressed"], lexical["coverage"]) == (False, 0.3333)
+    assert (bert["addressed"], bert["verdict"], bert["coverage"]) == (True, "consistent", 0.8)
+    assert bert["excerpt"] == "Sales rose in 2023." and bert["reason"].startswith("soft-covers 0.80 of gold")
+    parse_request_judgments(__import__("json").dumps({"requests": [bert]}), ["v1"])  # the reply contract holds
+
+
+def test_the_bertscore_juror_floors_an_opposite_word_at_zero_and_keeps_the_lexical_contradiction_rule() -> None:
+    # "fell" points away from "increas" (cosine -0.5): it counts 0, not less; (0.8 + 0 + 1) / 3 = 0.6 < 0.65.
+    fell = soft([REVENUE], "Sales fell in 2023.")[0]
+    assert (fell["addressed"], fell["coverage"]) == (False, 0.6)
+    assert fell["reason"] == "no answer sentence soft-covers 0.65 of gold (best 0.60)"
+    # The claim with its year changed: (1 + 1 + 1 + 0) / 4 addresses it, and the changed number contradicts the gold.
+    sharp = LabelledRequest("v2", "How did revenue change?", ("revenue increased sharply in 2023",))
+    changed = soft([sharp], "Revenue increased sharply in 2021.")[0]
+    assert (changed["addressed"], changed["verdict"], changed["coverage"]) == (True, "contradicts", 0.75)
+    assert "differs in number (2021 vs 2023)" in changed["reason"]
+    # Nothing about it: not addressed, coverage 0.
+    assert soft([REVENUE], "The office moved.")[0]["coverage"] == 0.0
+    # A request without gold material: its own words decide, and nothing is verifiable.
+    bare = soft([LabelledRequest("b1", "revenue increase")], "Revenue increased.")[0]
+    assert (bare["addressed"], bare["verdict"]) == (True, "not_verifiable")
+    assert soft([REVENUE], "")[0]["verdict"] == "not_addressed"
+
+
+def test_the_bertscore_juror_keeps_what_the_lexical_judge_reads_as_contradicting() -> None:
+    """An answer that states the claim negated, then the claim: in context the negated sentence's words sit a little
+    further from the gold's (here cosine 0.9 each, as a contextual encoder puts them), so the juror's best window is
+    the true sentence, which alone would read consistent; the lexical judge's excerpt is the negated one (a tie,
+    the earlier sentence) and it contradicts the gold. The juror says contradicts too."""
+    from rag_ttc_assets.core.request_judge import judge_requests_soft
+
+    def in_context(texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
+        out = []
+        for text, (stems, rows) in zip(texts, word_vectors(texts), strict=True):
+            if " not " in f" {text} ":
+                rows = np.hstack([rows * 0.9, np.full((len(stems), 1), (1 - 0.81) ** 0.5)])
+            else:
+                rows = np.hstack([rows, np.zeros((len(stems), 1))])
+            out.append((stems, rows))
+        return out
+
+    answer = "Revenue did not increase in 2023. Revenue increased in 2023."
+    assert judge([REVENUE], answer)[0]["verdict"] == "contradicts"
+    [bert] = judge_requests_soft([REVENUE], answer, [], [], bag_of_words, in_context)
+    assert (bert["addressed"], bert["verdict"], bert["excerpt"]) == (True, "contradicts",
+                                                                     "Revenue did not increase in 2023.")
+    assert bert["coverage"] == 1.0 and bert["reason"].startswith("soft-covers 1.00 of gold; the lexical reading: ")

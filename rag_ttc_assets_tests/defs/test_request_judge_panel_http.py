@@ -25,7 +25,7 @@ arms:
     request_judges: [local/lexical, JUROR]
     request_judge_aggregation: any
   offline-panel:
-    request_judges: [local/lexical, local/coverage]
+    request_judges: [local/lexical, local/coverage, local/bertscore]
 """.replace("JUROR", JUROR)
 
 
@@ -104,10 +104,24 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
     assert "| request | local/lexical | openai/lenient | jurors disagree |" in page
     assert f"| {disagree[0]} | not_addressed | consistent | True |" in page
 
-    # Two offline jurors with different blind spots; the panel is one instrument, named as such.
+    # Three offline jurors with different blind spots; the panel is one instrument, named as such.
     off = store.read_arm_json("offline-panel", "request_judge_summary.json")
-    assert off["request_judge"]["model"] == "panel[majority]: local/lexical, local/coverage"
+    assert off["request_judge"]["model"] == "panel[majority]: local/lexical, local/coverage, local/bertscore"
     assert off["request_judge"]["offline_baseline"] is True and off["panel"]["all_measured"] == len(measured)
+    # The BERTScore juror's verdicts are kept beside the others', each with the soft coverage it thresholds, and the
+    # panel's verdict is the majority of the three.
+    offline = {r["request_id"]: r for r in store.read_table("offline-panel", "request_judgments").to_dicts()}
+    for rid in measured:
+        jurors = {j["model"]: j for j in json.loads(offline[rid]["jurors"])}
+        assert list(jurors) == ["local/lexical", "local/coverage", "local/bertscore"]
+        assert jurors["local/lexical"]["addressed"] == lexical[rid]["addressed"]
+        bert = jurors["local/bertscore"]
+        assert 0 <= bert["coverage"] <= 1 and bert["addressed"] == (bert["coverage"] >= 0.65 or
+                                                                     bert["verdict"] == "contradicts")
+        assert "soft-covers" in bert["reason"] and f"{bert['coverage']:.2f}" in bert["reason"]
+        assert offline[rid]["addressed"] == (sum(j["addressed"] for j in jurors.values()) >= 2)
+    page = to_markdown(inspect_question(lab, "offline-panel", measured[0].split(".")[0]))
+    assert "| request | local/lexical | local/coverage | local/bertscore | jurors disagree |" in page
 
     # A pair whose panels differ (or a panel against one judge) is instrument drift.
     for a, b in (("panel-all", "panel-any"), ("lexical", "panel-all")):
