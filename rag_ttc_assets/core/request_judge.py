@@ -66,9 +66,14 @@ class LabelledRequest:
         return [*self.quotes, *([self.gold_answer] if self.gold_answer else [])]
 
 
+def _parts(sentences: list[str]) -> list[list[str]]:
+    """Each sentence, then each adjacent pair (a gold quote may span two answer sentences), as the sentences each holds."""
+    return [[s] for s in sentences] + [[a, b] for a, b in zip(sentences, sentences[1:], strict=False)]
+
+
 def _windows(sentences: list[str]) -> list[str]:
-    """Each sentence, then each adjacent pair (a gold quote may span two answer sentences)."""
-    return sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:], strict=False)]
+    """The text of each of _parts' windows."""
+    return [" ".join(part) for part in _parts(sentences)]
 
 
 def term_weights(requests: Sequence[LabelledRequest]) -> dict[str, float]:
@@ -150,7 +155,7 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
     """One judgment per request, in the judge_requests reply contract (core.judging.RequestJudgment)."""
     sentences = extract_statements(answer_text)
     windows = _windows(sentences)
-    parts = [[s] for s in sentences] + [[a, b] for a, b in zip(sentences, sentences[1:], strict=False)]
+    parts = _parts(sentences)
     weights = term_weights(requests)
     out = []
     for r in requests:
@@ -259,7 +264,7 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
     the same claim (a cosine is not an entailment)."""
     sentences = extract_statements(answer_text)
     windows = _windows(sentences)
-    parts = [[s] for s in sentences] + [[a, b] for a, b in zip(sentences, sentences[1:], strict=False)]
+    parts = _parts(sentences)
     weights = term_weights(requests)
     golds = [r.gold or [r.text] for r in requests]
     texts = list(dict.fromkeys([*sentences, *(g for gs in golds for g in gs)]))

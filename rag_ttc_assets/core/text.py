@@ -77,29 +77,21 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+def _is_content(word: str) -> bool:
+    """A lowercased token is a content word: not a stopword or negation, not a single letter (digits are kept)."""
+    return not (word in STOPWORDS or word in NEGATIONS or (len(word) == 1 and not word.isdigit()))
+
+
 def content_words(text: str) -> list[str]:
     """Lowercased tokens minus stopwords and single letters; identifiers such as __init__ and numbers are kept."""
-    out = []
-    for token in tokens(text):
-        word = token.lower()
-        if word in STOPWORDS or word in NEGATIONS:
-            continue
-        if len(word) == 1 and not word.isdigit():
-            continue
-        out.append(word)
-    return out
+    return [w for w in (t.lower() for t in tokens(text)) if _is_content(w)]
 
 
 def content_word_spans(text: str) -> list[tuple[str, int, int]]:
     """Each content word (content_words' rule) as (its stem, start, end) in `text`, in order, repeats kept: where a
     token-embedding model's pieces for the word stand (core.request_judge.judge_requests_soft)."""
-    out = []
-    for m in _TOKEN.finditer(text):
-        word = m.group().lower()
-        if word in STOPWORDS or word in NEGATIONS or (len(word) == 1 and not word.isdigit()):
-            continue
-        out.append((stem(word), m.start(), m.end()))
-    return out
+    return [(stem(m.group().lower()), m.start(), m.end()) for m in _TOKEN.finditer(text)
+            if _is_content(m.group().lower())]
 
 
 def stem(word: str) -> str:

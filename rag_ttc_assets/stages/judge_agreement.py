@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
+from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
 from rag_ttc_assets.core import judge_agreement as ja
 from rag_ttc_assets.core.contract import FREE_TEXT, VALID
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages.reports import requests_derived
+from rag_ttc_assets.stages.reports import recorded_request_judge, requests_derived
 from rag_ttc_assets.stages.resolve import ArmInputs
 
 JUDGED = "judged"
@@ -42,16 +42,6 @@ def _request_judge_name(row: dict) -> str:
     return f"request judge {row[RJ.request_judge_model]} ({(row[RJ.prompt_digest] or '')[:19]}…)"
 
 
-def recorded_rules(lab: Lab, arm: str) -> str | None:
-    """The offline request judges' rules version the arm's request judgments were made under, as its request judge
-    summary recorded it when they were written (None: no offline judge, or not judged yet)."""
-    try:
-        summary = lab.store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY)
-    except FileNotFoundError:
-        return None
-    return (summary.get("request_judge") or {}).get("rules")
-
-
 def _split_by_rules(scores: dict[str, dict], rules: dict[str, str | None]) -> dict[str, dict]:
     """A rater whose arms were judged under more than one rules version (a store with arms not rerun since the rules
     changed) is that many raters, each named with its version: one name, one instrument. A rater under one version
@@ -71,7 +61,7 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     """(per-request: judge -> (arm, question, request) -> {addressed, verdict, reason},
         pairwise: judge -> aspect -> (arm, row) -> score or None)."""
     per_request, pairwise = _judge_scores(lab, arms)
-    rules = {arm: recorded_rules(lab, arm) for arm in arms}
+    rules = {arm: recorded_request_judge(lab, arm).get("rules") for arm in arms}
     per_request = _split_by_rules(per_request, rules)
     split: dict[str, dict] = {}
     for name, aspects in pairwise.items():

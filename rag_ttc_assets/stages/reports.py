@@ -66,14 +66,19 @@ def _flow(lab: Lab, arm: str, report: dict) -> None:
 SECTIONS = ((None, _retrieval), ("contract_summary", _answers), ("judge_summary", _judges), ("failure_flow", _flow))
 
 
+def recorded_request_judge(lab: Lab, arm: str) -> dict:
+    """The arm's request judge as an instrument, as its request judge summary recorded it when its request judgments
+    were written (stages.request_judge.instrument); {} when not judged yet."""
+    try:
+        return lab.store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY).get("request_judge") or {}
+    except FileNotFoundError:
+        return {}
+
+
 def requests_derived(lab: Lab, arm: str) -> dict | None:
     """How the requests the arm's request judge measured were derived from gold answers, as recorded when it ran
     (None: hand-written, or not judged yet)."""
-    try:
-        return (lab.store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY).get("request_judge") or {}).get(
-            "requests_derived")
-    except FileNotFoundError:
-        return None
+    return recorded_request_judge(lab, arm).get("requests_derived")
 
 
 def arm_report(lab: Lab, arm: str, upto: Collection[str]) -> dict:
