@@ -4,7 +4,7 @@ Every judge that scored those rows: each arm's request judge (per-request labels
 of the row's requests it found addressed, and for a judge that reports coverage, graded: their mean coverage) and its
 support judge (pairwise `faithfulness`), one rater per
 instrument (model and prompt digest; an offline judge's arms judged under different rules versions, one rater per
-version), pooled over the arms it measured; and, beside them in the completeness tables,
+version; a panel's juror, one rater per prompt digest when its arms' prompts differ), pooled over the arms it measured; and, beside them in the completeness tables,
 the plain content-word recall of the gold answer (a reference scorer, no judge).
 """
 
@@ -90,7 +90,8 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                         "coverage": r.get(RJ.coverage)}
                 for j in json.loads(r.get(RJ.jurors) or "[]"):  # a panel's jurors are judges of those rows too
                     if j["status"] == JUDGED:
-                        per_request.setdefault(f"juror {j['model']}", {})[(arm, r[RJ.query_id], r[RJ.request_id])] = {
+                        per_request.setdefault(_juror_name(j["model"], r[RJ.prompt_digest]), {})[
+                            (arm, r[RJ.query_id], r[RJ.request_id])] = {
                             "addressed": j["addressed"], "verdict": j["verdict"], "reason": j["reason"],
                             "coverage": j.get("coverage")}
                 by_row.setdefault(r[RJ.query_id], []).append(r)
@@ -109,7 +110,32 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
         for r in jv.iter_rows(named=True):
             name = f"support judge {r[JV.judge_model]}"
             pairwise.setdefault(name, {}).setdefault("faithfulness", {})[(arm, r[JV.query_id])] = r[JV.faithfulness]
-    return per_request, pairwise
+    return _name_jurors(per_request), pairwise
+
+
+_JUROR_SEP = "\x00"
+
+
+def _juror_name(model: str, digest: str | None) -> str:
+    return f"juror {model}{_JUROR_SEP}{digest or ''}"
+
+
+def _name_jurors(per_request: dict[str, dict]) -> dict[str, dict]:
+    """A panel's jurors judge with the arm's request judge prompt: a juror model that judged under one prompt digest
+    is `juror <model>`; one that judged under more than one (arms whose prompts differ) is one rater per digest,
+    named with it as the request judge is, never pooled."""
+    digests: dict[str, set[str]] = {}
+    for name in per_request:
+        if _JUROR_SEP in name:
+            model, digest = name.split(_JUROR_SEP)
+            digests.setdefault(model, set()).add(digest)
+    out: dict[str, dict] = {}
+    for name, by_key in per_request.items():
+        if _JUROR_SEP in name:
+            model, digest = name.split(_JUROR_SEP)
+            name = model if len(digests[model]) == 1 else f"{model} ({digest[:19]}…)"
+        out[name] = by_key
+    return out
 
 
 def reference_scores(lab: Lab, arms: set[str]) -> dict[tuple, float | None]:

@@ -270,6 +270,22 @@ def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(
     assert "completeness from the per-request labels" in out
     assert "a1 vs a2" in out and "an annotator vs the others" in out and "juror local/coverage" in out
 
+    # An arm whose panel judged with another request judge prompt (here its rows' digest rewritten as a store judged
+    # with an edited prompt would hold them): each juror is then one rater per prompt digest, never pooled.
+    first = store / made["arms"][0] / "request_judgments.parquet"
+    rj = pl.read_parquet(first)
+    (digest,) = set(rj["prompt_digest"])
+    other = "sha256:" + "0" * 64
+    rj.with_columns(pl.lit(other).alias("prompt_digest")).write_parquet(first)
+    code, out, err = rag_ttc("judge-agreement", str(labels_path), "--json", env=env, cwd=lab)
+    assert code == 0, err
+    split = {r["rater"]: r for r in json.loads(out)["request_labels"]["rows"]}
+    for model in ("local/lexical", "local/coverage"):
+        assert f"juror {model}" not in split
+        mine, theirs = split[f"juror {model} ({digest[:19]}…)"], split[f"juror {model} ({other[:19]}…)"]
+        assert theirs["n"] == sum(r["arm"] == made["arms"][0] for r in expected)
+        assert mine["n"] + theirs["n"] == rows[f"juror {model}"]["n"]
+
 
 def _convert(src: Path, out: Path):
     return rag_ttc("convert-realsumm", str(src), "--out", str(out))
