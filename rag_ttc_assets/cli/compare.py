@@ -52,6 +52,8 @@ def cmd_compare(args) -> int:
         return 0
     print(f"{arm_title(lab, args.b)} vs {arm_title(lab, args.a)}: {rep['n']} paired cases; changed: "
           + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep["changed_parameters"].items()))
+    for arm, fields in (rep.get("not_read") or {}).items():
+        print(f"not compared, the lab's own settings {arm} never reads (its source's): {', '.join(fields)}")
     inst = rep["instruments"][args.a]
     print(f"request judge: {inst['model']} (prompt {inst['prompt']}, {inst['prompt_digest'][:19]}…"
           + (f", rules {inst['rules']}" if inst.get("rules") else "") + ")"

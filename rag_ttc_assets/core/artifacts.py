@@ -167,6 +167,24 @@ RUN_RECORD = Artifact("run_record", "run-record/3")
 ARTIFACTS: tuple[Artifact, ...] = tuple(v for v in globals().values() if isinstance(v, Artifact))
 
 
+# An imported arm's retrieval rows, admitted contexts and answers are its source's (stages.imported): the fields these
+# artifacts declare to build the lab's own, like those of the shared builds it does not read, are not read by it.
+# Which questions it answers and its supply are read by every arm.
+_FROM_SOURCE = frozenset({RETRIEVAL_ROWS.name, ADMITTED_CONTEXTS.name, ANSWERS.name})
+_READ_BY_EVERY_ARM = frozenset({"question_set", "supply"})
+
+
+def fields_not_read(cfg: ArmConfig) -> frozenset[str]:
+    """The arm fields `cfg` never reads: for an imported arm, those only the lab's own builds read (retrieval,
+    admission, generation, chunking, representations, indexes), so a setting it carries by default cannot be named
+    as a change against another arm; none for any other arm."""
+    if cfg.supply != "imported":
+        return frozenset()
+    skipped = {a.name for a in ARTIFACTS if a.name in _FROM_SOURCE or a.unused_reason(cfg) is not None}
+    read = {f for a in ARTIFACTS if a.name not in skipped for f in a.all_fields} | _READ_BY_EVERY_ARM
+    return frozenset(f for a in ARTIFACTS if a.name in skipped for f in a.all_fields) - read
+
+
 def declaring(field: str) -> list[str]:
     """The artifacts that declare arm field `field`."""
     return [a.name for a in ARTIFACTS if field in a.all_fields]

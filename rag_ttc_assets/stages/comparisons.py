@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import compare as cmp
 from rag_ttc_assets.core import eras
+from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, derivation_drift, describe
 from rag_ttc_assets.core.measured import MISSING_ROW
 from rag_ttc_assets.core.transitions import flow_index, transitions
@@ -90,8 +91,14 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     # The headline's value per case in each arm (None: undefined there), so a case list can show every delta.
     report["per_case"] = {c: {"a": va[headline].get(c), "b": vb[headline].get(c)}
                           for c in sorted(va[headline].keys() | vb[headline].keys())}
-    changed = cmp.attribute_changes(ctx_a["config"], ctx_b["config"])
+    # A field one arm never reads (an imported arm's generator, retrieval, admission ...: its source's own) is no
+    # parameter a difference can be attributed to; the supply change says the systems differ.
+    unread = {arm: fields_not_read(lab.arms[arm]) for arm in (a, b)}
+    skip = unread[a] | unread[b]
+    changed = cmp.attribute_changes({k: v for k, v in ctx_a["config"].items() if k not in skip},
+                                    {k: v for k, v in ctx_b["config"].items() if k not in skip})
     report["changed_parameters"] = {k: list(v) for k, v in changed.items()}
+    report["not_read"] = {arm: sorted(fields) for arm, fields in unread.items() if fields}
     report["token_latency"] = {
         "mean_input_tokens": {"a": report["metrics"]["input_tokens"]["mean_a"],
                               "b": report["metrics"]["input_tokens"]["mean_b"],

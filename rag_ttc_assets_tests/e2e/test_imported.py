@@ -132,6 +132,18 @@ def test_the_imported_trace_of_an_app_that_does_what_a_lab_arm_does_diagnoses_ex
             continue
         assert m["mean_delta"] in (0, 0.0, None), (name, m)
         assert m.get("gains", 0) == 0 and m.get("losses", 0) == 0, (name, m)
+    # The imported arm's generator, retrieval and admission settings are its defaults, never read (its source's own):
+    # not changes a difference is attributed to. The supply and the source are.
+    changed = report["changed_parameters"]
+    assert changed["supply"] == ["retrieval", "imported"]
+    assert changed.keys() - {"supply"} and all(k == "supply" or k.startswith("source") for k in changed), changed
+    assert report["token_latency"]["attributed_to"] == sorted(changed)
+    assert {"generator", "retrieval", "evidence_k", "context_runes", "prompt"} <= set(report["not_read"]["app-imported"])
+    assert "app-lab" not in report["not_read"] and "judge" not in report["not_read"]["app-imported"]
+    code, out, err = rag_ttc("compare", "app-lab", "app-imported", env=env)
+    assert code == 0, err
+    assert "changed: " in out and "generator.model" not in out.splitlines()[0]
+    assert "not compared, the lab's own settings app-imported never reads (its source's): " in out
 
     # Lineage: the lab's corpus-side builds materialized for the imported arm without doing work, saying why.
     code, out, err = rag_ttc("inspect", "app-imported", questions[0]["id"], env=env)
