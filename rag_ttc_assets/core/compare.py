@@ -414,13 +414,20 @@ def attribute_changes(config_a: Mapping[str, Any], config_b: Mapping[str, Any]) 
     So a token or latency delta is attributed to the parameters that changed, e.g.
     {"context_runes": (12000, 40000), "evidence_k": (5, 8)}.
     """
-    fa, fb = _flatten(config_a), _flatten(config_b)
     out: dict[str, tuple[Any, Any]] = {}
-    for key in sorted(fa.keys() | fb.keys()):
-        x, y = fa.get(key, ABSENT), fb.get(key, ABSENT)
-        if (key in fa) != (key in fb) or not _same(x, y):
-            out[key] = (x, y)
-    return out
+    _changes(config_a, config_b, "", out)
+    return dict(sorted(out.items()))
+
+
+def _changes(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str, out: dict[str, tuple[Any, Any]]) -> None:
+    # Into a key both sides hold as a mapping; a mapping on one side only (an imported arm's `source` against
+    # another arm's None) is one change of the whole value, not one per key it holds.
+    for key in a.keys() | b.keys():
+        x, y = a.get(key, ABSENT), b.get(key, ABSENT)
+        if isinstance(x, Mapping) and x and isinstance(y, Mapping) and y:
+            _changes(x, y, f"{prefix}{key}.", out)
+        elif (key in a) != (key in b) or not _same(x, y):
+            out[prefix + key] = (x, y)
 
 
 # -- the report --------------------------------------------------------------------------------

@@ -326,6 +326,10 @@ def test_attribute_changes_flat_dotted_keys() -> None:
     }
     assert list(attribute_changes(a, b)) == sorted(attribute_changes(a, b))
     assert attribute_changes(a, a) == {}
+    # A mapping on one side only is one change of the whole value (an imported arm's source against None).
+    source = {"file": "traces/app.json", "format": "otlp_json"}
+    assert attribute_changes({"source": None, "k": 1}, {"source": source, "k": 1}) == {"source": (None, source)}
+    assert attribute_changes({"source": source}, {}) == {"source": (source, ABSENT)}
 
 
 # -- the report --------------------------------------------------------------------------------
