@@ -97,7 +97,8 @@ def cmd_compare(args) -> int:
     if sup:
         # The second seed's four numbers, none of them a mean of quality: per-case deltas (above), hit rate over
         # all cases, contradictions of the gold evidence, tokens.
-        print("\nsupply (hit rate over all cases; the lookup flow's for tool arms):")
+        print("\nsupply (hit rate over all cases; the lookup flow's for tool arms; p95 latency over every answer "
+              "row, a cached one as its call recorded it, where `rag-ttc run` counts this run's calls only):")
         print(text_table(["arm", "supply", "hit_rate", "hits", "cases", "contradicts_gold", "mean_input_tokens",
                       "p95_latency_s", "lookup_calls"],
                      [[arm, v["supply"], v["hit_rate"], v["hits"], v["cases"], v["contradicts_gold"],

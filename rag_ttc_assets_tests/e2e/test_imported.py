@@ -144,6 +144,8 @@ def test_the_imported_trace_of_an_app_that_does_what_a_lab_arm_does_diagnoses_ex
     assert code == 0, err
     assert "changed: " in out and "generator.model" not in out.splitlines()[0]
     assert "not compared, the lab's own settings app-imported never reads (its source's): " in out
+    # The supply table's p95 reads every answer row (the imported one as its trace recorded it), and says so.
+    assert "p95 latency over every answer row, a cached one as its call recorded it" in out
 
     # Lineage: the lab's corpus-side builds materialized for the imported arm without doing work, saying why.
     code, out, err = rag_ttc("inspect", "app-imported", questions[0]["id"], env=env)
