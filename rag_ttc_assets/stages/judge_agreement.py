@@ -74,6 +74,7 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
 
 def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     per_request: dict[str, dict] = {}
+    jurors: dict[tuple[str, str], dict] = {}  # (juror model, prompt digest) -> its scores (_juror_raters)
     pairwise: dict[str, dict] = {}
     for arm in sorted(arms):
         try:
@@ -90,7 +91,7 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                         "coverage": r.get(RJ.coverage)}
                 for j in json.loads(r.get(RJ.jurors) or "[]"):  # a panel's jurors are judges of those rows too
                     if j["status"] == JUDGED:
-                        per_request.setdefault(_juror_name(j["model"], r[RJ.prompt_digest]), {})[
+                        jurors.setdefault((j["model"], r[RJ.prompt_digest] or ""), {})[
                             (arm, r[RJ.query_id], r[RJ.request_id])] = {
                             "addressed": j["addressed"], "verdict": j["verdict"], "reason": j["reason"],
                             "coverage": j.get("coverage")}
@@ -110,32 +111,18 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
         for r in jv.iter_rows(named=True):
             name = f"support judge {r[JV.judge_model]}"
             pairwise.setdefault(name, {}).setdefault("faithfulness", {})[(arm, r[JV.query_id])] = r[JV.faithfulness]
-    return _name_jurors(per_request), pairwise
+    return {**per_request, **_juror_raters(jurors)}, pairwise
 
 
-_JUROR_SEP = "\x00"
-
-
-def _juror_name(model: str, digest: str | None) -> str:
-    return f"juror {model}{_JUROR_SEP}{digest or ''}"
-
-
-def _name_jurors(per_request: dict[str, dict]) -> dict[str, dict]:
+def _juror_raters(jurors: dict[tuple[str, str], dict]) -> dict[str, dict]:
     """A panel's jurors judge with the arm's request judge prompt: a juror model that judged under one prompt digest
-    is `juror <model>`; one that judged under more than one (arms whose prompts differ) is one rater per digest,
-    named with it as the request judge is, never pooled."""
-    digests: dict[str, set[str]] = {}
-    for name in per_request:
-        if _JUROR_SEP in name:
-            model, digest = name.split(_JUROR_SEP)
-            digests.setdefault(model, set()).add(digest)
-    out: dict[str, dict] = {}
-    for name, by_key in per_request.items():
-        if _JUROR_SEP in name:
-            model, digest = name.split(_JUROR_SEP)
-            name = model if len(digests[model]) == 1 else f"{model} ({digest[:19]}…)"
-        out[name] = by_key
-    return out
+    is the rater `juror <model>`; one that judged under more than one (arms whose prompts differ) is one rater per
+    digest, named with it as the request judge is, never pooled."""
+    digests: dict[str, int] = {}
+    for model, _ in jurors:
+        digests[model] = digests.get(model, 0) + 1
+    return {(f"juror {model}" if digests[model] == 1 else f"juror {model} ({digest[:19]}…)"): scores
+            for (model, digest), scores in jurors.items()}
 
 
 def reference_scores(lab: Lab, arms: set[str]) -> dict[tuple, float | None]:
