@@ -4,6 +4,7 @@ request): data in, data out. The assets read the tables and write these next to 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.contract import PARSED_FROM, VALID, contract_sums_close, summarize_contract
@@ -65,8 +66,26 @@ def judge_denominators(verdicts: list[dict]) -> dict[str, dict]:
     }
 
 
-def judge_summary(cfg, verdicts: list[dict]) -> dict:
-    """Judged, abstained and invalid rows, the means with their denominators, the judge and generator models."""
+def generator_models(cfg, answer_models: Iterable[str | None]) -> tuple[str, ...]:
+    """The models that wrote an arm's answers: its generator; for an imported arm, the system's own as its traces
+    name them on the answer rows (`answer_models`, self-reported), never the lab's generator setting, which an
+    imported arm does not read."""
+    if cfg.supply != "imported":
+        return (cfg.generator.model,)
+    return tuple(sorted({m for m in answer_models if m}))
+
+
+def generator_label(cfg, answer_models: Iterable[str | None]) -> str:
+    """generator_models as one name: an imported arm's as `imported: <its traces' models>` (or `unnamed`)."""
+    if cfg.supply != "imported":
+        return cfg.generator.model
+    return "imported: " + (", ".join(generator_models(cfg, answer_models)) or "unnamed")
+
+
+def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]) -> dict:
+    """Judged, abstained and invalid rows, the means with their denominators, the judge and generator models
+    (`answer_models`: the answer rows' models, which name an imported arm's generator; generator_models)."""
+    answer_models = list(answer_models)
     statuses = Counter(r["status"] for r in verdicts)
     gold = [r for r in verdicts if r["contradicts_gold"] is not None]
     m = judge_denominators(verdicts)
@@ -87,8 +106,8 @@ def judge_summary(cfg, verdicts: list[dict]) -> dict:
         "mean_gold_supported": m["gold_supported"]["mean"],
         **denominator_fields("gold_supported", m["gold_supported"]),
         "judge_model": cfg.judge.model,
-        "generator_model": cfg.generator.model,
-        "same_model_as_generator": cfg.judge.model == cfg.generator.model,
+        "generator_model": generator_label(cfg, answer_models),
+        "same_model_as_generator": cfg.judge.model in generator_models(cfg, answer_models),
         "offline_baseline_judge": is_offline_baseline(cfg.judge.model),
         "provider_calls": sum(r["judge_provider_calls"] for r in verdicts),
         "cache_hits": sum(r["judge_cache_hits"] for r in verdicts),

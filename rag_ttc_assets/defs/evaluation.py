@@ -6,6 +6,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.core.summaries import generator_models
 from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check, fingerprints
@@ -66,7 +67,8 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource, provider
     s = request_judge.request_judge_summary(df)
     panel = request_judge.panel_summary(cfg, df)
     inst = request_judge.instrument(cfg, prompt, arm.questions)
-    same = (cfg.generator.model in inst["jurors"]) if panel else inst["model"] == cfg.generator.model
+    generators = generator_models(cfg, arm.table(Table.ANSWERS)[Table.ANSWERS.c.model].to_list())
+    same = bool(set(generators) & set(inst["jurors"] if panel else [inst["model"]]))
     arm.write_arm_json(ArmJson.REQUEST_JUDGE_SUMMARY, {**s, "request_judge": inst, "label_use": cfg.label_use,
                                                        "same_model_as_generator": same,
                                                        **({"panel": panel} if panel else {})})
@@ -90,7 +92,7 @@ def judge_summary(context: AssetExecutionContext, lab: LabResource) -> Materiali
     """Judged, abstained and invalid rows, faithfulness and relevance, the judge model, the judges measured."""
     arm = lab.inputs(context)
     cfg = arm.cfg
-    s = stage.judge_summary(cfg, arm.table(Table.JUDGE_VERDICTS))
+    s = stage.judge_summary(cfg, arm.table(Table.JUDGE_VERDICTS), arm.table(Table.ANSWERS))
     s["judge_measurement"] = stage.measure_judges(cfg, arm.questions, *(arm.table(t) for t in (
         Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS, Table.REQUEST_JUDGMENTS, Table.ADMITTED_CONTEXTS)))
     rjs = arm.arm_json(ArmJson.REQUEST_JUDGE_SUMMARY)

@@ -15,7 +15,7 @@ from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
 from rag_ttc_assets.core import compare as cmp
 from rag_ttc_assets.core import diagnosis as core
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
-from rag_ttc_assets.core.summaries import is_offline_baseline
+from rag_ttc_assets.core.summaries import generator_label, generator_models, is_offline_baseline
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.comparisons import compare_pairs
 
@@ -68,12 +68,16 @@ def arm_record(lab: Lab, arm: str) -> dict:
         cases[r[FLOW.branch]].add(r[FLOW.query_id])
         requests[r[FLOW.branch]].append(r[FLOW.request_id])
     judge = completeness["request_judge"]
+    # An imported arm's generator is the system's own, as its answer rows name it (core.summaries.generator_models).
+    answer_models = store.read_table(arm, Table.ANSWERS)[Table.ANSWERS.c.model].to_list()
+    generators = generator_models(cfg, answer_models)
     return {
         "title": arm, "label_use": cfg.label_use, "config_flat": cmp._flatten(cfg.model_dump(mode="json")),
-        "generator_model": cfg.generator.model, "judge_model": cfg.judge.model, "request_judge_model": judge["model"],
-        "offline_generator": is_offline_baseline(cfg.generator.model),
+        "generator_model": generator_label(cfg, answer_models), "judge_model": cfg.judge.model,
+        "request_judge_model": judge["model"],
+        "offline_generator": bool(generators) and all(is_offline_baseline(m) for m in generators),
         "offline_judge": bool(judge.get("offline_baseline")) or is_offline_baseline(cfg.judge.model),
-        "same_model": cfg.judge.model == cfg.generator.model or judge["model"] == cfg.generator.model,
+        "same_model": cfg.judge.model in generators or judge["model"] in generators,
         "question_set": cfg.question_set, "requests_derived": bool(completeness.get("requests_derived")),
         "flow": {b: flow[b] for b in FLOW_BRANCHES}, "flow_total": flow["total"],
         "flow_cases": {b: sorted(v) for b, v in cases.items()}, "flow_requests": {b: sorted(v) for b, v in

@@ -235,8 +235,9 @@ def denominator_metadata(summary: dict) -> dict[str, str]:
                                             "not_measured": summary[f"{n}_not_measured"]}) for n in JUDGE_MEANS}
 
 
-def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame) -> dict:
-    return summaries.judge_summary(cfg, verdicts.to_dicts())
+def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame, answers: pl.DataFrame) -> dict:
+    """core.summaries.judge_summary; `answers`' models name an imported arm's generator."""
+    return summaries.judge_summary(cfg, verdicts.to_dicts(), answers[ANS.model].to_list())
 
 
 def measure_judges(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, verdicts: pl.DataFrame,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.core.summaries import generator_label
 from rag_ttc_assets.lab import Lab
 
 ANS = Table.ANSWERS.c  # the declared column names (core.tables)
@@ -32,11 +33,10 @@ def _answers(lab: Lab, arm: str, report: dict) -> None:
                                                    "provider_faults", "mean_answer_chars", "parsed_from")}
     report["response_format"] = lab.arms[arm].response_format
     report["supply"] = lab.arms[arm].supply
-    report["calls"] = {"answers": calls_summary(lab.store.read_table(arm, Table.ANSWERS))}
-    report["generator_model"] = lab.arms[arm].generator.model
-    if lab.arms[arm].supply == "imported":  # the system's own model, as its traces name it (self-reported)
-        models = sorted({m for m in lab.store.read_table(arm, Table.ANSWERS)[ANS.model].to_list() if m})
-        report["generator_model"] = "imported: " + (", ".join(models) or "unnamed")
+    answers = lab.store.read_table(arm, Table.ANSWERS)
+    report["calls"] = {"answers": calls_summary(answers)}
+    # An imported arm's: the system's own model, as its traces name it (self-reported).
+    report["generator_model"] = generator_label(lab.arms[arm], answers[ANS.model].to_list())
 
 
 def _judges(lab: Lab, arm: str, report: dict) -> None:

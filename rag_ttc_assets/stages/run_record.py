@@ -22,6 +22,7 @@ from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, at
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.measured import measured_text, reasons_text
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
+from rag_ttc_assets.core.summaries import generator_label, generator_models
 from rag_ttc_assets.core.usage import unused
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import supply
@@ -208,13 +209,14 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     import polars as pl
 
     store = lab.store
+    answer_models = store.read_table(arm, Table.ANSWERS)[ANS.model].to_list()  # an imported arm's generator
     (run_dir / "inputs" / "prompts").mkdir(parents=True, exist_ok=True)
     atomic_write_json(run_dir / "config.json", {
         "arm": arm, "effective_config": cfg.model_dump(mode="json"), "fingerprints": fingerprints,
         "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
-        "model_assignments": {"generator": cfg.generator.model, "judge": cfg.judge.model,
+        "model_assignments": {"generator": generator_label(cfg, answer_models), "judge": cfg.judge.model,
                               "request_judge": cfg.request_judge.model,
-                              "same_model": cfg.generator.model == cfg.judge.model},
+                              "same_model": cfg.judge.model in generator_models(cfg, answer_models)},
         # What of the evaluation's labels reached the generator: none, oracle, or counterfactual:<kind>.
         "label_use": cfg.label_use,
         "arms_file": str(lab.arms_file),

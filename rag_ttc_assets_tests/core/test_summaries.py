@@ -27,7 +27,7 @@ def test_judge_summary_means_over_measured_rows_with_their_denominators():
     cfg = ArmConfig(judge=ModelConfig(model="openai/judge"))
     rows = [_verdict("q1", "judged", 1.0, 0.5, 1.0, False), _verdict("q2", "judged", 0.0, 1.0, 0.0, True),
             _verdict("q3", "abstained", calls=0), _verdict("q4", "judge_rate_limited", calls=0)]
-    s = judge_summary(cfg, rows)
+    s = judge_summary(cfg, rows, ["local/extractive"])
     assert (s["answer_rows"], s["judged"], s["abstained"], s["judge_failures"], s["invalid"]) == (4, 2, 1, 1, 0)
     assert (s["mean_faithfulness"], s["faithfulness_measured"], s["faithfulness_of"]) == (0.5, 2, 4)
     assert (s["gold_judged"], s["contradicts_gold"], s["provider_calls"]) == (2, 1, 2)

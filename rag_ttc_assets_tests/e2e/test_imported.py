@@ -153,6 +153,49 @@ def test_the_imported_trace_of_an_app_that_does_what_a_lab_arm_does_diagnoses_ex
     assert questions[0]["text"] in out and "imported from trace " in out
 
 
+def test_an_imported_arms_generator_is_the_systems_model_as_its_traces_name_it_never_the_lab_setting(traced):
+    """The seed's last boundary (the judge shares the generator's blind spot) for imported arms: the generator is the
+    system's own model, as its traces name it (openai/fake-model), whatever the lab's `generator` setting, which an
+    imported arm never reads. Read where a user reads it: the run's judge table, the judge and request judge
+    summaries, the run record's model assignments (its post-run validation passing) and the diagnosis."""
+    from rag_ttc_assets.lab import Lab
+    from rag_ttc_assets.stages import run_record as records
+    from rag_ttc_assets.stages.diagnosis import arm_record
+
+    root, srv, _, _ = traced
+    source = {"file": "traces/app.json", "format": "otlp_json", "answer_format": "contract"}
+    own_model = {"model": "openai/fake-model", "api_base": srv.base_url, "api_key_env": KEY_ENV, "timeout_s": 5,
+                 "max_retries": 1}
+    arms_file(root, srv.base_url, **{
+        # Judged by the model the system answered with: the same model, though its lab setting says otherwise.
+        "judged-by-its-model": {"supply": "imported", "source": source, "judge": own_model,
+                                "allow_unpriced_provider": True},
+        # The lab's unread generator setting names the judges' model: not the same model.
+        "setting-names-the-judge": {"supply": "imported", "source": source, "generator": {"model": "local/lexical"}}})
+    env = {"DAGSTER_HOME": str(root / "dh")}
+    code, out, err = rag_ttc("run", "judged-by-its-model", "setting-names-the-judge", env=env)
+    assert code == 0, err
+    assert "FAILED" not in out + err  # the run record's post-run validation: its same_model agrees with the judge's
+    judge_rows = {line.split()[0]: line.split() for line in out.splitlines()
+                  if line.startswith(("judged-by-its-model ", "setting-names-the-judge "))
+                  and ("openai/fake-model" in line or "local/lexical" in line)}
+    assert judge_rows["judged-by-its-model"][1:3] == ["openai/fake-model", "True"], out
+    assert judge_rows["setting-names-the-judge"][1:3] == ["local/lexical", "False"], out
+
+    lab = Lab.from_env()
+    for arm, same in (("judged-by-its-model", True), ("setting-names-the-judge", False)):
+        judge = lab.store.read_arm_json(arm, "judge_summary.json")
+        assert (judge["generator_model"], judge["same_model_as_generator"]) == ("imported: openai/fake-model", same)
+        # The request judge (local/lexical in both) is never the system's model.
+        assert lab.store.read_arm_json(arm, "request_judge_summary.json")["same_model_as_generator"] is False
+        [run] = [r for r in records.list_runs(lab, arm) if r["status"] == records.COMPLETE]
+        assigned = json.loads((records.run_path(lab, run["run_dir"]) / "config.json").read_text())["model_assignments"]
+        assert (assigned["generator"], assigned["same_model"]) == ("imported: openai/fake-model", same)
+        record = arm_record(lab, arm)
+        assert (record["generator_model"], record["same_model"], record["offline_generator"]) == (
+            "imported: openai/fake-model", same, False)
+
+
 def test_unused_corpus_side_assets_of_an_imported_arm_say_why(traced):
     from dagster import AssetKey, DagsterInstance
 
