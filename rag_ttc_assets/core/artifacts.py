@@ -28,6 +28,9 @@ from rag_ttc_assets.core.usage import DECIDED_BY, unused
 # incomplete_rows), so arms that differ only in it share one build, and one set of indexes.
 EXECUTION_ONLY = frozenset({"generation_workers", "representation_budget"})
 
+# Read by every arm, an imported one too: which questions it answers, and where its evidence and answers come from.
+READ_BY_EVERY_ARM = frozenset({"question_set", "supply"})
+
 # Each source contributes this many candidates to fusion, so a chunk ranked just below retrieve_k by one
 # source can still be lifted by the other (part of the retrieval rows' key).
 SOURCE_DEPTH = 100
@@ -55,6 +58,11 @@ class Artifact:
     # A field of which only some keys count here: `vector_index`'s build parameters are the index's key, its query
     # parameters the retrieval rows' (an nprobes sweep shares one index build).
     parts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The lab's own build of what an imported arm takes from its source (stages.imported: its retrieval rows,
+    # admitted contexts and answers): for such an arm only the fields every arm reads count (READ_BY_EVERY_ARM, among
+    # them `supply`, which is declared here for that reason), so a default it never reads (evidence_k, the
+    # generator, the prompt) leaves it current.
+    from_source: bool = False
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.all_fields if f not in ArmConfig.model_fields]
@@ -67,7 +75,8 @@ class Artifact:
 
     @property
     def all_fields(self) -> tuple[str, ...]:
-        return self.fields + self.conditional + (self.decided_by if self.optional else ())
+        declared = self.fields + self.conditional + (self.decided_by if self.optional else ())
+        return declared + (("supply",) if self.from_source and "supply" not in declared else ())
 
     def unused_reason(self, cfg: ArmConfig) -> str | None:
         """Why `cfg` never reads this artifact (core.usage), or None when it does."""
@@ -78,6 +87,8 @@ class Artifact:
         none for an arm that does not read it."""
         if self.unused_reason(cfg) is not None:
             return ()
+        if self.from_source and cfg.supply == "imported":
+            return tuple(f for f in self.all_fields if f in READ_BY_EVERY_ARM)
         return self.fields + (self.conditional if self.applies is not None and self.applies(cfg) else ())
 
     def key(self, cfg: ArmConfig, **inputs: Any) -> dict[str, Any]:
@@ -137,17 +148,17 @@ RETRIEVAL_ROWS = Artifact("retrieval_rows", "retrieval-rows/2",
                           # By the retrieval mode alone: an imported arm's rows are never built under this key.
                           applies=lambda cfg: VECTOR_INDEX.name not in unused(cfg.model_copy(
                               update={"supply": "retrieval", "source": None})),
-                          parts={"vector_index": VectorIndexConfig.QUERY})
+                          parts={"vector_index": VectorIndexConfig.QUERY}, from_source=True)
 
 # --- per-arm tables and summaries ----------------------------------------------------------------------------
 RETRIEVAL_SUMMARY = Artifact("retrieval_summary", "retrieval-metrics/2")
 ADMITTED_CONTEXTS = Artifact("admitted_contexts", "admission/4",
                              ("evidence_k", "context_runes", "evidence_order", "shuffle_seed", "counterfactual",
-                              "supply", "preloaded_documents"))
+                              "supply", "preloaded_documents"), from_source=True)
 ANSWERS = Artifact("answers", "answers/3",
                    ("prompt", "requests_in_prompt", "generator", "generation_budget", "allow_unpriced_provider",
                     "supply", "lookup_top_n", "lookup_rounds", "title_index", "citation_check",
-                    "citation_retry_prompt", "response_format"))
+                    "citation_retry_prompt", "response_format"), from_source=True)
 CONTRACT_RESULTS = Artifact("contract_results", "contract/2")
 CONTRACT_SUMMARY = Artifact("contract_summary", "contract-summary/2")
 JUDGE_VERDICTS = Artifact("judge_verdicts", "judge/4",
@@ -167,11 +178,6 @@ RUN_RECORD = Artifact("run_record", "run-record/3")
 ARTIFACTS: tuple[Artifact, ...] = tuple(v for v in globals().values() if isinstance(v, Artifact))
 
 
-# An imported arm's retrieval rows, admitted contexts and answers are its source's (stages.imported): the fields these
-# artifacts declare to build the lab's own, like those of the shared builds it does not read, are not read by it.
-# Which questions it answers and its supply are read by every arm.
-_FROM_SOURCE = frozenset({RETRIEVAL_ROWS.name, ADMITTED_CONTEXTS.name, ANSWERS.name})
-_READ_BY_EVERY_ARM = frozenset({"question_set", "supply"})
 
 
 def fields_not_read(cfg: ArmConfig) -> frozenset[str]:
@@ -180,8 +186,8 @@ def fields_not_read(cfg: ArmConfig) -> frozenset[str]:
     as a change against another arm; none for any other arm."""
     if cfg.supply != "imported":
         return frozenset()
-    skipped = {a.name for a in ARTIFACTS if a.name in _FROM_SOURCE or a.unused_reason(cfg) is not None}
-    read = {f for a in ARTIFACTS if a.name not in skipped for f in a.all_fields} | _READ_BY_EVERY_ARM
+    skipped = {a.name for a in ARTIFACTS if a.from_source or a.unused_reason(cfg) is not None}
+    read = {f for a in ARTIFACTS if a.name not in skipped for f in a.all_fields} | READ_BY_EVERY_ARM
     return frozenset(f for a in ARTIFACTS if a.name in skipped for f in a.all_fields) - read
 
 

@@ -196,3 +196,46 @@ def test_vector_index_build_parameters_key_the_index_and_query_parameters_the_re
     assert VECTOR_INDEX.key(base, representations="x")["fields"]["vector_index"] == {
         "type": "ivf_pq", "num_partitions": 8, "num_sub_vectors": None, "num_bits": None, "m": None,
         "ef_construction": None}
+
+
+def _valid_on_an_imported_arm(field: str) -> bool:
+    try:
+        changed(field, IMPORTED)
+    except ValueError:  # a setting an imported arm cannot take (a counterfactual edits the lab's own retrieval)
+        return False
+    return True
+
+
+# `supply` is changed to imported against every base above; here every other field an imported arm can take.
+ON_IMPORTED = sorted(f for f in set(ArmConfig.model_fields) - EXECUTION_ONLY - {"supply"} if _valid_on_an_imported_arm(f))
+
+
+def test_every_field_but_a_counterfactual_is_changed_on_an_imported_arm():
+    assert set(ArmConfig.model_fields) - EXECUTION_ONLY - {"supply"} - set(ON_IMPORTED) == {"counterfactual"}
+
+
+@pytest.mark.parametrize("field", ON_IMPORTED)
+def test_an_imported_arm_moves_only_with_a_field_it_reads(field):
+    """An imported arm's retrieval rows, admitted contexts and answers are its source's (Artifact.from_source): a
+    default it never reads (core.artifacts.fields_not_read: evidence_k, the generator, the prompt...) moves none of
+    its fingerprints, so nothing of it turns stale; a field it reads (its judges', its source) still moves exactly
+    what declares it and what is downstream."""
+    from rag_ttc_assets.core.artifacts import fields_not_read
+
+    inputs = {"dataset": "sha256:dataset-files"}
+    before, after = fingerprints(IMPORTED, inputs), fingerprints(changed(field, IMPORTED), inputs)
+    moved = {name for name in before if before[name] != after[name]}
+    if field in fields_not_read(IMPORTED):
+        assert moved == set(), f"{field}, which an imported arm never reads, moves {sorted(moved)}"
+    else:
+        own = {s.name for s in SPECS if field in s.fields_for(IMPORTED) or field in s.fields_for(changed(field, IMPORTED))}
+        assert own and moved == own | {d for name in own for d in graph.downstream(name)}, field
+
+
+def test_an_imported_arm_reads_none_of_the_lab_s_generation_and_admission_fields():
+    from rag_ttc_assets.core.artifacts import fields_not_read
+
+    assert {"evidence_k", "context_runes", "generator", "prompt", "retrieve_k", "rrf_k", "chunk_runes",
+            "embedding_model"} <= fields_not_read(IMPORTED)
+    assert not {"judge", "request_judge", "judge_budget", "response_format", "question_set", "supply",
+                "source"} & fields_not_read(IMPORTED)

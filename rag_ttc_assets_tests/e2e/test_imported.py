@@ -7,6 +7,7 @@ counts, completeness, flow branches and per-case values, and `rag-ttc compare` f
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
@@ -194,6 +195,33 @@ def test_an_imported_arms_generator_is_the_systems_model_as_its_traces_name_it_n
         record = arm_record(lab, arm)
         assert (record["generator_model"], record["same_model"], record["offline_generator"]) == (
             "imported: openai/fake-model", same, False)
+
+
+def test_an_imported_arm_stays_current_when_a_default_it_never_reads_is_edited(traced):
+    """Staleness through `rag-ttc run` (Dagster's own determination, docs/staleness.md): a sweep of the lab's
+    evidence_k, generator or prompt in `defaults` leaves an imported arm, which takes its evidence and answers from
+    its source, up to date, while the lab arm beside it reruns from admission on; a judge setting it does read
+    reruns its judges."""
+    root, _, _, _ = traced
+    env = {"DAGSTER_HOME": str(root / "dh")}
+    code, out, err = rag_ttc("run", "app-lab", "app-imported", env=env)
+    assert code == 0, err
+    arms = yaml.safe_load((root / "arms.yaml").read_text())
+    arms["defaults"].update(evidence_k=4, prompt="grounded-answer-multipart-v2", generator={"model": "local/extractive"})
+    (root / "arms.yaml").write_text(yaml.safe_dump(arms, sort_keys=False))
+    code, out, err = rag_ttc("run", "app-imported", env=env)
+    assert code == 0 and out.startswith("app-imported: up to date, nothing to run\n"), out + err
+    code, out, err = rag_ttc("run", "app-lab", "--stage", "answers", "--json", env=env)
+    assert code == 0, err
+    assert re.search(r"^app-lab  admitted_contexts +\d+\.\d s", err, re.M), err  # the lab arm reads evidence_k
+    assert not re.search(r"^app-lab  (chunks|retrieval_rows) ", err, re.M), err
+
+    arms["arms"]["app-imported"]["judge_budget"] = 1000
+    (root / "arms.yaml").write_text(yaml.safe_dump(arms, sort_keys=False))
+    code, out, err = rag_ttc("run", "app-imported", env=env)
+    assert code == 0, err
+    steps = set(re.findall(r"^app-imported  (\w+) ", err, re.M))
+    assert "judge_verdicts" in steps and not steps & {"retrieval_rows", "admitted_contexts", "answers"}, err
 
 
 def test_unused_corpus_side_assets_of_an_imported_arm_say_why(traced):
