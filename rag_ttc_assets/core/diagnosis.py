@@ -584,9 +584,15 @@ def limitations(sweep: Mapping) -> list[Sentence]:
         s = Sentence("limit.offline_baseline", {"arms": offline})
         models = sorted({arms[a]["generator_model"] for a in offline if arms[a].get("offline_generator")}
                         | {arms[a]["request_judge_model"] for a in offline if arms[a].get("offline_judge")})
+        answered = [a for a in offline if arms[a].get("offline_generator")]
+        # The offline answerer runs in the lab's own process: its latency is that process's compute, which an arm run
+        # before it changes (the sentence embeddings it left cached), never a provider's.
+        latency = ("; an offline answerer's latency is the lab process's own compute, which the arms run before it "
+                   "change (the embeddings they left cached), so no latency difference among " + ", ".join(answered)
+                   + " is a parameter's effect") if answered else ""
         s.t("Offline baselines, not language models: ").n("arms", len(offline), "count").t(
             " arms (" + ", ".join(offline) + ") were answered or judged by " + ", ".join(models)
-            + "; their numbers measure the harness and these baselines, not a deployed model.")
+            + "; their numbers measure the harness and these baselines, not a deployed model" + latency + ".")
         out.append(s)
     same = sorted(a for a, r in arms.items() if r.get("same_model") and not r.get("offline_generator"))
     if same:

@@ -181,7 +181,13 @@ def test_an_offline_baseline_instrument_decides_nothing():
     d = dg.diagnose(s)
     assert not sentences(d, "decision.recommend")
     assert any("offline baseline" in x["text"] for x in sentences(d, "decision.not_decided"))
-    assert sentences(d, "limit.offline_baseline")
+    [limit] = sentences(d, "limit.offline_baseline")
+    assert "an offline answerer's latency is the lab process's own compute" in limit["text"]
+    # Judged offline, answered by a model: the answers' latency is the provider's, and the sentence says nothing of it.
+    for r in s["arms"].values():
+        r.update(generator_model="openai/gpt-4o-mini", offline_generator=False)
+    [limit] = sentences(dg.diagnose(s), "limit.offline_baseline")
+    assert "local/lexical" in limit["text"] and "latency" not in limit["text"]
 
 
 def _md_lines(md: str) -> dict[str, str]:
