@@ -19,6 +19,11 @@ from rag_ttc_assets.stages.reports import arm_report
 from rag_ttc_assets.core.derive_requests import describe as describe_derivation
 
 
+def _juror_faults(faults: dict[str, int]) -> str:
+    """A panel's jurors' not-measured counts, the ones that have any: `openai/m 54`, or none."""
+    return ", ".join(f"{model} {n}" for model, n in faults.items() if n) or "none"
+
+
 def cmd_run(args) -> int:
     lab = lab_from_args(args)
     names = list(args.arms)
@@ -148,15 +153,19 @@ def run_tables(reports: dict[str, dict]) -> str:
         shown = [i for i, b in enumerate(FLOW_BRANCHES) if b in reach or any(row[1 + i] for row in flows)]
         out.append(text_table(["arm", *(FLOW_BRANCHES[i] for i in shown)],
                               [[row[0], *(row[1 + i] for i in shown)] for row in flows]))
-        panels = [[n, p["aggregation"], ", ".join(p["jurors"]), p["fleiss_kappa"], p["krippendorff_alpha"],
+        panels = [[n, p["aggregation"], ", ".join(p["jurors"]), f"{p['all_measured']}/{p['requests']}",
+                   _juror_faults(p.get("juror_not_measured") or {}), p["fleiss_kappa"], p["krippendorff_alpha"],
                    f"{p['jurors_disagree']}/{p['requests']}", rep["flow"]["judge_sensitive"]["line"]]
                   for n, rep in reports.items() if (p := (rep.get("request_judge") or {}).get("panel"))
                   and rep.get("flow", {}).get("judge_sensitive")]
         if panels:
-            out.append("request judge panels (Fleiss' kappa over the requests every juror measured, Krippendorff's "
+            out.append("request judge panels (all_measured: requests every juror measured, of those any juror was "
+                       "asked about; a juror's faults are its not_measured, never a vote, so the panel's verdict is "
+                       "the measured jurors'; Fleiss' kappa over the requests every juror measured, Krippendorff's "
                        "alpha over those two or more did; judge-sensitive: requests whose branch depends on which "
-                       "juror decided):\n" + text_table(["arm", "aggregation", "jurors", "fleiss_kappa",
-                                                        "krippendorff_alpha", "jurors_disagree", "flow"], panels))
+                       "juror decided):\n" + text_table(["arm", "aggregation", "jurors", "all_measured",
+                                                        "juror_not_measured", "fleiss_kappa", "krippendorff_alpha",
+                                                        "jurors_disagree", "flow"], panels))
     if any("calls" in rep and "answers" in rep["calls"] for rep in reports.values()):
         rows = []
         for n, rep in reports.items():

@@ -49,7 +49,7 @@ def _split_by_rules(scores: dict[str, dict], rules: dict[str, str | None]) -> di
     out: dict[str, dict] = {}
     for name, by_key in scores.items():
         versions = {rules.get(key[0]) for key in by_key}
-        if len(versions) == 1:
+        if len(versions) <= 1:  # one version, or none: a rater that measured nothing keeps its name and its row
             out[name] = by_key
             continue
         for key, value in by_key.items():
@@ -84,15 +84,18 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
         if rj is not None and rj.height:
             by_row: dict[str, list[dict]] = {}
             for r in rj.iter_rows(named=True):
+                # A judge or juror that measured none of the rows is still a rater of them, every label not measured.
                 name = _request_judge_name(r)
                 if r[RJ.status] == JUDGED:
                     per_request.setdefault(name, {})[(arm, r[RJ.query_id], r[RJ.request_id])] = {
                         "addressed": r[RJ.addressed], "verdict": r[RJ.verdict], "reason": r[RJ.reason],
                         "coverage": r.get(RJ.coverage)}
+                elif r[RJ.status].startswith("judge_"):  # its fault (not a row it was never asked about)
+                    per_request.setdefault(name, {})
                 for j in json.loads(r.get(RJ.jurors) or "[]"):  # a panel's jurors are judges of those rows too
+                    juror = jurors.setdefault((j["model"], r[RJ.prompt_digest] or ""), {})
                     if j["status"] == JUDGED:
-                        jurors.setdefault((j["model"], r[RJ.prompt_digest] or ""), {})[
-                            (arm, r[RJ.query_id], r[RJ.request_id])] = {
+                        juror[(arm, r[RJ.query_id], r[RJ.request_id])] = {
                             "addressed": j["addressed"], "verdict": j["verdict"], "reason": j["reason"],
                             "coverage": j.get("coverage")}
                 by_row.setdefault(r[RJ.query_id], []).append(r)

@@ -139,3 +139,52 @@ def test_a_bad_panel_names_the_arms_file_the_arm_and_the_field(arm, says):
     with pytest.raises(ArmsError) as e:
         parse_arms_file(text.encode(), "arms.yaml")
     assert "arms.yaml: arms.bad: " + says in str(e.value)
+
+
+def test_a_juror_that_measures_nothing_is_said_in_the_run_table_and_judge_agreement(tmp_path, monkeypatch):
+    """A juror whose every call faults (a provider nothing listens for on 127.0.0.1) casts no vote, so the panel's
+    verdict is the other juror's: the run's panel table says so (all_measured 0 of N, the juror's not_measured),
+    and judge-agreement keeps the juror's row, every label not measured, rather than dropping it."""
+    import socket
+
+    from rag_ttc_assets.cli.labels import tables
+    from rag_ttc_assets.cli.run import run_tables
+    from rag_ttc_assets.defs.graph import STAGES
+    from rag_ttc_assets.definitions import build_definitions
+    from rag_ttc_assets.lab import Lab
+    from rag_ttc_assets.stages.judge_agreement import agreement
+    from rag_ttc_assets.stages.reports import arm_report
+
+    with socket.socket() as s:  # a free port, closed again: connections to it are refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    silent = (f'{{model: openai/silent, api_base: "http://127.0.0.1:{port}/v1", api_key_env: RAG_TTC_TEST_KEY, '
+              'timeout_s: 5, max_retries: 0}')
+    write_mini_lab(tmp_path, monkeypatch)
+    (tmp_path / "arms.yaml").write_text(MINI_DEFAULTS + "  allow_unpriced_provider: true\narms:\n  panel-silent:\n"
+                                        f"    request_judges: [local/lexical, {silent}]\n")
+    job = build_definitions().resolve_job_def("arm_job")
+    assert job.execute_in_process(partition_key="panel-silent", instance=DagsterInstance.ephemeral(),
+                                  raise_on_error=True).success
+    lab = Lab.from_env()
+    rows = lab.store.read_table("panel-silent", "request_judgments").to_dicts()
+    judged = [r for r in rows if r["status"] == "judged"]
+    assert judged and all(json.loads(r["jurors"])[1]["status"].startswith("judge_") for r in judged)
+
+    printed = run_tables({"panel-silent": arm_report(lab, "panel-silent", STAGES["all"])}).splitlines()
+    [header] = [ln for ln in printed if ln.startswith("arm ") and "juror_not_measured" in ln]
+    [line] = [ln for ln in printed if ln.startswith("panel-silent ") and "judge-sensitive" in ln]
+    panel = dict(zip(re.split(r"\s{2,}", header.strip()), re.split(r"\s{2,}", line.strip()), strict=True))
+    assert panel["all_measured"] == f"0/{len(judged)}" and panel["juror_not_measured"] == f"openai/silent {len(judged)}"
+    assert panel["jurors_disagree"] == f"0/{len(judged)}", panel
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"kind": "request", "question": r["query_id"], "request": r["request_id"],
+                                          "arm": "panel-silent", "addressed": r["addressed"], "annotator": "a1"}) + "\n"
+                              for r in judged))
+    report = agreement(lab, labels)
+    by_rater = {r["rater"]: r for r in report["request_labels"]["rows"]}
+    assert (by_rater["juror openai/silent"]["n"], by_rater["juror openai/silent"]["not_measured"]) == (0, len(judged))
+    assert (by_rater["juror local/lexical"]["n"], by_rater["juror local/lexical"]["kappa"]) == (len(judged), 1.0)
+    printed = [row for _, _, table_rows in tables(report) for row in table_rows if row[0] == "juror openai/silent"]
+    assert printed and printed[0][-2] == len(judged), printed
