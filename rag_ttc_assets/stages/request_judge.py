@@ -57,8 +57,10 @@ def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> l
 
 
 def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
-                   caller: Caller, log=None, progress: Progress = NO_PROGRESS) -> pl.DataFrame:
-    """One row per request of every answerable question, in question then request order."""
+                   caller: Caller, log=None, progress: Progress = NO_PROGRESS, juror: str | None = None
+                   ) -> pl.DataFrame:
+    """One row per request of every answerable question, in question then request order. `juror`: a panel's
+    juror, named in the progress it reports."""
     import polars as pl
 
     rows_by_q = {r[CON.query_id]: r for r in contracts.iter_rows(named=True)}
@@ -104,8 +106,10 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
                 log.write(row)
         return rows
 
-    rows = [row for rs in pooled(one, answerable, REQUEST_JUDGE.workers(cfg), progress, "request-judging",
-                                 "request-judged", "questions") for row in rs]
+    doing, done = ("request-judging", "request-judged") if juror is None else (
+        f"request-judging by {juror}", f"{juror} request-judged")
+    rows = [row for rs in pooled(one, answerable, REQUEST_JUDGE.workers(cfg), progress, doing, done, "questions")
+            for row in rs]
     columns = ["query_id", "request_id", *[k for k in (rows[0] if rows else {}) if k not in ("query_id", "request_id")]]
     return pl.DataFrame(rows, schema_overrides=judgment_schema()).select(columns) if rows else \
         pl.DataFrame(schema={"query_id": pl.String, "request_id": pl.String, "status": pl.String,
@@ -123,7 +127,7 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
 
     models = [j.model for j in cfg.request_judges]
     per_juror = [judge_requests(cfg.model_copy(update={"request_judge": juror}), questions, contracts, prompt, c,
-                                log, progress).to_dicts()
+                                log, progress, juror=juror.model).to_dicts()
                  for juror, c in zip(cfg.request_judges, callers, strict=True)]
     name = panel.panel_name(models, cfg.request_judge_aggregation)
     rows = []

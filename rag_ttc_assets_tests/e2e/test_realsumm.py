@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -145,12 +146,17 @@ def _majority(values):
 
 def run_and_measure(lab: Path, tmp_path: Path, arms: list[str]) -> tuple[dict, dict]:
     """`rag-ttc run` of a converted lab folder's arms, then `rag-ttc judge-agreement labels.jsonl --json`: (the
-    environment naming the folder's arms file, datasets and store; the report)."""
+    environment naming the folder's arms file, datasets and store; the report). A panel's step line names what each
+    juror judged."""
     env = {"RAG_TTC_ARMS": str(lab / "arms.yaml"), "RAG_TTC_DATASETS": str(lab / "datasets"),
            "RAG_TTC_HOME": str(lab / ".rag_ttc"), "DAGSTER_HOME": str(tmp_path / "dagster_home")}
     os.makedirs(env["DAGSTER_HOME"])
     code, out, err = rag_ttc("run", *arms, env=env, cwd=lab)
     assert code == 0, err
+    panel = yaml.safe_load((lab / "arms.yaml").read_text())["defaults"].get("request_judges") or []
+    for arm in arms if panel else ():
+        [step] = re.findall(rf"^{re.escape(arm)} +request_judgments +\d.* s  \((.*)\)$", err, re.M)
+        assert [j for j in panel if f"{j} request-judged " in step] == panel, step
     code, out, err = rag_ttc("judge-agreement", str(lab / "labels.jsonl"), "--json", env=env, cwd=lab)
     assert code == 0, err
     return env, json.loads(out)
