@@ -178,8 +178,6 @@ RUN_RECORD = Artifact("run_record", "run-record/3")
 ARTIFACTS: tuple[Artifact, ...] = tuple(v for v in globals().values() if isinstance(v, Artifact))
 
 
-
-
 def fields_not_read(cfg: ArmConfig) -> frozenset[str]:
     """The arm fields `cfg` never reads: for an imported arm, those only the lab's own builds read (retrieval,
     admission, generation, chunking, representations, indexes), so a setting it carries by default cannot be named
