@@ -4,7 +4,8 @@
       each split again at coordinated clauses: a semicolon; a comma followed by and / but / or / while / whereas /
       yet (not the last item of a comma list "A, B, and C"); " and " / " but " followed by a pronoun or
       determiner that opens a new subject. A piece with fewer than MIN_CLAIM_WORDS content words joins the one
-      before it. Every claim is a substring of the gold answer.
+      before it. Citation markers are left out first (strip_citations: "[4]", "[1][2]", "[1, 3]", "[Doc 2]"); every
+      claim is a substring of the gold answer so stripped.
   model (method "model"): a litellm model given the versioned prompt derive-requests-v1, replying
       {"claims": [...]} (parse_claims); the calls are the stage's (stages/derive_requests.py).
 
@@ -43,6 +44,29 @@ _CLAUSE_BREAK = re.compile(
 )
 
 
+# A citation marker: numbers ("[4]", "[1, 3]", "[2-4]") or a named source ("[Doc 2]", "[source 1]"). A numeric
+# marker counts only after a space, the start or sentence punctuation ("Paris [1]", "ago.[2]"), never attached to a
+# word or inside `code` ("x[1]", "`[1,2] < [1,2,3]`" stay: they are indexing and lists); a named one counts anywhere.
+_NUMS = r"\d{1,4}(?:\s*(?:[,;\u2013-]|and)\s*\d{1,4})*"
+_NAMED = r"(?:doc(?:ument)?|source|ref(?:erence)?|passage|context|chunk|citation)\s*#?\s*" + _NUMS
+_MARK = rf"\[(?:{_NUMS}|{_NAMED})\]"
+_MARKS = rf"(?:{_MARK})(?:[ \t]*,?[ \t]*(?:{_MARK}))*"
+_AFTER = r"(?<![^\s.,;:!?)\"'\u201d\u2019])"  # at the start, or after a space or sentence punctuation
+_CITATION = re.compile(rf"[ \t]*(?:{_AFTER}(?:{_MARKS})|\[{_NAMED}\](?:[ \t]*,?[ \t]*(?:{_MARK}))*)", re.IGNORECASE)
+_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+
+
+def strip_citations(text: str) -> str:
+    """`text` without its citation markers (see _CITATION), inline code left as it is."""
+    out, end = [], 0
+    for m in _CODE.finditer(text):
+        out.append(_CITATION.sub("", text[end:m.start()]))
+        out.append(m.group(0))
+        end = m.end()
+    out.append(_CITATION.sub("", text[end:]))
+    return "".join(out)
+
+
 class DerivationError(ValueError):
     """A derived-requests file or model reply that cannot be used."""
 
@@ -73,8 +97,9 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def split_claims(gold_answer: str) -> list[str]:
-    """The gold answer's atomic claims: sentences, then coordinated clauses (see the module docstring)."""
-    return [c for s in split_sentences(gold_answer) for c in _clauses(s)]
+    """The gold answer's atomic claims, its citation markers left out: sentences, then coordinated clauses (see the
+    module docstring)."""
+    return [c for s in split_sentences(strip_citations(gold_answer)) for c in _clauses(s)]
 
 
 def _recall(claim: str, sentence: str) -> float:

@@ -33,6 +33,19 @@ def test_a_comma_list_and_a_short_tail_are_not_clauses():
     assert dr.split_claims("Names are bound locally, and so on.") == ["Names are bound locally, and so on"]
 
 
+@pytest.mark.parametrize("gold, claims", [
+    ("Paris is the capital [4]. It has 2 million people [1][2].", ["Paris is the capital", "It has 2 million people"]),
+    ("Paris is the capital [1, 3]; it lies on the Seine.[Doc 2]", ["Paris is the capital", "it lies on the Seine"]),
+    ("Paris is the capital [2-4], [5]. Its river is the Seine[doc 1].", ["Paris is the capital",
+                                                                        "Its river is the Seine"]),
+    # Not markers: indexing attached to a name, and lists inside inline code.
+    ("Use x[1] to read it. Compare `[1,2] < [1,2,3]` here [3].", ["Use x[1] to read it",
+                                                                   "Compare `[1,2] < [1,2,3]` here"]),
+])
+def test_citation_markers_are_left_out_of_claims(gold, claims):
+    assert dr.split_claims(gold) == claims
+
+
 def _docs():
     return {d["id"]: d["text"] for d in mini_corpus()["documents"]}
 
