@@ -17,7 +17,9 @@ from rag_ttc_assets.adapters.realsumm import RealSummError, read_realsumm
 from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
 from rag_ttc_assets.core import pyramid, realsumm
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
-from rag_ttc_assets.core.dataset import DatasetError, dataset_counts, dataset_name_problem, sha256_digest
+from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetError, dataset_counts,
+                                        dataset_name_problem, parse_dataset, sha256_digest)
+from rag_ttc_assets.core.derive_requests import DERIVED_FILE
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
 from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
 from rag_ttc_assets.core.imported import ImportSourceError, dataset_from_rows, read_source
@@ -103,30 +105,65 @@ def cmd_import_beir(args) -> int:
 
 def cmd_import_outputs(args) -> int:
     """RAGChecker or RAGAS rows as a dataset: the corpus from their retrieved contexts, their questions with gold
-    answers (core.imported.dataset_from_rows); an imported arm over that dataset reads the same file."""
+    answers (core.imported.dataset_from_rows); an imported arm over that dataset reads the same file. A question with
+    a gold answer has no requests of its own: they are derived from its gold answer (the offline rule when the
+    dataset loads; `rag-ttc derive-requests` writes them). Nothing is written unless the dataset it makes validates."""
 
     src, dest = Path(args.src), Path(args.dest)
     if not src.is_file():
         raise CliError(f"{src}: file not found")
     try:
         rows = read_source(src.read_bytes(), str(src), args.format)
-        corpus, evaluation, counts = dataset_from_rows(rows, str(src))
+        corpus, evaluation, counts = dataset_from_rows(rows, str(src), args.format)
     except ImportSourceError as e:
         raise CliError(str(e)) from None
     cbytes = (json.dumps(corpus, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
     evaluation = {"corpus_digest": sha256_digest(cbytes), **evaluation}
+    ebytes = (json.dumps(evaluation, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    try:  # the dataset as `validate` will read it (its derived requests by the offline rule), before any write
+        parse_dataset(dest.name, dest / CORPUS_FILE, dest / EVALUATION_FILE, cbytes, ebytes)
+    except DatasetError as e:
+        raise CliError(f"{src}: the dataset it makes would not validate, so nothing was written: {e}") from None
     # Nothing is written unless the whole file read; the corpus first, the evaluation last.
-    atomic_write_bytes(dest / "corpus.json", cbytes)
-    atomic_write_bytes(dest / "evaluation.json",
-                       (json.dumps(evaluation, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
-    out = {"dest": str(dest), **counts, "corpus_digest": evaluation["corpus_digest"],
+    atomic_write_bytes(dest / CORPUS_FILE, cbytes)
+    atomic_write_bytes(dest / EVALUATION_FILE, ebytes)
+    stale = _stale_derived(dest, sha256_digest(ebytes))
+    out = {"dest": str(dest), **counts, "corpus_digest": evaluation["corpus_digest"], "stale_derived_requests": stale,
            "arm": {"dataset": dest.name, "supply": "imported",
                    "source": {"file": str(src), "format": args.format, "answer_format": "free_text"}}}
-    print_result(out, args.json, f"wrote {counts['documents']} documents (the retrieved contexts) and "
-                                 f"{counts['questions']} questions ({counts['gold_answers']} with a gold answer) into "
-                                 f"{dest}; no gold quotes: requests have no supporting chunk until quotes are added.\n"
-                                 f"an imported arm over it: {json.dumps(out['arm'])}")
+    lines = [f"wrote {counts['documents']} documents (the retrieved contexts) and {counts['questions']} questions "
+             f"({counts['gold_answers']} with a gold answer) into {dest}.",
+             f"requests: {counts['questions_with_derived_requests']} questions have them derived from their gold "
+             f"answer ({counts['derived_requests_offline']} by the offline rule local/claims-v1 until "
+             f"`rag-ttc derive-requests {dest.name}` writes {dest / DERIVED_FILE}; add --model to derive them with a "
+             f"model); {counts['questions_as_one_request']} without a gold answer have one request, the whole "
+             "question.",
+             "no gold quotes: requests have no supporting chunk until quotes are added."]
+    if counts["rows_without_context"]:
+        first = counts["rows_without_context_first"]
+        lines.append(f"{counts['rows_without_context']} of {counts['questions']} rows have no retrieved context "
+                     f"({', '.join(first)}{', ...' if counts['rows_without_context'] > len(first) else ''}): "
+                     "those questions retrieved nothing.")
+    if stale:
+        lines.append(stale)
+    lines.append(f"an imported arm over it: {json.dumps(out['arm'])}")
+    print_result(out, args.json, "\n".join(lines))
     return 0
+
+
+def _stale_derived(dest: Path, evaluation_digest: str) -> str | None:
+    """What to run when `dest` holds a derived-requests file bound to another evaluation (an earlier import)."""
+    path = dest / DERIVED_FILE
+    try:
+        bound = json.loads(path.read_text(encoding="utf-8")).get("evaluation_digest")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, AttributeError):
+        return f"{path} cannot be read: delete it, or run `rag-ttc derive-requests {dest.name}`"
+    if bound == evaluation_digest:
+        return None
+    return (f"{path} was derived from another evaluation ({bound}, this one is {evaluation_digest}): run "
+            f"`rag-ttc derive-requests {dest.name}` again, or delete it")
 
 
 def _convert_args(args, read: Callable[[Path, list[str] | None], realsumm.RealSumm], error: type[Exception]

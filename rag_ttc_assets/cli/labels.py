@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.cli.common import CliError, dagster_home, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import failure_text, open_instance
 from rag_ttc_assets.stages.judge_agreement import disagreements, tables
-from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.core.derive_requests import describe, nothing_to_derive
 
 SHOWN_DISAGREEMENTS = 20  # a public set has tens of thousands; the report file keeps them all
 
@@ -32,6 +33,11 @@ def cmd_derive_requests(args) -> int:
     lab = lab_from_args(args)
     if not lab.dataset_dir(args.dataset).is_dir():
         raise CliError(f"unknown dataset {args.dataset!r} (no folder {lab.dataset_dir(args.dataset)})")
+    # As the stage reads it (without the derived file); a dataset with nothing to derive is said so, not "0 for 0".
+    ds = load_dataset(lab.dataset_dir(args.dataset), args.dataset, use_derived=False)
+    why = nothing_to_derive(ds.evaluation.questions, args.dataset)
+    if why:
+        raise CliError(why)
     config = {"datasets": [args.dataset], "model": args.model, "api_base": args.api_base,
               "api_key_env": args.api_key_env, "budget": args.budget}
     out = materialize_label_asset("derived_requests", config)["results"][0]
@@ -96,7 +102,8 @@ def add_parser(sub, common) -> None:
     s.set_defaults(fn=cmd_judge_agreement)
 
     s = sub.add_parser("derive-requests", parents=[common], help="derive requests from gold answers",
-                       description="For every question with a gold answer and no requests, derive its requests "
+                       description="For every question with a gold answer and no requests (as `import-outputs` writes "
+                                   "them), derive its requests "
                                    "(atomic claims) and locate their evidence in the question's target documents; "
                                    "written to <dataset>/derived_requests.json, bound to the evaluation's digest. "
                                    "Without that file such questions get the offline rule's requests.")

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from rag_ttc_assets.core.records import Corpus, Evaluation
-from rag_ttc_assets.core.derive_requests import apply_derivation
+from rag_ttc_assets.core.derive_requests import apply_derivation, needs_derivation
 
 CORPUS_FILE = "corpus.json"
 EVALUATION_FILE = "evaluation.json"
@@ -144,7 +144,10 @@ def _check_corpus(corpus: Corpus, path: Path, problems: list[Problem]) -> None:
 _BLANK_GOLD = "empty gold answer; write the expected answer or leave the field out"
 
 
-def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, problems: list[Problem]) -> None:
+def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, problems: list[Problem],
+                      derivation_failed: bool = False) -> None:
+    """`derivation_failed`: the derived-requests file was refused (its problems are listed), so a question that
+    would get derived requests has none; that is said once, by the file's problems, not once a question."""
     qids: set[str] = set()
     rids: set[str] = set()
     for i, q in enumerate(ev.questions):
@@ -152,7 +155,7 @@ def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, p
         if q.id in qids:
             problems.append(Problem(str(path), rec, "id", f"duplicate question id {q.id!r}"))
         qids.add(q.id)
-        if not q.requests:
+        if not q.requests and not (derivation_failed and needs_derivation(q)):
             problems.append(Problem(str(path), rec, "requests", "a question needs at least one request, or a "
                                                                 "gold_answer to derive them from"))
         if q.gold_answer is not None and not q.gold_answer.strip():
@@ -206,11 +209,13 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
         )])
     if corpus is not None:
         _check_corpus(corpus, cpath, problems)
+    derivation_failed = False
     if evaluation is not None and corpus is not None and ebytes is not None and not problems:
-        evaluation = _derive(evaluation, sha256_digest(ebytes), corpus, derived, problems)
+        evaluation = _derive(evaluation, sha256_digest(ebytes), corpus, derived, problems, name)
+        derivation_failed = bool(problems)
     if evaluation is not None:
         docs = {doc.id: doc.text for doc in corpus.documents} if corpus is not None else None
-        _check_evaluation(evaluation, docs, epath, problems)
+        _check_evaluation(evaluation, docs, epath, problems, derivation_failed)
     if problems:
         raise DatasetError(problems)
     assert corpus is not None and evaluation is not None and ebytes is not None
@@ -218,7 +223,7 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
 
 
 def _derive(evaluation: Evaluation, digest: str, corpus: Corpus, derived: tuple[Path, bytes] | None,
-            problems: list[Problem]) -> Evaluation:
+            problems: list[Problem], name: str) -> Evaluation:
 
     file = None
     if derived is not None:
@@ -228,7 +233,7 @@ def _derive(evaluation: Evaluation, digest: str, corpus: Corpus, derived: tuple[
             problems.extend(found)
             return evaluation
     out, found_ = apply_derivation(evaluation, digest, {d.id: d.text for d in corpus.documents}, file,
-                                   str(derived[0]) if derived else "")
+                                   str(derived[0]) if derived else "", name)
     problems.extend(Problem(str(derived[0]) if derived else "", *p) for p in found_)
     return out
 

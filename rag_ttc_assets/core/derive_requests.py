@@ -152,6 +152,32 @@ def needs_derivation(question: Question) -> bool:
     return not question.requests and bool(question.gold_answer and question.gold_answer.strip())
 
 
+SHOWN_IDS = 5
+
+
+def nothing_to_derive(questions: Sequence[Question], dataset: str) -> str | None:
+    """Why no question of `dataset` gets derived requests (None when some does): no gold answer at all, or every
+    question with one has requests of its own (naming an earlier import-outputs' whole-question requests). The
+    questions as written, or as loaded (their requests then derived: they count as none of their own)."""
+    gold = [q for q in questions if q.gold_answer and q.gold_answer.strip()]
+    if any(all(r.derived is not None for r in q.requests) for q in gold):
+        return None
+    if not gold:
+        return (f"nothing to derive in {dataset}: none of its {len(questions)} questions has a gold_answer; "
+                "derive-requests derives a question's requests from its gold answer")
+    ids = ", ".join(q.id for q in gold[:SHOWN_IDS]) + (", ..." if len(gold) > SHOWN_IDS else "")
+    why = (f"nothing to derive in {dataset}: all {len(gold)} questions with a gold_answer have requests of their own "
+           f"({ids}); derive-requests derives requests only for a question with a gold answer and no `requests` "
+           "(leave a question's `requests` out to have them derived)")
+    whole = [q for q in gold if len(q.requests) == 1 and q.requests[0].text == q.text
+             and q.requests[0].gold_answer == q.gold_answer]
+    if len(whole) == len(gold):
+        why += (". Each is one request, the whole question with the question's gold answer, as an earlier "
+                "`rag-ttc import-outputs` wrote them: import the file again (import-outputs now leaves them out, "
+                "so they are derived)")
+    return why
+
+
 def derive_offline(question: Question, documents: Mapping[str, str]) -> list[Request]:
     return derived_requests(question, split_claims(question.gold_answer or ""), OFFLINE, documents)
 
@@ -230,14 +256,16 @@ def derived_file(evaluation_digest: str, derivation: Derivation, rows: Sequence[
 
 
 def apply_derivation(evaluation: Evaluation, evaluation_digest: str, documents: Mapping[str, str],
-                     file: object | None, path: str) -> tuple[Evaluation, list[tuple[str, str, str]]]:
+                     file: object | None, path: str, dataset: str = "<dataset>"
+                     ) -> tuple[Evaluation, list[tuple[str, str, str]]]:
     """The evaluation with every question that needs them given derived requests: from the derived file `file`
     (parsed JSON of `path`) when it has the question, else by the offline rule. Returns the evaluation and the
-    problems found, each (record, field, message) in `path`."""
+    problems found, each (record, field, message) in `path`; with problems, the evaluation is returned as it was
+    (the questions that need derived requests have none: the problems say why)."""
     problems: list[tuple[str, str, str]] = []
     rows: dict[str, list[Request]] = {}
     if file is not None:
-        rows = _read_file(file, evaluation, evaluation_digest, documents, problems)
+        rows = _read_file(file, evaluation, evaluation_digest, documents, problems, dataset)
         if problems:
             return evaluation, problems
     questions = []
@@ -249,14 +277,15 @@ def apply_derivation(evaluation: Evaluation, evaluation_digest: str, documents: 
 
 
 def _read_file(file: object, evaluation: Evaluation, evaluation_digest: str, documents: Mapping[str, str],
-               problems: list) -> dict[str, list[Request]]:
+               problems: list, dataset: str = "<dataset>") -> dict[str, list[Request]]:
     if not isinstance(file, dict):
         problems.append(("(top level)", "(file)", "not a JSON object"))
         return {}
     if file.get("evaluation_digest") != evaluation_digest:
         problems.append(("(top level)", "evaluation_digest",
-                         f"derived from evaluation {file.get('evaluation_digest')} but evaluation.json has digest "
-                         f"{evaluation_digest}; derive again (rag-ttc derive-requests) or delete the file"))
+                         f"stale: derived from evaluation {file.get('evaluation_digest')}, but evaluation.json now "
+                         f"has digest {evaluation_digest}; derive again: `rag-ttc derive-requests {dataset}` (or "
+                         "delete the file: the questions then get the offline rule's requests)"))
         return {}
     try:
         derivation = Derivation.model_validate(file.get("derived"))

@@ -746,32 +746,83 @@ def imported_rows(questions: Sequence[Any], mapping: ImportMapping, index: Mappi
 
 
 # --- a dataset from rows ----------------------------------------------------------------------------------------
-def dataset_from_rows(traces: Sequence[ImportedTrace], source: str) -> tuple[dict, dict, dict]:
+# The source fields a row format's messages name: the question, the gold answer, the retrieved contexts (and the
+# field of one context holding its text, None when the context is the text itself).
+ROW_FIELDS = {"ragchecker": ("query", "gt_answer", "retrieved_context", "text"),
+              "ragas": ("user_input", "reference", "retrieved_contexts", None)}
+SHOWN_ROWS = 10
+
+
+def row_name(t: ImportedTrace) -> str:
+    """A row as messages name it: `results[3] (query_id q7)`, `row 3`."""
+    return t.trace_id + (f" (query_id {t.question_id})" if t.question_id is not None else "")
+
+
+def dataset_from_rows(traces: Sequence[ImportedTrace], source: str, fmt: str = "ragchecker"
+                      ) -> tuple[dict, dict, dict]:
     """For row formats without a corpus (RAGChecker, RAGAS): the corpus from the retrieved contexts (one document
-    per distinct text, its ID the row's doc_id when it names one text, else `text-<sha12>`), and the questions
-    with their gold answers, one request each (the whole question; no gold quotes: the rows have none, so their
-    requests have no supporting chunk until quotes are added). Returns (corpus, evaluation without its digest,
-    counts). A question's ID is its RAGChecker query_id, else `q-<n>` in row order."""
+    per distinct text, its ID the row's doc_id when it names one text, else `text-<sha12>`), and the questions.
+    A question with a gold answer gets it and no requests, so its requests are derived from the gold answer
+    (core.derive_requests: the offline rule when the dataset loads, or `rag-ttc derive-requests`); a question
+    without one gets one request, the whole question. No gold quotes: the rows have none, so requests have no
+    supporting chunk until quotes are added. Returns (corpus, evaluation without its digest, counts). A question's
+    ID is its RAGChecker query_id, else `q-<n>` in row order.
+
+    Refused (ImportSourceError naming the file, the row and the field): a blank question, a blank retrieved
+    context, a question ID twice, and a file whose rows carry no retrieved context at all (the corpus would be
+    empty). Rows without a context beside rows with one are counted (`rows_without_context`)."""
+    from rag_ttc_assets.core.derive_requests import split_claims  # core to core: the offline rule's claims
+
+    query_field, gold_field, context_field, text_field = ROW_FIELDS.get(fmt, ROW_FIELDS["ragchecker"])
+    if not traces:
+        raise ImportSourceError(f"{source}: the file holds no rows")
     text_by_id: dict[str, str] = {}
     documents: dict[str, dict] = {}
+    without_context: list[str] = []
     for t in traces:
-        for d in t.ranked or ():
+        if not (t.question_text or "").strip():
+            raise ImportSourceError(f"{source}: {row_name(t)}: field {query_field!r} is empty; a question needs "
+                                    "its text")
+        if not t.ranked:
+            without_context.append(row_name(t))
+        for j, d in enumerate(t.ranked or ()):
+            if not d.text.strip():
+                field = f"{context_field}[{j}]" + (f": field {text_field!r}" if text_field else "")
+                raise ImportSourceError(f"{source}: {row_name(t)}: {field} is empty; the dataset's corpus is made "
+                                        "of the retrieved contexts, and a document needs text")
             cid = chunk_id_of(d, text_by_id)
             if d.source_id is not None:
                 text_by_id.setdefault(d.source_id, d.text)
             documents.setdefault(cid, {"id": cid, "title": "", "text": d.text, "metadata": {"imported_from": source}})
+    if not documents:
+        raise ImportSourceError(
+            f"{source}: no row carries a retrieved context (field {context_field!r} is empty in all {len(traces)} "
+            f"rows, the first {row_name(traces[0])}); the dataset's corpus is made of the retrieved contexts, so "
+            "there would be nothing to measure retrieval or support against. Export the rows with the contexts "
+            "the system retrieved.")
     questions, seen = [], set()
+    requests_from_gold = 0
     for n, t in enumerate(traces, 1):
         qid = t.question_id or f"q-{n:04d}"
         if qid in seen:
             raise ImportSourceError(f"{source}: {t.trace_id}: question ID {qid!r} appears twice")
         seen.add(qid)
-        request = {"id": f"{qid}.r1", "text": t.question_text or "", "evidence": []}
-        question = {"id": qid, "text": t.question_text or "", "answerable": True, "targets": [],
-                    "requests": [request]}
-        if t.gold_answer:
-            request["gold_answer"] = question["gold_answer"] = t.gold_answer
+        question = {"id": qid, "text": t.question_text or "", "answerable": True, "targets": [], "requests": []}
+        gold = t.gold_answer if t.gold_answer and t.gold_answer.strip() else None
+        claims = split_claims(gold) if gold else []
+        if gold:
+            question["gold_answer"] = gold
+        if claims:
+            requests_from_gold += len(claims)  # derived when the dataset loads (or by derive-requests)
+        else:  # no gold answer (or one without a claim): the whole question is the one request
+            question["requests"] = [{"id": f"{qid}.r1", "text": t.question_text or "", "evidence": [],
+                                     **({"gold_answer": gold} if gold else {})}]
         questions.append(question)
     counts = {"documents": len(documents), "questions": len(questions),
-              "gold_answers": sum(1 for q in questions if q.get("gold_answer"))}
+              "gold_answers": sum(1 for q in questions if q.get("gold_answer")),
+              "questions_with_derived_requests": sum(1 for q in questions if not q["requests"]),
+              "derived_requests_offline": requests_from_gold,
+              "questions_as_one_request": sum(1 for q in questions if q["requests"]),
+              "rows_without_context": len(without_context),
+              "rows_without_context_first": without_context[:SHOWN_ROWS]}
     return {"documents": list(documents.values())}, {"pilot": [], "questions": questions}, counts

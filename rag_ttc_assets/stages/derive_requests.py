@@ -75,4 +75,5 @@ def derive(lab: Lab, dataset: str, model: ModelConfig, budget: int = 1000, worke
             "derived_by": dr.describe(derivation), "questions": len(rows), "statuses": statuses,
             "requests": len(requests), "requests_with_evidence": sum(1 for r in requests if r["evidence"]),
             "not_derived": {r["id"]: f"{r['status']}: {r['error']}" for r in rows if r["status"] != DERIVED},
+            "nothing_to_derive": dr.nothing_to_derive(ds.evaluation.questions, dataset),
             **calls}

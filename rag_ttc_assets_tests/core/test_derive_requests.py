@@ -103,7 +103,8 @@ def test_the_derived_file_wins_and_is_bound_to_the_evaluation(tmp_path):
     assert dr.derivation_of(ds.evaluation.questions)["model"] == "openai/m"
     with pytest.raises(DatasetError) as e:
         _dataset(tmp_path, [Q], lambda digest: dr.derived_file("sha256:" + "0" * 64, model, []))
-    assert "derived_requests.json: (top level): evaluation_digest: derived from evaluation sha256:000" in str(e.value)
+    assert ("derived_requests.json: (top level): evaluation_digest: stale: derived from evaluation sha256:000"
+            in str(e.value))
 
 
 @pytest.mark.parametrize("row, record, field, says", [
