@@ -124,11 +124,13 @@ def cmd_import_outputs(args) -> int:
         parse_dataset(dest.name, dest / CORPUS_FILE, dest / EVALUATION_FILE, cbytes, ebytes)
     except DatasetError as e:
         raise CliError(f"{src}: the dataset it makes would not validate, so nothing was written: {e}") from None
+    stale = _stale_derived(dest, sha256_digest(ebytes))
+    if stale:  # the new evaluation would make it stale: `validate` would then refuse the dataset
+        raise CliError(f"{src}: nothing was written: {stale}")
     # Nothing is written unless the whole file read; the corpus first, the evaluation last.
     atomic_write_bytes(dest / CORPUS_FILE, cbytes)
     atomic_write_bytes(dest / EVALUATION_FILE, ebytes)
-    stale = _stale_derived(dest, sha256_digest(ebytes))
-    out = {"dest": str(dest), **counts, "corpus_digest": evaluation["corpus_digest"], "stale_derived_requests": stale,
+    out = {"dest": str(dest), **counts, "corpus_digest": evaluation["corpus_digest"],
            "arm": {"dataset": dest.name, "supply": "imported",
                    "source": {"file": str(src), "format": args.format, "answer_format": "free_text"}}}
     lines = [f"wrote {counts['documents']} documents (the retrieved contexts) and {counts['questions']} questions "
@@ -144,26 +146,26 @@ def cmd_import_outputs(args) -> int:
         lines.append(f"{counts['rows_without_context']} of {counts['questions']} rows have no retrieved context "
                      f"({', '.join(first)}{', ...' if counts['rows_without_context'] > len(first) else ''}): "
                      "those questions retrieved nothing.")
-    if stale:
-        lines.append(stale)
     lines.append(f"an imported arm over it: {json.dumps(out['arm'])}")
     print_result(out, args.json, "\n".join(lines))
     return 0
 
 
 def _stale_derived(dest: Path, evaluation_digest: str) -> str | None:
-    """What to run when `dest` holds a derived-requests file bound to another evaluation (an earlier import)."""
+    """Why `dest`'s derived-requests file (an earlier import's) would not fit the evaluation of digest
+    `evaluation_digest`, or None (no such file, or one derived from this very evaluation)."""
     path = dest / DERIVED_FILE
     try:
         bound = json.loads(path.read_text(encoding="utf-8")).get("evaluation_digest")
     except FileNotFoundError:
         return None
     except (OSError, ValueError, AttributeError):
-        return f"{path} cannot be read: delete it, or run `rag-ttc derive-requests {dest.name}`"
+        bound = "(unreadable)"
     if bound == evaluation_digest:
         return None
-    return (f"{path} was derived from another evaluation ({bound}, this one is {evaluation_digest}): run "
-            f"`rag-ttc derive-requests {dest.name}` again, or delete it")
+    return (f"{path} holds requests derived from another evaluation ({bound}; the one imported now is "
+            f"{evaluation_digest}), which would make the dataset fail to load; delete that file (or import into "
+            f"another folder), import again, then run `rag-ttc derive-requests {dest.name}`")
 
 
 def _convert_args(args, read: Callable[[Path, list[str] | None], realsumm.RealSumm], error: type[Exception]

@@ -109,6 +109,14 @@ def test_imported_gold_answers_are_derived_into_requests_and_a_stale_derivation_
     assert written["evaluation_digest"] in err and "rag-ttc derive-requests rc" in err
     assert "needs at least one request" not in err
 
+    # Another file imported into the same folder would leave that derived file stale: refused, nothing written.
+    before = path.read_bytes()
+    code, out, err = _import(root, _rows(3), "rc")
+    assert code == 1 and path.read_bytes() == before
+    assert "derived_requests.json holds requests derived from another evaluation (sha256:" in err
+    assert ("delete that file (or import into another folder), import again, then run `rag-ttc derive-requests rc`"
+            in err)
+
 
 def test_derive_requests_says_why_nothing_is_derived(tmp_path, monkeypatch):
     root = _lab(tmp_path, monkeypatch)
