@@ -135,7 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_import_beir)
 
     s = sub.add_parser("import-outputs", help="write a dataset (corpus from retrieved contexts, questions with gold "
-                                               "answers) from RAGChecker or RAGAS rows, for an imported arm")
+                                               "answers) from RAGChecker or RAGAS rows, for an imported arm",
+                       description="The corpus is the rows' retrieved contexts. A question with a gold answer gets "
+                                   "no requests of its own: they are derived from its gold answer (the offline rule "
+                                   "when the dataset loads; `rag-ttc derive-requests DATASET` writes them, --model "
+                                   "to use a model). Nothing is written unless the dataset validates: a file whose "
+                                   "rows carry no retrieved context at all is refused. docs/import.md: scoring "
+                                   "imported answers against gold answers.")
     s.add_argument("src", help="the rows file (RAGChecker input JSON, or RAGAS samples as a JSON list or JSONL)")
     s.add_argument("dest", help="the dataset folder to write (corpus.json, evaluation.json)")
     s.add_argument("--format", required=True, choices=["ragchecker", "ragas"])
