@@ -186,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.fn(args)
+    except BrokenPipeError:
+        # The reader closed the pipe (`rag-ttc ... | head`): what it read is all it wanted. Python's documented
+        # recipe: point stdout at devnull so the interpreter's final flush raises nothing either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a command a closed pipe ended
     except (CliError, ArmsError, DatasetError, BeirError, TrecFormatError, LabPathError, ExecutorError,
             FileNotFoundError) as e:
         print(f"rag-ttc: error: {e}", file=sys.stderr)

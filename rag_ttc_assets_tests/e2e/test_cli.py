@@ -294,3 +294,14 @@ def test_run_flow_table_shows_a_branch_only_an_arm_in_it_can_reach():
     assert header({"a": report(), "b": report("imported")}) == [b for b in FLOW_BRANCHES if b != "missed_by_ann"]
     assert header({"a": report(), "b": report(ann=True)}) == [b for b in FLOW_BRANCHES if b not in IMPORTED_BRANCHES]
     assert header({"a": report(no_trace=1)}) == [b for b in FLOW_BRANCHES if b in lab or b == "no_trace"]
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_traceback():
+    """`rag-ttc validate ... | head -0`: the reader is gone before the command prints. Exit 141 (SIGPIPE, as a shell
+    reports it), nothing on stderr; before, a BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "rag_ttc_assets.cli", "validate", str(PYREF)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdout.close()  # the reader closes its end before the command writes
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
