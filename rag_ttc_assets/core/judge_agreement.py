@@ -7,15 +7,16 @@ The labels file is JSON Lines, one label per line (docs/judges.md):
                 "verdict": "consistent"|"contradicts"|"not_addressed"|"not_verifiable" (optional), "annotator": N}
   pairwise     {"kind": "pair", "question": Q, "a": {"arm": A, "row": ROW}, "b": {"arm": B, "row": ROW},
                 "labels": {ASPECT: -2..2, ...}, "annotator": N}
-               a label > 0 prefers answer b, < 0 answer a, 0 a tie; `row` (the answer row's query id in that arm)
-               defaults to the question.
+               a label > 0 prefers answer b, < 0 answer a, 0 a tie; `row` (the answer row's query id in that arm,
+               which is its question's id) defaults to the question, and names no other question's answer.
 
   per-request  Cohen's kappa, accuracy and the confusion matrix of the judge's `addressed` against each human label
                (sklearn.metrics), with the disagreeing requests listed; the same for `verdict` where labels give one.
   pairwise     Pearson and Spearman (scipy.stats) between the judge's score difference, score(b) - score(a), and the
                human label, with percentile bootstrap intervals (scipy.stats.bootstrap, paired, fixed seed; the
                percentiles over the resamples whose correlation is defined, the others counted).
-  ceiling      the same statistics between every two annotators, over the items both labelled.
+  ceiling      the same statistics between every two annotators, over the items both labelled (a pair read with
+               the a and b of whichever of the two labels comes first in the file, never a sort of the arms' names).
   majority     per-request items with two or more labels: each judge against the items' majority label (ties
                skipped, counted); and, like for like, each human label against the majority of the item's other
                labels (the ceiling: one annotator against the rest) beside the judge against that same majority
@@ -86,12 +87,14 @@ class PairLabel:
 
     @property
     def item(self) -> tuple:
-        """The pair as an unordered item (a labelled b-over-a is the same pair as a-over-b, its label negated)."""
-        return (self.question, *sorted((self.a, self.b)))
+        """The pair as an unordered item, its identity only (a labelled b-over-a is the same pair as a-over-b, its
+        label negated); never an orientation: a sign follows a label's own a and b (toward)."""
+        return (self.question, frozenset((self.a, self.b)))
 
-    def oriented(self, aspect: str) -> int:
-        """The label with a and b in the item's order."""
-        return self.labels[aspect] if (self.a, self.b) == tuple(self.item[1:]) else -self.labels[aspect]
+    def toward(self, other: PairLabel, aspect: str) -> int:
+        """This label's `aspect` read with `other`'s a and b: as written when they name the answers in the same
+        order, negated when the other way round (the same pair)."""
+        return self.labels[aspect] if (self.a, self.b) == (other.a, other.b) else -self.labels[aspect]
 
 
 @dataclass
@@ -135,6 +138,11 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
             return None
         if not _text(row) or row not in catalog.rows.get(arm, set()):
             bad(line, f"{prefix}.row", f"arm {arm!r} has no answer row {row!r} (run its answers stage)")
+            return None
+        if row != question:  # an answer row's id is its question's id (the query_id): this row answers another
+            bad(line, f"{prefix}.row", f"row {row!r} is the answer of arm {arm!r} to question {row!r}, not to "
+                                       f"this label's question {question!r} (leave `row` out: it defaults to the "
+                                       "question)")
             return None
         return (arm, row)
 
@@ -518,6 +526,25 @@ def majority_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapp
     return {"items": len(items), "items_with_two_or_more_labels": len(multi), "rows": rows}
 
 
+def _pair_ceiling(labels: Sequence[PairLabel], aspect: str) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """For every two annotators, (the first's label, the second's) on each pair both labelled, both read with the a
+    and b of whichever of the two labels comes first in the file (PairLabel.toward), in the order of those labels:
+    never a sort of the arms' names, so renaming an arm, or writing every label of the file with its a and b
+    swapped, leaves every figure as it was."""
+    by_annotator: dict[str, dict] = {}
+    for lab in labels:
+        by_annotator.setdefault(lab.annotator, {})[lab.item] = lab
+    out = {}
+    for x, y in combinations(sorted(by_annotator), 2):
+        points = []
+        for item in by_annotator[x].keys() & by_annotator[y].keys():
+            lx, ly = by_annotator[x][item], by_annotator[y][item]
+            first = lx if lx.line <= ly.line else ly
+            points.append((first.line, lx.toward(first, aspect), ly.toward(first, aspect)))
+        out[(x, y)] = [(px, py) for _, px, py in sorted(points)]
+    return out
+
+
 def pair_agreement(labels: Sequence[PairLabel], judges: Mapping[str, Mapping[str, Mapping[tuple, float | None]]],
                    seed: int = 0, references: Mapping[str, Mapping[str, Mapping[tuple, float | None]]] | None = None
                    ) -> dict:
@@ -543,7 +570,7 @@ def pair_agreement(labels: Sequence[PairLabel], judges: Mapping[str, Mapping[str
                 x.append(sb - sa)
                 y.append(lab.labels[aspect])
             rows.append({"rater": name, "kind": kind, **correlation(x, y, seed), "not_measured": unmeasured})
-        for (p, q), both in _annotator_pairs(mine, lambda lab: lab.oriented(aspect)).items():
+        for (p, q), both in _pair_ceiling(mine, aspect).items():
             rows.append({"rater": f"{p} vs {q}", "kind": "ceiling",
                          **correlation([v[0] for v in both], [v[1] for v in both], seed), "not_measured": 0})
         out[aspect] = {"labels": len(mine), "annotators": sorted({lab.annotator for lab in mine}), "rows": rows,

@@ -24,6 +24,22 @@ GOLD_SAME_CLAIM_COSINE = 0.75
 # ... provided the gold sentence also holds most of the statement's words; paraphrases rarely do.
 GOLD_SAME_CLAIM_RECALL = 0.6
 
+
+def shown(x: float, threshold: float) -> str:
+    """`x` to two decimals, or to as many more as it takes for the printed number to lie on the same side of
+    `threshold` as `x` does (0.4999 is not printed "0.50" beside a threshold of 0.50 it did not reach)."""
+    for digits in (2, 3, 4, 6, 9, 12):
+        text = f"{x:.{digits}f}"
+        if (float(text) >= threshold) == (x >= threshold):
+            return text
+    return repr(float(x))
+
+
+def compared(x: float, threshold: float) -> str:
+    """`x` against `threshold` as a verdict uses it: "0.75 >= 0.60" or "0.43 < 0.60" (shown)."""
+    return f"{shown(x, threshold)} {'>=' if x >= threshold else '<'} {threshold:.2f}"
+
+
 _NUMBERING = re.compile(r"^\s*(?:\(?\d{1,3}[.)]|\(?[a-z][.)](?=\s)|[*\u2022-])\s*", re.IGNORECASE)
 _BOILERPLATE = re.compile(
     r"(evidence (does not|doesn't) say|evidence is insufficient|insufficient (evidence|information)"
@@ -188,15 +204,17 @@ def _support_verdicts(
                    for j in covering}
         agreeing = [j for j in covering if clashes[j] is None]
         best = agreeing[0] if agreeing else (covering[0] if covering else ranked[0])
-        measured = (
-            f"content-word recall {recalls[best]:.2f}, cosine {cosine[i, best]:.2f} against {label} {units[best].block}"
-        )
+        # Each number beside its threshold, compared as the verdict compares it: supported takes both at or above.
+        measured = (f"content-word recall {compared(recalls[best], recall_threshold)}, "
+                    f"cosine {compared(cosine[i, best], cosine_threshold)}")
         if agreeing:
-            reason = measured
+            reason = f"{measured} against {label} {units[best].block}"
         elif covering:
-            reason = f"{measured}, but {clashes[best]}"
+            reason = f"{measured} against {label} {units[best].block}, but {clashes[best]}"
         else:
-            reason = f"best {measured}; below recall {recall_threshold:.2f} / cosine {cosine_threshold:.2f}"
+            reason = (f"no {label} sentence (or adjacent pair) reaches both content-word recall "
+                      f"{recall_threshold:.2f} and cosine {cosine_threshold:.2f}; the nearest, {label} "
+                      f"{units[best].block}: {measured}")
         verdicts.append(
             {
                 "statement": i + 1,
@@ -261,13 +279,16 @@ def verify_against_gold(
                 continue
             if cosine[i, j] < GOLD_SAME_CLAIM_COSINE:
                 break
-            if recall(verdict["text"], unit.text) < GOLD_SAME_CLAIM_RECALL:
+            same = recall(verdict["text"], unit.text)
+            if same < GOLD_SAME_CLAIM_RECALL:
                 continue
             clash = conflict(verdict["text"], unit.text)
             if clash:
                 verdict["contradicts_gold"] = True
                 verdict["supported"] = False
                 verdict["evidence"] = [unit.block]
-                verdict["reason"] = f"contradicts gold {unit.block}: {clash} (cosine {cosine[i, j]:.2f})"
+                verdict["reason"] = (f"contradicts gold {unit.block}: {clash} (the same claim: cosine "
+                                     f"{compared(cosine[i, j], GOLD_SAME_CLAIM_COSINE)}, content-word recall "
+                                     f"{compared(same, GOLD_SAME_CLAIM_RECALL)})")
                 break
     return verdicts

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag_ttc_assets.core.extractive import request_terms
-from rag_ttc_assets.core.lexical_judge import (GOLD_SAME_CLAIM_RECALL, conflict, extract_statements, recall,
-                                              verify_against_gold)
+from rag_ttc_assets.core.lexical_judge import (GOLD_SAME_CLAIM_COSINE, GOLD_SAME_CLAIM_RECALL, compared, conflict,
+                                              extract_statements, recall, shown, verify_against_gold)
 from rag_ttc_assets.core.summaries import REQUEST_JUDGE_RULES
 from rag_ttc_assets.core.text import content_words, split_sentences, stem, term_recall, text_stems
 
@@ -141,13 +141,21 @@ def passage_citations(excerpt_sentences: Sequence[str], passages: Sequence[tuple
     return found if held else list(citations)
 
 
+# What `consistent` means, said in a reason: the contradiction rule (lexical_judge.verify_against_gold) found nothing.
+NO_CLASH = (f"no gold sentence making the same claim (cosine >= {GOLD_SAME_CLAIM_COSINE:.2f}, content-word recall >= "
+            f"{GOLD_SAME_CLAIM_RECALL:.2f}) differs from it in negation, number or name")
+
+
 def _verdict(request: LabelledRequest, excerpt: str, measured: str, embed: Embed) -> tuple[str, str]:
     """An addressed request's verdict and reason: its excerpt checked against the gold (contradicts or consistent);
-    without gold material, not_verifiable. `measured` opens the reason."""
+    without gold material, not_verifiable. `measured` opens the reason; the rest states the rule that decided the
+    verdict (the contradiction rule's finding, never the support check's unrelated thresholds)."""
     if not request.gold:
         return "not_verifiable", f"{measured}; nothing to verify it against"
     check = verify_against_gold([excerpt], request.gold, embed)[0]
-    return ("contradicts" if check["contradicts_gold"] else "consistent"), f"{measured}; {check['reason']}"
+    if check["contradicts_gold"]:
+        return "contradicts", f"{measured}; {check['reason']}"
+    return "consistent", f"{measured}; consistent: in the excerpt, {NO_CLASH}"
 
 
 def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
@@ -172,16 +180,18 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
                 out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
                             "cited_chunk_ids": passage_citations([sentences[i]], passages, citations),
                             "verdict": "contradicts", "coverage": _share(scores[i]),
-                            "reason": f"covers {scores[i]:.2f} of gold, below {threshold:.2f}, but makes its claim "
-                                      f"changed; {check['reason']}"})
+                            "reason": f"covers {shown(scores[i], threshold)} of gold (< {threshold:.2f}), but makes "
+                                      f"its claim changed; {check['reason']}"})
                 continue
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
                         "verdict": "not_addressed", "coverage": _share(covered),
-                        "reason": f"no answer sentence covers {threshold:.2f} of {against} (best {covered:.2f})"})
+                        "reason": f"no answer sentence covers {threshold:.2f} of {against} (best "
+                                  f"{compared(covered, threshold)})"})
             continue
         excerpt = windows[best]
         cites = passage_citations(parts[best], passages, citations)
-        verdict, reason = _verdict(r, excerpt, f"covers {scores[best]:.2f} of {against}", embed)
+        verdict, reason = _verdict(r, excerpt, f"covers {shown(scores[best], threshold)} of {against} (>= "
+                                               f"{threshold:.2f})", embed)
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": cites,
                     "verdict": verdict, "coverage": _share(scores[best]), "reason": reason})
     return out
@@ -211,24 +221,25 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
             i, check = clash
             out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
                         "cited_chunk_ids": list(citations), "verdict": "contradicts", "coverage": _share(covered),
-                        "reason": f"the whole answer covers {covered:.2f} of gold, below {threshold:.2f}, but a "
-                                  f"sentence makes its claim changed; {check['reason']}"})
+                        "reason": f"the whole answer covers {shown(covered, threshold)} of gold (< {threshold:.2f}), "
+                                  f"but a sentence makes its claim changed; {check['reason']}"})
             continue
         if covered < threshold:
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
                         "verdict": "not_addressed", "coverage": _share(covered),
-                        "reason": f"the whole answer covers {covered:.2f} of {against}, below {threshold:.2f}"})
+                        "reason": f"the whole answer covers {shown(covered, threshold)} of {against} (< "
+                                  f"{threshold:.2f})"})
             continue
         wanted = {stem(w) for g in (r.gold or [r.text]) for w in content_words(g)}
         excerpt = " ".join(s for s in sentences if wanted & {stem(w) for w in content_words(s)})
-        measured = f"the whole answer covers {covered:.2f} of {against}"
+        measured = f"the whole answer covers {shown(covered, threshold)} of {against} (>= {threshold:.2f})"
         if not r.gold:
             verdict, reason = "not_verifiable", f"{measured}; nothing to verify it against"
         else:
             checks = verify_against_gold(sentences, r.gold, embed)
             clash = next((c for c in checks if c["contradicts_gold"]), None)
             verdict = "contradicts" if clash else "consistent"
-            reason = f"{measured}; " + (clash["reason"] if clash else "no sentence contradicts the gold")
+            reason = f"{measured}; " + (clash["reason"] if clash else f"consistent: in the answer, {NO_CLASH}")
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": list(citations),
                     "verdict": verdict, "coverage": _share(covered), "reason": reason})
     return out
@@ -284,17 +295,18 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
         lex = lexical[r.id]
         if lex["verdict"] == "contradicts":
             out.append({**lex, "coverage": _share(covered),
-                        "reason": f"soft-covers {covered:.2f} of gold; the lexical reading: {lex['reason']}"})
+                        "reason": f"soft-covers {shown(covered, SOFT_ADDRESS_RECALL)} of gold, and contradicts it "
+                                  f"whatever that coverage, by the lexical reading: {lex['reason']}"})
             continue
         if covered < SOFT_ADDRESS_RECALL:
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
                         "verdict": "not_addressed", "coverage": _share(covered),
                         "reason": f"no answer sentence soft-covers {SOFT_ADDRESS_RECALL:.2f} of {against} "
-                                  f"(best {covered:.2f})"})
+                                  f"(best {compared(covered, SOFT_ADDRESS_RECALL)})"})
             continue
         excerpt = windows[best]
-        verdict, reason = _verdict(r, excerpt, f"soft-covers {covered:.2f} of {against} (BERTScore recall, MiniLM)",
-                                   embed)
+        verdict, reason = _verdict(r, excerpt, f"soft-covers {shown(covered, SOFT_ADDRESS_RECALL)} of {against} "
+                                               f"(>= {SOFT_ADDRESS_RECALL:.2f}; BERTScore recall, MiniLM)", embed)
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt,
                     "cited_chunk_ids": passage_citations(parts[best], passages, citations),
                     "verdict": verdict, "coverage": _share(covered), "reason": reason})

@@ -2,7 +2,7 @@
 
 Every judge that scored those rows: each arm's request judge (per-request labels; pairwise `completeness`: the share
 of the row's requests it found addressed, and for a judge that reports coverage, graded: their mean coverage) and its
-support judge (pairwise `faithfulness`), one rater per
+support judge (pairwise `faithfulness`); a panel's jurors likewise, each from its own verdicts; one rater per
 instrument (model and prompt digest; an offline judge's arms judged under different rules versions, one rater per
 version; a panel's juror, one rater per prompt digest when its arms' prompts differ), pooled over the arms it measured; and, beside them in the completeness tables,
 the plain content-word recall of the gold answer (a reference scorer, no judge).
@@ -75,6 +75,9 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
 def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     per_request: dict[str, dict] = {}
     jurors: dict[tuple[str, str], dict] = {}  # (juror model, prompt digest) -> its scores (_juror_raters)
+    # (juror model, prompt digest) -> aspect -> (arm, row) -> score: a panel's juror scores pairwise completeness as
+    # the request judge does, from its own verdicts on the row's requests.
+    juror_pairs: dict[tuple[str, str], dict] = {}
     pairwise: dict[str, dict] = {}
     for arm in sorted(arms):
         try:
@@ -107,6 +110,11 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                 graded = ja.graded_share([{"coverage": r.get(RJ.coverage)} for r in rows]) if measured else None
                 if graded is not None:  # only a judge that reports coverage is read graded
                     pairwise.setdefault(name + ja.GRADED, {}).setdefault("completeness", {})[(arm, qid)] = graded
+                for key, share, graded in _juror_row_scores(rows):
+                    by_aspect = juror_pairs.setdefault(key, {})
+                    by_aspect.setdefault("completeness", {})[(arm, qid)] = share
+                    if graded is not None:
+                        by_aspect.setdefault("completeness" + ja.GRADED, {})[(arm, qid)] = graded
         try:
             jv = lab.store.read_table(arm, Table.JUDGE_VERDICTS)
         except FileNotFoundError:
@@ -114,7 +122,32 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
         for r in jv.iter_rows(named=True):
             name = f"support judge {r[JV.judge_model]}"
             pairwise.setdefault(name, {}).setdefault("faithfulness", {})[(arm, r[JV.query_id])] = r[JV.faithfulness]
+    for name, by_aspect in _juror_raters(juror_pairs).items():
+        pairwise[name] = {"completeness": by_aspect.get("completeness", {})}
+        if by_aspect.get("completeness" + ja.GRADED):  # a juror that reports coverage is read graded too
+            pairwise[name + ja.GRADED] = {"completeness": by_aspect["completeness" + ja.GRADED]}
     return {**per_request, **_juror_raters(jurors)}, pairwise
+
+
+def _juror_row_scores(rows: list[dict]):
+    """Per juror of a panel that judged one answer row's requests, (its key (model, prompt digest), the share of the
+    row's requests it found addressed, their mean coverage): each None unless it judged every one of them, as the
+    request judge's own score of the row (a juror that reports no coverage: graded None)."""
+    per: dict[tuple[str, str], list[dict | None]] = {}
+    entries = []
+    for r in rows:
+        by_model = {j["model"]: j for j in json.loads(r.get(RJ.jurors) or "[]")}
+        entries.append((r[RJ.prompt_digest] or "", by_model))
+        for model in by_model:
+            per.setdefault((model, r[RJ.prompt_digest] or ""), [])
+    for key in per:
+        per[key] = [by_model.get(key[0]) if digest == key[1] else None for digest, by_model in entries]
+    for key, judged in per.items():
+        if any(j is None or j["status"] != JUDGED for j in judged):
+            yield key, None, None
+            continue
+        share = sum(bool(j["addressed"]) for j in judged) / len(judged)
+        yield key, share, ja.graded_share(judged)
 
 
 def _juror_raters(jurors: dict[tuple[str, str], dict]) -> dict[str, dict]:

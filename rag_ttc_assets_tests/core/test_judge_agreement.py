@@ -229,7 +229,39 @@ def test_the_annotators_ceiling_orients_a_pair_labelled_the_other_way_round():
     # ann1 (1, 0, -1, 2, -1) vs ann2 (2, 0, -1, 1, 0): means .2 and .4; products .8*1.6 + .08 + 1.2*1.4 + 1.8*.6
     # + 1.2*.4 = 4.6; squares 6.8 and 1.6^2 + .16 + 1.96 + .36 + .16 = 5.2.
     assert ceiling["pearson"]["r"] == pytest.approx(4.6 / math.sqrt(6.8 * 5.2))
-    assert swapped[0].item == labels.pairs[0].item and swapped[0].oriented("completeness") == 2
+    assert swapped[0].item == labels.pairs[0].item and swapped[0].toward(labels.pairs[0], "completeness") == 2
+
+
+def test_the_ceiling_reads_each_pair_with_a_labels_own_a_and_b_never_a_sort_of_the_arms_names():
+    """Pairs among three arms, ann2 seeing every other pair the other way round: the ceiling reads ann2's label with
+    ann1's a and b (ann1's line first), and renaming an arm so that it sorts elsewhere changes no figure. (By a sort
+    of the names, renaming `a1` to `d1` read the pairs with it the other way round, and the ceiling moved.)"""
+    arms = ("a1", "b1", "c1", "d1")
+    cat = ja.Catalog(questions={a: {f"q{i}": set() for i in range(1, 9)} for a in arms},
+                     rows={a: {f"q{i}" for i in range(1, 9)} for a in arms})
+    sides = [("a1", "b1"), ("c1", "a1"), ("b1", "c1"), ("a1", "c1"), ("b1", "a1"), ("c1", "b1"), ("a1", "b1"),
+             ("c1", "a1")]
+    y1, y2 = [2, -2, 0, 1, -1, 2, 0, 1], [1, -1, 1, 1, -1, 1, -1, 2]
+    recs = [{"kind": "pair", "question": f"q{i}", "a": {"arm": a}, "b": {"arm": b}, "labels": {"completeness": y},
+             "annotator": "ann1"} for i, ((a, b), y) in enumerate(zip(sides, y1), 1)]
+    recs += [{"kind": "pair", "question": f"q{i}", **({"a": {"arm": b}, "b": {"arm": a}} if i % 2 else
+                                                      {"a": {"arm": a}, "b": {"arm": b}}),
+              "labels": {"completeness": -y if i % 2 else y}, "annotator": "ann2"}
+             for i, ((a, b), y) in enumerate(zip(sides, y2), 1)]
+
+    def ceiling(records):
+        (row,) = ja.pair_agreement(ja.parse_labels(_lines(records), "l.jsonl", cat).pairs, {})["completeness"]["rows"]
+        return row
+
+    got = ceiling(recs)
+    mx, my = sum(y1) / 8, sum(y2) / 8
+    sxy = sum((a - mx) * (b - my) for a, b in zip(y1, y2))
+    assert got["pearson"]["r"] == pytest.approx(sxy / math.sqrt(sum((a - mx) ** 2 for a in y1)
+                                                                * sum((b - my) ** 2 for b in y2)))
+    renamed = [{**r, **{s: {"arm": "d1"} for s in ("a", "b") if r[s]["arm"] == "a1"}} for r in recs]
+    assert ceiling(renamed) == got
+    swapped = [{**r, "a": r["b"], "b": r["a"], "labels": {"completeness": -r["labels"]["completeness"]}} for r in recs]
+    assert ceiling(swapped) == got
 
 
 @pytest.mark.parametrize("record, field, says", [
@@ -243,6 +275,11 @@ def test_the_annotators_ceiling_orients_a_pair_labelled_the_other_way_round():
      "addressed", "true or false"),
     ({"kind": "pair", "question": "q10", "a": {"arm": "base"}, "b": {"arm": "other"}, "labels": {"c": 1},
       "annotator": "x"}, "b.row", "has no answer row 'q10'"),
+    ({"kind": "pair", "question": "q1", "a": {"arm": "base", "row": "q2"}, "b": {"arm": "other", "row": "q3"},
+      "labels": {"completeness": 1}, "annotator": "x"}, "a.row",
+     "row 'q2' is the answer of arm 'base' to question 'q2', not to this label's question 'q1'"),
+    ({"kind": "pair", "question": "q1", "a": {"arm": "base"}, "b": {"arm": "other", "row": "q3"},
+      "labels": {"completeness": 1}, "annotator": "x"}, "b.row", "row 'q3' is the answer of arm 'other'"),
     ({"kind": "pair", "question": "q1", "a": {"arm": "base"}, "b": {"arm": "other"}, "labels": {"completeness": 3},
       "annotator": "x"}, "labels.completeness", "3 is not an integer from -2 to 2"),
     ({"kind": "pair", "question": "q1", "a": {"arm": "base"}, "b": {"arm": "other"}, "labels": {"completeness": 1.5},

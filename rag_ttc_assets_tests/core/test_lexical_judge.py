@@ -62,8 +62,9 @@ def test_verify_statements_supported_and_unsupported(embed) -> None:
         (5, False, []),
         (6, False, []),
     ]
-    assert verdicts[1]["reason"].startswith("content-word recall 1.00, cosine 1.00 against evidence 2")
-    assert verdicts[2]["reason"].startswith("best content-word recall")
+    assert verdicts[1]["reason"].startswith("content-word recall 1.00 >= 0.70, cosine 1.00 >= 0.60 against evidence 2")
+    assert verdicts[2]["reason"].startswith("no evidence sentence (or adjacent pair) reaches both content-word recall "
+                                            "0.70 and cosine 0.60; the nearest, evidence ")
     assert verdicts[3]["reason"].endswith("but differs in negation of cod")
     assert verdicts[4]["reason"].endswith("but differs in number (1, 2 vs 1)")
     assert verdicts[5]["reason"].endswith("but states 2, which the sentence does not")

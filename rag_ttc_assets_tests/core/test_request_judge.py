@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from rag_ttc_assets.core.judging import parse_request_judgments
-from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests, passage_citations
+from rag_ttc_assets.core.request_judge import NO_CLASH, LabelledRequest, judge_requests, passage_citations
 from rag_ttc_assets.core.text import content_words, stem
+
+NO_CLASH_EXCERPT = f"consistent: in the excerpt, {NO_CLASH}"
 
 
 def bag_of_words(texts: list[str]) -> np.ndarray:
@@ -47,15 +49,15 @@ def test_addressed_by_one_sentence() -> None:
     out = judge([PASS, RAISE, DEL], answer, ["c1", "c2"], passages)
     assert out[0] == {"request": "r1", "addressed": True, "excerpt": "Pass is a null operation.",
                       "cited_chunk_ids": ["c1"], "verdict": "consistent", "coverage": 1.0,
-                      "reason": "covers 1.00 of gold; content-word recall 1.00, cosine 1.00 against gold 1"}
+                      "reason": "covers 1.00 of gold (>= 0.50); " + NO_CLASH_EXCERPT}
     # {rais, exception, handl} of four stems: 0.75.
     assert (out[1]["addressed"], out[1]["excerpt"], out[1]["cited_chunk_ids"], out[1]["verdict"]) == (
         True, "Raise re-raises the exception being handled.", ["c2"], "consistent")
-    assert out[1]["reason"].startswith("covers 0.75 of gold; ") and out[1]["coverage"] == 0.75
+    assert out[1]["reason"].startswith("covers 0.75 of gold (>= 0.50); ") and out[1]["coverage"] == 0.75
     # "Del is not covered here.": {del} of seven stems, 0.14.
     assert out[2] == {"request": "r3", "addressed": False, "excerpt": "", "cited_chunk_ids": [],
                       "verdict": "not_addressed", "coverage": round(1 / 7, 4),
-                      "reason": "no answer sentence covers 0.50 of gold (best 0.14)"}
+                      "reason": "no answer sentence covers 0.50 of gold (best 0.14 < 0.50)"}
 
 
 def test_addressed_by_an_adjacent_pair_when_no_sentence_suffices() -> None:
@@ -66,10 +68,11 @@ def test_addressed_by_an_adjacent_pair_when_no_sentence_suffices() -> None:
     [out] = judge([DEL], answer, ["c3", "c4"], passages)
     assert (out["addressed"], out["excerpt"], out["cited_chunk_ids"], out["verdict"]) == (
         True, "Del removes a binding. It works on the local namespace.", ["c3", "c4"], "consistent")
-    assert out["reason"].startswith("covers 0.71 of gold; ")
+    assert out["reason"].startswith("covers 0.71 of gold (>= 0.50); ")
     # Sentences that are not adjacent do not pair up.
     [apart] = judge([DEL], "Del removes a binding. Pass is a null operation. It works on the local namespace.")
-    assert (apart["addressed"], apart["reason"]) == (False, "no answer sentence covers 0.50 of gold (best 0.43)")
+    assert (apart["addressed"], apart["reason"]) == (
+        False, "no answer sentence covers 0.50 of gold (best 0.43 < 0.50)")
 
 
 def test_the_best_excerpt_wins_and_ties_go_to_the_earlier_single_sentence() -> None:
@@ -105,7 +108,7 @@ def test_a_content_free_sentence_addresses_no_concrete_request() -> None:
     cited = LabelledRequest("r6", "Which behaviour does the cited chunk show?", ("the global statement is a declaration",))
     out = judge([PASS, RAISE, DEL, cited], answer, ["c1"], [(answer, ["c1"])])
     assert [o["addressed"] for o in out] == [False] * 4
-    assert [o["reason"] for o in out] == ["no answer sentence covers 0.50 of gold (best 0.00)"] * 4
+    assert [o["reason"] for o in out] == ["no answer sentence covers 0.50 of gold (best 0.00 < 0.50)"] * 4
 
 
 def test_citations_come_from_the_passage_holding_the_excerpt() -> None:
@@ -133,7 +136,8 @@ def test_citations_fall_back_to_the_answers_own() -> None:
 def test_a_negated_gold_sentence_contradicts(answer: str, clash: str) -> None:
     [out] = judge([PASS], answer, ["c1"])
     assert (out["addressed"], out["verdict"]) == (True, "contradicts")
-    assert out["reason"] == f"covers 1.00 of gold; contradicts gold 1: {clash} (cosine 1.00)"
+    assert out["reason"] == (f"covers 1.00 of gold (>= 0.50); contradicts gold 1: {clash} (the same claim: cosine "
+                             "1.00 >= 0.75, content-word recall 1.00 >= 0.60)")
 
 
 def test_a_changed_number_contradicts_a_gold_answer() -> None:
@@ -152,19 +156,20 @@ def test_without_gold_material_the_request_terms_decide_and_nothing_is_verifiabl
     [out] = judge([bare], "Nonlocal declarations bind names in the enclosing scope.", ["c1"])
     assert out == {"request": "r8", "addressed": True, "excerpt": "Nonlocal declarations bind names in the enclosing "
                    "scope.", "cited_chunk_ids": ["c1"], "verdict": "not_verifiable", "coverage": 1.0,
-                   "reason": "covers 1.00 of the request's own terms (no gold material); nothing to verify it against"}
+                   "reason": "covers 1.00 of the request's own terms (no gold material) (>= 0.60); nothing to verify it "
+                             "against"}
     # Two of four terms is below REQUEST_TERM_RECALL (0.6).
     [low] = judge([bare], "Nonlocal declarations exist.")
     assert (low["addressed"], low["coverage"], low["reason"]) == (
-        False, 0.5, "no answer sentence covers 0.60 of the request's own terms (no gold material) (best 0.50)")
+        False, 0.5, "no answer sentence covers 0.60 of the request's own terms (no gold material) (best 0.50 < 0.60)")
 
 
 def test_an_empty_answer_addresses_nothing() -> None:
     out = judge([PASS, LabelledRequest("r8", "How do nonlocal declarations bind names?")], "")
     assert [(o["addressed"], o["verdict"], o["reason"]) for o in out] == [
-        (False, "not_addressed", "no answer sentence covers 0.50 of gold (best 0.00)"),
+        (False, "not_addressed", "no answer sentence covers 0.50 of gold (best 0.00 < 0.50)"),
         (False, "not_addressed", "no answer sentence covers 0.60 of the request's own terms (no gold material) "
-                                 "(best 0.00)")]
+                                 "(best 0.00 < 0.60)")]
 
 
 def test_the_judgments_are_in_the_reply_contract() -> None:
@@ -224,17 +229,17 @@ def test_the_topic_every_request_shares_weighs_least() -> None:
     # The request's own words without the topic's name address it: (log 4 + log 4) / (2 log 2 + 2 log 4) = 0.67 ...
     out = judge([HOSTED, WON, SCORED], "The club hosted the final.")
     assert [o["addressed"] for o in out] == [True, False, False]
-    assert out[0]["reason"].startswith("covers 0.67 of gold; ")
+    assert out[0]["reason"].startswith("covers 0.67 of gold (>= 0.50); ")
     # ... and the topic's name with another claim's words does not: "lifted" is WON's, not HOSTED's.
     out = judge([HOSTED, WON, SCORED], "Dundee United lifted the league trophy.")
     assert [o["addressed"] for o in out] == [False, True, False]
-    assert out[0]["reason"] == "no answer sentence covers 0.50 of gold (best 0.33)"
+    assert out[0]["reason"] == "no answer sentence covers 0.50 of gold (best 0.33 < 0.50)"
     # One request alone: every word weighs the same, plain content-word recall (2 of 4 stems); and the name alone,
     # which weighed 1/3 beside the other requests, is half of the words.
     [alone] = judge([HOSTED], "The club hosted the final.")
-    assert alone["addressed"] is True and alone["reason"].startswith("covers 0.50 of gold; ")
+    assert alone["addressed"] is True and alone["reason"].startswith("covers 0.50 of gold (>= 0.50); ")
     [name] = judge([HOSTED], "Dundee United lifted the league trophy.")
-    assert name["addressed"] is True and name["reason"].startswith("covers 0.50 of gold; ")
+    assert name["addressed"] is True and name["reason"].startswith("covers 0.50 of gold (>= 0.50); ")
     assert term_weights([HOSTED]) == {t: pytest.approx(np.log(2)) for t in term_weights([HOSTED])}
 
 
@@ -247,7 +252,7 @@ def test_the_coverage_juror_weighs_the_topic_the_same_way() -> None:
     assert out[0]["reason"].startswith("the whole answer covers 1.00 of gold")
     out = judge_requests_whole([HOSTED, WON, SCORED], "Dundee United played at home.", [], bag_of_words)
     assert [o["addressed"] for o in out] == [False, False, False]
-    assert out[0]["reason"] == "the whole answer covers 0.33 of gold, below 0.50"
+    assert out[0]["reason"] == "the whole answer covers 0.33 of gold (< 0.50)"
 
 
 def same_claim(texts: list[str]) -> np.ndarray:
@@ -265,7 +270,7 @@ def test_a_sentence_making_the_claim_changed_addresses_it_wrongly_whatever_its_c
                            same_claim)
     assert (out["addressed"], out["verdict"], out["excerpt"], out["cited_chunk_ids"]) == (
         True, "contradicts", "It runs 4 times.", ["c2"])
-    assert out["reason"].startswith("covers 0.25 of gold, below 0.50, but makes its claim changed; contradicts gold 1:")
+    assert out["reason"].startswith("covers 0.25 of gold (< 0.50), but makes its claim changed; contradicts gold 1:")
     assert "differs in number (4 vs 3)" in out["reason"]
     # The same coverage without a changed number, negation or name: not addressed, and no sentence was embedded.
     def no_embedding(texts):
@@ -345,7 +350,7 @@ def test_the_bertscore_juror_floors_an_opposite_word_at_zero_and_keeps_the_lexic
     # "fell" points away from "increas" (cosine -0.5): it counts 0, not less; (0.8 + 0 + 1) / 3 = 0.6 < 0.65.
     fell = soft([REVENUE], "Sales fell in 2023.")[0]
     assert (fell["addressed"], fell["coverage"]) == (False, 0.6)
-    assert fell["reason"] == "no answer sentence soft-covers 0.65 of gold (best 0.60)"
+    assert fell["reason"] == "no answer sentence soft-covers 0.65 of gold (best 0.60 < 0.65)"
     # The claim with its year changed: (1 + 1 + 1 + 0) / 4 addresses it, and the changed number contradicts the gold.
     sharp = LabelledRequest("v2", "How did revenue change?", ("revenue increased sharply in 2023",))
     changed = soft([sharp], "Revenue increased sharply in 2021.")[0]
@@ -381,4 +386,4 @@ def test_the_bertscore_juror_keeps_what_the_lexical_judge_reads_as_contradicting
     [bert] = judge_requests_soft([REVENUE], answer, [], [], bag_of_words, in_context)
     assert (bert["addressed"], bert["verdict"], bert["excerpt"]) == (True, "contradicts",
                                                                      "Revenue did not increase in 2023.")
-    assert bert["coverage"] == 1.0 and bert["reason"].startswith("soft-covers 1.00 of gold; the lexical reading: ")
+    assert bert["coverage"] == 1.0 and bert["reason"].startswith("soft-covers 1.00 of gold, and contradicts it whatever that coverage, by the lexical reading: ")

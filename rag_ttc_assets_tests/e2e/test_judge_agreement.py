@@ -158,3 +158,129 @@ def test_judge_agreement_through_the_command(tmp_path):
     assert f"{bad}: line 1: request: question 'mini-01' has no request 'mini-01.r9'" in err
     assert f"{bad}: line 2: labels.completeness: 5 is not an integer from -2 to 2" in err
     assert f"{bad}: line 4: annotator: 'ann1' already labelled this pair on line 3" in err
+
+
+def _panel_lab(tmp_path):
+    """The mini lab with a panel of the two word-reading offline jurors and four arms: `base` and `rebase` are one
+    configuration under two names (the same answers, so `rebase` is `base` renamed: `base` sorts before `k5` and
+    `tight`, `rebase` between them), `k5` and `tight` others."""
+    corpus = mini_corpus()
+    write_dataset(tmp_path / "datasets" / "mini", corpus, mini_questions(corpus))
+    (tmp_path / "arms.yaml").write_text(
+        MINI_DEFAULTS + "  request_judges: [local/lexical, local/coverage]\n"
+        "arms:\n  base: {}\n  rebase: {}\n  k5: {evidence_k: 5, context_runes: 1000}\n  tight: {context_runes: 700}\n",
+        encoding="utf-8")
+    env = {"RAG_TTC_DATASETS": str(tmp_path / "datasets"), "RAG_TTC_ARMS": str(tmp_path / "arms.yaml"),
+           "RAG_TTC_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dagster_home")}
+    os.makedirs(env["DAGSTER_HOME"])
+    code, _, err = rag_ttc("run", "base", "rebase", "k5", "tight", env=env)
+    assert code == 0, err
+    return env, tmp_path / "home" / "store" / "arms"
+
+
+def _juror_shares(store, arm):
+    """(juror model -> question -> share of the row's requests it found addressed, or None unless it judged them all;
+    and the same graded: the mean of the jurors' coverage), read from the arm's request_judgments rows."""
+    rows = pl.read_parquet(store / arm / "request_judgments.parquet").iter_rows(named=True)
+    got: dict[str, dict[str, list]] = {}
+    for r in rows:
+        for j in json.loads(r["jurors"] or "[]"):
+            got.setdefault(j["model"], {}).setdefault(r["query_id"], []).append(j)
+    share = {m: {q: (sum(j["addressed"] for j in js) / len(js) if all(j["status"] == "judged" for j in js) else None)
+                 for q, js in qs.items()} for m, qs in got.items()}
+    graded = {m: {q: (sum(j["coverage"] for j in js) / len(js) if all(j["status"] == "judged" for j in js) else None)
+                  for q, js in qs.items()} for m, qs in got.items()}
+    return share, graded
+
+
+def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_labels_own_a_and_b(tmp_path):
+    env, store = _panel_lab(tmp_path)
+    shares = {a: _juror_shares(store, a) for a in ("base", "k5", "tight")}
+    questions = sorted(q for q in shares["base"][0]["local/lexical"]
+                       if all(shares[a][0]["local/lexical"].get(q) is not None for a in shares))
+    assert len(questions) >= 5
+    # Two annotators label completeness on pairs among three arms, each pair written with its arms in the order an
+    # annotator saw them (ann2 sees every other pair the other way round, its label negated).
+    pairs = [("base", "k5"), ("tight", "base"), ("k5", "tight")]
+    records, labelled = [], []
+    for i, q in enumerate(questions):
+        a, b = pairs[i % 3]
+        y1 = (i * 7) % 5 - 2
+        y2 = max(-2, min(2, y1 + (1 if i % 4 == 0 else 0)))
+        records.append({"kind": "pair", "question": q, "a": {"arm": a}, "b": {"arm": b},
+                        "labels": {"completeness": y1}, "annotator": "ann1"})
+        labelled.append((q, a, b, y1))
+        if i % 2:
+            records.append({"kind": "pair", "question": q, "a": {"arm": b}, "b": {"arm": a},
+                            "labels": {"completeness": -y2}, "annotator": "ann2"})
+        else:
+            records.append({"kind": "pair", "question": q, "a": {"arm": a}, "b": {"arm": b},
+                            "labels": {"completeness": y2}, "annotator": "ann2"})
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    code, out, err = rag_ttc("judge-agreement", str(path), "--json", env=env)
+    assert code == 0, err
+    rows = {r["rater"]: r for r in json.loads(out)["pair_labels"]["completeness"]["rows"]}
+    # A row per juror of the panel, share and graded, beside the panel's own; each recomputed by hand from the
+    # jurors' verdicts in request_judgments: score(b) - score(a) against each human label, in each label's own a/b.
+    for model in ("local/lexical", "local/coverage"):
+        for name, which in ((f"juror {model}", 0), (f"juror {model} (graded)", 1)):
+            x, y = [], []
+            for r in records:
+                sa = shares[r["a"]["arm"]][which][model][r["question"]]
+                sb = shares[r["b"]["arm"]][which][model][r["question"]]
+                x.append(sb - sa)
+                y.append(r["labels"]["completeness"])
+            assert rows[name]["kind"] == "judge" and rows[name]["n"] == len(records)
+            if len(set(x)) > 1:
+                assert rows[name]["pearson"]["r"] == __import__("pytest").approx(_pearson(x, y))
+    assert any(r.startswith("request judge panel") for r in rows)
+    # The ceiling: ann2's label read with ann1's a and b (ann1's line comes first in the file).
+    a1 = [y1 for _, _, _, y1 in labelled]
+    a2 = [r["labels"]["completeness"] * (1 if (r["a"]["arm"], r["b"]["arm"]) == (a, b) else -1)
+          for r, (_, a, b, _) in zip(records[1::2], labelled)]
+    assert rows["ann1 vs ann2"]["pearson"]["r"] == __import__("pytest").approx(_pearson(a1, a2))
+    code, printed, err = rag_ttc("judge-agreement", str(path), env=env)
+    assert code == 0, err
+    table = printed.split("pairwise preferences, completeness")[1]
+    for rater in ("juror local/lexical ", "juror local/coverage ", "juror local/lexical (graded)", "ann1 vs ann2"):
+        assert rater in table
+
+    def figures(records_):
+        p = tmp_path / "other.jsonl"
+        p.write_text("".join(json.dumps(r) + "\n" for r in records_), encoding="utf-8")
+        code, out, err = rag_ttc("judge-agreement", str(p), "--json", env=env)
+        assert code == 0, err
+        return {r["rater"]: {k: r[k] for k in ("n", "pearson", "spearman")}
+                for r in json.loads(out)["pair_labels"]["completeness"]["rows"]}
+
+    before = {name: {k: r[k] for k in ("n", "pearson", "spearman")} for name, r in rows.items()}
+    # The same labels with every pair's arms swapped in the file (each label negated): identical figures.
+    swapped = [{**r, "a": r["b"], "b": r["a"], "labels": {"completeness": -r["labels"]["completeness"]}}
+               for r in records]
+    assert figures(swapped) == before
+    # The same labels with `base` renamed (`rebase`: the same answers under a name that sorts after `k5`, where `base`
+    # sorts before it): identical figures. By a sort of the arms' names the ceiling read half its pairs the other way.
+    renamed = [{**r, **{s: {"arm": "rebase"} for s in ("a", "b") if r[s]["arm"] == "base"}} for r in records]
+    assert figures(renamed) == before
+
+    # A pairwise label whose answers belong to other questions is refused, naming the file, the line and the field.
+    q1, q2, q3 = questions[:3]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(records[0]) + "\n" + json.dumps(
+        {"kind": "pair", "question": q1, "a": {"arm": "base", "row": q2}, "b": {"arm": "tight", "row": q3},
+         "labels": {"completeness": 1}, "annotator": "ann3"}) + "\n" + json.dumps(
+        {"kind": "pair", "question": q1, "a": {"arm": "base"}, "b": {"arm": "tight", "row": q3},
+         "labels": {"completeness": 1}, "annotator": "ann4"}) + "\n" + json.dumps(
+        {"kind": "pair", "question": q1, "a": {"arm": "base"}, "b": {"arm": "nope"},
+         "labels": {"completeness": 1}, "annotator": "ann5"}) + "\n" + json.dumps(
+        {"kind": "pair", "question": q1, "a": {"arm": "base"}, "b": {"arm": "tight", "row": "no-such-row"},
+         "labels": {"completeness": 1}, "annotator": "ann6"}) + "\n", encoding="utf-8")
+    code, out, err = rag_ttc("judge-agreement", str(bad), env=env)
+    assert code == 1 and "Traceback" not in err
+    assert f"{bad}: line 2: a.row: row '{q2}' is the answer of arm 'base' to question '{q2}', not to this " \
+           f"label's question '{q1}'" in err
+    assert f"{bad}: line 3: b.row: row '{q3}' is the answer of arm 'tight' to question '{q3}'" in err
+    assert f"{bad}: line 4: b.arm: no arm or imported system 'nope'" in err
+    assert f"{bad}: line 5: b.row: arm 'tight' has no answer row 'no-such-row'" in err
+    assert f"{bad}: line 1" not in err
