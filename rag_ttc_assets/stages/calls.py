@@ -115,6 +115,14 @@ class Caller:
         self.provider_calls = 0
         self.cache_hits = 0
 
+    @property
+    def offline_baseline(self) -> bool:
+        """An offline baseline (core.summaries.OFFLINE_BASELINES: the lexical judge, the coverage and BERTScore
+        jurors ...) answers in this process: its calls reach no provider, so a juror's never count as provider calls."""
+        from rag_ttc_assets.core.summaries import is_offline_baseline
+
+        return is_offline_baseline(self.cfg.model)
+
     def call(self, messages: list[dict], sample_index: int = 0, tools: list[dict] | None = None,
              response_format: dict | None = None) -> Call:
         """One call; `response_format` (core.response_formats) asks the server for a reply of that JSON schema."""
