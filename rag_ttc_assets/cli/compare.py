@@ -9,7 +9,13 @@ from rag_ttc_assets.cli.materialize import compare_all
 from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
 from rag_ttc_assets.core.eras import EraChangeError
+from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, not_measured_text
 from rag_ttc_assets.report.text import p_adjust_text, paired_text
+
+
+def _num(value: float | None, spec: str, unit: str = "") -> str:
+    """A number as the line shows it; `not measured` when no case had it (an imported system without token usage)."""
+    return "not measured" if value is None else format(value, spec) + unit
 
 
 def cmd_compare(args) -> int:
@@ -67,7 +73,12 @@ def cmd_compare(args) -> int:
     print(rep["representation_era"]["line"] + (" (--allow-era-change)" if rep["representation_era"]["allowed"] else ""))
     print("completeness measured: " + "; ".join(
         f"{arm} {m['requests_measured']} of {m['requests_total']} requests, {m['questions_measured']} of "
-        f"{m['questions_total']} questions" for arm, m in rep["completeness_measured"].items()))
+        f"{m['questions_total']} questions"
+        # Not measured for a reason the request judge is not (no gold quotes): why, and what was measured.
+        + (f" ({not_measured_text(m['completeness_not_measured'])}; answered {m['requests_answered']} of "
+           f"{m['requests_measured']} requests)" if (m.get("completeness_not_measured") or {}).get(NO_GOLD_QUOTES)
+           else "")
+        for arm, m in rep["completeness_measured"].items()))
     for arm, use in rep["label_use"].items():
         if use == "oracle":
             print(f"{arm} is an ORACLE arm: its generator was shown the evaluation's request annotation; its numbers "
@@ -90,8 +101,8 @@ def cmd_compare(args) -> int:
                      [[c["case_id"], c["a"], c["b"], c["delta"], " ".join(c["branches_a"]),
                        " ".join(c["branches_b"])] for c in rep["catastrophic"]]))
     t = rep["token_latency"]
-    print(f"\nmean input tokens {t['mean_input_tokens']['a']:.1f} -> {t['mean_input_tokens']['b']:.1f}; "
-          f"p95 latency {t['p95_latency_s']['a']:.3f}s -> {t['p95_latency_s']['b']:.3f}s; "
+    print(f"\nmean input tokens {_num(t['mean_input_tokens']['a'], '.1f')} -> {_num(t['mean_input_tokens']['b'], '.1f')}; "
+          f"p95 latency {_num(t['p95_latency_s']['a'], '.3f', 's')} -> {_num(t['p95_latency_s']['b'], '.3f', 's')}; "
           f"attributed to: {', '.join(t['attributed_to']) or 'nothing (same config)'}")
     sup = rep.get("supply") or {}
     if sup:

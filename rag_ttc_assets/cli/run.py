@@ -11,7 +11,7 @@ from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import materialize_arms
 from rag_ttc_assets.core.eras import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES, IMPORTED_BRANCHES
-from rag_ttc_assets.core.measured import reasons_text
+from rag_ttc_assets.core.measured import not_measured_text, reasons_text
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.graph import STAGES
@@ -84,23 +84,31 @@ def run_tables(reports: dict[str, dict]) -> str:
         out.append(representation_table(reps, describe))
     if any("contract" in rep for rep in reports.values()):
         rows = []
+        # An imported arm's rows: free-text answers (no contract to check) and the questions it never answered
+        # (no_trace) or whose trace has no LLM span, each its own column when an arm in the table is imported.
+        imported = any(rep.get("supply") == "imported" for rep in reports.values())
         for n, rep in reports.items():
             c = rep.get("contract", {})
             a = rep.get("calls", {}).get("answers", {})
-            rows.append([n, rep.get("generator_model"), c.get("total"), c.get("valid"), c.get("parse_failures"),
-                         c.get("contract_failures"), c.get("abstentions"),
+            none = c.get("no_answer") or {}
+            rows.append([n, rep.get("generator_model"), c.get("total"), c.get("valid"),
+                         *([c.get("free_text"), none.get("no_trace", 0) if c else None,
+                            none.get("no_answer_span", 0) if c else None] if imported else []),
+                         c.get("parse_failures"), c.get("contract_failures"), c.get("abstentions"),
                          sum(c.get("provider_faults", {}).values()) if c else None, c.get("mean_answer_chars"),
                          a.get("provider_calls"), a.get("cache_hits")])
-        out.append(text_table(["arm", "generator", "total", "valid", "parse_failures", "contract_failures",
-                           "abstentions", "provider_faults", "mean_chars", "provider_calls", "cache_hits"], rows))
+        out.append(text_table(["arm", "generator", "total", "valid",
+                               *(["free_text", "no_trace", "no_answer_span"] if imported else []), "parse_failures",
+                               "contract_failures", "abstentions", "provider_faults", "mean_chars", "provider_calls",
+                               "cache_hits"], rows))
     if any("judge" in rep for rep in reports.values()):
         rows = []
         for n, rep in reports.items():
             # The judge's own calls (the generator's are in the contract table above).
             j, calls = rep.get("judge", {}), rep.get("calls", {}).get("judge", {})
             rows.append([n, j.get("judge_model"), j.get("same_model_as_generator"), j.get("judged"),
-                         j.get("abstained"), j.get("invalid"), j.get("mean_faithfulness"), _of(j, "faithfulness"),
-                         j.get("mean_relevance"), _of(j, "relevance"), _why(j.get("faithfulness_not_measured")),
+                         j.get("abstained"), j.get("invalid"), _mean(j, "faithfulness"), _of(j, "faithfulness"),
+                         _mean(j, "relevance"), _of(j, "relevance"), _why(j.get("faithfulness_not_measured")),
                          j.get("contradicts_gold"), calls.get("provider_calls"), calls.get("cache_hits")])
         out.append("judge (each mean over the rows it measured, of all answer rows; not_measured: why the others "
                    "were not):\n"
@@ -128,9 +136,15 @@ def run_tables(reports: dict[str, dict]) -> str:
                         (f", params {json.dumps(params, sort_keys=True)}" if params else "")
                         + (f", rules {inst['rules']}" if inst.get("rules") else "")))
             hit = f.get("hit_rate") or {}
+            # No request's support measured (no gold quotes): supported is not a count of 0, and the completeness
+            # cell says why, with the share of the measured requests answered.
+            no_support = c.get("requests_support_measured", 1) == 0 and bool(c.get("requests_total"))
+            completeness = _mean(c, "completeness")
+            if no_support and c.get("requests_answered_share") is not None:
+                completeness = f"{completeness} (answered {c['requests_answered_share']:.4f})"
             rows.append([n, f"{c.get('requests_measured')}/{c.get('requests_total')}",
                          _why(c.get("requests_not_measured")), c.get("requests_answered"),
-                         c.get("requests_supported"), c.get("mean_completeness"), _of(c, "completeness"),
+                         None if no_support else c.get("requests_supported"), completeness, _of(c, "completeness"),
                          f"{c.get('questions_complete')}/{c.get('questions_measured')}",
                          c.get("self_reported_answered"), c.get("self_report_unattributed"), c.get("overclaimed"),
                          c.get("underclaimed"), c.get("correct_abstentions"), hit.get("hit_rate"),
@@ -212,6 +226,14 @@ def _of(summary: dict, name: str) -> str | None:
     if summary.get(f"{name}_of") is None:
         return None
     return f"{summary[f'{name}_measured']}/{summary[f'{name}_of']}"
+
+
+def _mean(summary: dict, name: str):
+    """The summary's mean_<name>; where no row was measured (<name>_measured 0 of some), not 0 or a blank but why:
+    "not measured: no gold quotes" (core.measured.not_measured_text)."""
+    if summary.get(f"{name}_measured") == 0 and summary.get(f"{name}_of"):
+        return not_measured_text(summary.get(f"{name}_not_measured") or {})
+    return summary.get(f"mean_{name}")
 
 
 def _why(not_measured: dict | None) -> str | None:

@@ -182,6 +182,8 @@ class ArmConfig(Frozen):
     generation_workers: int = Field(default=4, gt=0, le=64)
     generation_budget: int = Field(default=10000, ge=0)
     allow_unpriced_provider: bool = False
+    # The support judge (statements, faithfulness against the admitted evidence, the gold judge). `judge: none`
+    # runs none: a completeness-only measurement, faithfulness and contradicts_gold then not measured.
     judge: ModelConfig = ModelConfig(model="local/lexical")
     judge_statements_prompt: str = "judge-statements-v1"
     judge_verdicts_prompt: str = "judge-verdicts-v1"
@@ -196,6 +198,16 @@ class ArmConfig(Frozen):
     # kept and the panel's comes from request_judge_aggregation over the jurors that measured it.
     request_judges: list[ModelConfig] = Field(default_factory=list)
     request_judge_aggregation: Literal["majority", "all", "any"] = "majority"
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _no_judge(cls, v: Any) -> Any:
+        """`judge: none` (or null): no support judge; kept as the model name `none` (core.summaries.NO_JUDGE)."""
+        if v is None or (isinstance(v, str) and v.strip().lower() == "none"):
+            return {"model": "none"}
+        if isinstance(v, str):
+            raise ValueError(f"judge is a model setting ({{model: {v}}}) or `none` (no support judge), not {v!r}")
+        return v
 
     @field_validator("request_judges", mode="before")
     @classmethod

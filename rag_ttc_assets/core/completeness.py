@@ -17,11 +17,14 @@ rows), so callers pass dicts read from Parquet.  For each request of an ANSWERAB
                     cannot credit a chunk the answer never cited, or one that was never admitted.
   evidence_admitted coverage.admitted (some supporting chunk was admitted).
   supported         answered and cited_supporting and evidence_admitted: addressed, and the excerpt cites an
-                    admitted chunk that holds the request's gold evidence.
+                    admitted chunk that holds the request's gold evidence.  A request without gold quotes (an
+                    imported dataset's, one derived from a gold answer) has no evidence to hold: its support is
+                    not measured (supported and cited_supporting None, case `no_gold_quotes`), whatever the answer,
+                    so neither is its question's completeness; answered stays measured.
   verdict           the judge's verdict (consistent / contradicts / not_addressed / not_verifiable), None unjudged.
   contradicts_gold  verdict == "contradicts" (False for a measured row the judge did not see; None unmeasured).
-  case              not_measured; answered_supported; answered_unsupported; not_answered_evidence_admitted;
-                    not_answerable_from_admitted.
+  case              not_measured; no_gold_quotes; answered_supported; answered_unsupported;
+                    not_answered_evidence_admitted; not_answerable_from_admitted.
   self_reported_answered / self_reported_supported
                     the generator's own claim, for a contract-valid row (an abstention claims nothing: False):
                     with request items keyed to the labelled requests (an oracle arm), the item's supported=true
@@ -42,6 +45,7 @@ answered_anyway = a valid row that is not an abstention.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -49,13 +53,13 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.contract import ABSTAINED, CONTRACT_FAILURE, FREE_TEXT, VALID
 from rag_ttc_assets.core.judging import StatementVerdict
-from rag_ttc_assets.core.measured import denominator_fields, measured_mean, reason_of
+from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, denominator_fields, measured_mean, reason_of
 from rag_ttc_assets.core.records import Question, Request
 
 CASES = ("answered_supported", "answered_unsupported", "not_answered_evidence_admitted",
-         "not_answerable_from_admitted", "not_measured")
+         "not_answerable_from_admitted", "not_measured", "no_gold_quotes")
 Case = Literal["answered_supported", "answered_unsupported", "not_answered_evidence_admitted",
-               "not_answerable_from_admitted", "not_measured"]
+               "not_answerable_from_admitted", "not_measured", "no_gold_quotes"]
 # A free-text answer (an imported arm without the contract) is read as delivered, with the citations its style gives.
 _PARSED_STATUSES = frozenset({VALID, CONTRACT_FAILURE, ABSTAINED, FREE_TEXT})
 ANSWERED = (VALID, FREE_TEXT)
@@ -253,7 +257,10 @@ def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract
             contradicts = verdict == "contradicts"
             over = None if claimed is None else bool(claimed and (not answered or contradicts))
             under = None if claimed is None else bool(not claimed and answered)
-            if answered:
+            if not req.evidence:  # no gold quotes: whether it is supported cannot be measured
+                supported = cited = None
+                case = "no_gold_quotes"
+            elif answered:
                 case = "answered_supported" if supported else "answered_unsupported"
             else:
                 case = "not_answered_evidence_admitted" if admitted else "not_answerable_from_admitted"
@@ -287,8 +294,21 @@ def question_completeness(outcomes: Iterable[RequestOutcome]) -> list[QuestionCo
     return [QuestionCompleteness(query_id=qid, requests=len(rows), measured=sum(o.measured for o in rows),
                                  answered=sum(o.answered is True for o in rows),
                                  supported=sum(o.supported is True for o in rows),
-                                 complete=all(o.supported for o in rows) if all(o.measured for o in rows) else None)
+                                 complete=all(o.supported for o in rows) if all(_support_measured(o) for o in rows)
+                                 else None)
             for qid, rows in by_question.items()]
+
+
+def _support_measured(o: RequestOutcome) -> bool:
+    """The request judge measured the request and its support could be measured (it has gold quotes)."""
+    return o.measured and o.supported is not None
+
+
+def _reason(o: RequestOutcome) -> str | None:
+    """Why a request's completeness is not measured: its judge status's reason, or no gold quotes; None measured."""
+    if not o.measured:
+        return reason_of(o.judge_status)
+    return NO_GOLD_QUOTES if o.supported is None else None
 
 
 def completeness_value(q: QuestionCompleteness) -> float | None:
@@ -302,13 +322,12 @@ def completeness_denominators(outcomes: Iterable[RequestOutcome]) -> tuple[dict,
     unmeasured request counts under the reason of its judge status, a question under that of its first unmeasured
     request."""
     outcomes = list(outcomes)
-    request_reasons = {(o.query_id, o.request_id): None if o.measured else reason_of(o.judge_status)
-                       for o in outcomes}
-    requests = measured_mean({(o.query_id, o.request_id): float(bool(o.supported)) if o.measured else None
+    request_reasons = {(o.query_id, o.request_id): _reason(o) for o in outcomes}
+    requests = measured_mean({(o.query_id, o.request_id): float(bool(o.supported)) if _support_measured(o) else None
                               for o in outcomes}, request_reasons)
     first_unmeasured: dict[str, str] = {}
     for o in outcomes:
-        if not o.measured:
+        if not _support_measured(o):
             first_unmeasured.setdefault(o.query_id, request_reasons[(o.query_id, o.request_id)])
     qs = question_completeness(outcomes)
     questions = measured_mean({q.query_id: completeness_value(q) for q in qs},
@@ -332,6 +351,10 @@ def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes:
         "requests_total": len(outcomes),
         "requests_measured": len(measured),
         "requests_answered": sum(o.answered is True for o in outcomes),
+        # answered of the measured requests (the share judge-agreement's `addressed` reads), shown where
+        # completeness is not measured (no gold quotes) so what was measured stays visible.
+        "requests_answered_share": (sum(o.answered is True for o in measured) / len(measured)) if measured else None,
+        "requests_support_measured": sum(_support_measured(o) for o in outcomes),
         "requests_supported": sum(o.supported is True for o in outcomes),
         **{case: sum(o.case == case for o in outcomes) for case in CASES},
         "requests_contradicting_gold": sum(o.contradicts_gold is True for o in outcomes),
@@ -349,7 +372,11 @@ def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes:
         "questions_complete": sum(q.complete is True for q in measured_q),
         "questions_partial": sum(0 < q.supported < q.requests for q in measured_q),
         "questions_none": sum(q.supported == 0 for q in measured_q),
-        "requests_not_measured": by_request["not_measured"],
+        # Requests the request judge did not measure, by reason; and those whose support was not measured (the
+        # same, and the requests without gold quotes).
+        "requests_not_measured": dict(sorted(Counter(reason_of(o.judge_status) for o in outcomes
+                                                     if not o.measured).items())),
+        "requests_support_not_measured": by_request["not_measured"],
         "mean_completeness": by_question["mean"],
         **denominator_fields("completeness", by_question),
     }

@@ -297,12 +297,32 @@ def rule_strongest(sweep: Mapping) -> Sentence:
     return s.t(".")
 
 
+# Why a metric cannot be measured for a whole arm, not a case's fault: no gold quotes (completeness), no support
+# judge (faithfulness: `judge: none`). core.measured's reasons.
+UNMEASURABLE = ("no_gold_quotes", "no_support_judge")
+
+
+def unmeasurable(rep: Mapping, metric: str) -> str | None:
+    """"not measured: no gold quotes" when the metric's cases were dropped for an arm's own reason (UNMEASURABLE) in
+    either arm of the pair: such a metric is not measured, never a small sample or a zero."""
+    why = (rep["metrics"].get(metric) or {}).get("not_measured") or {}
+    found = [r for r in UNMEASURABLE if any((why.get(side) or {}).get(r) for side in ("a", "b"))]
+    return "not measured: " + ", ".join(r.replace("_", " ") for r in found) if found else None
+
+
 def rule_pair_effects(rep: Mapping, sweep: Mapping) -> list[Sentence]:
     """Each compared metric's paired delta: significant ones as gains or losses by direction, the rest as no
     significant difference; a pair with too few paired cases says so and states nothing else."""
     out = []
     pages = sweep["pages"]
     head = rep["metrics"].get(rep.get("headline", "completeness")) or {}
+    headline = rep.get("headline", "completeness")
+    if head.get("n", 0) < MIN_PAIRED and (why := unmeasurable(rep, headline)):
+        s = Sentence("pair.not_measured", {"a": rep["a"], "b": rep["b"], "metric": headline,
+                                           "not_measured": head.get("not_measured")})
+        s.t(f"{rep['b']} against {rep['a']}: {headline} is {why} (").n("n", head.get("n", 0), "count").t(
+            " paired cases), so no difference in it is claimed either way.")
+        return [s]
     if head.get("n", 0) < MIN_PAIRED:
         s = Sentence("pair.too_few_cases", {"a": rep["a"], "b": rep["b"], "min_paired": MIN_PAIRED})
         s.t(f"{rep['b']} against {rep['a']}: only ").n("n", head.get("n", 0), "count").t(
@@ -507,7 +527,9 @@ def _decide(rep: Mapping, sweep: Mapping) -> tuple[str | None, list[str], str]:
     m = rep["metrics"].get(metric) or {}
     reasons = []
     favoured = None
-    if m.get("n", 0) < MIN_PAIRED:
+    if m.get("n", 0) < MIN_PAIRED and (why := unmeasurable(rep, metric)):
+        reasons.append(f"{metric} {why}")
+    elif m.get("n", 0) < MIN_PAIRED:
         reasons.append(f"too few paired cases ({m.get('n', 0)} < {MIN_PAIRED})")
     elif not m.get("significant"):
         reasons.append(f"no significant difference in {metric} over {m.get('n', 0)} paired cases "
@@ -630,6 +652,10 @@ def limitations(sweep: Mapping) -> list[Sentence]:
     small = [r for r in sweep["comparisons"]
              if (r["metrics"].get(r.get("headline", "completeness")) or {}).get("n", 0) < MIN_PAIRED]
     for r in small:
+        if why := unmeasurable(r, r.get("headline", "completeness")):
+            s = Sentence("limit.unmeasurable", {"a": r["a"], "b": r["b"], "metric": r.get("headline", "completeness")})
+            out.append(s.t(f"{r['a']} vs {r['b']}: {r.get('headline', 'completeness')} {why}."))
+            continue
         s = Sentence("limit.small_n", {"a": r["a"], "b": r["b"]})
         out.append(s.t(f"{r['a']} vs {r['b']}: ").n("n", (r["metrics"].get(r.get("headline", "completeness"))
                                                           or {}).get("n", 0), "count").t(

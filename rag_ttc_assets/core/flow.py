@@ -34,7 +34,8 @@ these five branches.
 
 Accounting (second seed: a miss is not automatically a wrong answer, nor a hit a right one), per request
 from completeness, a partition of each branch (precedence top down):
-  not_measured  the request judge did not measure it;
+  not_measured  the request judge did not measure it (or, answered and not contradicting, its support: no gold
+                quotes);
   wrong         contradicts_gold, or answered but not supported;
   acceptable    answered and supported;
   unanswered    not answered.
@@ -134,8 +135,10 @@ def flow_branch(question: Question, coverage_row: dict, contract_row: dict | Non
 def quality(o: RequestOutcome) -> str:
     if not o.measured:
         return "not_measured"
-    if o.contradicts_gold or (o.answered and not o.supported):
+    if o.contradicts_gold or (o.answered and o.supported is False):
         return "wrong"
+    if o.answered and o.supported is None:  # no gold quotes: acceptable or wrong is not measured
+        return "not_measured"
     return "acceptable" if o.answered else "unanswered"
 
 

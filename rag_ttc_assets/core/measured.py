@@ -20,6 +20,12 @@ its reason; None means the status is a measured one:
   judge_<anything else> (judge_timeout, judge_parse_failure, ...)
                                                         judge_error
   no_answer_row, no_request_judgment                    missing_row
+  no_trace, no_answer_span                              the same (an imported arm's question the system never
+                                                        answered, or whose trace has no LLM span: unanswered, not
+                                                        a fault and not invalid)
+  no_support_judge                                      no_support_judge (the arm sets `judge: none`)
+  no_gold_quotes                                        the same (a request outcome's case: its support is not
+                                                        measured, so neither is its question's completeness)
   any other status (timeout, rate_limited, truncated, server_error, ...: the generator's provider faults)
                                                         fault
 """
@@ -32,16 +38,21 @@ from typing import Any
 
 INVALID, ABSTAINED, NO_STATEMENTS, BUDGET = "invalid", "abstained", "no_statements", "budget"
 JUDGE_ERROR, MISSING_ROW, FAULT = "judge_error", "missing_row", "fault"
+# An imported arm's unanswered rows (core.contract.NO_ANSWER) and an arm without a support judge: their own reasons.
+NO_TRACE, NO_ANSWER_SPAN, NO_SUPPORT_JUDGE = "no_trace", "no_answer_span", "no_support_judge"
 # Not from a status: a question without gold passages, without retrieval targets, unanswerable (no requests to
-# complete), or a provider reply without token usage.
+# complete), a provider reply without token usage, or a request without gold quotes (whether an answer is supported
+# by the request's evidence cannot be measured, so neither can completeness).
 NO_GOLD, NO_TARGETS, UNANSWERABLE, NO_USAGE = "no_gold", "no_targets", "unanswerable", "no_usage"
+NO_GOLD_QUOTES = "no_gold_quotes"
 REASONS = (INVALID, ABSTAINED, NO_STATEMENTS, JUDGE_ERROR, BUDGET, FAULT, MISSING_ROW, NO_GOLD, NO_TARGETS,
-           UNANSWERABLE, NO_USAGE)
+           UNANSWERABLE, NO_USAGE, NO_TRACE, NO_ANSWER_SPAN, NO_SUPPORT_JUDGE, NO_GOLD_QUOTES)
 
 _MEASURED = frozenset({"judged", "valid", "ok"})
 _BY_STATUS = {"parse_failure": INVALID, "contract_failure": INVALID, "escalated": INVALID, "abstained": ABSTAINED,
               "no_statements": NO_STATEMENTS, "budget_exhausted": BUDGET, "judge_budget_exhausted": BUDGET,
-              "no_answer_row": MISSING_ROW, "no_request_judgment": MISSING_ROW}
+              "no_answer_row": MISSING_ROW, "no_request_judgment": MISSING_ROW, NO_TRACE: NO_TRACE,
+              NO_ANSWER_SPAN: NO_ANSWER_SPAN, NO_SUPPORT_JUDGE: NO_SUPPORT_JUDGE, "no_gold_quotes": "no_gold_quotes"}
 
 
 def reason_of(status: str) -> str | None:
@@ -101,6 +112,15 @@ def reasons_text(not_measured: Mapping[str, int]) -> str:
     """"abstained 3, judge_error 1" (largest first), or "none"."""
     items = sorted(not_measured.items(), key=lambda kv: (-kv[1], kv[0]))
     return ", ".join(f"{k} {v}" for k, v in items if v) or "none"
+
+
+def not_measured_text(not_measured: Mapping[str, int]) -> str:
+    """"not measured: no gold quotes" (each reason in words, largest first): what a table shows in place of a mean
+    no row measured, never 0."""
+    # The arm's own reasons first (no support judge, no gold quotes: no row could be measured), then the rows'.
+    items = sorted(((k, v) for k, v in not_measured.items() if v),
+                   key=lambda kv: (kv[0] not in (NO_SUPPORT_JUDGE, NO_GOLD_QUOTES), -kv[1], kv[0]))
+    return "not measured: " + (", ".join(k.replace("_", " ") for k, _ in items) or "no rows")
 
 
 def measured_text(m: Mapping[str, Any]) -> str:

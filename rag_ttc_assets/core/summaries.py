@@ -7,8 +7,9 @@ from collections import Counter
 from collections.abc import Iterable
 
 from rag_ttc_assets.core import judging
-from rag_ttc_assets.core.contract import PARSED_FROM, VALID, contract_sums_close, summarize_contract
-from rag_ttc_assets.core.measured import denominator_fields, gold_reason, measured_mean, reason_of
+from rag_ttc_assets.core.contract import (FREE_TEXT, NO_ANSWER, PARSED_FROM, VALID, contract_sums_close,
+                                          summarize_contract)
+from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, denominator_fields, gold_reason, measured_mean, reason_of
 
 OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage",
                                "local/bertscore"})
@@ -23,6 +24,13 @@ OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage", "local/be
 
 # The request judge's row statuses: judged, or a judge_* status (not measured).
 JUDGED = "judged"
+# `judge: none` on an arm: no support judge (no statement, faithfulness or gold judge) runs; its rows say so.
+NO_JUDGE = "none"
+
+
+def has_support_judge(cfg) -> bool:
+    """Whether the arm's support judge (statements, faithfulness, gold) runs: not with `judge: none`."""
+    return cfg.judge.model != NO_JUDGE
 
 
 def is_offline_baseline(model: str) -> bool:
@@ -42,7 +50,8 @@ def contract_summary(results: list[dict]) -> dict:
     add up to the total."""
     s = summarize_contract([(r["status"], r["reason"]) for r in results])
     out = s.model_dump()
-    valid = [r for r in results if r["status"] == VALID]
+    # The answers delivered: contract-valid, and an imported arm's free-text answers (read whole, no contract).
+    valid = [r for r in results if r["status"] in (VALID, FREE_TEXT)]
     out["mean_answer_chars"] = _mean([r["answer_chars"] for r in valid])
     out["mean_cited_chunks"] = _mean([len(r["citation_chunk_ids"]) for r in valid])
     # Where each parsed reply's object was found (core.contract.PARSED_FROM); rows with no object count in none.
@@ -76,10 +85,12 @@ def generator_models(cfg, answer_models: Iterable[str | None]) -> tuple[str, ...
 
 
 def generator_label(cfg, answer_models: Iterable[str | None]) -> str:
-    """generator_models as one name: an imported arm's as `imported: <its traces' models>` (or `unnamed`)."""
+    """generator_models as one name: an imported arm's as `imported: <its traces' models>`, or `imported (model not
+    recorded)` when its source names none."""
     if cfg.supply != "imported":
         return cfg.generator.model
-    return "imported: " + (", ".join(generator_models(cfg, answer_models)) or "unnamed")
+    models = generator_models(cfg, answer_models)
+    return "imported: " + ", ".join(models) if models else "imported (model not recorded)"
 
 
 def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]) -> dict:
@@ -93,8 +104,13 @@ def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]
         "answer_rows": len(verdicts),
         "judged": sum(1 for r in verdicts if r["judged"]),
         "abstained": statuses.get("abstained", 0),
-        "invalid": sum(n for s, n in statuses.items() if s not in ("judged", "no_statements", "abstained")
+        # An imported arm's questions the system never answered (no_trace, no_answer_span) are unanswered, and a
+        # row no support judge was asked about (`judge: none`) unjudged: neither is an invalid answer.
+        "invalid": sum(n for s, n in statuses.items() if s not in ("judged", "no_statements", "abstained",
+                                                                   *NO_ANSWER, NO_SUPPORT_JUDGE)
                        and not s.startswith("judge_")),
+        "unanswered": {s: statuses[s] for s in NO_ANSWER if statuses.get(s)},
+        "support_judge": has_support_judge(cfg),
         "judge_failures": sum(n for s, n in statuses.items() if s.startswith("judge_")),
         "statuses": dict(statuses),
         "mean_faithfulness": m["faithfulness"]["mean"],
@@ -102,7 +118,8 @@ def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]
         "mean_relevance": m["relevance"]["mean"],
         **denominator_fields("relevance", m["relevance"]),
         "gold_judged": len(gold),
-        "contradicts_gold": sum(1 for r in gold if r["contradicts_gold"]),
+        # Without a support judge no answer was read against the gold: not measured, never 0.
+        "contradicts_gold": sum(1 for r in gold if r["contradicts_gold"]) if has_support_judge(cfg) else None,
         "mean_gold_supported": m["gold_supported"]["mean"],
         **denominator_fields("gold_supported", m["gold_supported"]),
         "judge_model": cfg.judge.model,

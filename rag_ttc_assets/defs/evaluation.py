@@ -6,7 +6,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.derive_requests import describe
-from rag_ttc_assets.core.summaries import generator_models
+from rag_ttc_assets.core.summaries import generator_models, has_support_judge
 from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check, fingerprints
@@ -28,7 +28,8 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource, provider: P
     cfg = arm.cfg
     prompts = {"statements": arm.prompt("judge_statements_prompt"), "verdicts": arm.prompt("judge_verdicts_prompt"),
                "gold": arm.prompt("judge_gold_prompt")}
-    caller = provider.caller(JUDGE, arm.lab, cfg)  # statements, verdicts and the gold judge's verdicts
+    # Statements, verdicts and the gold judge's verdicts; none with `judge: none` (no support judge is called).
+    caller = provider.caller(JUDGE, arm.lab, cfg) if has_support_judge(cfg) else None
     run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "judge")
     with stage.RowLog(run_dir / records.PARTIAL_JUDGE) as log:
         df = stage.judge(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), supply.arm_contexts(arm),
@@ -38,7 +39,9 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource, provider: P
         metadata={"dagster/row_count": df.height, "judge_model": cfg.judge.model,
                   "prompt_digests": MetadataValue.json({k: p.digest for k, p in prompts.items()}),
                   "statuses": MetadataValue.json(dict(df.group_by(JV.status).len().iter_rows())),
-                  "provider_calls": caller.provider_calls, "cache_hits": caller.cache_hits,
+                  # An offline judge (local/lexical) reaches no provider: its calls are no provider calls.
+                  "provider_calls": 0 if caller is None or caller.offline_baseline else caller.provider_calls,
+                  "cache_hits": caller.cache_hits if caller is not None else 0,
                   "incomplete_rows": int(df[JV.status].str.starts_with("judge_").sum()),
                   "table_digest": digest},
         data_version=version_of(digest),

@@ -19,6 +19,7 @@ from rag_ttc_assets.adapters.provider_cache import ProviderCache
 from rag_ttc_assets.core.arms import ArmConfig, ModelConfig
 from rag_ttc_assets.core.progress import Progress
 from rag_ttc_assets.core.roles import ProviderRole
+from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.lab import Lab
 
 BUDGET_EXHAUSTED = "budget_exhausted"
@@ -114,6 +115,12 @@ class Caller:
         self._lock = threading.Lock()
         self.provider_calls = 0
         self.cache_hits = 0
+
+    @property
+    def offline_baseline(self) -> bool:
+        """An offline baseline (core.summaries.OFFLINE_BASELINES: the lexical judge, the coverage and BERTScore
+        jurors ...) answers in this process: its calls reach no provider, so a juror's never count as provider calls."""
+        return is_offline_baseline(self.cfg.model)
 
     def call(self, messages: list[dict], sample_index: int = 0, tools: list[dict] | None = None,
              response_format: dict | None = None) -> Call:

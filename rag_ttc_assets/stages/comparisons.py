@@ -11,7 +11,7 @@ from rag_ttc_assets.core import compare as cmp
 from rag_ttc_assets.core import eras
 from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, derivation_drift, describe
-from rag_ttc_assets.core.measured import MISSING_ROW
+from rag_ttc_assets.core.measured import MISSING_ROW, NO_GOLD_QUOTES
 from rag_ttc_assets.core.transitions import flow_index, transitions
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import imported, supply
@@ -28,10 +28,13 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     """Per-case values of each compared metric for one arm (core.compare.case_values over its tables), and the arm's
     context for comparisons: its `reasons`, metric -> case -> why the value is undefined, for every undefined one."""
     store = lab.store
-    unmeasured: dict[str, str] = {}  # question -> the judge status of its first unmeasured request
+    # question -> the judge status of its first unmeasured request (no_gold_quotes: its support was not measured)
+    unmeasured: dict[str, str] = {}
     for r in store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True):
         if not r[OUT.measured]:
             unmeasured.setdefault(r[OUT.query_id], r[OUT.judge_status])
+        elif r[OUT.case] == NO_GOLD_QUOTES:
+            unmeasured.setdefault(r[OUT.query_id], NO_GOLD_QUOTES)
     values, reasons = cmp.case_values(
         *(rows_by_query(store.read_table(arm, t)) for t in (Table.CONTRACT_RESULTS, Table.ANSWERS,
                                                              Table.JUDGE_VERDICTS, Table.QUESTION_COMPLETENESS)),
@@ -121,9 +124,9 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     report["representation_era"] = era
     report["label_use"] = {a: lab.arms[a].label_use, b: lab.arms[b].label_use}
     report["completeness_measured"] = {
-        arm: {k: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)[k]
-              for k in ("requests_measured", "requests_total", "questions_measured", "questions_total")}
-        for arm in (a, b)}
+        arm: {k: c.get(k) for k in ("requests_measured", "requests_total", "questions_measured", "questions_total",
+                                    "requests_answered", "completeness_measured", "completeness_not_measured")}
+        for arm in (a, b) for c in [lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)]}
     report["evaluation_digests"] = {a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]}
     return report
 
@@ -151,7 +154,9 @@ def supply_numbers(lab: Lab, arm: str) -> dict:
     hit = flow.get("lookup_flow") or flow["hit_rate"]
     return {"supply": lab.arms[arm].supply, "hit_rate": hit["hit_rate"], "hits": hit["hits"], "cases": hit["cases"],
             "contradicts_gold": judge["contradicts_gold"],
-            "mean_input_tokens": float(answers[ANS.input_tokens].fill_null(0).mean() or 0.0),
+            # None (not measured) when no answer row recorded its token usage (an imported system's may not).
+            "mean_input_tokens": (float(answers[ANS.input_tokens].fill_null(0).mean() or 0.0)
+                                  if answers[ANS.input_tokens].null_count() < answers.height else None),
             "p95_latency_s": _p95(answers[ANS.latency_s].to_list()),
             # Over the same cases as the hit rate (answerable questions), as the run summary counts them.
             "lookup_calls": (flow.get("lookup_flow") or {}).get("lookup_calls", 0)}

@@ -16,7 +16,7 @@ from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, FREE_TEXT, VALID
                                           locate_json_object)
 from rag_ttc_assets.core.counterfactual import Planted
 from rag_ttc_assets.core.judge_measurement import judge_measurement
-from rag_ttc_assets.core.measured import measured_text
+from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, measured_text
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
@@ -148,14 +148,18 @@ def _parsed_call(call: Call, parse):
 
 
 def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, contexts: pl.DataFrame,
-          chunk_text: dict[str, str], prompts: dict[str, Prompt], caller: Caller,
+          chunk_text: dict[str, str], prompts: dict[str, Prompt], caller: Caller | None,
           log: RowLog | None = None, progress: Progress = NO_PROGRESS) -> pl.DataFrame:
     """Statements, then verdicts against the admitted evidence, then verdicts against the gold evidence.
 
-    Rows that are not contract-valid keep their status and are not judged: the judge never repairs.
+    Rows that are not contract-valid keep their status and are not judged: the judge never repairs. With `judge:
+    none` (no support judge, `caller` None) nothing is called: an answer row's status is `no_support_judge`.
     """
     import polars as pl
 
+    support_judge = summaries.has_support_judge(cfg)
+    if support_judge and caller is None:
+        raise ValueError("a support judge needs its caller")
     qs = {q.id: q for q in questions}
     ctx = {r[CTX.query_id]: r for r in contexts.iter_rows(named=True)}
 
@@ -165,11 +169,15 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
                "faithfulness": None, "answer_relevance": None, "gold_verdicts": "[]", "gold_supported": None,
                "contradicts_gold": None, "judge_error": None, "judge_model": cfg.judge.model}
         calls: list[Call] = []
-        if c[CON.status] in (VALID, FREE_TEXT):
+        if c[CON.status] in (VALID, FREE_TEXT) and not support_judge:
+            row["status"] = NO_SUPPORT_JUDGE
+        elif c[CON.status] in (VALID, FREE_TEXT):
             row.update(_judge_valid(q, c[CON.answer], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
                                     prompts, caller, calls, cfg.response_format))
         row["judge_parsed_from"] = parsed_from(calls, JUDGE_CALLS)
-        row["judge_provider_calls"] = sum(k.counts_as_provider_call for k in calls)
+        # An offline judge (local/lexical) calls no provider: its calls are not provider calls.
+        row["judge_provider_calls"] = (0 if caller is None or caller.offline_baseline
+                                       else sum(k.counts_as_provider_call for k in calls))
         row["judge_cache_hits"] = sum(k.cache_hit for k in calls)
         row["judge_input_tokens"] = sum(k.input_tokens or 0 for k in calls)
         row["judge_output_tokens"] = sum(k.output_tokens or 0 for k in calls)
@@ -179,7 +187,10 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
         return row
 
     # Every answer row counts, judged or not: the total is known up front and a rate over rows is the step's.
-    rows = pooled(one, contracts.rows(named=True), JUDGE.workers(cfg), progress, "judging", "judged", "answers")
+    # "judged 280 answers"; with `judge: none`, "no support judge (judge: none), 280 answers unjudged".
+    words = (("judging", "judged", "answers") if support_judge
+             else ("recording", "no support judge (judge: none),", "answers unjudged"))
+    rows = pooled(one, contracts.rows(named=True), JUDGE.workers(cfg), progress, *words)
     return pl.DataFrame(rows, schema_overrides={"faithfulness": pl.Float64, "answer_relevance": pl.Float64,
                                                 "gold_supported": pl.Float64, "contradicts_gold": pl.Boolean,
                                                 "judge_error": pl.String, "statements": pl.List(pl.String),

@@ -131,20 +131,21 @@ def contexts(cfg: ArmConfig, rows: pl.DataFrame, chunk_text: dict[str, str]) -> 
 
 def answers(cfg: ArmConfig, rows: pl.DataFrame, source_digest: str) -> pl.DataFrame:
     """The system's own answers in the answers table's shape: no provider call (provider_turns 0), its model and
-    token counts as its trace reported them (self-reported), status ok / no_answer_span / no_trace."""
+    token counts as its trace reported them (self-reported; model None when the source records none), status ok /
+    no_answer_span / no_trace."""
     import polars as pl
 
     out = []
     for r in rows.iter_rows(named=True):
         out.append({"query_id": r[IMP.query_id], "prompt": IMPORTED_PROMPT, "prompt_digest": source_digest,
-                    "model": r[IMP.model] or "imported", "provider_role": GENERATOR_ROLE, "offline_baseline": False,
+                    "model": r[IMP.model], "provider_role": GENERATOR_ROLE, "offline_baseline": False,
                     "supply": cfg.supply, "admitted_chunk_ids": r[IMP.admitted_chunk_ids], "lookups": "[]",
                     "lookup_calls": 0, "citation_check": "off", "status": r[IMP.status], "raw_text": r[IMP.answer],
                     "input_tokens": r[IMP.input_tokens], "output_tokens": r[IMP.output_tokens],
                     "latency_s": r[IMP.latency_s] or 0.0,
                     "cost_usd": None, "attempts": 0, "error": None if r[IMP.status] == "ok" else r[IMP.status],
                     "cache_hit": False, "provider_turns": 0, "messages_digests": [], "trace_id": r[IMP.trace_id]})
-    return pl.DataFrame(out, schema_overrides=answer_schema() | schema_of(Table.ANSWERS, "trace_id"))
+    return pl.DataFrame(out, schema_overrides=answer_schema() | schema_of(Table.ANSWERS, "trace_id", "model"))
 
 
 def contract_row(cfg: ArmConfig, a: dict, chunk_text: dict[str, str]) -> dict:

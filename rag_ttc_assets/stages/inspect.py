@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import Table
 from rag_ttc_assets.core.panel import panel_name
+from rag_ttc_assets.core.summaries import NO_JUDGE
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.resolve import ArmInputs
@@ -94,7 +95,8 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                  "branch": flow.get(r.id, {}).get(FLOW.branch), "answered": flow.get(r.id, {}).get(FLOW.answered),
                  "supported": flow.get(r.id, {}).get(FLOW.supported),
                  "request_judge": {k: judged[r.id].get(k) for k in (RJ.status, RJ.addressed, RJ.excerpt,
-                                                                    RJ.cited_chunk_ids, RJ.verdict, RJ.reason,
+                                                                    RJ.cited_chunk_ids, RJ.verdict, RJ.coverage,
+                                                                    RJ.reason,
                                                                     RJ.request_judge_model, RJ.prompt_digest,
                                                                     RJ.jurors_disagree)}
                  | {"jurors": json.loads(judged[r.id].get(RJ.jurors) or "[]")} if r.id in judged else None,
@@ -166,6 +168,17 @@ def _sent_line(part: dict) -> str:
             "(`inspect --json` shows them)")
 
 
+# An imported arm's answer rows without an answer (core.contract.NO_ANSWER), in words.
+UNANSWERED = {"no_trace": "the system never answered this question (no trace or row of its source matched it)",
+              "no_answer_span": "the system's trace of this question has no LLM span, so no answer is known"}
+
+
+def _coverage(value: float | None) -> str:
+    """A request judge's coverage (the share of the request's gold material the answer carries), or `-` (an LLM
+    judge reports none; a request not judged has none)."""
+    return "-" if value is None else f"{value:.2f}"
+
+
 def to_markdown(v: dict) -> str:
     q = v["question"]
     out = [f"### {q['id']} in arm `{v['arm']}`" + ("" if v.get("label_use", "none") == "none"
@@ -208,20 +221,31 @@ def to_markdown(v: dict) -> str:
             out += ["| call | query | results | documents |", "|---|---|---|---|"]
             out += [f"| {c['call_id']} | {c['query']} | {', '.join(c['result_chunk_ids']) or '(empty)'} | "
                     f"{', '.join(c['result_doc_ids'])} |" for c in v["lookups"]]
-    if v["answer"]:
+    unanswered = bool(v["answer"]) and v["supply"] == "imported" and v["answer"]["status"] in UNANSWERED
+    if unanswered:
+        # The system never answered: no answer, no call, nothing sent; not a provider status.
+        out += ["", f"**Answer**: none: {UNANSWERED[v['answer']['status']]} ({v['answer']['status']})"]
+    elif v["answer"]:
         a = v["answer"]
-        origin = (f"imported from trace {a['trace_id']}" if a.get("trace_id") else
+        imported = v["supply"] == "imported"
+        origin = ((f"imported from trace {a['trace_id']}" if a.get("trace_id") else "imported") if imported else
                   "cache hit" if a["cache_hit"] else "provider call")
-        out += ["", f"**Answer** from `{a['model']}` ({origin}), "
-                    f"provider status {a['status']}", "", _sent_line(a), "", "```",
+        who = f"from `{a['model']}`" if a["model"] else "from the system (its model not recorded)"
+        # An imported answer was sent nothing by the lab: no Sent line.
+        out += ["", f"**Answer** {who} ({origin}), " + ("status" if imported else "provider status")
+                + f" {a['status']}", *([] if imported else ["", _sent_line(a)]), "", "```",
                 (a["raw_response"] or a["error"] or "")[:4000], "```"]
-    if v["contract"]:
+    if v["contract"] and not unanswered:  # an unanswered question has no reply to check, nor to judge
         c = v["contract"]
         out += ["", f"**Contract**: {c['status']}" + (f" ({c['reason']})" if c["reason"] else "")
                 + (f"; JSON object parsed from: {c['parsed_from']}" if c.get("parsed_from") else "")
                 + (f"; citation check: {v['answer']['citation_check']}"
                    if v["answer"] and v["answer"].get("citation_check") not in (None, "off") else "")]
-    if v["judge"]:
+    if unanswered:
+        pass
+    elif v["judge"] and v["judge"]["model"] == NO_JUDGE:
+        out += ["", "**Judge**: none (the arm sets `judge: none`): faithfulness not measured: no support judge"]
+    elif v["judge"]:
         j = v["judge"]
         out += ["", f"**Judge** `{j['model']}`: {j['status']}, faithfulness {j['faithfulness']}, "
                     f"contradicts_gold {j['contradicts_gold']}", "", _sent_line(j), ""]
@@ -231,10 +255,11 @@ def to_markdown(v: dict) -> str:
     if judged:
         out += ["", f"**Request judge** `{v['request_judge']['model']}` (the instrument: the answer text and its "
                     "citations, never the generator's own request labels)", "",
-                "| request | status | addressed | verdict | excerpt cites | self-reported | reason |",
-                "|---|---|---|---|---|---|---|"]
+                "| request | status | addressed | verdict | coverage | excerpt cites | self-reported | reason |",
+                "|---|---|---|---|---|---|---|---|"]
         out += [f"| {r['id']} | {r['request_judge']['status']} | {r['request_judge']['addressed']} | "
-                f"{r['request_judge']['verdict']} | {', '.join(r['request_judge']['cited_chunk_ids'] or [])} | "
+                f"{r['request_judge']['verdict']} | {_coverage(r['request_judge'].get('coverage'))} | "
+                f"{', '.join(r['request_judge']['cited_chunk_ids'] or [])} | "
                 f"{r['self_reported_answered']}{' (overclaimed)' if r['overclaimed'] else ''}"
                 f"{' (underclaimed)' if r['underclaimed'] else ''} | {r['request_judge']['reason']} |" for r in judged]
         jurors = [j["model"] for j in judged[0]["request_judge"]["jurors"]]
@@ -242,7 +267,9 @@ def to_markdown(v: dict) -> str:
             out += ["", "**Jurors** side by side (a juror's fault is its own not-measured, never a vote)", "",
                     "| request | " + " | ".join(jurors) + " | jurors disagree |", "|---|" + "---|" * (len(jurors) + 1)]
             out += [f"| {r['id']} | " + " | ".join(
-                (f"{j['verdict']}" if j["status"] == "judged" else f"not measured ({j['status']})")
+                (f"{j['verdict']}" + (f" (coverage {_coverage(j.get('coverage'))})"
+                                      if j.get("coverage") is not None else "")
+                 if j["status"] == "judged" else f"not measured ({j['status']})")
                 for j in r["request_judge"]["jurors"]) + f" | {r['request_judge']['jurors_disagree']} |"
                 for r in judged]
     return "\n".join(out)

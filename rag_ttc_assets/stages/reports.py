@@ -30,7 +30,8 @@ def _answers(lab: Lab, arm: str, report: dict) -> None:
     c = lab.store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
     report["contract"] = {k: c.get(k, 0) for k in ("total", "valid", "parse_failures", "contract_failures",
                                                    "contract_failure_reasons", "abstentions", "escalated",
-                                                   "provider_faults", "mean_answer_chars", "parsed_from")}
+                                                   "provider_faults", "mean_answer_chars", "parsed_from", "free_text",
+                                                   "no_answer")}
     report["response_format"] = lab.arms[arm].response_format
     report["supply"] = lab.arms[arm].supply
     answers = lab.store.read_table(arm, Table.ANSWERS)

@@ -78,7 +78,7 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
         if c[CON.status] in (VALID, FREE_TEXT):
             call = caller.call(request_judge_messages(prompt, q, c),
                                response_format=response_format(cfg.response_format, "request_judgments"))
-            base.update(judge_provider_calls=int(call.counts_as_provider_call),
+            base.update(judge_provider_calls=int(call.counts_as_provider_call and not caller.offline_baseline),
                         judge_cache_hits=int(call.cache_hit), judge_input_tokens=call.input_tokens,
                         judge_output_tokens=call.output_tokens, judge_messages_digest=call.messages_digest)
             if call.status != "ok":

@@ -182,6 +182,9 @@ def per_query_rows(arm: str, cfg: ArmConfig, tables: dict[str, pl.DataFrame], ch
     return rows
 
 
+OFFLINE = "offline baseline, no provider call"
+
+
 def provenance(provider_calls: int, cache_hits: int) -> str:
     """Whether results came from provider calls, cache hits or a mixture of both (the seed's section 10.2)."""
     if provider_calls and cache_hits:
@@ -195,12 +198,16 @@ def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: dict, requ
     """Per role: provider calls, cache hits and which of the two the metrics were generated from; and the cache."""
     a = calls_summary(answers)
     out = {"provider_cache": str(lab.provider_cache_root)}
-    roles = [("answers", a["provider_calls"], a["cache_hits"]),
-             ("judge", judge_summary["provider_calls"], judge_summary["cache_hits"])]
+    roles = [("answers", a["provider_calls"], a["cache_hits"], False),
+             ("judge", judge_summary["provider_calls"], judge_summary["cache_hits"],
+              bool(judge_summary.get("offline_baseline_judge")))]
     if request_judge is not None:
-        roles.append(("request_judge", request_judge["provider_calls"], request_judge["cache_hits"]))
-    for role, calls, hits in roles:
-        out[role] = {"provider_calls": calls, "cache_hits": hits, "from": provenance(calls, hits)}
+        roles.append(("request_judge", request_judge["provider_calls"], request_judge["cache_hits"],
+                      bool((request_judge.get("request_judge") or {}).get("offline_baseline"))))
+    for role, calls, hits, offline in roles:
+        # An offline judge or panel of offline jurors computes its replies in this process: no provider call.
+        out[role] = {"provider_calls": calls, "cache_hits": hits,
+                     "from": OFFLINE if offline and not calls and not hits else provenance(calls, hits)}
     return out
 
 

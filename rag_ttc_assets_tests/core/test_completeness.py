@@ -380,6 +380,9 @@ def test_completeness_totals() -> None:
         "questions_complete": 1, "questions_partial": 1, "questions_none": 1,
         # qd.r2's judge timed out: one request, and with it question qd, not measured (judge_error).
         "requests_not_measured": {"judge_error": 1},
+        # Every request has gold quotes: support measured wherever the judge measured; 5 of the 7 answered.
+        "no_gold_quotes": 0, "requests_support_measured": 7, "requests_support_not_measured": {"judge_error": 1},
+        "requests_answered_share": 5 / 7,
         # Question completeness over qa, qb, qc: (2/2 + 1/3 + 0/1) / 3 = 4/9; qd is not in the mean.
         "mean_completeness": 4 / 9, "completeness_measured": 3, "completeness_of": 4,
         "completeness_not_measured": {"judge_error": 1},
@@ -406,3 +409,25 @@ def test_end_to_end_totals_for_one_question() -> None:
         "requests_total": 4, "requests_measured": 3, "requests_answered": 2, "requests_supported": 1,
         "not_measured": 1, "self_reported_answered": 2, "overclaimed": 0, "underclaimed": 0,
         "questions_measured": 0, "questions_partial": 0, "correct_abstention_rate": 1.0}
+
+
+def test_a_request_without_gold_quotes_has_its_answer_measured_and_its_support_not() -> None:
+    # An imported dataset's requests: a gold answer, no quotes. One addressed, one not; neither's support measurable.
+    q = Question(id="g", text="What does pass do and what does del do?", requests=[
+        Request(id="g.r1", text="What does pass do?", gold_answer="pass does nothing"),
+        Request(id="g.r2", text="What does del do?", gold_answer="del removes a binding")])
+    coverage = [cov("g.r1", [], ranked=False, selected=False, admitted=False),
+                cov("g.r2", [], ranked=False, selected=False, admitted=False)]
+    outcomes = request_outcomes(q, coverage, {**contract(cites=[]), "query_id": "g", "status": "free_text"},
+                                [judged("g.r1", cites=[]), judged("g.r2", addressed=False)])
+    assert [(o.measured, o.answered, o.supported, o.case) for o in outcomes] == [
+        (True, True, None, "no_gold_quotes"), (True, False, None, "no_gold_quotes")]
+    assert question_completeness(outcomes)[0].complete is None
+    totals = completeness_totals(outcomes, [])
+    assert (totals["mean_completeness"], totals["completeness_not_measured"]) == (None, {"no_gold_quotes": 1})
+    assert (totals["requests_answered"], totals["requests_answered_share"], totals["requests_support_measured"],
+            totals["requests_not_measured"]) == (1, 0.5, 0, {})
+    # In the flow's accounting the addressed one is neither acceptable nor wrong: not measured.
+    assert [f.quality for f in flow_rows(q, coverage, {**contract(cites=[]), "query_id": "g", "status": "free_text"},
+                                         None, [judged("g.r1", cites=[]), judged("g.r2", addressed=False)])] == [
+        "not_measured", "unanswered"]
