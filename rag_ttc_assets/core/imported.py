@@ -705,6 +705,33 @@ def citations(answer: str, style: str, admitted: Sequence[str], known: Iterable[
     return out
 
 
+def without_citations(answer: str, style: str, known: Iterable[str]) -> str:
+    """The answer's text with the citation markers `citations` reads taken out (`[2]`, `[1, 3]` for `numbered`; a
+    bracket of known IDs for `ids`), as the lab's own answer format keeps its citations beside the text: the judges
+    read the claims, and a marker is never read as a number the claim states. The answer as the user saw it stays
+    the row's raw text."""
+    if style == "numbered":
+        pattern = _NUMBERED
+    elif style == "ids":
+        known = set(known)
+        spans = [m.span() for m in _BRACKETS.finditer(answer)
+                 if all(part.strip() in known for part in m.group(1).split(","))]
+        return _cut(answer, spans)
+    else:
+        return answer
+    return _cut(answer, [m.span() for m in pattern.finditer(answer)])
+
+
+def _cut(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` without the spans, each with the blanks before it (`claim [2].` -> `claim.`)."""
+    out, last = [], 0
+    for start, end in spans:
+        out.append(text[last:start].rstrip(" \t"))
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class ImportedRow:
     """One question's imported retrieval, admission and answer, in the lab's terms."""

@@ -165,9 +165,11 @@ def contract_row(cfg: ArmConfig, a: dict, chunk_text: dict[str, str]) -> dict:
                 "answer_chars": len(ans.answer) if ans else 0}
     text = a[ANS.raw_text] or ""
     cited = core.citations(text, cfg.source.citation_style, a[ANS.admitted_chunk_ids], chunk_text)
+    # The judges read the claims without the markers they cite by (the raw text keeps them: inspect shows it).
+    answer = core.without_citations(text, cfg.source.citation_style, chunk_text)
     return {"query_id": a[ANS.query_id], "status": FREE_TEXT, "reason": f"citation_style: {cfg.source.citation_style}",
-            "parsed_from": None, "answer": text, "citation_chunk_ids": cited, "abstained": False, "request_items": "[]",
-            "answer_chars": len(text)}
+            "parsed_from": None, "answer": answer, "citation_chunk_ids": cited, "abstained": False,
+            "request_items": "[]", "answer_chars": len(answer)}
 
 
 def contract(cfg: ArmConfig, answers_df: pl.DataFrame, chunk_text: dict[str, str]) -> pl.DataFrame:

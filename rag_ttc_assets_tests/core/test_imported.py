@@ -257,3 +257,21 @@ def test_ragas_rows_as_a_list_or_jsonl():
                                                                              "It raises.", None)
     with pytest.raises(imp.ImportSourceError, match=r"ragas\.jsonl: row 0: field 'retrieved_contexts' must be a list"):
         imp.ragas_rows(json.dumps([{**row, "retrieved_contexts": "R1"}]).encode(), "ragas.jsonl")
+
+
+def test_the_judges_read_a_free_text_answer_without_the_markers_it_cites_by():
+    """A numbered marker is a citation, never a number the claim states: `without_citations` takes out exactly the
+    markers `citations` reads (before, the lexical judge read `[1]` in 'Item 3 is a widget [1].' as a number the
+    gold does not state: contradicts)."""
+    from rag_ttc_assets.core.imported import citations, without_citations
+    from rag_ttc_assets.core.lexical_judge import conflict
+
+    text = "Item 3 is a widget [1]. It costs 3 dollars [1, 2].\nSee the plan."
+    assert citations(text, "numbered", ["d1", "d2"], []) == ["d1", "d2"]
+    assert without_citations(text, "numbered", []) == "Item 3 is a widget. It costs 3 dollars.\nSee the plan."
+    assert conflict(text.split(".")[0], "Item 3 is a widget") is not None  # what the judge read before
+    assert conflict(without_citations("Item 3 is a widget [1]", "numbered", []), "Item 3 is a widget") is None
+    known = ["d1", "faq#chunk-2"]
+    assert without_citations("Plans cost 12 dollars [faq#chunk-2]. Not [a note].", "ids", known) == \
+        "Plans cost 12 dollars. Not [a note]."
+    assert without_citations("Kept [1] as written.", "none", known) == "Kept [1] as written."
