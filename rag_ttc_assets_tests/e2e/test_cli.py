@@ -84,6 +84,22 @@ def test_run_retrieval_stage_records_runs_and_prints_metrics(mini_lab, tmp_path)
         del os.environ["DAGSTER_HOME"]
 
 
+def test_a_lab_folder_without_dagster_home_records_its_runs_in_its_own_instance(mini_lab, tmp_path):
+    """The documented lab-folder recipe sets only RAG_TTC_*: the runs go to `.dagster_home` in the lab's store
+    home (with the repository's dagster.yaml: the `provider` pool's limit), not to the checkout's instance."""
+    from dagster import DagsterInstance
+
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    proc = subprocess.run([sys.executable, "-m", "rag_ttc_assets.cli", "run", "bm25-only", "--stage", "retrieval",
+                           "--json"], capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads(proc.stdout)["arms"]["bm25-only"]["run_id"]
+    own = tmp_path / "home" / ".dagster_home"
+    assert (own / "dagster.yaml").read_text() == (REPO / "dagster.yaml").read_text()
+    with DagsterInstance.from_config(str(own)) as instance:
+        assert instance.get_run_by_id(run_id).is_success
+
+
 def test_run_prints_one_line_per_step_not_dagsters_event_log(mini_lab, tmp_path):
     import re
 
