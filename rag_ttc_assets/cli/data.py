@@ -16,6 +16,7 @@ from rag_ttc_assets.adapters.pyramid import PyramidError, read_pyramid
 from rag_ttc_assets.adapters.realsumm import RealSummError, read_realsumm
 from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
 from rag_ttc_assets.core import pyramid, realsumm
+from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
 from rag_ttc_assets.core.dataset import DatasetError, dataset_counts, dataset_name_problem, sha256_digest
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
@@ -40,8 +41,6 @@ def cmd_validate(args) -> int:
 
 
 def cmd_arms(args) -> int:
-    from rag_ttc_assets.core.artifacts import fields_not_read
-
     lab = lab_from_args(args)
     arms = lab.arms
     names = arms.family(args.family) if args.family else arms.names
