@@ -195,4 +195,4 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, ArmsError, DatasetError, BeirError, TrecFormatError, LabPathError, ExecutorError,
             FileNotFoundError) as e:
         print(f"rag-ttc: error: {e}", file=sys.stderr)
-        return 1
+        return getattr(e, "exit_code", 1)

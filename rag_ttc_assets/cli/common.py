@@ -42,9 +42,22 @@ def fmt(v) -> str:
 
 
 def dagster_home() -> Path:
-    home = Path(os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / ".dagster_home")
+    """The Dagster instance `rag-ttc` records runs in: DAGSTER_HOME when set; else the lab's own, `.dagster_home`
+    in the store's home (RAG_TTC_HOME, beside `store/` and `runs/`), so a lab folder's runs neither land in the
+    checkout's instance nor wait for another lab's `provider` pool slots; the checkout's store (the default home)
+    and a store in an object store keep the checkout's `.dagster_home`, the one `make dev` opens. A new instance
+    folder gets the repository's dagster.yaml (run queue, the `provider` pool's limit)."""
+    home = Path(os.environ.get("DAGSTER_HOME") or _lab_dagster_home())
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists() and (PROJECT_ROOT / "dagster.yaml").exists():
         shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+def _lab_dagster_home() -> Path:
+    default = PROJECT_ROOT / ".dagster_home"
+    lab = Lab.from_env()
+    if not lab.local or lab.home.resolve() == (PROJECT_ROOT / ".rag_ttc").resolve():
+        return default
+    return lab.home.resolve() / ".dagster_home"

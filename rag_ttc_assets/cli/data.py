@@ -16,6 +16,7 @@ from rag_ttc_assets.adapters.pyramid import PyramidError, read_pyramid
 from rag_ttc_assets.adapters.realsumm import RealSummError, read_realsumm
 from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
 from rag_ttc_assets.core import pyramid, realsumm
+from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
 from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetError, dataset_counts,
                                         dataset_name_problem, parse_dataset, sha256_digest)
@@ -46,19 +47,35 @@ def cmd_arms(args) -> int:
     arms = lab.arms
     names = arms.family(args.family) if args.family else arms.names
     if args.json:
-        print(json.dumps({n: arms[n].model_dump(mode="json") for n in names}, indent=2))
+        # fields_not_read: the settings an imported arm carries (defaults) and never reads.
+        print(json.dumps({n: {**arms[n].model_dump(mode="json"), "fields_not_read": sorted(fields_not_read(arms[n]))}
+                          for n in names}, indent=2))
         return 0
-    cols = ["arm", "chunk_runes", "overlap_runes", "retrieval", "retrieve_k", "evidence_k", "context_runes",
-            "evidence_order", "supply", "prompt", "generator", "judge"]
-    rows = []
+    fields = ["chunk_runes", "overlap_runes", "retrieval", "retrieve_k", "evidence_k", "context_runes",
+              "evidence_order", "supply", "prompt", "generator", "judge", "request_judges"]
+    rows, unread, imported = [], set(), []
     for n in names:
         c = arms[n]
+        skip = fields_not_read(c)
         supply = c.supply if c.supply != "tool" else (
             f"tool top{c.lookup_top_n}" + (" +index" if c.title_index else "") + (" +check" if c.citation_check else ""))
-        rows.append([n, c.chunk_runes, c.overlap_runes, c.retrieval, c.retrieve_k, c.evidence_k, c.context_runes,
-                     c.evidence_order, supply, c.prompt, c.generator.model, c.judge.model])
-    print(text_table(cols, rows))
-    if not args.family:
+        if c.supply == "imported":
+            imported.append(n)
+            supply = f"imported: {c.source.label} ({c.source.format})"
+        panel = (", ".join(j.model for j in c.request_judges) + f" ({c.request_judge_aggregation})"
+                 if c.request_judges else c.request_judge.model)
+        values = [c.chunk_runes, c.overlap_runes, c.retrieval, c.retrieve_k, c.evidence_k, c.context_runes,
+                  c.evidence_order, supply, c.prompt, c.generator.model, c.judge.model, panel]
+        unread |= {f for f in fields if f in skip}
+        rows.append([n, *("n/a" if f in skip else v for f, v in zip(fields, values))])
+    print(text_table(["arm", *fields], rows))
+    if imported:
+        shown = [f for f in fields if f in unread]
+        rest = len(set().union(*(fields_not_read(arms[n]) for n in imported)) - set(shown))
+        print(f"\nn/a: a setting the imported arms ({', '.join(imported)}) never read, their retrieval, contexts and "
+              f"answers being their source's: {', '.join(shown)}"
+              + (f", and {rest} more (`rag-ttc arms --json`: fields_not_read)" if rest else ""))
+    if not args.family and arms.families:
         print("\nfamilies: " + "; ".join(f"{f}: {', '.join(m)}" for f, m in arms.families.items()))
     return 0
 

@@ -40,7 +40,9 @@ def cmd_runs(args) -> int:
         print(json.dumps(runs, indent=2))
         return 0
     rows = [[r["arm"], r["status"], r["started_at"], r["counts"].get("answer_rows"), r["counts"].get("valid"),
-             sum(r["partial_rows"].values()) if r["partial_rows"] else None, r["run_dir"]] for r in runs]
-    print(text_table(["arm", "status", "started_at", "answer_rows", "valid", "partial_rows", "run_dir"], rows)
+             sum(r["partial_rows"].values()) if r["partial_rows"] else None, r.get("failed_step"), r["run_dir"]]
+            for r in runs]
+    print(text_table(["arm", "status", "started_at", "answer_rows", "valid", "partial_rows", "failed_step",
+                      "run_dir"], rows)
           if rows else "no run records yet (rag-ttc run ARM writes one per materialization)")
     return 0

@@ -33,17 +33,23 @@ def open_instance(home: Path):
         return DagsterInstance.get()  # creates (and on a fresh home, stamps) every storage
 
 
-def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verbose: bool = False) -> dict[str, dict]:
+def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verbose: bool = False,
+                     keep_going: bool = False) -> dict[str, dict]:
     """Materialize `stage` for each arm through the project's job, recorded in DAGSTER_HOME.
 
     Only what Dagster calls stale runs, with the reasons it does not see (see `defs.staleness.to_run`); `force`
     runs every asset of the stage. stderr gets one line per step as it finishes and the progress of long
-    stages; `verbose` adds Dagster's own event log."""
+    stages; `verbose` adds Dagster's own event log. A run that fails is recorded in the arm's run record
+    (`stages.run_record.record_unfinished`); then CliError, or with `keep_going` the next arm, the failed arm's
+    entry holding `failed` (`run_failure`). A run SIGINT or SIGTERM ended, also while it waited for a pool slot
+    (`defs.dagster_private.interruptible_waits`), is recorded interrupted and raises RunInterrupted."""
     from dagster import AssetKey
 
+    from rag_ttc_assets.defs.dagster_private import interruptible_waits  # late: dagster loads only when this runs
     from rag_ttc_assets.defs.registry import CHECK_SPECS  # late: dagster loads only when this runs
     from rag_ttc_assets.defs.staleness import to_run  # late: dagster loads only when this runs
     from rag_ttc_assets.definitions import JOB, build_definitions  # late: dagster, polars load only when this runs
+    from rag_ttc_assets.stages.run_record import FAILED, INTERRUPTED, record_unfinished  # late: polars
 
     home = dagster_home()
     lab = Lab.from_env()
@@ -64,6 +70,7 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
                 continue
             # The run's id chosen here, so its events reach the terminal from the first one (RUN_START).
             run_id = str(uuid.uuid4())
+            waited: dict[str, bool] = {}  # "interrupted": a signal ended the run's wait for a pool slot
             steps_told = StepEvents(terminal, arm, failed="FAILED" if verbose else
                                     "FAILED; rag-ttc run --verbose prints its traceback")
             if executors.chosen() != "default":  # RAG_TTC_EXECUTOR: the steps run in the executor's processes
@@ -72,13 +79,29 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
                                                    _cli_tags(), _console_config(verbose), steps_told)
             else:
                 instance.add_event_listener(run_id, steps_told)
-                with reporting(run_id, terminal), waking_pending_steps(instance):
+                with reporting(run_id, terminal), waking_pending_steps(instance), \
+                        interruptible_waits(lambda: _canceling(instance, run_id, waited)):
                     result = job.execute_in_process(partition_key=arm, instance=instance,
                                                     asset_selection=[AssetKey(a) for a in todo],
                                                     raise_on_error=False, tags=_cli_tags(), run_id=run_id,
                                                     run_config=_console_config(verbose))
+            if not result.success and (where := interrupted(result, waited)):
+                # SIGINT or SIGTERM: no arm after this one starts.
+                record = record_unfinished(lab, arm, result.run_id, stage, INTERRUPTED, {
+                    **run_failure(result), "reason": f"interrupted (SIGINT or SIGTERM) {where}"})
+                rest = arm_names[arm_names.index(arm) + 1:]
+                raise RunInterrupted(f"arm {arm!r}: run {result.run_id} interrupted {where}; Dagster records it "
+                                     f"{instance.get_run_by_id(result.run_id).status.value}, its run record "
+                                     f"{record} says interrupted"
+                                     + (f"; not started: {', '.join(rest)}" if rest else ""))
             if not result.success:
-                raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{failure_text(result)}")
+                failure = run_failure(result)
+                failure["run_record"] = str(record_unfinished(lab, arm, result.run_id, stage, FAILED, failure))
+                failure["text"] = failure_text(result)
+                if not keep_going:
+                    raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{failure_text(result)}")
+                out[arm] = {"run_id": result.run_id, "ran": todo, "why": why, "failed": failure}
+                continue
             out[arm] = {"run_id": result.run_id, "ran": todo, "why": why}
     return out
 
@@ -150,6 +173,48 @@ def waking_pending_steps(instance, pools=(PROVIDER_POOL,), every_s: float = POOL
     finally:
         stop.set()
         thread.join()
+
+
+class RunInterrupted(CliError):
+    """A run ended by SIGINT or SIGTERM: `rag-ttc` exits 130, as a shell does for an interrupted command."""
+
+    exit_code = 130
+
+
+def _canceling(instance, run_id: str, waited: dict[str, bool]) -> None:
+    """Mark the run canceling, so that Dagster, ending it, records it canceled (not failed)."""
+    waited["interrupted"] = True
+    run = instance.get_run_by_id(run_id)
+    if run is not None and not run.is_finished:
+        instance.report_run_canceling(run, message="rag-ttc received SIGINT or SIGTERM while the run waited for "
+                                                   "a concurrency pool slot")
+
+
+def interrupted(result, waited: dict[str, bool]) -> str | None:
+    """Where a failed run was interrupted (SIGINT, SIGTERM): `while waiting ...` or `in step ...`; None when it
+    was not (a step raised)."""
+    if waited.get("interrupted"):
+        return f"while waiting for a `{PROVIDER_POOL}` pool slot (another run held it)"
+    for ev in result.all_events:
+        if ev.is_step_failure and getattr(ev.step_failure_data.error_source, "value", None) == "INTERRUPT":
+            return f"in step {ev.step_key}"
+    return None
+
+
+def run_failure(result) -> dict:
+    """A failed run's first failed step: its key, the exception's class and message (the user code's, not
+    Dagster's wrapper); every failed step; the steps that succeeded before it."""
+    failed, succeeded = [], []
+    for ev in result.all_events:
+        if ev.is_step_failure:
+            err = ev.step_failure_data.error
+            e = err.cause if err and err.cause else err
+            failed.append({"step": ev.step_key, "exception": e.cls_name if e else None,
+                           "error": (e.message if e else "").strip()})
+        elif ev.is_step_success:
+            succeeded.append(ev.step_key)
+    first = failed[0] if failed else {"step": None, "exception": None, "error": failure_text(result).strip()}
+    return {**first, "failed_steps": [f["step"] for f in failed], "steps_succeeded": succeeded}
 
 
 def failure_text(result) -> str:

@@ -43,17 +43,41 @@ def cmd_run(args) -> int:
         # transformers and LanceDB's warning that a new index table has no dataset yet. Set values win.
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("LANCEDB_LOG", "error")
-    runs = materialize_arms(names, args.stage, args.force, verbose=args.verbose)
-    reports = {n: {**arm_report(lab, n, STAGES[args.stage]), **runs[n]} for n in names}
+    # Every arm runs; one whose run fails is recorded (its run record says the step and the error) and named
+    # at the end, and the command exits 1.
+    runs = materialize_arms(names, args.stage, args.force, verbose=args.verbose, keep_going=True)
+    failed = {n: r["failed"] for n, r in runs.items() if "failed" in r}
+    reports = {n: {**arm_report(lab, n, STAGES[args.stage]), **runs[n]} for n in names if n not in failed}
     if args.json:
-        print(json.dumps({"arms": reports}, indent=2, default=str))
-        return 0
-    for n, rep in reports.items():
-        print(f"{n}: " + (f"ran {len(rep['ran'])} asset(s) in run {rep['run_id']}" if rep["ran"]
-                          else "up to date, nothing to run"))
-    print()
-    print(run_tables(reports))
+        print(json.dumps({"arms": reports, "not_finished": {n: {"run_id": runs[n]["run_id"], **f}
+                                                           for n, f in failed.items()}}, indent=2, default=str))
+    elif reports:  # with no arm finished, the error below says it all
+        for n in names:
+            rep = runs[n]
+            print(f"{n}: " + (f"FAILED at step {rep['failed']['step']} in run {rep['run_id']} (run record "
+                              f"{rep['failed']['run_record']})" if n in failed
+                              else f"ran {len(rep['ran'])} asset(s) in run {rep['run_id']}" if rep["ran"]
+                              else "up to date, nothing to run"))
+        print()
+        print(run_tables(reports))
+    if failed:
+        raise CliError(not_finished_text(failed, runs, len(names), args.stage))
     return 0
+
+
+def not_finished_text(failed: dict[str, dict], runs: dict[str, dict], of: int, stage: str = "all") -> str:
+    """Each arm whose run failed: its run and failed steps with the exceptions' messages (`failure_text`); with
+    more than one arm asked for, then the list of those not finished, which step, and the command that reruns
+    them (the steps that succeeded are not run again, nor the provider calls whose results were cached)."""
+    blocks = [f"arm {n!r}: run {runs[n]['run_id']} failed:\n{f['text']}" for n, f in failed.items()]
+    if of > 1:
+        blocks.append(f"{len(failed)} of {of} arms not finished (the others finished): "
+                      + ", ".join(f"{n} (step {f['step']})" if f.get("step") else f"{n} (outside its steps)"
+                                  for n, f in failed.items())
+                      + "; each one's run record says the step and the error (rag-ttc runs ARM); rerun them with "
+                      + "`rag-ttc run " + " ".join(failed) + ("" if stage == "all" else f" --stage {stage}")
+                      + "`: the finished steps and the provider results already cached are reused")
+    return "\n".join(blocks)
 
 
 def run_tables(reports: dict[str, dict]) -> str:

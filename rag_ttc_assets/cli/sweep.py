@@ -221,7 +221,7 @@ def cmd_sweep(args) -> int:
         return _sweep(args)
     except (SweepError, CliError, ArmsError, FileNotFoundError) as e:
         print(f"rag-ttc: error: {e}", file=sys.stderr)
-        return 1
+        return getattr(e, "exit_code", 1)  # 130: interrupted (cli.materialize.RunInterrupted)
 
 
 def _sweep(args) -> int:

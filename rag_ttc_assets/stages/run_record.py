@@ -120,6 +120,33 @@ def open_run(lab: Lab, arm: str, dagster_run_id: str, status_of, stage: str) -> 
     return d
 
 
+def record_unfinished(lab: Lab, arm: str, dagster_run_id: str, stage: str, status: str, failure: dict) -> Path:
+    """The run directory of a run that ended unfinished (the one its steps opened, or a new one when it ended before
+    any step opened it) says so: `failed` (a step raised) or `interrupted` (SIGINT, SIGTERM), the step, the
+    exception and its message, the steps that succeeded, and the rows its per-row logs kept. Those rows' provider
+    results stay in the provider cache, so a rerun serves them from there; the assets that succeeded are not
+    stale and are not run again."""
+    root = runs_root(lab, arm)
+    run_dir = next((d for d in (root.glob(f"*-{dagster_run_id[:8]}") if root.is_dir() else [])
+                    if read_status(d).get("dagster_run_id") == dagster_run_id), None)
+    if run_dir is None:
+        run_dir = root / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{dagster_run_id[:8]}"
+        (run_dir / "results").mkdir(parents=True, exist_ok=True)
+        st = {"arm": arm, "dagster_run_id": dagster_run_id, "started_at": _now(), "pid": os.getpid(),
+              "host": socket.gethostname()}
+    else:
+        st = read_status(run_dir)
+    step = failure.get("step")
+    reason = failure.get("reason") or (f"step {step} failed" if step else "the run failed outside its steps")
+    atomic_write_json(run_dir / STATUS, {
+        **st, "status": status, "stage": stage, "finished_at": _now(), "reason": reason,
+        "failed_step": step, "exception": failure.get("exception"), "error": failure.get("error"),
+        "steps_succeeded": failure.get("steps_succeeded", []),
+        "partial_rows": {name: count_rows(run_dir / name) for name in PARTIALS},
+        "exit_code": 130 if status == INTERRUPTED else 1})
+    return run_dir
+
+
 def run_path(lab: Lab, run_dir: str):
     """The run directory named by `list_runs`'s `run_dir` (a folder, or a URI in an object store)."""
     return Path(run_dir) if lab.local else remote_root(run_dir)
@@ -134,7 +161,9 @@ def list_runs(lab: Lab, arm: str | None = None, status_of=None) -> list[dict]:
             st = read_status(d)
             out.append({"arm": a, "run_dir": str(d), "status": st.get("status"), "started_at": st.get("started_at"),
                         "dagster_run_id": st.get("dagster_run_id"), "counts": st.get("counts", {}),
-                        "partial_rows": st.get("partial_rows", {})})
+                        "partial_rows": st.get("partial_rows", {}),
+                        **({k: st.get(k) for k in ("failed_step", "exception", "error", "reason")}
+                           if st.get("status") in (FAILED, INTERRUPTED) else {})})
     return out
 
 

@@ -104,3 +104,52 @@ def test_the_dask_executor_waits_for_each_result_with_interrupts_raised() -> Non
 
     assert list(_interruptible(iter([(1, "a"), (2, "b")]))) == [(1, "a"), (2, "b")]
     assert list(_interruptible(iter(()))) == []
+
+
+def test_a_step_waiting_for_a_pool_slot_sleeps_and_a_sigint_ends_its_run(tmp_path) -> None:
+    """The in-process executor's wait for a pool slot, within `interruptible_waits`: it sleeps between claim checks
+    (Dagster 1.13's own interval is never above 0), and a SIGINT received while it waits ends the run at once
+    (Dagster 1.13 looks at the signal only when a step starts). The patched methods are Dagster's again after."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from dagster._core.execution.plan.active import ActiveExecution
+
+    (tmp_path / "dagster.yaml").write_text("concurrency:\n  pools:\n    granularity: op\n    default_limit: 1\n")
+
+    @asset(pool="p")
+    def slot_user() -> int:
+        return 1
+
+    original = ActiveExecution.sleep_til_ready
+    job = Definitions(assets=[slot_user], jobs=[define_asset_job("j")]).resolve_job_def("j")
+    with DagsterInstance.from_config(str(tmp_path)) as instance:
+        storage = instance.event_log_storage
+        storage.set_concurrency_slots("p", 1)
+        assert storage.claim_concurrency_slot("p", "holder", "x").is_claimed
+        waited: dict[str, float] = {}
+
+        def interrupt_once_waiting() -> None:
+            while not [s for s in storage.get_concurrency_info("p").pending_steps if s.run_id != "holder"]:
+                time.sleep(0.05)
+            cpu = time.process_time()
+            time.sleep(1.5)
+            waited["cpu"] = time.process_time() - cpu
+            waited["sent"] = time.monotonic()
+            os.kill(os.getpid(), signal.SIGINT)
+
+        calls = []
+        thread = threading.Thread(target=interrupt_once_waiting, daemon=True)
+        thread.start()
+        with dagster_private.interruptible_waits(lambda: calls.append("interrupted")):
+            assert ActiveExecution.sleep_til_ready is not original
+            result = job.execute_in_process(instance=instance, raise_on_error=False)
+        took = time.monotonic() - waited["sent"]
+        thread.join()
+        assert not result.success and calls == ["interrupted"]
+        assert took < 3, took
+        assert waited["cpu"] < 0.3, waited  # a busy wait spends a core: about 1.5 s
+        assert not [s for s in storage.get_concurrency_info("p").pending_steps if s.run_id != "holder"]
+    assert ActiveExecution.sleep_til_ready is original

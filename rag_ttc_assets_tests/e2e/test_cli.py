@@ -3,12 +3,13 @@
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from rag_ttc_assets_tests.conftest import PYREF, REPO
+from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, PYREF, REPO
 
 
 def rag_ttc(*args, env=None, cwd=REPO):
@@ -56,6 +57,46 @@ def test_arms_lists_the_families_of_the_repository():
     assert {a["evidence_k"] for a in arms.values()} == {5}
 
 
+def test_arms_shows_the_request_judges_and_an_imported_arms_source_not_settings_it_never_reads(mini_lab, tmp_path):
+    from rag_ttc_assets.core.artifacts import fields_not_read
+
+    (tmp_path / "arms.yaml").write_text(MINI_DEFAULTS + """  request_judges: [local/lexical, local/coverage]
+arms:
+  baseline: {request_judges: [], request_judge: {model: local/lexical}}
+  panel: {}
+  sys-a:
+    supply: imported
+    source: {file: rows.json, format: ragchecker}
+""")
+    code, out, err = rag_ttc("arms")
+    assert code == 0, err
+    header, _, base, panel, imported = (line.rstrip() for line in out.splitlines()[:5])
+    cols = header.split()
+    assert cols[-1] == "request_judges"
+    starts = [m.start() for m in re.finditer(r"\S+", header)]
+
+    def cells(line: str) -> dict[str, str]:
+        return {c: line[a:b].strip() for c, a, b in zip(cols, starts, [*starts[1:], None])}
+
+    assert cells(base)["chunk_runes"] == "600" and cells(base)["request_judges"] == "local/lexical"
+    assert panel.endswith("  local/lexical, local/coverage (majority)")
+    assert imported.endswith("  local/lexical, local/coverage (majority)")
+    assert cells(imported)["supply"] == "imported: rows.json (ragchecker)"
+    for col in ("chunk_runes", "overlap_runes", "retrieval", "retrieve_k", "evidence_k", "context_runes",
+                "evidence_order", "prompt", "generator"):
+        assert cells(imported)[col] == "n/a", (col, imported)
+    assert cells(imported)["judge"] == "local/lexical"  # it judges its answers: read
+    assert "n/a: a setting the imported arms (sys-a) never read, their retrieval, contexts and answers being " \
+           "their source's: chunk_runes, overlap_runes, retrieval, retrieve_k, evidence_k, context_runes, " \
+           "evidence_order, prompt, generator, and " in out
+    code, out, err = rag_ttc("arms", "--json")
+    assert code == 0, err
+    arms = json.loads(out)
+    assert arms["sys-a"]["fields_not_read"] == sorted(fields_not_read(mini_lab.arms["sys-a"]))
+    assert "chunk_runes" in arms["sys-a"]["fields_not_read"] and arms["panel"]["fields_not_read"] == []
+    assert [j["model"] for j in arms["panel"]["request_judges"]] == ["local/lexical", "local/coverage"]
+
+
 def test_bad_arms_file_names_file_arm_and_field(tmp_path):
     bad = tmp_path / "arms.yaml"
     bad.write_text("arms:\n  baseline: {evidence_k: 30}\n")
@@ -84,9 +125,23 @@ def test_run_retrieval_stage_records_runs_and_prints_metrics(mini_lab, tmp_path)
         del os.environ["DAGSTER_HOME"]
 
 
-def test_run_prints_one_line_per_step_not_dagsters_event_log(mini_lab, tmp_path):
-    import re
+def test_a_lab_folder_without_dagster_home_records_its_runs_in_its_own_instance(mini_lab, tmp_path):
+    """The documented lab-folder recipe sets only RAG_TTC_*: the runs go to `.dagster_home` in the lab's store
+    home (with the repository's dagster.yaml: the `provider` pool's limit), not to the checkout's instance."""
+    from dagster import DagsterInstance
 
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    proc = subprocess.run([sys.executable, "-m", "rag_ttc_assets.cli", "run", "bm25-only", "--stage", "retrieval",
+                           "--json"], capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads(proc.stdout)["arms"]["bm25-only"]["run_id"]
+    own = tmp_path / "home" / ".dagster_home"
+    assert (own / "dagster.yaml").read_text() == (REPO / "dagster.yaml").read_text()
+    with DagsterInstance.from_config(str(own)) as instance:
+        assert instance.get_run_by_id(run_id).is_success
+
+
+def test_run_prints_one_line_per_step_not_dagsters_event_log(mini_lab, tmp_path):
     from rag_ttc_assets.cli import STAGES
 
     env = {"DAGSTER_HOME": str(tmp_path / "dh")}
