@@ -8,6 +8,7 @@ request, the raw response, the contract status and reason, and the judge's state
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
@@ -179,7 +180,32 @@ def _coverage(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+# Every line break str.splitlines knows (an imported row's text may hold any of them).
+_LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
+_VERBATIM = ("raw_response", "error")  # shown in a fence, as the system gave them
+
+
+def _md_safe(x, key: str | None = None):
+    """`x` with every text made safe for one markdown table cell or line: `|` escaped, line breaks as one space.
+    Text from a dataset or an imported system is untrusted: a `|` or a line break in a request must not break the
+    table it sits in. The answer itself (a fenced block) is kept verbatim."""
+    if isinstance(x, dict):
+        return {k: (v if k in _VERBATIM else _md_safe(v, k)) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_md_safe(v, key) for v in x]
+    if isinstance(x, str):
+        return _LINE_BREAKS.sub(" ", x.replace("|", "\\|"))
+    return x
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in `text`."""
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    return "`" * max(3, max(runs, default=0) + 1)
+
+
 def to_markdown(v: dict) -> str:
+    v = _md_safe(v)
     q = v["question"]
     out = [f"### {q['id']} in arm `{v['arm']}`" + ("" if v.get("label_use", "none") == "none"
                                                     else f" ({v['label_use']})"), "", f"> {q['text']}", "",
@@ -232,9 +258,10 @@ def to_markdown(v: dict) -> str:
                   "cache hit" if a["cache_hit"] else "provider call")
         who = f"from `{a['model']}`" if a["model"] else "from the system (its model not recorded)"
         # An imported answer was sent nothing by the lab: no Sent line.
+        shown = (a["raw_response"] or a["error"] or "")[:4000]
         out += ["", f"**Answer** {who} ({origin}), " + ("status" if imported else "provider status")
-                + f" {a['status']}", *([] if imported else ["", _sent_line(a)]), "", "```",
-                (a["raw_response"] or a["error"] or "")[:4000], "```"]
+                + f" {a['status']}", *([] if imported else ["", _sent_line(a)]), "", _fence(shown), shown,
+                _fence(shown)]
     if v["contract"] and not unanswered:  # an unanswered question has no reply to check, nor to judge
         c = v["contract"]
         out += ["", f"**Contract**: {c['status']}" + (f" ({c['reason']})" if c["reason"] else "")
