@@ -299,8 +299,16 @@ def _annotator_pairs(labels: Sequence, value: Callable) -> dict[tuple[str, str],
     out = {}
     for x, y in combinations(sorted(by_annotator), 2):
         shared = sorted(by_annotator[x].keys() & by_annotator[y].keys())
-        out[(x, y)] = [(by_annotator[x][i], by_annotator[y][i]) for i in shared]
+        if shared:  # two annotators who labelled nothing in common measure nothing (counted: _unshared_pairs)
+            out[(x, y)] = [(by_annotator[x][i], by_annotator[y][i]) for i in shared]
     return out
+
+
+def _unshared_pairs(labels: Sequence, measured: int) -> int:
+    """How many pairs of annotators labelled no item in common (no ceiling row of theirs): one expert per item, as
+    sets with many annotators have it, gives no ceiling at all."""
+    n = len({lab.annotator for lab in labels})
+    return n * (n - 1) // 2 - measured
 
 
 def request_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]]) -> dict:
@@ -327,11 +335,13 @@ def request_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mappi
         rows.append({"rater": name, "kind": "judge", **categorical_agreement(human, judge, (True, False)),
                      "not_measured": unmeasured, "disagreements": disagree,
                      "verdict": categorical_agreement(v_human, v_judge, VERDICTS) if v_human else None})
-    for (x, y), both in _annotator_pairs(labels, lambda lab: lab.addressed).items():
+    pairs = _annotator_pairs(labels, lambda lab: lab.addressed)
+    for (x, y), both in pairs.items():
         a, b = [p[0] for p in both], [p[1] for p in both]
         rows.append({"rater": f"{x} vs {y}", "kind": "ceiling", **categorical_agreement(a, b, (True, False)),
                      "not_measured": 0, "disagreements": [], "verdict": None})
     return {"labels": len(labels), "annotators": sorted({lab.annotator for lab in labels}), "rows": rows,
+            "annotator_pairs_sharing_no_item": _unshared_pairs(labels, len(pairs)),
             "majority": majority_agreement(labels, judges)}
 
 
@@ -541,7 +551,8 @@ def _pair_ceiling(labels: Sequence[PairLabel], aspect: str) -> dict[tuple[str, s
             lx, ly = by_annotator[x][item], by_annotator[y][item]
             first = lx if lx.line <= ly.line else ly
             points.append((first.line, lx.toward(first, aspect), ly.toward(first, aspect)))
-        out[(x, y)] = [(px, py) for _, px, py in sorted(points)]
+        if points:
+            out[(x, y)] = [(px, py) for _, px, py in sorted(points)]
     return out
 
 
@@ -570,9 +581,11 @@ def pair_agreement(labels: Sequence[PairLabel], judges: Mapping[str, Mapping[str
                 x.append(sb - sa)
                 y.append(lab.labels[aspect])
             rows.append({"rater": name, "kind": kind, **correlation(x, y, seed), "not_measured": unmeasured})
-        for (p, q), both in _pair_ceiling(mine, aspect).items():
+        ceiling = _pair_ceiling(mine, aspect)
+        for (p, q), both in ceiling.items():
             rows.append({"rater": f"{p} vs {q}", "kind": "ceiling",
                          **correlation([v[0] for v in both], [v[1] for v in both], seed), "not_measured": 0})
         out[aspect] = {"labels": len(mine), "annotators": sorted({lab.annotator for lab in mine}), "rows": rows,
+                       "annotator_pairs_sharing_no_item": _unshared_pairs(mine, len(ceiling)),
                        "judged": any(r["kind"] == "judge" for r in rows)}
     return out

@@ -214,6 +214,21 @@ def _f(v) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _by(annotators: list[str]) -> str:
+    """Who labelled: their names, or how many when a set has many (one expert per item)."""
+    return ", ".join(annotators) if len(annotators) <= 6 else f"{len(annotators)} annotators"
+
+
+def _ceiling(part: dict, what: str) -> str:
+    """The title's ceiling clause: which annotators could be compared, and why there is none when none could."""
+    unshared = part.get("annotator_pairs_sharing_no_item", 0)
+    measured = sum(1 for r in part["rows"] if r["kind"] == "ceiling")
+    if not measured:
+        return "no ceiling: no two annotators labelled the same item"
+    return f"ceiling: {what}" + (f" ({measured} pairs of annotators who labelled items in common; {unshared} pairs "
+                                 "shared none)" if unshared else "")
+
+
 def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
     """The report as (title, columns, rows) tables: the asset's metadata and the command's output."""
     out = []
@@ -224,8 +239,8 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
     if rl:
         rows = [[r["rater"], r["kind"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
                  _confusion(r["confusion"]), r["not_measured"], len(r["disagreements"])] for r in rl["rows"]]
-        out.append((f"per-request labels ({rl['labels']} labels by {', '.join(rl['annotators'])}): `addressed`, "
-                    "Cohen's kappa and accuracy; " + (no_ceiling or "ceiling: the annotators with each other"),
+        out.append((f"per-request labels ({rl['labels']} labels by {_by(rl['annotators'])}): `addressed`, "
+                    "Cohen's kappa and accuracy; " + (no_ceiling or _ceiling(rl, "the annotators with each other")),
                     ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)",
                      "not_measured", "disagreements"], rows))
         m = rl.get("majority")
@@ -260,10 +275,10 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                  r["pearson"].get("why") or ""]
                 for r in a["rows"]]
         note = "" if a["judged"] else " (no lab judge scores this aspect: the ceiling only)"
-        out.append((f"pairwise preferences, {aspect} ({a['labels']} labels by {', '.join(a['annotators'])}): the "
+        out.append((f"pairwise preferences, {aspect} ({a['labels']} labels by {_by(a['annotators'])}): the "
                     "judge's score(b) - score(a) against the human label (-2..2; completeness: the share of the "
-                    "row's requests addressed, (graded): their mean coverage); ceiling: the annotators with each "
-                    f"other{note}" + ("; reference: the plain content-word recall of the gold answer, no judge"
+                    "row's requests addressed, (graded): their mean coverage); "
+                    f"{_ceiling(a, 'the annotators with each other')}{note}" + ("; reference: the plain content-word recall of the gold answer, no judge"
                                       if any(r["kind"] == "reference" for r in a["rows"]) else ""),
                     ["rater", "kind", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",
                      "not_measured", "undefined because"], rows))

@@ -303,3 +303,24 @@ def test_one_annotator_labelling_a_pair_twice_is_an_error_naming_both_lines():
     assert "labels.jsonl: line 2: annotator: 'x' already labelled this pair on line 1" in str(e.value)
     # Another annotator may label it.
     assert len(ja.parse_labels(_lines([pair, {**flipped, "annotator": "y"}]), "l", CAT).pairs) == 2
+
+
+def test_annotators_who_labelled_nothing_in_common_give_no_ceiling_row_and_are_counted():
+    """One expert per item (a set with many annotators): before, every two of them got a ceiling row of n 0 (6,105
+    rows for 111 experts); now only pairs with items in common, the others counted and said in the title."""
+    from rag_ttc_assets.stages.judge_agreement import tables
+
+    recs = [{"kind": "request", "question": f"q{i}", "request": f"q{i}.r1", "arm": "base", "addressed": a,
+             "annotator": f"expert{i}"} for i, a in enumerate(ANN1, 1)]
+    recs += [{"kind": "request", "question": "q1", "request": "q1.r1", "arm": "base", "addressed": False,
+              "annotator": "expert2"}]  # expert1 and expert2 share q1 only
+    labels = ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+    rep = ja.request_agreement(labels.requests, {})
+    ceiling = [r for r in rep["rows"] if r["kind"] == "ceiling"]
+    assert [(r["rater"], r["n"]) for r in ceiling] == [("expert1 vs expert2", 1)]
+    assert rep["annotator_pairs_sharing_no_item"] == 10 * 9 // 2 - 1
+    title = tables({"request_labels": rep})[0][0]
+    assert "by 10 annotators" in title and "1 pairs of annotators who labelled items in common; 44 pairs" in title
+    alone = ja.request_agreement(ja.parse_labels(_lines(recs[:10]), "labels.jsonl", CAT).requests, {})
+    assert not [r for r in alone["rows"] if r["kind"] == "ceiling"]
+    assert "no ceiling: no two annotators labelled the same item" in tables({"request_labels": alone})[0][0]
