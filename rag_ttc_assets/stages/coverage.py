@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rag_ttc_assets.adapters.table_types import schema_of
+from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core import admission, evidence_map
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
@@ -27,8 +27,6 @@ def request_coverage(questions: list[Question], support: dict[str, list[str]], r
                      contexts: pl.DataFrame, supply: str = "retrieval") -> pl.DataFrame:
     """Per request: is a supporting chunk ranked, selected, admitted (core.admission.coverage_rows). For preloaded
     and tool arms all three mean "in context" (the preloaded set; the lookups' results)."""
-    import polars as pl
-
     ctx = {r[CTX.query_id]: r for r in contexts.iter_rows(named=True)}
     # Preloaded and tool arms are not supplied by the ranked list: what they had in context is what counts.
     ranked = ({r[ROWS.query_id]: set(r[ROWS.ranked_chunk_ids]) for r in retrieval_rows.iter_rows(named=True)}
@@ -37,5 +35,4 @@ def request_coverage(questions: list[Question], support: dict[str, list[str]], r
     exact = ({r[ROWS.query_id]: set(r[ROWS.exact_ranked_chunk_ids]) for r in retrieval_rows.iter_rows(named=True)
               if r.get(ROWS.exact_ranked_chunk_ids) is not None}
              if supply == "retrieval" and ROWS.exact_ranked_chunk_ids in retrieval_rows.columns else {})
-    return pl.DataFrame(admission.coverage_rows(questions, support, ranked, ctx, exact or None),
-                        schema=schema_of(Table.REQUEST_COVERAGE))
+    return table_frame(Table.REQUEST_COVERAGE, admission.coverage_rows(questions, support, ranked, ctx, exact or None))

@@ -9,6 +9,7 @@ import json
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.store import Table
+from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core.completeness import (abstention_outcome, completeness_totals, question_completeness,
                                               request_outcomes)
 from rag_ttc_assets.core import panel
@@ -56,8 +57,6 @@ def request_instrument(lab: Lab, cfg, questions=None) -> dict:
 def completeness(arm: ArmInputs) -> dict:
     """Request and question completeness (from the request judge), abstention outcomes and totals for one arm
     (`arm`: the asset's resolver)."""
-    import polars as pl
-
     cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
     outcomes, abstentions = [], []
     for q in questions:
@@ -72,9 +71,10 @@ def completeness(arm: ArmInputs) -> dict:
         totals["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
                                                           cov_by_q, judged)
     return {
-        "requests": pl.DataFrame([o.model_dump() for o in outcomes]),
-        "questions": pl.DataFrame([q.model_dump() for q in question_completeness(outcomes)]),
-        "abstentions": pl.DataFrame([a.model_dump() for a in abstentions]),
+        "requests": table_frame(Table.REQUEST_OUTCOMES, [o.model_dump() for o in outcomes]),
+        "questions": table_frame(Table.QUESTION_COMPLETENESS,
+                                 [q.model_dump() for q in question_completeness(outcomes)]),
+        "abstentions": table_frame(Table.ABSTENTION_OUTCOMES, [a.model_dump() for a in abstentions]),
         "completeness": totals,
     }
 
@@ -82,8 +82,6 @@ def completeness(arm: ArmInputs) -> dict:
 def failure_flow(arm: ArmInputs) -> dict:
     """Flow rows (one per request of an answerable question), their totals, and a tool arm's lookup flow
     (`arm`: the asset's resolver)."""
-    import polars as pl
-
     cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
     imported = cfg.supply == "imported"
     retrieval_status = ({r[ROWS.query_id]: r[ROWS.retrieval_status] for r in arm.table(
@@ -94,16 +92,15 @@ def failure_flow(arm: ArmInputs) -> dict:
     summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
     if cfg.request_judges:  # a panel: which requests' branch depends on the juror (core.panel.judge_sensitive)
         summary["judge_sensitive"] = _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows)
-    lookups = pl.DataFrame()
+    cases = []
     if cfg.supply == "tool":
         qualities: dict[str, list[str]] = {}
         for f in flows:
             qualities.setdefault(f.query_id, []).append(f.quality)
         cases = lookup_cases(questions, supply.read_lookups(arm.table(Table.ANSWERS)), qualities)
         summary["lookup_flow"] = lookup_flow(cases)
-        lookups = pl.DataFrame([c.model_dump() for c in cases],
-                               schema_overrides={"missing_requests": pl.List(pl.String)})
-    return {"flow": pl.DataFrame([f.model_dump() for f in flows]), "lookup_cases": lookups, "flow_summary": summary}
+    return {"flow": table_frame(Table.FAILURE_FLOW, [f.model_dump() for f in flows]),
+            "lookup_cases": table_frame(Table.LOOKUP_CASES, [c.model_dump() for c in cases]), "flow_summary": summary}
 
 
 def _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows) -> dict:

@@ -22,9 +22,10 @@ from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, nu
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.summaries import is_offline_baseline
+from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core.tables import Table
 from rag_ttc_assets.stages import supply
-from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE, JUDGE_ROLE, answer_schema  # noqa: F401  (stage.X)
+from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE, JUDGE_ROLE  # noqa: F401  (stage.X)
 from rag_ttc_assets.core.roles import ANSWERS, JUDGE
 from rag_ttc_assets.stages.calls import BUDGET_EXHAUSTED, Call, Caller, pooled
 from rag_ttc_assets.stages.retrieval import evidence_pairs
@@ -52,8 +53,6 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
     """One row per question. Retrieval and preloaded arms answer over their admitted contexts in one call; tool
     arms run the lookup conversation (stages.supply) and record each call's query and results in `lookups`.
     With citation_check on, a row that fails it is retried once and otherwise marked `escalated`."""
-    import polars as pl
-
     ctx = {r[CTX.query_id]: r for r in contexts.iter_rows(named=True)}
     if cfg.supply == "tool" and tools.lookup is None:
         raise ValueError("a tool arm needs the lookup tool (SupplyTools.lookup)")
@@ -78,7 +77,7 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
         return row
 
     rows = pooled(one, questions, ANSWERS.workers(cfg), progress, "answering", "answered", "questions")
-    return pl.DataFrame(rows, schema_overrides=answer_schema())
+    return table_frame(Table.ANSWERS, rows)
 
 
 
@@ -102,8 +101,6 @@ def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
 
 
 def contract(answers: pl.DataFrame) -> pl.DataFrame:
-    import polars as pl
-
     rows = []
     for a in answers.iter_rows(named=True):
         res = check_contract(a[ANS.raw_text], a[ANS.admitted_chunk_ids], a[ANS.status])
@@ -119,8 +116,7 @@ def contract(answers: pl.DataFrame) -> pl.DataFrame:
             "request_items": json.dumps([r.model_dump() for r in ans.requests]) if ans else "[]",
             "answer_chars": len(ans.answer) if ans else 0,
         })
-    return pl.DataFrame(rows, schema_overrides={"answer": pl.String, "abstained": pl.Boolean, "parsed_from": pl.String,
-                                                "citation_chunk_ids": pl.List(pl.String)})
+    return table_frame(Table.CONTRACT_RESULTS, rows)
 
 
 def contract_summary(results: pl.DataFrame) -> dict:
@@ -155,8 +151,6 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
     Rows that are not contract-valid keep their status and are not judged: the judge never repairs. With `judge:
     none` (no support judge, `caller` None) nothing is called: an answer row's status is `no_support_judge`.
     """
-    import polars as pl
-
     support_judge = summaries.has_support_judge(cfg)
     if support_judge and caller is None:
         raise ValueError("a support judge needs its caller")
@@ -191,11 +185,7 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
     words = (("judging", "judged", "answers") if support_judge
              else ("recording", "no support judge (judge: none),", "answers unjudged"))
     rows = pooled(one, contracts.rows(named=True), JUDGE.workers(cfg), progress, *words)
-    return pl.DataFrame(rows, schema_overrides={"faithfulness": pl.Float64, "answer_relevance": pl.Float64,
-                                                "gold_supported": pl.Float64, "contradicts_gold": pl.Boolean,
-                                                "judge_error": pl.String, "statements": pl.List(pl.String),
-                                                "judge_parsed_from": pl.List(pl.String),
-                                                "judge_messages_digests": pl.List(pl.String)})
+    return table_frame(Table.JUDGE_VERDICTS, rows)
 
 
 def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[str, Prompt], caller: Caller,

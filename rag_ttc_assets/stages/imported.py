@@ -14,11 +14,10 @@ from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.contract import FREE_TEXT, check_contract
 from rag_ttc_assets.core.dataset import Dataset, sha256_digest
 from rag_ttc_assets.core.records import Question
-from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE, answer_schema
-from rag_ttc_assets.stages.supply import context_schema
+from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE
 from rag_ttc_assets.adapters import phoenix
 from rag_ttc_assets.adapters.store import ArmJson, Table
-from rag_ttc_assets.adapters.table_types import schema_of
+from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core import phoenix_annotations
 
 if TYPE_CHECKING:
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 
 IMPORTED_PROMPT = "imported"  # the answers' `prompt`: the system's own, not one of the lab's prompts
 # the declared column names (core.tables)
-IMP, ANS = Table.IMPORTED_ROWS.c, Table.ANSWERS.c
+IMP, ANS, ROWS = Table.IMPORTED_ROWS.c, Table.ANSWERS.c, Table.RETRIEVAL_ROWS.c
 LISTED = 50  # unmatched traces, unanswered questions and external documents listed by name (all are counted)
 
 
@@ -40,8 +39,6 @@ def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Qu
     """Read, parse and map the arm's source: {"chunks": DataFrame, "rows": DataFrame, "mapping": dict, "records":
     the Phoenix server's span records as read (None for a file)}. Raises core.imported.ImportSourceError naming the
     file (or the server and project), the trace or row, and the field; nothing is written."""
-    import polars as pl
-
     src = cfg.source
     if src.server:  # a Phoenix project, read with Phoenix's own client; bound by its span IDs and their content
         label = f"{arms_file}: {src.label}"
@@ -81,10 +78,8 @@ def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Qu
         "unanswered_question_ids": mapping.unanswered_questions[:LISTED],
         "external_document_ids": external[:LISTED],
     }
-    chunks = pl.DataFrame([{**m.chunk.model_dump(), "matched_by": m.matched_by} for m in matches],
-                          schema={"chunk_id": pl.String, "doc_id": pl.String, "ordinal": pl.Int64, "text": pl.String,
-                                  "runes": pl.Int64, "start": pl.Int64, "end": pl.Int64, "matched_by": pl.String})
-    table = pl.DataFrame([r.__dict__ for r in rows], schema=schema_of(Table.IMPORTED_ROWS))
+    chunks = table_frame(Table.IMPORTED_CHUNKS, [{**m.chunk.model_dump(), "matched_by": m.matched_by} for m in matches])
+    table = table_frame(Table.IMPORTED_ROWS, [r.__dict__ for r in rows])
     return {"chunks": chunks, "rows": table, "mapping": summary, "records": records}
 
 
@@ -96,8 +91,6 @@ def chunk_list(chunks: pl.DataFrame) -> list[Chunk]:
 def retrieval_rows(rows: pl.DataFrame, chunk_docs: dict[str, str]) -> pl.DataFrame:
     """The imported ranked lists in the retrieval_rows table's shape (no BM25 or vector ranks: the system's own
     retriever ranked them), with each row's trace and retrieval status."""
-    import polars as pl
-
     out = []
     for r in rows.iter_rows(named=True):
         ids = r[IMP.ranked_chunk_ids]
@@ -106,16 +99,12 @@ def retrieval_rows(rows: pl.DataFrame, chunk_docs: dict[str, str]) -> pl.DataFra
                     "bm25_ranks": [None] * len(ids), "bm25_scores": [None] * len(ids),
                     "vector_ranks": [None] * len(ids), "vector_scores": [None] * len(ids),
                     "trace_id": r[IMP.trace_id], "retrieval_status": r[IMP.retrieval_status]})
-    return pl.DataFrame(out, schema_overrides={
-        "bm25_ranks": pl.List(pl.Int64), "vector_ranks": pl.List(pl.Int64), "scores": pl.List(pl.Float64),
-        "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64), "trace_id": pl.String})
+    return table_frame(Table.RETRIEVAL_ROWS, out, ROWS.trace_id, ROWS.retrieval_status)
 
 
 def contexts(cfg: ArmConfig, rows: pl.DataFrame, chunk_text: dict[str, str]) -> pl.DataFrame:
     """Selected = the RERANKER's output (else the ranked list); admitted = what the prompt held, in prompt order;
     omitted = selected but not in the prompt. No budget of the lab's applies: max_runes is what was used."""
-    import polars as pl
-
     out = []
     for r in rows.iter_rows(named=True):
         admitted = r[IMP.admitted_chunk_ids]
@@ -126,15 +115,13 @@ def contexts(cfg: ArmConfig, rows: pl.DataFrame, chunk_text: dict[str, str]) -> 
                     "omitted_chunk_ids": [c for c in r[IMP.selected_chunk_ids] if c not in set(admitted)],
                     "used_runes": sum(runes), "max_runes": sum(runes), "counterfactual": "none",
                     "withheld_chunk_ids": [], "planted": "[]", "supply": cfg.supply})
-    return pl.DataFrame(out, schema_overrides=context_schema())
+    return table_frame(Table.ADMITTED_CONTEXTS, out)
 
 
 def answers(cfg: ArmConfig, rows: pl.DataFrame, source_digest: str) -> pl.DataFrame:
     """The system's own answers in the answers table's shape: no provider call (provider_turns 0), its model and
     token counts as its trace reported them (self-reported; model None when the source records none), status ok /
     no_answer_span / no_trace."""
-    import polars as pl
-
     out = []
     for r in rows.iter_rows(named=True):
         out.append({"query_id": r[IMP.query_id], "prompt": IMPORTED_PROMPT, "prompt_digest": source_digest,
@@ -145,7 +132,7 @@ def answers(cfg: ArmConfig, rows: pl.DataFrame, source_digest: str) -> pl.DataFr
                     "latency_s": r[IMP.latency_s] or 0.0,
                     "cost_usd": None, "attempts": 0, "error": None if r[IMP.status] == "ok" else r[IMP.status],
                     "cache_hit": False, "provider_turns": 0, "messages_digests": [], "trace_id": r[IMP.trace_id]})
-    return pl.DataFrame(out, schema_overrides=answer_schema() | schema_of(Table.ANSWERS, "trace_id", "model"))
+    return table_frame(Table.ANSWERS, out, ANS.trace_id)
 
 
 def contract_row(cfg: ArmConfig, a: dict, chunk_text: dict[str, str]) -> dict:
@@ -173,11 +160,8 @@ def contract_row(cfg: ArmConfig, a: dict, chunk_text: dict[str, str]) -> dict:
 
 
 def contract(cfg: ArmConfig, answers_df: pl.DataFrame, chunk_text: dict[str, str]) -> pl.DataFrame:
-    import polars as pl
-
     rows = [contract_row(cfg, a, chunk_text) for a in answers_df.iter_rows(named=True)]
-    return pl.DataFrame(rows, schema_overrides={"answer": pl.String, "abstained": pl.Boolean, "parsed_from": pl.String,
-                                                "citation_chunk_ids": pl.List(pl.String)})
+    return table_frame(Table.CONTRACT_RESULTS, rows)
 
 
 def representations_record(lab, arm: str) -> dict:

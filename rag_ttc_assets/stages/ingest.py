@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.adapters.table_types import schema_frame, schema_of
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION, Chunk, chunk_corpus
@@ -12,6 +13,7 @@ from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.representations import BUILDERS
+from rag_ttc_assets.core.tables import Table
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import representations
 from rag_ttc_assets.stages.calls import CallerFor, role_caller
@@ -25,14 +27,18 @@ def bind_dataset(lab: Lab, cfg: ArmConfig) -> Dataset:
     return load_dataset(lab.dataset_dir(cfg.dataset), cfg.dataset)
 
 
-def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
-    import polars as pl
+def chunk_schema() -> dict:
+    """chunks.parquet's columns (a Chunk's fields), typed as an imported arm's chunks are declared."""
+    return schema_of(Table.IMPORTED_CHUNKS, *Chunk.model_fields)
 
+
+def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
     key = artifacts.CHUNKS.key(cfg, corpus_digest=ds.corpus_digest)
 
     def builder(tmp):
         chunks = chunk_corpus([(d.id, d.text) for d in ds.corpus.documents], cfg.chunk_runes, cfg.overlap_runes)
-        pl.DataFrame([c.model_dump() for c in chunks]).write_parquet(tmp / "chunks.parquet")
+        schema_frame("chunks", chunk_schema(), [c.model_dump() for c in chunks],
+                     "stages/ingest.py, chunk_schema").write_parquet(tmp / "chunks.parquet")
         return {"chunks": len(chunks), "documents": len(ds.corpus.documents), "chunker": CHUNKER_VERSION}
 
     return lab.store.build_once(artifacts.CHUNKS.name, key, builder)

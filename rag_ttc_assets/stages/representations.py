@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from rag_ttc_assets.adapters.table_types import schema_frame
 from rag_ttc_assets.core import contextual
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import Chunk
@@ -73,14 +74,12 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
                caller_for: CallerFor = role_caller) -> pl.DataFrame:
     """One representation row per chunk, in chunk order; a model-built kind calls its builder through
     `caller_for` (the asset's provider resource)."""
-    import polars as pl
-
     prompt = builder_prompt(lab, cfg)
     ident = builder_identity(cfg, prompt)
     docs = {d.id: d for d in ds.corpus.documents}
     if prompt is None:
         rows = [_row(c, ident, text=represent(c, docs[c.doc_id].title, cfg.representation)) for c in chunks]
-        return pl.DataFrame(rows, schema=schema())
+        return _frame(rows)
     caller = caller_for(REPRESENTATION_BUILDER, lab, cfg)  # its cache namespace is per era (core.roles)
     counts = Counter(c.doc_id for c in chunks)
 
@@ -102,7 +101,11 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
         return row
 
     rows = pooled(one, chunks, REPRESENTATION_BUILDER.workers(cfg), progress, "representing", "represented", "chunks")
-    return pl.DataFrame(rows, schema=schema())
+    return _frame(rows)
+
+
+def _frame(rows: list[dict]) -> pl.DataFrame:
+    return schema_frame("representations", schema(), rows, "stages/representations.py, schema")
 
 
 def summary(df: pl.DataFrame) -> dict:

@@ -27,7 +27,7 @@ from rag_ttc_assets.stages.calls import Caller, pooled
 from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.derive_requests import derivation_of
 from rag_ttc_assets.core.panel import panel_name
-from rag_ttc_assets.adapters.table_types import schema_of
+from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core.tables import Table
 
 if TYPE_CHECKING:
@@ -35,12 +35,6 @@ if TYPE_CHECKING:
 
 PARSE_FAILURE = "judge_parse_failure"
 CON, RJ = Table.CONTRACT_RESULTS.c, Table.REQUEST_JUDGMENTS.c  # the declared column names (core.tables)
-
-def judgment_schema() -> dict:
-    """The request_judgments columns a row may leave empty, with their declared dtypes."""
-    return schema_of(Table.REQUEST_JUDGMENTS, "addressed", "excerpt", "cited_chunk_ids", "verdict", "coverage", "reason",
-                     "judge_error", "judge_input_tokens", "judge_output_tokens", "judge_messages_digest",
-                     "judge_parsed_from")
 
 
 def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> list[dict]:
@@ -61,8 +55,6 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
                    ) -> pl.DataFrame:
     """One row per request of every answerable question, in question then request order. `juror`: a panel's
     juror, named in the progress it reports."""
-    import polars as pl
-
     rows_by_q = {r[CON.query_id]: r for r in contracts.iter_rows(named=True)}
     answerable = [q for q in questions if q.answerable and q.requests]
 
@@ -110,10 +102,7 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
         f"request-judging by {juror}", f"{juror} request-judged")
     rows = [row for rs in pooled(one, answerable, REQUEST_JUDGE.workers(cfg), progress, doing, done, "questions")
             for row in rs]
-    columns = ["query_id", "request_id", *[k for k in (rows[0] if rows else {}) if k not in ("query_id", "request_id")]]
-    return pl.DataFrame(rows, schema_overrides=judgment_schema()).select(columns) if rows else \
-        pl.DataFrame(schema={"query_id": pl.String, "request_id": pl.String, "status": pl.String,
-                             **judgment_schema()})
+    return table_frame(Table.REQUEST_JUDGMENTS, rows)
 
 
 def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
@@ -121,8 +110,6 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
     """A panel's rows (core.panel): each juror judges every answer as the one request judge would (its faults its
     own rows' statuses), then per request the panel's verdict, every juror's kept in `jurors` (JSON) beside
     `jurors_disagree`; the provider calls and cache hits are the jurors' summed."""
-    import polars as pl
-
     import json
 
     models = [j.model for j in cfg.request_judges]
@@ -141,9 +128,7 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
         for k in (RJ.judge_input_tokens, RJ.judge_output_tokens):
             row[k] = sum(v[k] or 0 for v in votes) if any(v[k] is not None for v in votes) else None
         rows.append(row)
-    schema = judgment_schema() | schema_of(Table.REQUEST_JUDGMENTS, "jurors", "jurors_disagree", "jurors_measured")
-    return pl.DataFrame(rows, schema_overrides=schema) if rows else pl.DataFrame(schema={
-        "query_id": pl.String, "request_id": pl.String, "status": pl.String, **schema})
+    return table_frame(Table.REQUEST_JUDGMENTS, rows, RJ.jurors_measured, RJ.jurors_disagree, RJ.jurors)
 
 
 def panel_summary(cfg: ArmConfig, df: pl.DataFrame) -> dict | None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
+from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.adapters.vectors import VectorIndex
 from rag_ttc_assets.core import admission, ann, artifacts, metrics, usage
 from rag_ttc_assets.core.arms import ArmConfig
@@ -24,7 +25,6 @@ from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages.coverage import request_coverage
 from rag_ttc_assets.stages.indexes import read_question_embeddings
-from rag_ttc_assets.stages.supply import context_schema
 
 if TYPE_CHECKING:
     import polars as pl
@@ -50,8 +50,6 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
     scan): `vector_chunk_ids` (the approximate list's top retrieve_k), `exact_vector_chunk_ids` (the exact one's),
     `ann_recall_k`, and `exact_ranked_chunk_ids`, the ranked list the arm would have had with the exact vector
     list in its place (what `missed_by_ann` in core.flow reads). They are null for an exact (flat) arm."""
-    import polars as pl
-
     import numpy as np
     read = usage.SOURCES[cfg.retrieval]
     bm = BM25Index(bm25_built.path / "tantivy") if usage.BM25_INDEX in read else None
@@ -94,10 +92,7 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
             row["exact_ranked_chunk_ids"] = [c for c, _ in _ranked(cfg, {**lists, "vector": exact})]
             row["ann_recall_k"] = ann.ann_recall(row["vector_chunk_ids"], row["exact_vector_chunk_ids"])
         rows.append(row)
-    return pl.DataFrame(rows, schema_overrides={
-        "bm25_ranks": pl.List(pl.Int64), "vector_ranks": pl.List(pl.Int64),
-        "bm25_scores": pl.List(pl.Float64), "vector_scores": pl.List(pl.Float64),
-        **{c: pl.List(pl.String) for c in ANN_COLUMNS if c != "ann_recall_k"}, "ann_recall_k": pl.Float64})
+    return table_frame(Table.RETRIEVAL_ROWS, rows, *ANN_COLUMNS)
 
 
 # The approximate index's columns of the retrieval rows (null for an exact arm).
@@ -177,12 +172,10 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
 def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, str],
           questions: list[Question] | None = None, support: dict[str, list[str]] | None = None) -> pl.DataFrame:
     """Every question's admitted context (core.admission.context_row) as the admitted_contexts table."""
-    import polars as pl
-
     by_q = {q.id: q for q in questions or []}
     rows = [admission.context_row(cfg, r[ROWS.query_id], r[ROWS.ranked_chunk_ids], chunk_text,
                                   by_q.get(r[ROWS.query_id]), support) for r in retrieval_rows.iter_rows(named=True)]
-    return pl.DataFrame(rows, schema_overrides=context_schema())
+    return table_frame(Table.ADMITTED_CONTEXTS, rows)
 
 
 def evidence_pairs(context_row: dict, chunk_text: dict[str, str]) -> list[tuple[str, str]]:

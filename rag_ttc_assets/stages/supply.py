@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import Built, Table
-from rag_ttc_assets.adapters.table_types import schema_of
+from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.adapters.vectors import VectorIndex
 from rag_ttc_assets.core.ann import query_params
 from rag_ttc_assets.core.arms import ArmConfig
@@ -61,8 +61,6 @@ def preloaded_chunks(cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], source: s
 def preloaded_contexts(cfg: ArmConfig, questions: list[Question], chunks: list[Chunk]) -> pl.DataFrame:
     """Every question gets the same admitted evidence: the whole preloaded set, each document pasted once
     (overlap at chunk seams dropped through evidence_offsets), no evidence_k cut, no context budget."""
-    import polars as pl
-
     ids = [c.chunk_id for c in chunks]
     offsets = seamless_offsets(chunks)
     runes = [c.runes - o for c, o in zip(chunks, offsets)]
@@ -70,25 +68,17 @@ def preloaded_contexts(cfg: ArmConfig, questions: list[Question], chunks: list[C
            "admitted_chunk_ids": ids, "evidence_runes": runes, "evidence_offsets": offsets,
            "omitted_chunk_ids": [], "used_runes": sum(runes), "max_runes": sum(runes),
            "counterfactual": "none", "withheld_chunk_ids": [], "planted": "[]", "supply": "preloaded"}
-    return pl.DataFrame([{"query_id": q.id, **row} for q in questions], schema_overrides=context_schema())
+    return table_frame(Table.ADMITTED_CONTEXTS, [{"query_id": q.id, **row} for q in questions])
 
 
 def tool_contexts(cfg: ArmConfig, questions: list[Question]) -> pl.DataFrame:
     """A tool arm admits nothing before generation: its evidence is what each case's lookups return,
     recorded in the answers table (`supplied_contexts` reads it back)."""
-    import polars as pl
-
     row = {"evidence_k": cfg.evidence_k, "evidence_order": "lookup", "selected_chunk_ids": [],
            "admitted_chunk_ids": [], "evidence_runes": [], "evidence_offsets": [], "omitted_chunk_ids": [],
            "used_runes": 0, "max_runes": 0, "counterfactual": "none", "withheld_chunk_ids": [], "planted": "[]",
            "supply": "tool"}
-    return pl.DataFrame([{"query_id": q.id, **row} for q in questions], schema_overrides=context_schema())
-
-
-def context_schema() -> dict:
-    """The admitted_contexts list columns, with their declared dtypes (polars cannot type an empty list)."""
-    return schema_of(Table.ADMITTED_CONTEXTS, "selected_chunk_ids", "admitted_chunk_ids", "omitted_chunk_ids",
-                     "withheld_chunk_ids", "evidence_runes", "evidence_offsets")
+    return table_frame(Table.ADMITTED_CONTEXTS, [{"query_id": q.id, **row} for q in questions])
 
 
 def supplied_contexts(cfg: ArmConfig, contexts: pl.DataFrame, answers: pl.DataFrame | None) -> pl.DataFrame:

@@ -367,3 +367,49 @@ def test_a_bad_trace_file_stops_the_arm_naming_file_trace_and_field_with_nothing
     store = Lab.from_env().store
     for name in ("imported_rows", "imported_chunks", "retrieval_rows", "answers"):
         assert not store.table_path("bad", name).exists(), name
+
+
+def test_an_imported_arm_whose_first_hundred_questions_are_unanswered_runs_and_every_request_has_a_branch(
+        tmp_path, monkeypatch):
+    """Issue 41, point 1: the rows of the first 105 questions (unanswered: no row in the file) have no verdict, no
+    answer, no judge columns; a table typed from its first rows took those columns as empty and failed on the first
+    answered row (polars' "could not append value ... infer_schema_length" in request_completeness), so the
+    failure flow was never built and `inspect` showed `branch None`. Every table is typed by its declaration."""
+    from rag_ttc_assets.lab import Lab
+
+    root = write_mini_lab(tmp_path, monkeypatch)
+    rows = [{"query_id": f"q{i:03d}", "query": f"Which river is number {i}?",
+             "gt_answer": f"River number {i} is the Alpha{i}. It flows through region R{i}.",
+             "response": f"River number {i} is the Alpha{i} [1]. It flows through region R{i} [2].",
+             "retrieved_context": [{"doc_id": f"d{i}a", "text": f"The Alpha{i} is river number {i} of the atlas."},
+                                   {"doc_id": f"d{i}b", "text": f"The Alpha{i} flows through region R{i}."}]}
+            for i in range(110)]
+    (root / "all.json").write_text(json.dumps({"results": rows}))
+    (root / "late.json").write_text(json.dumps({"results": rows[105:]}))  # answers only the last 5
+    code, out, err = rag_ttc("import-outputs", str(root / "all.json"), str(root / "datasets" / "ext"),
+                             "--format", "ragchecker")
+    assert code == 0, err
+    (root / "arms.yaml").write_text(yaml.safe_dump({"defaults": {"dataset": "ext"}, "arms": {"late": {
+        "supply": "imported", "source": {"file": "late.json", "format": "ragchecker", "answer_format": "free_text",
+                                         "citation_style": "numbered"}}}}))
+    env = {"DAGSTER_HOME": str(root / "dh")}
+    code, out, err = rag_ttc("run", "late", env=env)
+    assert code == 0, out + err
+    assert "FAILED" not in out + err and "infer_schema_length" not in out + err
+
+    store = Lab.from_env().store
+    outcomes = store.read_table("late", "request_outcomes")
+    flow = store.read_table("late", "failure_flow")
+    assert outcomes.height == flow.height >= 110
+    assert flow["branch"].null_count() == 0
+    assert set(flow["request_id"]) == set(outcomes["request_id"])
+    by_q = {r["query_id"]: r["branch"] for r in flow.iter_rows(named=True)}
+    assert by_q["q000"] == "no_trace" and by_q["q109"] != "no_trace"
+    # The judged rows after the unanswered ones keep their verdicts, typed as declared.
+    assert outcomes.schema["verdict"] == pl.String and outcomes["verdict"].drop_nulls().len() > 0
+
+    code, out, err = rag_ttc("inspect", "late", "q000", env=env)
+    assert code == 0, err
+    # The first table is the requests' (request | text | branch | answered | supported).
+    row = next(line for line in out.splitlines() if line.startswith("| q000."))
+    assert [c.strip() for c in row.strip("|").split("|")][2] == "no_trace", out
