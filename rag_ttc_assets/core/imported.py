@@ -31,6 +31,7 @@ from typing import Any
 
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.contract import NO_ANSWER_SPAN, NO_TRACE
+from rag_ttc_assets.core.derive_requests import split_claims
 
 FORMATS = ("otlp_json", "otlp_jsonl", "ragchecker", "ragas")  # files; `phoenix` is a server (phoenix_spans)
 CITATION_STYLES = ("numbered", "ids", "none")
@@ -798,8 +799,6 @@ def dataset_from_rows(traces: Sequence[ImportedTrace], source: str, fmt: str = "
     Refused (ImportSourceError naming the file, the row and the field): a blank question, a blank retrieved
     context, a question ID twice, and a file whose rows carry no retrieved context at all (the corpus would be
     empty). Rows without a context beside rows with one are counted (`rows_without_context`)."""
-    from rag_ttc_assets.core.derive_requests import split_claims  # core to core: the offline rule's claims
-
     query_field, gold_field, context_field, text_field = ROW_FIELDS.get(fmt, ROW_FIELDS["ragchecker"])
     if not traces:
         raise ImportSourceError(f"{source}: the file holds no rows")
