@@ -92,6 +92,9 @@ def run_tables(reports: dict[str, dict]) -> str:
         for n, rep in reports.items()}
     for n, rep in reports.items():
         r, a = rep.get("retrieval", {}), rep.get("admission", {})
+        # No question had targets (evaluated 0): the measures are not 0 but undefined ('-'; `undefined` counts them).
+        r = r if r.get("evaluated") != 0 else {k: v for k, v in r.items()
+                                                 if k not in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10")}
         rows.append([n, r.get("recip_rank"), r.get("recall_10"), r.get("ndcg_cut_10"), r.get("success_10"),
                      r.get("evaluated"), r.get("undefined"), a.get("queries_with_omissions"),
                      a.get("mean_admitted_chunks"), a.get("mean_used_runes"), a.get("admission_coverage")])
@@ -171,7 +174,9 @@ def run_tables(reports: dict[str, dict]) -> str:
                          None if no_support else c.get("requests_supported"), completeness, _of(c, "completeness"),
                          f"{c.get('questions_complete')}/{c.get('questions_measured')}",
                          c.get("self_reported_answered"), c.get("self_report_unattributed"), c.get("overclaimed"),
-                         c.get("underclaimed"), c.get("correct_abstentions"), hit.get("hit_rate"),
+                         c.get("underclaimed"), c.get("correct_abstentions"),
+                         not_measured_text(hit.get("not_measured") or {}) if hit.get("measured") == 0 and hit.get("of")
+                         else hit.get("hit_rate"),
                          f"{hit.get('measured')}/{hit.get('of')}" if hit else None])
             flows.append([n, *[f.get(b) for b in FLOW_BRANCHES]])
         out.append("request completeness, by the request judge (answered and supported count measured requests; "

@@ -47,7 +47,7 @@ including those with no ranked list at all.  Request level: admitted requests ov
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -61,7 +61,7 @@ from rag_ttc_assets.core.completeness import (
     request_outcomes,
 )
 from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, NO_ANSWER_SPAN, NO_TRACE, VALID
-from rag_ttc_assets.core.measured import measured_mean
+from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, measured_mean
 from rag_ttc_assets.core.records import Question
 
 FLOW_BRANCHES = ("no_trace", "no_retrieval_span", "not_retrieved", "missed_by_ann", "cut_by_evidence_k",
@@ -182,21 +182,31 @@ def flow_table(rows: Iterable[FlowRow]) -> dict:
     }
 
 
-def hit_rate(rows: Iterable[FlowRow]) -> dict:
+def hit_rate(rows: Iterable[FlowRow], without_gold_quotes: Collection[tuple[str, str]] = ()) -> dict:
     """Retrieval hit rate over every case given: question hit = all its requests' evidence admitted.
 
-    Every case is measured (a case whose evidence never arrived is a miss, not an unmeasured row), so measured ==
-    of == cases and not_measured is empty; they are stated, as beside every mean (core.measured)."""
+    A case whose evidence never arrived is a miss, not an unmeasured row. A request with no gold quote
+    (`without_gold_quotes`: (query_id, request_id)) has no evidence to arrive: it is not measured (`no_gold_quotes`),
+    never a miss, and a question none of whose requests has one is not measured either. The denominators are
+    stated, as beside every mean (core.measured)."""
     rows = list(rows)
-    question_hit: dict[str, bool] = {}
+    without = set(without_gold_quotes)
+    question_hit: dict[str, bool | None] = {}
     for r in rows:
-        question_hit[r.query_id] = question_hit.get(r.query_id, True) and r.admitted
-    questions = measured_mean({q: float(h) for q, h in question_hit.items()}, {})
-    requests = measured_mean({(r.query_id, r.request_id): float(r.admitted) for r in rows}, {})
+        if (r.query_id, r.request_id) in without:
+            question_hit.setdefault(r.query_id, None)
+            continue
+        prior = question_hit.get(r.query_id)
+        question_hit[r.query_id] = (True if prior is None else prior) and r.admitted
+    questions = measured_mean({q: None if h is None else float(h) for q, h in question_hit.items()},
+                              {q: NO_GOLD_QUOTES for q, h in question_hit.items() if h is None})
+    keys = [(r.query_id, r.request_id) for r in rows]
+    requests = measured_mean({k: None if k in without else float(r.admitted) for k, r in zip(keys, rows)},
+                             {k: NO_GOLD_QUOTES for k in keys if k in without})
     return {
-        "hits": sum(question_hit.values()), "cases": len(question_hit), "hit_rate": questions["mean"],
+        "hits": sum(1 for h in question_hit.values() if h), "cases": len(question_hit), "hit_rate": questions["mean"],
         "measured": questions["measured"], "of": questions["of"], "not_measured": questions["not_measured"],
-        "request_hits": sum(r.admitted for r in rows), "request_cases": len(rows),
+        "request_hits": sum(r.admitted for k, r in zip(keys, rows) if k not in without), "request_cases": len(rows),
         "request_hit_rate": requests["mean"], "request_measured": requests["measured"], "request_of": requests["of"],
         "request_not_measured": requests["not_measured"],
     }

@@ -89,7 +89,8 @@ def failure_flow(arm: ArmInputs) -> dict:
     flows = [f for q in questions if q.answerable
              for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id),
                                 judgments.get(q.id, []), imported, retrieval_status.get(q.id, "ok"))]
-    summary = {**flow_table(flows), "hit_rate": hit_rate(flows), "supply": cfg.supply}
+    no_quotes = {(q.id, r.id) for q in questions if q.answerable for r in q.requests if not r.evidence}
+    summary = {**flow_table(flows), "hit_rate": hit_rate(flows, no_quotes), "supply": cfg.supply}
     if cfg.request_judges:  # a panel: which requests' branch depends on the juror (core.panel.judge_sensitive)
         summary["judge_sensitive"] = _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows)
     cases = []

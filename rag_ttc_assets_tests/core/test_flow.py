@@ -361,3 +361,20 @@ def test_hit_rate_of_nothing_is_undefined() -> None:
 def test_unanswerable_questions_have_no_flow() -> None:
     with pytest.raises(ValueError, match="unanswerable"):
         flow_rows(question("u", 1, answerable=False), [], None, None)
+
+
+def test_a_request_without_gold_quotes_is_no_hit_rate_miss_but_not_measured():
+    """Before, an imported question with gold answers and no gold quotes counted as a miss: hit rate 0.0000."""
+    from rag_ttc_assets.core.flow import FlowRow, hit_rate
+
+    def row(q, r, admitted):
+        return FlowRow(query_id=q, request_id=r, branch="not_retrieved" if not admitted else "ok", admitted=admitted,
+                       answered=None, supported=None, contradicts_gold=None, quality="not_measured")
+
+    rows = [row("q1", "q1.r1", True), row("q1", "q1.r2", False), row("q2", "q2.r1", False), row("q3", "q3.r1", True)]
+    h = hit_rate(rows, {("q1", "q1.r2"), ("q2", "q2.r1")})
+    assert (h["hits"], h["measured"], h["of"], h["hit_rate"]) == (2, 2, 3, 1.0)
+    assert h["not_measured"] == {"no_gold_quotes": 1}
+    assert (h["request_hits"], h["request_measured"], h["request_hit_rate"]) == (2, 2, 1.0)
+    everything = hit_rate(rows)
+    assert (everything["hits"], everything["hit_rate"]) == (1, 1 / 3)

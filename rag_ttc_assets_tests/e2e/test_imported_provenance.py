@@ -41,7 +41,7 @@ def rows(lines: str, second: str) -> dict[str, dict[str, str]]:
         if not line.strip() or not line.startswith(("full ", "part")):
             break
         cells = re.split(r"\s{2,}", line.strip())
-        table[cells[0]] = dict(zip(names, cells))
+        table[cells[0].split(" (")[0]] = dict(zip(names, cells))  # "full (requests derived: ...)" is arm full
     return table
 
 
@@ -114,24 +114,31 @@ def test_inspect_shows_each_requests_coverage_and_each_jurors(lab):
 def test_completeness_without_gold_quotes_is_not_measured_never_zero_with_the_answered_share_kept(lab):
     questions = len(lab["results"])
     table = rows(lab["text"], "measured")
-    for arm, most in (("full", questions), ("part", ANSWERED)):
+    for arm in ("full", "part"):
         c = lab["json"][arm]["completeness"]
-        answered = c["requests_answered"]
-        assert 0 < answered <= most  # the request judge read the answers: some address their gold answer
+        answered, requests = c["requests_answered"], c["requests_total"]
+        assert 0 < answered <= requests  # the request judge read the answers: some address their gold answer
         assert table[arm]["completeness"] == (f"not measured: no gold quotes (answered "
-                                              f"{answered / questions:.4f})")
+                                              f"{answered / requests:.4f})")
         assert table[arm]["answered"] == str(answered) and table[arm]["supported"] == "-"
         assert c["mean_completeness"] is None
         assert c["completeness_not_measured"] == {"no_gold_quotes": questions}
         assert c["requests_support_measured"] == 0
-        assert c["requests_answered_share"] == pytest.approx(answered / questions)
+        assert c["requests_answered_share"] == pytest.approx(answered / requests)
+        # The hit rate (all of a question's supporting evidence admitted) is not a miss either: no evidence is known.
+        assert table[arm]["hit_rate"] == "not measured: no gold quotes"
+        assert lab["json"][arm]["flow"]["hit_rate"]["not_measured"] == {"no_gold_quotes": questions}
+        # No question has targets: the retrieval measures are undefined ('-'), not 0.0000.
+        retrieval = rows(lab["text"], "recip_rank")[arm]
+        assert [retrieval[k] for k in ("recip_rank", "recall_10", "evaluated")] == ["-", "-", "0"]
     code, out, err = rag_ttc("compare", "full", "part", env=lab["env"])
     assert code == 0, err
     line = next(x for x in out.splitlines() if x.startswith("completeness  "))
     assert line.split()[1:3] == ["-", "-"]
     assert f"0 of {questions} (a: no_gold_quotes {questions}; b: no_gold_quotes {questions})" in line
-    part = lab["json"]["part"]["completeness"]["requests_answered"]
-    assert f"(not measured: no gold quotes; answered {part} of {questions} requests)" in out
+    part = lab["json"]["part"]["completeness"]
+    assert (f"(not measured: no gold quotes; answered {part['requests_answered']} of {part['requests_total']} "
+            "requests)") in out
     code, out, err = rag_ttc("diagnose", "full", "part", env=lab["env"])
     assert code == 0, err
     assert "completeness is not measured: no gold quotes" in out and "too few to test" not in out
@@ -139,7 +146,8 @@ def test_completeness_without_gold_quotes_is_not_measured_never_zero_with_the_an
 
 def test_the_contract_table_counts_free_text_and_unanswered_rows_their_real_length_and_the_systems_model(lab):
     table = rows(lab["text"], "generator")
-    responses = [r["response"] for r in lab["results"]]
+    # The answer the judges read, and mean_chars counts, is the reply without its citation marker (" [doc]").
+    responses = [r["response"].rsplit(" [", 1)[0].rstrip() for r in lab["results"]]
     for arm, answered in (("full", responses), ("part", responses[:ANSWERED])):
         row = table[arm]
         assert row["generator"] == "imported (model not recorded)"
