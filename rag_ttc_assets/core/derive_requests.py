@@ -52,8 +52,15 @@ _NAMED = r"(?:doc(?:ument)?|source|ref(?:erence)?|passage|context|chunk|citation
 _MARK = rf"\[(?:{_NUMS}|{_NAMED})\]"
 _MARKS = rf"(?:{_MARK})(?:[ \t]*,?[ \t]*(?:{_MARK}))*"
 _AFTER = r"(?<![^\s.,;:!?)\"'\u201d\u2019])"  # at the start, or after a space or sentence punctuation
-_CITATION = re.compile(rf"[ \t]*(?:{_AFTER}(?:{_MARKS})|\[{_NAMED}\](?:[ \t]*,?[ \t]*(?:{_MARK}))*)", re.IGNORECASE)
+# Attached to a word, a numeric marker is a citation where a clause ends: before sentence punctuation, a line break
+# or the end ("workforce[1]", "growth[4][5]."), as web answers write them; mid-sentence ("x[1] = 2") it stays.
+_CLAUSE_END = r"(?<=[^\W\d_])(?:" + _MARKS + r")(?=[ \t]*(?:$|\n|[.,;:!?]))"
+_CITATION = re.compile(rf"[ \t]*(?:{_AFTER}(?:{_MARKS})|{_CLAUSE_END}|\[{_NAMED}\](?:[ \t]*,?[ \t]*(?:{_MARK}))*)",
+                       re.IGNORECASE | re.MULTILINE)
 _CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+# A line that is only a tag is markup a model's output carries ("<Answer>", "<Evidences>"), never a claim.
+_INITIALS = re.compile(r"\b(?:[A-Z]\.){2,}(?=\s+[a-z])")
+_TAG_LINE = re.compile(r"^[ \t]*</?[A-Za-z][\w-]*>[ \t]*$", re.MULTILINE)
 
 
 def strip_citations(text: str) -> str:
@@ -99,7 +106,12 @@ def _clauses(sentence: str) -> list[str]:
 def split_claims(gold_answer: str) -> list[str]:
     """The gold answer's atomic claims, its citation markers left out: sentences, then coordinated clauses (see the
     module docstring)."""
-    return [c for s in split_sentences(strip_citations(gold_answer)) for c in _clauses(s)]
+    text = strip_citations(_TAG_LINE.sub("", gold_answer))
+    # Dotted initials before a lower-case word ("in the U.S. the law") end no sentence: their dots are held out of
+    # the sentence splitter's way (as one-dot leaders) and given back to the claim.
+    text = _INITIALS.sub(lambda m: m.group(0).replace(".", "\u2024"), text)
+    # A piece without a content word (a stray "[") is no claim.
+    return [c.replace("\u2024", ".") for s in split_sentences(text) for c in _clauses(s) if _words(c)]
 
 
 def _recall(claim: str, sentence: str) -> float:
