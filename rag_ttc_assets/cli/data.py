@@ -155,8 +155,10 @@ def cmd_import_outputs(args) -> int:
              f"requests: {counts['questions_with_derived_requests']} questions have them derived from their gold "
              f"answer ({counts['derived_requests_offline']} by the offline rule local/claims-v1 until "
              f"`rag-ttc derive-requests {dest.name}` writes {dest / DERIVED_FILE}; add --model to derive them with a "
-             f"model); {counts['questions_as_one_request']} without a gold answer have one request, the whole "
-             "question.",
+             f"model); {counts['questions_as_one_request'] - counts['gold_answers_without_claim']} without a gold "
+             "answer" + (f" and {counts['gold_answers_without_claim']} whose gold answer holds no claim (too short "
+                         "to split)" if counts["gold_answers_without_claim"] else "")
+             + " have one request, the whole question.",
              "no gold quotes: requests have no supporting chunk until quotes are added."]
     if counts["rows_without_context"]:
         first = counts["rows_without_context_first"]

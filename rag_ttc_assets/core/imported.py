@@ -426,10 +426,18 @@ def _field(row: Mapping[str, Any], key: str, kinds: tuple[type, ...], where: str
     v = row.get(key)
     if v is None and not required:
         return None
-    if not isinstance(v, kinds):
+    if not isinstance(v, kinds) or isinstance(v, bool):
         raise ImportSourceError(f"{where}: field {key!r} must be {kind_name}" +
-                           (" (missing)" if v is None else f", not {type(v).__name__}"))
+                                (" (missing)" if key not in row else " (null)" if v is None
+                                 else f", not {type(v).__name__}"))
     return v
+
+
+def _answer(row: Mapping[str, Any], key: str, where: str) -> str:
+    """A row's answer: a string; null is a system that answered nothing (read as an empty answer, judged as one)."""
+    if key in row and row[key] is None:
+        return ""
+    return _field(row, key, (str,), where, "a string (null when the system answered nothing)")
 
 
 def ragchecker_rows(data: bytes, source: str) -> list[ImportedTrace]:
@@ -459,7 +467,7 @@ def ragchecker_rows(data: bytes, source: str) -> list[ImportedTrace]:
         out.append(ImportedTrace(trace_id=f"results[{i}]", question_text=_field(r, "query", (str,), where, "a string"),
                                  question_id=str(qid), ranked=docs_t, selected=docs_t,
                                  prompt_texts=tuple(d.text for d in docs_t),
-                                 answer=_field(r, "response", (str,), where, "a string"),
+                                 answer=_answer(r, "response", where),
                                  gold_answer=_field(r, "gt_answer", (str,), where, "a string", required=False)))
     return out
 
@@ -491,7 +499,7 @@ def ragas_rows(data: bytes, source: str) -> list[ImportedTrace]:
         docs = tuple(SourceDocument(None, c) for c in ctx)
         out.append(ImportedTrace(trace_id=f"row {i}", question_text=_field(r, "user_input", (str,), where, "a string"),
                                  question_id=None, ranked=docs, selected=docs, prompt_texts=tuple(ctx),
-                                 answer=_field(r, "response", (str,), where, "a string"),
+                                 answer=_answer(r, "response", where),
                                  gold_answer=_field(r, "reference", (str,), where, "a string", required=False)))
     return out
 
@@ -849,6 +857,8 @@ def dataset_from_rows(traces: Sequence[ImportedTrace], source: str, fmt: str = "
               "questions_with_derived_requests": sum(1 for q in questions if not q["requests"]),
               "derived_requests_offline": requests_from_gold,
               "questions_as_one_request": sum(1 for q in questions if q["requests"]),
+              # of those, the ones whose gold answer yields no claim (too short: "X is y.")
+              "gold_answers_without_claim": sum(1 for q in questions if q["requests"] and q.get("gold_answer")),
               "rows_without_context": len(without_context),
               "rows_without_context_first": without_context[:SHOWN_ROWS]}
     return {"documents": list(documents.values())}, {"pilot": [], "questions": questions}, counts

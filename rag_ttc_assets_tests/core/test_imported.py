@@ -275,3 +275,25 @@ def test_the_judges_read_a_free_text_answer_without_the_markers_it_cites_by():
     assert without_citations("Plans cost 12 dollars [faq#chunk-2]. Not [a note].", "ids", known) == \
         "Plans cost 12 dollars. Not [a note]."
     assert without_citations("Kept [1] as written.", "none", known) == "Kept [1] as written."
+
+
+def test_a_null_response_is_an_answer_of_nothing_and_a_refusal_says_null_or_missing():
+    """Real logs write `"response": null` for a system that answered nothing: read as an empty answer (before: refused
+    as '(missing)', a word that was not true); a field that is there but null, or absent, is said as such."""
+    import json
+
+    from rag_ttc_assets.core.imported import ImportSourceError, ragas_rows, ragchecker_rows
+
+    row = {"query_id": "q1", "query": "What is x?", "gt_answer": "X is y.", "response": None,
+           "retrieved_context": [{"doc_id": "d1", "text": "X is y."}]}
+    assert ragchecker_rows(json.dumps({"results": [row]}).encode(), "a.json")[0].answer == ""
+    sample = {"user_input": "What is x?", "response": None, "retrieved_contexts": ["X is y."]}
+    assert ragas_rows(json.dumps([sample]).encode(), "b.json")[0].answer == ""
+    with pytest.raises(ImportSourceError, match=r"a.json: results\[0\] \(query_id q1\): field 'query' must be a "
+                                                r"string \(null\)"):
+        ragchecker_rows(json.dumps({"results": [{**row, "query": None}]}).encode(), "a.json")
+    without = {k: v for k, v in row.items() if k != "query"}
+    with pytest.raises(ImportSourceError, match=r"field 'query' must be a string \(missing\)"):
+        ragchecker_rows(json.dumps({"results": [without]}).encode(), "a.json")
+    with pytest.raises(ImportSourceError, match=r"field 'gt_answer' must be a string, not bool"):
+        ragchecker_rows(json.dumps({"results": [{**row, "gt_answer": True}]}).encode(), "a.json")
