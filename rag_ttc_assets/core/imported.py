@@ -720,15 +720,14 @@ def without_citations(answer: str, style: str, known: Iterable[str]) -> str:
     read the claims, and a marker is never read as a number the claim states. The answer as the user saw it stays
     the row's raw text."""
     if style == "numbered":
-        pattern = _NUMBERED
+        spans = [m.span() for m in _NUMBERED.finditer(answer)]
     elif style == "ids":
         known = set(known)
         spans = [m.span() for m in _BRACKETS.finditer(answer)
                  if all(part.strip() in known for part in m.group(1).split(","))]
-        return _cut(answer, spans)
     else:
         return answer
-    return _cut(answer, [m.span() for m in pattern.finditer(answer)])
+    return _cut(answer, spans)
 
 
 def _cut(text: str, spans: list[tuple[int, int]]) -> str:
