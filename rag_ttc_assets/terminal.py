@@ -7,10 +7,14 @@ most every `every_s` seconds, so those stay readable. stdout is never touched (`
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rag_ttc_assets.core.progress import Progress, Task, ThrottledTask, done_text, duration_text, live_text, progress_text
 
@@ -100,6 +104,30 @@ class _TerminalTask(ThrottledTask):
 
     def finish(self) -> None:
         self.owner._finished(self)
+
+
+@contextmanager
+def direct_stream(stream) -> Iterator:
+    """A text stream onto the file `stream` writes to now (a duplicate of its descriptor), unmoved when its descriptor
+    is later pointed elsewhere. Dagster's compute-log capture points fd 2 at a log file while a run's steps execute and
+    mirrors that file back with a `tail -F` it kills when the run ends (dagster-io/dagster#23336): a line written in
+    the run's last moment, the last step's, could never reach the terminal. A stream without a descriptor (a test's
+    StringIO) is `stream` itself."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        yield stream
+        return
+    stream.flush()
+    own = os.fdopen(os.dup(fd), "w", buffering=1, encoding=getattr(stream, "encoding", None) or "utf-8",
+                    errors=getattr(stream, "errors", None) or "backslashreplace")
+    try:
+        yield own
+    finally:
+        try:
+            own.close()
+        except BrokenPipeError:  # the reader left; rag-ttc's own handler reports it (exit 141)
+            pass
 
 
 def _isatty(stream) -> bool:

@@ -18,7 +18,7 @@ from rag_ttc_assets.defs import executors
 from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets.defs.progress import reporting
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.terminal import StepEvents, Terminal
+from rag_ttc_assets.terminal import StepEvents, Terminal, direct_stream
 
 
 def open_instance(home: Path):
@@ -57,53 +57,56 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
     job = defs.resolve_job_def(JOB)
     steps = [*STAGES[stage], *(s.fn.__name__ for s in CHECK_SPECS)]
     # Dagster's lines share stderr with ours in verbose mode: no live bar to tear, progress as plain lines.
-    terminal = Terminal(sys.stderr, live=False if verbose else None, arm_width=max(map(len, arm_names)),
-                        step_width=max(map(len, steps)))
-    out = {}
-    with open_instance(home) as instance:
-        reap_dead_runs(instance)
-        for arm in arm_names:
-            why = to_run(instance, lab, defs.resolve_asset_graph(), arm, STAGES[stage], force)
-            todo = list(why)
-            if not todo:
-                out[arm] = {"run_id": None, "ran": [], "why": {}}
-                continue
-            # The run's id chosen here, so its events reach the terminal from the first one (RUN_START).
-            run_id = str(uuid.uuid4())
-            waited: dict[str, bool] = {}  # "interrupted": a signal ended the run's wait for a pool slot
-            steps_told = StepEvents(terminal, arm, failed="FAILED" if verbose else
-                                    "FAILED; rag-ttc run --verbose prints its traceback")
-            if executors.chosen() != "default":  # RAG_TTC_EXECUTOR: the steps run in the executor's processes
-                with waking_pending_steps(instance):
-                    result = execute_with_executor(job, instance, arm, [AssetKey(a) for a in todo], run_id,
-                                                   _cli_tags(), _console_config(verbose), steps_told)
-            else:
-                instance.add_event_listener(run_id, steps_told)
-                with reporting(run_id, terminal), waking_pending_steps(instance), \
-                        interruptible_waits(lambda: _canceling(instance, run_id, waited)):
-                    result = job.execute_in_process(partition_key=arm, instance=instance,
-                                                    asset_selection=[AssetKey(a) for a in todo],
-                                                    raise_on_error=False, tags=_cli_tags(), run_id=run_id,
-                                                    run_config=_console_config(verbose))
-            if not result.success and (where := interrupted(result, waited)):
-                # SIGINT or SIGTERM: no arm after this one starts.
-                record = record_unfinished(lab, arm, result.run_id, stage, INTERRUPTED, {
-                    **run_failure(result), "reason": f"interrupted (SIGINT or SIGTERM) {where}"})
-                rest = arm_names[arm_names.index(arm) + 1:]
-                raise RunInterrupted(f"arm {arm!r}: run {result.run_id} interrupted {where}; Dagster records it "
-                                     f"{instance.get_run_by_id(result.run_id).status.value}, its run record "
-                                     f"{record} says interrupted"
-                                     + (f"; not started: {', '.join(rest)}" if rest else ""))
-            if not result.success:
-                failure = run_failure(result)
-                failure["run_record"] = str(record_unfinished(lab, arm, result.run_id, stage, FAILED, failure))
-                failure["text"] = failure_text(result)
-                if not keep_going:
-                    raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{failure_text(result)}")
-                out[arm] = {"run_id": result.run_id, "ran": todo, "why": why, "failed": failure}
-                continue
-            out[arm] = {"run_id": result.run_id, "ran": todo, "why": why}
-    return out
+    # The step lines go to stderr itself, not through Dagster's compute-log capture (which points fd 2 at a file
+    # while steps run and mirrors it back with `tail -F`, killed at the run's end: the last lines could be lost).
+    with direct_stream(sys.stderr) as err:
+        terminal = Terminal(err, live=False if verbose else None, arm_width=max(map(len, arm_names)),
+                            step_width=max(map(len, steps)))
+        out = {}
+        with open_instance(home) as instance:
+            reap_dead_runs(instance)
+            for arm in arm_names:
+                why = to_run(instance, lab, defs.resolve_asset_graph(), arm, STAGES[stage], force)
+                todo = list(why)
+                if not todo:
+                    out[arm] = {"run_id": None, "ran": [], "why": {}}
+                    continue
+                # The run's id chosen here, so its events reach the terminal from the first one (RUN_START).
+                run_id = str(uuid.uuid4())
+                waited: dict[str, bool] = {}  # "interrupted": a signal ended the run's wait for a pool slot
+                steps_told = StepEvents(terminal, arm, failed="FAILED" if verbose else
+                                        "FAILED; rag-ttc run --verbose prints its traceback")
+                if executors.chosen() != "default":  # RAG_TTC_EXECUTOR: the steps run in the executor's processes
+                    with waking_pending_steps(instance):
+                        result = execute_with_executor(job, instance, arm, [AssetKey(a) for a in todo], run_id,
+                                                       _cli_tags(), _console_config(verbose), steps_told)
+                else:
+                    instance.add_event_listener(run_id, steps_told)
+                    with reporting(run_id, terminal), waking_pending_steps(instance), \
+                            interruptible_waits(lambda: _canceling(instance, run_id, waited)):
+                        result = job.execute_in_process(partition_key=arm, instance=instance,
+                                                        asset_selection=[AssetKey(a) for a in todo],
+                                                        raise_on_error=False, tags=_cli_tags(), run_id=run_id,
+                                                        run_config=_console_config(verbose))
+                if not result.success and (where := interrupted(result, waited)):
+                    # SIGINT or SIGTERM: no arm after this one starts.
+                    record = record_unfinished(lab, arm, result.run_id, stage, INTERRUPTED, {
+                        **run_failure(result), "reason": f"interrupted (SIGINT or SIGTERM) {where}"})
+                    rest = arm_names[arm_names.index(arm) + 1:]
+                    raise RunInterrupted(f"arm {arm!r}: run {result.run_id} interrupted {where}; Dagster records it "
+                                         f"{instance.get_run_by_id(result.run_id).status.value}, its run record "
+                                         f"{record} says interrupted"
+                                         + (f"; not started: {', '.join(rest)}" if rest else ""))
+                if not result.success:
+                    failure = run_failure(result)
+                    failure["run_record"] = str(record_unfinished(lab, arm, result.run_id, stage, FAILED, failure))
+                    failure["text"] = failure_text(result)
+                    if not keep_going:
+                        raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{failure_text(result)}")
+                    out[arm] = {"run_id": result.run_id, "ran": todo, "why": why, "failed": failure}
+                    continue
+                out[arm] = {"run_id": result.run_id, "ran": todo, "why": why}
+        return out
 
 
 def _console_config(verbose: bool) -> dict:

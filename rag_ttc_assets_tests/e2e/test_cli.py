@@ -145,7 +145,14 @@ def test_run_prints_one_line_per_step_not_dagsters_event_log(mini_lab, tmp_path)
     from rag_ttc_assets.cli import STAGES
 
     env = {"DAGSTER_HOME": str(tmp_path / "dh")}
-    code, out, err = rag_ttc("run", "baseline", "--stage", "retrieval", "--json", env=env)
+    # Dagster mirrors its compute-log capture of fd 2 back to stderr with `tail -F`, killed when the run ends; a
+    # busy machine's tail had not yet copied the last step's line (dagster-io/dagster#23336). A tail that has copied
+    # nothing when it is killed: the step lines must not depend on it.
+    (slow := tmp_path / "slow-tail").mkdir()
+    (slow / "tail").write_text("#!/bin/sh\nexec sleep 600\n")
+    (slow / "tail").chmod(0o755)
+    code, out, err = rag_ttc("run", "baseline", "--stage", "retrieval", "--json",
+                             env={**env, "PATH": f"{slow}{os.pathsep}{os.environ['PATH']}"})
     assert code == 0, err
     assert list(json.loads(out)["arms"]) == ["baseline"]  # stdout is the JSON alone
     assert " - dagster - " not in err and "DEBUG" not in err and "\r" not in err  # a pipe: no live bar
