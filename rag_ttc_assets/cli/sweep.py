@@ -273,23 +273,34 @@ def _sweep(args) -> int:
 
 
 def _sweep_local(args) -> int:
+    """Arm after arm in this process; an arm whose run fails is recorded (its run record says the step and the
+    error), the sweep goes on, and the failed arms are named at the end (exit 1), as `rag-ttc run A B C` does."""
+    from rag_ttc_assets.cli.run import not_finished_text  # late: the run command's tables load only when this runs
+
     arms = family_arms(args, local=True)
     progress = sys.stderr if args.json else sys.stdout
     print(f"sweep {args.family} in this process ({len(arms)} arms), stage {args.stage}", file=progress, flush=True)
-    report = {}
+    report, runs, failed = {}, {}, {}
     for n, arm in enumerate(arms, 1):
         print(f"[{n}/{len(arms)}] {arm} ...", file=progress, flush=True)
         started = time.monotonic()
-        try:
-            r = materialize_arms([arm], args.stage)[arm]
-        except Exception:
-            print(f"[{n}/{len(arms)}] {arm} -> FAILURE", file=progress, flush=True)
-            raise
-        report[arm] = {**r, "status": "SUCCESS", "seconds": round(time.monotonic() - started, 1)}
+        r = runs[arm] = materialize_arms([arm], args.stage, keep_going=True)[arm]
+        seconds = round(time.monotonic() - started, 1)
+        if "failed" in r:
+            failed[arm] = r["failed"]
+            report[arm] = {**r, "status": "FAILURE", "seconds": seconds}
+            where = f"at step {r['failed']['step']}" if r["failed"].get("step") else "outside its steps"
+            print(f"[{n}/{len(arms)}] {arm} -> FAILURE {where} in run {r['run_id']} (run record "
+                  f"{r['failed']['run_record']}; {seconds} s)", file=progress, flush=True)
+            continue
+        report[arm] = {**r, "status": "SUCCESS", "seconds": seconds}
         what = f"ran {len(r['ran'])} asset(s) in run {r['run_id']}" if r["ran"] else "up to date, nothing to run"
-        print(f"[{n}/{len(arms)}] {arm} -> SUCCESS: {what} ({report[arm]['seconds']} s)", file=progress, flush=True)
+        print(f"[{n}/{len(arms)}] {arm} -> SUCCESS: {what} ({seconds} s)", file=progress, flush=True)
     if args.json:
-        print(json.dumps({"family": args.family, "stage": args.stage, "local": True, "arms": report}, indent=2))
+        print(json.dumps({"family": args.family, "stage": args.stage, "local": True, "arms": report}, indent=2,
+                         default=str))
+    if failed:
+        raise CliError(not_finished_text(failed, runs, len(arms), args.stage))
     return 0
 
 

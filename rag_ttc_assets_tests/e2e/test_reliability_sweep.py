@@ -1,8 +1,11 @@
 """A sweep survives a failing arm: `rag-ttc run A B C` whose middle arm fails inside a step runs A and C, names
-B's failed step and error, records them in B's run record, exits 1; the rerun of B reuses its finished answers."""
+B's failed step and error, records them in B's run record, exits 1; the rerun of B reuses its finished answers.
+`rag-ttc sweep FAMILY --local` likewise runs every member after a failing one."""
 
 import json
 import re
+
+import yaml
 
 from rag_ttc_assets_tests.conftest import mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.support.openai_server import FakeOpenAIServer
@@ -61,3 +64,19 @@ def test_a_failing_arm_does_not_stop_the_others_and_its_rerun_reuses_its_answers
         assert answers["provider_calls"] == 0 and answers["cache_hits"] == n, answers
         assert not [r for r in server.requests[before:] if r["body"]["model"] == "gpt-4o-mini"]
         assert rerun["judge"]["judged"] == n  # its judge ran this time (its verdicts: cache hits of the same texts)
+
+        # A sweep family in this process whose first member fails as `middle` did: the second still runs.
+        spec = yaml.safe_load(arms_text("mini", arms, server.base_url, **lab))
+        spec["families"] = {"pricing": {"parameter": "allow_unpriced_provider", "values": [False, True],
+                                        "names": ["unpriced", "priced"],
+                                        "fixed": {k: v for k, v in middle.items() if k != "allow_unpriced_provider"}}}
+        (tmp_path / "arms.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+        code, out, err = cli("sweep", "pricing", "--local", "--stage", "judge", "--json", env=env, timeout=300)
+        assert code == 1, err[-3000:]
+        swept = json.loads(out)["arms"]
+        assert (swept["unpriced"]["status"], swept["priced"]["status"]) == ("FAILURE", "SUCCESS"), swept
+        assert re.search(r"^\[1/2\] unpriced -> FAILURE at step judge_verdicts in run ", err, re.M), err[-3000:]
+        assert re.search(r"^\[2/2\] priced -> SUCCESS: ran \d+ asset\(s\)", err, re.M), err[-3000:]
+        assert "Traceback" not in err
+        assert cli_error(err).splitlines()[-1].startswith(
+            "1 of 2 arms not finished (the others finished): unpriced (step judge_verdicts);")
