@@ -9,7 +9,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
-from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
+from rag_ttc_assets.core.dataset import dataset_counts, labels_line, sha256_digest
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
 from rag_ttc_assets.core.roles import PROVIDER_POOL
 from rag_ttc_assets.defs.meta import artifact_metadata, artifact_result, numbers, version_of
@@ -41,6 +41,11 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
             "evaluation_corpus_digest": ds.evaluation.corpus_digest,
             "effective_config": MetadataValue.json(cfg.model_dump(mode="json")),
             **numbers(dataset_counts(ds)),
+            # Labels `rag-ttc labels update` marked stale are out of every measurement: the UI says how many.
+            "labels": labels_line(ds.labels) if ds.labels.get("excluded") else
+            f"{ds.labels.get('labels', 0)} of {ds.labels.get('labels', 0)} labels current",
+            **numbers({"labels_current": ds.labels.get("current", 0),
+                       "labels_excluded": ds.labels.get("excluded", 0)}),
         },
         data_version=version_of(ds.corpus_digest + ds.evaluation_digest),
     )
