@@ -18,8 +18,8 @@ from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, tex
 from rag_ttc_assets.core import pyramid, realsumm
 from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
-from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetError, dataset_counts, labels_line,
-                                        dataset_name_problem, parse_dataset, sha256_digest)
+from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetError, dataset_counts,
+                                        dataset_name_problem, labels_line, parse_dataset, sha256_digest)
 from rag_ttc_assets.core.derive_requests import DERIVED_FILE
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
 from rag_ttc_assets.core.trec_files import parse_qrels, parse_run

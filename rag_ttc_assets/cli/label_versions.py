@@ -67,9 +67,13 @@ def _short(text: str | None, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _score(score: float | None) -> str:
+    return "-" if score is None else f"{score:.1f}"
+
+
 def print_report(report: CheckReport, folder: Path) -> None:
     changed = report.corpus_digest != report.evaluation_corpus_digest
-    print(f"dataset {report.dataset} ({folder}): corpus {report.corpus_digest[:19]}…, labels made on "
+    print(f"dataset {report.dataset}: corpus {report.corpus_digest[:19]}…, labels made on "
           f"{report.evaluation_corpus_digest[:19]}…" + (" (the corpus changed)" if changed else " (the same corpus)"))
     print(f"thresholds: relocated by a fuzzy match >= {RELOCATE_MIN:g} (spelling fixes only); below {PLACE_MIN:g} "
           "the passage is gone")
@@ -77,12 +81,12 @@ def print_report(report: CheckReport, folder: Path) -> None:
     if moved:
         print(f"\nrelocated ({len(moved)}; `rag-ttc labels update` writes them):")
         print(text_table(["label", "how", "score", "from", "to"],
-                         [[r.label, r.how, r.score, r.doc_id, r.new_doc_id] for r in moved]))
+                         [[r.label, r.how, _score(r.score), r.doc_id, r.new_doc_id] for r in moved]))
     person = report.needs_person
     if person:
         print(f"\nneed a person ({len(person)}):")
         print(text_table(["label", "status", "how", "score", "document"],
-                         [[r.label, r.status, r.how, r.score, r.doc_id] for r in person]))
+                         [[r.label, r.status, r.how, _score(r.score), r.doc_id] for r in person]))
         for r in person:
             if r.status == "changed":
                 print(f"\n{r.label} ({r.doc_id}), changed: [-was-] {{+now+}}\n  {r.diff}")
@@ -160,8 +164,10 @@ def cmd_labels_update(args) -> int:
         print(text_table(["label", "how", "from", "to"], [[x["label"], x["how"], x["from"]["doc_id"],
                                                            x["to"]["doc_id"]] for x in log]))
     stale = sum(1 for _ in report.needs_person)
-    print(f"written: {path} ({len(log)} relocated, {stale} marked stale: kept for a person, left out of every "
-          f"measurement); log {log_path}; the version read is kept as {kept}; {epath} is now the new version")
+    rel = lambda p: p.relative_to(folder.parent)  # noqa: E731 (the dataset's own paths, as its folder names them)
+    print(f"written: {rel(path)} ({len(log)} relocated, {len(person)} marked stale: kept for a person, left out of "
+          f"every measurement); log {rel(log_path)}; the version read is kept as {rel(kept)}; {rel(epath)} is now "
+          "the new version")
     return NEEDS_PERSON_EXIT if report.needs_person else 0
 
 

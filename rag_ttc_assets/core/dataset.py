@@ -229,7 +229,8 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
 def without_stale_labels(ev: Evaluation) -> tuple[Evaluation, dict]:
     """`ev` without the requests that hold a stale gold quote (`rag-ttc labels update` marks those changed, gone or
     ambiguous: a gold answer written from that quote is stale too), without questions left with no request, and
-    without targets whose document was removed; and the count (gold quotes and targets): {"labels", "current", "excluded", "requests_excluded", "questions_excluded"}."""
+    without targets whose document was removed; and the count of gold quotes and targets: {"labels", "current",
+    "excluded", "requests_excluded", "questions_excluded"}."""
     total = sum(len(r.evidence) for q in ev.questions for r in q.requests) + sum(len(q.targets) for q in ev.questions)
     stale = (sum(e.stale is not None for q in ev.questions for r in q.requests for e in r.evidence)
              + sum(t.stale is not None for q in ev.questions for t in q.targets))
