@@ -208,7 +208,9 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
         raise DigestMismatchError([Problem(
             str(epath), "(top level)", "corpus_digest",
             f"the evaluation is bound to corpus {evaluation.corpus_digest} but {cpath} has digest {cdigest}; "
-            "use the corpus the evaluation was labelled against, or relabel and update corpus_digest",
+            "use the corpus the evaluation was labelled against, or run `rag-ttc labels check "
+            f"{name}` (which labels the change broke) and `rag-ttc labels update {name}` (a new labels version bound "
+            "to this corpus)",
         )])
     if corpus is not None:
         _check_corpus(corpus, cpath, problems)

@@ -3,6 +3,7 @@ script that edits the bundled corpus like a policy change."""
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 
@@ -220,3 +221,46 @@ def test_policy_change_validation_script_finds_exactly_the_edited_labels(tmp_pat
     code, out, err = rag_ttc("labels", "check", "pyref", "--datasets-dir", str(tmp_path))
     assert code == NEEDS_PERSON, err
     assert f"{m['statuses']['changed']} changed" in out
+
+
+def latest_labels_check(dagster_home):
+    from dagster import AssetCheckKey, AssetKey, DagsterInstance
+
+    with DagsterInstance.from_config(dagster_home) as instance:
+        rec = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            [AssetCheckKey(AssetKey("corpus_binding"), "labels_current")])
+        return list(rec.values())[0].event.dagster_event.event_specific_data
+
+
+def test_after_an_update_the_lab_measures_current_labels_only_and_says_so(mini_lab, tmp_path):
+    """A passage removed from the mini corpus: after `labels update`, hitrate leaves its request out and says so, and
+    the labels_current check of corpus_binding fails (a warning the UI shows) where it passed before."""
+    folder = tmp_path / "datasets" / "mini"
+    env = {"DAGSTER_HOME": str(tmp_path / "dh")}
+    code, out, err = rag_ttc("hitrate", "bm25-only", "--json", env=env)
+    assert code == 0, err
+    before = json.loads(out)
+    assert before["labels"]["excluded"] == 0 and before["labels"]["labels"] == 22  # 11 quotes, 11 targets
+    assert latest_labels_check(env["DAGSTER_HOME"]).passed is True
+    c = json.loads((folder / "corpus.json").read_text(encoding="utf-8"))
+    ev = json.loads((folder / "evaluation.json").read_text(encoding="utf-8"))
+    gone = next(q for q in ev["questions"] if q["id"] == "mini-06")["requests"][0]["evidence"][0]
+    doc = next(d for d in c["documents"] if d["id"] == gone["doc_id"])
+    doc["text"] = doc["text"].replace(gone["quote"], "")
+    (folder / "corpus.json").write_text(json.dumps(c, indent=1), encoding="utf-8")
+    code, out, err = rag_ttc("labels", "update", "mini")
+    assert code == NEEDS_PERSON, err
+
+    code, out, err = rag_ttc("run", "bm25-only", "--stage", "retrieval", env=env)
+    assert code == 0, err
+    assert ("bm25-only: 21 of 22 labels current, 1 excluded as changed or gone (1 requests, 1 questions left out"
+            in out), out
+    assert re.search(r"^bm25-only  labels_current +\d+\.\d s  \(check of corpus_binding: FAILED\)$", err, re.M), err
+    code, out, err = rag_ttc("hitrate", "bm25-only", env=env)
+    assert code == 0, err
+    assert out.startswith(f"bm25-only: {before['questions'] - 1} questions with gold evidence, "
+                          f"{before['requests'] - 1} requests\n"
+                          "21 of 22 labels current, 1 excluded as changed or gone (1 requests, 1 questions left out")
+    check = latest_labels_check(env["DAGSTER_HOME"])
+    assert check.passed is False
+    assert check.metadata["labels"].value.startswith("21 of 22 labels current (21 fresh, 0 relocated), 1 changed")
