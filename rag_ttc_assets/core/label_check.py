@@ -147,20 +147,45 @@ def _find_all(text: str, needle: str) -> list[int]:
     return out
 
 
+_WORD = re.compile(r"\w+")
+
+
 class CorpusIndex:
-    """The corpus as the check reads it: texts by ID, and their normalised forms made once, when first needed."""
+    """The corpus as the check reads it: texts by ID; made once, when a quote is first looked for outside its own
+    document, an index of each lower-cased word's documents, so that search reads only the documents holding every
+    one of the quote's interior words (its first and last words may be cut, so they narrow nothing)."""
 
     def __init__(self, documents: list[tuple[str, str]]):
         self.texts = dict(documents)
         self._norm: dict[str, tuple[str, list[int]]] = {}
+        self._words: dict[str, set[str]] | None = None
+        self._order: dict[str, int] = {}
 
     def norm(self, doc_id: str) -> tuple[str, list[int]]:
         if doc_id not in self._norm:
             self._norm[doc_id] = _normalized(self.texts[doc_id])
         return self._norm[doc_id]
 
+    def candidates(self, quote: str) -> list[str]:
+        """The documents that can hold `quote`, verbatim or after whitespace and case changes, in corpus order."""
+        inner = _WORD.findall(quote.lower())[1:-1]
+        if not inner:
+            return list(self.texts)
+        if self._words is None:
+            self._words = {}
+            for d, t in self.texts.items():
+                for w in set(_WORD.findall(t.lower())):
+                    self._words.setdefault(w, set()).add(d)
+            self._order = {d: i for i, d in enumerate(self.texts)}
+        keep: set[str] | None = None
+        for posting in sorted((self._words.get(w, set()) for w in set(inner)), key=len):
+            keep = set(posting) if keep is None else keep & posting
+            if len(keep) <= 1:
+                break
+        return sorted(keep or (), key=self._order.__getitem__)
+
     def exact(self, quote: str, skip: str | None = None) -> list[tuple[str, int, str]]:
-        return [(d, i, quote) for d, t in self.texts.items() if d != skip for i in _find_all(t, quote)]
+        return [(d, i, quote) for d in self.candidates(quote) if d != skip for i in _find_all(self.texts[d], quote)]
 
     def normalized(self, quote: str, doc_ids) -> list[tuple[str, int, str]]:
         nq = _normalized(quote)[0]
@@ -245,7 +270,8 @@ def classify(doc_id: str, quote: str, corpus: CorpusIndex) -> dict:
     if len(elsewhere) > 1:
         return _ambiguous("verbatim in several other documents", elsewhere)
     for scope, how in (([doc_id] if own is not None else [], "whitespace or case, in its document"),
-                       ([d for d in corpus.texts if d != doc_id], "whitespace or case, in another document")):
+                       ([d for d in corpus.candidates(quote) if d != doc_id],
+                        "whitespace or case, in another document")):
         found = corpus.normalized(quote, scope)
         if len(found) == 1:
             d, _, text = found[0]
