@@ -233,15 +233,12 @@ def latest_labels_check(dagster_home):
 
 
 def test_after_an_update_the_lab_measures_current_labels_only_and_says_so(mini_lab, tmp_path):
-    """A passage removed from the mini corpus: after `labels update`, hitrate leaves its request out and says so, and
-    the labels_current check of corpus_binding fails (a warning the UI shows) where it passed before."""
+    """A passage removed from the mini corpus: after `labels update`, run and hitrate leave its request out and say
+    so, and the labels_current check of corpus_binding fails (a warning the UI shows)."""
     folder = tmp_path / "datasets" / "mini"
     env = {"DAGSTER_HOME": str(tmp_path / "dh")}
-    code, out, err = rag_ttc("hitrate", "bm25-only", "--json", env=env)
-    assert code == 0, err
-    before = json.loads(out)
-    assert before["labels"]["excluded"] == 0 and before["labels"]["labels"] == 22  # 11 quotes, 11 targets
-    assert latest_labels_check(env["DAGSTER_HOME"]).passed is True
+    # The mini dataset: 7 answerable questions, 11 requests quoting gold evidence, 11 targets; test_cli's step-line
+    # test sees labels_current pass on it.
     c = json.loads((folder / "corpus.json").read_text(encoding="utf-8"))
     ev = json.loads((folder / "evaluation.json").read_text(encoding="utf-8"))
     gone = next(q for q in ev["questions"] if q["id"] == "mini-06")["requests"][0]["evidence"][0]
@@ -258,8 +255,7 @@ def test_after_an_update_the_lab_measures_current_labels_only_and_says_so(mini_l
     assert re.search(r"^bm25-only  labels_current +\d+\.\d s  \(check of corpus_binding: FAILED\)$", err, re.M), err
     code, out, err = rag_ttc("hitrate", "bm25-only", env=env)
     assert code == 0, err
-    assert out.startswith(f"bm25-only: {before['questions'] - 1} questions with gold evidence, "
-                          f"{before['requests'] - 1} requests\n"
+    assert out.startswith("bm25-only: 6 questions with gold evidence, 10 requests\n"
                           "21 of 22 labels current, 1 excluded as changed or gone (1 requests, 1 questions left out")
     check = latest_labels_check(env["DAGSTER_HOME"])
     assert check.passed is False
