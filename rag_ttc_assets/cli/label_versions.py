@@ -163,8 +163,10 @@ def cmd_labels_update(args) -> int:
     if log:
         print(text_table(["label", "how", "from", "to"], [[x["label"], x["how"], x["from"]["doc_id"],
                                                            x["to"]["doc_id"]] for x in log]))
-    stale = sum(1 for _ in report.needs_person)
-    rel = lambda p: p.relative_to(folder.parent)  # noqa: E731 (the dataset's own paths, as its folder names them)
+
+    def rel(p: Path) -> Path:  # the dataset's own paths, as its folder names them
+        return p.relative_to(folder.parent)
+
     print(f"written: {rel(path)} ({len(log)} relocated, {len(person)} marked stale: kept for a person, left out of "
           f"every measurement); log {rel(log_path)}; the version read is kept as {rel(kept)}; {rel(epath)} is now "
           "the new version")
