@@ -11,7 +11,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from rag_ttc_assets.cli.common import CliError  # noqa: E402
 # The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
 from rag_ttc_assets.bench import command as bench  # noqa: E402
-from rag_ttc_assets.cli import diagnose, labels, local_llm, report, serve_reports, sweep  # noqa: E402
+from rag_ttc_assets.cli import (diagnose, label_versions, labels, local_llm, report, serve_reports,  # noqa: E402
+                               sweep)
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
 from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_pyramid, cmd_convert_realsumm, cmd_import_beir,  # noqa: E402
                                     cmd_import_outputs, cmd_metrics, cmd_validate)
@@ -20,7 +21,7 @@ from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
 from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
 from rag_ttc_assets.core.arms import ArmsError  # noqa: E402
 from rag_ttc_assets.core.beir import BeirError  # noqa: E402
-from rag_ttc_assets.core.dataset import DatasetError  # noqa: E402
+from rag_ttc_assets.core.dataset import DatasetError, ProblemsError  # noqa: E402
 from rag_ttc_assets.core.trec_files import TrecFormatError  # noqa: E402
 from rag_ttc_assets.defs.executors import ExecutorError  # noqa: E402
 from rag_ttc_assets.defs.graph import STAGES  # noqa: E402
@@ -178,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_parser(sub, common)
     serve_reports.add_parser(sub, common)
     labels.add_parser(sub, common)
+    label_versions.add_parser(sub, common)
     return p
 
 
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a command a closed pipe ended
-    except (CliError, ArmsError, DatasetError, BeirError, TrecFormatError, LabPathError, ExecutorError,
+    except (CliError, ArmsError, DatasetError, ProblemsError, BeirError, TrecFormatError, LabPathError, ExecutorError,
             FileNotFoundError) as e:
         print(f"rag-ttc: error: {e}", file=sys.stderr)
         return getattr(e, "exit_code", 1)

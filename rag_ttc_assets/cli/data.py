@@ -19,7 +19,7 @@ from rag_ttc_assets.core import pyramid, realsumm
 from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
 from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetError, dataset_counts,
-                                        dataset_name_problem, parse_dataset, sha256_digest)
+                                        dataset_name_problem, labels_line, parse_dataset, sha256_digest)
 from rag_ttc_assets.core.derive_requests import DERIVED_FILE
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
 from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
@@ -38,7 +38,9 @@ def cmd_validate(args) -> int:
     counts = dataset_counts(ds)
     text = (f"valid: {args.dir}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
             + f"; corpus {ds.corpus_digest[:19]}…")
-    print_result({"valid": True, "corpus_digest": ds.corpus_digest, **counts}, args.json, text)
+    if ds.labels.get("excluded"):  # labels a check marked stale: left out of what the lab measures, and said so
+        text += "\n" + labels_line(ds.labels)
+    print_result({"valid": True, "corpus_digest": ds.corpus_digest, **counts, "labels": ds.labels}, args.json, text)
     return 0
 
 

@@ -9,6 +9,7 @@ from rag_ttc_assets.adapters.store import StoreError
 from rag_ttc_assets.cli import reply_tables
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import materialize_arms
+from rag_ttc_assets.core.dataset import labels_line
 from rag_ttc_assets.core.eras import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES, IMPORTED_BRANCHES
 from rag_ttc_assets.core.measured import not_measured_text, reasons_text
@@ -237,6 +238,11 @@ def run_tables(reports: dict[str, dict]) -> str:
     if any((rep.get("representations") or {}).get("offline_baseline") for rep in reports.values()):
         out.append("local/contextual is an offline baseline representation builder (each chunk's context from its "
                    "document's own title, headings and first sentence), not a language model.")
+    # Labels `rag-ttc labels update` marked stale: out of every measurement above, and said so.
+    stale = [f"{n}: {labels_line(rep['labels'])}" for n, rep in reports.items()
+             if (rep.get("labels") or {}).get("excluded")]
+    if stale:
+        out.append("\n".join(stale))
     return "\n\n".join(out)
 
 

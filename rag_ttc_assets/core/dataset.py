@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -72,6 +72,9 @@ class Dataset:
     evaluation: Evaluation
     corpus_digest: str
     evaluation_digest: str
+    # Labels a check marked stale (changed, gone, ambiguous): their requests, and questions left without any, are
+    # out of `evaluation` (every measurement); counted here so every table can say what it left out.
+    labels: dict = dc_field(default_factory=dict)
 
     @property
     def documents_by_id(self) -> dict[str, str]:
@@ -161,7 +164,7 @@ def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, p
         if q.gold_answer is not None and not q.gold_answer.strip():
             problems.append(Problem(str(path), rec, "gold_answer", _BLANK_GOLD))
         for j, t in enumerate(q.targets):
-            if docs is not None and t.doc_id not in docs:
+            if docs is not None and t.doc_id not in docs and t.stale is None:
                 problems.append(Problem(str(path), rec, f"targets[{j}].doc_id", f"unknown document {t.doc_id!r}"))
         for j, r in enumerate(q.requests):
             rrec = f"{rec} request {r.id!r}"
@@ -171,13 +174,13 @@ def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, p
             if r.gold_answer is not None and not r.gold_answer.strip():
                 problems.append(Problem(str(path), rrec, f"requests[{j}].gold_answer", _BLANK_GOLD))
             for k, ev_ in enumerate(r.evidence):
-                field = f"requests[{j}].evidence[{k}]"
-                if docs is None:
+                name = f"requests[{j}].evidence[{k}]"
+                if docs is None or ev_.stale is not None:  # a stale label is kept for a person, not measured
                     continue
                 if ev_.doc_id not in docs:
-                    problems.append(Problem(str(path), rrec, field + ".doc_id", f"unknown document {ev_.doc_id!r}"))
+                    problems.append(Problem(str(path), rrec, name + ".doc_id", f"unknown document {ev_.doc_id!r}"))
                 elif ev_.quote not in docs[ev_.doc_id]:
-                    problems.append(Problem(str(path), rrec, field + ".quote",
+                    problems.append(Problem(str(path), rrec, name + ".quote",
                                             f"quote is not a verbatim substring of document {ev_.doc_id!r}: "
                                             f"{ev_.quote[:60]!r}"))
     for i, pid in enumerate(ev.pilot):
@@ -205,7 +208,9 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
         raise DigestMismatchError([Problem(
             str(epath), "(top level)", "corpus_digest",
             f"the evaluation is bound to corpus {evaluation.corpus_digest} but {cpath} has digest {cdigest}; "
-            "use the corpus the evaluation was labelled against, or relabel and update corpus_digest",
+            "use the corpus the evaluation was labelled against, or run `rag-ttc labels check "
+            f"{name}` (which labels the change broke) and `rag-ttc labels update {name}` (a new labels version bound "
+            "to this corpus)",
         )])
     if corpus is not None:
         _check_corpus(corpus, cpath, problems)
@@ -219,7 +224,40 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
     if problems:
         raise DatasetError(problems)
     assert corpus is not None and evaluation is not None and ebytes is not None
-    return Dataset(name, cpath, epath, corpus, evaluation, cdigest, sha256_digest(ebytes))
+    evaluation, labels = without_stale_labels(evaluation)
+    return Dataset(name, cpath, epath, corpus, evaluation, cdigest, sha256_digest(ebytes), labels)
+
+
+def without_stale_labels(ev: Evaluation) -> tuple[Evaluation, dict]:
+    """`ev` without the requests that hold a stale gold quote (`rag-ttc labels update` marks those changed, gone or
+    ambiguous: a gold answer written from that quote is stale too), without questions left with no request, and
+    without targets whose document was removed; and the count of gold quotes and targets: {"labels", "current",
+    "excluded", "requests_excluded", "questions_excluded"}."""
+    total = sum(len(r.evidence) for q in ev.questions for r in q.requests) + sum(len(q.targets) for q in ev.questions)
+    stale = (sum(e.stale is not None for q in ev.questions for r in q.requests for e in r.evidence)
+             + sum(t.stale is not None for q in ev.questions for t in q.targets))
+    out = {"labels": total, "current": total - stale, "excluded": stale, "requests_excluded": [],
+           "questions_excluded": []}
+    if not stale:
+        return ev, out
+    questions = []
+    for q in ev.questions:
+        keep = [r for r in q.requests if not any(e.stale for e in r.evidence)]
+        out["requests_excluded"] += [r.id for r in q.requests if r not in keep]
+        if keep:
+            questions.append(q.model_copy(update={"requests": keep,
+                                                  "targets": [t for t in q.targets if t.stale is None]}))
+        else:
+            out["questions_excluded"].append(q.id)
+    pilot = [p for p in ev.pilot if p not in out["questions_excluded"]]
+    return ev.model_copy(update={"questions": questions, "pilot": pilot}), out
+
+
+def labels_line(labels: dict) -> str:
+    """"N of M labels current, K excluded as changed or gone" (what every table that measures against them says)."""
+    return (f"{labels['current']} of {labels['labels']} labels current, {labels['excluded']} excluded as changed or "
+            f"gone ({len(labels['requests_excluded'])} requests, {len(labels['questions_excluded'])} questions "
+            "left out; `rag-ttc labels check` lists them)")
 
 
 def _derive(evaluation: Evaluation, digest: str, corpus: Corpus, derived: tuple[Path, bytes] | None,

@@ -27,13 +27,21 @@ class Target(Record):
 
     doc_id: str = Field(min_length=1)
     relevance: int = 1
+    stale: Literal["gone"] | None = None  # its document was removed (rag-ttc labels update): kept, not measured
 
 
 class Evidence(Record):
-    """A verbatim quote from one document that supports a request."""
+    """A verbatim quote from one document that supports a request (a gold quote: a label).
+
+    `quote_sha256` and `corpus_digest` (the corpus the quote was made on or last verified against) let
+    `rag-ttc labels check` tell a quote edited by hand from one the corpus moved; `stale` marks a label the check
+    found changed, gone or ambiguous (core.label_check): kept for a person, left out of every measurement."""
 
     doc_id: str = Field(min_length=1)
     quote: str = Field(min_length=1)
+    quote_sha256: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+    corpus_digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+    stale: Literal["changed", "gone", "ambiguous"] | None = None
 
 
 class Derivation(Record):

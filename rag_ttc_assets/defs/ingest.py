@@ -4,12 +4,13 @@
 import json
 from pathlib import Path
 
-from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
-                     MetadataValue)
+from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetExecutionContext,
+                     MaterializeResult, MetadataValue)
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
-from rag_ttc_assets.core.dataset import dataset_counts, sha256_digest
+from rag_ttc_assets.core.dataset import dataset_counts, labels_line, sha256_digest
+from rag_ttc_assets.core.label_check import check_labels
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
 from rag_ttc_assets.core.roles import PROVIDER_POOL
 from rag_ttc_assets.defs.meta import artifact_metadata, artifact_result, numbers, version_of
@@ -30,7 +31,8 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
     # What this arm was run against, so later comparisons read the labels it used, not today's files.
     arm.write_arm_json(ArmJson.BINDING, {
         "dataset": cfg.dataset, "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
-        "corpus_file": str(ds.corpus_path), "evaluation_file": str(ds.evaluation_path)})
+        "corpus_file": str(ds.corpus_path), "evaluation_file": str(ds.evaluation_path),
+        "labels": ds.labels})  # how many labels it measured with, and which it left out as stale
     return MaterializeResult(
         metadata={
             "dataset": cfg.dataset,
@@ -41,6 +43,11 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
             "evaluation_corpus_digest": ds.evaluation.corpus_digest,
             "effective_config": MetadataValue.json(cfg.model_dump(mode="json")),
             **numbers(dataset_counts(ds)),
+            # Labels `rag-ttc labels update` marked stale are out of every measurement: the UI says how many.
+            "labels": labels_line(ds.labels) if ds.labels.get("excluded") else
+            f"{ds.labels.get('labels', 0)} of {ds.labels.get('labels', 0)} labels current",
+            **numbers({"labels_current": ds.labels.get("current", 0),
+                       "labels_excluded": ds.labels.get("excluded", 0)}),
         },
         data_version=version_of(ds.corpus_digest + ds.evaluation_digest),
     )
@@ -120,3 +127,23 @@ def digest_binding(context: AssetCheckExecutionContext, lab: LabResource) -> Ass
     return AssetCheckResult(passed=evaluation.get("corpus_digest") == actual == binding["corpus_digest"],
                             metadata={"evaluation_corpus_digest": str(evaluation.get("corpus_digest")),
                                       "corpus_file_digest": actual, "recorded_digest": binding["corpus_digest"]})
+
+
+@arm_check(asset="corpus_binding",
+           description="every label (gold quote, target) is current against the corpus: none changed, gone or "
+                       "ambiguous, none marked stale (rag-ttc labels check lists them)")
+def labels_current(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
+    lab_, _ = lab.arm(context.partition_key)
+    binding = lab_.store.read_arm_json(context.partition_key, ArmJson.BINDING)
+    cbytes = Path(binding["corpus_file"]).read_bytes()
+    evaluation = json.loads(Path(binding["evaluation_file"]).read_text(encoding="utf-8"))
+    report = check_labels(binding["dataset"], evaluation, binding["evaluation_file"],
+                          json.loads(cbytes)["documents"], binding["corpus_file"], sha256_digest(cbytes))
+    person = report.needs_person
+    return AssetCheckResult(
+        passed=not person and not report.problems, severity=AssetCheckSeverity.WARN,
+        metadata={"labels": report.summary(), **numbers(report.counts),
+                  # the first ones; `rag-ttc labels check DATASET` lists every one with both texts
+                  "need_a_person": MetadataValue.json([{"label": r.label, "status": r.status, "how": r.how,
+                                                        "doc_id": r.doc_id} for r in person[:50]]),
+                  "problems": MetadataValue.json([str(p) for p in report.problems])})

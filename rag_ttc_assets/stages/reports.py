@@ -87,6 +87,10 @@ def arm_report(lab: Lab, arm: str, upto: Collection[str]) -> dict:
     `rag-ttc run --stage` materialized, defs.graph.STAGES); retrieval's whenever present. A summary not written
     yet leaves its section (from that summary on) out."""
     report: dict = {"label_use": lab.arms[arm].label_use, "requests_derived": requests_derived(lab, arm)}
+    try:  # the labels the arm ran with, and those `rag-ttc labels update` marked stale and it left out
+        report["labels"] = lab.store.read_arm_json(arm, ArmJson.BINDING).get("labels") or {}
+    except FileNotFoundError:
+        pass
     for needs, read in SECTIONS:
         if needs is None or needs in upto:
             try:

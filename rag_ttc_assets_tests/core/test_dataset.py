@@ -281,7 +281,8 @@ def test_digest_mismatch_names_both_digests_and_both_files(tmp_path: Path) -> No
     assert err.value.problems == [Problem(
         str(ev), "(top level)", "corpus_digest",
         f"the evaluation is bound to corpus {wrong} but {cp} has digest {actual}; "
-        "use the corpus the evaluation was labelled against, or relabel and update corpus_digest")]
+        f"use the corpus the evaluation was labelled against, or run `rag-ttc labels check {d.name}` (which labels "
+        f"the change broke) and `rag-ttc labels update {d.name}` (a new labels version bound to this corpus)")]
     assert str(err.value) == f"dataset problem:\n  - {err.value.problems[0]}"
     assert isinstance(err.value, DatasetError)
 
