@@ -72,7 +72,7 @@ def _entailment_rows(cfg: ArmConfig, q: Question, c: dict, base: dict, prompt: P
     for r in q.requests:
         row = {**base, "request_id": r.id, "prompt_digest": prompt.digest}
         if c[CON.status] in (VALID, FREE_TEXT):
-            citations, passages = _answer_view(c)
+            _, passages = _answer_view(c)
             call = caller.call(entailment_messages(prompt, q, r, c),
                                response_format=response_format(cfg.response_format, "entailment"))
             row.update(judge_provider_calls=int(call.counts_as_provider_call), judge_cache_hits=int(call.cache_hit),

@@ -96,6 +96,16 @@ def test_a_conditional_field_counts_only_where_it_applies():
         assert (REPRESENTATIONS.key(base, **inputs) != REPRESENTATIONS.key(other, **inputs)) is moves
 
 
+def test_the_entailment_prompt_s_text_counts_only_for_an_arm_with_an_entailment_judge():
+    """Its file's digest (Lab.fingerprint_inputs, keyed by the field) moves request_judgments and what is downstream
+    where a request judge or juror is of kind entailment, and nothing elsewhere."""
+    moved = {}
+    for base in (BASE, BASES[3]):
+        a, b = (fingerprints(base, {"judge_entailment_prompt": d}) for d in ("sha256:a", "sha256:b"))
+        moved[base is BASE] = {name for name in a if a[name] != b[name]}
+    assert moved[True] == set() and moved[False] == {"request_judgments", *graph.downstream("request_judgments")}
+
+
 @pytest.mark.parametrize("field", sorted(set(ArmConfig.model_fields) - EXECUTION_ONLY))
 def test_a_field_changes_exactly_the_declaring_artifacts_keys(field):
     moved = set()

@@ -118,7 +118,8 @@ def test_an_entailment_juror_judges_one_request_per_call_and_records_its_faults(
         assert status["mini-02.r1"] == "judge_parse_failure"
         assert "field 'coverage': Field required" in judged["mini-02.r1"]["judge_error"]
         assert '"reason": "the test juror on mini-02.r1"' in judged["mini-02.r1"]["judge_error"]  # the reply kept
-        assert status["mini-02.r2"] == "judge_span_not_in_answer" and NOT_IN_ANSWER in judged["mini-02.r2"]["judge_error"]
+        assert status["mini-02.r2"] == "judge_span_not_in_answer"
+        assert NOT_IN_ANSWER in judged["mini-02.r2"]["judge_error"]
         verdicts = {rid: (j["verdict"], j["coverage"]) for rid, j in judged.items() if j["status"] == "judged"}
         assert verdicts.pop("mini-03.r2") == ("contradicts", 0.5)
         assert verdicts.pop("mini-04.r1") == ("not_verifiable", 0.25)
@@ -146,6 +147,16 @@ def test_an_entailment_juror_judges_one_request_per_call_and_records_its_faults(
                 votes = [j["addressed"] for j in (lexical[rid], judged[rid]) if j["status"] == "judged"]
                 assert rows[rid]["addressed"] == any(votes)
 
+    # The case report says why a request was not measured, the refused reply with it.
+    from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
+
+    view = inspect_question(Lab.from_env(), "entail", "mini-02")
+    # The messages as sent: one call per request, each kept.
+    sent = [m["messages"][-1]["content"] for m in view["request_judge"]["messages_sent"]]
+    assert [re.search(r"<request>\s*\[([^\]]+)\]", c).group(1) for c in sent] == ["mini-02.r1", "mini-02.r2"]
+    page = to_markdown(view)
+    assert re.search(r"\| mini-02\.r2 \| judge_span_not_in_answer \|.*\| the quoted span 'The moon is made of green "
+                     r"cheese' does not occur in the answer; the reply: .*\|$", page, re.M), page
     # What `rag-ttc run` printed: the instrument, and the juror's calls, tokens and cost beside the generator's.
     text = out
     assert f"entailment jurors {MODEL} (prompt {prompt.digest[:15]}…)" in text
