@@ -157,6 +157,11 @@ def test_an_entailment_juror_judges_one_request_per_call_and_records_its_faults(
     page = to_markdown(view)
     assert re.search(r"\| mini-02\.r2 \| judge_span_not_in_answer \|.*\| the quoted span 'The moon is made of green "
                      r"cheese' does not occur in the answer; the reply: .*\|$", page, re.M), page
+    # `rag-ttc arms` names the juror with its kind.
+    code, listed, err = rag_ttc("arms")
+    assert code == 0, err
+    assert re.search(rf"\nentail +.*  {MODEL} \[entailment\] *\n", listed), listed
+    assert re.search(rf"\nentail-panel +.*  local/lexical, {MODEL} \[entailment\] \(any\) *\n", listed), listed
     # What `rag-ttc run` printed: the instrument, and the juror's calls, tokens and cost beside the generator's.
     text = out
     assert f"entailment jurors {MODEL} (prompt {prompt.digest[:15]}…)" in text
