@@ -37,6 +37,8 @@ def prompt_fields(cfg) -> dict[str, str]:
         fields["citation_retry_prompt"] = "answer"
     if cfg.representation in MODEL_BUILT:
         fields["representation_prompt"] = "representation"
+    if cfg.entailment_jurors:  # a request judge or juror of kind entailment (core.entailment)
+        fields["judge_entailment_prompt"] = "judge_entailment"
     return fields
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

@@ -16,6 +16,7 @@ from rag_ttc_assets.adapters.pyramid import PyramidError, read_pyramid
 from rag_ttc_assets.adapters.realsumm import RealSummError, read_realsumm
 from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
 from rag_ttc_assets.core import pyramid, realsumm
+from rag_ttc_assets.core.arms import ENTAILMENT
 from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
 from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetError, dataset_counts,
@@ -64,8 +65,10 @@ def cmd_arms(args) -> int:
         if c.supply == "imported":
             imported.append(n)
             supply = f"imported: {c.source.label} ({c.source.format})"
-        panel = (", ".join(j.model for j in c.request_judges) + f" ({c.request_judge_aggregation})"
-                 if c.request_judges else c.request_judge.model)
+        # A juror of kind entailment (one request per call, core.entailment) is named with its kind.
+        named = [j.model + (f" [{j.kind}]" if j.kind == ENTAILMENT else "")
+                 for j in c.request_judges or [c.request_judge]]
+        panel = ", ".join(named) + f" ({c.request_judge_aggregation})" if c.request_judges else named[0]
         values = [c.chunk_runes, c.overlap_runes, c.retrieval, c.retrieve_k, c.evidence_k, c.context_runes,
                   c.evidence_order, supply, c.prompt, c.generator.model, c.judge.model, panel]
         unread |= {f for f in fields if f in skip}

@@ -162,7 +162,9 @@ def run_tables(reports: dict[str, dict]) -> str:
             params = inst.get("params")
             judges.add((inst.get("model"), (inst.get("prompt_digest") or "")[:15],
                         (f", params {json.dumps(params, sort_keys=True)}" if params else "")
-                        + (f", rules {inst['rules']}" if inst.get("rules") else "")))
+                        + (f", rules {inst['rules']}" if inst.get("rules") else "")
+                        + (f", entailment jurors {', '.join(e['jurors'])} (prompt {e['prompt_digest'][:15]}…)"
+                           if (e := inst.get("entailment")) else "")))
             hit = f.get("hit_rate") or {}
             # No request's support measured (no gold quotes): supported is not a count of 0, and the completeness
             # cell says why, with the share of the measured requests answered.
@@ -210,6 +212,16 @@ def run_tables(reports: dict[str, dict]) -> str:
                        "juror decided):\n" + text_table(["arm", "aggregation", "jurors", "all_measured",
                                                         "juror_not_measured", "fleiss_kappa", "krippendorff_alpha",
                                                         "jurors_disagree", "flow"], panels))
+    # The request judge's calls, tokens and cost, as the generator's (only where it reached a provider).
+    judge_calls = [[n, rj.get("request_judge", {}).get("model"), rj.get("provider_calls"), rj.get("cache_hits"),
+                    rj.get("input_tokens"), rj.get("output_tokens"), rj.get("cost_usd"), rj.get("unpriced_rows")]
+                   for n, rep in reports.items() if (rj := rep.get("request_judge") or {}).get("provider_calls")
+                   and not (rj.get("request_judge") or {}).get("offline_baseline")]
+    if judge_calls:
+        out.append("request judge calls (provider calls, cache hits, tokens and cost in USD of the request judge or "
+                   "its jurors; unpriced_rows: rows whose model has no known price, their cost unknown):\n"
+                   + text_table(["arm", "request_judge", "provider_calls", "cache_hits", "input_tokens",
+                                 "output_tokens", "cost_usd", "unpriced_rows"], judge_calls))
     if any("calls" in rep and "answers" in rep["calls"] for rep in reports.values()):
         rows = []
         for n, rep in reports.items():

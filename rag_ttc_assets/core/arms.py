@@ -11,7 +11,8 @@ import json
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer,
+                      model_validator)
 
 from rag_ttc_assets.core.representations import era_of
 
@@ -40,6 +41,43 @@ class ModelConfig(Frozen):
         if "response_format" in v:
             raise ValueError("set the arm's response_format (json_schema or none), not params.response_format")
         return v
+
+
+# The kinds of request judge (and juror): `requests` judges every request of a question in one call (prompt kind
+# judge_requests, or the offline rules of a `local/` judge); `entailment` judges one request per call (prompt kind
+# judge_entailment, core.entailment): whether the answer addresses it, is supported or contradicted by its gold
+# material, and the span of the answer that says so.
+JUROR_KINDS = ("requests", "entailment")
+ENTAILMENT = "entailment"
+
+
+class JurorConfig(ModelConfig):
+    """A request judge or a panel's juror: a model (ModelConfig) and its `kind` (JUROR_KINDS). The kind is written
+    out only when it is not the default, so a judge without one keeps the configuration (and the fingerprints) it
+    had before kinds existed."""
+
+    kind: Literal["requests", "entailment"] = "requests"
+
+    @model_serializer(mode="wrap")
+    def _default_kind_unwritten(self, handler):
+        out = handler(self)
+        if isinstance(out, dict) and out.get("kind") == "requests":
+            out.pop("kind")
+        return out
+
+    @model_validator(mode="after")
+    def _entailment_calls_a_model(self) -> JurorConfig:
+        from rag_ttc_assets.core.summaries import is_offline_baseline  # late: summaries is not needed to parse
+
+        if self.kind == ENTAILMENT and is_offline_baseline(self.model):
+            raise ValueError(f"kind: entailment asks a language model one request at a time; {self.model!r} is an "
+                             "offline baseline with its own rules (drop kind, or name a litellm model)")
+        return self
+
+
+def _as_juror(v: Any) -> Any:
+    """A ModelConfig given where a juror is expected (code that builds arms) is read as a juror of the default kind."""
+    return v.model_dump() if isinstance(v, ModelConfig) and not isinstance(v, JurorConfig) else v
 
 
 class ImportedSource(Frozen):
@@ -191,12 +229,15 @@ class ArmConfig(Frozen):
     judge_budget: int = Field(default=20000, ge=0)
     # The request judge (request_judgments): one instrument for every arm of a comparison, given the labels,
     # never the generator's own request items or `supported` flags.
-    request_judge: ModelConfig = ModelConfig(model="local/lexical")
+    request_judge: JurorConfig = JurorConfig(model="local/lexical")
     judge_requests_prompt: str = "judge-requests-v1"
+    # The prompt of a request judge or juror of `kind: entailment` (one request per call, core.entailment); read only
+    # by an arm that has one.
+    judge_entailment_prompt: str = "judge-entailment-v1"
     request_judge_budget: int = Field(default=20000, ge=0)
     # A panel of request judges (core.panel), replacing request_judge when set: each juror's verdict per request is
     # kept and the panel's comes from request_judge_aggregation over the jurors that measured it.
-    request_judges: list[ModelConfig] = Field(default_factory=list)
+    request_judges: list[JurorConfig] = Field(default_factory=list)
     request_judge_aggregation: Literal["majority", "all", "any"] = "majority"
 
     @field_validator("judge", mode="before")
@@ -212,11 +253,16 @@ class ArmConfig(Frozen):
     @field_validator("request_judges", mode="before")
     @classmethod
     def _juror_strings(cls, v: Any) -> Any:
-        return [{"model": x} if isinstance(x, str) else x for x in v] if isinstance(v, list) else v
+        return [{"model": x} if isinstance(x, str) else _as_juror(x) for x in v] if isinstance(v, list) else v
+
+    @field_validator("request_judge", mode="before")
+    @classmethod
+    def _a_juror(cls, v: Any) -> Any:
+        return _as_juror(v)
 
     @field_validator("request_judges")
     @classmethod
-    def _a_panel(cls, v: list[ModelConfig]) -> list[ModelConfig]:
+    def _a_panel(cls, v: list[JurorConfig]) -> list[JurorConfig]:
         if len(v) == 1:
             raise ValueError("a panel of one juror is one request judge: name it in request_judge, or add a second "
                              "juror")
@@ -243,6 +289,11 @@ class ArmConfig(Frozen):
         if isinstance(self.preloaded_documents, list) and not self.preloaded_documents:
             raise ValueError("preloaded_documents is an empty list; name documents or use 'all'")
         return self
+
+    @property
+    def entailment_jurors(self) -> list[JurorConfig]:
+        """The request judge, or the panel's jurors, of kind entailment (they read judge_entailment_prompt)."""
+        return [j for j in (self.request_judges or [self.request_judge]) if j.kind == ENTAILMENT]
 
     @property
     def label_use(self) -> str:

@@ -22,6 +22,9 @@ KINDS = {
     "judge_gold": ({"question", "statements", "gold"}, {"statements", "gold"}),
     # The request judge: the labelled requests with their gold material, and the answer with its citations.
     "judge_requests": ({"question", "gold_requests", "answer"}, {"gold_requests", "answer"}),
+    # The entailment juror (core.entailment): ONE labelled request with its gold passages and gold answer, and the
+    # answer with its citations.
+    "judge_entailment": ({"question", "request", "gold", "answer"}, {"request", "gold", "answer"}),
     # Requests derived from a gold answer (core.derive_requests): the question and its gold answer, a label.
     "derive_requests": ({"question", "gold_answer"}, {"gold_answer"}),
     # A representation builder's (core.contextual): one chunk and its document, nothing of the evaluation.
@@ -97,6 +100,14 @@ def gold_requests_block(requests: list[tuple[str, str, list[str], str | None]]) 
             parts.append(f"<gold_answer>{gold_answer}</gold_answer>")
         out.append("\n".join(parts + ["</request>"]))
     return "\n\n".join(out)
+
+
+def gold_block(quotes: list[str], gold_answer: str | None) -> str:
+    """One request's gold material as the entailment juror reads it: its gold passages (numbered) and gold answer."""
+    parts = [f'<gold n="{i}">\n{q}\n</gold>' for i, q in enumerate(quotes, 1)]
+    if gold_answer:
+        parts.append(f"<gold_answer>{gold_answer}</gold_answer>")
+    return "\n".join(parts) or "(no gold material)"
 
 
 def cited_answer_block(answer: str, citations: list[str], passages: list[tuple[str, list[str]]]) -> str:

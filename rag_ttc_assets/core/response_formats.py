@@ -41,9 +41,12 @@ GOLD_VERDICTS = _object({"verdicts": {"type": "array", "items": _object(
 REQUEST_JUDGMENTS = _object({"requests": {"type": "array", "items": _object(
     {"request": _STRING, "addressed": _BOOLEAN, "excerpt": _STRING, "cited_chunk_ids": _STRINGS,
      "verdict": {"type": "string", "enum": list(REQUEST_VERDICTS)}, "reason": _STRING})}})
+# The entailment juror's reply for one request (core.entailment; prompt kind judge_entailment).
+ENTAILMENT = _object({"addressed": _BOOLEAN, "supported": _BOOLEAN, "contradicts": _BOOLEAN, "quote": _STRING,
+                      "coverage": {"type": "number"}, "reason": _STRING})  # coverage in [0, 1]: the parser checks
 
 SCHEMAS = {"answer": ANSWER, "answer_with_requests": ANSWER_WITH_REQUESTS, "statements": STATEMENTS, "verdicts": VERDICTS, "gold_verdicts": GOLD_VERDICTS,
-           "request_judgments": REQUEST_JUDGMENTS}
+           "request_judgments": REQUEST_JUDGMENTS, "entailment": ENTAILMENT}
 
 
 def answer_reply(prompt_text: str) -> str:

@@ -142,6 +142,16 @@ def request_judge_summary(rows: list[dict]) -> dict:
             "statuses": dict(statuses), "verdicts": {v: verdicts.get(v, 0) for v in judging.REQUEST_VERDICTS},
             "provider_calls": sum(r["judge_provider_calls"] for r in rows),
             "cache_hits": sum(r["judge_cache_hits"] for r in rows),
-            # One reply per question (each of its request rows repeats it): where its object was found.
-            "parsed_from": dict(sorted(Counter({r["query_id"]: r["judge_parsed_from"] for r in rows
+            # Tokens and cost as for the generator (stages.generation.calls_summary): summed over the calls made;
+            # a row whose call was answered (tokens counted) by a model with no known price is unpriced (its cost
+            # unknown); a fault's row has no tokens and no cost.
+            "input_tokens": sum(r.get("judge_input_tokens") or 0 for r in rows),
+            "output_tokens": sum(r.get("judge_output_tokens") or 0 for r in rows),
+            "cost_usd": float(sum(r.get("judge_cost_usd") or 0.0 for r in rows)),
+            "unpriced_rows": sum(1 for r in rows if r.get("judge_input_tokens") is not None
+                                 and r.get("judge_cost_usd") is None),
+            # One reply per question (each of its request rows repeats it), or per request for an entailment judge
+            # (each row its own messages): where its object was found.
+            "parsed_from": dict(sorted(Counter({(r["query_id"], r.get("judge_messages_digest")): r["judge_parsed_from"]
+                                                for r in rows
                                                 if r.get("judge_parsed_from")}.values()).items()))}

@@ -232,6 +232,7 @@ class Table:
         _("prompt_digest", "str", "the judge prompt's digest"), _("judge_provider_calls", "int", "provider calls"),
         _("judge_cache_hits", "int", "cache hits"), _("judge_input_tokens", "int", "input tokens"),
         _("judge_output_tokens", "int", "output tokens"),
+        _("judge_cost_usd", "float", "cost of the call (None: unpriced or no call)"),
         _("judge_messages_digest", "str", "the archived messages"),
         _("judge_parsed_from", "str", "how the reply was parsed"),
         _("jurors_measured", "int", "jurors that returned a verdict", ONLY_JURY),

@@ -56,20 +56,22 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource, provider
     """Per request: addressed, its excerpt and citations, a verdict against the gold material (one instrument)."""
     arm = lab.inputs(context)
     cfg, prompt = arm.cfg, arm.prompt("judge_requests_prompt")
+    # The prompt of the entailment jurors (or judge), one request per call; None when the arm has none.
+    entailed = arm.prompt("judge_entailment_prompt") if cfg.entailment_jurors else None
     # One request judge, or a panel's jurors (core.panel), each with its own budget.
     callers = provider.callers(REQUEST_JUDGE, arm.lab, cfg)
     run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "request_judge")
     with stage.RowLog(run_dir / records.PARTIAL_REQUEST_JUDGE) as log:
         if cfg.request_judges:
             df = request_judge.judge_panel(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt, callers,
-                                           log, progress=arm.progress)
+                                           log, progress=arm.progress, entailment_prompt=entailed)
         else:
             df = request_judge.judge_requests(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt,
-                                              callers[0], log, progress=arm.progress)
+                                              callers[0], log, progress=arm.progress, entailment_prompt=entailed)
     digest = arm.write_table(Table.REQUEST_JUDGMENTS, df)
     s = request_judge.request_judge_summary(df)
     panel = request_judge.panel_summary(cfg, df)
-    inst = request_judge.instrument(cfg, prompt, arm.questions)
+    inst = request_judge.instrument(cfg, prompt, arm.questions, entailed)
     generators = generator_models(cfg, arm.table(Table.ANSWERS)[Table.ANSWERS.c.model].to_list())
     same = bool(set(generators) & set(inst["jurors"] if panel else [inst["model"]]))
     arm.write_arm_json(ArmJson.REQUEST_JUDGE_SUMMARY, {**s, "request_judge": inst, "label_use": cfg.label_use,

@@ -51,7 +51,8 @@ def _inputs(arm: ArmInputs):
 def request_instrument(lab: Lab, cfg, questions=None) -> dict:
     """The request judge that measured an arm's completeness: its model and prompt digest, and how its requests were
     derived (None: hand-written)."""
-    return instrument(cfg, lab.prompt(cfg.judge_requests_prompt, "judge_requests"), questions)
+    entailed = lab.prompt(cfg.judge_entailment_prompt, "judge_entailment") if cfg.entailment_jurors else None
+    return instrument(cfg, lab.prompt(cfg.judge_requests_prompt, "judge_requests"), questions, entailed)
 
 
 def completeness(arm: ArmInputs) -> dict:

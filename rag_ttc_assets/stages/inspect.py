@@ -97,18 +97,19 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> dict:
                  "supported": flow.get(r.id, {}).get(FLOW.supported),
                  "request_judge": {k: judged[r.id].get(k) for k in (RJ.status, RJ.addressed, RJ.excerpt,
                                                                     RJ.cited_chunk_ids, RJ.verdict, RJ.coverage,
-                                                                    RJ.reason,
+                                                                    RJ.reason, RJ.judge_error,
                                                                     RJ.request_judge_model, RJ.prompt_digest,
                                                                     RJ.jurors_disagree)}
                  | {"jurors": json.loads(judged[r.id].get(RJ.jurors) or "[]")} if r.id in judged else None,
                  "self_reported_answered": outcomes.get(r.id, {}).get(OUT.self_reported_answered),
                  "overclaimed": outcomes.get(r.id, {}).get(OUT.overclaimed),
                  "underclaimed": outcomes.get(r.id, {}).get(OUT.underclaimed)} for r in q.requests]
-    # The request judge makes one call per question: its messages as sent, once.
-    first_judged = next(iter(judged.values()), None)
-    request_judge_sent = (_messages_sent(lab, arm, qid, Table.REQUEST_JUDGMENTS, {"d": [
-        first_judged[RJ.judge_messages_digest]]}, "d") if first_judged and first_judged.get(RJ.judge_messages_digest)
-        else {"messages_digests": [], "messages_sent": []})
+    # The request judge makes one call per question (an entailment judge one per request): its messages as sent,
+    # each once.
+    sent_digests = list(dict.fromkeys(r[RJ.judge_messages_digest] for r in judged.values()
+                                      if r.get(RJ.judge_messages_digest)))
+    request_judge_sent = (_messages_sent(lab, arm, qid, Table.REQUEST_JUDGMENTS, {"d": sent_digests}, "d")
+                          if sent_digests else {"messages_digests": [], "messages_sent": []})
     answer = (optional.get(Table.ANSWERS) or [None])[0]
     judge = (optional.get(Table.JUDGE_VERDICTS) or [None])[0]
     return {
@@ -288,7 +289,9 @@ def to_markdown(v: dict) -> str:
                 f"{r['request_judge']['verdict']} | {_coverage(r['request_judge'].get('coverage'))} | "
                 f"{', '.join(r['request_judge']['cited_chunk_ids'] or [])} | "
                 f"{r['self_reported_answered']}{' (overclaimed)' if r['overclaimed'] else ''}"
-                f"{' (underclaimed)' if r['underclaimed'] else ''} | {r['request_judge']['reason']} |" for r in judged]
+                f"{' (underclaimed)' if r['underclaimed'] else ''} | "
+                # Not measured: the judge's fault or why its reply was refused (with the reply), in its place.
+                f"{r['request_judge']['reason'] or r['request_judge'].get('judge_error')} |" for r in judged]
         jurors = [j["model"] for j in judged[0]["request_judge"]["jurors"]]
         if jurors:  # a panel: every juror's verdict side by side, and where they disagree
             out += ["", "**Jurors** side by side (a juror's fault is its own not-measured, never a vote)", "",

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rag_ttc_assets.core import judging
-from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core import entailment, judging
+from rag_ttc_assets.core.arms import ENTAILMENT, ArmConfig
 from rag_ttc_assets.core.completeness import json_list
 from rag_ttc_assets.core.contract import FREE_TEXT, VALID, locate_json_object
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
-from rag_ttc_assets.core.prompts import Prompt, cited_answer_block, gold_requests_block
-from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.prompts import Prompt, cited_answer_block, gold_block, gold_requests_block
+from rag_ttc_assets.core.records import Question, Request
 from rag_ttc_assets.core.response_formats import response_format
 from rag_ttc_assets.core import summaries
 from rag_ttc_assets.core.summaries import (JUDGED, OFFLINE_REQUEST_JUDGES, REQUEST_JUDGE_RULES as RULES,
@@ -37,24 +37,75 @@ PARSE_FAILURE = "judge_parse_failure"
 CON, RJ = Table.CONTRACT_RESULTS.c, Table.REQUEST_JUDGMENTS.c  # the declared column names (core.tables)
 
 
-def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> list[dict]:
-    """The messages the request judge is sent for one contract-valid answer."""
+def _answer_view(contract_row: dict) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The answer's citations and its passages (each request item's answer with its own citations, or the whole
+    answer with the answer's), as every request judge reads them."""
     items = json_list(contract_row.get(CON.request_items))
     citations = list(contract_row.get(CON.citation_chunk_ids) or [])
     passages = ([(str(it.get("answer") or ""), [str(c) for c in json_list(it.get("citation_chunk_ids"))])
                  for it in items if str(it.get("answer") or "").strip()]
                 or [(contract_row[CON.answer], citations)])
+    return citations, passages
+
+
+def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> list[dict]:
+    """The messages the request judge is sent for one contract-valid answer."""
+    citations, passages = _answer_view(contract_row)
     labelled = [(r.id, r.text, [e.quote for e in r.evidence], r.gold_answer) for r in q.requests]
     return [{"role": "user", "content": prompt.render(
         question=q.text, gold_requests=gold_requests_block(labelled),
         answer=cited_answer_block(contract_row[CON.answer], citations, passages))}]
 
 
+def entailment_messages(prompt: Prompt, q: Question, r: Request, contract_row: dict) -> list[dict]:
+    """The messages an entailment juror is sent for one request of one contract-valid answer."""
+    citations, passages = _answer_view(contract_row)
+    return [{"role": "user", "content": prompt.render(
+        question=q.text, request=f"[{r.id}] {r.text}", gold=gold_block([e.quote for e in r.evidence], r.gold_answer),
+        answer=cited_answer_block(contract_row[CON.answer], citations, passages))}]
+
+
+def _entailment_rows(cfg: ArmConfig, q: Question, c: dict, base: dict, prompt: Prompt, caller: Caller) -> list[dict]:
+    """One row per request of `q`, each judged by its own call (core.entailment): a fault, a reply that is not the
+    schema's object, or a quote not in the answer is the row's status, the reply kept in its error."""
+    rows = []
+    for r in q.requests:
+        row = {**base, "request_id": r.id, "prompt_digest": prompt.digest}
+        if c[CON.status] in (VALID, FREE_TEXT):
+            _, passages = _answer_view(c)
+            call = caller.call(entailment_messages(prompt, q, r, c),
+                               response_format=response_format(cfg.response_format, "entailment"))
+            row.update(judge_provider_calls=int(call.counts_as_provider_call), judge_cache_hits=int(call.cache_hit),
+                       judge_input_tokens=call.input_tokens, judge_output_tokens=call.output_tokens,
+                       judge_cost_usd=call.cost_usd, judge_messages_digest=call.messages_digest)
+            if call.status != "ok":
+                row.update(status=f"judge_{call.status}", judge_error=call.error)
+            else:
+                row["judge_parsed_from"] = locate_json_object(call.raw_text)[2] or "none"
+                try:
+                    e = entailment.parse_entailment(call.raw_text, [c[CON.answer], *(t for t, _ in passages)])
+                except judging.JudgeParseError as err:
+                    row.update(status=PARSE_FAILURE, judge_error=f"{err}; the reply: {call.raw_text!r}")
+                except entailment.SpanNotInAnswer as err:
+                    row.update(status=entailment.SPAN_NOT_IN_ANSWER, judge_error=f"{err}; the reply: {call.raw_text!r}")
+                else:
+                    # The quote's citations: those of the passages it occurs in.
+                    cited = [x for t, cites in passages if e.addressed and entailment.span_in(e.excerpt, [t])
+                             for x in cites]
+                    row.update(status=JUDGED, addressed=e.addressed, excerpt=e.excerpt,
+                               cited_chunk_ids=list(dict.fromkeys(cited)), verdict=e.verdict, coverage=e.coverage,
+                               reason=e.reason)
+        rows.append(row)
+    return rows
+
+
 def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
-                   caller: Caller, log=None, progress: Progress = NO_PROGRESS, juror: str | None = None
-                   ) -> pl.DataFrame:
+                   caller: Caller, log=None, progress: Progress = NO_PROGRESS, juror: str | None = None,
+                   entailment_prompt: Prompt | None = None) -> pl.DataFrame:
     """One row per request of every answerable question, in question then request order. `juror`: a panel's
-    juror, named in the progress it reports."""
+    juror, named in the progress it reports. A judge of kind entailment uses `entailment_prompt`."""
+    if cfg.request_judge.kind == ENTAILMENT and entailment_prompt is None:
+        raise ValueError(f"request judge {cfg.request_judge.model!r} is of kind entailment: pass its prompt")
     rows_by_q = {r[CON.query_id]: r for r in contracts.iter_rows(named=True)}
     answerable = [q for q in questions if q.answerable and q.requests]
 
@@ -64,15 +115,22 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
                 "verdict": None, "coverage": None, "reason": None, "judge_error": None,
                 "request_judge_model": cfg.request_judge.model,
                 "prompt_digest": prompt.digest, "judge_provider_calls": 0, "judge_cache_hits": 0,
-                "judge_input_tokens": None, "judge_output_tokens": None, "judge_messages_digest": None,
-                "judge_parsed_from": None}
+                "judge_input_tokens": None, "judge_output_tokens": None, "judge_cost_usd": None,
+                "judge_messages_digest": None, "judge_parsed_from": None}
+        if cfg.request_judge.kind == ENTAILMENT:
+            rows = _entailment_rows(cfg, q, c, base, entailment_prompt, caller)
+            if log is not None:
+                for row in rows:
+                    log.write(row)
+            return rows
         judged: list[judging.RequestJudgment] | None = None
         if c[CON.status] in (VALID, FREE_TEXT):
             call = caller.call(request_judge_messages(prompt, q, c),
                                response_format=response_format(cfg.response_format, "request_judgments"))
             base.update(judge_provider_calls=int(call.counts_as_provider_call and not caller.offline_baseline),
                         judge_cache_hits=int(call.cache_hit), judge_input_tokens=call.input_tokens,
-                        judge_output_tokens=call.output_tokens, judge_messages_digest=call.messages_digest)
+                        judge_output_tokens=call.output_tokens, judge_cost_usd=call.cost_usd,
+                        judge_messages_digest=call.messages_digest)
             if call.status != "ok":
                 base.update(status=f"judge_{call.status}", judge_error=call.error)
             else:
@@ -87,7 +145,7 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
             row = {**base, "request_id": r.id}
             if i:  # the question's one call is counted on its first request row
                 row.update(judge_provider_calls=0, judge_cache_hits=0, judge_input_tokens=None,
-                           judge_output_tokens=None)
+                           judge_output_tokens=None, judge_cost_usd=None)
             if judged is not None:
                 j = judged[i]
                 row.update(addressed=j.addressed, excerpt=j.excerpt, cited_chunk_ids=list(j.cited_chunk_ids),
@@ -106,7 +164,8 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
 
 
 def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, prompt: Prompt,
-                callers: list[Caller], log=None, progress: Progress = NO_PROGRESS) -> pl.DataFrame:
+                callers: list[Caller], log=None, progress: Progress = NO_PROGRESS,
+                entailment_prompt: Prompt | None = None) -> pl.DataFrame:
     """A panel's rows (core.panel): each juror judges every answer as the one request judge would (its faults its
     own rows' statuses), then per request the panel's verdict, every juror's kept in `jurors` (JSON) beside
     `jurors_disagree`; the provider calls and cache hits are the jurors' summed."""
@@ -114,7 +173,7 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
 
     models = [j.model for j in cfg.request_judges]
     per_juror = [judge_requests(cfg.model_copy(update={"request_judge": juror}), questions, contracts, prompt, c,
-                                log, progress, juror=juror.model).to_dicts()
+                                log, progress, juror=juror.model, entailment_prompt=entailment_prompt).to_dicts()
                  for juror, c in zip(cfg.request_judges, callers, strict=True)]
     name = panel.panel_name(models, cfg.request_judge_aggregation)
     rows = []
@@ -125,7 +184,7 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
                "jurors": json.dumps(combined["jurors"], ensure_ascii=False)}
         for k in (RJ.judge_provider_calls, RJ.judge_cache_hits):
             row[k] = sum(v[k] for v in votes)
-        for k in (RJ.judge_input_tokens, RJ.judge_output_tokens):
+        for k in (RJ.judge_input_tokens, RJ.judge_output_tokens, RJ.judge_cost_usd):
             row[k] = sum(v[k] or 0 for v in votes) if any(v[k] is not None for v in votes) else None
         rows.append(row)
     return table_frame(Table.REQUEST_JUDGMENTS, rows, RJ.jurors_measured, RJ.jurors_disagree, RJ.jurors)
@@ -149,9 +208,14 @@ def panel_summary(cfg: ArmConfig, df: pl.DataFrame) -> dict | None:
             "aggregation": cfg.request_judge_aggregation, "juror_not_measured": faults}
 
 
-def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None = None) -> dict:
+def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None = None,
+               entailment_prompt: Prompt | None = None) -> dict:
     """The request judge as an instrument: what must be equal for two arms' completeness to be comparable, with
-    how the requests it judged were derived from gold answers (core.derive_requests; None: hand-written)."""
+    how the requests it judged were derived from gold answers (core.derive_requests; None: hand-written). An arm
+    with entailment jurors (or judge) adds `entailment`: which jurors, and their prompt's name and digest."""
+    entailed = [j.model for j in cfg.entailment_jurors]
+    if entailed and entailment_prompt is None:
+        raise ValueError(f"entailment juror(s) {entailed}: the instrument needs their prompt")
 
     model = (panel_name([j.model for j in cfg.request_judges], cfg.request_judge_aggregation) if cfg.request_judges
              else cfg.request_judge.model)
@@ -168,6 +232,8 @@ def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None 
             **({"jurors": [j.model for j in cfg.request_judges], "aggregation": cfg.request_judge_aggregation}
                if cfg.request_judges else {}),
             **({"params": params} if params else {}),
+            **({"entailment": {"jurors": entailed, "prompt": entailment_prompt.name,
+                               "prompt_digest": entailment_prompt.digest}} if entailed else {}),
             "requests_derived": derivation_of(questions or [])}
 
 

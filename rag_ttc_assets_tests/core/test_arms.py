@@ -249,7 +249,9 @@ def test_repository_arms_file() -> None:
     assert {v.model_copy(update={"nprobes": None}) for v in sweep} == {sweep[0].model_copy(update={"nprobes": None})}
     # The local LLM arms: one model answers and judges; they differ in constrained decoding alone.
     llm = arms["local-llm"]
-    assert llm.generator == llm.judge == llm.request_judge and llm.generator.model == "openai/smollm2-135m-instruct"
+    # (The request judge is a JurorConfig, a ModelConfig with a kind: the same settings, its default kind unwritten.)
+    assert llm.generator == llm.judge and llm.request_judge.model_dump() == llm.generator.model_dump()
+    assert llm.generator.model == "openai/smollm2-135m-instruct"
     assert (llm.question_set, llm.response_format) == ("pilot", "json_schema")
     assert arms["local-llm-free"] == llm.model_copy(update={"response_format": "none"})
     baseline = arms["baseline"]

@@ -26,7 +26,8 @@ PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 KIND_BY_PREFIX = {"grounded-answer-": "answer", "judge-statements-": "judge_statements",
                   "judge-verdicts-": "judge_verdicts", "judge-gold-": "judge_gold", "tool-answer-": "tool_answer",
                   "restated-evidence-": "answer", "judge-requests-": "judge_requests",
-                  "representation-": "representation", "derive-requests-": "derive_requests"}
+                  "representation-": "representation", "derive-requests-": "derive_requests",
+                  "judge-entailment-": "judge_entailment"}
 
 
 def kind_of(name: str) -> str:

@@ -20,8 +20,10 @@ from rag_ttc_assets.defs.registry import SPECS, fingerprints
 BASE = ArmConfig()
 # Conditional fields count only where they apply: each field is changed against every base, and the union of what
 # moved must be exactly what declares it (core.artifacts.Artifact.conditional). A vector-only base reads no Tantivy
-# index: its `retrieval` changed (to bm25) moves both indexes between read and unread (core.usage).
-BASES = (BASE, ArmConfig(representation="contextual"), ArmConfig(retrieval="vector"))
+# index: its `retrieval` changed (to bm25) moves both indexes between read and unread (core.usage). A request judge of
+# kind entailment reads judge_entailment_prompt (core.entailment).
+BASES = (BASE, ArmConfig(representation="contextual"), ArmConfig(retrieval="vector"),
+         ArmConfig(request_judge={"model": "openai/judge", "kind": "entailment"}))
 
 
 def other_value(field: str, base: ArmConfig = BASE):
@@ -92,6 +94,16 @@ def test_a_conditional_field_counts_only_where_it_applies():
     for base, moves in ((BASE, False), (BASES[1], True)):
         other = changed("representation_builder", base)
         assert (REPRESENTATIONS.key(base, **inputs) != REPRESENTATIONS.key(other, **inputs)) is moves
+
+
+def test_the_entailment_prompt_s_text_counts_only_for_an_arm_with_an_entailment_judge():
+    """Its file's digest (Lab.fingerprint_inputs, keyed by the field) moves request_judgments and what is downstream
+    where a request judge or juror is of kind entailment, and nothing elsewhere."""
+    moved = {}
+    for base in (BASE, BASES[3]):
+        a, b = (fingerprints(base, {"judge_entailment_prompt": d}) for d in ("sha256:a", "sha256:b"))
+        moved[base is BASE] = {name for name in a if a[name] != b[name]}
+    assert moved[True] == set() and moved[False] == {"request_judgments", *graph.downstream("request_judgments")}
 
 
 @pytest.mark.parametrize("field", sorted(set(ArmConfig.model_fields) - EXECUTION_ONLY))
@@ -223,12 +235,15 @@ def test_an_imported_arm_moves_only_with_a_field_it_reads(field):
     from rag_ttc_assets.core.artifacts import fields_not_read
 
     inputs = {"dataset": "sha256:dataset-files"}
-    before, after = fingerprints(IMPORTED, inputs), fingerprints(changed(field, IMPORTED), inputs)
+    # The entailment prompt is read by an arm with an entailment judge (core.entailment), imported or not.
+    base = (IMPORTED.model_copy(update={"request_judge": BASES[3].request_judge})
+            if field == "judge_entailment_prompt" else IMPORTED)
+    before, after = fingerprints(base, inputs), fingerprints(changed(field, base), inputs)
     moved = {name for name in before if before[name] != after[name]}
-    if field in fields_not_read(IMPORTED):
+    if field in fields_not_read(base):
         assert moved == set(), f"{field}, which an imported arm never reads, moves {sorted(moved)}"
     else:
-        own = {s.name for s in SPECS if field in s.fields_for(IMPORTED) or field in s.fields_for(changed(field, IMPORTED))}
+        own = {s.name for s in SPECS if field in s.fields_for(base) or field in s.fields_for(changed(field, base))}
         assert own and moved == own | {d for name in own for d in graph.downstream(name)}, field
 
 
