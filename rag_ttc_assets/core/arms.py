@@ -197,7 +197,7 @@ class ArmConfig(Frozen):
     # A panel of request judges (core.panel), replacing request_judge when set: each juror's verdict per request is
     # kept and the panel's comes from request_judge_aggregation over the jurors that measured it.
     request_judges: list[ModelConfig] = Field(default_factory=list)
-    request_judge_aggregation: Literal["majority", "all", "any"] = "majority"
+    request_judge_aggregation: Literal["majority", "all", "any", "mean"] = "majority"
 
     @field_validator("judge", mode="before")
     @classmethod

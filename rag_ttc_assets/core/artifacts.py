@@ -164,7 +164,7 @@ CONTRACT_SUMMARY = Artifact("contract_summary", "contract-summary/2")
 JUDGE_VERDICTS = Artifact("judge_verdicts", "judge/4",
                           ("judge", "judge_statements_prompt", "judge_verdicts_prompt", "judge_gold_prompt",
                            "judge_budget", "response_format"))
-REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/4",
+REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/5",
                              ("request_judge", "judge_requests_prompt", "request_judge_budget", "response_format",
                               "request_judges", "request_judge_aggregation"))
 JUDGE_SUMMARY = Artifact("judge_summary", "judge-summary/4")
