@@ -101,14 +101,7 @@ def combine(jurors: Sequence[str], rows: Sequence[dict], aggregation: str,
         return {**out, "status": first["status"], "addressed": None, "verdict": None, "coverage": None, "excerpt": None,
                 "cited_chunk_ids": [], "reason": None, "judge_error": first.get("judge_error")}
     calibrated = [kept[i]["calibrated_coverage"] for i, _ in measured]
-    addressed = aggregate([bool(r["addressed"]) for _, r in measured], aggregation, calibrated)
-    yes = [(i, r) for i, r in measured if r["addressed"]]
-    if addressed:
-        counts = Counter(r["verdict"] for _, r in yes)
-        verdict = max(counts, key=lambda v: (counts[v], -next(i for i, r in yes if r["verdict"] == v)))
-        source = next(r for _, r in yes if r["verdict"] == verdict)
-    else:
-        verdict, source = "not_addressed", next((r for _, r in measured if not r["addressed"]), measured[0][1])
+    addressed, verdict, source = _decide(measured, calibrated, aggregation)
     votes = ", ".join(f"{jurors[i]} {'yes' if r['addressed'] else 'no'}"
                       + (f" {calibrated[k]:.2f}" if aggregation == "mean" and calibrated[k] is not None else "")
                       for k, (i, r) in enumerate(measured))
@@ -122,6 +115,32 @@ def combine(jurors: Sequence[str], rows: Sequence[dict], aggregation: str,
             "excerpt": source["excerpt"] if addressed else "",
             "cited_chunk_ids": list(source["cited_chunk_ids"] or []) if addressed else [],
             "reason": f"{aggregation} of {len(measured)} juror(s) ({votes}): {source['reason']}", "judge_error": None}
+
+
+def _decide(measured: Sequence[tuple[int, dict]], calibrated: Sequence[float | None], aggregation: str
+            ) -> tuple[bool, str, dict]:
+    """(addressed, verdict, the juror row the verdict comes from) over the measured jurors' (index, row)."""
+    addressed = aggregate([bool(r["addressed"]) for _, r in measured], aggregation, calibrated)
+    yes = [(i, r) for i, r in measured if r["addressed"]]
+    if addressed:
+        counts = Counter(r["verdict"] for _, r in yes)
+        verdict = max(counts, key=lambda v: (counts[v], -next(i for i, r in yes if r["verdict"] == v)))
+        return True, verdict, next(r for _, r in yes if r["verdict"] == verdict)
+    return False, "not_addressed", next((r for _, r in measured if not r["addressed"]), measured[0][1])
+
+
+def recombine(kept: Sequence[dict], aggregation: str) -> dict | None:
+    """The panel's `addressed` and `verdict` for one request under `aggregation`, from its jurors' kept rows (the
+    `jurors` of a request_judgments row: no juror judges again); None when no juror measured it. `mean` needs each
+    measured juror's calibrated coverage as kept (a store written before PANEL_RULES /2 has none: None)."""
+    measured = [(i, j) for i, j in enumerate(kept) if j["status"] == JUDGED]
+    if not measured:
+        return None
+    calibrated = [j.get("calibrated_coverage") for _, j in measured]
+    if aggregation == "mean" and any("calibrated_coverage" not in j for _, j in measured):
+        return None
+    addressed, verdict, _ = _decide(measured, calibrated, aggregation)
+    return {"addressed": addressed, "verdict": verdict}
 
 
 def _shown(x: float) -> str:
