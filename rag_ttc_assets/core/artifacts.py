@@ -168,7 +168,7 @@ REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/5",
                              ("request_judge", "judge_requests_prompt", "request_judge_budget", "response_format",
                               "request_judges", "request_judge_aggregation"))
 JUDGE_SUMMARY = Artifact("judge_summary", "judge-summary/4")
-REQUEST_COMPLETENESS = Artifact("request_completeness", "completeness/6")
+REQUEST_COMPLETENESS = Artifact("request_completeness", "completeness/7")
 FAILURE_FLOW = Artifact("failure_flow", "flow/5")
 # An arm imported from a Phoenix project logs its flow back there (core.phoenix_annotations); every other arm has
 # nothing to annotate. What it reads (the source) is imported_source's field, upstream of it.

@@ -210,6 +210,25 @@ def _recombined(store, arm):
 
 def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_labels_own_a_and_b(tmp_path):
     env, store = _panel_lab(tmp_path)
+    # Completeness read graded beside the share addressed, each with its N of M, in what the arm writes: each
+    # request's coverage (the panel's: its jurors' calibrated mean) in request_outcomes, their mean in the summary.
+    judged = [r for r in pl.read_parquet(store / "base" / "request_judgments.parquet").iter_rows(named=True)
+              if r["status"] == "judged"]
+    outcomes = {(r["query_id"], r["request_id"]): r
+                for r in pl.read_parquet(store / "base" / "request_outcomes.parquet").iter_rows(named=True)}
+    for r in judged:
+        cal = [j["calibrated_coverage"] for j in json.loads(r["jurors"])]
+        assert r["coverage"] == __import__("pytest").approx(round(sum(cal) / len(cal), 4), abs=1e-4)
+        assert outcomes[(r["query_id"], r["request_id"])]["coverage"] == r["coverage"]
+    # A request of an answer that is not contract-valid is measured, not answered, at coverage 0 (nothing delivered).
+    undelivered = [o for o in outcomes.values() if o["measured"] and o["judge_status"] != "judged"]
+    assert all(o["coverage"] == 0.0 and o["answered"] is False for o in undelivered)
+    totals = json.loads((store / "base" / "request_completeness.json").read_text())
+    assert totals["requests_graded"] == len(judged) + len(undelivered) == totals["requests_measured"]
+    assert totals["graded_completeness"] == __import__("pytest").approx(
+        sum(r["coverage"] for r in judged) / (len(judged) + len(undelivered)))
+    assert totals["requests_answered_share"] == __import__("pytest").approx(
+        sum(bool(r["addressed"]) for r in judged) / (len(judged) + len(undelivered)))
     shares = {a: _juror_shares(store, a) for a in ("base", "k5", "tight")}
     questions = sorted(q for q in shares["base"][0]["local/lexical"]
                        if all(shares[a][0]["local/lexical"].get(q) is not None for a in shares))
@@ -264,8 +283,9 @@ def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_label
         assert rows[name]["n"] == len(records)
         if len(set(x)) > 1:
             assert rows[name]["pearson"]["r"] == __import__("pytest").approx(_pearson(x, y))
-    (own,) = [n for n in rows if n.startswith(f"request judge panel[majority]: {jurors} (") and "(graded)" not in n]
-    assert rows[own]["pearson"] == rows[next(n for n in rows if n.startswith("aggregation panel[majority]"))]["pearson"]
+    # The arm's own panel (the default aggregation, `all`) is its candidate of the same name, recomputed.
+    (own,) = [n for n in rows if n.startswith(f"request judge panel[all]: {jurors} (") and "(graded)" not in n]
+    assert rows[own]["pearson"] == rows[next(n for n in rows if n.startswith("aggregation panel[all]"))]["pearson"]
     # The ceiling: ann2's label read with ann1's a and b (ann1's line comes first in the file).
     a1 = [y1 for _, _, _, y1 in labelled]
     a2 = [r["labels"]["completeness"] * (1 if (r["a"]["arm"], r["b"]["arm"]) == (a, b) else -1)
