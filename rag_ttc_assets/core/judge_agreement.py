@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
+from rag_ttc_assets.core.panel import AGGREGATIONS
 from rag_ttc_assets.core.text import content_words, stem, term_recall
 
 REQUEST, PAIR = "request", "pair"
@@ -370,8 +371,6 @@ def aggregation_choice(report: Mapping) -> list[dict]:
     whatever the aggregation) beside them where it was measured; per measure the candidate that agrees best, and
     `best`: the candidate best on most measures (ties to the earlier of core.panel's order), None when no measure
     was defined. The choice is for these labels only: a default is chosen across sets (docs/judges.md)."""
-    from rag_ttc_assets.core.panel import AGGREGATIONS
-
     values: dict[str, dict[str, dict[str, float | None]]] = {}  # panel -> aggregation -> measure -> value
 
     def put(rater: str, measure: str, value) -> None:
