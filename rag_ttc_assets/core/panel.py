@@ -106,7 +106,8 @@ def combine(jurors: Sequence[str], rows: Sequence[dict], aggregation: str,
                       + (f" {calibrated[k]:.2f}" if aggregation == "mean" and calibrated[k] is not None else "")
                       for k, (i, r) in enumerate(measured))
     if aggregation == "mean":
-        scores = [float(bool(r["addressed"])) if c is None else c for (_, r), c in zip(measured, calibrated, strict=True)]
+        scores = [float(bool(r["addressed"])) if c is None else c
+                  for (_, r), c in zip(measured, calibrated, strict=True)]
         mean = sum(scores) / len(scores)
         votes += f"; calibrated mean {_shown(mean)} {'>=' if addressed else '<'} {CALIBRATED_THRESHOLD:.2f}"
     # The panel's coverage: its measured jurors' calibrated mean, when every one of them has one (an LLM's has not).
