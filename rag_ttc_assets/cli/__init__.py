@@ -32,7 +32,7 @@ def _convert_arguments(s: argparse.ArgumentParser, systems_help: str) -> None:
     """The arguments every convert-* command shares (cli.data._convert_args reads them)."""
     s.add_argument("--out", required=True, help="the lab folder to write (arms.yaml, datasets/, systems/, labels.jsonl)")
     s.add_argument("--systems", help=f"only these systems, {systems_help}")
-    s.add_argument("--request-judges", help="the arms' request judge, or a panel (comma-separated, majority "
+    s.add_argument("--request-judges", help="the arms' request judge, or a panel (comma-separated, `all` "
                                             "aggregation); default local/lexical")
     s.add_argument("--json", action="store_true")
 

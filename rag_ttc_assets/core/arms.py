@@ -236,9 +236,11 @@ class ArmConfig(Frozen):
     judge_entailment_prompt: str = "judge-entailment-v1"
     request_judge_budget: int = Field(default=20000, ge=0)
     # A panel of request judges (core.panel), replacing request_judge when set: each juror's verdict per request is
-    # kept and the panel's comes from request_judge_aggregation over the jurors that measured it.
+    # kept and the panel's comes from request_judge_aggregation over the jurors that measured it. Default `all`:
+    # the aggregation that agreed best with people across the public sets measured (docs/judges.md, "One calibrated
+    # scale, and the aggregation chosen by agreement"); it was `majority` before panel-rules/2.
     request_judges: list[JurorConfig] = Field(default_factory=list)
-    request_judge_aggregation: Literal["majority", "all", "any"] = "majority"
+    request_judge_aggregation: Literal["majority", "all", "any", "mean"] = "all"
 
     @field_validator("judge", mode="before")
     @classmethod

@@ -165,13 +165,14 @@ JUDGE_VERDICTS = Artifact("judge_verdicts", "judge/4",
                           ("judge", "judge_statements_prompt", "judge_verdicts_prompt", "judge_gold_prompt",
                            "judge_budget", "response_format"))
 # /5: each row's judge_cost_usd, and request judges (or jurors) of kind entailment, one call per request, whose
-# prompt (judge_entailment_prompt) counts only for an arm that has one.
-REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/5",
+# prompt (judge_entailment_prompt) counts only for an arm that has one; /6: a panel's jurors' calibrated coverages
+# (panel-rules/2, core.panel), the panel's coverage their mean.
+REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/6",
                              ("request_judge", "judge_requests_prompt", "request_judge_budget", "response_format",
                               "request_judges", "request_judge_aggregation"),
                              conditional=("judge_entailment_prompt",), applies=lambda cfg: bool(cfg.entailment_jurors))
 JUDGE_SUMMARY = Artifact("judge_summary", "judge-summary/4")
-REQUEST_COMPLETENESS = Artifact("request_completeness", "completeness/6")
+REQUEST_COMPLETENESS = Artifact("request_completeness", "completeness/7")
 FAILURE_FLOW = Artifact("failure_flow", "flow/5")
 # An arm imported from a Phoenix project logs its flow back there (core.phoenix_annotations); every other arm has
 # nothing to annotate. What it reads (the source) is imported_source's field, upstream of it.

@@ -23,6 +23,10 @@ rows), so callers pass dicts read from Parquet.  For each request of an ANSWERAB
                     so neither is its question's completeness; answered stays measured.
   verdict           the judge's verdict (consistent / contradicts / not_addressed / not_verifiable), None unjudged.
   contradicts_gold  verdict == "contradicts" (False for a measured row the judge did not see; None unmeasured).
+  coverage          the judge's coverage of the request (core.request_judge: the share of its gold material the
+                    answer carries; a panel's, its jurors' calibrated mean: core.panel), for a judged request whose
+                    judge reports one; 0.0 for a row that is not contract-valid (nothing delivered); else None (a
+                    judge fault, an LLM judge that reports none). Completeness read graded is its mean.
   case              not_measured; no_gold_quotes; answered_supported; answered_unsupported;
                     not_answered_evidence_admitted; not_answerable_from_admitted.
   self_reported_answered / self_reported_supported
@@ -84,6 +88,7 @@ class RequestOutcome(BaseModel):
     overclaimed: bool | None
     underclaimed: bool | None
     case: Case
+    coverage: float | None = None
 
 
 class AbstentionOutcome(BaseModel):
@@ -245,12 +250,13 @@ def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract
             cited = answered and any(c in cov["supporting_chunk_ids"] and c in cited_by_answer
                                      for c in json_list(j.get("cited_chunk_ids")))
             verdict = j.get("verdict")
+            covered = j.get("coverage")
         elif contract_status not in ANSWERED:
             # Nothing was delivered: measured as not answered, whatever a judge would have said.
-            status, measured, answered, cited, verdict = contract_status, True, False, False, None
+            status, measured, answered, cited, verdict, covered = contract_status, True, False, False, None, 0.0
         else:
             status = j["status"] if j is not None else "no_request_judgment"
-            measured, answered, cited, verdict = False, None, None, None
+            measured, answered, cited, verdict, covered = False, None, None, None, None
         claimed, claimed_supported = self_report(question, req, contract_row, j)
         if measured:
             supported = bool(answered and cited and admitted)
@@ -271,7 +277,8 @@ def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract
                                   answered=answered, supported=supported, evidence_admitted=admitted,
                                   cited_supporting=cited, verdict=verdict, contradicts_gold=contradicts,
                                   self_reported_answered=claimed, self_reported_supported=claimed_supported,
-                                  overclaimed=over, underclaimed=under, case=case))
+                                  overclaimed=over, underclaimed=under, case=case,
+                                  coverage=None if covered is None else float(covered)))
     return out
 
 
@@ -335,6 +342,14 @@ def completeness_denominators(outcomes: Iterable[RequestOutcome]) -> tuple[dict,
     return questions, requests
 
 
+def graded_totals(outcomes: Iterable[RequestOutcome]) -> dict:
+    """Completeness read graded (the mean of the measured requests' coverage) with its N of M: requests_graded (with
+    a coverage) of requests_measured."""
+    covered = [o.coverage for o in outcomes if o.measured and o.coverage is not None]
+    return {"requests_graded": len(covered),
+            "graded_completeness": (sum(covered) / len(covered)) if covered else None}
+
+
 def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes: Iterable[AbstentionOutcome]) -> dict:
     """Counts over requests and questions; every count of answered or supported is over the measured ones, and
     `requests_measured` of `requests_total` is printed beside every mean. mean_completeness is the mean question
@@ -354,6 +369,9 @@ def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes:
         # answered of the measured requests (the share judge-agreement's `addressed` reads), shown where
         # completeness is not measured (no gold quotes) so what was measured stays visible.
         "requests_answered_share": (sum(o.answered is True for o in measured) / len(measured)) if measured else None,
+        # Completeness read graded: the mean coverage of the measured requests that have one (requests_graded of
+        # requests_measured; a judge that reports no coverage, an LLM's, grades none). Beside the share answered.
+        **graded_totals(outcomes),
         "requests_support_measured": sum(_support_measured(o) for o in outcomes),
         "requests_supported": sum(o.supported is True for o in outcomes),
         **{case: sum(o.case == case for o in outcomes) for case in CASES},

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
+from rag_ttc_assets.core.panel import AGGREGATIONS
 from rag_ttc_assets.core.text import content_words, stem, term_recall
 
 REQUEST, PAIR = "request", "pair"
@@ -353,6 +354,69 @@ REFERENCE = "reference: content-word recall of the gold answer"
 # A judge that reports each request's coverage (core.request_judge: the share of its gold material the answer carries)
 # is read twice: by the share of requests it found addressed, and graded, by the mean of their coverage.
 GRADED = " (graded)"
+
+
+# A panel's candidate aggregations (core.panel.AGGREGATIONS), each recombined from its jurors' kept verdicts, are
+# raters named with this prefix (stages.judge_agreement): aggregation_choice reads their rows.
+AGGREGATION = "aggregation "
+# The measures aggregation_choice compares the candidates on, each from a table of the report.
+AGGREGATION_MEASURES = ("kappa", "kappa vs the majority", "pearson per answer", "pearson over pairs")
+
+
+def aggregation_choice(report: Mapping) -> list[dict]:
+    """Per panel (its jurors and prompt), each candidate aggregation's agreement with people on these labels, by
+    the measures the report already prints for judges: Cohen's kappa of `addressed` against every human label and
+    against the majority label (per-request labels), Pearson of completeness per answer against the majority's, and
+    Pearson over pairwise `completeness` labels; the panel's graded reading (the calibrated mean coverage: the same
+    whatever the aggregation) beside them where it was measured; per measure the candidate that agrees best, and
+    `best`: the candidate best on most measures (ties to the earlier of core.panel's order), None when no measure
+    was defined. The choice is for these labels only: a default is chosen across sets (docs/judges.md)."""
+    values: dict[str, dict[str, dict[str, float | None]]] = {}  # panel -> aggregation -> measure -> value
+
+    def put(rater: str, measure: str, value) -> None:
+        if not rater.startswith(AGGREGATION) or rater.endswith(" vs the others"):
+            return
+        name = rater[len(AGGREGATION):]
+        agg, panel = name[len("panel["):].split("]", 1)
+        values.setdefault(panel.lstrip(": "), {}).setdefault(agg, {})[measure] = value
+
+    rl = report.get("request_labels") or {}
+    for r in rl.get("rows", []):
+        put(r["rater"], "kappa", r["kappa"])
+    for r in (rl.get("majority") or {}).get("rows", []):
+        if r["against"] == "the majority label":
+            put(r["rater"], "kappa vs the majority", r["kappa"])
+    for r in ((report.get("request_completeness") or {}).get("levels") or {}).get("answer", []):
+        if r["against"] == "the majority":
+            put(r["rater"], "pearson per answer", r["pearson"]["r"])
+    for r in ((report.get("pair_labels") or {}).get("completeness") or {}).get("rows", []):
+        put(r["rater"], "pearson over pairs", r["pearson"]["r"])
+
+    def graded(panel: str, measure: str):
+        rows = ([r for r in ((report.get("request_completeness") or {}).get("levels") or {}).get("answer", [])
+                 if r["against"] == "the majority"] if measure == "pearson per answer" else
+                ((report.get("pair_labels") or {}).get("completeness") or {}).get("rows", [])
+                if measure == "pearson over pairs" else [])
+        suffix = f"]: {panel}{GRADED}"
+        got = [r["pearson"]["r"] for r in rows if r["rater"].startswith("request judge panel[")
+               and r["rater"].endswith(suffix)]
+        return got[0] if got else None
+
+    out = []
+    for panel, by_agg in values.items():
+        measures = [m for m in AGGREGATION_MEASURES if any(v.get(m) is not None for v in by_agg.values())]
+        order = [a for a in AGGREGATIONS if a in by_agg]
+        best = {m: max(order, key=lambda a, m=m: (by_agg[a].get(m) if by_agg[a].get(m) is not None else -math.inf,
+                                                  -order.index(a)))
+                for m in measures}
+        wins = {a: sum(1 for m in measures if best[m] == a) for a in order}
+        chosen = max(order, key=lambda a: (wins[a], -order.index(a))) if measures else None
+        out.append({"panel": panel, "measures": measures,
+                    "rows": [{"aggregation": a, **{m: by_agg[a].get(m) for m in measures}, "best_on": wins[a]}
+                             for a in order],
+                    "graded": {m: graded(panel, m) for m in measures},
+                    "best_by_measure": best, "best": chosen})
+    return out
 
 
 def graded_share(judgments: Sequence[dict | None]) -> float | None:

@@ -1,13 +1,25 @@
 """A panel of request judges (an arm's `request_judges`): each juror's verdict per request kept, the panel's verdict
 by a declared aggregation, the jurors' agreement with each other, and where they disagree.
 
+  calibrated    each juror's coverage (core.request_judge: the share its verdict thresholds) put on one scale, on
+                which every juror's own `addressed` threshold t is 0.5 (calibrate): c * 0.5 / t below t,
+                0.5 + (c - t) * 0.5 / (1 - t) from t up; monotone, 0 stays 0 and 1 stays 1. The jurors' coverages are
+                on different scales (the BERTScore juror's threshold is 0.65, the word-reading jurors' 0.5, 0.6 on a
+                request without gold material), so their raw mean is no reading. A juror's calibrated coverage says
+                what its verdict says: a request it calls addressed below its threshold (a sentence making the claim
+                changed: `contradicts`) is at 0.5. A juror without a threshold (an LLM's, which reports no coverage)
+                has none. Kept beside the raw one in the jurors' rows (`coverage`, `calibrated_coverage`).
   aggregation   over the jurors that measured the request (a juror's fault is its own `not_measured`, never a
                 vote): `majority` addressed when more than half of them say so (a tie is not addressed, and the
-                jurors disagree); `all` when every one does; `any` when one does. No juror measured it: the panel
-                did not either (the first juror's fault status).
+                jurors disagree); `all` when every one does; `any` when one does; `mean` when the mean of their
+                calibrated coverages is >= 0.5 (a juror without one counts its verdict, 1 or 0). No juror measured
+                it: the panel did not either (the first juror's fault status).
   verdict       not_addressed when the panel says not addressed; else the verdict most of the jurors that said
                 addressed gave (ties to the earlier juror), with that juror's excerpt, citations and reason.
-  coverage      the mean of the measured jurors' coverage (core.request_judge) when each reports one; else None.
+  coverage      the mean of the measured jurors' calibrated coverage when each has one; else None.
+
+The rules above are versioned (PANEL_RULES, part of a panel's instrument): /1 averaged the raw coverages and had no
+`mean`; /2 calibrates them and adds `mean`.
   agreement     Fleiss' kappa (statsmodels) over the requests every juror measured, Krippendorff's alpha (the
                 krippendorff package, nominal) over those at least two measured, of `addressed`.
 """
@@ -18,8 +30,36 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-AGGREGATIONS = ("majority", "all", "any")
+AGGREGATIONS = ("majority", "all", "any", "mean")
 JUDGED = "judged"
+PANEL_RULES = "panel-rules/2"
+CALIBRATED_THRESHOLD = 0.5
+
+
+def address_threshold(model: str, has_gold: bool) -> float | None:
+    """The coverage at which juror `model` calls a request addressed (core.request_judge's rules; `has_gold`: whether
+    the request has gold material), None for a juror without one (an LLM's: it reports no coverage)."""
+    from rag_ttc_assets.core import request_judge as rj  # late: it loads numpy and the lexical judge's rules
+
+    if model == "local/bertscore":
+        return rj.SOFT_ADDRESS_RECALL
+    if model in ("local/lexical", "local/coverage"):
+        return rj.ADDRESS_RECALL if has_gold else rj.REQUEST_TERM_RECALL
+    return None
+
+
+def calibrate(coverage: float | None, threshold: float | None, addressed: bool | None = None) -> float | None:
+    """`coverage` on the panel's one scale, where `threshold` is 0.5: piecewise linear through (0, 0), (t, 0.5) and
+    (1, 1), four decimals. `addressed` (the juror's verdict), when it says addressed below the threshold (a
+    contradiction found whatever the coverage), lifts it to 0.5, so the calibrated coverage is >= 0.5 exactly when
+    the juror says addressed. None without a coverage or a threshold."""
+    if coverage is None or threshold is None or not 0 < threshold < 1:
+        return None
+    c = min(1.0, max(0.0, float(coverage)))
+    out = c * 0.5 / threshold if c < threshold else 0.5 + (c - threshold) * 0.5 / (1 - threshold)
+    if addressed and out < CALIBRATED_THRESHOLD:
+        out = CALIBRATED_THRESHOLD
+    return round(out, 4)
 
 
 def panel_name(models: Sequence[str], aggregation: str) -> str:
@@ -27,7 +67,12 @@ def panel_name(models: Sequence[str], aggregation: str) -> str:
     return f"panel[{aggregation}]: {', '.join(models)}"
 
 
-def aggregate(votes: Sequence[bool], aggregation: str) -> bool:
+def aggregate(votes: Sequence[bool], aggregation: str, calibrated: Sequence[float | None] | None = None) -> bool:
+    """The panel's `addressed` from its measured jurors' votes (and, for `mean`, their calibrated coverages, None
+    for a juror without one: its vote counts 1 or 0)."""
+    if aggregation == "mean":
+        scores = [float(v) if c is None else c for v, c in zip(votes, calibrated or [None] * len(votes), strict=True)]
+        return bool(scores) and sum(scores) / len(scores) >= CALIBRATED_THRESHOLD
     if aggregation == "majority":
         return sum(votes) * 2 > len(votes)
     if aggregation == "all":
@@ -37,11 +82,17 @@ def aggregate(votes: Sequence[bool], aggregation: str) -> bool:
     raise ValueError(f"unknown aggregation {aggregation!r}; one of {list(AGGREGATIONS)}")
 
 
-def combine(jurors: Sequence[str], rows: Sequence[dict], aggregation: str) -> dict:
-    """The panel's row for one request from each juror's row (same order as `jurors`)."""
+def combine(jurors: Sequence[str], rows: Sequence[dict], aggregation: str,
+            thresholds: Sequence[float | None] | None = None) -> dict:
+    """The panel's row for one request from each juror's row (same order as `jurors`); `thresholds`: each juror's
+    `addressed` threshold for this request (address_threshold; None: no calibrated coverage)."""
+    thresholds = list(thresholds) if thresholds is not None else [None] * len(jurors)
     kept = [{"model": m, "status": r["status"], "addressed": r["addressed"], "verdict": r["verdict"],
-             "coverage": r.get("coverage"), "reason": r["reason"], "judge_error": r.get("judge_error")}
-            for m, r in zip(jurors, rows, strict=True)]
+             "coverage": r.get("coverage"),
+             "calibrated_coverage": (calibrate(r.get("coverage"), t, r["addressed"]) if r["status"] == JUDGED
+                                     else None),
+             "reason": r["reason"], "judge_error": r.get("judge_error")}
+            for m, r, t in zip(jurors, rows, thresholds, strict=True)]
     measured = [(i, r) for i, r in enumerate(rows) if r["status"] == JUDGED]
     out = {"jurors": kept, "jurors_measured": len(measured),
            "jurors_disagree": len({bool(r["addressed"]) for _, r in measured}) > 1}
@@ -49,22 +100,54 @@ def combine(jurors: Sequence[str], rows: Sequence[dict], aggregation: str) -> di
         first = rows[0]
         return {**out, "status": first["status"], "addressed": None, "verdict": None, "coverage": None, "excerpt": None,
                 "cited_chunk_ids": [], "reason": None, "judge_error": first.get("judge_error")}
-    addressed = aggregate([bool(r["addressed"]) for _, r in measured], aggregation)
-    yes = [(i, r) for i, r in measured if r["addressed"]]
-    if addressed:
-        counts = Counter(r["verdict"] for _, r in yes)
-        verdict = max(counts, key=lambda v: (counts[v], -next(i for i, r in yes if r["verdict"] == v)))
-        source = next(r for _, r in yes if r["verdict"] == verdict)
-    else:
-        verdict, source = "not_addressed", next((r for _, r in measured if not r["addressed"]), measured[0][1])
-    votes = ", ".join(f"{jurors[i]} {'yes' if r['addressed'] else 'no'}" for i, r in measured)
-    # The panel's coverage: its measured jurors' mean, when every one of them reports one (an LLM juror does not).
-    covered = [r.get("coverage") for _, r in measured]
-    coverage = round(sum(covered) / len(covered), 4) if all(c is not None for c in covered) else None
+    calibrated = [kept[i]["calibrated_coverage"] for i, _ in measured]
+    addressed, verdict, source = _decide(measured, calibrated, aggregation)
+    votes = ", ".join(f"{jurors[i]} {'yes' if r['addressed'] else 'no'}"
+                      + (f" {calibrated[k]:.2f}" if aggregation == "mean" and calibrated[k] is not None else "")
+                      for k, (i, r) in enumerate(measured))
+    if aggregation == "mean":
+        scores = [float(bool(r["addressed"])) if c is None else c
+                  for (_, r), c in zip(measured, calibrated, strict=True)]
+        mean = sum(scores) / len(scores)
+        votes += f"; calibrated mean {_shown(mean)} {'>=' if addressed else '<'} {CALIBRATED_THRESHOLD:.2f}"
+    # The panel's coverage: its measured jurors' calibrated mean, when every one of them has one (an LLM's has not).
+    coverage = (round(sum(calibrated) / len(calibrated), 4) if all(c is not None for c in calibrated) else None)
     return {**out, "status": JUDGED, "addressed": addressed, "verdict": verdict, "coverage": coverage,
             "excerpt": source["excerpt"] if addressed else "",
             "cited_chunk_ids": list(source["cited_chunk_ids"] or []) if addressed else [],
             "reason": f"{aggregation} of {len(measured)} juror(s) ({votes}): {source['reason']}", "judge_error": None}
+
+
+def _decide(measured: Sequence[tuple[int, dict]], calibrated: Sequence[float | None], aggregation: str
+            ) -> tuple[bool, str, dict]:
+    """(addressed, verdict, the juror row the verdict comes from) over the measured jurors' (index, row)."""
+    addressed = aggregate([bool(r["addressed"]) for _, r in measured], aggregation, calibrated)
+    yes = [(i, r) for i, r in measured if r["addressed"]]
+    if addressed:
+        counts = Counter(r["verdict"] for _, r in yes)
+        verdict = max(counts, key=lambda v: (counts[v], -next(i for i, r in yes if r["verdict"] == v)))
+        return True, verdict, next(r for _, r in yes if r["verdict"] == verdict)
+    return False, "not_addressed", next((r for _, r in measured if not r["addressed"]), measured[0][1])
+
+
+def recombine(kept: Sequence[dict], aggregation: str) -> dict | None:
+    """The panel's `addressed` and `verdict` for one request under `aggregation`, from its jurors' kept rows (the
+    `jurors` of a request_judgments row: no juror judges again); None when no juror measured it. `mean` needs each
+    measured juror's calibrated coverage as kept (a store written before PANEL_RULES /2 has none: None)."""
+    measured = [(i, j) for i, j in enumerate(kept) if j["status"] == JUDGED]
+    if not measured:
+        return None
+    calibrated = [j.get("calibrated_coverage") for _, j in measured]
+    if aggregation == "mean" and any("calibrated_coverage" not in j for _, j in measured):
+        return None
+    addressed, verdict, _ = _decide(measured, calibrated, aggregation)
+    return {"addressed": addressed, "verdict": verdict}
+
+
+def _shown(x: float) -> str:
+    """A calibrated mean as a reason states it: two decimals, four where two would read as the threshold itself
+    from the other side (0.4996 is not 0.50)."""
+    return f"{x:.4f}" if round(x, 2) == CALIBRATED_THRESHOLD and x != CALIBRATED_THRESHOLD else f"{x:.2f}"
 
 
 def _finite(x) -> float | None:

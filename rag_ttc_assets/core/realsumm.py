@@ -117,7 +117,7 @@ def arms(systems: Sequence[SystemSummaries], source_dir: str, request_judges: Se
     defaults: dict = {"dataset": dataset_name, "judge": {"model": "local/lexical"}}
     if len(request_judges) > 1:
         defaults["request_judges"] = list(request_judges)
-        defaults["request_judge_aggregation"] = "majority"
+        defaults["request_judge_aggregation"] = "all"  # core.arms' default, written out (docs/judges.md)
     elif request_judges:
         defaults["request_judge"] = {"model": request_judges[0]}
     else:

@@ -249,7 +249,9 @@ class Table:
         _("self_reported_supported", "bool", "the generator says it is supported (self-reported)"),
         _("overclaimed", "bool", "self-reported answered, judged not"),
         _("underclaimed", "bool", "self-reported not answered, judged answered"),
-        _("case", "str", "the outcome's case"))
+        _("case", "str", "the outcome's case"),
+        _("coverage", "float", "the judge's coverage of the request (graded; a panel's: calibrated), 0 when nothing "
+                               "was delivered, null when none"))
     QUESTION_COMPLETENESS = TableName(
         "question_completeness", "per question: its requests measured, answered, supported; complete",
         QUERY_ID, _("requests", "int", "its requests"), _("measured", "int", "measured"),

@@ -175,6 +175,21 @@ UNANSWERED = {"no_trace": "the system never answered this question (no trace or 
               "no_answer_span": "the system's trace of this question has no LLM span, so no answer is known"}
 
 
+def completeness_line(requests: list[dict]) -> str:
+    """This answer's completeness read two ways, each with its N of M: graded (the mean coverage of the judged
+    requests that have one) and the share of the judged requests addressed."""
+    judged = [r["request_judge"] for r in requests if r.get("request_judge") and
+              r["request_judge"]["status"] == "judged"]
+    if not judged:
+        return f"completeness of this answer: not measured (0 of {len(requests)} requests judged)"
+    covered = [j["coverage"] for j in judged if j.get("coverage") is not None]
+    graded = (f"{sum(covered) / len(covered):.2f} (mean coverage, {len(covered)} of {len(judged)} requests judged)"
+              if covered else f"- (no coverage reported, 0 of {len(judged)} requests judged)")
+    share = (f"{sum(bool(j['addressed']) for j in judged) / len(judged):.2f} ({len(judged)} of {len(requests)} "
+             "requests judged)")
+    return f"completeness of this answer: graded {graded}; share addressed {share}"
+
+
 def _coverage(value: float | None) -> str:
     """A request judge's coverage (the share of the request's gold material the answer carries), or `-` (an LLM
     judge reports none; a request not judged has none)."""
@@ -292,12 +307,15 @@ def to_markdown(v: dict) -> str:
                 f"{' (underclaimed)' if r['underclaimed'] else ''} | "
                 # Not measured: the judge's fault or why its reply was refused (with the reply), in its place.
                 f"{r['request_judge']['reason'] or r['request_judge'].get('judge_error')} |" for r in judged]
+        out += ["", completeness_line(v["requests"])]
         jurors = [j["model"] for j in judged[0]["request_judge"]["jurors"]]
         if jurors:  # a panel: every juror's verdict side by side, and where they disagree
             out += ["", "**Jurors** side by side (a juror's fault is its own not-measured, never a vote)", "",
                     "| request | " + " | ".join(jurors) + " | jurors disagree |", "|---|" + "---|" * (len(jurors) + 1)]
             out += [f"| {r['id']} | " + " | ".join(
-                (f"{j['verdict']}" + (f" (coverage {_coverage(j.get('coverage'))})"
+                (f"{j['verdict']}" + (f" (coverage {_coverage(j.get('coverage'))}"
+                                      + (f", calibrated {_coverage(j['calibrated_coverage'])}"
+                                         if j.get("calibrated_coverage") is not None else "") + ")"
                                       if j.get("coverage") is not None else "")
                  if j["status"] == "judged" else f"not measured ({j['status']})")
                 for j in r["request_judge"]["jurors"]) + f" | {r['request_judge']['jurors_disagree']} |"

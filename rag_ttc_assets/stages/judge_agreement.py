@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
 from rag_ttc_assets.core import judge_agreement as ja
+from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.contract import FREE_TEXT, VALID
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.reports import recorded_request_judge, requests_derived
@@ -40,6 +41,11 @@ def catalog(lab: Lab) -> ja.Catalog:
 
 def _request_judge_name(row: dict) -> str:
     return f"request judge {row[RJ.request_judge_model]} ({(row[RJ.prompt_digest] or '')[:19]}…)"
+
+
+def _aggregation_name(models: list[str], aggregation: str, digest: str) -> str:
+    """A candidate aggregation of a panel's jurors, recombined from their kept verdicts (core.panel.recombine)."""
+    return f"{ja.AGGREGATION}{panel.panel_name(models, aggregation)} ({digest[:19]}…)"
 
 
 def _split_by_rules(scores: dict[str, dict], rules: dict[str, str | None]) -> dict[str, dict]:
@@ -95,7 +101,15 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                         "coverage": r.get(RJ.coverage)}
                 elif r[RJ.status].startswith("judge_"):  # its fault (not a row it was never asked about)
                     per_request.setdefault(name, {})
-                for j in json.loads(r.get(RJ.jurors) or "[]"):  # a panel's jurors are judges of those rows too
+                kept = json.loads(r.get(RJ.jurors) or "[]")
+                if kept:  # every aggregation the panel could have used, from its jurors' kept verdicts
+                    models = [j["model"] for j in kept]
+                    for agg in panel.AGGREGATIONS:
+                        got = panel.recombine(kept, agg)
+                        scored = per_request.setdefault(_aggregation_name(models, agg, r[RJ.prompt_digest] or ""), {})
+                        if got is not None:
+                            scored[(arm, r[RJ.query_id], r[RJ.request_id])] = {**got, "reason": None, "coverage": None}
+                for j in kept:  # a panel's jurors are judges of those rows too
                     juror = jurors.setdefault((j["model"], r[RJ.prompt_digest] or ""), {})
                     if j["status"] == JUDGED:
                         juror[(arm, r[RJ.query_id], r[RJ.request_id])] = {
@@ -110,6 +124,8 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                 graded = ja.graded_share([{"coverage": r.get(RJ.coverage)} for r in rows]) if measured else None
                 if graded is not None:  # only a judge that reports coverage is read graded
                     pairwise.setdefault(name + ja.GRADED, {}).setdefault("completeness", {})[(arm, qid)] = graded
+                for name, share in _aggregation_row_scores(rows):
+                    pairwise.setdefault(name, {}).setdefault("completeness", {})[(arm, qid)] = share
                 for key, share, graded in _juror_row_scores(rows):
                     by_aspect = juror_pairs.setdefault(key, {})
                     by_aspect.setdefault("completeness", {})[(arm, qid)] = share
@@ -127,6 +143,19 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
         if by_aspect.get("completeness" + ja.GRADED):  # a juror that reports coverage is read graded too
             pairwise[name + ja.GRADED] = {"completeness": by_aspect["completeness" + ja.GRADED]}
     return {**per_request, **_juror_raters(jurors)}, pairwise
+
+
+def _aggregation_row_scores(rows: list[dict]):
+    """Per candidate aggregation of a panel (_aggregation_name), the share of one answer row's requests it finds
+    addressed from the jurors' kept verdicts; None unless it decides every one of them."""
+    kept = [json.loads(r.get(RJ.jurors) or "[]") for r in rows]
+    if not kept or not all(kept):
+        return
+    models = [j["model"] for j in kept[0]]
+    for agg in panel.AGGREGATIONS:
+        got = [panel.recombine(k, agg) for k in kept]
+        share = (sum(bool(g["addressed"]) for g in got) / len(got)) if all(g is not None for g in got) else None
+        yield _aggregation_name(models, agg, rows[0][RJ.prompt_digest] or ""), share
 
 
 def _juror_row_scores(rows: list[dict]):
@@ -199,6 +228,11 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
                               if labels.pairs else None),
               # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
               "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)}}
+    report["panel_aggregations"] = ja.aggregation_choice(report)
+    # A candidate aggregation's disagreements are counted, not listed: the panel's own (and its jurors') are.
+    for r in (report["request_labels"] or {}).get("rows", []):
+        if r["rater"].startswith(ja.AGGREGATION):
+            r["disagreements"] = len(r["disagreements"])
     return report
 
 
@@ -238,7 +272,9 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
     no_ceiling = f"no ceiling: one annotator ({rl['annotators'][0]}), one label per item" if single else ""
     if rl:
         rows = [[r["rater"], r["kind"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
-                 _confusion(r["confusion"]), r["not_measured"], len(r["disagreements"])] for r in rl["rows"]]
+                 _confusion(r["confusion"]), r["not_measured"],
+                 r["disagreements"] if isinstance(r["disagreements"], int) else len(r["disagreements"])]
+                for r in rl["rows"]]
         out.append((f"per-request labels ({rl['labels']} labels by {_by(rl['annotators'])}): `addressed`, "
                     "Cohen's kappa and accuracy; " + (no_ceiling or _ceiling(rl, "the annotators with each other")),
                     ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)",
@@ -282,6 +318,19 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                                       if any(r["kind"] == "reference" for r in a["rows"]) else ""),
                     ["rater", "kind", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",
                      "not_measured", "undefined because"], rows))
+    return out + _aggregation_tables(report)
+
+
+def _aggregation_tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
+    out = []
+    for p in report.get("panel_aggregations") or []:
+        rows = [[r["aggregation"], *(_f(r[m]) for m in p["measures"]), r["best_on"]] for r in p["rows"]]
+        if any(v is not None for v in p["graded"].values()):
+            rows.append(["(graded: calibrated mean coverage)", *(_f(p["graded"][m]) for m in p["measures"]), "-"])
+        out.append((f"panel aggregations of {p['panel']}, each from the jurors' kept verdicts (no juror judged "
+                    "again), against these labels (the measures of the tables above); best on these labels: "
+                    f"{p['best'] or 'none (no measure defined)'}",
+                    ["aggregation", *p["measures"], "best on"], rows))
     return out
 
 
@@ -293,4 +342,4 @@ def _confusion(c: dict | None) -> str:
 
 def disagreements(report: dict) -> list[dict]:
     return [{"rater": r["rater"], **d} for r in (report.get("request_labels") or {}).get("rows", [])
-            for d in r["disagreements"]]
+            if isinstance(r["disagreements"], list) for d in r["disagreements"]]

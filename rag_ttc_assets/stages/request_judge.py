@@ -176,10 +176,15 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
                                 log, progress, juror=juror.model, entailment_prompt=entailment_prompt).to_dicts()
                  for juror, c in zip(cfg.request_judges, callers, strict=True)]
     name = panel.panel_name(models, cfg.request_judge_aggregation)
+    # Each request's gold material decides the word-reading jurors' threshold (core.panel.address_threshold).
+    has_gold = {(q.id, r.id): bool([e.quote for e in r.evidence if e.quote] or r.gold_answer)
+                for q in questions for r in q.requests}
     rows = []
     for i, first in enumerate(per_juror[0]):
         votes = [rs[i] for rs in per_juror]
-        combined = panel.combine(models, votes, cfg.request_judge_aggregation)
+        gold = has_gold.get((first["query_id"], first["request_id"]), True)
+        combined = panel.combine(models, votes, cfg.request_judge_aggregation,
+                                 [panel.address_threshold(m, gold) for m in models])
         row = {**first, **{k: v for k, v in combined.items() if k != "jurors"}, "request_judge_model": name,
                "jurors": json.dumps(combined["jurors"], ensure_ascii=False)}
         for k in (RJ.judge_provider_calls, RJ.judge_cache_hits):
@@ -229,8 +234,8 @@ def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None 
     rules = RULES if any(m in OFFLINE_REQUEST_JUDGES for m in models) else None
     return {"model": model, "prompt": prompt.name, "prompt_digest": prompt.digest,
             "offline_baseline": is_offline_baseline(model), **({"rules": rules} if rules else {}),
-            **({"jurors": [j.model for j in cfg.request_judges], "aggregation": cfg.request_judge_aggregation}
-               if cfg.request_judges else {}),
+            **({"jurors": [j.model for j in cfg.request_judges], "aggregation": cfg.request_judge_aggregation,
+                "panel_rules": panel.PANEL_RULES} if cfg.request_judges else {}),
             **({"params": params} if params else {}),
             **({"entailment": {"jurors": entailed, "prompt": entailment_prompt.name,
                                "prompt_digest": entailment_prompt.digest}} if entailed else {}),

@@ -383,10 +383,21 @@ def test_completeness_totals() -> None:
         # Every request has gold quotes: support measured wherever the judge measured; 5 of the 7 answered.
         "no_gold_quotes": 0, "requests_support_measured": 7, "requests_support_not_measured": {"judge_error": 1},
         "requests_answered_share": 5 / 7,
+        # These outcomes carry no coverage (a judge that reports none): graded over none of the 7 measured.
+        "requests_graded": 0, "graded_completeness": None,
         # Question completeness over qa, qb, qc: (2/2 + 1/3 + 0/1) / 3 = 4/9; qd is not in the mean.
         "mean_completeness": 4 / 9, "completeness_measured": 3, "completeness_of": 4,
         "completeness_not_measured": {"judge_error": 1},
     }
+
+
+def test_graded_completeness_is_the_mean_coverage_of_the_measured_requests_with_its_n_of_m() -> None:
+    covered = [o.model_copy(update={"coverage": c}) for o, c in zip(OUTCOMES, [1.0, 0.8, 0.6, 0.2, 0.0, 0.4, None,
+                                                                              None], strict=True)]
+    totals = completeness_totals(covered, [])
+    # qd.r1 is measured without a coverage and qd.r2 is not measured: 6 of the 7 measured graded.
+    assert totals["requests_graded"] == 6 and totals["requests_measured"] == 7
+    assert totals["graded_completeness"] == pytest.approx((1.0 + 0.8 + 0.6 + 0.2 + 0.0 + 0.4) / 6)
 
 
 def test_completeness_totals_without_unanswerable_questions() -> None:

@@ -68,9 +68,65 @@ def test_judge_sensitive_counts_the_requests_whose_branch_depends_on_the_juror()
 
 def test_the_panels_coverage_is_its_measured_jurors_mean_and_none_when_one_reports_none():
     rows = [{**_row(addressed=False), "coverage": 0.4}, _row("judge_timeout"), {**_row(), "coverage": 0.8}]
-    out = panel.combine(J, rows, "majority")
+    out = panel.combine(J, rows, "majority", [0.5, 0.5, 0.5])  # at a threshold of 0.5 calibrated is the coverage
     assert out["coverage"] == pytest.approx(0.6)  # the faulted juror is no vote and no coverage
     assert [j["coverage"] for j in out["jurors"]] == [0.4, None, 0.8]
     llm = [{**_row(), "coverage": 0.8}, _row()]  # an LLM juror reports none: the panel has no coverage
-    assert panel.combine(J[:2], llm, "majority")["coverage"] is None
+    assert panel.combine(J[:2], llm, "majority", [0.5, None])["coverage"] is None
     assert panel.combine(J[:2], [_row("judge_timeout"), _row("judge_timeout")], "all")["coverage"] is None
+
+
+def test_calibrate_puts_each_jurors_own_threshold_at_one_half_monotone_and_by_hand():
+    # Piecewise linear through (0, 0), (t, 0.5), (1, 1): the BERTScore juror's 0.65 and the word-reading jurors' 0.5.
+    assert panel.calibrate(0.65, 0.65) == 0.5 and panel.calibrate(0.5, 0.5) == 0.5
+    assert panel.calibrate(0.6, 0.65) == pytest.approx(round(0.6 * 0.5 / 0.65, 4))  # 0.4615: not addressed, < 0.5
+    assert panel.calibrate(0.8, 0.65) == pytest.approx(round(0.5 + 0.15 * 0.5 / 0.35, 4))  # 0.7143
+    assert panel.calibrate(0.0, 0.65) == 0.0 and panel.calibrate(1.0, 0.65) == 1.0
+    assert panel.calibrate(0.55, 0.6) == pytest.approx(round(0.55 * 0.5 / 0.6, 4))
+    grid = [i / 100 for i in range(101)]
+    for t in (0.5, 0.6, 0.65):
+        got = [panel.calibrate(c, t) for c in grid]
+        assert got == sorted(got) and all((g >= 0.5) == (c >= t) for c, g in zip(grid, got, strict=True))
+    # A verdict of addressed below the threshold (a contradiction) is at 0.5: calibrated >= 0.5 iff addressed.
+    assert panel.calibrate(0.3, 0.5, addressed=True) == 0.5 and panel.calibrate(0.3, 0.5, addressed=False) == 0.3
+    # No coverage or no threshold (an LLM juror): none.
+    assert panel.calibrate(None, 0.5) is None and panel.calibrate(0.7, None) is None
+
+
+def test_address_thresholds_are_the_jurors_own_rules_and_none_for_any_other_juror():
+    from rag_ttc_assets.core import request_judge as rj
+
+    assert panel.address_threshold("local/bertscore", True) == rj.SOFT_ADDRESS_RECALL == 0.65
+    assert panel.address_threshold("local/lexical", True) == panel.address_threshold("local/coverage", True) == 0.5
+    assert panel.address_threshold("local/lexical", False) == rj.REQUEST_TERM_RECALL
+    assert panel.address_threshold("openai/gpt-4o-mini", True) is None
+
+
+def test_the_panels_coverage_is_the_calibrated_mean_and_mean_aggregates_it():
+    # lexical 0.45 (t 0.5: 0.45), coverage 0.55 (t 0.5: 0.55), bertscore 0.70 (t 0.65: 0.5 + 0.05 * 0.5 / 0.35).
+    jurors = ["local/lexical", "local/coverage", "local/bertscore"]
+    rows = [{**_row(addressed=False), "coverage": 0.45}, {**_row(), "coverage": 0.55}, {**_row(), "coverage": 0.70}]
+    cal = [0.45, 0.55, round(0.5 + 0.05 * 0.5 / 0.35, 4)]
+    out = panel.combine(jurors, rows, "mean", [0.5, 0.5, 0.65])
+    assert [j["calibrated_coverage"] for j in out["jurors"]] == pytest.approx(cal)
+    assert [j["coverage"] for j in out["jurors"]] == [0.45, 0.55, 0.70]  # the raw coverage kept beside
+    assert out["coverage"] == pytest.approx(round(sum(cal) / 3, 4))  # not the raw mean, 0.5667
+    assert out["addressed"] is True and "calibrated mean 0.52 >= 0.50" in out["reason"]
+    # The raw mean would call this not addressed: bertscore's 0.60 is below its own threshold.
+    low = [{**_row(addressed=False), "coverage": 0.45}, {**_row(), "coverage": 0.55},
+           {**_row(addressed=False), "coverage": 0.60}]
+    got = panel.combine(jurors, low, "mean", [0.5, 0.5, 0.65])
+    assert got["addressed"] is False and got["verdict"] == "not_addressed"
+    assert got["coverage"] == pytest.approx(round((0.45 + 0.55 + round(0.6 * 0.5 / 0.65, 4)) / 3, 4))
+    # An LLM juror (no threshold): no calibrated coverage, its vote counts 1 or 0 in `mean`, the panel has no coverage.
+    llm = panel.combine(["local/lexical", "openai/x"], [{**_row(addressed=False), "coverage": 0.4}, _row()], "mean",
+                        [0.5, None])
+    assert llm["jurors"][1]["calibrated_coverage"] is None and llm["coverage"] is None
+    assert llm["addressed"] is True  # (0.4 + 1) / 2 = 0.7
+    # Without thresholds (as before): no calibrated coverage.
+    assert panel.combine(jurors[:2], rows[:2], "majority")["coverage"] is None
+
+
+@pytest.mark.parametrize("cal, want", [([0.4, 0.6], True), ([0.3, 0.6], False), ([0.5], True), ([0.49], False)])
+def test_mean_aggregation_thresholds_the_calibrated_mean_at_one_half(cal, want):
+    assert panel.aggregate([c >= 0.5 for c in cal], "mean", cal) is want

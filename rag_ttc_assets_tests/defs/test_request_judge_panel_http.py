@@ -26,6 +26,9 @@ arms:
     request_judge_aggregation: any
   offline-panel:
     request_judges: [local/lexical, local/coverage, local/bertscore]
+  offline-mean:
+    request_judges: [local/lexical, local/coverage, local/bertscore]
+    request_judge_aggregation: mean
 """.replace("JUROR", JUROR)
 
 
@@ -48,7 +51,7 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
     with FakeOpenAIServer(lenient) as server:
         (tmp_path / "arms.yaml").write_text(ARMS.format(base=server.base_url))
         job = build_definitions().resolve_job_def("arm_job")
-        for arm in ("lexical", "panel-all", "panel-any", "offline-panel"):
+        for arm in ("lexical", "panel-all", "panel-any", "offline-panel", "offline-mean"):
             assert job.execute_in_process(partition_key=arm, instance=instance, raise_on_error=True).success
     lab = Lab.from_env()
     store = lab.store
@@ -104,15 +107,24 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
     assert "| request | local/lexical | openai/lenient | jurors disagree |" in page
     # Each juror's verdict with its coverage where the juror reports one (the offline lexical judge does; the
     # lenient model juror reports none).
-    assert re.search(rf"\| {re.escape(disagree[0])} \| not_addressed \(coverage \d\.\d\d\) \| consistent \| True \|",
-                     page), page
+    assert re.search(rf"\| {re.escape(disagree[0])} \| not_addressed \(coverage (\d\.\d\d), calibrated \1\) \| "
+                     r"consistent \| True \|", page), page
+    # The answer's completeness read two ways, each with its N of M: the lenient juror reports no coverage, so the
+    # panel has none (graded: 0 of the judged requests); the share addressed over the judged ones.
+    qid = disagree[0].split(".")[0]
+    mine = [r for rid, r in rows["panel-all"].items() if rid.startswith(qid + ".") and r["status"] == "judged"]
+    share = sum(bool(r["addressed"]) for r in mine) / len(mine)
+    n_requests = sum(1 for rid in rows["panel-all"] if rid.startswith(qid + "."))
+    assert (f"completeness of this answer: graded - (no coverage reported, 0 of {len(mine)} requests judged); "
+            f"share addressed {share:.2f} ({len(mine)} of {n_requests} requests judged)") in page
 
     # Three offline jurors with different blind spots; the panel is one instrument, named as such.
     off = store.read_arm_json("offline-panel", "request_judge_summary.json")
-    assert off["request_judge"]["model"] == "panel[majority]: local/lexical, local/coverage, local/bertscore"
+    # The default aggregation, `all` (chosen by agreement with people on public sets: docs/judges.md).
+    assert off["request_judge"]["model"] == "panel[all]: local/lexical, local/coverage, local/bertscore"
     assert off["request_judge"]["offline_baseline"] is True and off["panel"]["all_measured"] == len(measured)
     # The BERTScore juror's verdicts are kept beside the others', each with the soft coverage it thresholds, and the
-    # panel's verdict is the majority of the three.
+    # panel's verdict is all three's.
     offline = {r["request_id"]: r for r in store.read_table("offline-panel", "request_judgments").to_dicts()}
     for rid in measured:
         jurors = {j["model"]: j for j in json.loads(offline[rid]["jurors"])}
@@ -122,9 +134,46 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
         assert 0 <= bert["coverage"] <= 1 and bert["addressed"] == (bert["coverage"] >= 0.65 or
                                                                      bert["verdict"] == "contradicts")
         assert "soft-covers" in bert["reason"] and f"{bert['coverage']:.2f}" in bert["reason"]
-        assert offline[rid]["addressed"] == (sum(j["addressed"] for j in jurors.values()) >= 2)
+        assert offline[rid]["addressed"] == all(j["addressed"] for j in jurors.values())
     page = to_markdown(inspect_question(lab, "offline-panel", measured[0].split(".")[0]))
     assert "| request | local/lexical | local/coverage | local/bertscore | jurors disagree |" in page
+    mine = [r for rid, r in offline.items() if rid.startswith(measured[0].split(".")[0] + ".")
+            and r["status"] == "judged"]
+    graded = sum(r["coverage"] for r in mine) / len(mine)
+    assert f"completeness of this answer: graded {graded:.2f} (mean coverage, {len(mine)} of {len(mine)} requests " \
+           "judged)" in page
+
+    # One calibrated scale (core.panel.calibrate): each juror's own threshold (0.65 for the BERTScore juror, 0.5 for
+    # the word-reading jurors on these gold-labelled requests) at 0.5, piecewise linear, by hand; the raw coverage
+    # kept beside it; the panel's coverage the calibrated mean, and `mean` addressed when that mean is >= 0.5.
+    def by_hand(j, t):
+        c = j["coverage"]
+        cal = c * 0.5 / t if c < t else 0.5 + (c - t) * 0.5 / (1 - t)
+        return round(max(cal, 0.5) if j["addressed"] else cal, 4)
+
+    mean_rows = {r["request_id"]: r for r in store.read_table("offline-mean", "request_judgments").to_dicts()}
+    thresholds = {"local/lexical": 0.5, "local/coverage": 0.5, "local/bertscore": 0.65}
+    flipped = 0
+    for rid in measured:
+        jurors = json.loads(offline[rid]["jurors"])
+        cal = [by_hand(j, thresholds[j["model"]]) for j in jurors]
+        assert [j["calibrated_coverage"] for j in jurors] == pytest.approx(cal)
+        assert all((c >= 0.5) == j["addressed"] for c, j in zip(cal, jurors))
+        assert offline[rid]["coverage"] == pytest.approx(round(sum(cal) / 3, 4), abs=1e-4)
+        m = mean_rows[rid]
+        assert m["coverage"] == offline[rid]["coverage"] and json.loads(m["jurors"]) == jurors
+        assert m["addressed"] == (sum(cal) / 3 >= 0.5) and "calibrated mean" in m["reason"]
+        flipped += m["addressed"] != offline[rid]["addressed"]
+    # The lenient model juror has no threshold: no calibrated coverage, and its panel no coverage.
+    for rid in measured:
+        if rid not in faulted:
+            lenient_row = json.loads(rows["panel-any"][rid]["jurors"])[1]
+            assert lenient_row["calibrated_coverage"] is None and rows["panel-any"][rid]["coverage"] is None
+    inst = store.read_arm_json("offline-mean", "request_judge_summary.json")["request_judge"]
+    assert inst["model"] == "panel[mean]: local/lexical, local/coverage, local/bertscore"
+    assert inst["panel_rules"] == "panel-rules/2" and inst["aggregation"] == "mean"
+    with pytest.raises(InstrumentDriftError, match="instrument drift"):
+        compare_two(lab, "offline-panel", "offline-mean")
 
     # A pair whose panels differ (or a panel against one judge) is instrument drift.
     for a, b in (("panel-all", "panel-any"), ("lexical", "panel-all")):
@@ -135,7 +184,7 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
 @pytest.mark.parametrize("arm, says", [
     ("request_judges: [local/lexical]", "field 'request_judges': Value error, a panel of one juror"),
     ("request_judges: [local/lexical, local/coverage]\n    request_judge_aggregation: plurality",
-     "field 'request_judge_aggregation': Input should be 'majority', 'all' or 'any'"),
+     "field 'request_judge_aggregation': Input should be 'majority', 'all', 'any' or 'mean'"),
 ])
 def test_a_bad_panel_names_the_arms_file_the_arm_and_the_field(arm, says):
     text = f"arms:\n  bad:\n    {arm}\n"

@@ -161,13 +161,13 @@ def test_judge_agreement_through_the_command(tmp_path):
 
 
 def _panel_lab(tmp_path):
-    """The mini lab with a panel of the two word-reading offline jurors and four arms: `base` and `rebase` are one
+    """The mini lab with a panel of the three offline jurors and four arms: `base` and `rebase` are one
     configuration under two names (the same answers, so `rebase` is `base` renamed: `base` sorts before `k5` and
     `tight`, `rebase` between them), `k5` and `tight` others."""
     corpus = mini_corpus()
     write_dataset(tmp_path / "datasets" / "mini", corpus, mini_questions(corpus))
     (tmp_path / "arms.yaml").write_text(
-        MINI_DEFAULTS + "  request_judges: [local/lexical, local/coverage]\n"
+        MINI_DEFAULTS + "  request_judges: [local/lexical, local/coverage, local/bertscore]\n"
         "arms:\n  base: {}\n  rebase: {}\n  k5: {evidence_k: 5, context_runes: 1000}\n  tight: {context_runes: 700}\n",
         encoding="utf-8")
     env = {"RAG_TTC_DATASETS": str(tmp_path / "datasets"), "RAG_TTC_ARMS": str(tmp_path / "arms.yaml"),
@@ -193,8 +193,42 @@ def _juror_shares(store, arm):
     return share, graded
 
 
+def _recombined(store, arm):
+    """(question, request) -> aggregation -> addressed, by hand from the jurors' kept rows in request_judgments:
+    majority more than half, all, any, mean the calibrated coverages' mean >= 0.5."""
+    out = {}
+    for r in pl.read_parquet(store / arm / "request_judgments.parquet").iter_rows(named=True):
+        js = [j for j in json.loads(r["jurors"] or "[]") if j["status"] == "judged"]
+        if not js:
+            continue
+        votes = [bool(j["addressed"]) for j in js]
+        out[(r["query_id"], r["request_id"])] = {
+            "majority": 2 * sum(votes) > len(votes), "all": all(votes), "any": any(votes),
+            "mean": sum(j["calibrated_coverage"] for j in js) / len(js) >= 0.5}
+    return out
+
+
 def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_labels_own_a_and_b(tmp_path):
     env, store = _panel_lab(tmp_path)
+    # Completeness read graded beside the share addressed, each with its N of M, in what the arm writes: each
+    # request's coverage (the panel's: its jurors' calibrated mean) in request_outcomes, their mean in the summary.
+    judged = [r for r in pl.read_parquet(store / "base" / "request_judgments.parquet").iter_rows(named=True)
+              if r["status"] == "judged"]
+    outcomes = {(r["query_id"], r["request_id"]): r
+                for r in pl.read_parquet(store / "base" / "request_outcomes.parquet").iter_rows(named=True)}
+    for r in judged:
+        cal = [j["calibrated_coverage"] for j in json.loads(r["jurors"])]
+        assert r["coverage"] == __import__("pytest").approx(round(sum(cal) / len(cal), 4), abs=1e-4)
+        assert outcomes[(r["query_id"], r["request_id"])]["coverage"] == r["coverage"]
+    # A request of an answer that is not contract-valid is measured, not answered, at coverage 0 (nothing delivered).
+    undelivered = [o for o in outcomes.values() if o["measured"] and o["judge_status"] != "judged"]
+    assert all(o["coverage"] == 0.0 and o["answered"] is False for o in undelivered)
+    totals = json.loads((store / "base" / "request_completeness.json").read_text())
+    assert totals["requests_graded"] == len(judged) + len(undelivered) == totals["requests_measured"]
+    assert totals["graded_completeness"] == __import__("pytest").approx(
+        sum(r["coverage"] for r in judged) / (len(judged) + len(undelivered)))
+    assert totals["requests_answered_share"] == __import__("pytest").approx(
+        sum(bool(r["addressed"]) for r in judged) / (len(judged) + len(undelivered)))
     shares = {a: _juror_shares(store, a) for a in ("base", "k5", "tight")}
     questions = sorted(q for q in shares["base"][0]["local/lexical"]
                        if all(shares[a][0]["local/lexical"].get(q) is not None for a in shares))
@@ -235,6 +269,23 @@ def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_label
             if len(set(x)) > 1:
                 assert rows[name]["pearson"]["r"] == __import__("pytest").approx(_pearson(x, y))
     assert any(r.startswith("request judge panel") for r in rows)
+    # A row per aggregation the panel could have used, recombined from the jurors' kept verdicts (no re-judging):
+    # the share of the row's requests each finds addressed, by hand; the arms' own (majority) equals the panel's.
+    recombined = {a: _recombined(store, a) for a in ("base", "k5", "tight")}
+    jurors = "local/lexical, local/coverage, local/bertscore"
+    for agg in ("majority", "all", "any", "mean"):
+        (name,) = [n for n in rows if n.startswith(f"aggregation panel[{agg}]: {jurors} (")]
+        share = {a: {q: [v[agg] for (qq, _), v in recombined[a].items() if qq == q] for q in questions}
+                 for a in recombined}
+        x = [sum(share[r["b"]["arm"]][r["question"]]) / len(share[r["b"]["arm"]][r["question"]])
+             - sum(share[r["a"]["arm"]][r["question"]]) / len(share[r["a"]["arm"]][r["question"]]) for r in records]
+        y = [r["labels"]["completeness"] for r in records]
+        assert rows[name]["n"] == len(records)
+        if len(set(x)) > 1:
+            assert rows[name]["pearson"]["r"] == __import__("pytest").approx(_pearson(x, y))
+    # The arm's own panel (the default aggregation, `all`) is its candidate of the same name, recomputed.
+    (own,) = [n for n in rows if n.startswith(f"request judge panel[all]: {jurors} (") and "(graded)" not in n]
+    assert rows[own]["pearson"] == rows[next(n for n in rows if n.startswith("aggregation panel[all]"))]["pearson"]
     # The ceiling: ann2's label read with ann1's a and b (ann1's line comes first in the file).
     a1 = [y1 for _, _, _, y1 in labelled]
     a2 = [r["labels"]["completeness"] * (1 if (r["a"]["arm"], r["b"]["arm"]) == (a, b) else -1)
@@ -242,6 +293,7 @@ def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_label
     assert rows["ann1 vs ann2"]["pearson"]["r"] == __import__("pytest").approx(_pearson(a1, a2))
     code, printed, err = rag_ttc("judge-agreement", str(path), env=env)
     assert code == 0, err
+    assert f"panel aggregations of {jurors} (" in printed and "best on these labels: " in printed
     table = printed.split("pairwise preferences, completeness")[1]
     for rater in ("juror local/lexical ", "juror local/coverage ", "juror local/lexical (graded)", "ann1 vs ann2"):
         assert rater in table
@@ -263,6 +315,40 @@ def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_label
     # sorts before it): identical figures. By a sort of the arms' names the ceiling read half its pairs the other way.
     renamed = [{**r, **{s: {"arm": "rebase"} for s in ("a", "b") if r[s]["arm"] == "base"}} for r in records]
     assert figures(renamed) == before
+
+    # Per-request labels on `base`: each candidate aggregation's kappa against every human label, by hand from the
+    # jurors' kept verdicts, and the one that agrees best on these labels named (per measure, and overall).
+    base = recombined["base"]
+    assert any(len({v[a] for a in v}) > 1 for v in base.values())  # the jurors disagree somewhere
+    items = sorted(base)
+    req = [{"kind": "request", "question": q, "request": rid, "arm": "base", "addressed": base[(q, rid)]["any"] != (
+        i % 5 == 0), "annotator": "ann1"} for i, (q, rid) in enumerate(items)]
+    req += [{"kind": "request", "question": q, "request": rid, "arm": "base", "addressed": base[(q, rid)]["all"],
+             "annotator": "ann2"} for q, rid in items]
+    rpath = tmp_path / "requests.jsonl"
+    rpath.write_text("".join(json.dumps(r) + "\n" for r in req), encoding="utf-8")
+    code, out, err = rag_ttc("judge-agreement", str(rpath), "--json", env=env)
+    assert code == 0, err
+    report = json.loads(out)
+    kappas = {r["rater"]: r["kappa"] for r in report["request_labels"]["rows"]}
+    (choice,) = report["panel_aggregations"]
+    assert choice["panel"].startswith(jurors)
+    by_hand = {}
+    for agg in ("majority", "all", "any", "mean"):
+        (name,) = [n for n in kappas if n.startswith(f"aggregation panel[{agg}]: {jurors} (")]
+        pairs = [(r["addressed"], base[(r["question"], r["request"])][agg]) for r in req]
+        by_hand[agg] = _kappa(pairs) if len({j for _, j in pairs}) > 1 else None
+        assert kappas[name] == __import__("pytest").approx(by_hand[agg])
+        assert next(r for r in choice["rows"] if r["aggregation"] == agg)["kappa"] == kappas[name]
+    order = ["majority", "all", "any", "mean"]
+    assert choice["best_by_measure"]["kappa"] == max(order, key=lambda a: (by_hand[a] if by_hand[a] is not None
+                                                                          else -1, -order.index(a)))
+    wins = {a: sum(choice["best_by_measure"][m] == a for m in choice["measures"]) for a in order}
+    assert choice["best"] == max(order, key=lambda a: (wins[a], -order.index(a)))
+    assert "pearson per answer" in choice["measures"] and choice["graded"]["pearson per answer"] is not None
+    code, printed, err = rag_ttc("judge-agreement", str(rpath), env=env)
+    assert code == 0, err
+    assert f"best on these labels: {choice['best']}" in printed and "(graded: calibrated mean coverage)" in printed
 
     # A pairwise label whose answers belong to other questions is refused, naming the file, the line and the field.
     q1, q2, q3 = questions[:3]

@@ -220,7 +220,7 @@ def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(
                 verdict.setdefault(f"juror {j['model']}", {})[item] = j["addressed"]
     assert len(verdict["panel"]) == 27
     rows = {r["rater"]: r for r in rep["rows"]}
-    (panel,) = [r for name, r in rows.items() if name.startswith("request judge panel[majority]")]
+    (panel,) = [r for name, r in rows.items() if name.startswith("request judge panel[all]")]
     # The constructed labels disagree with the judge somewhere and are not all one value: kappa is defined.
     assert panel["kappa"] is not None and panel["disagreements"]
     for name, judge in (("panel", panel), ("juror local/lexical", rows["juror local/lexical"]),
