@@ -64,11 +64,12 @@ def set_features(folder: Path, cache: Path | None, max_articles: int | None) -> 
     if cache is not None and cache.exists():
         with np.load(cache, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
+
     from rag_ttc_assets.adapters.embeddings import content_word_vectors, encode_memoized
 
     rs = read_pyramid(folder)
     articles = list(rs.articles)[:max_articles] if max_articles else list(rs.articles)
-    xs, ys, addressed, answer_of, reference = [], [], [], [], []
+    xs, ys, addressed, answer_of, reference, question = [], [], [], [], [], []
     n_answers = 0
     for system in rs.systems:
         for a in articles:
@@ -82,10 +83,11 @@ def set_features(folder: Path, cache: Path | None, max_articles: int | None) -> 
             addressed.append(np.array([[j["addressed"] for j in js] for js in judged], dtype=bool).T)
             answer_of += [n_answers] * len(requests)
             reference.append(gold_answer_recall(rs.references[a], summary) or 0.0)
+            question.append(articles.index(a))
             n_answers += 1
         print(f"{folder.name}: {system.arm} done ({n_answers} answers)", file=sys.stderr, flush=True)
     out = {"x": np.concatenate(xs), "y": np.array(ys, dtype=bool), "addressed": np.concatenate(addressed),
-           "answer": np.array(answer_of), "reference": np.array(reference)}
+           "answer": np.array(answer_of), "reference": np.array(reference), "question": np.array(question)}
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(cache, **out)
@@ -144,9 +146,24 @@ def per_answer(values: np.ndarray, answer: np.ndarray) -> np.ndarray:
     return np.bincount(answer, weights=values.astype(float)) / np.bincount(answer)
 
 
+def pairs(score: np.ndarray, human: np.ndarray, question: np.ndarray) -> float:
+    """Pearson, over every pair of two systems' answers to one question, of the score difference with the labels'
+    share difference (the held-out set's procedure, docs/judges.md)."""
+    from scipy.stats import pearsonr
+
+    dx, dy = [], []
+    for q in np.unique(question):
+        idx = np.flatnonzero(question == q)
+        for i, a in enumerate(idx):
+            for b in idx[i + 1:]:
+                dx.append(score[b] - score[a])
+                dy.append(human[b] - human[a])
+    return pearsonr(dx, dy)[0]
+
+
 def measure(name: str, addressed: np.ndarray, score: np.ndarray | None, s: dict) -> dict:
     """Per request: kappa of `addressed`, AUC of `score`; per answer: Pearson / Spearman of the share addressed and
-    of the mean score with the labels' share."""
+    of the mean score with the labels' share, and Pearson over pairs of answers to one question."""
     from scipy.stats import pearsonr, spearmanr
     from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
@@ -154,10 +171,10 @@ def measure(name: str, addressed: np.ndarray, score: np.ndarray | None, s: dict)
     share = per_answer(addressed, s["answer"])
     out = {"rater": name, "kappa": cohen_kappa_score(s["y"], addressed),
            "auc": roc_auc_score(s["y"], score) if score is not None else None,
-           "share": (pearsonr(share, human)[0], spearmanr(share, human)[0])}
+           "share": (pearsonr(share, human)[0], spearmanr(share, human)[0], pairs(share, human, s["question"]))}
     if score is not None:
         graded = per_answer(score, s["answer"])
-        out["graded"] = (pearsonr(graded, human)[0], spearmanr(graded, human)[0])
+        out["graded"] = (pearsonr(graded, human)[0], spearmanr(graded, human)[0], pairs(graded, human, s["question"]))
     return out
 
 
@@ -166,7 +183,8 @@ def reference_row(s: dict) -> dict:
 
     human = per_answer(s["y"], s["answer"])
     return {"rater": "reference: content-word recall of the reference", "kappa": None, "auc": None,
-            "graded": (pearsonr(s["reference"], human)[0], spearmanr(s["reference"], human)[0])}
+            "graded": (pearsonr(s["reference"], human)[0], spearmanr(s["reference"], human)[0],
+                       pairs(s["reference"], human, s["question"]))}
 
 
 def cross_set(data: dict[str, dict], model: str) -> list[dict]:
@@ -176,7 +194,9 @@ def cross_set(data: dict[str, dict], model: str) -> list[dict]:
         for read, s in data.items():
             p = probabilities(fitted, s["x"])
             rows.append({"trained_on": train, "read_on": read, "threshold": fitted[3],
-                         **measure(f"local/learned ({model}, fitted on {train})", p >= fitted[3], p, s)})
+                         **measure(f"local/learned ({model}, fitted on {train}"
+                                   + (", in-sample: not a measurement)" if read == train else ")"),
+                                   p >= fitted[3], p, s)})
     for read, s in data.items():
         for name, i, _ in JURORS:
             rows.append({"trained_on": None, "read_on": read, **measure(name, s["addressed"][:, i], s["x"][:, i], s)})
@@ -189,13 +209,15 @@ def _f(x) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| read on | rater | threshold | kappa | AUC | per answer, share: Pearson / Spearman | "
-             "per answer, graded: Pearson / Spearman |", "|---|---|---|---|---|---|---|"]
+    lines = ["| read on | rater | threshold | kappa | AUC | share addressed: answer Pearson / Spearman; pairs | "
+             "graded: answer Pearson / Spearman; pairs |", "|---|---|---|---|---|---|---|"]
+
+    def cell(c):
+        return f"{_f(c[0])} / {_f(c[1])}; {_f(c[2])}" if c else "-"
+
     for r in sorted(rows, key=lambda r: r["read_on"]):
-        share, graded = r.get("share"), r.get("graded")
         lines.append(f"| {r['read_on']} | {r['rater']} | {_f(r.get('threshold'))} | {_f(r['kappa'])} | "
-                     f"{_f(r['auc'])} | {(_f(share[0]) + ' / ' + _f(share[1])) if share else '-'} | "
-                     f"{(_f(graded[0]) + ' / ' + _f(graded[1])) if graded else '-'} |")
+                     f"{_f(r['auc'])} | {cell(r.get('share'))} | {cell(r.get('graded'))} |")
     return "\n".join(lines)
 
 

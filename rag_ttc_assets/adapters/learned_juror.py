@@ -7,12 +7,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rag_ttc_assets.core.learned_judge import LearnedJuror, LearnedJurorError, parse_parameters
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from rag_ttc_assets.core.learned_judge import LearnedJuror
+
+MODEL = "local/learned"
 PARAMETERS = Path(__file__).with_name("learned_juror.json")
 ENV = "RAG_TTC_LEARNED_JUROR"
 
-_loaded: dict[tuple[str, int, int], LearnedJuror] = {}
+_loaded: dict[tuple[str, int, int], "LearnedJuror"] = {}
 
 
 def parameters_path() -> Path:
@@ -20,9 +24,17 @@ def parameters_path() -> Path:
     return Path(os.environ.get(ENV) or PARAMETERS)
 
 
+def uses_learned_juror(cfg) -> bool:
+    """Whether an arm's request judge, or one of its panel's jurors, is the learned juror."""
+    return MODEL in ([j.model for j in cfg.request_judges] if cfg.request_judges else [cfg.request_judge.model])
+
+
 def load_parameters(path: Path | None = None) -> LearnedJuror:
     """The parameters file (parameters_path() by default), parsed and checked (a LearnedJurorError naming the file and
     the field), once per version of the file."""
+    # late: numpy (core.learned_judge), loaded only where an arm names the learned juror
+    from rag_ttc_assets.core.learned_judge import LearnedJurorError, parse_parameters
+
     path = Path(path) if path else parameters_path()
     try:
         st = path.stat()

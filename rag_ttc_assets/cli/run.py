@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from rag_ttc_assets.adapters.learned_juror import load_parameters, uses_learned_juror
 from rag_ttc_assets.adapters.store import StoreError
 from rag_ttc_assets.cli import reply_tables
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
@@ -66,16 +67,11 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _request_judge_models(cfg) -> list[str]:
-    return [j.model for j in cfg.request_judges] if cfg.request_judges else [cfg.request_judge.model]
-
-
 def check_learned_juror(lab, names: list[str]) -> None:
     """Before anything runs: an arm judged by the learned juror (`local/learned`) needs its parameters file readable
     and whole; a bad one is an error naming the file and the field (core.learned_judge), not a failed run."""
-    if not any("local/learned" in _request_judge_models(lab.arms[n]) for n in names):
+    if not any(uses_learned_juror(lab.arms[n]) for n in names):
         return
-    from rag_ttc_assets.adapters.learned_juror import load_parameters  # late: numpy, for arms that name it
     from rag_ttc_assets.core.learned_judge import LearnedJurorError  # late: numpy, for arms that name it
 
     try:

@@ -27,6 +27,7 @@ from rag_ttc_assets.stages.calls import Caller, pooled
 from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.derive_requests import derivation_of
 from rag_ttc_assets.core.panel import panel_name
+from rag_ttc_assets.adapters.learned_juror import load_parameters, uses_learned_juror
 from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core.tables import Table
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     import polars as pl
 
 PARSE_FAILURE = "judge_parse_failure"
-LEARNED = "local/learned"  # core.learned_judge.MODEL (that module loads numpy)
 CON, RJ = Table.CONTRACT_RESULTS.c, Table.REQUEST_JUDGMENTS.c  # the declared column names (core.tables)
 
 
@@ -165,12 +165,8 @@ def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None 
     models = [j.model for j in cfg.request_judges] if cfg.request_judges else [cfg.request_judge.model]
     rules = RULES if any(m in OFFLINE_REQUEST_JUDGES for m in models) else None
     # The learned juror's fitted parameters (core.learned_judge: the file and its digest): a refit is another
-    # instrument. Numpy loads only when an arm names it.
-    learned = None
-    if LEARNED in models:
-        from rag_ttc_assets.adapters.learned_juror import load_parameters  # late: numpy, for arms that name it
-
-        learned = load_parameters().instrument()
+    # instrument.
+    learned = load_parameters().instrument() if uses_learned_juror(cfg) else None
     return {"model": model, "prompt": prompt.name, "prompt_digest": prompt.digest,
             "offline_baseline": is_offline_baseline(model), **({"rules": rules} if rules else {}),
             **({"learned": learned} if learned else {}),

@@ -27,7 +27,6 @@ from rag_ttc_assets_tests.e2e.test_pyramid import write_pyramid
 ARMS = MINI_DEFAULTS + """arms:
   panel: {request_judges: [local/lexical, local/learned]}
   learned: {request_judge: {model: local/learned}}
-  refit: {request_judge: {model: local/learned}}
 """
 PROBABILITY = re.compile(r"probability (\d\.\d+) (>=|<) (\d\.\d\d)")
 
@@ -78,33 +77,37 @@ def test_the_learned_juror_runs_in_a_panel_and_alone_its_parameters_digest_is_it
                 assert v["addressed"] == (op == ">=") == (v["coverage"] >= shipped.threshold)
             assert 0 <= v["coverage"] <= 1
 
-    # A refit (another parameters file, here the shipped one with another threshold) is another instrument:
-    # `compare` refuses the pair, naming the fitted parameters.
+    # A refit (another parameters file, here the shipped one with another threshold) makes the arm's judgments
+    # stale and is another instrument: `compare` refuses the pair, naming the fitted parameters.
     refit = json.loads(lf.PARAMETERS.read_text())
     refit["threshold"] = 0.9 if shipped.threshold < 0.8 else 0.2
     other = tmp_path / "refit.json"
     other.write_text(json.dumps(refit), encoding="utf-8")
-    code, out, err = rag_ttc("run", "refit", env={**env, lf.ENV: str(other)})
+    code, out, err = rag_ttc("run", "learned", env={**env, lf.ENV: str(other)})
     assert code == 0, err
-    inst = json.loads((store / "refit" / "request_judge_summary.json").read_text())["request_judge"]
+    assert "learned: ran " in out and "up to date" not in out
+    inst = json.loads((store / "learned" / "request_judge_summary.json").read_text())["request_judge"]
     assert inst["learned"]["digest"] == "sha256:" + hashlib.sha256(other.read_bytes()).hexdigest() != digest
     assert inst["learned"]["parameters"] == "refit.json"
     # The refit's replies were not served from the shipped fit's cache: its verdicts follow its own threshold.
-    for v in _verdicts(store, "refit"):
+    for v in _verdicts(store, "learned"):
         if v["status"] == "judged" and v["verdict"] != "contradicts":
             assert v["addressed"] == (v["coverage"] >= refit["threshold"])
-    code, _, err = rag_ttc("compare", "learned", "refit", env=env)
-    assert code == 1 and "instrument drift" in err and "learned:" in err
+    code, _, err = rag_ttc("compare", "panel", "learned", env=env)
+    assert code == 1 and "instrument drift" in err and "learned: panel {" in err
+    code, out, err = rag_ttc("compare", "panel", "learned", "--allow-instrument-drift", "--json", env=env)
+    assert code == 0, err
+    assert json.loads(out)["instrument_drift"] == ["model", "learned"]
 
     # A corrupted parameters file: refused before anything runs, naming the file and the field; no traceback.
     broken = dict(refit, coefficients=[*refit["coefficients"][:2], "x", *refit["coefficients"][3:]])
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(broken), encoding="utf-8")
-    code, out, err = rag_ttc("run", "refit", "--force", env={**env, lf.ENV: str(bad)})
+    code, out, err = rag_ttc("run", "learned", "--force", env={**env, lf.ENV: str(bad)})
     assert code == 1 and "Traceback" not in err
     assert f"{bad}: field 'coefficients[2]': expected a finite number, got 'x'" in err
     bad.write_text(json.dumps({**refit, "features": refit["features"][:-1]}), encoding="utf-8")
-    code, out, err = rag_ttc("run", "refit", "--force", env={**env, lf.ENV: str(bad)})
+    code, out, err = rag_ttc("run", "learned", "--force", env={**env, lf.ENV: str(bad)})
     assert code == 1 and f"{bad}: field 'features': expected" in err and "Traceback" not in err
 
 
