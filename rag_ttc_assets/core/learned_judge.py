@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_ttc_assets.core.lexical_judge import _negation_clash, _numbers, compared, shown
-from rag_ttc_assets.core.request_judge import (NO_CLASH, Embed, LabelledRequest, WordVectors, _verdict, judge_requests,
+from rag_ttc_assets.core.lexical_judge import _negation_clash, _numbers, compared
+from rag_ttc_assets.core.request_judge import (Embed, LabelledRequest, WordVectors, _verdict, judge_requests,
                                               judge_requests_soft, judge_requests_whole)
 from rag_ttc_assets.core.text import content_words, split_sentences, tokens
 
@@ -180,10 +180,10 @@ def judge_requests_learned(requests: Sequence[LabelledRequest], answer_text: str
                            passages: Sequence[tuple[str, list[str]]], embed: Embed, word_vectors: WordVectors,
                            juror: LearnedJuror) -> list[dict]:
     """One judgment per request, in the judge_requests reply contract: addressed when the model's probability reaches
-    its threshold, `coverage` that probability; the excerpt and citations the lexical judge's best window (the
-    BERTScore juror's when the lexical judge found none); verdict as the lexical judge checks an excerpt (contradicts
-    or consistent; without gold material not_verifiable), and contradicts whatever the probability where the lexical
-    judge reads the answer as making the request's claim changed."""
+    its threshold, `coverage` that probability; the excerpt and citations those of the first juror that found it
+    addressed (lexical, BERTScore, whole-answer coverage), else the whole answer; verdict as the lexical judge checks
+    an excerpt (contradicts or consistent; without gold material not_verifiable), and contradicts whatever the
+    probability where the lexical judge reads the answer as making the request's claim changed."""
     if not requests:
         return []
     x, (lexical, whole, soft) = features(requests, answer_text, citations, passages, embed, word_vectors)
@@ -194,28 +194,19 @@ def judge_requests_learned(requests: Sequence[LabelledRequest], answer_text: str
         measured = f"probability {compared(p, t)} ({_described(row)})"
         if lex["verdict"] == "contradicts":
             out.append({**lex, "coverage": _share(p, t),
-                        "reason": f"probability {shown(p, t)} (threshold {t:.2f}; {_described(row)}), and "
-                                  f"contradicts the gold whatever that probability, by the lexical reading: "
-                                  f"{lex['reason']}"})
+                        "reason": f"{measured}, and contradicts the gold whatever that probability, by the lexical "
+                                  f"reading: {lex['reason']}"})
             continue
         if p < t:
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
                         "verdict": "not_addressed", "coverage": _share(p, t), "reason": f"not addressed: {measured}"})
             continue
-        # The excerpt of the first juror that found the request addressed (its verdict checked that excerpt against
-        # the gold); none did: the whole answer, checked here.
+        # The excerpt of the first juror that found the request addressed; none did: the whole answer. Checked
+        # against the gold as the lexical judge checks its excerpt (request_judge._verdict).
         found = next((j for j in (lex, so, wh) if j["addressed"]), None)
-        if found is None:
-            excerpt, cites = answer_text.strip(), list(citations)
-            verdict, reason = _verdict(r, excerpt, f"addressed: {measured}", embed)
-        else:
-            excerpt, cites, verdict = found["excerpt"], found["cited_chunk_ids"], found["verdict"]
-            if verdict == "contradicts":
-                reason = f"addressed: {measured}; {found['reason'].split('; ', 1)[-1]}"
-            elif verdict == "consistent":
-                reason = f"addressed: {measured}; consistent: in the excerpt, {NO_CLASH}"
-            else:
-                reason = f"addressed: {measured}; nothing to verify it against"
+        excerpt, cites = ((found["excerpt"], found["cited_chunk_ids"]) if found is not None
+                          else (answer_text.strip(), list(citations)))
+        verdict, reason = _verdict(r, excerpt, f"addressed: {measured}", embed)
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": cites,
                     "verdict": verdict, "coverage": _share(p, t), "reason": reason})
     return out

@@ -161,3 +161,56 @@ def test_the_training_script_fits_a_parameters_file_that_loads_from_a_set_in_lit
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     assert again.read_bytes() == out.read_bytes()
+
+
+def _vectors(texts):
+    """Word vectors for a test: each stem its own unit vector (a hash into 256 dimensions), so soft recall is recall."""
+    import numpy as np
+
+    from rag_ttc_assets.core.text import content_word_spans
+
+    out = []
+    for t in texts:
+        stems = [s for s, _, _ in content_word_spans(t)]
+        v = np.zeros((len(stems), 256))
+        for i, s in enumerate(stems):
+            v[i, int(hashlib.sha256(s.encode()).hexdigest(), 16) % 256] = 1.0
+        out.append((stems, v))
+    return out
+
+
+def test_a_verdict_is_its_probability_against_the_threshold_and_its_reason_says_so():
+    import numpy as np
+
+    from rag_ttc_assets.core.request_judge import LabelledRequest
+
+    # A juror that reads the lexical coverage alone: probability = sigmoid(10 * (coverage - 0.5)).
+    n = len(lj.FEATURES)
+    juror = lj.LearnedJuror(lj.FEATURES, (0.0,) * n, (1.0,) * n, (10.0,) + (0.0,) * (n - 1), -5.0, 0.5, "sha256:x",
+                            "test.json", {})
+    requests = [LabelledRequest("q.r1", "The bridge opens in May.", (), "The bridge opens in May."),
+                LabelledRequest("q.r2", "The mayor resigned.", (), "The mayor resigned after the vote."),
+                LabelledRequest("q.r3", "Tickets cost 40 dollars.", (), "Tickets cost 40 dollars."),
+                LabelledRequest("q.r4", "What is the river called?", (), None)]
+    answer = "The bridge opens in May. Tickets cost 50 dollars. The river is called Wear."
+    out = lj.judge_requests_learned(requests, answer, ["c1"], [(answer, ["c1"])],
+                                    lambda texts: np.ones((len(texts), 4)), _vectors, juror)
+    got = {j["request"]: j for j in out}
+    assert got["q.r1"]["addressed"] and got["q.r1"]["verdict"] == "consistent"
+    assert got["q.r1"]["reason"].startswith("addressed: probability 0.99 >= 0.50 (lexical 1.00, whole answer 1.00")
+    assert got["q.r1"]["excerpt"] == "The bridge opens in May."
+    assert not got["q.r2"]["addressed"] and got["q.r2"]["verdict"] == "not_addressed"
+    assert got["q.r2"]["reason"].startswith("not addressed: probability 0.01 < 0.50 (lexical 0.00")
+    # The number changed: contradicts, whatever the probability, and the reason says both.
+    assert got["q.r3"]["verdict"] == "contradicts" and got["q.r3"]["addressed"]
+    assert "and contradicts the gold whatever that probability" in got["q.r3"]["reason"]
+    assert got["q.r4"]["verdict"] in ("not_verifiable", "not_addressed")
+    for j in out:
+        assert j["coverage"] == pytest.approx(1 / (1 + np.exp(-(10 * float(
+            re.search(r"lexical (\d\.\d\d)", j["reason"]).group(1)) - 5))), abs=0.06)
+
+
+@pytest.mark.parametrize(("p", "t", "carried"), [(0.44996, 0.45, 0.4499), (0.45, 0.45, 0.45), (0.450004, 0.45, 0.45),
+                                                 (0.2, 0.45, 0.2)])
+def test_a_probability_is_carried_on_its_side_of_the_threshold(p, t, carried):
+    assert lj._share(p, t) == carried
