@@ -125,7 +125,8 @@ def best_threshold(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
     return max(grid, key=lambda t: (cohen_kappa_score(y, p >= t, sample_weight=w), -abs(t - 0.5)))
 
 
-def parameters(mean, scale, clf, threshold: float, trained_on: list[str], commit: str, n: dict) -> dict:
+def parameters(mean, scale, clf, threshold: float, trained_on: list[str], commit: str, n: dict,
+               articles: dict) -> dict:
     return {"format": lj.FORMAT, "version": VERSION, "features": list(lj.FEATURES),
             "scaler": {"mean": [round(float(v), 6) for v in mean], "scale": [round(float(v), 6) for v in scale]},
             "coefficients": [round(float(v), 6) for v in clf.coef_[0]],
@@ -133,7 +134,7 @@ def parameters(mean, scale, clf, threshold: float, trained_on: list[str], commit
             "model": "sklearn.linear_model.LogisticRegression(C=1.0), features standardised",
             "threshold_rule": "the kappa-best of 0.05..0.95 by 0.01 on the training set",
             "trained_on": {s: {"source": "github.com/ZhangShiyue/Lite2-3Pyramid data/" + s, "commit": commit,
-                               "labels": n[s]} for s in trained_on},
+                               "articles": articles[s], "labels": n[s]} for s in trained_on},
             "rules": REQUEST_JUDGE_RULES}
 
 
@@ -252,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     data = {s: set_features(f, args.cache / f"{s}.npz" if args.cache else None, limits.get(s))
             for s, f in folders.items()}
     fitted = fit([data[t] for t in train])
-    params = parameters(*fitted, train, commit, {s: int(len(d["y"])) for s, d in data.items()})
+    params = parameters(*fitted, train, commit, {s: int(len(d["y"])) for s, d in data.items()},
+                        {s: int(len(np.unique(d["question"]))) for s, d in data.items()})
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(params, indent=1) + "\n", encoding="utf-8")
     juror = load_parameters(args.out)

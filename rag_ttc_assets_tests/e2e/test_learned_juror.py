@@ -144,7 +144,7 @@ def test_the_training_script_fits_a_parameters_file_that_loads_from_a_set_in_lit
     juror = lf.load_parameters(out)
     assert juror.features == lj.FEATURES and 0.05 <= juror.threshold <= 0.95
     assert juror.meta["trained_on"] == {"REALSumm": {"source": "github.com/ZhangShiyue/Lite2-3Pyramid data/REALSumm",
-                                                     "commit": "0" * 40, "labels": 27}}
+                                                     "commit": "0" * 40, "articles": 3, "labels": 27}}
     assert f"wrote {out} (fitted on REALSumm: 27 labels" in proc.stdout
     rows = json.loads(report.read_text())["rows"]
     # Cross-set: each set as the training set, read on both; beside the offline jurors and the reference.
