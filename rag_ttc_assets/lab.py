@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.files import file_digest, known_digest, load_arms, load_prompt
+from rag_ttc_assets.adapters.learned_juror import parameters_path, uses_learned_juror
 from rag_ttc_assets.adapters.object_store import (ObjectArtifactStore, SCHEMES, is_object_uri, local_cache_dir,
                                                   remote_root)
 from rag_ttc_assets.adapters.provider_cache import remote_filesystem
@@ -213,6 +214,10 @@ class Lab:
             out[field] = _file_digest(self.prompts_dir / f"{getattr(cfg, field)}.txt")
         # An imported arm's source file, relative to the arms file. A Phoenix project is not read to fingerprint it
         # (its endpoint and project are in the config): after new traces, `rag-ttc run --force` reads it again.
+        # The learned juror's parameters file (adapters.learned_juror), read by the request judge: a refit makes the arm's
+        # request judgments stale, keyed by the field that names the juror.
+        if uses_learned_juror(cfg):
+            out["request_judges" if cfg.request_judges else "request_judge"] = _file_digest(parameters_path())
         if cfg.source is not None and not cfg.source.server:
             p = Path(cfg.source.file)
             out["source"] = _file_digest(p if p.is_absolute() else self.arms_file.parent / p)

@@ -29,6 +29,8 @@ from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against
 from rag_ttc_assets.core.summaries import OFFLINE_REQUEST_JUDGES, REQUEST_JUDGE_RULES  # noqa: E402
 from rag_ttc_assets.core.request_judge import (LabelledRequest, WordVectors, judge_requests,  # noqa: E402
                                                judge_requests_soft, judge_requests_whole)
+from rag_ttc_assets.adapters.learned_juror import load_parameters  # noqa: E402
+from rag_ttc_assets.core.learned_judge import judge_requests_learned  # noqa: E402
 from rag_ttc_assets.core.supply import lookup_queries  # noqa: E402
 
 PROVIDER = "local"
@@ -36,6 +38,7 @@ EXTRACTIVE = "extractive"
 LEXICAL = "lexical"
 COVERAGE = "coverage"
 BERTSCORE = "bertscore"
+LEARNED = "learned"
 CONTEXTUAL = "contextual"
 # Marks every response as coming from a baseline, not a language model.
 FINGERPRINT = "offline-baseline"
@@ -193,6 +196,21 @@ class BertScoreJuror(_RequestJuror):
                                    self._word_vectors)
 
 
+class LearnedJuror(_RequestJuror):
+    """A fourth offline request judge: a logistic regression fitted on people's labels over the other offline jurors'
+    measurements (core.learned_judge; its parameters file, shipped in the package or $RAG_TTC_LEARNED_JUROR)."""
+
+    name = LEARNED
+
+    def __init__(self, embed: Embed | None = None, word_vectors: WordVectors | None = None) -> None:
+        super().__init__(embed)
+        self._word_vectors = word_vectors or content_word_vectors
+
+    def judge(self, labelled: list[LabelledRequest], rp: prompt_markup.RequestJudgePrompt) -> list[dict]:
+        return judge_requests_learned(labelled, rp.answer_text, rp.citations, rp.passages, self._embed,
+                                      self._word_vectors, load_parameters())
+
+
 class ContextualBuilder(_Baseline):
     """Writes a chunk's context from its document's own title, headings and first sentence
     (core.contextual.baseline_context): deterministic, no language model. JSON `{"context": ...}` out."""
@@ -330,7 +348,7 @@ class LocalProviders(CustomLLM):
         super().__init__()
         self.models: dict[str, CustomLLM] = {
             EXTRACTIVE: ExtractiveAnswerer(embed), LEXICAL: LexicalJudge(embed), CONTEXTUAL: ContextualBuilder(embed),
-            COVERAGE: CoverageJuror(embed), BERTSCORE: BertScoreJuror(embed),
+            COVERAGE: CoverageJuror(embed), BERTSCORE: BertScoreJuror(embed), LEARNED: LearnedJuror(embed),
             SMOLLM2: SmolLM2()
         }
 
@@ -350,12 +368,17 @@ class LocalProviders(CustomLLM):
 
 def rules_of(model: str) -> str | None:
     """An offline baseline's rules version, part of its replies' cache key (adapters.provider_cache): the lexical
-    judge and the coverage and BERTScore jurors judge requests by core.request_judge's versioned rules; None for the others."""
+    judge and the coverage and BERTScore jurors judge requests by core.request_judge's versioned rules, the learned juror
+    by those rules and its fitted parameters (their digest: a refit never serves the replies of another fit); None
+    for the others."""
+    if model == f"{PROVIDER}/{LEARNED}":
+        return f"{REQUEST_JUDGE_RULES}; learned {load_parameters().digest}"
     return REQUEST_JUDGE_RULES if model in OFFLINE_REQUEST_JUDGES else None
 
 
 def register(embed: Embed | None = None) -> None:
-    """Make `local/extractive`, `local/lexical`, `local/contextual`, the jurors `local/coverage` and `local/bertscore`, and
+    """Make `local/extractive`, `local/lexical`, `local/contextual`, the jurors `local/coverage`, `local/bertscore` and
+    `local/learned`, and
     `local/smollm2` resolvable by litellm; calling it again changes
     nothing. `local/smollm2` loads nothing until its first call, and fails then if its packages are missing."""
     if any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):

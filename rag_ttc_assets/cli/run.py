@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from rag_ttc_assets.adapters.learned_juror import load_parameters, uses_learned_juror
 from rag_ttc_assets.adapters.store import StoreError
 from rag_ttc_assets.cli import reply_tables
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
@@ -34,6 +35,7 @@ def cmd_run(args) -> int:
         raise CliError("name at least one arm, or a family with --family")
     for n in names:
         lab.arms[n]
+    check_learned_juror(lab, names)
 
     try:
         lab.store.check_writable()  # before anything is materialized: no provider call against a store it cannot use
@@ -64,6 +66,19 @@ def cmd_run(args) -> int:
     if failed:
         raise CliError(not_finished_text(failed, runs, len(names), args.stage))
     return 0
+
+
+def check_learned_juror(lab, names: list[str]) -> None:
+    """Before anything runs: an arm judged by the learned juror (`local/learned`) needs its parameters file readable
+    and whole; a bad one is an error naming the file and the field (core.learned_judge), not a failed run."""
+    if not any(uses_learned_juror(lab.arms[n]) for n in names):
+        return
+    from rag_ttc_assets.core.learned_judge import LearnedJurorError  # late: numpy, for arms that name it
+
+    try:
+        load_parameters()
+    except LearnedJurorError as e:
+        raise CliError(f"the learned juror (local/learned) cannot run: {e}") from None
 
 
 def not_finished_text(failed: dict[str, dict], runs: dict[str, dict], of: int, stage: str = "all") -> str:
@@ -247,6 +262,11 @@ def run_tables(reports: dict[str, dict]) -> str:
            for rep in reports.values()):
         out.append("local/bertscore is an offline baseline juror (BERTScore recall with the bundled MiniLM's token "
                    "embeddings), not a language model.")
+    if any("local/learned" in (((rep.get("request_judge") or {}).get("panel") or {}).get("jurors", [])
+                               or [((rep.get("completeness") or {}).get("request_judge") or {}).get("model")])
+           for rep in reports.values()):
+        out.append("local/learned is an offline baseline juror (a logistic regression fitted on people's labels over "
+                   "the other offline jurors' measurements), not a language model; 0 provider calls.")
     if any((rep.get("representations") or {}).get("offline_baseline") for rep in reports.values()):
         out.append("local/contextual is an offline baseline representation builder (each chunk's context from its "
                    "document's own title, headings and first sentence), not a language model.")

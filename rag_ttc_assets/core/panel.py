@@ -38,7 +38,8 @@ CALIBRATED_THRESHOLD = 0.5
 
 def address_threshold(model: str, has_gold: bool) -> float | None:
     """The coverage at which juror `model` calls a request addressed (core.request_judge's rules; `has_gold`: whether
-    the request has gold material), None for a juror without one (an LLM's: it reports no coverage)."""
+    the request has gold material), None for a juror without one here (an LLM's: it reports no coverage; the learned
+    juror's is its fitted parameters', which the request judge stage reads)."""
     from rag_ttc_assets.core import request_judge as rj  # late: it loads numpy and the lexical judge's rules
 
     if model == "local/bertscore":

@@ -12,7 +12,7 @@ from rag_ttc_assets.core.contract import (FREE_TEXT, NO_ANSWER, PARSED_FROM, VAL
 from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, denominator_fields, gold_reason, measured_mean, reason_of
 
 OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage",
-                               "local/bertscore"})
+                               "local/bertscore", "local/learned"})
 # The offline request judges' rules (core.request_judge), versioned: a change of rule is a change of instrument
 # (core.compare.instrument_drift) and of their replies' cache keys. Declared here, where no numpy loads, because the
 # code location's instrument reads it. /1: content-word recall >= 0.5; /2: topic-weighted recall >= 0.5, and a
@@ -20,7 +20,10 @@ OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/conte
 # each with its `coverage` (the share of the request's gold material the answer carries, what the verdict thresholds).
 # `local/bertscore` (a third juror, BERTScore recall) was added under /3: its rules are new, not a change of another's.
 REQUEST_JUDGE_RULES = "request-judge-rules/3"
-OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage", "local/bertscore"})  # the judges those rules are
+# `local/learned` (core.learned_judge) reads the other three's measurements through a fitted model: their rules are its
+# features, and its fitted parameters (a versioned file, its digest) are part of its instrument beside them.
+OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage", "local/bertscore",
+                                    "local/learned"})  # the judges those rules are
 
 # The request judge's row statuses: judged, or a judge_* status (not measured).
 JUDGED = "judged"

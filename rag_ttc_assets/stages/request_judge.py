@@ -27,6 +27,7 @@ from rag_ttc_assets.stages.calls import Caller, pooled
 from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.derive_requests import derivation_of
 from rag_ttc_assets.core.panel import panel_name
+from rag_ttc_assets.adapters.learned_juror import MODEL as LEARNED, load_parameters, uses_learned_juror
 from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core.tables import Table
 
@@ -179,12 +180,15 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
     # Each request's gold material decides the word-reading jurors' threshold (core.panel.address_threshold).
     has_gold = {(q.id, r.id): bool([e.quote for e in r.evidence if e.quote] or r.gold_answer)
                 for q in questions for r in q.requests}
+    # The learned juror's threshold is its fitted parameters' (its coverage is its probability).
+    learned_threshold = load_parameters().threshold if LEARNED in models else None
     rows = []
     for i, first in enumerate(per_juror[0]):
         votes = [rs[i] for rs in per_juror]
         gold = has_gold.get((first["query_id"], first["request_id"]), True)
         combined = panel.combine(models, votes, cfg.request_judge_aggregation,
-                                 [panel.address_threshold(m, gold) for m in models])
+                                 [learned_threshold if m == LEARNED else panel.address_threshold(m, gold)
+                                  for m in models])
         row = {**first, **{k: v for k, v in combined.items() if k != "jurors"}, "request_judge_model": name,
                "jurors": json.dumps(combined["jurors"], ensure_ascii=False)}
         for k in (RJ.judge_provider_calls, RJ.judge_cache_hits):
@@ -232,8 +236,12 @@ def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None 
     # are another instrument. Recorded when a judge or juror is one of them.
     models = [j.model for j in cfg.request_judges] if cfg.request_judges else [cfg.request_judge.model]
     rules = RULES if any(m in OFFLINE_REQUEST_JUDGES for m in models) else None
+    # The learned juror's fitted parameters (core.learned_judge: the file and its digest): a refit is another
+    # instrument.
+    learned = load_parameters().instrument() if uses_learned_juror(cfg) else None
     return {"model": model, "prompt": prompt.name, "prompt_digest": prompt.digest,
             "offline_baseline": is_offline_baseline(model), **({"rules": rules} if rules else {}),
+            **({"learned": learned} if learned else {}),
             **({"jurors": [j.model for j in cfg.request_judges], "aggregation": cfg.request_judge_aggregation,
                 "panel_rules": panel.PANEL_RULES} if cfg.request_judges else {}),
             **({"params": params} if params else {}),
