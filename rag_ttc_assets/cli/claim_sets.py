@@ -86,7 +86,8 @@ def cmd_convert_lfqa(args) -> int:
 def cmd_convert_wice(args) -> int:
     src, out, cs, judges = _read(args, read_wice, WiceError)
     header = (f"# WiCE converted by `rag-ttc convert-wice` from {src}\n# {wice.CITATION}\n"
-              "# One imported arm whose answers are the claims; the per-claim labels are in labels.jsonl (README.md).\n")
+              "# One imported arm whose answers are the claims; the per-claim labels are in labels.jsonl "
+              "(README.md).\n")
     result = write_claim_set(out, cs, judges, header, lambda c: wice.readme(cs, c, str(src)))
     result["annotators"] = "the set's label, one per claim: no annotator ceiling"
     print_result(result, args.json, _summary(
