@@ -5,7 +5,9 @@ of the row's requests it found addressed, and for a judge that reports coverage,
 support judge (pairwise `faithfulness`); a panel's jurors likewise, each from its own verdicts; one rater per
 instrument (model and prompt digest; an offline judge's arms judged under different rules versions, one rater per
 version; a panel's juror, one rater per prompt digest when its arms' prompts differ), pooled over the arms it measured; and, beside them in the completeness tables,
-the plain content-word recall of the gold answer (a reference scorer, no judge).
+the plain content-word recall of the gold answer (a reference scorer, no judge). Per-claim support labels are read
+against each arm's support judge: its statement verdicts placed in the labelled claims, and its faithfulness per
+answer (claim_scores).
 """
 
 from __future__ import annotations
@@ -233,9 +235,9 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
               "pair_labels": (ja.pair_agreement(labels.pairs, pairwise, seed,
                                                 references={ja.REFERENCE: {"completeness": reference}})
                               if labels.pairs else None),
-              # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
               "claim_labels": (ja.claim_agreement(labels.claims, *claim_scores(lab, labels.claims), seed)
                                if labels.claims else None),
+              # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
               "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)}}
     return report
 
