@@ -11,8 +11,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from rag_ttc_assets.cli.common import CliError  # noqa: E402
 # The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
 from rag_ttc_assets.bench import command as bench  # noqa: E402
-from rag_ttc_assets.cli import (diagnose, label_versions, labels, local_llm, report, serve_reports,  # noqa: E402
-                               sweep)
+from rag_ttc_assets.cli import (claim_sets, diagnose, label_versions, labels, local_llm, report,  # noqa: E402
+                               serve_reports, sweep)
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
 from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_pyramid, cmd_convert_realsumm, cmd_import_beir,  # noqa: E402
                                     cmd_import_outputs, cmd_metrics, cmd_validate)
@@ -171,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--name", required=True, help="the dataset's name (its folder under datasets/), e.g. pyrxsum")
     _convert_arguments(s, "comma-separated arm names or file stems (t5-large,ptgen)")
     s.set_defaults(fn=cmd_convert_pyramid)
+
+    claim_sets.add_parsers(sub, _convert_arguments)
 
     sweep.add_parser(sub)
     local_llm.add_parser(sub)

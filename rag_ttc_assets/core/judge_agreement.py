@@ -9,6 +9,10 @@ The labels file is JSON Lines, one label per line (docs/judges.md):
                 "labels": {ASPECT: -2..2, ...}, "annotator": N}
                a label > 0 prefers answer b, < 0 answer a, 0 a tie; `row` (the answer row's query id in that arm,
                which is its question's id) defaults to the question, and names no other question's answer.
+  per-claim    {"kind": "claim", "question": Q, "arm": A, "claim": K, "text": T,
+                "support": "supported"|"partially_supported"|"not_supported", "annotator": N}
+               claim K (1-based) of the arm's answer, whose text T occurs in that answer: is it supported by the
+               evidence the answer was given (the support judge's question)?
 
   per-request  Cohen's kappa, accuracy and the confusion matrix of the judge's `addressed` against each human label
                (sklearn.metrics), with the disagreeing requests listed; the same for `verdict` where labels give one.
@@ -25,6 +29,12 @@ The labels file is JSON Lines, one label per line (docs/judges.md):
                addressed), per answer row and per arm (the mean over its rows): Pearson and Spearman of each judge's
                completeness against the majority's; the ceiling, one annotator's completeness against the majority
                of the others' over the same items, beside each judge's against that same majority.
+  per-claim    the support judge's verdict on each claim (its statements that fall inside the claim's text, all
+               supported) against every human label read as binary (supported; partially or not supported: not),
+               Cohen's kappa, accuracy and confusion; the annotators with each other and each label against the
+               majority of the others (ceilings); per answer, the judge's faithfulness (its own supported share)
+               against the share of the answer's claims the majority finds supported, beside one annotator's share
+               against the majority of the others' (claim_agreement).
   reference    beside the judges, a scorer that is no judge: the plain content-word recall of the question's gold
                answer by the whole answer (REFERENCE, `gold_answer_recall`), in the completeness and pairwise
                `completeness` tables (kind `reference`). A request judge that does not beat it adds nothing a bag of
@@ -46,7 +56,8 @@ from rag_ttc_assets.core.dataset import Problem, ProblemsError
 from rag_ttc_assets.core.panel import AGGREGATIONS
 from rag_ttc_assets.core.text import content_words, stem, term_recall
 
-REQUEST, PAIR = "request", "pair"
+REQUEST, PAIR, CLAIM = "request", "pair", "claim"
+SUPPORT = ("supported", "partially_supported", "not_supported")
 VERDICTS = ("consistent", "contradicts", "not_addressed", "not_verifiable")
 SCALE = (-2, 2)
 BOOTSTRAP_RESAMPLES = 2000
@@ -98,6 +109,27 @@ class PairLabel:
         return self.labels[aspect] if (self.a, self.b) == (other.a, other.b) else -self.labels[aspect]
 
 
+@dataclass(frozen=True)
+class ClaimLabel:
+    line: int
+    arm: str
+    question: str
+    claim: int  # 1-based position of the claim in the answer
+    text: str
+    support: str  # one of SUPPORT
+    annotator: str
+
+    @property
+    def item(self) -> tuple[str, str, int]:
+        return (self.arm, self.question, self.claim)
+
+    @property
+    def addressed(self) -> bool:
+        """The binary reading, supported or not (partially supported: not), under the name the shared per-item
+        statistics (majority_agreement, _annotator_pairs) read."""
+        return self.support == "supported"
+
+
 @dataclass
 class Catalog:
     """What the labels may name: per arm, its questions with their request ids, and its answer rows."""
@@ -105,12 +137,14 @@ class Catalog:
     questions: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # arm -> question -> request ids
     rows: dict[str, set[str]] = field(default_factory=dict)  # arm -> answer row ids (query ids)
     unknown_arm_hint: str = ""
+    answers: dict[str, dict[str, str]] = field(default_factory=dict)  # arm -> question -> answer text (claim labels)
 
 
 @dataclass
 class Labels:
     requests: list[RequestLabel]
     pairs: list[PairLabel]
+    claims: list[ClaimLabel] = field(default_factory=list)
 
 
 def _text(value) -> bool:
@@ -159,14 +193,27 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
             bad(n, "(record)", "a label is a JSON object")
             continue
         kind, question, annotator = rec.get("kind"), rec.get("question"), rec.get("annotator")
-        if kind not in (REQUEST, PAIR):
-            bad(n, "kind", f"{kind!r}: use {REQUEST!r} (per-request label) or {PAIR!r} (pairwise preference)")
+        if kind not in (REQUEST, PAIR, CLAIM):
+            bad(n, "kind", f"{kind!r}: use {REQUEST!r} (per-request label), {PAIR!r} (pairwise preference) or "
+                           f"{CLAIM!r} (per-claim support label)")
             continue
         if not _text(annotator):
             bad(n, "annotator", "who labelled it: a non-empty string")
             continue
         if not _text(question):
             bad(n, "question", "a question id")
+            continue
+        if kind == CLAIM:
+            label = _claim_label(n, rec, question, annotator, catalog, bad)
+            if label is None:
+                continue
+            key = (CLAIM, annotator, label.item)
+            if key in seen:
+                bad(n, "annotator", f"{annotator!r} already labelled this claim on line {seen[key]}; keep one label "
+                                    "per annotator")
+                continue
+            seen[key] = n
+            out.claims.append(label)
             continue
         if kind == REQUEST:
             allowed = {"kind", "question", "request", "arm", "addressed", "verdict", "annotator"}
@@ -228,9 +275,154 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
         (out.requests if kind == REQUEST else out.pairs).append(label)
     if problems:
         raise LabelsError(problems)
-    if not out.requests and not out.pairs:
+    if not out.requests and not out.pairs and not out.claims:
         raise LabelsError([LabelProblem(path, "(file)", "(records)", "no labels in the file")])
     return out
+
+
+def flat(text: str) -> str:
+    """Whitespace collapsed: how a claim's text is found in an answer and a judge's statement in a claim."""
+    return " ".join(text.split())
+
+
+def _claim_label(n: int, rec: dict, question: str, annotator: str, catalog: Catalog,
+                 bad: Callable[[int, str, str], None]) -> ClaimLabel | None:
+    allowed = {"kind", "question", "arm", "claim", "text", "support", "annotator"}
+    extra = sorted(set(rec) - allowed)
+    if extra:
+        bad(n, extra[0], f"unknown field; a per-claim label has {sorted(allowed)}")
+        return None
+    arm, claim, text, support = rec.get("arm"), rec.get("claim"), rec.get("text"), rec.get("support")
+    if not _text(arm) or arm not in catalog.questions:
+        bad(n, "arm", f"no arm or imported system {arm!r}{catalog.unknown_arm_hint}")
+        return None
+    if question not in catalog.questions[arm]:
+        bad(n, "question", f"arm {arm!r} has no question {question!r}")
+        return None
+    if question not in catalog.rows.get(arm, set()):
+        bad(n, "arm", f"arm {arm!r} has no answer to question {question!r} (run its answers stage)")
+        return None
+    if isinstance(claim, bool) or not isinstance(claim, int) or claim < 1:
+        bad(n, "claim", f"the claim's 1-based position in the answer, not {claim!r}")
+        return None
+    if not _text(text):
+        bad(n, "text", "the claim's text, as it occurs in the answer")
+        return None
+    if support not in SUPPORT:
+        bad(n, "support", f"{support!r}: one of {list(SUPPORT)}")
+        return None
+    answer = catalog.answers.get(arm, {}).get(question)
+    if answer is not None and flat(text) not in flat(answer):
+        bad(n, "text", f"{flat(text)[:60]!r} does not occur in arm {arm!r}'s answer to question {question!r}")
+        return None
+    return ClaimLabel(n, arm, question, claim, flat(text), support, annotator)
+
+
+def claim_verdicts(claims: Sequence[tuple[int, str]], statements: Sequence[dict]) -> dict[int, dict]:
+    """The support judge's verdict on each claim (position, text) of one answer, from its statement verdicts
+    ({"text", "supported", "reason"}, in answer order): each statement is placed, in order, in the first claim, at
+    or after the last one placed, whose text holds it after what was placed there already (a claim the judge split
+    takes its pieces in turn; a claim repeated in the answer gets the repeated statement); a claim is supported
+    when every statement placed in it is. A claim with no statement placed in it (the judge dropped it: no content
+    words, abstention boilerplate) is absent: not measured."""
+    ordered = sorted(claims)
+    placed: dict[int, list[dict]] = {}
+    at, offset = 0, 0  # the claim placed in last, and where in its text the last statement placed there ended
+    for s in statements:
+        text = flat(s.get("text") or "")
+        if not text:
+            continue
+        for k in range(at, len(ordered)):
+            found = flat(ordered[k][1]).find(text, offset if k == at else 0)
+            if found >= 0:
+                placed.setdefault(ordered[k][0], []).append(s)
+                at, offset = k, found + len(text)
+                break
+    return {pos: {"supported": all(bool(s.get("supported")) for s in got),
+                  "reason": " | ".join(str(s.get("reason") or "") for s in got)}
+            for pos, got in placed.items()}
+
+
+def claim_agreement(labels: Sequence[ClaimLabel], judges: Mapping[str, Mapping[tuple, dict]],
+                    faithfulness: Mapping[str, Mapping[tuple, float | None]], seed: int = 0) -> dict:
+    """Per-claim support labels against each support judge (name -> (arm, question, claim) -> {"supported",
+    "reason"} of the claims it measured, claim_verdicts), every label read as binary (ClaimLabel.addressed):
+    kappa, accuracy and confusion, the disagreements listed; the annotators with each other; against the majority
+    (majority_agreement: judge vs majority, and like for like an annotator vs the others beside each judge vs the
+    others); and per answer (arm, question) each judge's faithfulness (name -> (arm, question) -> its supported
+    share of the answer's statements) against the share of the answer's claims the majority finds supported
+    (ties left out), with the ceiling, each annotator's share against the majority of the others' over the claims
+    where that majority is defined (three or more labels), beside each judge against that same majority."""
+    rows = []
+    for name, scored in judges.items():
+        human, judge, disagree, unmeasured = [], [], [], 0
+        for lab in labels:
+            s = scored.get(lab.item)
+            if s is None:
+                unmeasured += 1
+                continue
+            human.append(lab.addressed)
+            judge.append(bool(s["supported"]))
+            if lab.addressed != bool(s["supported"]):
+                disagree.append({"arm": lab.arm, "question": lab.question, "claim": lab.claim, "text": lab.text,
+                                 "annotator": lab.annotator, "human": lab.support, "judge": bool(s["supported"]),
+                                 "judge_reason": s.get("reason"), "line": lab.line})
+        rows.append({"rater": name, "kind": "judge", **categorical_agreement(human, judge, (True, False)),
+                     "not_measured": unmeasured, "disagreements": disagree})
+    pairs = _annotator_pairs(labels, lambda lab: lab.addressed)
+    three_way = _annotator_pairs(labels, lambda lab: lab.support)  # the same items, the labels as given
+    for (x, y), both in pairs.items():
+        rows.append({"rater": f"{x} vs {y}", "kind": "ceiling",
+                     **categorical_agreement([p[0] for p in both], [p[1] for p in both], (True, False)),
+                     "three_way": categorical_agreement([p[0] for p in three_way[(x, y)]],
+                                                        [p[1] for p in three_way[(x, y)]], SUPPORT),
+                     "not_measured": 0, "disagreements": []})
+    as_addressed = {name: {k: {"addressed": v["supported"]} for k, v in scored.items()}
+                    for name, scored in judges.items()}
+    return {"labels": len(labels), "annotators": sorted({lab.annotator for lab in labels}), "rows": rows,
+            "annotator_pairs_sharing_no_item": _unshared_pairs(labels, len(pairs)),
+            "support_shares": {s: sum(1 for lab in labels if lab.support == s) / len(labels) for s in SUPPORT}
+            if labels else {},
+            "majority": majority_agreement(labels, as_addressed),
+            "answers": _claim_answers(labels, faithfulness, seed)}
+
+
+def _claim_answers(labels: Sequence[ClaimLabel], faithfulness: Mapping[str, Mapping[tuple, float | None]],
+                   seed: int) -> dict:
+    """claim_agreement's per-answer reading."""
+    by_row: dict[tuple, dict[int, list[tuple[str, bool]]]] = {}
+    for lab in labels:
+        by_row.setdefault((lab.arm, lab.question), {}).setdefault(lab.claim, []).append((lab.annotator, lab.addressed))
+    people: dict[tuple, float] = {}
+    loo: dict[tuple, tuple[list[bool], list[bool]]] = {}  # (row, annotator) -> (their labels, the others' majority)
+    for row, claims in by_row.items():
+        decided = [m for m in (majority([v for _, v in labs]) for labs in claims.values()) if m is not None]
+        if decided:
+            people[row] = _share(decided)
+        for labs in claims.values():
+            if len(labs) < 3:
+                continue
+            for i, (ann, v) in enumerate(labs):
+                m = majority([x for _, x in labs[:i] + labs[i + 1:]])
+                if m is not None:
+                    point = loo.setdefault((row, ann), ([], []))
+                    point[0].append(v)
+                    point[1].append(m)
+    out = []
+    for name, scores in faithfulness.items():
+        pts = [(scores[row], y) for row, y in people.items() if scores.get(row) is not None]
+        out.append({"rater": name, "kind": "judge", "against": "the majority",
+                    **correlation([p[0] for p in pts], [p[1] for p in pts], seed), "not_measured": len(people) - len(pts)})
+    if loo:
+        out.append({"rater": "an annotator vs the others", "kind": "ceiling", "against": "the majority of the others",
+                    **correlation([_share(v) for v, _ in loo.values()], [_share(m) for _, m in loo.values()], seed),
+                    "not_measured": 0})
+        for name, scores in faithfulness.items():
+            pts = [(scores[row], _share(m)) for (row, _), (_, m) in loo.items() if scores.get(row) is not None]
+            out.append({"rater": f"{name} vs the others", "kind": "judge", "against": "the majority of the others",
+                        **correlation([p[0] for p in pts], [p[1] for p in pts], seed),
+                        "not_measured": len(loo) - len(pts)})
+    return {"answers": len(by_row), "rows": out}
 
 
 # -- statistics -----------------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ class JudgeAgreementConfig(Config):
     seed: int = 0
 
 
-@asset(group_name=GROUP, kinds={"python", "json"}, deps=["failure_flow"], code_version="judge_agreement/3")
+@asset(group_name=GROUP, kinds={"python", "json"}, deps=["failure_flow"], code_version="judge_agreement/4")
 def judge_agreement(context: AssetExecutionContext, config: JudgeAgreementConfig,
                     lab: LabResource) -> MaterializeResult:
     """Every judge that scored the labelled rows against the human labels, the annotators with each other as ceiling."""

@@ -5,7 +5,9 @@ of the row's requests it found addressed, and for a judge that reports coverage,
 support judge (pairwise `faithfulness`); a panel's jurors likewise, each from its own verdicts; one rater per
 instrument (model and prompt digest; an offline judge's arms judged under different rules versions, one rater per
 version; a panel's juror, one rater per prompt digest when its arms' prompts differ), pooled over the arms it measured; and, beside them in the completeness tables,
-the plain content-word recall of the gold answer (a reference scorer, no judge).
+the plain content-word recall of the gold answer (a reference scorer, no judge). Per-claim support labels are read
+against each arm's support judge: its statement verdicts placed in the labelled claims, and its faithfulness per
+answer (claim_scores).
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def catalog(lab: Lab) -> ja.Catalog:
             cat.rows[arm] = set(lab.store.read_table(arm, Table.ANSWERS)[ANS.query_id].to_list())
         except FileNotFoundError:
             cat.rows[arm] = set()
+        try:  # the answers' texts, where a per-claim label's text must occur
+            con = lab.store.read_table(arm, Table.CONTRACT_RESULTS)
+            cat.answers[arm] = {r[CON.query_id]: r[CON.answer] or "" for r in con.iter_rows(named=True)}
+        except FileNotFoundError:
+            pass
     return cat
 
 
@@ -190,6 +197,36 @@ def _juror_raters(jurors: dict[tuple[str, str], dict]) -> dict[str, dict]:
             for (model, digest), scores in jurors.items()}
 
 
+def claim_scores(lab: Lab, labels: list[ja.ClaimLabel]) -> tuple[dict, dict]:
+    """(per claim: support judge -> (arm, question, claim) -> {supported, reason} (core.judge_agreement.
+    claim_verdicts), per answer: support judge -> (arm, question) -> its faithfulness), for the labelled answers.
+    The support judge is `support judge <model>`, as in the pairwise faithfulness table."""
+    claims: dict[tuple, set[tuple[int, str]]] = {}
+    for c in labels:
+        claims.setdefault((c.arm, c.question), set()).add((c.claim, c.text))
+    per_claim: dict[str, dict] = {}
+    per_answer: dict[str, dict] = {}
+    for arm in sorted({row[0] for row in claims}):
+        try:
+            jv = lab.store.read_table(arm, Table.JUDGE_VERDICTS)
+        except FileNotFoundError:
+            continue
+        for r in jv.iter_rows(named=True):
+            row = (arm, r[JV.query_id])
+            name = f"support judge {r[JV.judge_model]}"
+            per_answer.setdefault(name, {})[row] = r[JV.faithfulness]
+            scored = per_claim.setdefault(name, {})
+            if row not in claims or not r[JV.judged]:
+                continue
+            statements = list(r[JV.statements] or [])
+            verdicts = [{"text": statements[v["statement"] - 1] if 0 < v["statement"] <= len(statements) else "",
+                         "supported": v["supported"], "reason": v.get("reason")}
+                        for v in json.loads(r[JV.verdicts] or "[]")]
+            for k, verdict in ja.claim_verdicts(sorted(claims[row]), verdicts).items():
+                scored[(*row, k)] = verdict
+    return per_claim, per_answer
+
+
 def reference_scores(lab: Lab, arms: set[str]) -> dict[tuple, float | None]:
     """(arm, question) -> the plain content-word recall of the question's gold answer by the answer
     (core.judge_agreement.gold_answer_recall), for the answers the request judge would judge (contract-valid or free
@@ -214,7 +251,8 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
         raise ja.LabelsError([ja.LabelProblem(str(labels_path), "(file)", "(file)", "file not found")])
     cat = catalog(lab)
     labels = ja.parse_labels(labels_path.read_text(encoding="utf-8"), str(labels_path), cat)
-    arms = {lab_.arm for lab_ in labels.requests} | {side[0] for p in labels.pairs for side in (p.a, p.b)}
+    arms = ({lab_.arm for lab_ in labels.requests} | {side[0] for p in labels.pairs for side in (p.a, p.b)}
+            | {c.arm for c in labels.claims})
     per_request, pairwise = judge_scores(lab, arms)
     reference = reference_scores(lab, arms)
     report = {"labels_file": str(labels_path), "arms": sorted(arms), "seed": seed,
@@ -226,6 +264,8 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
               "pair_labels": (ja.pair_agreement(labels.pairs, pairwise, seed,
                                                 references={ja.REFERENCE: {"completeness": reference}})
                               if labels.pairs else None),
+              "claim_labels": (ja.claim_agreement(labels.claims, *claim_scores(lab, labels.claims), seed)
+                               if labels.claims else None),
               # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
               "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)}}
     report["panel_aggregations"] = ja.aggregation_choice(report)
@@ -318,7 +358,7 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                                       if any(r["kind"] == "reference" for r in a["rows"]) else ""),
                     ["rater", "kind", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",
                      "not_measured", "undefined because"], rows))
-    return out + _aggregation_tables(report)
+    return out + _aggregation_tables(report) + claim_tables(report)
 
 
 def _aggregation_tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
@@ -331,6 +371,49 @@ def _aggregation_tables(report: dict) -> list[tuple[str, list[str], list[list]]]
                     "again), against these labels (the measures of the tables above); best on these labels: "
                     f"{p['best'] or 'none (no measure defined)'}",
                     ["aggregation", *p["measures"], "best on"], rows))
+    return out
+
+
+def claim_tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
+    """The per-claim support labels' tables: per claim (every label, then against the majority), and per answer."""
+    cl = report.get("claim_labels")
+    if not cl:
+        return []
+    single = len(cl["annotators"]) == 1
+    ceiling = (f"no ceiling: one annotator ({cl['annotators'][0]}), one label per claim" if single
+               else _ceiling(cl, "the annotators with each other"))
+    out = [(f"per-claim support labels ({cl['labels']} labels by {_by(cl['annotators'])}; "
+            + ", ".join(f"{k} {v:.3f}" for k, v in cl["support_shares"].items())
+            + "): the support judge's verdict on each claim (all its statements in the claim supported) against "
+            "the label read as supported or not (partially supported: not), Cohen's kappa and accuracy; " + ceiling,
+            ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)", "not_measured",
+             "disagreements"],
+            [[r["rater"], r["kind"], r["n"], _f(r["kappa"]), _f(r["accuracy"]), _confusion(r["confusion"]),
+              r["not_measured"], len(r["disagreements"])] for r in cl["rows"]])]
+    m = cl["majority"]
+    if m["rows"] and m["items_with_two_or_more_labels"]:
+        out.append((f"per-claim support labels against the majority ({m['items_with_two_or_more_labels']} of "
+                    f"{m['items']} claims labelled by two or more annotators; ties skipped): the judges against the "
+                    "majority label; then, like for like, each label against the majority of the claim's other "
+                    "labels (ceiling) and each judge against that same majority",
+                    ["rater", "kind", "against", "n", "kappa", "accuracy", "confusion (majority/rater: TT TF FT FF)",
+                     "not_measured", "ties_skipped"],
+                    [[r["rater"], r["kind"], r["against"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
+                      _confusion(r["confusion"]), r["not_measured"], r["ties_skipped"]] for r in m["rows"]]))
+    a = cl["answers"]
+    if a["rows"]:
+        out.append((f"faithfulness per answer from the per-claim labels ({a['answers']} answers): the support judge's "
+                    "faithfulness (its supported share of the answer's statements) against the share of the "
+                    "answer's claims the majority finds supported, Pearson and Spearman; "
+                    + ("no ceiling: one label per claim" if single else
+                       "ceiling: one annotator's share against the majority of the others', beside each judge "
+                       "against that same majority"),
+                    ["rater", "kind", "against", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",
+                     "not_measured"],
+                    [[r["rater"], r["kind"], r["against"], r["n"], _f(r["pearson"]["r"]),
+                      f"[{_f(r['pearson']['ci_low'])}, {_f(r['pearson']['ci_high'])}]", _f(r["spearman"]["r"]),
+                      f"[{_f(r['spearman']['ci_low'])}, {_f(r['spearman']['ci_high'])}]", r["not_measured"]]
+                     for r in a["rows"]]))
     return out
 
 
