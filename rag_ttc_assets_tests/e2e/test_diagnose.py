@@ -109,7 +109,7 @@ def test_run_diagnose_inspect_compare_and_validate_run_records(mini_lab, tmp_pat
 
             for name in ("post_run_validation", "flow_closes", "contract_sums_close", "digest_binding"):
                 asset = {"post_run_validation": "run_record", "flow_closes": "failure_flow",
-                         "contract_sums_close": "contract_summary", "digest_binding": "corpus_binding"}[name]
+                         "contract_sums_close": "contract_summary", "digest_binding": "labels"}[name]
                 rec = instance.event_log_storage.get_latest_asset_check_execution_by_key(
                     [AssetCheckKey(AssetKey(asset), name)])
                 evaluation = list(rec.values())[0].event.dagster_event.event_specific_data

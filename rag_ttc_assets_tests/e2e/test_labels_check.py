@@ -228,13 +228,13 @@ def latest_labels_check(dagster_home):
 
     with DagsterInstance.from_config(dagster_home) as instance:
         rec = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-            [AssetCheckKey(AssetKey("corpus_binding"), "labels_current")])
+            [AssetCheckKey(AssetKey("labels"), "labels_current")])
         return list(rec.values())[0].event.dagster_event.event_specific_data
 
 
 def test_after_an_update_the_lab_measures_current_labels_only_and_says_so(mini_lab, tmp_path):
     """A passage removed from the mini corpus: after `labels update`, run and hitrate leave its request out and say
-    so, and the labels_current check of corpus_binding fails (a warning the UI shows)."""
+    so, and the labels_current check of the labels asset fails (a warning the UI shows)."""
     folder = tmp_path / "datasets" / "mini"
     env = {"DAGSTER_HOME": str(tmp_path / "dh")}
     # The mini dataset: 7 answerable questions, 11 requests quoting gold evidence, 11 targets; test_cli's step-line
@@ -252,7 +252,7 @@ def test_after_an_update_the_lab_measures_current_labels_only_and_says_so(mini_l
     assert code == 0, err
     assert ("bm25-only: 21 of 22 labels current, 1 excluded as changed or gone (1 requests, 1 questions left out"
             in out), out
-    assert re.search(r"^bm25-only  labels_current +\d+\.\d s  \(check of corpus_binding: FAILED\)$", err, re.M), err
+    assert re.search(r"^bm25-only  labels_current +\d+\.\d s  \(check of labels: FAILED\)$", err, re.M), err
     code, out, err = rag_ttc("hitrate", "bm25-only", env=env)
     assert code == 0, err
     assert out.startswith("bm25-only: 6 questions with gold evidence, 10 requests\n"
@@ -260,3 +260,27 @@ def test_after_an_update_the_lab_measures_current_labels_only_and_says_so(mini_l
     check = latest_labels_check(env["DAGSTER_HOME"])
     assert check.passed is False
     assert check.metadata["labels"].value.startswith("21 of 22 labels current (21 fresh, 0 relocated), 1 changed")
+
+
+def test_a_labels_update_reruns_the_labels_and_what_reads_them_never_the_corpus_side(mini_lab, tmp_path):
+    """`rag-ttc run` twice with a `labels update` between (the corpus unchanged: the update binds every label to
+    it, a new labels version): the second run reruns the `labels` asset, whose data version is the labels' digest,
+    and what reads labels (retrieval rows onward), and leaves the corpus binding, chunks and indexes as they were;
+    the third runs nothing."""
+    env = {"DAGSTER_HOME": str(tmp_path / "dh")}
+    code, out, err = rag_ttc("run", "bm25-only", "--stage", "retrieval", "--json", env=env)
+    assert code == 0, err
+    first = json.loads(out)["arms"]["bm25-only"]
+    assert first["ran"][:2] == ["corpus_binding", "labels"] and "chunks" in first["ran"]
+    code, out, err = rag_ttc("labels", "update", "mini")
+    assert code == 0, err
+    assert "written: mini/labels/evaluation.v2.json (0 relocated, 0 marked stale" in out, out
+
+    code, out, err = rag_ttc("run", "bm25-only", "--stage", "retrieval", "--json", env=env)
+    assert code == 0, err
+    again = json.loads(out)["arms"]["bm25-only"]
+    assert again["ran"] == ["labels", "imported_source", "retrieval_rows", "retrieval_summary", "admitted_contexts"]
+    assert again["why"]["labels"] == "arm_config/labels has a new data version (labels file changed)"
+    assert again["retrieval"] == first["retrieval"]  # only hashes stamped: the same measurement
+    code, out, err = rag_ttc("run", "bm25-only", "--stage", "retrieval", "--json", env=env)
+    assert code == 0 and json.loads(out)["arms"]["bm25-only"]["ran"] == [], err
