@@ -49,7 +49,7 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
 @arm_asset(artifact=artifacts.LABELS, group=GROUP, kinds={"python", "json"}, deps=("corpus_binding",),
            reads=(LABELS_INPUT,), writes=(ArmJson.LABELS,))
 def labels(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """The labels the arm measures with (the evaluation's questions, requests, gold quotes, targets), by their digest."""
+    """The labels the arm measures with (the evaluation's questions, requests, gold quotes, targets), by digest."""
     arm = lab.inputs(context)
     cfg, ds = arm.cfg, arm.dataset
     # Their data version is the labels files' digest: a `rag-ttc labels update` makes this asset and what reads it

@@ -30,8 +30,8 @@ def labels_that_differ(lab: Lab, a: str, b: str) -> dict:
     files = {arm: find_version(digests[arm], _candidates(lab, arm)) for arm in (a, b)}
     out = {"digests": digests, "files": {k: str(v) if v else None for k, v in files.items()}, "differ": None}
     if missing := [arm for arm in (a, b) if files[arm] is None]:
-        out["why_not"] = (f"the labels version of {' and '.join(missing)} is kept neither in the dataset (evaluation.json, "
-                          "labels/) nor in a run record: the labels that differ cannot be named")
+        out["why_not"] = (f"the labels version of {' and '.join(missing)} is kept neither in the dataset "
+                          "(evaluation.json, labels/) nor in a run record: the labels that differ cannot be named")
         return out
     ev = {arm: json.loads(files[arm].read_text(encoding="utf-8")) for arm in (a, b)}
     out["differ"] = label_differences(ev[a], ev[b])

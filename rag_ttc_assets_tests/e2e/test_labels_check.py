@@ -284,3 +284,31 @@ def test_a_labels_update_reruns_the_labels_and_what_reads_them_never_the_corpus_
     assert again["retrieval"] == first["retrieval"]  # only hashes stamped: the same measurement
     code, out, err = rag_ttc("run", "bm25-only", "--stage", "retrieval", "--json", env=env)
     assert code == 0 and json.loads(out)["arms"]["bm25-only"]["ran"] == [], err
+
+
+def test_labels_check_checks_the_derived_requests_quotes_and_says_what_it_does_not_check(tmp_path):
+    """derived_requests.json's gold quotes are classified like the evaluation's (a removed passage: gone, exit 3);
+    the human labels files are named as not checked, and why."""
+    root = labelled_shop(tmp_path)
+    folder = root / "datasets" / "shop"
+    derived = {"evaluation_digest": "sha256:whatever", "derived": {"by": "local/claims-v1"}, "questions": [
+        {"id": "q9", "status": "derived", "requests": [
+            {"id": "q9.d1", "text": "free shipping?", "evidence": [{"doc_id": "shipping", "quote": DOCS["shipping"]
+                                                                    .split("\n\n")[1]}]},
+            {"id": "q9.d2", "text": "records?", "evidence": [{"doc_id": "privacy", "quote": DOCS["privacy"]
+                                                               .split("\n\n")[1]}]}]},
+        {"id": "q8", "status": "fault", "error": "timeout"}]}
+    (folder / "derived_requests.json").write_text(json.dumps(derived), encoding="utf-8")
+    code, out, err = check(root)
+    assert code == 0, err
+    assert "derived_requests.json (requests derived from gold answers;" in out
+    assert "shop derived_requests.json: 2 of 2 labels current (2 fresh, 0 relocated)" in out
+    assert "human labels (judge-agreement's JSON Lines file, the annotation page's) are not checked" in out
+
+    edit_corpus(root, {**DOCS, "privacy": "Privacy\n\nRecords are deleted after a year."})
+    code, out, err = check(root, "--json")
+    assert code == NEEDS_PERSON, err
+    rep = json.loads(out)
+    assert [(r["request"], r["status"]) for r in rep["derived_requests"]["results"]] == [
+        ("q9.d1", "fresh"), ("q9.d2", "gone")]
+    assert rep["not_checked"].startswith("human labels")
