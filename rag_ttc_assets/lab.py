@@ -45,6 +45,9 @@ def prompt_fields(cfg) -> dict[str, str]:
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+LABELS_INPUT = "labels"  # the fingerprint input of the labels' files (fingerprint_inputs)
+
+
 def _file_digest(path: Path) -> str:
     return file_digest(path) or "missing"
 
@@ -205,11 +208,14 @@ class Lab:
         return arms
 
     def fingerprint_inputs(self, cfg) -> dict[str, str]:
-        """Digests of what an arm reads besides its config: the dataset files and the prompt texts."""
+        """Digests of what an arm reads besides its config: the dataset files and the prompt texts.
+
+        `dataset` is the corpus; `labels` the evaluation and its derived requests, read only by the assets that
+        declare it (`arm_asset(reads=("labels",))`): a labels update leaves chunks and indexes current."""
         ds = self.dataset_dir(cfg.dataset)
         # The store folder too: the same arm materialized into another store is not up to date there.
-        files = [_file_digest(ds / f) for f in ("corpus.json", "evaluation.json", "derived_requests.json")]
-        out = {"dataset": ":".join([str(self.home), *files])}
+        out = {"dataset": ":".join([str(self.home), _file_digest(ds / "corpus.json")]),
+               LABELS_INPUT: ":".join(_file_digest(ds / f) for f in ("evaluation.json", "derived_requests.json"))}
         for field in prompt_fields(cfg):
             out[field] = _file_digest(self.prompts_dir / f"{getattr(cfg, field)}.txt")
         # An imported arm's source file, relative to the arms file. A Phoenix project is not read to fingerprint it

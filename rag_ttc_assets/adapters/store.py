@@ -32,6 +32,7 @@ class ArmJson:
     """The per-arm JSON records and summaries (`arms/<arm>/<name>`), declared like `Table`."""
 
     BINDING = "binding.json"
+    LABELS = "labels.json"  # the labels the arm ran with: the evaluation's digest, how many current, which left out
     IMPORT_MAPPING = "import_mapping.json"  # the source file's digest, what matched what, the counts
     IMPORTED_SPANS = "imported_spans.json"  # a Phoenix source's span records as read (the run record copies them)
     REPRESENTATIONS = "representations.json"

@@ -21,6 +21,7 @@ def _num(value: float | None, spec: str, unit: str = "") -> str:
 def cmd_compare(args) -> int:
     from rag_ttc_assets.stages.comparisons import arm_title, compare_two  # late: polars loads only when this runs
     from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.label_drift import drift_text, labels_that_differ  # late: polars
 
     lab = lab_from_args(args)
     if args.all:
@@ -50,14 +51,21 @@ def cmd_compare(args) -> int:
         rep = compare_two(lab, args.a, args.b, args.allow_label_drift, headline=args.headline,
                           allow_instrument_drift=args.allow_instrument_drift, p_adjust=args.p_adjust,
                           alpha=args.alpha, allow_era_change=args.allow_era_change)
-    except (LabelDriftError, InstrumentDriftError, EraChangeError, DerivationDriftError) as e:
+    except LabelDriftError as e:  # which labels differ, so a person can judge whether the comparison still holds
+        raise CliError(f"{e}\n{drift_text(labels_that_differ(lab, args.a, args.b), args.a, args.b)}") from None
+    except (InstrumentDriftError, EraChangeError, DerivationDriftError) as e:
         raise CliError(str(e)) from None
+    if rep["label_drift"]:
+        rep["labels_differ"] = labels_that_differ(lab, args.a, args.b)
     pair_plots(rep, out_dir)
     if args.json:
         print(json.dumps(rep, indent=2, default=str))
         return 0
     print(f"{arm_title(lab, args.b)} vs {arm_title(lab, args.a)}: {rep['n']} paired cases; changed: "
           + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep["changed_parameters"].items()))
+    if rep["label_drift"]:
+        print(f"LABEL DRIFT allowed (--allow-label-drift): {args.a} and {args.b} were measured on different labels "
+              "versions; " + drift_text(rep["labels_differ"], args.a, args.b))
     for arm, fields in (rep.get("not_read") or {}).items():
         print(f"not compared, the lab's own settings {arm} never reads (its source's): {', '.join(fields)}")
     inst = rep["instruments"][args.a]

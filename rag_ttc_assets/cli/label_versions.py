@@ -54,6 +54,29 @@ def _load(folder: Path, name: str) -> tuple[CheckReport, bytes, bytes, dict]:
     return report, ebytes, cbytes, eraw
 
 
+DERIVED_FILE = "derived_requests.json"
+NOT_CHECKED = ("human labels (judge-agreement's JSON Lines file, the annotation page's) are not checked: they are a "
+               "file outside the dataset folder that `labels check` is not given")
+
+
+def derived_report(folder: Path, name: str, eraw: dict, craw: dict, cbytes: bytes) -> CheckReport | str | None:
+    """The gold quotes of the dataset's derived requests (derived_requests.json) classified like the evaluation's;
+    None without such a file; a sentence when it cannot be read (`rag-ttc validate` names the problem)."""
+    path = folder / DERIVED_FILE
+    data = _read(path)
+    if data is None:
+        return None
+    try:
+        file = json.loads(data.decode("utf-8"))
+        rows = [{"id": row["id"], "requests": row.get("requests") or [], "targets": []}
+                for row in file["questions"] if row.get("status") == "derived"]
+        return check_labels(f"{name} {DERIVED_FILE}", {"corpus_digest": eraw.get("corpus_digest"), "questions": rows},
+                            str(path), craw["documents"], str(folder / CORPUS_FILE), sha256_digest(cbytes))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        return (f"{path}: not checked, it cannot be read ({type(e).__name__}: {e}); `rag-ttc validate {name}` names "
+                "the problem")
+
+
 def _folder(args) -> tuple[Path, str]:
     lab = lab_from_args(args)
     folder = lab.dataset_dir(args.dataset)
@@ -101,12 +124,25 @@ def print_report(report: CheckReport, folder: Path) -> None:
 
 def cmd_labels_check(args) -> int:
     folder, name = _folder(args)
-    report, *_ = _load(folder, name)
+    report, _, cbytes, eraw = _load(folder, name)
+    craw = json.loads(cbytes)
+    derived = derived_report(folder, name, eraw, craw, cbytes)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        print(json.dumps({**report.to_json(),
+                          "derived_requests": derived.to_json() if isinstance(derived, CheckReport) else derived,
+                          "not_checked": NOT_CHECKED}, indent=2, ensure_ascii=False))
     else:
         print_report(report, folder)
-    return NEEDS_PERSON_EXIT if report.needs_person or report.problems else 0
+        if isinstance(derived, CheckReport):
+            print(f"\n{DERIVED_FILE} (requests derived from gold answers; `labels update` does not write them: "
+                  f"`rag-ttc derive-requests {name}` derives them again from the current corpus):")
+            print_report(derived, folder)
+        elif derived is not None:
+            print(f"\n{derived}")
+        print(f"\n{NOT_CHECKED}")
+    person = report.needs_person or report.problems or (
+        isinstance(derived, CheckReport) and (derived.needs_person or derived.problems))
+    return NEEDS_PERSON_EXIT if person else 0
 
 
 def _versions(vdir: Path) -> dict[int, Path]:

@@ -118,7 +118,10 @@ def field_values(declared: tuple[Artifact, ...], cfg: ArmConfig) -> dict[str, An
 
 
 # --- the corpus side (shared artifacts in the store) ---------------------------------------------------------
-CORPUS_BINDING = Artifact("corpus_binding", "binding/1", ("dataset",))
+CORPUS_BINDING = Artifact("corpus_binding", "binding/2", ("dataset",))
+# The dataset's labels (evaluation.json, derived_requests.json): their own digest, read only by the assets that
+# read labels (registry.arm_asset `reads`), so a `rag-ttc labels update` leaves the corpus side current.
+LABELS = Artifact("labels", "labels/1", ("dataset",))
 # An imported arm's source file (core.imported), bound by the digest of its bytes; unused by every other arm.
 IMPORTED_SOURCE = Artifact("imported_source", "imported/1", ("source",), ("source_digest", "evaluation_digest"),
                            optional=True, decided_by=("supply",))

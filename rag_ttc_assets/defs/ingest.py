@@ -17,6 +17,7 @@ from rag_ttc_assets.defs.meta import artifact_metadata, artifact_result, numbers
 from rag_ttc_assets.defs.indexes import unused_result
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource, ProviderResource
+from rag_ttc_assets.lab import LABELS_INPUT
 from rag_ttc_assets.stages import imported, ingest
 
 GROUP = "ingest"
@@ -25,23 +26,47 @@ GROUP = "ingest"
 @arm_asset(artifact=artifacts.CORPUS_BINDING, group=GROUP, kinds={"python", "json"},
            writes=(ArmJson.BINDING,))
 def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
-    """The arm's corpus and evaluation, validated, with the evaluation's digest binding checked."""
+    """The arm's corpus, validated (with its evaluation), bound by the digest of its bytes."""
     arm = lab.inputs(context)
     cfg, ds = arm.cfg, arm.dataset
-    # What this arm was run against, so later comparisons read the labels it used, not today's files.
+    # What this arm was run against, so later comparisons read the corpus it used, not today's files. The labels
+    # it used are the `labels` asset's (labels.json): a labels update leaves this asset, and the chunks, current.
     arm.write_arm_json(ArmJson.BINDING, {
-        "dataset": cfg.dataset, "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
-        "corpus_file": str(ds.corpus_path), "evaluation_file": str(ds.evaluation_path),
-        "labels": ds.labels})  # how many labels it measured with, and which it left out as stale
+        "dataset": cfg.dataset, "corpus_digest": ds.corpus_digest, "corpus_file": str(ds.corpus_path),
+        "evaluation_file": str(ds.evaluation_path)})
     return MaterializeResult(
         metadata={
             "dataset": cfg.dataset,
             "corpus_file": MetadataValue.path(str(ds.corpus_path)),
-            "evaluation_file": MetadataValue.path(str(ds.evaluation_path)),
             "corpus_digest": ds.corpus_digest,
+            "effective_config": MetadataValue.json(cfg.model_dump(mode="json")),
+            "documents": MetadataValue.int(len(ds.corpus.documents)),
+        },
+        data_version=version_of(ds.corpus_digest),
+    )
+
+
+@arm_asset(artifact=artifacts.LABELS, group=GROUP, kinds={"python", "json"}, deps=("corpus_binding",),
+           reads=(LABELS_INPUT,), writes=(ArmJson.LABELS,))
+def labels(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """The labels the arm measures with (the evaluation's questions, requests, gold quotes, targets), by digest."""
+    arm = lab.inputs(context)
+    cfg, ds = arm.cfg, arm.dataset
+    # Their data version is the labels files' digest: a `rag-ttc labels update` makes this asset and what reads it
+    # stale, never the corpus side (docs/labels.md).
+    digest = arm.lab.fingerprint_inputs(cfg)[LABELS_INPUT]
+    arm.write_arm_json(ArmJson.LABELS, {
+        "dataset": cfg.dataset, "evaluation_digest": ds.evaluation_digest, "labels_digest": digest,
+        "corpus_digest": ds.corpus_digest, "corpus_file": str(ds.corpus_path),
+        "evaluation_file": str(ds.evaluation_path),
+        "labels": ds.labels})  # how many labels it measured with, and which it left out as stale
+    return MaterializeResult(
+        metadata={
+            "dataset": cfg.dataset,
+            "evaluation_file": MetadataValue.path(str(ds.evaluation_path)),
             "evaluation_digest": ds.evaluation_digest,
             "evaluation_corpus_digest": ds.evaluation.corpus_digest,
-            "effective_config": MetadataValue.json(cfg.model_dump(mode="json")),
+            "labels_digest": digest,
             **numbers(dataset_counts(ds)),
             # Labels `rag-ttc labels update` marked stale are out of every measurement: the UI says how many.
             "labels": labels_line(ds.labels) if ds.labels.get("excluded") else
@@ -49,11 +74,11 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
             **numbers({"labels_current": ds.labels.get("current", 0),
                        "labels_excluded": ds.labels.get("excluded", 0)}),
         },
-        data_version=version_of(ds.corpus_digest + ds.evaluation_digest),
+        data_version=version_of(sha256_digest(digest.encode())),
     )
 
 
-@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("corpus_binding",),
+@arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("corpus_binding", "labels"),
            artifact=artifacts.IMPORTED_SOURCE,
            writes=(Table.IMPORTED_CHUNKS, Table.IMPORTED_ROWS, ArmJson.IMPORT_MAPPING, ArmJson.IMPORTED_SPANS))
 def imported_source(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
@@ -117,11 +142,11 @@ def representations(context: AssetExecutionContext, lab: LabResource, provider: 
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 
 
-@arm_check(asset="corpus_binding",
+@arm_check(asset="labels",
            description="the evaluation names the digest of the exact corpus bytes it was run with")
 def digest_binding(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
     lab_, _ = lab.arm(context.partition_key)
-    binding = lab_.store.read_arm_json(context.partition_key, ArmJson.BINDING)
+    binding = lab_.store.read_arm_json(context.partition_key, ArmJson.LABELS)
     evaluation = json.loads(Path(binding["evaluation_file"]).read_text(encoding="utf-8"))
     actual = sha256_digest(Path(binding["corpus_file"]).read_bytes())
     return AssetCheckResult(passed=evaluation.get("corpus_digest") == actual == binding["corpus_digest"],
@@ -129,12 +154,12 @@ def digest_binding(context: AssetCheckExecutionContext, lab: LabResource) -> Ass
                                       "corpus_file_digest": actual, "recorded_digest": binding["corpus_digest"]})
 
 
-@arm_check(asset="corpus_binding",
+@arm_check(asset="labels",
            description="every label (gold quote, target) is current against the corpus: none changed, gone or "
                        "ambiguous, none marked stale (rag-ttc labels check lists them)")
 def labels_current(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
     lab_, _ = lab.arm(context.partition_key)
-    binding = lab_.store.read_arm_json(context.partition_key, ArmJson.BINDING)
+    binding = lab_.store.read_arm_json(context.partition_key, ArmJson.LABELS)
     cbytes = Path(binding["corpus_file"]).read_bytes()
     evaluation = json.loads(Path(binding["evaluation_file"]).read_text(encoding="utf-8"))
     report = check_labels(binding["dataset"], evaluation, binding["evaluation_file"],

@@ -26,6 +26,8 @@ class ArmAssetSpec:
     artifacts: tuple[Artifact, ...]
     pool: str | None = None
     writes: tuple[str, ...] = ()
+    # Fingerprint inputs that are no arm field (Lab.fingerprint_inputs): `labels`, the dataset's labels files.
+    reads: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -47,6 +49,10 @@ class ArmAssetSpec:
     def field_values(self, cfg: ArmConfig) -> dict:
         """The values of `fields_for(cfg)` (only the declared parts of a field declared in parts)."""
         return field_values(self.artifacts, cfg)
+
+    def inputs_of(self, cfg: ArmConfig, inputs: dict[str, str]) -> dict[str, str]:
+        """The digests of the files this arm's asset reads: those its fields name, and its `reads`."""
+        return {f: inputs.get(f) for f in (*self.fields_for(cfg), *self.reads) if f in inputs}
 
     def unused(self, cfg: ArmConfig) -> dict[str, str]:
         """The asset's artifacts this arm never reads, with the reason (core.usage)."""
@@ -78,7 +84,7 @@ SPECS: list[ArmAssetSpec] = []
 
 
 def arm_asset(*, artifact: Artifact | tuple[Artifact, ...], group: str, kinds: set[str], deps: tuple[str, ...] = (),
-              pool: str | None = None, writes: tuple[str, ...] = ()):
+              pool: str | None = None, writes: tuple[str, ...] = (), reads: tuple[str, ...] = ()):
     """Declare a per-arm asset; the function's docstring first line is its UI description.
 
     `artifact` is what the asset builds (core.artifacts; several when it builds a shared artifact along the
@@ -88,6 +94,8 @@ def arm_asset(*, artifact: Artifact | tuple[Artifact, ...], group: str, kinds: s
     `writes` names the per-arm tables and JSON files (`Table.*`, `ArmJson.*`) the asset writes: the
     one declaration of each (test_graph checks it against the body's store writes).
     `group` also places the asset in a `rag-ttc run --stage` (see `defs.graph.STAGE_GROUPS`).
+    `reads` names fingerprint inputs that are no arm field: `("labels",)` for the asset that reads the dataset's
+    labels (their digest moves its fingerprint, and so its downstream's, and nothing else's).
     """
 
     artifacts = artifact if isinstance(artifact, tuple) else (artifact,)
@@ -96,7 +104,7 @@ def arm_asset(*, artifact: Artifact | tuple[Artifact, ...], group: str, kinds: s
         if artifacts[-1].name != fn.__name__:
             raise ValueError(f"asset {fn.__name__!r} declares artifact {artifacts[-1].name!r} as its own")
         SPECS.append(ArmAssetSpec(_fingerprinted(fn, writes), group, frozenset(kinds), tuple(deps), artifacts, pool,
-                                  tuple(writes)))
+                                  tuple(writes), tuple(reads)))
         return fn
 
     return register
@@ -137,10 +145,9 @@ def _fingerprints(dumped: dict, cfg: ArmConfig, inputs: dict[str, str]) -> dict[
     def fp(name: str) -> str:
         if name not in out:
             s = specs[name]
-            own = s.fields_for(cfg)
             fields = s.field_values(cfg)
             state = {"code_version": s.code_version, "config": fields,
-                     "inputs": {f: inputs.get(f) for f in own if f in inputs},
+                     "inputs": s.inputs_of(cfg, inputs),
                      "upstream": {d: fp(d) for d in s.deps}}
             # Only when some artifact is unused: every other fingerprint stays what it was.
             out[name] = config_digest({**state, "unused": sorted(unused)} if (unused := s.unused(cfg)) else state)

@@ -16,7 +16,7 @@ ROWS, CTX = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c  # the declared co
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"},
-           deps=("bm25_index", "vector_index", "imported_source"),
+           deps=("labels", "bm25_index", "vector_index", "imported_source"),
            artifact=(artifacts.QUESTION_EMBEDDINGS, artifacts.RETRIEVAL_ROWS),
            writes=(Table.RETRIEVAL_ROWS,))
 def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:

@@ -42,7 +42,7 @@ def arm_state(lab: Lab, arm: str) -> dict[str, dict]:
     fps = fingerprints(cfg, inputs)
     return {s.name: {"fingerprint": fps[s.name], "code_version": s.code_version,
                      "config": s.field_values(cfg),
-                     "inputs": {f: inputs[f] for f in s.fields_for(cfg) if f in inputs},
+                     "inputs": s.inputs_of(cfg, inputs),
                      "upstream": {d: fps[d] for d in s.deps},
                      **({"unused": unused} if (unused := s.unused(cfg)) else {})} for s in SPECS}
 

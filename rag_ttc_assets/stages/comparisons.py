@@ -16,7 +16,7 @@ from rag_ttc_assets.core.transitions import flow_index, transitions
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages.diagnostics import rows_by_query
-from rag_ttc_assets.stages.reports import requests_derived
+from rag_ttc_assets.stages.reports import labels_used, requests_derived
 from rag_ttc_assets.stages.resolve import ArmInputs
 
 # the declared column names (core.tables)
@@ -43,9 +43,8 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     branches: dict[str, list[str]] = {}
     for r in flow.iter_rows(named=True):
         branches.setdefault(r[FLOW.query_id], []).append(f"{r[FLOW.request_id]}:{r[FLOW.branch]}")
-    binding = store.read_arm_json(arm, ArmJson.BINDING)
     return values, {"branches": branches, "flow": flow_index(flow.iter_rows(named=True)),
-                    "evaluation_digest": binding["evaluation_digest"],
+                    "evaluation_digest": labels_used(store, arm)["evaluation_digest"],
                     "config": lab.arms[arm].model_dump(mode="json"), "reasons": reasons}
 
 

@@ -11,6 +11,15 @@ from rag_ttc_assets.lab import Lab
 ANS = Table.ANSWERS.c  # the declared column names (core.tables)
 
 
+def labels_used(store, arm: str) -> dict:
+    """The labels `arm` ran with (the `labels` asset's record); an arm run before that asset existed recorded them
+    in its corpus binding."""
+    try:
+        return store.read_arm_json(arm, ArmJson.LABELS)
+    except FileNotFoundError:
+        return store.read_arm_json(arm, ArmJson.BINDING)
+
+
 def _retrieval(lab: Lab, arm: str, report: dict) -> None:
     r = lab.store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
     report["retrieval"] = {k: r[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
@@ -88,7 +97,7 @@ def arm_report(lab: Lab, arm: str, upto: Collection[str]) -> dict:
     yet leaves its section (from that summary on) out."""
     report: dict = {"label_use": lab.arms[arm].label_use, "requests_derived": requests_derived(lab, arm)}
     try:  # the labels the arm ran with, and those `rag-ttc labels update` marked stale and it left out
-        report["labels"] = lab.store.read_arm_json(arm, ArmJson.BINDING).get("labels") or {}
+        report["labels"] = labels_used(lab.store, arm).get("labels") or {}
     except FileNotFoundError:
         pass
     for needs, read in SECTIONS:

@@ -96,5 +96,5 @@ def test_direct_reference_does_the_jobs_work(mini_lab):
     # The retrieval subgraph alone: only its assets are touched.
     before = {name: store.arm_path(arm, name).stat().st_mtime_ns for name in ("answers.parquet", "judge_summary.json")}
     sub = bench.direct_arm_graph(mini_lab, arm, STAGES["retrieval"])
-    assert set(sub) == {"corpus_binding:digest_binding", "corpus_binding:labels_current"}
+    assert set(sub) == {"labels:digest_binding", "labels:labels_current"}
     assert {name: store.arm_path(arm, name).stat().st_mtime_ns for name in before} == before

@@ -61,8 +61,8 @@ def test_the_stage_ends_are_where_the_cli_expects_them():
 
 
 def test_upstream_is_the_closure_in_order():
-    assert graph.upstream("retrieval_rows") == ("corpus_binding", "imported_source", "chunks", "representations",
-                                                "bm25_index", "vector_index", "retrieval_rows")
+    assert graph.upstream("retrieval_rows") == ("corpus_binding", "labels", "chunks", "imported_source",
+                                                "representations", "bm25_index", "vector_index", "retrieval_rows")
     with pytest.raises(graph.GraphError, match="'nope' is not a per-arm asset"):
         graph.upstream("nope")
 

@@ -93,7 +93,8 @@ def test_chunk_runes_makes_everything_downstream_of_chunks_stale(lab_root):
     root, instance, mp = lab_root
     defs, lab = edit(root, "{chunk_runes: 500}")
     baseline = status(instance, defs, lab, "baseline")
-    assert stale(baseline) == {"chunks", *downstream("chunks")} == set(ALL) - {"corpus_binding", "imported_source"}
+    assert stale(baseline) == {"chunks", *downstream("chunks")} == set(ALL) - {"corpus_binding", "labels",
+                                                                                "imported_source"}
     assert baseline["chunks"][1] == ["arm_config/chunks has a new data version (chunk_runes: 600 -> 500)"]
     assert stale(status(instance, defs, lab, "evidence-k-5")) == set()
     edit(root, "{}")
@@ -121,6 +122,30 @@ def test_a_prompt_text_edit_is_a_cause_too(lab_root, tmp_path):
         mp.delenv("RAG_TTC_PROMPTS")
         edit(root, "{}")
         assert stale(status(instance, *_load(), "baseline")) == set()
+
+
+def test_a_labels_edit_makes_the_labels_and_what_reads_them_stale_not_the_corpus_side(lab_root):
+    """evaluation.json edited (what `rag-ttc labels update` does, or a person's repair): the `labels` asset (whose
+    data version is the labels' digest) and everything downstream of it are stale in every arm of the dataset, the
+    corpus binding, chunks, representations and indexes are not; undone, nothing is."""
+    root, instance, mp = lab_root
+    path = root / "datasets" / "mini" / "evaluation.json"
+    original = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(original.replace('"mini-01"', '"mini-01"', 1).replace("\n}", "\n }", 1) + "\n",
+                        encoding="utf-8")
+        defs, lab = _load()
+        for arm in ("baseline", "evidence-k-5"):
+            statuses = status(instance, defs, lab, arm)
+            assert stale(statuses) == {"labels", *downstream("labels")}, arm
+            assert not stale(statuses) & {"corpus_binding", "chunks", "representations", "bm25_index",
+                                          "vector_index"}
+            assert statuses["labels"][1] == ["arm_config/labels has a new data version (labels file changed)"]
+        assert "retrieval_rows" in downstream("labels") and "run_record" in downstream("labels")
+    finally:
+        path.write_text(original, encoding="utf-8")
+    defs, lab = _load()
+    assert stale(status(instance, defs, lab, "baseline")) == set()
 
 
 def test_a_removed_arm_keeps_its_partition_and_history(lab_root):

@@ -161,8 +161,8 @@ def test_run_prints_one_line_per_step_not_dagsters_event_log(mini_lab, tmp_path)
     # The stages' counts, on their steps' lines: the mini corpus is 43 chunks at 600 runes, its evaluation 8 questions.
     assert re.search(r"^baseline  vector_index +\d+\.\d s  \(embedded 43 chunks\)$", err, re.M), err
     assert re.search(r"^baseline  retrieval_rows +\d+\.\d s  \(embedded 8 questions\)$", err, re.M), err
-    assert re.search(r"^baseline  digest_binding +\d+\.\d s  \(check of corpus_binding: passed\)$", err, re.M), err
-    assert re.search(r"^baseline  labels_current +\d+\.\d s  \(check of corpus_binding: passed\)$", err, re.M), err
+    assert re.search(r"^baseline  digest_binding +\d+\.\d s  \(check of labels: passed\)$", err, re.M), err
+    assert re.search(r"^baseline  labels_current +\d+\.\d s  \(check of labels: passed\)$", err, re.M), err
     assert len(err.splitlines()) == len(STAGES["retrieval"]) + 2  # + the checks (digest_binding, labels_current)
 
     code, out, err = rag_ttc("run", "baseline", "--stage", "retrieval", env=env)

@@ -1,6 +1,7 @@
 """From a symptom to a boundary: completeness, failure flow, inspect, compare and run records."""
 
 import json
+import re
 from pathlib import Path
 
 from dagster import DagsterInstance
@@ -72,7 +73,8 @@ def test_run_diagnose_inspect_compare_and_validate_run_records(mini_lab, tmp_pat
     assert "p_adj" in out and "p-values adjusted by holm: Holm step-down (Holm 1979)" in out
     assert "7 of 8 (a: unanswerable 1; b: unanswerable 1)" in out
 
-    # Label drift is refused, naming both digests.
+    # Label drift is refused, naming both digests and the labels that differ (baseline's version read from its run
+    # record's copy: the evaluation was edited by hand, no labels/ version kept it).
     ev = mini_lab.datasets_dir / "mini" / "evaluation.json"
     data = json.loads(ev.read_text())
     data["questions"][0]["targets"].append({"doc_id": "pass", "relevance": 1})
@@ -81,8 +83,12 @@ def test_run_diagnose_inspect_compare_and_validate_run_records(mini_lab, tmp_pat
     assert code == 0, err
     code, _, err = rag_ttc("compare", "baseline", "tight", env=env)
     assert code == 1 and "--allow-label-drift" in err and err.count("sha256:") >= 2
-    code, _, err = rag_ttc("compare", "baseline", "tight", "--allow-label-drift", env=env)
+    qid = data["questions"][0]["id"]
+    assert "labels that differ (1; a: baseline's version, b: tight's):\n" in err, err
+    assert re.search(rf"^  question '{qid}' targets: \[[^\]]*\] -> \[.*, pass\]$", err, re.M), err
+    code, out, err = rag_ttc("compare", "baseline", "tight", "--allow-label-drift", env=env)
     assert code == 0, err
+    assert "LABEL DRIFT allowed (--allow-label-drift): baseline and tight were measured on different labels" in out
 
     # Run records: one per materialization, complete, passing the post-run validation sequence.
     code, out, err = rag_ttc("runs", "--json", env=env)
@@ -109,7 +115,7 @@ def test_run_diagnose_inspect_compare_and_validate_run_records(mini_lab, tmp_pat
 
             for name in ("post_run_validation", "flow_closes", "contract_sums_close", "digest_binding"):
                 asset = {"post_run_validation": "run_record", "flow_closes": "failure_flow",
-                         "contract_sums_close": "contract_summary", "digest_binding": "corpus_binding"}[name]
+                         "contract_sums_close": "contract_summary", "digest_binding": "labels"}[name]
                 rec = instance.event_log_storage.get_latest_asset_check_execution_by_key(
                     [AssetCheckKey(AssetKey(asset), name)])
                 evaluation = list(rec.values())[0].event.dagster_event.event_specific_data

@@ -228,13 +228,13 @@ def latest_labels_check(dagster_home):
 
     with DagsterInstance.from_config(dagster_home) as instance:
         rec = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-            [AssetCheckKey(AssetKey("corpus_binding"), "labels_current")])
+            [AssetCheckKey(AssetKey("labels"), "labels_current")])
         return list(rec.values())[0].event.dagster_event.event_specific_data
 
 
 def test_after_an_update_the_lab_measures_current_labels_only_and_says_so(mini_lab, tmp_path):
     """A passage removed from the mini corpus: after `labels update`, run and hitrate leave its request out and say
-    so, and the labels_current check of corpus_binding fails (a warning the UI shows)."""
+    so, and the labels_current check of the labels asset fails (a warning the UI shows)."""
     folder = tmp_path / "datasets" / "mini"
     env = {"DAGSTER_HOME": str(tmp_path / "dh")}
     # The mini dataset: 7 answerable questions, 11 requests quoting gold evidence, 11 targets; test_cli's step-line
@@ -252,7 +252,7 @@ def test_after_an_update_the_lab_measures_current_labels_only_and_says_so(mini_l
     assert code == 0, err
     assert ("bm25-only: 21 of 22 labels current, 1 excluded as changed or gone (1 requests, 1 questions left out"
             in out), out
-    assert re.search(r"^bm25-only  labels_current +\d+\.\d s  \(check of corpus_binding: FAILED\)$", err, re.M), err
+    assert re.search(r"^bm25-only  labels_current +\d+\.\d s  \(check of labels: FAILED\)$", err, re.M), err
     code, out, err = rag_ttc("hitrate", "bm25-only", env=env)
     assert code == 0, err
     assert out.startswith("bm25-only: 6 questions with gold evidence, 10 requests\n"
@@ -260,3 +260,55 @@ def test_after_an_update_the_lab_measures_current_labels_only_and_says_so(mini_l
     check = latest_labels_check(env["DAGSTER_HOME"])
     assert check.passed is False
     assert check.metadata["labels"].value.startswith("21 of 22 labels current (21 fresh, 0 relocated), 1 changed")
+
+
+def test_a_labels_update_reruns_the_labels_and_what_reads_them_never_the_corpus_side(mini_lab, tmp_path):
+    """`rag-ttc run` twice with a `labels update` between (the corpus unchanged: the update binds every label to
+    it, a new labels version): the second run reruns the `labels` asset, whose data version is the labels' digest,
+    and what reads labels (retrieval rows onward), and leaves the corpus binding, chunks and indexes as they were;
+    the third runs nothing."""
+    env = {"DAGSTER_HOME": str(tmp_path / "dh")}
+    code, out, err = rag_ttc("run", "bm25-only", "--stage", "retrieval", "--json", env=env)
+    assert code == 0, err
+    first = json.loads(out)["arms"]["bm25-only"]
+    assert first["ran"][:2] == ["corpus_binding", "labels"] and "chunks" in first["ran"]
+    code, out, err = rag_ttc("labels", "update", "mini")
+    assert code == 0, err
+    assert "written: mini/labels/evaluation.v2.json (0 relocated, 0 marked stale" in out, out
+
+    code, out, err = rag_ttc("run", "bm25-only", "--stage", "retrieval", "--json", env=env)
+    assert code == 0, err
+    again = json.loads(out)["arms"]["bm25-only"]
+    assert again["ran"] == ["labels", "imported_source", "retrieval_rows", "retrieval_summary", "admitted_contexts"]
+    assert again["why"]["labels"] == "arm_config/labels has a new data version (labels file changed)"
+    assert again["retrieval"] == first["retrieval"]  # only hashes stamped: the same measurement
+    code, out, err = rag_ttc("run", "bm25-only", "--stage", "retrieval", "--json", env=env)
+    assert code == 0 and json.loads(out)["arms"]["bm25-only"]["ran"] == [], err
+
+
+def test_labels_check_checks_the_derived_requests_quotes_and_says_what_it_does_not_check(tmp_path):
+    """derived_requests.json's gold quotes are classified like the evaluation's (a removed passage: gone, exit 3);
+    the human labels files are named as not checked, and why."""
+    root = labelled_shop(tmp_path)
+    folder = root / "datasets" / "shop"
+    derived = {"evaluation_digest": "sha256:whatever", "derived": {"by": "local/claims-v1"}, "questions": [
+        {"id": "q9", "status": "derived", "requests": [
+            {"id": "q9.d1", "text": "free shipping?", "evidence": [{"doc_id": "shipping", "quote": DOCS["shipping"]
+                                                                    .split("\n\n")[1]}]},
+            {"id": "q9.d2", "text": "records?", "evidence": [{"doc_id": "privacy", "quote": DOCS["privacy"]
+                                                               .split("\n\n")[1]}]}]},
+        {"id": "q8", "status": "fault", "error": "timeout"}]}
+    (folder / "derived_requests.json").write_text(json.dumps(derived), encoding="utf-8")
+    code, out, err = check(root)
+    assert code == 0, err
+    assert "derived_requests.json (requests derived from gold answers;" in out
+    assert "shop derived_requests.json: 2 of 2 labels current (2 fresh, 0 relocated)" in out
+    assert "human labels (judge-agreement's JSON Lines file, the annotation page's) are not checked" in out
+
+    edit_corpus(root, {**DOCS, "privacy": "Privacy\n\nRecords are deleted after a year."})
+    code, out, err = check(root, "--json")
+    assert code == NEEDS_PERSON, err
+    rep = json.loads(out)
+    assert [(r["request"], r["status"]) for r in rep["derived_requests"]["results"]] == [
+        ("q9.d1", "fresh"), ("q9.d2", "gone")]
+    assert rep["not_checked"].startswith("human labels")
