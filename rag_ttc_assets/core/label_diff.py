@@ -8,11 +8,6 @@ bookkeeping, not the label: two versions that differ only there name no label.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
-
-from rag_ttc_assets.core.dataset import sha256_digest
-
 STAMPS = ("quote_sha256", "corpus_digest")
 
 
@@ -82,15 +77,3 @@ def _request(rid: str, r: dict, other: dict) -> list[str]:
     if r.get("gold_answer") != other.get("gold_answer"):
         out.append(f"request {rid!r} gold_answer: {_short(r.get('gold_answer'))} -> {_short(other.get('gold_answer'))}")
     return out
-
-
-def find_version(digest: str, candidates: Iterable[Path]) -> Path | None:
-    """The first of `candidates` (labels files: the dataset's evaluation.json, its labels/ versions, a run record's
-    copy) whose bytes have `digest`."""
-    for path in candidates:
-        try:
-            if path.is_file() and sha256_digest(path.read_bytes()) == digest:
-                return path
-        except OSError:
-            continue
-    return None

@@ -4,14 +4,28 @@ versions do (core.label_diff), reading each version from where the lab keeps it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
-from rag_ttc_assets.core.label_diff import find_version, label_differences
+from rag_ttc_assets.core.dataset import sha256_digest
+from rag_ttc_assets.core.label_diff import label_differences
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.reports import labels_used
 from rag_ttc_assets.stages.run_record import runs_root
 
 SHOWN = 20  # lines the refusal prints; --json has every one
+
+
+def find_version(digest: str, candidates: Iterable[Path]) -> Path | None:
+    """The first of `candidates` (labels files: the dataset's evaluation.json, its labels/ versions, a run record's
+    copy) whose bytes have `digest`."""
+    for path in candidates:
+        try:
+            if path.is_file() and sha256_digest(path.read_bytes()) == digest:
+                return path
+        except OSError:
+            continue
+    return None
 
 
 def _candidates(lab: Lab, arm: str) -> list[Path]:

@@ -1,7 +1,8 @@
 """core.label_diff: the labels that differ between two labels versions, stamps ignored."""
 
 from rag_ttc_assets.core.dataset import sha256_digest
-from rag_ttc_assets.core.label_diff import find_version, label_differences
+from rag_ttc_assets.core.label_diff import label_differences
+from rag_ttc_assets.stages.label_drift import find_version
 
 
 def _ev(quote="The fee is 5 EUR.", doc="fees", stale=None, targets=("fees",), extra_request=False, **stamp):
