@@ -320,6 +320,7 @@ def _date(match: re.Match) -> str:
     return f"--{m:02d}-{d:02d}"
 
 
+@lru_cache(maxsize=200_000)
 def normalize(text: str) -> str:
     """`text` with names, numbers, dates and units in one canonical spelling (see above), for matching only: the
     jurors quote the answer as written."""
@@ -347,8 +348,13 @@ def normal_words(text: str) -> list[str]:
     stopword ("WHO", "IT") is kept, unless the whole text is in capitals."""
     text = normalize(text)
     shouted = not any(c.islower() for c in text)  # a text in capitals: its capitals name nothing
-    return [t.lower() for t in _NORMAL_TOKEN.findall(text)
-            if _is_content(t.lower()) or (not shouted and len(t) > 1 and t.isupper() and t.lower() in STOPWORDS)]
+    return [t.lower() for t in _NORMAL_TOKEN.findall(text) if t.lower() not in _NOT_CONTENT
+            and (_is_content(t.lower()) or (not shouted and len(t) > 1 and t.isupper() and t.lower() in STOPWORDS))]
+
+
+# "%" was never a word; "percent" and "per cent", its spellings, are none either: a share's number says what it is
+# (46.1% and 35% share no claim, and "percent" would be a word they share).
+_NOT_CONTENT = frozenset({"percent"})
 
 
 @lru_cache(maxsize=200_000)
