@@ -169,3 +169,11 @@ def test_normalisation_leaves_what_is_not_a_quantity_alone() -> None:
     assert fold("Zürich café") == "Zurich cafe" and len(fold("ﬁx")) == len("ﬁx")  # offsets kept
     # Content words of the text as written are unchanged (the extractive answerer and derived requests read them).
     assert content_words("1,000 km") == ["1", "000", "km"]
+
+
+def test_a_share_is_its_number_not_the_word_percent() -> None:
+    from rag_ttc_assets.core.text import normal_stems
+
+    # Two shares of different things share no word ("percent" would be one; the sign never was a word).
+    assert not normal_stems("46.1% of total costs") & normal_stems("roughly 35 per cent of revenue")
+    assert normal_stems("50 percent") == normal_stems("50%") == {"50"}
