@@ -16,3 +16,11 @@ def test_a_cell_keeps_its_table_whatever_the_text_holds():
 def test_an_answer_with_a_code_fence_gets_a_longer_fence():
     assert _fence("plain") == "```"
     assert _fence("```python\nx = 1\n```") == "````"
+
+
+def test_a_jurors_coverage_is_shown_on_the_side_of_its_threshold_it_lies():
+    from rag_ttc_assets.stages.inspect import _juror_coverage
+
+    # 0.6499 beside a not_addressed at the BERTScore juror's 0.65 is not shown "0.65"; 0.4999 not "0.50".
+    assert _juror_coverage(0.6499) == "0.6499" and _juror_coverage(0.4999) == "0.4999"
+    assert _juror_coverage(0.65) == "0.65" and _juror_coverage(0.7312) == "0.73" and _juror_coverage(None) == "-"

@@ -25,7 +25,7 @@ from rag_ttc_assets.adapters import smollm2  # noqa: E402
 from rag_ttc_assets.adapters.embeddings import content_word_vectors, encode_memoized  # noqa: E402
 from rag_ttc_assets.core import contextual, prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
-from rag_ttc_assets.core.lexical_judge import extract_statements, verify_against_gold, verify_statements  # noqa: E402
+from rag_ttc_assets.core.lexical_judge import extract_claims, verify_against_gold, verify_statements  # noqa: E402
 from rag_ttc_assets.core.summaries import OFFLINE_REQUEST_JUDGES, REQUEST_JUDGE_RULES  # noqa: E402
 from rag_ttc_assets.core.request_judge import (LabelledRequest, WordVectors, judge_requests,  # noqa: E402
                                                judge_requests_soft, judge_requests_whole)
@@ -141,7 +141,7 @@ class LexicalJudge(_Baseline):
             return json.dumps({"requests": judged}, ensure_ascii=False)
         parsed = prompt_markup.parse_judge_prompt(prompt)
         if parsed.task == prompt_markup.TASK_EXTRACT:
-            return json.dumps({"statements": extract_statements(_answer_text(parsed.answer or ""))}, ensure_ascii=False)
+            return json.dumps({"statements": extract_claims(_answer_text(parsed.answer or ""))}, ensure_ascii=False)
         if parsed.task == prompt_markup.TASK_VERIFY:
             verdicts, relevance = verify_statements(
                 parsed.statements or [], parsed.evidence or [], self._embed, question=parsed.question or ""

@@ -156,7 +156,7 @@ def features(requests: Sequence[LabelledRequest], answer_text: str, citations: l
     lexical = judge_requests(requests, answer_text, citations, passages, embed)
     whole = judge_requests_whole(requests, answer_text, citations, embed)
     soft = judge_requests_soft(requests, answer_text, citations, passages, embed, word_vectors)
-    answer_numbers, answer_names = _numbers(answer_text), {w.lower() for w in tokens(answer_text)}
+    answer_numbers, answer_names = set(_numbers(answer_text)), {w.lower() for w in tokens(answer_text)}
     answer_words = math.log1p(len(content_words(answer_text)))
     rows = []
     for r, lex, wh, so in zip(requests, lexical, whole, soft, strict=True):
@@ -164,7 +164,7 @@ def features(requests: Sequence[LabelledRequest], answer_text: str, citations: l
         window = lex["excerpt"] if lex["addressed"] else ""
         rows.append([lex["coverage"] or 0.0, wh["coverage"] or 0.0, so["coverage"] or 0.0,
                      float(lex["verdict"] == "contradicts"),
-                     _share_found(_numbers(gold), answer_numbers),
+                     _share_found(set(_numbers(gold)), answer_numbers),
                      _share_found(_names(gold), answer_names),
                      float(bool(window) and bool(_negation_clash(window, gold))),
                      math.log1p(len(content_words(gold))), answer_words])

@@ -11,7 +11,8 @@ from difflib import SequenceMatcher
 import numpy as np
 
 from rag_ttc_assets.core.extractive import INSUFFICIENT, NOT_IN_EVIDENCE, cosine_matrix
-from rag_ttc_assets.core.text import NEGATIONS, content_words, split_sentences, stem, tokens
+from rag_ttc_assets.core.text import (DATE_TOKEN, NEGATIONS, content_words, normal_stems, normalize, split_sentences,
+                                     stem, tokens)
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -25,12 +26,20 @@ GOLD_SAME_CLAIM_COSINE = 0.75
 GOLD_SAME_CLAIM_RECALL = 0.6
 
 
-def shown(x: float, threshold: float) -> str:
-    """`x` to two decimals, or to as many more as it takes for the printed number to lie on the same side of
-    `threshold` as `x` does (0.4999 is not printed "0.50" beside a threshold of 0.50 it did not reach)."""
-    for digits in (2, 3, 4, 6, 9, 12):
-        text = f"{x:.{digits}f}"
-        if (float(text) >= threshold) == (x >= threshold):
+def shown(x: float, threshold: float, digits: int = 2) -> str:
+    """`x` to two decimals (`digits`), or to as many more as it takes for the printed number to lie on the same side
+    of `threshold` as `x` does (0.4999 is not printed "0.50" beside a threshold of 0.50 it did not reach)."""
+    return shown_beside(x, (threshold,), digits)
+
+
+def shown_beside(x: float, thresholds: Sequence[float], digits: int = 2) -> str:
+    """`x` to `digits` decimals or as many more as it takes to lie on the same side of every one of `thresholds`
+    as `x` does: where the threshold that decided is not at hand (a juror's coverage beside its verdict)."""
+    for n in sorted({digits, 3, 4, 6, 9, 12}):
+        if n < digits:
+            continue
+        text = f"{x:.{n}f}"
+        if all((float(text) >= t) == (x >= t) for t in thresholds):
             return text
     return repr(float(x))
 
@@ -48,10 +57,8 @@ _BOILERPLATE = re.compile(
     re.IGNORECASE,
 )
 _ABSTENTIONS = {NOT_IN_EVIDENCE, INSUFFICIENT}
-_NUMBER_WORDS = {
-    "two": "2", "three": "3", "four": "4", "five": "5",
-    "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10", "once": "1", "twice": "2",
-}  # fmt: skip
+# Number words are digits once normalised (core.text.normalize); these two are counts too.
+_NUMBER_WORDS = {"once": "1", "twice": "2"}
 _QUOTED = re.compile(r"[\"'`\u201c\u2018]([^\"'`\u201d\u2019]{1,60})[\"'`\u201d\u2019]")
 
 
@@ -66,6 +73,35 @@ def extract_statements(answer: str) -> list[str]:
             continue
         statements.append(text)
     return statements
+
+
+# A clause boundary inside a sentence: a comma, semicolon or dash before a participle ("..., stretching 6,650 km") or a
+# conjunction that opens a clause of its own ("..., as studies suggest ...", "..., but ...").
+_CLAUSE = re.compile(r"(?:,|;|\s[\u2013\u2014-])\s+(?=(?:(?:[a-z]+ly\s+)?[a-z]+ing|as|while|whereas|although|though|"
+                     r"but|which|so|yet|because|since|whereby)\b)")
+# A clause shorter than this (content words) stays with the one before it: too little to check on its own.
+MIN_CLAUSE_WORDS = 3
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """A sentence's clauses (_CLAUSE), each of at least MIN_CLAUSE_WORDS content words (a shorter one joins the one
+    before it; a short first one, the next). "The X is the Nile, stretching 6,650 km, flowing into the sea" is three
+    claims, each checked on its own, not one that fails whole for one unsupported detail."""
+    pieces = [p.strip() for p in _CLAUSE.split(sentence) if p.strip()]
+    clauses: list[str] = []
+    for piece in pieces:
+        if clauses and (len(content_words(piece)) < MIN_CLAUSE_WORDS
+                        or len(content_words(clauses[-1])) < MIN_CLAUSE_WORDS):
+            clauses[-1] = f"{clauses[-1]}, {piece}"
+        else:
+            clauses.append(piece)
+    return clauses
+
+
+def extract_claims(answer: str) -> list[str]:
+    """The statement judge's statements: extract_statements' sentences, each split into its clauses
+    (split_clauses)."""
+    return [clause for sentence in extract_statements(answer) for clause in split_clauses(sentence)]
 
 
 @dataclass(frozen=True)
@@ -87,11 +123,12 @@ def _units(blocks: Sequence[str]) -> list[_Unit]:
 
 
 def recall(statement: str, sentence: str) -> float:
-    """Share of the statement's content words (stemmed) that the sentence contains."""
-    wanted = {stem(w) for w in content_words(statement)}
+    """Share of the statement's content words (stemmed, names, numbers, dates and units normalised: core.text.
+    normalize) that the sentence contains."""
+    wanted = normal_stems(statement)
     if not wanted:
         return 0.0
-    return len(wanted & {stem(w) for w in content_words(sentence)}) / len(wanted)
+    return len(wanted & normal_stems(sentence)) / len(wanted)
 
 
 # How many tokens after a negation cue count as negated ("is not *evaluated*", "emits no *code*").
@@ -100,12 +137,13 @@ NEGATION_WINDOW = 3
 
 def _negated_terms(text: str) -> tuple[set[str], set[str]]:
     """(negated stems, plainly stated stems). "n't" counts as "not", so "doesn't" and "does not" agree."""
-    words = tokens(re.sub(r"n't\b", " not", text, flags=re.IGNORECASE))
+    text = normalize(re.sub(r"n't\b", " not", text, flags=re.IGNORECASE))
+    words = tokens(text)
     negated: set[str] = set()
     for k, word in enumerate(words):
         if word.lower() in NEGATIONS:
             negated |= {stem(w) for t in words[k + 1 : k + 1 + NEGATION_WINDOW] for w in content_words(t)}
-    return negated, {stem(w) for w in content_words(text)} - negated
+    return negated, set(normal_stems(text)) - negated
 
 
 def _negation_clash(a: str, b: str) -> set[str]:
@@ -115,15 +153,44 @@ def _negation_clash(a: str, b: str) -> set[str]:
     return (neg_a & plain_b) | (neg_b & plain_a)
 
 
-def _numbers(text: str) -> set[str]:
-    found = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\w)", text))
-    found |= {_NUMBER_WORDS[w] for w in (t.lower() for t in tokens(text)) if w in _NUMBER_WORDS}
-    return found
+def _numbers(text: str) -> list[str]:
+    """The numbers and dates a text states, repeats kept, in their canonical spelling (core.text.normalize): "1,000",
+    "1000" and "one thousand" are 1000; "March 3, 2020" is 2020-03-03. A number inside a name ("v2", "3.14.1") is
+    none."""
+    text = normalize(text)
+    dates = DATE_TOKEN.findall(text)
+    text = DATE_TOKEN.sub(" ", text)
+    found = re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\w)", text)
+    found += [_NUMBER_WORDS[w] for w in (t.lower() for t in tokens(text)) if w in _NUMBER_WORDS]
+    return sorted(found + dates)
+
+
+def _holds(held: str, number: str) -> bool:
+    """Whether `held` states `number`: the same, or a fuller date (2020 and 2020-03 are in 2020-03-03; --03-03 is
+    its day and month)."""
+    if held == number:
+        return True
+    return bool(DATE_TOKEN.fullmatch(held)) and (held.startswith(number + "-")
+                                                 or (number.startswith("--") and held.endswith(number[1:])))
+
+
+def _lacking(a: list[str], b: list[str]) -> set[str]:
+    """The numbers of `a` that `b` does not state, each of b's stating one of a's ("x + 1 = x + 2" states a 1 that
+    "x + 1 = x + 1" does, and a 2 it does not)."""
+    pool = list(b)
+    missing = set()
+    for x in sorted(a, key=lambda n: n not in pool):  # exact matches first, then dates that hold one
+        j = next((k for k, y in enumerate(pool) if _holds(y, x)), None)
+        if j is None:
+            missing.add(x)
+        else:
+            pool.pop(j)
+    return missing
 
 
 def _missing_numbers(statement: str, sentence: str) -> str | None:
     # A number the evidence never states is unsupported even when every other word matches.
-    missing = _numbers(statement) - _numbers(sentence)
+    missing = _lacking(_numbers(statement), _numbers(sentence))
     return f"states {', '.join(sorted(missing))}, which the sentence does not" if missing else None
 
 
@@ -141,7 +208,8 @@ def _is_identifier(word: str) -> bool:
 
 def swapped_identifier(statement: str, sentence: str) -> tuple[str, str] | None:
     """(statement's, sentence's) names when the statement is the sentence (or a part of it) with exactly
-    one identifier, literal or quoted name replaced."""
+    one identifier, literal or quoted name replaced (names compared normalised: "U.S." is "US")."""
+    statement, sentence = normalize(statement), normalize(sentence)
     a, b = _content_tokens(statement), _content_tokens(sentence)
     quoted = {q.strip() for q in _QUOTED.findall(statement) + _QUOTED.findall(sentence)}
     matcher = SequenceMatcher(a=[t.lower() for t in a], b=[t.lower() for t in b], autojunk=False)
@@ -160,13 +228,15 @@ def swapped_identifier(statement: str, sentence: str) -> tuple[str, str] | None:
 
 
 def conflict(statement: str, sentence: str) -> str | None:
-    """Why two near-identical texts disagree (negation, number, identifier), or None."""
+    """Why two near-identical texts disagree (negation, number, identifier), or None. A number is changed when each
+    states one the other does not, both normalised (core.text.normalize: "1,000" is "1000"); one that only adds a
+    number, or a fuller date, changes none."""
     flipped = _negation_clash(statement, sentence)
     if flipped:
         return f"differs in negation of {', '.join(sorted(flipped))}"
     a, b = _numbers(statement), _numbers(sentence)
-    if a and b and a != b:
-        return f"differs in number ({', '.join(sorted(a))} vs {', '.join(sorted(b))})"
+    if _lacking(a, b) and _lacking(b, a):
+        return f"differs in number ({', '.join(sorted(set(a)))} vs {', '.join(sorted(set(b)))})"
     swap = swapped_identifier(statement, sentence)
     if swap:
         return f"differs in name ({swap[0]} vs {swap[1]})"
@@ -261,8 +331,9 @@ def verify_against_gold(
 
     Baseline rule, lexical and deterministic: a statement contradicts the gold when some gold sentence
     makes the same claim (cosine >= GOLD_SAME_CLAIM_COSINE and content-word recall >= GOLD_SAME_CLAIM_RECALL)
-    yet one of them negates a word the other states, their numbers differ, or exactly one identifier,
-    literal (True/False/None) or quoted name is swapped. It misses contradictions phrased differently
+    yet one of them negates a word the other states, each states a number or date the other does not (normalised:
+    "1,000" is "1000", "March 3, 2020" is "2020-03-03"), or exactly one identifier, literal (True/False/None) or
+    quoted name is swapped. It misses contradictions phrased differently
     (antonyms, reordered clauses) and can fire on a paraphrase that moves a "not" onto a shared word.
     """
     verdicts, cosine, units = _support_verdicts(

@@ -9,12 +9,14 @@ never the generator's request labels or `supported` flags. Rules, per request:
                   stems of one gold text, each stem weighted by how few of the question's requests share it
                   (term_weights: the topic every request names counts least); a request without gold material:
                   >= REQUEST_TERM_RECALL of the request's own terms, unweighted.  Abstention boilerplate and list
-                  numbering are not answer sentences.
+                  numbering are not answer sentences. Words are matched normalised (core.text.normalize: names,
+                  numbers, dates and units in one spelling, diacritics folded).
   excerpt         that sentence (pair), the best-covering one; ties go to the earlier sentence.
   cited_chunk_ids the citations of the answer passage(s) holding the excerpt; the answer's own citations when no
                   passage holds it.
   verdict         not_addressed; else contradicts when the excerpt makes a gold sentence's claim with a negation,
-                  number or name changed (lexical_judge.verify_against_gold's rule); else consistent; without gold
+                  number or name changed (lexical_judge.verify_against_gold's rule: a number is changed when each
+                  states one the other does not, normalised); else consistent; without gold
                   material, not_verifiable.
   contradiction   an answer sentence that makes a gold sentence's claim with a negation, number or name changed
                   addresses the request, wrongly, whatever its coverage: the changed word is what lowers it
@@ -33,11 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_ttc_assets.core.extractive import request_terms
+from rag_ttc_assets.core.extractive import QUESTION_WORDS
 from rag_ttc_assets.core.lexical_judge import (GOLD_SAME_CLAIM_COSINE, GOLD_SAME_CLAIM_RECALL, compared, conflict,
                                               extract_statements, recall, shown, verify_against_gold)
 from rag_ttc_assets.core.summaries import REQUEST_JUDGE_RULES
-from rag_ttc_assets.core.text import content_words, split_sentences, stem, term_recall, text_stems
+from rag_ttc_assets.core.text import (normal_stems, normal_term_recall, normal_words, normalize, split_sentences,
+                                     stem)
 
 Embed = Callable[[list[str]], np.ndarray]
 # Per text: its content words' stems and one unit-normalised contextual vector per word (adapters.embeddings.
@@ -81,7 +84,7 @@ def term_weights(requests: Sequence[LabelledRequest]) -> dict[str, float]:
     hold the stem in their gold material. A word every request shares is the question's topic (a name an answer
     carries whether or not it makes the request's claim) and weighs least; a word of one request alone weighs most.
     With one request every word weighs the same, and the rule is plain content-word recall."""
-    held = [frozenset().union(*(text_stems(g) for g in r.gold)) for r in requests if r.gold]
+    held = [frozenset().union(*(normal_stems(g) for g in r.gold)) for r in requests if r.gold]
     df: dict[str, int] = {}
     for stems in held:
         for t in stems:
@@ -96,14 +99,19 @@ def weighted_recall(terms: frozenset[str], text: str, weights: dict[str, float])
     total = math.fsum(weights.get(t, 1.0) for t in terms)
     if not total:
         return 0.0
-    return math.fsum(weights.get(t, 1.0) for t in terms & text_stems(text)) / total
+    return math.fsum(weights.get(t, 1.0) for t in terms & normal_stems(text)) / total
+
+
+def request_terms(request: str) -> frozenset[str]:
+    """A request's own terms (without gold material): its content words' stems, normalised, less question words."""
+    return frozenset(stem(w) for w in normal_words(request) if w not in QUESTION_WORDS)
 
 
 def _coverage(request: LabelledRequest, text: str, weights: dict[str, float]) -> float:
     gold = request.gold
     if not gold:
-        return term_recall(request_terms(request.text), text)
-    return max(weighted_recall(text_stems(g), text, weights) for g in gold)
+        return normal_term_recall(request_terms(request.text), text)
+    return max(weighted_recall(normal_stems(g), text, weights) for g in gold)
 
 
 def _contradiction(request: LabelledRequest, sentences: list[str], embed: Embed) -> tuple[int, dict] | None:
@@ -119,9 +127,11 @@ def _contradiction(request: LabelledRequest, sentences: list[str], embed: Embed)
     return next(((i, c) for i, c in zip(candidates, checks, strict=True) if c["contradicts_gold"]), None)
 
 
-def _share(x: float) -> float:
-    """A coverage as the reply carries it: four decimals, within 0..1 (a float sum may pass 1 by a rounding)."""
-    return round(min(1.0, max(0.0, x)), 4)
+def _share(x: float, threshold: float) -> float:
+    """A coverage as the reply carries it: four decimals (more when four would put it on the other side of the
+    `threshold` that decided the verdict: 0.64996 is not carried as 0.65 beside a 0.65 it did not reach), within 0..1
+    (a float sum may pass 1 by a rounding)."""
+    return float(shown(min(1.0, max(0.0, x)), threshold, digits=4))
 
 
 def _flat(text: str) -> str:
@@ -179,12 +189,12 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
                 i, check = clash
                 out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
                             "cited_chunk_ids": passage_citations([sentences[i]], passages, citations),
-                            "verdict": "contradicts", "coverage": _share(scores[i]),
+                            "verdict": "contradicts", "coverage": _share(scores[i], threshold),
                             "reason": f"covers {shown(scores[i], threshold)} of gold (< {threshold:.2f}), but makes "
                                       f"its claim changed; {check['reason']}"})
                 continue
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                        "verdict": "not_addressed", "coverage": _share(covered),
+                        "verdict": "not_addressed", "coverage": _share(covered, threshold),
                         "reason": f"no answer sentence covers {threshold:.2f} of {against} (best "
                                   f"{compared(covered, threshold)})"})
             continue
@@ -193,7 +203,7 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
         verdict, reason = _verdict(r, excerpt, f"covers {shown(scores[best], threshold)} of {against} (>= "
                                                f"{threshold:.2f})", embed)
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": cites,
-                    "verdict": verdict, "coverage": _share(scores[best]), "reason": reason})
+                    "verdict": verdict, "coverage": _share(scores[best], threshold), "reason": reason})
     return out
 
 
@@ -220,18 +230,19 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
         if clash is not None:
             i, check = clash
             out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
-                        "cited_chunk_ids": list(citations), "verdict": "contradicts", "coverage": _share(covered),
+                        "cited_chunk_ids": list(citations), "verdict": "contradicts",
+                        "coverage": _share(covered, threshold),
                         "reason": f"the whole answer covers {shown(covered, threshold)} of gold (< {threshold:.2f}), "
                                   f"but a sentence makes its claim changed; {check['reason']}"})
             continue
         if covered < threshold:
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                        "verdict": "not_addressed", "coverage": _share(covered),
+                        "verdict": "not_addressed", "coverage": _share(covered, threshold),
                         "reason": f"the whole answer covers {shown(covered, threshold)} of {against} (< "
                                   f"{threshold:.2f})"})
             continue
-        wanted = {stem(w) for g in (r.gold or [r.text]) for w in content_words(g)}
-        excerpt = " ".join(s for s in sentences if wanted & {stem(w) for w in content_words(s)})
+        wanted = frozenset().union(*(normal_stems(g) for g in (r.gold or [r.text])))
+        excerpt = " ".join(s for s in sentences if wanted & normal_stems(s))
         measured = f"the whole answer covers {shown(covered, threshold)} of {against} (>= {threshold:.2f})"
         if not r.gold:
             verdict, reason = "not_verifiable", f"{measured}; nothing to verify it against"
@@ -241,7 +252,7 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
             verdict = "contradicts" if clash else "consistent"
             reason = f"{measured}; " + (clash["reason"] if clash else f"consistent: in the answer, {NO_CLASH}")
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": list(citations),
-                    "verdict": verdict, "coverage": _share(covered), "reason": reason})
+                    "verdict": verdict, "coverage": _share(covered, threshold), "reason": reason})
     return out
 
 
@@ -267,8 +278,10 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
                         word_vectors: WordVectors) -> list[dict]:
     """The BERTScore juror (`local/bertscore`), an offline request judge that reads words in context rather than
     their spelling: the sentence-window judge's rules (judge_requests) with soft_recall in place of the content-word
-    recall, so "sales rose" can cover "revenue increased". A request is addressed when some answer sentence, or two
-    adjacent ones, reaches SOFT_ADDRESS_RECALL of one gold text (without gold material: of the request's own words,
+    recall, so "a physician purchased the automobile" covers "a doctor bought the car" (not every paraphrase: "revenue
+    increased" soft-covers "sales rose" 0.43 with the bundled MiniLM). The texts are read normalised (core.text.
+    normalize), so "two hundred" and "200" are one word to the model too. A request is addressed when some answer
+    sentence, or two adjacent ones, reaches SOFT_ADDRESS_RECALL of one gold text (without gold material: of the request's own words,
     unweighted); excerpt, citations and the verdict as judge_requests, on the best window; and what judge_requests
     calls `contradicts` is `contradicts` here too (with its excerpt); coverage: the best window's soft recall, what
     the verdict thresholds. Its blind spot is another: words that sit in the same context without making
@@ -279,7 +292,9 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
     weights = term_weights(requests)
     golds = [r.gold or [r.text] for r in requests]
     texts = list(dict.fromkeys([*sentences, *(g for gs in golds for g in gs)]))
-    vectors = dict(zip(texts, word_vectors(texts), strict=True)) if texts else {}
+    # The model reads each text normalised (core.text.normalize): "two hundred" and "200", "5 km" and "5 kilometres"
+    # are then the same words to it, as to the word-reading jurors.
+    vectors = dict(zip(texts, word_vectors([normalize(t) for t in texts]), strict=True)) if texts else {}
     window_vectors = [_joined([vectors[s] for s in part]) for part in parts]
     lexical = {j["request"]: j for j in judge_requests(requests, answer_text, citations, passages, embed)}
     out = []
@@ -294,13 +309,13 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
         # contradicting (its excerpt's check, or a sentence making the claim changed) is contradicting here too.
         lex = lexical[r.id]
         if lex["verdict"] == "contradicts":
-            out.append({**lex, "coverage": _share(covered),
+            out.append({**lex, "coverage": _share(covered, SOFT_ADDRESS_RECALL),
                         "reason": f"soft-covers {shown(covered, SOFT_ADDRESS_RECALL)} of gold, and contradicts it "
                                   f"whatever that coverage, by the lexical reading: {lex['reason']}"})
             continue
         if covered < SOFT_ADDRESS_RECALL:
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                        "verdict": "not_addressed", "coverage": _share(covered),
+                        "verdict": "not_addressed", "coverage": _share(covered, SOFT_ADDRESS_RECALL),
                         "reason": f"no answer sentence soft-covers {SOFT_ADDRESS_RECALL:.2f} of {against} "
                                   f"(best {compared(covered, SOFT_ADDRESS_RECALL)})"})
             continue
@@ -309,7 +324,7 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
                                                f"(>= {SOFT_ADDRESS_RECALL:.2f}; BERTScore recall, MiniLM)", embed)
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt,
                     "cited_chunk_ids": passage_citations(parts[best], passages, citations),
-                    "verdict": verdict, "coverage": _share(covered), "reason": reason})
+                    "verdict": verdict, "coverage": _share(covered, SOFT_ADDRESS_RECALL), "reason": reason})
     return out
 
 

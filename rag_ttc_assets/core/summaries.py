@@ -19,7 +19,10 @@ OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/conte
 # contradicting sentence addresses the request (docs/judges.md, "A better offline judge"); /3: the verdicts of /2,
 # each with its `coverage` (the share of the request's gold material the answer carries, what the verdict thresholds).
 # `local/bertscore` (a third juror, BERTScore recall) was added under /3: its rules are new, not a change of another's.
-REQUEST_JUDGE_RULES = "request-judge-rules/3"
+# /4: names, numbers, dates and units normalised before matching (core.text.normalize), a number changed only when
+# each text states one the other does not, and the statement judge (local/lexical's statements) checks clauses.
+# These rules are also the cache key of local/lexical's statement and gold verdicts (adapters.local_providers.rules_of).
+REQUEST_JUDGE_RULES = "request-judge-rules/4"
 # `local/learned` (core.learned_judge) reads the other three's measurements through a fitted model: their rules are its
 # features, and its fitted parameters (a versioned file, its digest) are part of its instrument beside them.
 OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage", "local/bertscore",

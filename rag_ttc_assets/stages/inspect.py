@@ -196,6 +196,16 @@ def _coverage(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def _juror_coverage(value: float | None) -> str:
+    """A juror's coverage as _coverage, to more decimals where two would put it on the other side of an offline
+    juror's threshold (0.6499 is not shown "0.65" beside a not_addressed at 0.65)."""
+    if value is None:
+        return "-"
+    from rag_ttc_assets.core.lexical_judge import shown_beside  # late: numpy
+    from rag_ttc_assets.core.request_judge import ADDRESS_RECALL, REQUEST_TERM_RECALL, SOFT_ADDRESS_RECALL
+    return shown_beside(value, (ADDRESS_RECALL, REQUEST_TERM_RECALL, SOFT_ADDRESS_RECALL))
+
+
 # Every line break str.splitlines knows (an imported row's text may hold any of them).
 _LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
 _VERBATIM = ("raw_response", "error")  # shown in a fence, as the system gave them
@@ -313,7 +323,7 @@ def to_markdown(v: dict) -> str:
             out += ["", "**Jurors** side by side (a juror's fault is its own not-measured, never a vote)", "",
                     "| request | " + " | ".join(jurors) + " | jurors disagree |", "|---|" + "---|" * (len(jurors) + 1)]
             out += [f"| {r['id']} | " + " | ".join(
-                (f"{j['verdict']}" + (f" (coverage {_coverage(j.get('coverage'))}"
+                (f"{j['verdict']}" + (f" (coverage {_juror_coverage(j.get('coverage'))}"
                                       + (f", calibrated {_coverage(j['calibrated_coverage'])}"
                                          if j.get("calibrated_coverage") is not None else "") + ")"
                                       if j.get("coverage") is not None else "")

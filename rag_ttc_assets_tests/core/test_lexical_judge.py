@@ -5,6 +5,7 @@ import pytest
 from rag_ttc_assets.core.lexical_judge import (
     conflict,
     extract_statements,
+    recall,
     swapped_identifier,
     verify_against_gold,
     verify_statements,
@@ -109,3 +110,63 @@ def test_conflict_rules_are_lexical() -> None:
     # A negation on a word the other text does not mention is no clash.
     assert conflict("x is only evaluated once.", "x cannot be an unpacking; x is only evaluated once.") is None
     assert swapped_identifier("The suite calls run.", "The suite calls stop.") is None  # plain words, not names
+
+
+@pytest.mark.parametrize(("statement", "sentence"), [
+    ("The tower is 1,000 feet tall.", "The tower is 1000 feet tall."),
+    ("The tower is one thousand feet tall.", "The tower is 1,000 ft tall."),
+    ("The treaty was signed on 3rd March 2020.", "The treaty was signed on March 3, 2020."),
+    ("The treaty was signed on 2020-03-03.", "The treaty was signed on 3 March 2020."),
+    ("U.S. forces left in 2021.", "US forces left in 2021."),
+    ("The road is 5 km long.", "The road is 5 kilometres long."),
+    ("It has 3 parts.", "It has 3 parts and 4 steps."),  # the sentence only adds a number
+])
+def test_a_number_date_or_name_written_another_way_is_no_contradiction(statement, sentence) -> None:
+    assert conflict(statement, sentence) is None
+    assert recall(statement, sentence) == 1.0
+
+
+@pytest.mark.parametrize("statement", ["The treaty was signed in 2020.", "The treaty was signed in March 2020."])
+def test_a_less_precise_date_is_no_contradiction(statement) -> None:
+    assert conflict(statement, "The treaty was signed on 3 March 2020.") is None
+
+
+@pytest.mark.parametrize(("statement", "sentence", "reason"), [
+    ("The tower is 1,000 feet tall.", "The tower is 2,000 feet tall.", "differs in number (1000 vs 2000)"),
+    ("The tower is one thousand feet tall.", "The tower is 1,200 feet tall.", "differs in number (1000 vs 1200)"),
+    ("The treaty was signed on 3rd March 2020.", "The treaty was signed on March 4, 2020.",
+     "differs in number (2020-03-03 vs 2020-03-04)"),
+    ("The treaty was signed in March 2021.", "The treaty was signed on 3 March 2020.",
+     "differs in number (2021-03 vs 2020-03-03)"),
+    ('"x += 1" can be rewritten as "x = x + 2".', '"x += 1" can be rewritten as "x = x + 1".',
+     "differs in number (1, 2 vs 1)"),
+])
+def test_a_number_or_date_changed_is_a_contradiction_however_written(statement, sentence, reason) -> None:
+    assert conflict(statement, sentence) == reason
+
+
+def test_a_number_the_evidence_states_another_way_is_not_missing() -> None:
+    from rag_ttc_assets.core.lexical_judge import _missing_numbers
+
+    assert _missing_numbers("It weighs 2,500 kg.", "It weighs 2500 kilograms.") is None
+    assert _missing_numbers("It opened on March 3, 2020.", "It opened on 2020-03-03.") is None
+    assert _missing_numbers("It weighs 2,600 kg.", "It weighs 2500 kilograms.") == (
+        "states 2600, which the sentence does not")
+
+
+def test_a_run_on_sentence_is_checked_clause_by_clause() -> None:
+    from rag_ttc_assets.core.lexical_judge import extract_claims, split_clauses
+
+    assert split_clauses("The longest river is the Nile, stretching 6,650 km through Africa, flowing through "
+                         "Uganda and Egypt before emptying into the sea.") == [
+        "The longest river is the Nile", "stretching 6,650 km through Africa",
+        "flowing through Uganda and Egypt before emptying into the sea."]
+    assert split_clauses("Some doubt this title, as recent studies suggest the Amazon is longer, potentially "
+                         "extending it to 7,000 km.") == [
+        "Some doubt this title, as recent studies suggest the Amazon is longer",  # "Some doubt this title": short
+        "potentially extending it to 7,000 km."]
+    # A list or a relative clause too short to check alone stays whole.
+    assert split_clauses("Lists, which are mutable, hold items.") == ["Lists, which are mutable, hold items."]
+    assert split_clauses("It reads Uganda, Sudan, and Egypt.") == ["It reads Uganda, Sudan, and Egypt."]
+    assert extract_claims("1. The Nile river is long, flowing north into the sea. The evidence is insufficient.") == [
+        "The Nile river is long", "flowing north into the sea."]

@@ -387,3 +387,33 @@ def test_the_bertscore_juror_keeps_what_the_lexical_judge_reads_as_contradicting
     assert (bert["addressed"], bert["verdict"], bert["excerpt"]) == (True, "contradicts",
                                                                      "Revenue did not increase in 2023.")
     assert bert["coverage"] == 1.0 and bert["reason"].startswith("soft-covers 1.00 of gold, and contradicts it whatever that coverage, by the lexical reading: ")
+
+
+def test_a_coverage_is_never_carried_on_the_other_side_of_the_threshold_that_decided() -> None:
+    from rag_ttc_assets.core.request_judge import _share
+
+    assert _share(0.64996, 0.65) == 0.64996 and _share(0.65, 0.65) == 0.65  # not 0.65 beside a 0.65 not reached
+    assert _share(0.49999, 0.5) < 0.5 and _share(0.123456, 0.5) == 0.1235 and _share(1.0000001, 0.5) == 1.0
+
+
+def test_each_juror_matches_numbers_dates_and_units_written_another_way() -> None:
+    from rag_ttc_assets.core.request_judge import judge_requests_whole
+    from rag_ttc_assets.core.text import normal_words
+
+    def normal_bag(texts: list[str]) -> np.ndarray:  # bag_of_words over the normalised words: a model's closeness
+        vocab = {w: i for i, w in enumerate(sorted({stem(w) for t in texts for w in normal_words(t)}))}
+        out = np.zeros((len(texts), max(len(vocab), 1)))
+        for row, text in enumerate(texts):
+            for w in normal_words(text):
+                out[row, vocab[stem(w)]] += 1
+        return out
+
+    gold = LabelledRequest("r1", "How long is the bridge and when did it open?", (),
+                           "The bridge is 1,200 metres long and opened on 3rd March 2020.")
+    answer = "Opened on March 3, 2020, the bridge is 1200 m long."
+    lexical = judge_requests([gold], answer, [], [], normal_bag)[0]
+    whole = judge_requests_whole([gold], answer, [], normal_bag)[0]
+    assert lexical["coverage"] == whole["coverage"] == 1.0
+    assert lexical["verdict"] == whole["verdict"] == "consistent"
+    changed = judge_requests([gold], "Opened on March 4, 2020, the bridge is 1200 m long.", [], [], normal_bag)[0]
+    assert changed["verdict"] == "contradicts" and "differs in number (1200, 2020-03-04 vs " in changed["reason"]

@@ -108,3 +108,72 @@ def test_split_requests_single(question: str) -> None:
 
 def test_split_requests_empty() -> None:
     assert split_requests("   ") == []
+
+
+# --- normalisation before matching (the offline jurors and the statement judge) ---------------------------------
+
+SAME = [  # each group: one name, number, date or unit, written the ways answers write it
+    ["1,000 people", "1000 people", "one thousand people", "a thousand people"],
+    ["12,345,678", "12345678"],
+    ["205 steps", "two hundred and five steps", "two hundred five steps"],
+    ["21 days", "twenty-one days", "twenty one days"],
+    ["2500000 visitors", "2.5 million visitors"],
+    ["5 km", "5 kilometres", "5 kilometers", "5km", "5 kilometre", "five kilometres"],
+    ["10 m", "10 metres", "10 meters", "ten metres"],
+    ["3 mi", "3 miles", "three miles"],
+    ["6 ft", "6 feet", "6 foot"],
+    ["2 kg", "2 kilograms", "2 kilogrammes"],
+    ["4 h", "4 hours", "4 hrs", "four hours"],
+    ["90 min", "90 minutes", "ninety minutes"],
+    ["50%", "50 percent", "50 per cent", "fifty percent"],
+    ["$5", "5 dollars", "five dollars"],
+    ["20 °C", "20 degrees celsius"],
+    ["3rd March 2020", "March 3, 2020", "2020-03-03", "3 March 2020", "the 3rd of March, 2020", "Mar. 3, 2020",
+     "March 3rd 2020"],
+    ["March 2020", "Mar 2020"],
+    ["5 May", "May 5th", "5th of May"],
+    ["U.S. troops", "US troops", "USA troops", "United States troops"],
+    ["the U.K.", "the UK", "the United Kingdom"],
+    ["Café in Zürich", "cafe in zurich", "CAFE IN ZURICH"],
+    ["Señor Núñez", "Senor Nunez"],
+]
+DIFFERENT = [  # never merged
+    ("1,000 people", "100 people"), ("3rd March 2020", "4 March 2020"), ("March 2020", "May 2020"),
+    ("5 km", "5 miles"), ("version 3.10", "version 3.1"), ("1990s", "1980s"),
+]
+
+
+@pytest.mark.parametrize("group", SAME, ids=[g[0] for g in SAME])
+def test_names_numbers_dates_and_units_written_another_way_are_the_same_words(group) -> None:
+    from rag_ttc_assets.core.text import normal_stems
+
+    assert len({normal_stems(text) for text in group}) == 1, {text: sorted(normal_stems(text)) for text in group}
+
+
+@pytest.mark.parametrize(("a", "b"), DIFFERENT)
+def test_a_different_number_date_or_unit_stays_different(a, b) -> None:
+    from rag_ttc_assets.core.text import normal_stems
+
+    assert normal_stems(a) != normal_stems(b)
+
+
+def test_normalisation_leaves_what_is_not_a_quantity_alone() -> None:
+    from rag_ttc_assets.core.text import fold, normal_words, normalize
+
+    assert normal_words("one of the rivers") == ["rivers"]  # "one" alone is a pronoun as often as a number
+    assert normal_words("you may 5 times") == ["5", "times"]  # "may" a verb: a month only capitalised, in a date
+    assert normal_words("the 1990s") == ["1990"]  # a decade, not 1990 seconds
+    assert normal_words("the WHO said") == ["who", "said"]  # a name in capitals spelt like a stopword is kept
+    assert normal_words("plain m and km words") == ["plain", "km", "words"]  # abbreviations only after a number
+    assert normalize("03/04/2020") == "03/04/2020"  # slashed dates: day and month order differ by country
+    assert fold("Zürich café") == "Zurich cafe" and len(fold("ﬁx")) == len("ﬁx")  # offsets kept
+    # Content words of the text as written are unchanged (the extractive answerer and derived requests read them).
+    assert content_words("1,000 km") == ["1", "000", "km"]
+
+
+def test_a_share_is_its_number_not_the_word_percent() -> None:
+    from rag_ttc_assets.core.text import normal_stems
+
+    # Two shares of different things share no word ("percent" would be one; the sign never was a word).
+    assert not normal_stems("46.1% of total costs") & normal_stems("roughly 35 per cent of revenue")
+    assert normal_stems("50 percent") == normal_stems("50%") == {"50"}
