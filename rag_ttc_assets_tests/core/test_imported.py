@@ -269,8 +269,11 @@ def test_the_judges_read_a_free_text_answer_without_the_markers_it_cites_by():
     text = "Item 3 is a widget [1]. It costs 3 dollars [1, 2].\nSee the plan."
     assert citations(text, "numbered", ["d1", "d2"], []) == ["d1", "d2"]
     assert without_citations(text, "numbered", []) == "Item 3 is a widget. It costs 3 dollars.\nSee the plan."
-    assert conflict(text.split(".")[0], "Item 3 is a widget") is not None  # what the judge read before
-    assert conflict(without_citations("Item 3 is a widget [1]", "numbered", []), "Item 3 is a widget") is None
+    # The marker read as a number the gold does not state, beside one the answer does not: a contradiction; without
+    # the marker, none.
+    gold = "Item 3 is a widget in 2 colours"
+    assert conflict(text.split(".")[0], gold) is not None
+    assert conflict(without_citations("Item 3 is a widget [1]", "numbered", []), gold) is None
     known = ["d1", "faq#chunk-2"]
     assert without_citations("Plans cost 12 dollars [faq#chunk-2]. Not [a note].", "ids", known) == \
         "Plans cost 12 dollars. Not [a note]."

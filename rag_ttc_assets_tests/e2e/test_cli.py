@@ -79,8 +79,8 @@ arms:
         return {c: line[a:b].strip() for c, a, b in zip(cols, starts, [*starts[1:], None])}
 
     assert cells(base)["chunk_runes"] == "600" and cells(base)["request_judges"] == "local/lexical"
-    assert panel.endswith("  local/lexical, local/coverage (majority)")
-    assert imported.endswith("  local/lexical, local/coverage (majority)")
+    assert panel.endswith("  local/lexical, local/coverage (all)")  # the default aggregation
+    assert imported.endswith("  local/lexical, local/coverage (all)")
     assert cells(imported)["supply"] == "imported: rows.json (ragchecker)"
     for col in ("chunk_runes", "overlap_runes", "retrieval", "retrieve_k", "evidence_k", "context_runes",
                 "evidence_order", "prompt", "generator"):

@@ -97,6 +97,8 @@ def test_inspect_says_the_system_never_answered_an_unanswered_question(lab):
 
 
 def test_inspect_shows_each_requests_coverage_and_each_jurors(lab):
+    from rag_ttc_assets.stages.inspect import _coverage, _juror_coverage
+
     qid = lab["results"][0]["query_id"]
     code, out, err = rag_ttc("inspect", "part", qid, "--json", env=lab["env"])
     assert code == 0, err
@@ -107,8 +109,11 @@ def test_inspect_shows_each_requests_coverage_and_each_jurors(lab):
     assert "| request | status | addressed | verdict | coverage |" in out
     for r in judged:
         assert f"| {r['request_judge']['verdict']} | {r['request_judge']['coverage']:.2f} |" in out
-        for j in r["request_judge"]["jurors"]:
-            assert f"{j['verdict']} (coverage {j['coverage']:.2f})" in out
+        for j in r["request_judge"]["jurors"]:  # each juror's coverage, and on the panel's one scale
+            shown = f"{j['verdict']} (coverage {_juror_coverage(j['coverage'])}"
+            if j.get("calibrated_coverage") is not None:
+                shown += f", calibrated {_coverage(j['calibrated_coverage'])}"
+            assert shown + ")" in out
 
 
 def test_completeness_without_gold_quotes_is_not_measured_never_zero_with_the_answered_share_kept(lab):

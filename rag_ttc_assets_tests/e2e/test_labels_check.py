@@ -3,6 +3,7 @@ script that edits the bundled corpus like a policy change."""
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -202,6 +203,12 @@ def test_labels_update_leaves_a_labels_file_edited_while_it_ran(tmp_path, monkey
         return out
 
     monkeypatch.setattr(label_versions, "check_labels", check_then_someone_edits)
+    # In this process the CLI exports --datasets-dir as RAG_TTC_DATASETS: restored after the test, or the worker's
+    # later tests would read this test's datasets folder.
+    for env in ("RAG_TTC_ARMS", "RAG_TTC_DATASETS", "RAG_TTC_HOME", "DAGSTER_HOME"):
+        monkeypatch.setenv(env, os.environ.get(env, ""))
+        if not os.environ[env]:
+            monkeypatch.delenv(env)
     assert main(["labels", "update", "shop", "--datasets-dir", str(root / "datasets")]) == 1
     edited_by_person = (folder / "evaluation.json").read_text(encoding="utf-8")
     assert edited_by_person.endswith(" ")  # the person's edit, not overwritten
