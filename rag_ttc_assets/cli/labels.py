@@ -71,6 +71,10 @@ def cmd_judge_agreement(args) -> int:
         if d:
             print(f"arm {arm}: {d['requests']} requests of {d['questions']} questions were derived from gold answers "
                   f"by {describe(d)} (labels, for the judges only)")
+    edits = report.get("request_edits") or {}
+    if edits.get("edits") or edits.get("labels_not_compared"):
+        print(f"request annotation: {edits['edits']} request edits, {edits['labels_not_compared']} labels of requests "
+              "an annotator added, split, merged or reworded (no judge measured them: not compared)")
     for title, cols, rows in tables(report):
         print(title)
         print(text_table(cols, rows))

@@ -57,6 +57,12 @@ from rag_ttc_assets.core.panel import AGGREGATIONS
 from rag_ttc_assets.core.text import content_words, stem, term_recall
 
 REQUEST, PAIR, CLAIM = "request", "pair", "claim"
+REQUEST_EDIT = "request_edit"  # the annotation page's request edits (core.annotation), read and counted, not compared
+# The fields the annotation page adds to a per-request label (core.annotation, docs/annotate.md): provenance, read and
+# kept out of the statistics.
+ANNOTATION_FIELDS = frozenset({"case", "note", "origin", "request_text", "from", "run_id", "row", "answer_sha256",
+                               "corpus_digest", "chunk_ids", "quote", "quote_chunk_id", "quote_doc_id",
+                               "quote_sha256", "probability", "stratum", "labelled_at", "log_seq"})
 SUPPORT = ("supported", "partially_supported", "not_supported")
 VERDICTS = ("consistent", "contradicts", "not_addressed", "not_verifiable")
 SCALE = (-2, 2)
@@ -145,6 +151,8 @@ class Labels:
     requests: list[RequestLabel]
     pairs: list[PairLabel]
     claims: list[ClaimLabel] = field(default_factory=list)
+    request_edits: int = 0  # `request_edit` records (the annotation page's request annotation), not compared
+    edited_request_labels: int = 0  # labels of requests an annotator edited (`origin` not `dataset`): no judge saw them
 
 
 def _text(value) -> bool:
@@ -193,6 +201,9 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
             bad(n, "(record)", "a label is a JSON object")
             continue
         kind, question, annotator = rec.get("kind"), rec.get("question"), rec.get("annotator")
+        if kind == REQUEST_EDIT:  # the annotation page's request edits: request annotation, no judge measured it
+            out.request_edits += 1
+            continue
         if kind not in (REQUEST, PAIR, CLAIM):
             bad(n, "kind", f"{kind!r}: use {REQUEST!r} (per-request label), {PAIR!r} (pairwise preference) or "
                            f"{CLAIM!r} (per-claim support label)")
@@ -216,12 +227,15 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
             out.claims.append(label)
             continue
         if kind == REQUEST:
-            allowed = {"kind", "question", "request", "arm", "addressed", "verdict", "annotator"}
+            allowed = {"kind", "question", "request", "arm", "addressed", "verdict", "annotator"} | ANNOTATION_FIELDS
             extra = sorted(set(rec) - allowed)
             if extra:
                 bad(n, extra[0], f"unknown field; a per-request label has {sorted(allowed)}")
                 continue
             arm, request = rec.get("arm"), rec.get("request")
+            if rec.get("origin", "dataset") != "dataset":  # a request the annotator added, split, merged, reworded
+                out.edited_request_labels += 1
+                continue
             if not _text(arm) or arm not in catalog.questions:
                 bad(n, "arm", f"no arm or imported system {arm!r}{catalog.unknown_arm_hint}")
                 continue
@@ -275,7 +289,7 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
         (out.requests if kind == REQUEST else out.pairs).append(label)
     if problems:
         raise LabelsError(problems)
-    if not out.requests and not out.pairs and not out.claims:
+    if not out.requests and not out.pairs and not out.claims and not out.edited_request_labels:
         raise LabelsError([LabelProblem(path, "(file)", "(records)", "no labels in the file")])
     return out
 

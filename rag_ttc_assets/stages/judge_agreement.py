@@ -267,7 +267,10 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
               "claim_labels": (ja.claim_agreement(labels.claims, *claim_scores(lab, labels.claims), seed)
                                if labels.claims else None),
               # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
-              "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)}}
+              "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)},
+              # The annotation page's request annotation: edits and the labels of edited requests, which no judge
+              # measured, are counted and left out of every statistic.
+              "request_edits": {"edits": labels.request_edits, "labels_not_compared": labels.edited_request_labels}}
     report["panel_aggregations"] = ja.aggregation_choice(report)
     # A candidate aggregation's disagreements are counted, not listed: the panel's own (and its jurors') are.
     for r in (report["request_labels"] or {}).get("rows", []):

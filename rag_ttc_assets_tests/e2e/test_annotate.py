@@ -1,0 +1,342 @@
+"""`rag-ttc annotate`: the labelling page on two materialized arms of the mini lab (one run for the whole module),
+one document and question carrying planted markup. The server's endpoints in process (fast), the command as a user
+starts it, and one browser session (Debian's Chromium through Playwright): ten requests labelled from the keyboard,
+a gold quote highlighted, a request split, reload and resume, the labels file checked record by record, a second
+annotator, `judge-agreement` on both, the planted `<script>` run nowhere, the `/labels-check` page after a passage
+is removed. Screenshots land in tmp; with RAG_TTC_UPDATE_SCREENSHOTS=1 the page's is copied into docs/screenshots/.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, REPO, mini_corpus, mini_questions, write_dataset
+from rag_ttc_assets_tests.support.browser import BROWSER, CHROMIUM, CHROMIUM_ARGS, sync_api
+from rag_ttc_assets_tests.support.reliability import cli, lab_env
+
+PLANT = ('The frobnicate statement rewrites the loop. <script>window.__pwned = 1</script> '
+         '<img src="x" onerror="window.__pwned = 2"> <b>bold</b>')
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("annotate")
+    corpus = mini_corpus()
+    corpus["documents"].append({"id": "frobnicate", "title": "The frobnicate",
+                                "text": PLANT + "\n\n" + PLANT.replace("rewrites", "repeats"), "metadata": {}})
+    questions = mini_questions(corpus) + [{
+        "id": "mini-50", "text": "What does the frobnicate statement do? <script>window.__pwned = 3</script>",
+        "answerable": True, "targets": [{"doc_id": "frobnicate", "relevance": 1}],
+        "requests": [{"id": "mini-50.r1", "text": "What does the frobnicate statement do?",
+                      "evidence": [{"doc_id": "frobnicate", "quote": "The frobnicate statement rewrites the loop."}]}]}]
+    write_dataset(root / "datasets" / "mini", corpus, questions)
+    (root / "arms.yaml").write_text(MINI_DEFAULTS + "arms:\n  baseline: {}\n  tight: {context_runes: 700}\n",
+                                    encoding="utf-8")
+    env = lab_env(root)
+    code, _, err = cli("run", "baseline", "tight", env=env, timeout=900)
+    assert code == 0, err[-4000:]
+    return root, env
+
+
+def _annotator(root: Path, labels: Path, name: str, sample: Path | None = None):
+    from rag_ttc_assets.cli.annotate import Annotator, LabelFiles, Source, _labels_check
+    from rag_ttc_assets.lab import Lab
+
+    lab = Lab.from_env(arms_file=root / "arms.yaml", datasets_dir=root / "datasets", home=root / "home")
+    return Annotator(Source(lab, ["baseline", "tight"], sample), LabelFiles(labels), name,
+                     _labels_check(lab, ["baseline", "tight"]))
+
+
+@pytest.fixture
+def served(lab, tmp_path):
+    """An in-process server of the page (ann1) writing tmp_path/labels.jsonl; yields (annotator, call)."""
+    from rag_ttc_assets.cli.annotate import make_server
+    import threading
+
+    ann = _annotator(lab[0], tmp_path / "labels.jsonl", "ann1")
+    server = make_server(ann, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def call(method, path, body=None, headers=None):
+        c = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=30)
+        data = json.dumps(body).encode() if body is not None else None
+        c.request(method, path, data, {"Content-Type": "application/json", **(headers or {})})
+        r = c.getresponse()
+        text = r.read().decode()
+        return r.status, (json.loads(text) if r.getheader("Content-Type", "").startswith("application/json")
+                          else text), r
+    try:
+        yield ann, call
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_endpoints_write_the_log_and_the_labels_two_tabs_keep_both_and_bad_changes_are_refused(served, tmp_path):
+    ann, call = served
+    i = next(k for k, it in enumerate(ann.source.items) if it == {**it, "arm": "baseline", "question": "mini-50"})
+    # Two tabs label the same request: the later write wins in the labels file, both stay in the log.
+    assert call("POST", "/api/label", {"item": i, "request": "mini-50.r1", "case": "not_answered"})[0] == 200
+    status, body, _ = call("POST", "/api/label", {"item": i, "request": "mini-50.r1", "case": "answered_supported",
+                                                  "quote": "rewrites the loop", "quote_chunk_id": "frobnicate#chunk-0"})
+    assert status == 200 and body["seq"] == 2
+    log = _records(tmp_path / "labels.log.jsonl")
+    assert [c["case"] for c in log] == ["not_answered", "answered_supported"]
+    (rec,) = _records(tmp_path / "labels.jsonl")
+    v = ann.source.view(i)
+    assert rec["kind"] == "request" and rec["arm"] == "baseline" and rec["row"] == "mini-50"
+    assert (rec["addressed"], rec["verdict"], rec["case"]) == (True, "consistent", "answered_supported")
+    assert rec["quote_chunk_id"] == "frobnicate#chunk-0" and rec["quote_doc_id"] == "frobnicate"
+    import hashlib
+    assert rec["quote_sha256"] == "sha256:" + hashlib.sha256(b"rewrites the loop").hexdigest()
+    assert rec["chunk_ids"] == v["admitted_chunk_ids"] and rec["run_id"] == ann.source.run_ids["baseline"]
+    binding = json.loads((ann.source.lab.store.root / "arms" / "baseline" / "binding.json").read_text())
+    assert rec["corpus_digest"] == binding["corpus_digest"] and rec["log_seq"] == 2
+    # A highlight outside any chunk (across two, or in the answer): refused with a message, nothing written.
+    for bad in ({"quote": "rewrites the loop", "quote_chunk_id": None},
+                {"quote": "no such words in the chunk", "quote_chunk_id": "frobnicate#chunk-0"}):
+        status, body, _ = call("POST", "/api/label", {"item": i, "request": "mini-50.r1", **bad})
+        assert status == 400 and "select text within a single chunk" in body["error"], body
+    for body, want in (({"item": 999, "request": "x"}, "item: 999 is not a row"),
+                       ({"item": i, "request": "mini-50.r9", "case": "not_answered"}, "no request 'mini-50.r9'"),
+                       ({"item": i, "request": "mini-50.r1", "case": "maybe"}, "pick one of the four cases")):
+        status, out, _ = call("POST", "/api/label", body)
+        assert status == 400 and want in out["error"], out
+    assert len(_records(tmp_path / "labels.log.jsonl")) == 2
+    # Not JSON (a cross-site form), another Host (DNS rebinding): refused.
+    assert call("POST", "/api/label", {"item": i}, {"Content-Type": "text/plain"})[0] == 415
+    assert call("GET", f"/item/{i}", headers={"Host": "evil.example:80"})[0] == 403
+    # The page: planted markup escaped, the judge's verdict shown only once labelled, CSP runs only its script.
+    status, page, r = call("GET", f"/item/{i}")
+    assert status == 200 and "<script>window" not in page and "&lt;script&gt;window.__pwned = 3" in page
+    assert "script-src 'nonce-" in r.getheader("Content-Security-Policy")
+    assert "show the judge's verdict" in page and 'class="judge hidden">local/lexical' in page
+    status, other, _ = call("GET", f"/item/{i + 1}")
+    assert "hidden until you label" in other and 'class="judge hidden"' not in other
+    # Undo takes back the last change (the log keeps the undo); the labels file follows.
+    assert call("POST", "/api/undo", {})[0] == 200
+    assert [r["case"] for r in _records(tmp_path / "labels.jsonl")] == ["not_answered"]
+    assert [c["op"] for c in _records(tmp_path / "labels.log.jsonl")] == ["label", "label", "undo"]
+    # A rerun replaced the row: the label is kept and flagged as on an older run.
+    ann.source.run_ids["baseline"] = "a-newer-run"
+    page = call("GET", f"/item/{i}")[1]
+    assert "labelled on an older run" in page and "the label is kept" in page
+    assert [r["case"] for r in _records(tmp_path / "labels.jsonl")] == ["not_answered"]
+
+
+def test_request_edits_split_merge_reword_add(served, tmp_path):
+    ann, call = served
+    q = ann.source.items[0]["question"]
+    reqs = [r["id"] for r in ann.source.view(0)["requests"]]
+    assert len(reqs) >= 2, reqs
+    assert call("POST", "/api/edit", {"item": 0, "edit": "split", "from": [reqs[0]], "texts": ["part a", "part b"]})[0] \
+        == 200
+    assert call("POST", "/api/edit", {"item": 0, "edit": "merge", "from": [f"{reqs[0]}.s1", f"{reqs[0]}.s2"],
+                                      "texts": ["a and b"]})[0] == 200
+    assert call("POST", "/api/edit", {"item": 0, "edit": "reword", "from": [reqs[1]], "texts": ["said again"]})[0] \
+        == 200
+    assert call("POST", "/api/edit", {"item": 0, "edit": "add", "from": [], "texts": ["one more"]})[0] == 200
+    status, out, _ = call("POST", "/api/edit", {"item": 0, "edit": "split", "from": [reqs[0]], "texts": ["x", "y"]})
+    assert status == 400 and f"has no request {reqs[0]!r} (now)" in out["error"]  # split away already
+    from rag_ttc_assets.core.annotation import replay
+    now = ann.requests(0, replay(ann.files.read()))
+    assert [(r["id"], r["origin"]) for r in now[:2]] == [(f"{q}.m1", "merged"), (f"{reqs[1]}.r1", "reworded")]
+    assert (now[-1]["id"], now[-1]["text"]) == (f"{q}.a1", "one more")
+    assert call("POST", "/api/label", {"item": 0, "request": f"{q}.m1", "case": "answered_unsupported"})[0] == 200
+    recs = _records(tmp_path / "labels.jsonl")
+    assert [r["edit"] for r in recs if r["kind"] == "request_edit"] == ["split", "merge", "reword", "add"]
+    (label,) = [r for r in recs if r["kind"] == "request"]
+    assert (label["origin"], label["request_text"], label["from"]) == ("merged", "a and b",
+                                                                       [f"{reqs[0]}.s1", f"{reqs[0]}.s2"])
+    assert (label["addressed"], label["verdict"]) == (True, "not_verifiable")
+
+
+def test_sample_file_orders_the_rows_and_carries_probability_and_stratum(lab, tmp_path):
+    root, env = lab
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text(json.dumps({"arm": "tight", "question": "mini-03", "run_id": None, "stratum": "ok/agree",
+                                  "probability": 0.25}) + "\n" +
+                      json.dumps({"arm": "baseline", "question": "mini-01", "run_id": None, "stratum": "miss",
+                                  "probability": 0.5}) + "\n", encoding="utf-8")
+    ann = _annotator(root, tmp_path / "labels.jsonl", "ann1", sample)
+    assert [(it["arm"], it["question"]) for it in ann.source.items] == [("tight", "mini-03"), ("baseline", "mini-01")]
+    rid = ann.source.view(0)["requests"][0]["id"]
+    ann.label({"item": 0, "request": rid, "case": "not_answered"})
+    (rec,) = _records(tmp_path / "labels.jsonl")
+    assert (rec["arm"], rec["probability"], rec["stratum"]) == ("tight", 0.25, "ok/agree")
+    # Bad sample files and arms: the command names the file, line and field, no traceback.
+    for text, want in (('{"arm": "tight", "question": "nope"}\n', "line 1: question: arm 'tight' has no answer row"),
+                       ('{"arm": "tight", "question": "mini-03", "probability": 2}\n', "line 1: probability"),
+                       ("{oops\n", "line 1: malformed JSON")):
+        sample.write_text(text, encoding="utf-8")
+        code, out, err = cli("annotate", "baseline", "tight", "--annotator", "a", "--sample", str(sample),
+                             "--port", "0", env=env, timeout=120)
+        assert code == 1 and str(sample) in err and want in err and "Traceback" not in err, err
+
+
+def _start(env: dict, labels: Path, annotator: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "rag_ttc_assets.cli", "annotate", "baseline", "tight",
+                             "--annotator", annotator, "--labels", str(labels), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith("RAG_TTC_")}, **env},
+                            cwd=REPO)
+    line = proc.stdout.readline()
+    assert line.startswith("labelling page at http://127.0.0.1:"), line + proc.stderr.read()
+    return proc, line.split(" ")[3].rstrip("/")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("_", [pytest.param(0, marks=BROWSER)])
+def test_label_in_the_browser_resume_two_annotators_and_judge_agreement(lab, tmp_path, _):
+    root, env = lab
+    labels = tmp_path / "labels.jsonl"
+    proc, url = _start(env, labels, "ann1")
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    keys = ["1", "3", "2", "1", "4", "3", "1", "1", "3", "2"]
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url + "/")
+            assert page.url.endswith("/item/0")
+            labelled = []  # (item, request, key) in order
+            while len(labelled) < 10:
+                todo = page.locator(".req[data-labelled='0']")
+                if todo.count() == 0:
+                    with page.expect_navigation():
+                        page.keyboard.press("j")
+                    continue
+                rid = todo.first.get_attribute("data-request")
+                assert page.locator(".req.focus").get_attribute("data-request") == rid  # focus on the first unlabelled
+                assert "hidden until you label" in todo.first.inner_text()  # no verdict before the person's
+                with page.expect_navigation():
+                    page.keyboard.press(keys[len(labelled)])
+                labelled.append((int(page.locator("body").get_attribute("data-item")), rid, keys[len(labelled)]))
+            assert f"10 of" in page.locator("#progress").inner_text()
+            # The judge's verdict: present now, revealed by the toggle only.
+            done = page.locator(".req[data-labelled='1']").first
+            assert not done.locator(".judge").is_visible()
+            done.locator("button.reveal").click()
+            assert done.locator(".judge").is_visible() and "verdict" in done.locator(".judge").inner_text()
+            # Highlight a quote in a cited chunk of the first labelled row and make it the first request's gold quote.
+            item0, rid0, _k = labelled[0]
+            page.goto(f"{url}/item/{item0}")
+            box = page.locator("#admitted .chunk-text").first
+            chunk_id = box.get_attribute("data-chunk")
+            quote = page.evaluate("""(el) => { const w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+                const n = w.nextNode(); const r = document.createRange(); r.setStart(n, 4); r.setEnd(n, 34);
+                const s = window.getSelection(); s.removeAllRanges(); s.addRange(r); return s.toString(); }""",
+                                  box.element_handle())
+            with page.expect_navigation():
+                page.locator(f".req[data-request='{rid0}'] button.use-quote").click()
+            assert page.locator(f".req[data-request='{rid0}'] .quote").inner_text() == quote
+            # A highlight outside any chunk (in the answer): refused with a message on the page.
+            page.evaluate("""() => { const el = document.getElementById('answer'); const r = document.createRange();
+                r.selectNodeContents(el); const s = window.getSelection(); s.removeAllRanges(); s.addRange(r); }""")
+            page.locator(f".req[data-request='{rid0}'] button.use-quote").click()
+            page.wait_for_function("document.getElementById('msg').textContent.length > 0")
+            assert "outside any chunk" in page.locator("#msg").inner_text()
+            # Split an unlabelled request of the resume row into two (the page asks for each part).
+            page.goto(url + "/")
+            resume_item = int(page.locator("body").get_attribute("data-item"))
+            # resumes where it stopped: the first row with a request left, every row before it done
+            assert resume_item in (max(i for i, _r, _k in labelled), max(i for i, _r, _k in labelled) + 1)
+            assert f"{resume_item} of {page.locator('body').get_attribute('data-items')} rows done" in \
+                page.locator("#progress").inner_text()
+            split = page.locator(".req[data-labelled='0']").first.get_attribute("data-request")
+            answers = iter(["first part of it", "second part of it"])
+            page.on("dialog", lambda d: d.accept(next(answers)))
+            with page.expect_navigation():
+                page.locator(f".req[data-request='{split}'] button.split").click()
+            assert page.locator(f".req[data-request='{split}.s1'] .rtext").inner_text() == "first part of it"
+            page.screenshot(path=str(shots / "annotate.png"), full_page=False)
+            # Reload: everything is still there.
+            page.reload()
+            assert page.locator(f".req[data-request='{split}.s2']").count() == 1
+            assert "10 of" in page.locator("#progress").inner_text()
+            # The planted markup shows as text and runs nowhere.
+            planted = next(i for i in range(int(page.locator("body").get_attribute("data-items")))
+                           if "mini-50" in page.goto(f"{url}/item/{i}").text())
+            assert planted is not None
+            assert page.evaluate("window.__pwned") is None
+            assert "<script>window.__pwned = 3</script>" in page.locator("#question").inner_text()
+            assert "<script>window.__pwned = 1</script>" in page.locator("#answer").inner_text()
+            assert page.evaluate("document.querySelectorAll('#answer *, #question *, .chunk-text :not(mark), [onerror]').length") == 0
+            assert errors == []
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    # The labels file, record by record: the split, then one label per request labelled, the quote on the first.
+    recs = _records(labels)
+    edits = [r for r in recs if r["kind"] == "request_edit"]
+    assert [(e["edit"], e["from"], [x["text"] for x in e["into"]]) for e in edits] == [
+        ("split", [split], ["first part of it", "second part of it"])]
+    got = [r for r in recs if r["kind"] == "request"]
+    from rag_ttc_assets.core.annotation import CASES
+    by_key = {d["key"]: c for c, d in CASES.items()}
+    assert len(got) == 10
+    seen = {(r["request"]): r for r in got}
+    for item, rid, key in labelled:
+        r = seen[rid]
+        assert (r["case"], r["addressed"], r["verdict"]) == (by_key[key], CASES[by_key[key]]["addressed"],
+                                                             CASES[by_key[key]]["verdict"])
+        assert r["annotator"] == "ann1" and r["origin"] == "dataset" and r["run_id"]
+        assert r["quote"] == (quote if rid == rid0 else None)
+    assert seen[rid0]["quote_chunk_id"] == chunk_id
+    # A second annotator labels the same requests (through the command's server, over HTTP), three differently.
+    proc, url2 = _start(env, labels, "ann2")
+    try:
+        for n, (item, rid, key) in enumerate(labelled):
+            case = by_key[key] if n >= 3 else ("not_answered" if CASES[by_key[key]]["addressed"]
+                                               else "answered_supported")
+            c = http.client.HTTPConnection("127.0.0.1", int(url2.rsplit(":", 1)[1]), timeout=30)
+            c.request("POST", "/api/label", json.dumps({"item": item, "request": rid, "case": case}),
+                      {"Content-Type": "application/json"})
+            assert c.getresponse().status == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    code, out, err = cli("judge-agreement", str(labels), "--json", env=env)
+    assert code == 0, err[-3000:]
+    rep = json.loads(out)
+    assert rep["request_edits"] == {"edits": 1, "labels_not_compared": 0}
+    ceiling = next(r for r in rep["request_labels"]["rows"] if r["rater"] == "ann1 vs ann2")
+    assert ceiling["n"] == 10 and ceiling["accuracy"] == pytest.approx(7 / 10)
+    if os.environ.get("RAG_TTC_UPDATE_SCREENSHOTS") == "1":
+        shutil.copy(shots / "annotate.png", REPO / "docs" / "screenshots" / "annotate.png")
+
+
+def test_labels_check_page_lists_changed_and_gone_quotes_with_a_link_for_repair(served, lab):
+    """Last in the module: it edits the lab's corpus (restored after)."""
+    ann, call = served
+    corpus_file = lab[0] / "datasets" / "mini" / "corpus.json"
+    before = corpus_file.read_bytes()
+    try:
+        status, page, _ = call("GET", "/labels-check")
+        assert status == 200 and "every label is current" in page
+        corpus = json.loads(before)
+        doc = next(d for d in corpus["documents"] if d["id"] == "frobnicate")
+        doc["text"] = doc["text"].replace("rewrites the loop", "rewrites the <i>whole</i> loop")
+        corpus_file.write_text(json.dumps(corpus), encoding="utf-8")
+        status, page, _ = call("GET", "/labels-check")
+        i = next(k for k, it in enumerate(ann.source.items) if it["question"] == "mini-50")
+        assert status == 200 and 'data-status="changed"' in page and f'href="/item/{i}"' in page
+        assert "<ins>&lt;i&gt;" in page and "<i>" not in page  # the difference marked, the text escaped
+    finally:
+        corpus_file.write_bytes(before)
