@@ -31,13 +31,7 @@ from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, UNDO, Annotation
                                             locate_quote, parse_log, parse_sample, replay, requests_now)
 
 DEFAULT_PORT = 3002
-ANNOTATE_URL_ENV = "RAG_TTC_ANNOTATE_URL"  # where `rag-ttc annotate` answers, for the case report's link
 E = html.escape
-
-
-def annotate_command(arms: list[str]) -> str:
-    """The command that opens an arm's labelling page (the Dagster UI's asset metadata names it)."""
-    return "rag-ttc annotate " + " ".join(arms) + " --annotator NAME"
 
 
 def log_path(labels: Path) -> Path:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 
 # The seed's four cases of a request, on keys 1-4, and the labels format's `addressed` and `verdict` for each.
@@ -38,6 +39,18 @@ CASES = {
 EDITS = {"add": "added", "split": "split", "merge": "merged", "reword": "reworded"}  # edit -> origin of its requests
 LABEL, EDIT, UNDO = "label", "edit", "undo"
 SAMPLE_FIELDS = ("arm", "question", "run_id", "stratum", "probability")
+ANNOTATE_URL_ENV = "RAG_TTC_ANNOTATE_URL"  # where `rag-ttc annotate` answers, e.g. http://127.0.0.1:3002
+
+
+def annotate_command(arms: list[str]) -> str:
+    """The command that opens the labelling page of `arms` (the Dagster UI's metadata and the case report name it)."""
+    return "rag-ttc annotate " + " ".join(arms) + " --annotator NAME"
+
+
+def annotate_url() -> str | None:
+    """The labelling page's address when RAG_TTC_ANNOTATE_URL says where it answers (the case report links it)."""
+    url = os.environ.get(ANNOTATE_URL_ENV, "").rstrip("/")
+    return url if url.startswith(("http://", "https://")) else None
 
 
 class AnnotationError(ValueError):

@@ -5,6 +5,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
+from rag_ttc_assets.core.annotation import annotate_command, annotate_url
 from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.core.summaries import generator_models, has_support_judge
 from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
@@ -85,7 +86,10 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource, provider
                   "statuses": MetadataValue.json(s["statuses"]),
                   "verdicts": MetadataValue.json(s["verdicts"]), "provider_calls": s["provider_calls"],
                   "cache_hits": s["cache_hits"], "incomplete_rows": s["not_measured"], "table_digest": digest,
-                  **({"panel": MetadataValue.json(panel)} if panel else {})},
+                  **({"panel": MetadataValue.json(panel)} if panel else {}),
+                  # the labelling page of this arm's answers (docs/annotate.md), and its address when one is known
+                  "annotate": annotate_command([arm.arm]),
+                  **({"annotate_url": MetadataValue.url(url)} if (url := annotate_url()) else {})},
         data_version=version_of(digest),
     )
 

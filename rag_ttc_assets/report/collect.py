@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.core.annotation import annotate_command, annotate_url
 from rag_ttc_assets.core.compare import DIRECTIONS
 from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
@@ -139,7 +140,7 @@ def pair_model(lab: Lab, comparison: dict) -> dict:
         "kind": "pair", "title": f"{side_b['info']['title']} vs {side_a['info']['title']}",
         "arms": [{**side_a["info"], "chunk_set": index[0]}, {**side_b["info"], "chunk_set": index[1]}],
         "comparison": comparison, "directions": DIRECTIONS, "branches": list(FLOW_BRANCHES), "chunks": sets,
-        "cases": cases,
+        "cases": cases, "annotate": {"command": annotate_command([a, b]), "url": annotate_url()},
         "plots": {"delta_histogram": png_data(plots.get("delta_histogram")),
                   "buckets": png_data(plots.get("buckets"))}})
 
@@ -152,4 +153,5 @@ def single_model(lab: Lab, arm: str, flow_png: str | Path | None = None) -> dict
     return model.finite_or_none({
         "kind": "arm", "title": side["info"]["title"], "arms": [{**side["info"], "chunk_set": index[0]}],
         "branches": list(FLOW_BRANCHES), "chunks": sets, "cases": cases,
+        "annotate": {"command": annotate_command([arm]), "url": annotate_url()},
         "plots": {"failure_flow": png_data(flow_png)}})

@@ -50,6 +50,9 @@
   // -- 1. the arms: configuration differences, instruments, N -----------------------------------------------------
   function header() {
     const out = [el("h1", {}, D.title)];
+    if (D.annotate) out.push(el("p", { class: "annotate" }, "Label these answers by hand: ", D.annotate.url
+      ? el("a", { href: D.annotate.url + "/", id: "annotate-link" }, D.annotate.url + "/")
+      : el("code", {}, D.annotate.command), D.annotate.url ? ` (${D.annotate.command})` : ""));
     ARMS.forEach((arm) => {
       if (arm.label_use !== "none") out.push(el("p", { class: "oracle" }, `${arm.name} is ${arm.label_use}: it uses ` +
         "evaluation labels on purpose; its numbers are a diagnostic bound, not a deployable system's."));

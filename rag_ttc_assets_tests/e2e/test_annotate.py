@@ -322,6 +322,23 @@ def test_label_in_the_browser_resume_two_annotators_and_judge_agreement(lab, tmp
         shutil.copy(shots / "annotate.png", REPO / "docs" / "screenshots" / "annotate.png")
 
 
+def test_ui_metadata_names_the_command_and_the_case_report_links_the_page(lab, tmp_path):
+    from dagster import AssetKey, DagsterInstance
+
+    _root, env = lab
+    with DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        records = instance.fetch_materializations(AssetKey("request_judgments"), limit=10).records
+    meta = {r.asset_materialization.partition: r.asset_materialization.metadata for r in records}
+    assert meta["baseline"]["annotate"].value == "rag-ttc annotate baseline --annotator NAME"
+    out = tmp_path / "report.html"
+    code, _, err = cli("report", "baseline", "tight", "--out", str(out),
+                       env={**env, "RAG_TTC_ANNOTATE_URL": "http://127.0.0.1:3002"})
+    assert code == 0, err[-3000:]
+    data = json.loads(out.read_text(encoding="utf-8").split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    assert data["annotate"] == {"command": "rag-ttc annotate baseline tight --annotator NAME",
+                                "url": "http://127.0.0.1:3002"}
+
+
 def test_labels_check_page_lists_changed_and_gone_quotes_with_a_link_for_repair(served, lab):
     """Last in the module: it edits the lab's corpus (restored after)."""
     ann, call = served
@@ -340,3 +357,4 @@ def test_labels_check_page_lists_changed_and_gone_quotes_with_a_link_for_repair(
         assert "<ins>&lt;i&gt;" in page and "<i>" not in page  # the difference marked, the text escaped
     finally:
         corpus_file.write_bytes(before)
+
