@@ -21,6 +21,16 @@ SERVED = ("comparisons", "reports")
 REPORTS_URL_ENV = "RAG_TTC_REPORTS_URL"  # where `rag-ttc serve-reports` answers, e.g. http://127.0.0.1:3001
 
 
+ANNOTATE_URL_ENV = "RAG_TTC_ANNOTATE_URL"  # where `rag-ttc annotate` answers, e.g. http://127.0.0.1:3002
+
+
+def annotate_url() -> str | None:
+    """The labelling page's address when RAG_TTC_ANNOTATE_URL says where `rag-ttc annotate` answers (the case report
+    and the Dagster UI's metadata link it); an address that is not http(s) is ignored."""
+    url = os.environ.get(ANNOTATE_URL_ENV, "").rstrip("/")
+    return url if url.startswith(("http://", "https://")) else None
+
+
 def report_url(folder: str, name: str) -> str | None:
     """The URL of a served file (`comparisons/diagnosis.html`) when RAG_TTC_REPORTS_URL says where the server is."""
     from urllib.parse import quote

@@ -27,8 +27,9 @@ from urllib.parse import urlsplit
 
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 from rag_ttc_assets.cli.common import CliError, lab_from_args
-from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, UNDO, AnnotationError, current_labels, edit_requests,
-                                            locate_quote, parse_log, parse_sample, replay, requests_now)
+from rag_ttc_assets.cli.label_versions import check_dataset
+from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, UNDO, AnnotationError, answer_sha256, current_labels,
+                                            edit_requests, locate_quote, parse_log, replay, requests_now)
 
 DEFAULT_PORT = 3002
 E = html.escape
@@ -75,71 +76,10 @@ class LabelFiles:
         return change
 
 
-class Source:
-    """What the page shows, read from the lab: the rows to label (arms x questions, or a --sample file's rows in its
-    order) and each row's view (the `inspect` view of the question plus its chunks' texts), read once per row."""
-
-    def __init__(self, lab, arms: list[str], sample: Path | None):
-        from rag_ttc_assets.stages.resolve import ArmInputs
-
-        self.lab, self.arms = lab, arms
-        self.inputs = {a: ArmInputs(lab, a) for a in arms}
-        self.rows, self.run_ids, self.corpus = {}, {}, {}
-        for a in arms:
-            try:
-                contract = lab.store.read_table(a, "contract_results")
-            except FileNotFoundError:
-                raise CliError(f"arm {a!r} has no answers yet: run `rag-ttc run {a}` first") from None
-            self.rows[a] = set(contract["query_id"].to_list())
-            self.run_ids[a] = _current_run_id(lab, a)
-            self.corpus[a] = (lab.store.read_arm_json(a, "binding.json") or {}).get("corpus_digest")
-        if sample is not None:
-            try:
-                text = sample.read_text(encoding="utf-8")
-            except OSError as e:
-                raise CliError(f"--sample {sample}: {e.strerror}") from None
-            try:
-                self.items = parse_sample(text, str(sample), self.rows)
-            except AnnotationError as e:
-                raise CliError(str(e)) from None
-        else:
-            self.items = [{"arm": a, "question": q.id, "run_id": None, "stratum": None, "probability": None}
-                          for a in arms for q in self.inputs[a].dataset.evaluation.questions if q.id in self.rows[a]]
-        if not self.items:
-            raise CliError(f"no answer rows to label in {', '.join(arms)}")
-        self._views: dict[int, dict] = {}
-        self._lock = threading.Lock()
-
-    def view(self, i: int) -> dict:
-        from rag_ttc_assets.stages.inspect import inspect_question
-
-        with self._lock:
-            if i not in self._views:
-                item = self.items[i]
-                v = inspect_question(self.lab, item["arm"], item["question"])
-                text = self.inputs[item["arm"]].chunk_text
-                docs = self.inputs[item["arm"]].chunk_docs
-                shown = [c["chunk_id"] for c in v["ranked"] if c["state"] in ("admitted", "omitted", "selected")]
-                v["chunks"] = {c: text[c] for c in shown}
-                v["chunk_doc"] = {c: docs[c] for c in shown}
-                self._views[i] = v
-            return self._views[i]
-
-
-def _current_run_id(lab, arm: str) -> str | None:
-    """The Dagster run id of the arm's last complete run record (the run whose rows the page shows)."""
-    from rag_ttc_assets.stages.run_record import read_status, runs_root
-
-    root = runs_root(lab, arm)
-    done = [read_status(d) for d in sorted(root.glob("*"))] if root.is_dir() else []
-    done = [s for s in done if s.get("status") == "complete"]
-    return done[-1].get("dagster_run_id") if done else None
-
-
 class Annotator:
     """The page's state for one annotator over one Source and one pair of label files."""
 
-    def __init__(self, source: Source, files: LabelFiles, annotator: str, labels_check=None):
+    def __init__(self, source, files: LabelFiles, annotator: str, labels_check=None):
         self.source, self.files, self.annotator = source, files, annotator
         self.labels_check = labels_check  # () -> list of label-check results needing a person, or None
 
@@ -189,7 +129,7 @@ class Annotator:
                   "request": rid, "case": case, "note": body.get("note", before.get("note", "")),
                   "origin": reqs[rid]["origin"], "request_text": reqs[rid]["text"], "from": reqs[rid]["from"],
                   "run_id": self.source.run_ids[item["arm"]], "row": item["question"],
-                  "answer_sha256": _answer_sha(v), "corpus_digest": self.source.corpus[item["arm"]],
+                  "answer_sha256": answer_sha256(v), "corpus_digest": self.source.corpus[item["arm"]],
                   "chunk_ids": list(v["admitted_chunk_ids"]),
                   "probability": item["probability"], "stratum": item["stratum"]}
         if not isinstance(change["note"], str):
@@ -225,13 +165,6 @@ class Annotator:
         if not any(c["annotator"] == self.annotator for c in state.active):
             raise AnnotationError(f"undo: nothing of {self.annotator!r} to undo")
         return self.files.append({"op": UNDO, "annotator": self.annotator})
-
-
-def _answer_sha(v: dict) -> str | None:
-    from rag_ttc_assets.core.annotation import sha256
-
-    answer = (v.get("contract") or {}).get("answer")
-    return sha256(answer) if answer is not None else None
 
 
 # --- the page ------------------------------------------------------------------------------------------------
@@ -290,7 +223,7 @@ def render_item(ann: Annotator, i: int, nonce: str) -> str:
         if lab and lab.get("run_id") != ann.source.run_ids[item["arm"]]:
             older = (f'<div class="older">labelled on an older run ({E(str(lab.get("run_id")))}); the row now comes '
                      f'from run {E(str(ann.source.run_ids[item["arm"]]))}'
-                     f'{" with another answer" if lab.get("answer_sha256") != _answer_sha(v) else ""}: '
+                     f'{" with another answer" if lab.get("answer_sha256") != answer_sha256(v) else ""}: '
                      'the label is kept</div>')
         quote = (f'<div>gold quote ({E(lab["quote_chunk_id"])}): <span class="quote">{E(lab["quote"])}</span></div>'
                  if lab and lab.get("quote") else "")
@@ -512,12 +445,10 @@ def make_server(ann: Annotator, port: int = 0, host: str = "127.0.0.1") -> Threa
 
 def _labels_check(lab, arms: list[str]):
     """() -> [(dataset, result)] of the arms' datasets' gold quotes `labels check` finds changed or gone."""
-    from rag_ttc_assets.cli.label_versions import _load
-
     def run():
         out = []
         for name in dict.fromkeys(lab.arms[a].dataset for a in arms):
-            report = _load(lab.dataset_dir(name), name)[0]
+            report = check_dataset(lab.dataset_dir(name), name)
             out += [(name, r) for r in report.results if r.status in ("changed", "gone")]
         return out
     return run
@@ -529,10 +460,15 @@ def cmd_annotate(args) -> int:
         lab.arms[a]
     if not args.annotator.strip():
         raise CliError("--annotator: a non-empty name")
-    labels = Path(args.labels) if args.labels else lab.store.root / "annotations" / "labels.jsonl"
+    labels = Path(args.labels).expanduser().resolve() if args.labels else lab.store.root / "annotations" / "labels.jsonl"
     if not isinstance(labels, Path):
         raise CliError("--labels: a local file (the store is remote)")
-    source = Source(lab, args.arms, Path(args.sample) if args.sample else None)
+    from rag_ttc_assets.stages.annotate import Source, SourceError  # late: polars loads only when this runs
+
+    try:
+        source = Source(lab, args.arms, Path(args.sample) if args.sample else None)
+    except SourceError as e:
+        raise CliError(str(e)) from None
     files = LabelFiles(labels)
     skipped = parse_log(files.log.read_text(encoding="utf-8"), str(files.log))[1] if files.log.exists() else []
     for s in skipped:

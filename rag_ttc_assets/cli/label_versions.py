@@ -18,7 +18,7 @@ from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, Problem, _decode_json, _parse,
                                          sha256_digest)
 from rag_ttc_assets.core.label_check import (NEEDS_PERSON, PLACE_MIN, RELOCATE_MIN, CheckReport, LabelCheckError,
-                                             check_labels, updated_evaluation)
+                                             check_human_labels, check_labels, updated_evaluation)
 from rag_ttc_assets.core.records import Corpus, Evaluation
 
 VERSIONS_DIR = "labels"
@@ -52,6 +52,12 @@ def _load(folder: Path, name: str) -> tuple[CheckReport, bytes, bytes, dict]:
             raise CliError(f"{path}: changed while the labels were checked (read {sha256_digest(data)[:19]}…, now "
                            f"{sha256_digest(_read(path) or b'')[:19]}…); nothing was written: rerun the command")
     return report, ebytes, cbytes, eraw
+
+
+def check_dataset(folder: Path, name: str) -> CheckReport:
+    """The dataset folder's labels checked against its corpus (`labels check`'s report; the annotation page's
+    /labels-check lists its changed and gone ones)."""
+    return _load(folder, name)[0]
 
 
 DERIVED_FILE = "derived_requests.json"
@@ -122,15 +128,27 @@ def print_report(report: CheckReport, folder: Path) -> None:
     print(f"\n{report.dataset}: {report.summary()}")
 
 
+def human_report(path: str, name: str, craw: dict, cbytes: bytes, folder: Path) -> CheckReport:
+    """The gold quotes of a human labels file (`--human`, the annotation page's labels) against the corpus."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CliError(f"--human {path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
+    return check_human_labels(f"{name} human labels {Path(path).name}", text, path, craw["documents"],
+                              str(folder / CORPUS_FILE), sha256_digest(cbytes))
+
+
 def cmd_labels_check(args) -> int:
     folder, name = _folder(args)
     report, _, cbytes, eraw = _load(folder, name)
     craw = json.loads(cbytes)
     derived = derived_report(folder, name, eraw, craw, cbytes)
+    human = human_report(args.human, name, craw, cbytes, folder) if args.human else None
     if args.json:
         print(json.dumps({**report.to_json(),
                           "derived_requests": derived.to_json() if isinstance(derived, CheckReport) else derived,
-                          "not_checked": NOT_CHECKED}, indent=2, ensure_ascii=False))
+                          **({"human_labels": human.to_json()} if human else {"not_checked": NOT_CHECKED})},
+                         indent=2, ensure_ascii=False))
     else:
         print_report(report, folder)
         if isinstance(derived, CheckReport):
@@ -139,9 +157,14 @@ def cmd_labels_check(args) -> int:
             print_report(derived, folder)
         elif derived is not None:
             print(f"\n{derived}")
-        print(f"\n{NOT_CHECKED}")
+        if human:
+            print(f"\nhuman labels {args.human} (the gold quotes people highlighted; not written by `labels update`):")
+            print_report(human, folder)
+        else:
+            print(f"\n{NOT_CHECKED}")
     person = report.needs_person or report.problems or (
-        isinstance(derived, CheckReport) and (derived.needs_person or derived.problems))
+        isinstance(derived, CheckReport) and (derived.needs_person or derived.problems)) or (
+        human and (human.needs_person or human.problems))
     return NEEDS_PERSON_EXIT if person else 0
 
 
@@ -219,6 +242,8 @@ def add_parser(sub, common) -> None:
                                   f"every label is current, {NEEDS_PERSON_EXIT} when one needs a person "
                                   f"({', '.join(NEEDS_PERSON)}), 1 when the check cannot run.")
     c.add_argument("dataset", help="a dataset name in the datasets folder")
+    c.add_argument("--human", metavar="LABELS",
+                   help="also check the gold quotes of a human labels file (JSON Lines; `rag-ttc annotate` writes it)")
     c.add_argument("--json", action="store_true")
     c.set_defaults(fn=cmd_labels_check)
     u = ls.add_parser("update", parents=[common], help="write relocated labels to a new labels version",

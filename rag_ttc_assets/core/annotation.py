@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 
 # The seed's four cases of a request, on keys 1-4, and the labels format's `addressed` and `verdict` for each.
@@ -39,7 +38,6 @@ CASES = {
 EDITS = {"add": "added", "split": "split", "merge": "merged", "reword": "reworded"}  # edit -> origin of its requests
 LABEL, EDIT, UNDO = "label", "edit", "undo"
 SAMPLE_FIELDS = ("arm", "question", "run_id", "stratum", "probability")
-ANNOTATE_URL_ENV = "RAG_TTC_ANNOTATE_URL"  # where `rag-ttc annotate` answers, e.g. http://127.0.0.1:3002
 
 
 def annotate_command(arms: list[str]) -> str:
@@ -47,10 +45,6 @@ def annotate_command(arms: list[str]) -> str:
     return "rag-ttc annotate " + " ".join(arms) + " --annotator NAME"
 
 
-def annotate_url() -> str | None:
-    """The labelling page's address when RAG_TTC_ANNOTATE_URL says where it answers (the case report links it)."""
-    url = os.environ.get(ANNOTATE_URL_ENV, "").rstrip("/")
-    return url if url.startswith(("http://", "https://")) else None
 
 
 class AnnotationError(ValueError):
@@ -59,6 +53,12 @@ class AnnotationError(ValueError):
 
 def sha256(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def answer_sha256(view: dict) -> str | None:
+    """The hash of the answer a row's view shows (its contract answer): a rerun that changed it is told apart."""
+    answer = (view.get("contract") or {}).get("answer")
+    return sha256(answer) if answer is not None else None
 
 
 def locate_quote(quote: str, chunk_id: str | None, chunks: dict[str, str]) -> str:

@@ -386,3 +386,43 @@ def updated_evaluation(evaluation: dict, report: CheckReport) -> tuple[dict, lis
             else:
                 t.pop("stale", None)
     return out, log
+
+
+def check_human_labels(dataset: str, text: str, path: str, documents: list[dict], corpus_file: str,
+                       corpus_digest: str) -> CheckReport:
+    """The gold quotes of a human labels file (judge-agreement's JSON Lines, as the annotation page writes it: a
+    `request` label's `quote`, `quote_doc_id`, `quote_sha256`, `corpus_digest`) against `documents`; a label without a
+    quote is not a quote label and is skipped. A line that cannot be read, or a hash that does not match its quote, is
+    a problem naming the file, line and field."""
+    import json
+
+    check_corpus(documents, corpus_file)
+    corpus = CorpusIndex([(d["id"], d["text"]) for d in documents])
+    results, problems, made_on = [], [], set()
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as e:
+            problems.append(Problem(path, f"line {n}", "(json)", f"malformed JSON: {e.msg} (column {e.colno})"))
+            continue
+        if not isinstance(rec, dict) or rec.get("kind") != "request" or not rec.get("quote"):
+            continue
+        doc_id, quote = rec.get("quote_doc_id"), rec["quote"]
+        if not isinstance(doc_id, str) or not isinstance(quote, str):
+            problems.append(Problem(path, f"line {n}", "quote_doc_id", "a quote needs the document it was taken from"))
+            continue
+        stamped = rec.get("quote_sha256")
+        if stamped is not None and stamped != quote_sha256(quote):
+            problems.append(Problem(path, f"line {n}", "quote_sha256", "does not match the quote: the quote was "
+                                                                       "edited after it was labelled"))
+        if rec.get("corpus_digest"):
+            made_on.add(rec["corpus_digest"])
+        name = (f"{path}: line {n} ({rec.get('annotator')}, arm {rec.get('arm')}, request {rec.get('request')!r})")
+        results.append(LabelResult(label=name, question=str(rec.get("question")), request=str(rec.get("request")),
+                                   evidence=0, doc_id=doc_id, quote=quote, made_on=rec.get("corpus_digest"),
+                                   text_only=not (stamped and rec.get("corpus_digest")),
+                                   **classify(doc_id, quote, corpus)))
+    made = next(iter(made_on)) if len(made_on) == 1 else ("several corpora" if made_on else "unknown")
+    return CheckReport(dataset, corpus_digest, made, results, problems)

@@ -3,9 +3,10 @@
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue)
 
+from rag_ttc_assets.adapters.report_server import annotate_url
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
-from rag_ttc_assets.core.annotation import annotate_command, annotate_url
+from rag_ttc_assets.core.annotation import annotate_command
 from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.core.summaries import generator_models, has_support_judge
 from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE

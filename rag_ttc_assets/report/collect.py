@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
+from rag_ttc_assets.adapters.report_server import annotate_url
 from rag_ttc_assets.adapters.store import ArmJson, Table
-from rag_ttc_assets.core.annotation import annotate_command, annotate_url
+from rag_ttc_assets.core.annotation import annotate_command
 from rag_ttc_assets.core.compare import DIRECTIONS
 from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES

@@ -47,7 +47,8 @@ def lab(tmp_path_factory):
 
 
 def _annotator(root: Path, labels: Path, name: str, sample: Path | None = None):
-    from rag_ttc_assets.cli.annotate import Annotator, LabelFiles, Source, _labels_check
+    from rag_ttc_assets.cli.annotate import Annotator, LabelFiles, _labels_check
+    from rag_ttc_assets.stages.annotate import Source
     from rag_ttc_assets.lab import Lab
 
     lab = Lab.from_env(arms_file=root / "arms.yaml", datasets_dir=root / "datasets", home=root / "home")
@@ -339,11 +340,19 @@ def test_ui_metadata_names_the_command_and_the_case_report_links_the_page(lab, t
                                 "url": "http://127.0.0.1:3002"}
 
 
-def test_labels_check_page_lists_changed_and_gone_quotes_with_a_link_for_repair(served, lab):
-    """Last in the module: it edits the lab's corpus (restored after)."""
+def test_labels_check_page_lists_changed_and_gone_quotes_with_a_link_for_repair(served, lab, tmp_path):
+    """Last in the module: it edits the lab's corpus (restored after). Also `labels check --human` on the page's
+    labels: a highlighted quote the edit changed needs a person."""
     ann, call = served
     corpus_file = lab[0] / "datasets" / "mini" / "corpus.json"
     before = corpus_file.read_bytes()
+    i = next(k for k, it in enumerate(ann.source.items) if it["question"] == "mini-50")
+    assert call("POST", "/api/label", {"item": i, "request": "mini-50.r1", "case": "answered_supported",
+                                       "quote": "The frobnicate statement rewrites the loop.",
+                                       "quote_chunk_id": "frobnicate#chunk-0"})[0] == 200
+    human = str(tmp_path / "labels.jsonl")
+    code, out, err = cli("labels", "check", "mini", "--human", human, "--json", env=lab[1])
+    assert code == 0 and json.loads(out)["human_labels"]["counts"]["fresh"] == 1, err
     try:
         status, page, _ = call("GET", "/labels-check")
         assert status == 200 and "every label is current" in page
@@ -352,9 +361,12 @@ def test_labels_check_page_lists_changed_and_gone_quotes_with_a_link_for_repair(
         doc["text"] = doc["text"].replace("rewrites the loop", "rewrites the <i>whole</i> loop")
         corpus_file.write_text(json.dumps(corpus), encoding="utf-8")
         status, page, _ = call("GET", "/labels-check")
-        i = next(k for k, it in enumerate(ann.source.items) if it["question"] == "mini-50")
         assert status == 200 and 'data-status="changed"' in page and f'href="/item/{i}"' in page
         assert "<ins>&lt;i&gt;" in page and "<i>" not in page  # the difference marked, the text escaped
+        code, out, err = cli("labels", "check", "mini", "--human", human, "--json", env=lab[1])
+        (res,) = json.loads(out)["human_labels"]["results"]
+        assert code == 3 and res["status"] == "changed" and res["doc_id"] == "frobnicate", err
+        assert res["label"].startswith(f"{human}: line 1 (ann1, arm baseline")
     finally:
         corpus_file.write_bytes(before)
 
