@@ -470,6 +470,7 @@ def cmd_annotate(args) -> int:
     except SourceError as e:
         raise CliError(str(e)) from None
     files = LabelFiles(labels)
+    shown = Path(args.labels) if args.labels else labels  # as the person typed it
     skipped = parse_log(files.log.read_text(encoding="utf-8"), str(files.log))[1] if files.log.exists() else []
     for s in skipped:
         print(s, file=sys.stderr)
@@ -477,7 +478,7 @@ def cmd_annotate(args) -> int:
     server = make_server(ann, args.port)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"labelling page at http://127.0.0.1:{server.server_port}/ (annotator {ann.annotator}; "
-          f"{len(source.items)} rows of {', '.join(args.arms)}); labels {files.labels}, change log {files.log}; "
+          f"{len(source.items)} rows of {', '.join(args.arms)}); labels {shown}, change log {log_path(shown)}; "
           "Ctrl-C stops", flush=True)
     try:
         server.serve_forever()
