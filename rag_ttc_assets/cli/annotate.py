@@ -63,8 +63,11 @@ class LabelFiles:
                 change = {"seq": max((c["seq"] for c in log), default=0) + 1,
                           "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), **change}
                 line = (json.dumps(change, ensure_ascii=False) + "\n").encode("utf-8")
-                fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                fd = os.open(self.log, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 try:
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":  # a line cut by a crash stays its own line
+                        line = b"\n" + line
                     os.write(fd, line)
                     os.fsync(fd)
                 finally:
@@ -260,7 +263,7 @@ def render_item(ann: Annotator, i: int, nonce: str) -> str:
 <div class="q" id="question">{E(v['question']['text'])}</div>
 <h3>Answer, as the user saw it</h3><div class="answer" id="answer">{E(answer)}</div>
 <p>citations: {citations}</p>
-<h3>Requests</h3><p><small>keys: 1-4 the four cases of the focused request, j/k next/previous row, u undo, Tab/arrows move between requests</small></p>
+<h3>Requests</h3><p><small>keys: 1-4 the four cases of the focused request, j/k next/previous row, u undo, up/down arrows move between requests</small></p>
 <div class="msg" id="msg" role="alert"></div>
 <div id="requests">{''.join(reqs_html)}</div>
 <p><button type="button" id="add">add a request</button> <button type="button" id="merge">merge the ticked requests</button> <button type="button" id="undo">undo (u)</button></p>

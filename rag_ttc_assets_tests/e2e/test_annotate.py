@@ -135,6 +135,13 @@ def test_endpoints_write_the_log_and_the_labels_two_tabs_keep_both_and_bad_chang
     page = call("GET", f"/item/{i}")[1]
     assert "labelled on an older run" in page and "the label is kept" in page
     assert [r["case"] for r in _records(tmp_path / "labels.jsonl")] == ["not_answered"]
+    # A change cut by a crash mid-line: skipped when read, and the next change still lands whole on its own line.
+    with open(tmp_path / "labels.log.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"seq": 3, "op": "lab')
+    assert call("POST", "/api/label", {"item": i, "request": "mini-50.r1", "note": "after a crash"})[0] == 200
+    lines = (tmp_path / "labels.log.jsonl").read_text(encoding="utf-8").splitlines()
+    assert lines[-2] == '{"seq": 3, "op": "lab' and json.loads(lines[-1])["note"] == "after a crash"
+    assert _records(tmp_path / "labels.jsonl")[0]["note"] == "after a crash"
 
 
 def test_request_edits_split_merge_reword_add(served, tmp_path):
