@@ -42,6 +42,9 @@ def diagnosed(tmp_path_factory):
         (root / f"{args[0]}.txt").write_text(out, encoding="utf-8")  # what the user saw (run's tables)
     code, out, err = cli("diagnose", "--all", env=env)
     assert code == 0, err[-4000:]
+    # The sweep's comparisons and diagnosis as written now (a later `diagnose --family` rewrites the folder).
+    import shutil
+    shutil.copytree(next(root.glob("home/**/comparisons")), root / "comparisons-all")
     return root, env, out
 
 
@@ -222,7 +225,7 @@ def test_completeness_is_read_graded_beside_the_share_addressed_everywhere(diagn
     assert meta["completeness/addressed"].value == f"{h['addressed']:.4f} ({h['measured']} of {h['total']} requests measured)"
     # compare's paired test on per-question graded completeness, beside completeness's: its mean per arm over the
     # questions graded in both (each question's mean request coverage, every request measured with a coverage).
-    folder = next(root.glob("home/**/comparisons"))
+    folder = root / "comparisons-all"
     pair = json.loads((folder / "baseline--evidence-k-5.json").read_text())
     per_q = {arm: {q: sum(r["coverage"] for r in rows) / len(rows) for q, rows in by_q.items()
                    if all(r["measured"] and r["coverage"] is not None for r in rows)}
@@ -232,7 +235,7 @@ def test_completeness_is_read_graded_beside_the_share_addressed_everywhere(diagn
     assert (g["n"], g["test"]) == (len(paired), c["test"]) and paired
     assert g["mean_a"] == pytest.approx(sum(per_q["baseline"][q] for q in paired) / len(paired))
     assert g["mean_b"] == pytest.approx(sum(per_q["evidence-k-5"][q] for q in paired) / len(paired))
-    assert Path(pair["plots"]["graded_delta_histogram"]).is_file()
+    assert (folder / Path(pair["plots"]["graded_delta_histogram"]).name).read_bytes()[:4] == b"\x89PNG"
     # The diagnosis names both readings, per arm.
     d = json.loads((folder / "diagnosis.json").read_text())
     s = next(s for sec in d["sections"] for s in sec["sentences"]
