@@ -7,6 +7,7 @@ import json
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import compare_all
 from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+from rag_ttc_assets.core.completeness import addressed_text, graded_text
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
 from rag_ttc_assets.core.eras import EraChangeError
 from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, not_measured_text
@@ -86,6 +87,10 @@ def cmd_compare(args) -> int:
         + (f" ({not_measured_text(m['completeness_not_measured'])}; answered {m['requests_answered']} of "
            f"{m['requests_measured']} requests)" if (m.get("completeness_not_measured") or {}).get(NO_GOLD_QUOTES)
            else "")
+        for arm, m in rep["completeness_measured"].items()))
+    # Completeness read two ways, graded first (docs/judges.md), each with its N of M.
+    print("completeness read graded (mean coverage) and as the share addressed: " + "; ".join(
+        f"{arm} graded {graded_text(m)}, addressed {addressed_text(m)}"
         for arm, m in rep["completeness_measured"].items()))
     for arm, use in rep["label_use"].items():
         if use == "oracle":

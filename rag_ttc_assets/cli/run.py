@@ -187,7 +187,7 @@ def run_tables(reports: dict[str, dict]) -> str:
             completeness = _mean(c, "completeness")
             if no_support and c.get("requests_answered_share") is not None:
                 completeness = f"{completeness} (answered {c['requests_answered_share']:.4f})"
-            rows.append([n, f"{c.get('requests_measured')}/{c.get('requests_total')}",
+            rows.append([n, *graded_cells(c), f"{c.get('requests_measured')}/{c.get('requests_total')}",
                          _why(c.get("requests_not_measured")), c.get("requests_answered"),
                          None if no_support else c.get("requests_supported"), completeness, _of(c, "completeness"),
                          f"{c.get('questions_complete')}/{c.get('questions_measured')}",
@@ -197,10 +197,13 @@ def run_tables(reports: dict[str, dict]) -> str:
                          else hit.get("hit_rate"),
                          f"{hit.get('measured')}/{hit.get('of')}" if hit else None])
             flows.append([n, *[f.get(b) for b in FLOW_BRANCHES]])
-        out.append("request completeness, by the request judge (answered and supported count measured requests; "
-                   "completeness is the mean over the questions whose every request was measured, completeness_n "
-                   "of all; self_reported is the generator's own claim):\n"
-                   + text_table(["arm", "measured", "not_measured", "answered", "supported", "completeness",
+        out.append("request completeness, by the request judge (graded is the mean coverage of the measured "
+                   "requests, graded_n those with a coverage of the measured; addressed is the share of the measured "
+                   "requests answered, measured of all; answered and supported count measured requests; "
+                   "completeness is the share answered and supported, the mean over the questions whose every "
+                   "request was measured, completeness_n of all; self_reported is the generator's own claim):\n"
+                   + text_table(["arm", "graded", "graded_n", "addressed", "measured", "not_measured", "answered",
+                                 "supported", "completeness",
                              "completeness_n", "q_complete", "self_reported", "unattributed", "overclaimed",
                              "underclaimed", "correct_abst", "hit_rate", "hit_rate_n"], rows)
                    + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…{p})" for m, d, p in sorted(judges, key=str))
@@ -286,6 +289,24 @@ def representation_table(reps: dict[str, dict], describe) -> str:
           " ".join(f"{k} {v}" for k, v in (r.get("statuses") or {}).items()), r.get("provider_calls"),
           r.get("cache_hits")]
          for n, r in reps.items()])
+
+
+def graded_cells(c: dict) -> list:
+    """Completeness read two ways, graded first (docs/judges.md: graded agrees with people best): the mean coverage
+    of the measured requests with its N of M (requests_graded of requests_measured), and the share of the measured
+    requests addressed. A judge that reports no coverage (an LLM's) grades none: "not measured (no coverage)", not 0."""
+    measured = c.get("requests_measured")
+    if c.get("graded_completeness") is not None:
+        graded = c["graded_completeness"]
+    elif measured:
+        graded = GRADED_NOT_MEASURED
+    else:
+        graded = None
+    return [graded, None if measured is None else f"{c.get('requests_graded', 0)}/{measured}",
+            c.get("requests_answered_share")]
+
+
+GRADED_NOT_MEASURED = "not measured (no coverage)"
 
 
 def _of(summary: dict, name: str) -> str | None:

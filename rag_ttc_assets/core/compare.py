@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core import multiple_testing
-from rag_ttc_assets.core.completeness import QuestionCompleteness, completeness_value
-from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of
+from rag_ttc_assets.core.completeness import QuestionCompleteness, completeness_value, judge_grades
+from rag_ttc_assets.core.measured import MISSING_ROW, NO_COVERAGE, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of
 
 if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
     import numpy as np
@@ -502,7 +502,7 @@ def adjust_reports(reports: Sequence[Mapping[str, Any]], p_adjust: str, alpha: f
 
 # --- each compared metric's per-case value and kind (a new metric: its value here, its kind in KINDS) ----------
 
-KINDS = {"valid": "binary", "completeness": "continuous", "faithfulness": "continuous", "recip_rank": "continuous",
+KINDS = {"valid": "binary", "completeness": "continuous", "graded_completeness": "continuous", "faithfulness": "continuous", "recip_rank": "continuous",
          "recall_10": "continuous", "ndcg_cut_10": "continuous", "input_tokens": "continuous",
          "latency_s": "continuous"}
 
@@ -511,8 +511,8 @@ KINDS = {"valid": "binary", "completeness": "continuous", "faithfulness": "conti
 # the diagnosis states a cost's rise as the price of a gain (core.diagnosis).
 Direction = Literal["higher_is_better", "lower_is_better"]
 DIRECTIONS: dict[str, Direction] = {
-    "valid": "higher_is_better", "completeness": "higher_is_better", "faithfulness": "higher_is_better",
-    "recip_rank": "higher_is_better", "recall_10": "higher_is_better", "ndcg_cut_10": "higher_is_better",
+    "valid": "higher_is_better", "completeness": "higher_is_better", "graded_completeness": "higher_is_better",
+    "faithfulness": "higher_is_better", "recip_rank": "higher_is_better", "recall_10": "higher_is_better", "ndcg_cut_10": "higher_is_better",
     "input_tokens": "lower_is_better", "latency_s": "lower_is_better", "provider_calls": "lower_is_better"}
 COSTS = tuple(m for m, d in DIRECTIONS.items() if d == "lower_is_better")
 
@@ -530,11 +530,13 @@ def outcome(metric: str, delta: float | None, tie_eps: float = 1e-12) -> Literal
 
 def case_values(contract: dict[str, dict], answers: dict[str, dict], judge: dict[str, dict],
                 questions: dict[str, dict], unmeasured: dict[str, str],
-                retrieval: dict[str, dict | None]) -> tuple[dict[str, dict[str, float | None]], dict]:
+                retrieval: dict[str, dict | None],
+                outcomes: list[dict] | None = None) -> tuple[dict[str, dict[str, float | None]], dict]:
     """Per case (a question ID of the contract rows): each metric's value, None when undefined; and per metric,
     case -> why it is undefined (core.measured's reasons). Inputs are one arm's rows by question: contract results,
     answers, judge verdicts, question completeness; `unmeasured` the judge status of a question's first request the
-    request judge did not measure; `retrieval` the retrieval summary's per-query measures."""
+    request judge did not measure; `retrieval` the retrieval summary's per-query measures; `outcomes` its
+    request_outcomes rows (graded completeness)."""
     cases = list(contract)
     values = {
         "valid": {c: float(contract[c]["status"] == "valid") for c in cases},
@@ -548,7 +550,11 @@ def case_values(contract: dict[str, dict], answers: dict[str, dict], judge: dict
     }
     for m in ("recip_rank", "recall_10", "ndcg_cut_10"):
         values[m] = {c: (retrieval.get(c) or {}).get(m) for c in cases}
+    graded, graded_why = question_graded(outcomes or [])
+    # Completeness read graded, per question: the mean coverage of its requests (question_graded).
+    values["graded_completeness"] = {c: graded.get(c) for c in cases}
     why = {
+        "graded_completeness": lambda c: graded_why.get(c) or (UNANSWERABLE if c not in questions else MISSING_ROW),
         "completeness": lambda c: reason_of(unmeasured[c]) if c in unmeasured else (
             UNANSWERABLE if c not in questions else MISSING_ROW),
         "faithfulness": lambda c: reason_of(judge[c]["status"]) if c in judge else MISSING_ROW,
@@ -557,3 +563,23 @@ def case_values(contract: dict[str, dict], answers: dict[str, dict], judge: dict
     reasons = {m: {c: why.get(m, lambda _: NO_TARGETS)(c) for c, v in vals.items() if v is None}
                for m, vals in values.items()}
     return values, reasons
+
+
+def question_graded(outcomes: list[dict]) -> tuple[dict[str, float], dict[str, str]]:
+    """Graded completeness per question, from request_outcomes rows: the mean coverage of its requests, defined (as
+    completeness) only when the request judge measured every request of the question and graded each (a coverage);
+    else why not: the first unmeasured request's reason, or no_coverage (a judge that reports none, an LLM's)."""
+    by_q: dict[str, list[dict]] = {}
+    for r in outcomes:
+        by_q.setdefault(r["query_id"], []).append(r)
+    grades = judge_grades(outcomes)  # a judge that reports no coverage grades no question, never 0
+    values, why = {}, {}
+    for q, rows in by_q.items():
+        unmeasured = next((r for r in rows if not r["measured"]), None)
+        if unmeasured is not None:
+            why[q] = reason_of(unmeasured["judge_status"]) or MISSING_ROW
+        elif not grades or any(r["coverage"] is None for r in rows):
+            why[q] = NO_COVERAGE
+        else:
+            values[q] = sum(float(r["coverage"]) for r in rows) / len(rows)
+    return values, why

@@ -342,12 +342,43 @@ def completeness_denominators(outcomes: Iterable[RequestOutcome]) -> tuple[dict,
     return questions, requests
 
 
+def judge_grades(outcomes: Iterable) -> bool:
+    """Whether the request judge reports a coverage: some request it judged has one, or it judged none. A judge that
+    reports none (an LLM's) grades nothing, not even the requests nothing was delivered for (their 0.0 is the
+    offline judges' reading of an empty answer): its graded completeness is not measured, never 0. Rows are
+    RequestOutcome or request_outcomes dicts."""
+    judged = [o for o in outcomes if _get(o, "measured") and _get(o, "judge_status") == JUDGED]
+    return not judged or any(_get(o, "coverage") is not None for o in judged)
+
+
+def _get(o, name: str):
+    return o[name] if isinstance(o, dict) else getattr(o, name)
+
+
 def graded_totals(outcomes: Iterable[RequestOutcome]) -> dict:
     """Completeness read graded (the mean of the measured requests' coverage) with its N of M: requests_graded (with
-    a coverage) of requests_measured."""
-    covered = [o.coverage for o in outcomes if o.measured and o.coverage is not None]
+    a coverage) of requests_measured; none graded where the judge reports no coverage (judge_grades)."""
+    outcomes = list(outcomes)
+    covered = [o.coverage for o in outcomes if o.measured and o.coverage is not None] if judge_grades(outcomes) else []
     return {"requests_graded": len(covered),
             "graded_completeness": (sum(covered) / len(covered)) if covered else None}
+
+
+def graded_text(totals: dict) -> str:
+    """The graded reading as a sentence shows it, with its N of M: "0.6123 (mean coverage, 40 of 42 measured requests
+    graded)"; a judge that reports no coverage (an LLM's): "not measured (no coverage)", never 0."""
+    measured, graded = totals.get("requests_measured") or 0, totals.get("requests_graded") or 0
+    if totals.get("graded_completeness") is None:
+        return (("not measured (no coverage)" if measured else "not measured")
+                + f" ({graded} of {measured} measured requests graded)")
+    return f"{totals['graded_completeness']:.4f} (mean coverage, {graded} of {measured} measured requests graded)"
+
+
+def addressed_text(totals: dict) -> str:
+    """The share of the measured requests addressed, with its N of M (measured of all requests)."""
+    measured, total = totals.get("requests_measured") or 0, totals.get("requests_total") or 0
+    share = totals.get("requests_answered_share")
+    return ("not measured" if share is None else f"{share:.4f}") + f" ({measured} of {total} requests measured)"
 
 
 def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes: Iterable[AbstentionOutcome]) -> dict:

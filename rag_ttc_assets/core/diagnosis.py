@@ -638,6 +638,10 @@ def limitations(sweep: Mapping) -> list[Sentence]:
             s = Sentence("limit.not_measured", {"arm": a})
             out.append(s.t(f"{a}: completeness measured on ").n("measured", r["requests_measured"], "count").t(
                 " of ").n("total", r["requests_total"], "count").t(" requests; the rest are undefined, not zero."))
+    for a in sorted(arms):
+        r = arms[a]
+        if r.get("requests_measured"):
+            out.append(rule_completeness_readings(a, r))
     pilots = sorted(a for a, r in arms.items() if r.get("question_set") == "pilot")
     if pilots:
         s = Sentence("limit.pilot", {"arms": pilots})
@@ -669,6 +673,22 @@ def limitations(sweep: Mapping) -> list[Sentence]:
 
 
 # -- next experiments ----------------------------------------------------------------------------------------------
+
+def rule_completeness_readings(arm: str, r: Mapping) -> Sentence:
+    """An arm's completeness read two ways, graded first (docs/judges.md: it agrees with people best), each with its
+    N of M; a judge that reports no coverage (an LLM's) reads "graded: not measured (no coverage)", never 0."""
+    s = Sentence("limit.completeness_readings", {"arm": arm})
+    if r.get("graded_completeness") is None:
+        s.t(f"{arm}: completeness graded: not measured (no coverage; ").n(
+            "graded_n", r.get("requests_graded") or 0, "count").t(" of ")
+    else:
+        s.t(f"{arm}: completeness graded ").n("graded", r["graded_completeness"], "rate").t(" (mean coverage, ").n(
+            "graded_n", r["requests_graded"], "count").t(" of ")
+    s.n("graded_of", r["requests_measured"], "count").t(" measured requests graded); share of requests addressed ")
+    return s.n("addressed", r.get("requests_answered_share"), "rate").t(" (").n(
+        "measured", r["requests_measured"], "count").t(" of ").n("total", r["requests_total"], "count").t(
+        " requests measured).")
+
 
 def _yaml_value(v: Any) -> str:
     if isinstance(v, str):

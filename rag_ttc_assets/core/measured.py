@@ -45,8 +45,11 @@ NO_TRACE, NO_ANSWER_SPAN, NO_SUPPORT_JUDGE = "no_trace", "no_answer_span", "no_s
 # by the request's evidence cannot be measured, so neither can completeness).
 NO_GOLD, NO_TARGETS, UNANSWERABLE, NO_USAGE = "no_gold", "no_targets", "unanswerable", "no_usage"
 NO_GOLD_QUOTES = "no_gold_quotes"
+# A request the request judge measured without a coverage (an LLM judge reports none): its graded completeness is
+# not measured, never 0.
+NO_COVERAGE = "no_coverage"
 REASONS = (INVALID, ABSTAINED, NO_STATEMENTS, JUDGE_ERROR, BUDGET, FAULT, MISSING_ROW, NO_GOLD, NO_TARGETS,
-           UNANSWERABLE, NO_USAGE, NO_TRACE, NO_ANSWER_SPAN, NO_SUPPORT_JUDGE, NO_GOLD_QUOTES)
+           UNANSWERABLE, NO_USAGE, NO_TRACE, NO_ANSWER_SPAN, NO_SUPPORT_JUDGE, NO_GOLD_QUOTES, NO_COVERAGE)
 
 _MEASURED = frozenset({"judged", "valid", "ok"})
 _BY_STATUS = {"parse_failure": INVALID, "contract_failure": INVALID, "escalated": INVALID, "abstained": ABSTAINED,

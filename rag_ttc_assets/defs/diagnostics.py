@@ -10,6 +10,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.report_server import report_url
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.core.completeness import addressed_text, graded_text
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.measured import measured_text, reasons_text
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
@@ -50,6 +51,9 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
                   "completeness/measured": measured_text(
                       {"measured": totals["completeness_measured"], "of": totals["completeness_of"],
                        "not_measured": totals["completeness_not_measured"]}) + " questions",
+                  # Completeness read two ways, graded first (docs/judges.md), each with its N of M.
+                  "completeness/graded": graded_text(totals),
+                  "completeness/addressed": addressed_text(totals),
                   "request_judge_model": inst["model"], "request_judge_prompt_digest": inst["prompt_digest"],
                   "offline_baseline_judge": MetadataValue.bool(inst["offline_baseline"]),
                   "label_use": totals["label_use"],

@@ -12,6 +12,7 @@ from rag_ttc_assets.adapters.report_server import annotate_url
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.annotation import annotate_command
 from rag_ttc_assets.core.compare import DIRECTIONS
+from rag_ttc_assets.core.completeness import judge_grades
 from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.lab import Lab, prompt_fields
@@ -63,6 +64,10 @@ def arm_views(lab: Lab, arm: str) -> dict:
     flows = _by(store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True))
     judgments = _by(store.read_table(arm, Table.REQUEST_JUDGMENTS).iter_rows(named=True))
     coverage = _by(supply.arm_coverage(inputs).iter_rows(named=True))
+    rows = list(store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True))
+    if not judge_grades(rows):  # a judge that reports no coverage grades nothing: no request shows a 0
+        rows = [{**r, "coverage": None} for r in rows]
+    outcomes = _by(rows)
     questions = inputs.questions
     views = {}
     for q in questions:
@@ -70,7 +75,8 @@ def arm_views(lab: Lab, arm: str) -> dict:
         views[q.id] = model.arm_case(
             retrieval.get(q.id), contexts.get(q.id), contracts.get(q.id), answer, judges.get(q.id),
             flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
-            _sent(lab, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k)
+            _sent(lab, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k,
+            outcomes.get(q.id, []))
     return {"arm": arm, "questions": [q.model_dump() for q in questions], "views": views, "chunks": chunks,
             "chunks_digest": _chunks_digest(lab, inputs), "info": arm_info(lab, arm)}
 
@@ -102,8 +108,9 @@ def arm_info(lab: Lab, arm: str) -> dict:
                             # Requests derived from gold answers (core.derive_requests) are labels: say by what.
                             "requests_derived": describe(completeness["request_judge"].get("requests_derived"))},
             "flow": {b: flow[b] for b in FLOW_BRANCHES}, "flow_total": flow["total"], "hit_rate": flow["hit_rate"],
-            "completeness_measured": {k: completeness[k] for k in ("requests_measured", "requests_total",
-                                                                 "questions_measured", "questions_total")}}
+            "completeness_measured": {k: completeness.get(k) for k in (
+                "requests_measured", "requests_total", "questions_measured", "questions_total",
+                "graded_completeness", "requests_graded", "requests_answered_share")}}
 
 
 def png_data(path: str | Path | None) -> str | None:
@@ -143,7 +150,8 @@ def pair_model(lab: Lab, comparison: dict) -> dict:
         "comparison": comparison, "directions": DIRECTIONS, "branches": list(FLOW_BRANCHES), "chunks": sets,
         "cases": cases, "annotate": {"command": annotate_command([a, b]), "url": annotate_url()},
         "plots": {"delta_histogram": png_data(plots.get("delta_histogram")),
-                  "buckets": png_data(plots.get("buckets"))}})
+                  "buckets": png_data(plots.get("buckets")),
+                  "graded_delta_histogram": png_data(plots.get("graded_delta_histogram"))}})
 
 
 def single_model(lab: Lab, arm: str, flow_png: str | Path | None = None) -> dict:

@@ -74,7 +74,7 @@ def _json_list(raw: str | None) -> list:
 def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mapping | None, answer: Mapping | None,
              judge: Mapping | None, flows: Sequence[Mapping], judgments: Sequence[Mapping],
              coverage: Sequence[Mapping], messages_sent: Sequence[Mapping] | None,
-             chunk_texts: Mapping[str, str], evidence_k: int) -> dict:
+             chunk_texts: Mapping[str, str], evidence_k: int, outcomes: Sequence[Mapping] = ()) -> dict:
     """One arm's view of one case: ranked chunks with state and citations, the context accounting, the request
     flow and the request judge's verdicts, the contract, the answer, the statement judge, the messages as sent."""
     context = context or {}
@@ -106,6 +106,11 @@ def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mappi
             # A panel of request judges: every juror's verdict, side by side (core.panel).
             "jurors": [{"model": x["model"], "status": x["status"], "verdict": x["verdict"]}
                        for x in _json_list(j.get(RJ.jurors))], "jurors_disagree": j.get(RJ.jurors_disagree)}
+    # Each request's coverage as request_outcomes records it (a panel's: its calibrated mean; 0 where nothing was
+    # delivered), and the question's completeness read two ways (question_readings).
+    for o in outcomes:
+        if o["request_id"] in requests:
+            requests[o["request_id"]]["coverage"] = o["coverage"]
     candidates = list(context.get(CTX.admitted_chunk_ids) or []) + [r[0] for r in ranked]
     sent = [{"messages": [{"role": m.get("role"), "content": segments(_content(m), chunk_texts, candidates)}
                           for m in call.get("messages") or []],
@@ -115,6 +120,7 @@ def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mappi
         "max_runes": context.get(CTX.max_runes), "selected": list(context.get(CTX.selected_chunk_ids) or []),
         "admitted": list(context.get(CTX.admitted_chunk_ids) or []),
         "omitted": list(context.get(CTX.omitted_chunk_ids) or []), "requests": requests,
+        "completeness": question_readings(outcomes),
         "contract": ({"status": contract[CON.status], "reason": contract[CON.reason], "answer": contract[CON.answer],
                       "abstained": contract[CON.abstained], "citations": list(contract[CON.citation_chunk_ids] or [])}
                      if contract else None),
@@ -125,6 +131,20 @@ def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mappi
                    "gold_verdicts": _json_list(judge[JV.gold_verdicts])} if judge else None),
         "messages_sent": sent,
     }
+
+
+def question_readings(outcomes: Sequence[Mapping]) -> dict | None:
+    """A question's completeness read two ways from its request_outcomes rows, graded first (docs/judges.md): the
+    mean coverage of its measured requests with one (graded, graded_n of measured), and the share of its measured
+    requests addressed (addressed, measured of requests). graded is None where no measured request has a coverage
+    (a judge that reports none, an LLM's: not measured, never 0); None for a question without requests."""
+    if not outcomes:
+        return None
+    measured = [o for o in outcomes if o["measured"]]
+    covered = [float(o["coverage"]) for o in measured if o["coverage"] is not None]
+    return {"graded": sum(covered) / len(covered) if covered else None, "graded_n": len(covered),
+            "measured": len(measured), "requests": len(outcomes),
+            "addressed": sum(o["answered"] is True for o in measured) / len(measured) if measured else None}
 
 
 def _content(message: Mapping) -> str:

@@ -29,6 +29,13 @@
     if (typeof x === "number") return Number.isInteger(x) ? String(x) : x.toFixed(4);
     return String(x);
   }
+  // Completeness read two ways, graded first (docs/judges.md), each with its N of M; a judge that reports no
+  // coverage (an LLM's) grades none: "not measured (no coverage)", never 0.
+  function readings(graded, gradedN, measured, addressed, total) {
+    return "completeness graded " + (graded === null || graded === undefined ? "not measured (no coverage)" : fmt(graded)) +
+      ` (mean coverage, ${fmt(gradedN)} of ${fmt(measured)} measured requests graded); share addressed ${fmt(addressed)}` +
+      ` (${fmt(measured)} of ${fmt(total)} requests measured)`;
+  }
   function num(x, attrs) { return el("td", Object.assign({ class: "num" }, attrs || {}), fmt(x)); }
   // A real number (mean, delta, p-value, sum): always four decimals, so 1 reads 1.0000 as the terminal prints it.
   function real(x) { return x === null || x === undefined ? "–" : Number(x).toFixed(4); }
@@ -88,7 +95,8 @@
     const measured = ARMS.map((a) => {
       const m = a.completeness_measured;
       return el("li", {}, `${a.title}: completeness measured on ${m.requests_measured} of ${m.requests_total} requests, ` +
-        `${m.questions_measured} of ${m.questions_total} questions; ${a.flow_total} requests in the failure flow`);
+        `${m.questions_measured} of ${m.questions_total} questions; ${a.flow_total} requests in the failure flow; ` +
+        readings(m.graded_completeness, m.requests_graded, m.requests_measured, m.requests_answered_share, m.requests_total));
     });
     body.push(el("ul", { id: "measured" }, measured));
     if (PAIR) body.push(el("p", { id: "paired-n" }, `N = ${D.comparison.n} paired cases of the headline metric ` +
@@ -113,7 +121,9 @@
       num(b.count, { "data-field": "count" }), numr(b.sum, { "data-field": "sum" })));
     const plots = el("div", { class: "plots" },
       D.plots.delta_histogram ? el("img", { class: "plot", alt: "per-case delta histogram", src: D.plots.delta_histogram }) : null,
-      D.plots.buckets ? el("img", { class: "plot", alt: "bucket sums", src: D.plots.buckets }) : null);
+      D.plots.buckets ? el("img", { class: "plot", alt: "bucket sums", src: D.plots.buckets }) : null,
+      D.plots.graded_delta_histogram ? el("img", { class: "plot", alt: "per-case graded completeness delta histogram",
+        src: D.plots.graded_delta_histogram }) : null);
     return section("Headline metrics, paired per case", "metrics",
       table("metrics", ["metric", "mean_a", "mean_b", "delta (b − a)", "95% CI", "p", "p adjusted", "significant", "test",
         "gains", "losses", "ties", "paired"], rows),
@@ -337,7 +347,7 @@
     const reqRows = c.requests.map((r) => {
       const v = view.requests[r.id] || {};
       return el("tr", { "data-request": r.id }, el("td", {}, r.id), el("td", { class: "branch" }, fmt(v.branch)),
-        el("td", {}, fmt(v.addressed)), el("td", {}, fmt(v.verdict)), el("td", {}, (v.excerpt_cites || []).join(", ")),
+        el("td", {}, fmt(v.addressed)), el("td", { class: "num" }, fmt(v.coverage)), el("td", {}, fmt(v.verdict)), el("td", {}, (v.excerpt_cites || []).join(", ")),
         el("td", {}, fmt(v.contradicts_gold)));
     });
     const excerpts = el("ul", { class: "verdicts" }, c.requests.filter((r) => view.requests[r.id] && view.requests[r.id].excerpt)
@@ -349,7 +359,10 @@
         (view.omitted.length ? ` (${view.omitted.join(", ")})` : "")),
       chunksTable(c, i, view),
       el("h3", {}, "Request judge"),
-      table("requests", ["request", "branch", "addressed", "verdict", "excerpt cites", "contradicts_gold"], reqRows), excerpts];
+      table("requests", ["request", "branch", "addressed", "coverage", "verdict", "excerpt cites", "contradicts_gold"], reqRows),
+      view.completeness ? el("p", { class: "readings" }, "this question's " + readings(view.completeness.graded,
+        view.completeness.graded_n, view.completeness.measured, view.completeness.addressed, view.completeness.requests)) : null,
+      excerpts];
     const jurors = ((c.requests.map((r) => view.requests[r.id]).find((v) => v && v.jurors && v.jurors.length)) || {}).jurors;
     if (jurors) {  // a panel: every juror's verdict side by side; a juror's fault is its own not-measured
       parts.push(el("h3", {}, "Jurors"), table("jurors", ["request", ...jurors.map((j) => j.model), "jurors disagree"],

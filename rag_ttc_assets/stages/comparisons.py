@@ -30,7 +30,8 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     store = lab.store
     # question -> the judge status of its first unmeasured request (no_gold_quotes: its support was not measured)
     unmeasured: dict[str, str] = {}
-    for r in store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True):
+    outcomes = list(store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True))
+    for r in outcomes:
         if not r[OUT.measured]:
             unmeasured.setdefault(r[OUT.query_id], r[OUT.judge_status])
         elif r[OUT.case] == NO_GOLD_QUOTES:
@@ -38,7 +39,8 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     values, reasons = cmp.case_values(
         *(rows_by_query(store.read_table(arm, t)) for t in (Table.CONTRACT_RESULTS, Table.ANSWERS,
                                                              Table.JUDGE_VERDICTS, Table.QUESTION_COMPLETENESS)),
-        unmeasured, store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["per_query"])
+        unmeasured, store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["per_query"],
+        [{k: r[getattr(OUT, k)] for k in ("query_id", "measured", "judge_status", "coverage")} for r in outcomes])
     flow = store.read_table(arm, Table.FAILURE_FLOW)
     branches: dict[str, list[str]] = {}
     for r in flow.iter_rows(named=True):
@@ -93,6 +95,9 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     # The headline's value per case in each arm (None: undefined there), so a case list can show every delta.
     report["per_case"] = {c: {"a": va[headline].get(c), "b": vb[headline].get(c)}
                           for c in sorted(va[headline].keys() | vb[headline].keys())}
+    # Completeness read graded per case (each question's mean request coverage), for its delta plot.
+    report["per_case_graded"] = {c: {"a": va["graded_completeness"].get(c), "b": vb["graded_completeness"].get(c)}
+                                 for c in sorted(va["graded_completeness"].keys() | vb["graded_completeness"].keys())}
     # A field one arm never reads (an imported arm's generator, retrieval, admission ...: its source's own) is no
     # parameter a difference can be attributed to; the supply change says the systems differ.
     unread = {arm: fields_not_read(lab.arms[arm]) for arm in (a, b)}
@@ -124,7 +129,8 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     report["label_use"] = {a: lab.arms[a].label_use, b: lab.arms[b].label_use}
     report["completeness_measured"] = {
         arm: {k: c.get(k) for k in ("requests_measured", "requests_total", "questions_measured", "questions_total",
-                                    "requests_answered", "completeness_measured", "completeness_not_measured")}
+                                    "requests_answered", "completeness_measured", "completeness_not_measured",
+                                    "requests_answered_share", "graded_completeness", "requests_graded")}
         for arm in (a, b) for c in [lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)]}
     report["evaluation_digests"] = {a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]}
     return report
@@ -183,6 +189,8 @@ def sweep_rows(lab: Lab, family: str) -> tuple[str, list[dict]]:
             value = spec.values.index(value) if value in spec.values else len(rows)  # categorical: its position
         rows.append({"arm": arm, spec.parameter: value, "valid": contract["valid"],
                      "recall_10": retrieval["recall_10"], "requests_supported": diag["requests_supported"],
+                     # completeness read graded (None where the judge reports no coverage: no point, never 0)
+                     "graded_completeness": diag.get("graded_completeness"),
                      "omitted_chunks": admission["omitted_chunks"],
                      "admission_coverage": admission["admission_coverage"]})
     return spec.parameter, rows

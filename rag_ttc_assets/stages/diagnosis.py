@@ -87,6 +87,11 @@ def arm_record(lab: Lab, arm: str) -> dict:
         "omitted_chunks": admission.get("omitted_chunks"),
         "requests_measured": completeness["requests_measured"], "requests_total": completeness["requests_total"],
         "requests_supported": completeness["requests_supported"],
+        # Completeness read two ways (docs/judges.md: graded leads): the mean coverage of the measured requests
+        # (requests_graded of them have one) and the share of them addressed.
+        "graded_completeness": completeness.get("graded_completeness"),
+        "requests_graded": completeness.get("requests_graded", 0),
+        "requests_answered_share": completeness.get("requests_answered_share"),
     }
 
 

@@ -11,7 +11,7 @@ from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.comparisons import arm_title, sweep_rows
 
-SWEEP_SERIES = ["valid", "recall_10", "requests_supported", "omitted_chunks"]
+SWEEP_SERIES = ["valid", "recall_10", "requests_supported", "graded_completeness", "omitted_chunks"]
 
 
 def flow_bars(lab: Lab, arms: list[str], path: Path) -> Path | None:
@@ -41,6 +41,13 @@ def pair_plots(report: dict, plots_dir: Path) -> dict:
         "delta_histogram": str(plots.delta_histogram(plots_dir / f"{a}--{b}-deltas.png", deltas, headline, a, b)),
         "buckets": str(plots.bucket_table_plot(plots_dir / f"{a}--{b}-buckets.png", report["buckets"])),
     }
+    # Completeness read graded beside the headline: its per-case deltas, drawn where a case was graded in both arms
+    # (a judge that reports no coverage grades none: no plot, never a histogram of zeros).
+    graded = [float(v["b"]) - float(v["a"]) for v in (report.get("per_case_graded") or {}).values()
+              if v["a"] is not None and v["b"] is not None]
+    if graded and headline != "graded_completeness":
+        report["plots"]["graded_delta_histogram"] = str(plots.delta_histogram(
+            plots_dir / f"{a}--{b}-graded-deltas.png", graded, "graded_completeness", a, b))
     return report
 
 

@@ -442,3 +442,16 @@ def test_a_request_without_gold_quotes_has_its_answer_measured_and_its_support_n
     assert [f.quality for f in flow_rows(q, coverage, {**contract(cites=[]), "query_id": "g", "status": "free_text"},
                                          None, [judged("g.r1", cites=[]), judged("g.r2", addressed=False)])] == [
         "not_measured", "unanswered"]
+
+
+def test_a_judge_that_reports_no_coverage_grades_nothing_not_even_an_undelivered_answers_zero() -> None:
+    """An LLM judge reports no coverage; a request nothing was delivered for is measured with coverage 0.0 (the
+    offline judges' reading of an empty answer). Graded completeness is then not measured, never 0."""
+    undelivered = OUTCOMES[0].model_copy(update={"query_id": "qe", "request_id": "qe.r1", "judge_status": "abstained",
+                                                 "answered": False, "coverage": 0.0})
+    totals = completeness_totals([*OUTCOMES, undelivered], [])
+    assert (totals["requests_graded"], totals["graded_completeness"]) == (0, None)
+    # An offline judge (a coverage on a judged request): the undelivered request's 0.0 counts.
+    graded = [OUTCOMES[0].model_copy(update={"coverage": 0.5}), undelivered]
+    assert (completeness_totals(graded, [])["requests_graded"], completeness_totals(graded, [])["graded_completeness"]) \
+        == (2, 0.25)

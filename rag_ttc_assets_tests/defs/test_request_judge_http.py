@@ -111,6 +111,32 @@ def test_request_judge_faults_are_not_measured_and_a_rerun_resends_only_them(lab
         assert outcomes["mini-01.r1"]["answered"] is None and outcomes["mini-01.r1"]["case"] == "not_measured"
         flow = {r["request_id"]: r for r in store.read_table("judged-remotely", "failure_flow").to_dicts()}
         assert {flow[r]["quality"] for r in ("mini-01.r1", "mini-02.r1", "mini-03.r2")} == {"not_measured"}
+        # An LLM judge reports no coverage: completeness read graded is not measured (never 0), beside the share
+        # addressed of the 5 measured requests (by hand from request_outcomes), in run's table, the asset's metadata,
+        # the diagnosis sentence and compare's per-question values.
+        measured = [o for o in outcomes.values() if o["measured"]]
+        share = sum(o["answered"] is True for o in measured) / len(measured)
+        assert all(o["coverage"] is None for o in outcomes.values() if o["judge_status"] == "judged")
+        assert len(measured) == 5 and any(o["coverage"] == 0.0 for o in measured)  # an undelivered answer's 0.0
+        assert (c["graded_completeness"], c["requests_graded"], c["requests_answered_share"]) == (None, 0, share)
+        from rag_ttc_assets.cli.run import run_tables
+        table = next(t for t in run_tables({"judged-remotely": {"completeness": c}}).split("\n\n")
+                     if t.startswith("request completeness")).splitlines()
+        row = re.split(r"\s{2,}", next(line for line in table if line.startswith("judged-remotely")).strip())
+        assert row[1:5] == ["not measured (no coverage)", "0/5", f"{share:.4f}", "5/11"], row
+        from dagster import AssetKey, AssetRecordsFilter
+        meta = instance.fetch_materializations(AssetRecordsFilter(
+            asset_key=AssetKey("request_completeness"), asset_partitions=["judged-remotely"]),
+            limit=1).records[0].asset_materialization.metadata
+        assert meta["completeness/graded"].value == "not measured (no coverage) (0 of 5 measured requests graded)"
+        assert meta["completeness/addressed"].value == f"{share:.4f} (5 of 11 requests measured)"
+        from rag_ttc_assets.core.compare import question_graded
+        from rag_ttc_assets.core.diagnosis import rule_completeness_readings
+        text = rule_completeness_readings("judged-remotely", {**c, "requests_graded": 0}).done("x")["text"]
+        assert text.startswith("judged-remotely: completeness graded: not measured (no coverage; 0 of 5 measured")
+        assert f"share of requests addressed {share:.3f} (5 of 11 requests measured)" in text
+        graded, why = question_graded(list(outcomes.values()))
+        assert graded == {} and why["mini-04"] == "no_coverage" and why["mini-01"] == "judge_error"
 
         # A rerun: successful replies (the prose and the omission included) come from the cache; only the
         # rate-limited question is sent again.

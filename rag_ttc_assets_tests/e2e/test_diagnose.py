@@ -57,10 +57,11 @@ def test_run_diagnose_inspect_compare_and_validate_run_records(mini_lab, tmp_pat
         assert set(m) >= {"mean_a", "mean_b", "mean_delta", "ci_low", "ci_high", "p_value", "gains", "losses",
                           "ties"}
     assert rep["metrics"]["recall_10"]["mean_delta"] == 0  # admission does not move retrieval
-    # Holm over the report's 8 metrics: the smallest p times 8, capped at 1; significant only on the adjusted value.
-    assert rep["p_adjust"]["method"] == "holm" and rep["p_adjust"]["m"] == len(rep["metrics"]) == 8
+    # Holm over the report's 9 metrics (graded completeness beside completeness): the smallest p times 9, capped at
+    # 1; significant only on the adjusted value.
+    assert rep["p_adjust"]["method"] == "holm" and rep["p_adjust"]["m"] == len(rep["metrics"]) == 9
     smallest = min(rep["metrics"].values(), key=lambda m: m["p_value"])
-    assert smallest["p_adjusted"] == min(1.0, 8 * smallest["p_value"])
+    assert smallest["p_adjusted"] == min(1.0, 9 * smallest["p_value"])
     assert all(m["significant"] == (m["p_adjusted"] <= 0.05) for m in rep["metrics"].values())
     # n paired of the cases of either arm; the unanswerable mini-99 has no completeness in either.
     c = rep["metrics"]["completeness"]

@@ -39,8 +39,12 @@ def diagnosed(tmp_path_factory):
     for args in (("run", "baseline", "evidence-k-5", "--family", "context"), ("compare", "--all")):
         code, out, err = cli(*args, env=env, timeout=900)
         assert code == 0, err[-4000:]
+        (root / f"{args[0]}.txt").write_text(out, encoding="utf-8")  # what the user saw (run's tables)
     code, out, err = cli("diagnose", "--all", env=env)
     assert code == 0, err[-4000:]
+    # The sweep's comparisons and diagnosis as written now (a later `diagnose --family` rewrites the folder).
+    import shutil
+    shutil.copytree(next(root.glob("home/**/comparisons")), root / "comparisons-all")
     return root, env, out
 
 
@@ -173,3 +177,86 @@ def test_a_missing_comparison_is_recomputed_as_arm_comparisons_computes_it(diagn
     effects = [s for sec in d["sections"] for s in sec["sentences"] if s["rule"] == "pair.too_few_cases"]
     assert effects and effects[0]["numbers"]["n"] == written["metrics"]["completeness"]["n"]
     assert (folder / "diagnosis--baseline-evidence-k-5.md").exists()
+
+
+def _by_hand(root: Path, arm: str) -> tuple[dict, dict[str, list[dict]]]:
+    """An arm's completeness read two ways, recomputed by hand from its request_outcomes rows: graded (the mean
+    coverage of the measured requests with one) and the share of the measured requests answered; and its rows by
+    question."""
+    import polars as pl
+
+    rows = pl.read_parquet(next(root.glob(f"home/**/arms/{arm}/request_outcomes*.parquet"))).to_dicts()
+    measured = [r for r in rows if r["measured"]]
+    covered = [r["coverage"] for r in measured if r["coverage"] is not None]
+    by_q: dict[str, list[dict]] = {}
+    for r in rows:
+        by_q.setdefault(r["query_id"], []).append(r)
+    return {"graded": sum(covered) / len(covered), "graded_n": len(covered), "measured": len(measured),
+            "total": len(rows), "addressed": sum(r["answered"] is True for r in measured) / len(measured)}, by_q
+
+
+def test_completeness_is_read_graded_beside_the_share_addressed_everywhere(diagnosed):
+    """docs/judges.md: where completeness is reported, graded (mean coverage) leads, beside the share addressed,
+    each with its N of M: run's table, the request_completeness asset's metadata, compare's paired test and its plot,
+    the diagnosis and the case report; every number recomputed by hand from request_outcomes."""
+    root, env, _ = diagnosed
+    hand = {arm: _by_hand(root, arm) for arm in ("baseline", "evidence-k-5")}
+    # rag-ttc run's request completeness table: graded, graded_n and addressed lead each row.
+    run = (root / "run.txt").read_text()
+    table = run[run.index("request completeness, by the request judge (graded is the mean coverage"):].splitlines()
+    header = re.split(r"\s{2,}", table[1].strip())
+    assert header[:5] == ["arm", "graded", "graded_n", "addressed", "measured"], header
+    for arm, (h, _) in hand.items():
+        row = re.split(r"\s{2,}", next(line for line in table if line.startswith(arm + " ")).strip())
+        assert row[1:5] == [f"{h['graded']:.4f}", f"{h['graded_n']}/{h['measured']}", f"{h['addressed']:.4f}",
+                            f"{h['measured']}/{h['total']}"], row
+    # The request_completeness asset's metadata shows both readings.
+    import os
+
+    from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
+    os.environ["DAGSTER_HOME"] = env["DAGSTER_HOME"]
+    with DagsterInstance.get() as instance:
+        records = instance.fetch_materializations(AssetRecordsFilter(
+            asset_key=AssetKey("request_completeness"), asset_partitions=["baseline"]), limit=1).records
+    meta = records[0].asset_materialization.metadata
+    h = hand["baseline"][0]
+    assert meta["completeness/graded"].value == (f"{h['graded']:.4f} (mean coverage, {h['graded_n']} of "
+                                                 f"{h['measured']} measured requests graded)")
+    assert meta["completeness/addressed"].value == f"{h['addressed']:.4f} ({h['measured']} of {h['total']} requests measured)"
+    # compare's paired test on per-question graded completeness, beside completeness's: its mean per arm over the
+    # questions graded in both (each question's mean request coverage, every request measured with a coverage).
+    folder = root / "comparisons-all"
+    pair = json.loads((folder / "baseline--evidence-k-5.json").read_text())
+    per_q = {arm: {q: sum(r["coverage"] for r in rows) / len(rows) for q, rows in by_q.items()
+                   if all(r["measured"] and r["coverage"] is not None for r in rows)}
+             for arm, (_, by_q) in hand.items()}
+    paired = sorted(per_q["baseline"].keys() & per_q["evidence-k-5"].keys())
+    g, c = pair["metrics"]["graded_completeness"], pair["metrics"]["completeness"]
+    assert (g["n"], g["test"]) == (len(paired), c["test"]) and paired
+    assert g["mean_a"] == pytest.approx(sum(per_q["baseline"][q] for q in paired) / len(paired))
+    assert g["mean_b"] == pytest.approx(sum(per_q["evidence-k-5"][q] for q in paired) / len(paired))
+    assert (folder / Path(pair["plots"]["graded_delta_histogram"]).name).read_bytes()[:4] == b"\x89PNG"
+    # The diagnosis names both readings, per arm.
+    d = json.loads((folder / "diagnosis.json").read_text())
+    s = next(s for sec in d["sections"] for s in sec["sentences"]
+             if s["rule"] == "limit.completeness_readings" and s["inputs"]["arm"] == "baseline")
+    assert s["numbers"]["graded"] == pytest.approx(h["graded"]) and s["numbers"]["addressed"] == pytest.approx(h["addressed"])
+    assert (s["numbers"]["graded_n"], s["numbers"]["graded_of"], s["numbers"]["total"]) == (
+        h["graded_n"], h["measured"], h["total"])
+    assert f"completeness graded {h['graded']:.3f}" in s["text"] and "share of requests addressed" in s["text"]
+    # The case report: each request's coverage and the question's completeness read two ways.
+    html = (folder / "baseline--evidence-k-5.html").read_text()
+    blob = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S).group(1)
+    page = json.loads(blob)
+    by_q = hand["baseline"][1]
+    for case in page["cases"]:
+        view, rows = case["arms"][0], by_q.get(case["id"])
+        if not view or not rows:
+            continue
+        assert {rid: v.get("coverage") for rid, v in view["requests"].items()} == {
+            r["request_id"]: r["coverage"] for r in rows}
+        measured = [r for r in rows if r["measured"]]
+        covered = [r["coverage"] for r in measured if r["coverage"] is not None]
+        assert view["completeness"]["graded"] == pytest.approx(sum(covered) / len(covered))
+        assert (view["completeness"]["graded_n"], view["completeness"]["measured"]) == (len(covered), len(measured))
+    assert page["arms"][0]["completeness_measured"]["graded_completeness"] == pytest.approx(h["graded"])
