@@ -28,7 +28,7 @@ def test_a_panels_params_are_listed_per_juror_when_any_is_set():
 def test_the_offline_judges_rules_version_is_part_of_the_instrument():
     from rag_ttc_assets.core.request_judge import RULES
 
-    assert instrument(ArmConfig(), PROMPT)["rules"] == RULES == "request-judge-rules/4"
+    assert instrument(ArmConfig(), PROMPT)["rules"] == RULES == "request-judge-rules/5"
     assert "rules" not in instrument(ArmConfig(request_judge={"model": "openai/judge"}), PROMPT)
     # A panel with an offline juror is judged by the rules too, in part.
     mixed = [{"model": "local/coverage"}, {"model": "openai/judge"}]

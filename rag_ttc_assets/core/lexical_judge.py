@@ -320,6 +320,23 @@ def verify_statements(
     return verdicts, answer_relevance(question, statements, embed)
 
 
+_WORD_RUN = re.compile(r"[^\W_]+")
+
+
+def _verbatim_form(text: str) -> str:
+    """`text` lower-cased, each run of non-word characters one space, padded: what verbatim containment compares."""
+    words = _WORD_RUN.findall(normalize(text).lower())
+    return " " + " ".join(words) + " "
+
+
+def quoted_from_gold(statement: str, gold_forms: Sequence[str]) -> bool:
+    """Whether `statement` is a gold quote's own words (_verbatim_form of one of `gold_forms` contains it): the gold
+    states it, so it contradicts no gold, whatever another gold sentence near it says ("... may only occur nested in
+    a loop" beside "... not nested in a loop" in the same gold is the gold's own nuance, not the answer's error)."""
+    form = _verbatim_form(statement)
+    return bool(content_words(statement)) and form.strip() != "" and any(form in g for g in gold_forms)
+
+
 def verify_against_gold(
     statements: Sequence[str],
     gold_quotes: Sequence[str],
@@ -333,15 +350,17 @@ def verify_against_gold(
     makes the same claim (cosine >= GOLD_SAME_CLAIM_COSINE and content-word recall >= GOLD_SAME_CLAIM_RECALL)
     yet one of them negates a word the other states, each states a number or date the other does not (normalised:
     "1,000" is "1000", "March 3, 2020" is "2020-03-03"), or exactly one identifier, literal (True/False/None) or
-    quoted name is swapped. It misses contradictions phrased differently
+    quoted name is swapped. A statement in a gold quote's own words (quoted_from_gold) contradicts none: since rules
+    /5, as a clause of such a quote matched another gold sentence. It misses contradictions phrased differently
     (antonyms, reordered clauses) and can fire on a paraphrase that moves a "not" onto a shared word.
     """
     verdicts, cosine, units = _support_verdicts(
         statements, gold_quotes, embed, recall_threshold, cosine_threshold, "gold"
     )
+    golds = [_verbatim_form(g) for g in gold_quotes]
     for i, verdict in enumerate(verdicts):
         verdict["contradicts_gold"] = False
-        if cosine is None:
+        if cosine is None or quoted_from_gold(verdict["text"], golds):
             continue
         # Single sentences only: a pair of sentences is never "the same claim" as one statement.
         for j in np.argsort(-cosine[i], kind="stable"):

@@ -21,8 +21,10 @@ OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/conte
 # `local/bertscore` (a third juror, BERTScore recall) was added under /3: its rules are new, not a change of another's.
 # /4: names, numbers, dates and units normalised before matching (core.text.normalize), a number changed only when
 # each text states one the other does not, and the statement judge (local/lexical's statements) checks clauses.
+# /5: a statement in a gold quote's own words never contradicts the gold (core.lexical_judge.quoted_from_gold): under /4
+# a clause of a quoted gold sentence matched another gold sentence and was flagged, the gold judge's false alarms rose.
 # These rules are also the cache key of local/lexical's statement and gold verdicts (adapters.local_providers.rules_of).
-REQUEST_JUDGE_RULES = "request-judge-rules/4"
+REQUEST_JUDGE_RULES = "request-judge-rules/5"
 # `local/learned` (core.learned_judge) reads the other three's measurements through a fitted model: their rules are its
 # features, and its fitted parameters (a versioned file, its digest) are part of its instrument beside them.
 OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage", "local/bertscore",

@@ -170,3 +170,40 @@ def test_a_run_on_sentence_is_checked_clause_by_clause() -> None:
     assert split_clauses("It reads Uganda, Sudan, and Egypt.") == ["It reads Uganda, Sudan, and Egypt."]
     assert extract_claims("1. The Nile river is long, flowing north into the sea. The evidence is insufficient.") == [
         "The Nile river is long", "flowing north into the sea."]
+
+
+# The bundled evaluation's rows whose gold quotes, answered verbatim, the gold judge flagged as contradicting the gold
+# (under request-judge-rules/4: a clause of one quote matched another gold sentence that negates or words it apart).
+VERBATIM_FALSE_ALARM_ROWS = ("pyref-a-041", "pyref-a-078", "pyref-b-016", "pyref-b-031", "pyref-b-064", "pyref-b-066",
+                             "pyref-b-094", "pyref-b-098")
+
+
+def test_a_verbatim_gold_quote_is_never_flagged_contradicting_by_either_judge(embed) -> None:
+    """Issue 42 item 2: false alarms not worse. An answer that quotes its gold evidence verbatim contradicts no gold,
+    for the gold judge (local/lexical's statements, clauses: extract_claims, against all the question's gold quotes)
+    and the request judge (on the requests it is gold evidence of) alike; rules /4 flagged these rows (failed before)."""
+    import json
+    from pathlib import Path
+
+    from rag_ttc_assets.core.lexical_judge import extract_claims
+    from rag_ttc_assets.core.request_judge import LabelledRequest, judge_requests
+
+    dataset = Path(__file__).resolve().parents[2] / "datasets" / "pyref" / "evaluation.json"
+    questions = {q["id"]: q for q in json.loads(dataset.read_text())["questions"]}
+    flagged = []
+    for qid in VERBATIM_FALSE_ALARM_ROWS:
+        q = questions[qid]
+        gold = [e["quote"] for r in q["requests"] for e in r["evidence"]]
+        labelled = [LabelledRequest(r["id"], r["text"], tuple(e["quote"] for e in r["evidence"]))
+                    for r in q["requests"]]
+        for quote in gold:
+            claims = extract_claims(quote)
+            assert claims, (qid, quote)
+            flagged += [(qid, "gold judge", v["text"], v["reason"])
+                        for v in verify_against_gold(claims, gold, embed) if v["contradicts_gold"]]
+            # The request judge on the requests the quote is gold evidence of (as judge_measurement counts them).
+            own = [r for r in labelled if quote in r.quotes]
+            flagged += [(qid, "request judge", r.id, j.get("reason"))
+                        for r, j in zip(own, judge_requests(own, quote, [], [], embed), strict=True)
+                        if j.get("verdict") == "contradicts"]
+    assert flagged == []
