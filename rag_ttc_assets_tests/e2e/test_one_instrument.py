@@ -114,7 +114,7 @@ def test_labels_stay_out_of_generation_and_one_judge_measures_every_arm(tmp_path
     code, out, err = rag_ttc("run", "baseline", "judge-params", env=env)
     assert code == 0, err
     assert 'local/lexical (prompt sha256:' in out
-    assert '…, params {"temperature": 0}, rules request-judge-rules/4)' in out  # the offline judge's rules too
+    assert '…, params {"temperature": 0}, rules request-judge-rules/5)' in out  # the offline judge's rules too
     assert "[instrument differs between arms: not comparable]" in out
     code, _, err = rag_ttc("compare", "baseline", "judge-params", env=env)
     assert code == 1 and "instrument drift" in err and "params: baseline None, judge-params {'temperature': 0}" in err
