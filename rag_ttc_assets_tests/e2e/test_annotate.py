@@ -2,8 +2,9 @@
 one document and question carrying planted markup. The server's endpoints in process (fast), the command as a user
 starts it, and one browser session (Debian's Chromium through Playwright): ten requests labelled from the keyboard,
 a gold quote highlighted, a request split, reload and resume, the labels file checked record by record, a second
-annotator, `judge-agreement` on both, the planted `<script>` run nowhere, the `/labels-check` page after a passage
-is removed. Screenshots land in tmp; with RAG_TTC_UPDATE_SCREENSHOTS=1 the page's is copied into docs/screenshots/.
+annotator, `judge-agreement` on both, the planted `<script>` run nowhere, a few pairwise labels from the keyboard
+(names hidden until labelled, undo, resume), the `/labels-check` page after a passage is removed. Screenshots land
+in tmp; with RAG_TTC_UPDATE_SCREENSHOTS=1 the page's is copied into docs/screenshots/.
 """
 
 from __future__ import annotations
@@ -363,6 +364,24 @@ def test_label_in_the_browser_resume_two_annotators_and_judge_agreement(lab, tmp
             assert "<script>window.__pwned = 3</script>" in page.locator("#question").inner_text()
             assert "<script>window.__pwned = 1</script>" in page.locator("#answer").inner_text()
             assert page.evaluate("document.querySelectorAll('#answer *, #question *, .chunk-text :not(mark), [onerror]').length") == 0
+            # The pairwise view on the same server: names hidden, 5 then 1 from the keyboard, j, u undoes the last.
+            page.goto(url + "/pairwise")
+            assert page.url.endswith("/pair/0") and page.locator(".arm").count() == 0
+            assert "hidden until you label" in page.inner_text("body")
+            with page.expect_navigation():
+                page.keyboard.press("5")
+            assert page.locator(".arm").count() == 2 and "1 of" in page.locator("#progress").inner_text()
+            shown = [page.locator("#side-a .arm").inner_text(), page.locator("#side-b .arm").inner_text()]
+            with page.expect_navigation():
+                page.keyboard.press("j")
+            with page.expect_navigation():
+                page.keyboard.press("1")
+            assert "2 of" in page.locator("#progress").inner_text()
+            with page.expect_navigation():
+                page.keyboard.press("u")
+            assert "1 of" in page.locator("#progress").inner_text() and page.locator(".arm").count() == 0
+            page.goto(url + "/pairwise")
+            assert page.url.endswith("/pair/1")  # resumes at the first pair not labelled
             assert errors == []
             browser.close()
     finally:
@@ -385,6 +404,9 @@ def test_label_in_the_browser_resume_two_annotators_and_judge_agreement(lab, tmp
         assert r["annotator"] == "ann1" and r["origin"] == "dataset" and r["run_id"]
         assert r["quote"] == (quote if rid == rid0 else None)
     assert seen[rid0]["quote_chunk_id"] == chunk_id
+    (pair,) = [r for r in recs if r["kind"] == "pair"]  # the second pair's label undone
+    assert (pair["annotator"], pair["labels"], [pair["a"]["arm"], pair["b"]["arm"]]) == ("ann1", {"completeness": 2},
+                                                                                         shown)
     # A second annotator labels the same requests (through the command's server, over HTTP), three differently.
     proc, url2 = _start(env, labels, "ann2")
     try:
