@@ -28,8 +28,9 @@ from urllib.parse import urlsplit
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 from rag_ttc_assets.cli.common import CliError, lab_from_args
 from rag_ttc_assets.cli.label_versions import check_dataset
-from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, UNDO, AnnotationError, answer_sha256, current_labels,
-                                            edit_requests, locate_quote, parse_log, replay, requests_now)
+from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, PAIR, PAIR_SCALE, UNDO, AnnotationError, answer_sha256,
+                                            current_labels, edit_requests, locate_quote, pair_order, pair_value,
+                                            parse_log, replay, requests_now)
 
 DEFAULT_PORT = 3002
 E = html.escape
@@ -82,9 +83,20 @@ class LabelFiles:
 class Annotator:
     """The page's state for one annotator over one Source and one pair of label files."""
 
-    def __init__(self, source, files: LabelFiles, annotator: str, labels_check=None):
+    def __init__(self, source, files: LabelFiles, annotator: str, labels_check=None, pairwise: bool = False,
+                 seed: int = 0):
         self.source, self.files, self.annotator = source, files, annotator
         self.labels_check = labels_check  # () -> list of label-check results needing a person, or None
+        self.pairwise, self.seed = pairwise, seed  # `/` opens the pairwise view; the seed of its A/B order
+        # The pairwise view (two arms): per question both arms answered, the rows of its answers as shown, (a, b).
+        self.pairs: list[dict] = []
+        if len(source.arms) == 2:
+            where = {(it["arm"], it["question"]): i for i, it in enumerate(source.items)}
+            for it in source.items:
+                q = it["question"]
+                if it["arm"] == source.arms[0] and (source.arms[1], q) in where:
+                    a, b = pair_order(seed, q, tuple(source.arms))
+                    self.pairs.append({"question": q, "a": a, "b": b, "rows": (where[(a, q)], where[(b, q)])})
 
     def requests(self, i: int, state) -> list[dict]:
         item = self.source.items[i]
@@ -106,6 +118,15 @@ class Annotator:
                    for r in self.requests(i, state)):
                 return i
         return 0
+
+    def pair_key(self, p: dict) -> tuple:
+        return (self.annotator, p["question"], frozenset((p["a"], p["b"])))
+
+    def pair_progress(self, state) -> dict:
+        return {"pairs_labelled": sum(self.pair_key(p) in state.pairs for p in self.pairs), "pairs": len(self.pairs)}
+
+    def pair_resume_at(self, state) -> int:
+        return next((k for k, p in enumerate(self.pairs) if self.pair_key(p) not in state.pairs), 0)
 
     # --- changes -----------------------------------------------------------------------------------------
     def _item(self, body: dict) -> int:
@@ -162,6 +183,34 @@ class Annotator:
         return self.files.append({"op": EDIT, "annotator": self.annotator, "question": item["question"],
                                   "edit": body["edit"], "from": sources, "into": into,
                                   "corpus_digest": self.source.corpus[item["arm"]]})
+
+    def pair(self, body: dict) -> dict:
+        """A pairwise label: which of the two answers shown (a left, b right) is more complete, -2..2."""
+        k = body.get("pair")
+        if not self.pairs:
+            raise AnnotationError("pair: the pairwise view needs two arms that answered the same questions")
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(self.pairs):
+            raise AnnotationError(f"pair: {k!r} is not a pair of this page (0 to {len(self.pairs) - 1})")
+        p = self.pairs[k]
+        state = replay(self.files.read())
+        before = state.pairs.get(self.pair_key(p), {})
+        if "completeness" in body:
+            value = pair_value(body["completeness"])
+        elif before:
+            value = before["completeness"]
+        else:
+            raise AnnotationError("completeness: pick which answer is more complete first (keys 1-5)")
+        note = body.get("note", before.get("note", ""))
+        if not isinstance(note, str):
+            raise AnnotationError("note: a text")
+        sides = {}
+        for side, row in zip(("a", "b"), p["rows"]):
+            arm = p[side]
+            sides[side] = {"arm": arm, "row": p["question"], "run_id": self.source.run_ids[arm],
+                           "answer_sha256": answer_sha256(self.source.view(row)),
+                           "corpus_digest": self.source.corpus[arm]}
+        return self.files.append({"op": PAIR, "annotator": self.annotator, "question": p["question"], **sides,
+                                  "completeness": value, "note": note, "order_seed": self.seed})
 
     def undo(self, body: dict) -> dict:
         state = replay(self.files.read())
@@ -257,7 +306,7 @@ def render_item(ann: Annotator, i: int, nonce: str) -> str:
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>annotate {E(item['arm'])} {E(item['question'])}</title>
 <style>{STYLE}</style></head><body data-item="{i}" data-items="{n}">
 <nav><a href="/item/{max(i - 1, 0)}" id="prev">&larr; previous (k)</a><a href="/item/{min(i + 1, n - 1)}" id="next">next (j) &rarr;</a>
-<a href="/">resume</a><a href="/labels-check">labels check</a>
+<a href="/">resume</a><a href="/labels-check">labels check</a>{'<a href="/pairwise" id="pairwise">pairwise view</a>' if ann.pairs else ''}
 <span class="progress" id="progress">{E(ann.annotator)}: {prog['requests_labelled']} of {prog['requests']} requests labelled, {prog['rows_done']} of {prog['rows']} rows done</span></nav>
 <p>row {i + 1} of {n}: arm <b>{E(item['arm'])}</b>, question <b>{E(item['question'])}</b>{sample}</p>
 <div class="q" id="question">{E(v['question']['text'])}</div>
@@ -330,6 +379,73 @@ document.addEventListener('keydown', e => {
 """
 
 
+def render_pair(ann: Annotator, k: int, nonce: str) -> str:
+    """The pairwise view of pair k: the question, answer A (left) and B (right) side by side, the arms' names hidden
+    until the person has labelled the pair (so they never anchor the person), the -2..2 scale on keys 1-5."""
+    state = replay(ann.files.read())
+    p, n = ann.pairs[k], len(ann.pairs)
+    prog = ann.pair_progress(state)
+    lab = state.pairs.get(ann.pair_key(p))
+    views = [ann.source.view(r) for r in p["rows"]]
+    cols = []
+    for side, v in zip(("A", "B"), views):
+        answer = (v.get("contract") or {}).get("answer") or ""
+        name = f' &middot; arm <b class="arm">{E(p[side.lower()])}</b>' if lab else ""
+        cols.append(f'<div class="side" id="side-{side.lower()}"><h3>Answer {side}{name}</h3>'
+                    f'<div class="answer">{E(answer)}</div>'
+                    f'<p>citations: {", ".join(E(c) for c in v["cited_chunk_ids"]) or "none"}</p></div>')
+    chosen = lab["completeness"] if lab else None
+    buttons = "".join(f'<button type="button" class="pv{" on" if v == chosen else ""}" data-value="{v}" '
+                      f'title="key {key}">{key} {E(t)}</button> ' for key, (v, t) in PAIR_SCALE.items())
+    shown = ("the arms' names are shown now that you have labelled this pair" if lab else
+             "the arms' names are hidden until you label this pair")
+    reqs = "".join(f"<li>{E(r['text'])}</li>" for r in views[0]["requests"])
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>pairwise {E(p['question'])}</title>
+<style>{STYLE}.pair{{display:flex;gap:12px}}.side{{flex:1;min-width:0}}button.pv.on{{background:#2a6df4;color:#fff}}</style>
+</head><body data-pair="{k}" data-pairs="{n}" data-labelled="{1 if lab else 0}">
+<nav><a href="/pair/{max(k - 1, 0)}" id="prev">&larr; previous (k)</a><a href="/pair/{min(k + 1, n - 1)}" id="next">next (j) &rarr;</a>
+<a href="/pairwise">resume</a><a href="/item/{p['rows'][0]}">per-request view</a>
+<span class="progress" id="progress">{E(ann.annotator)}: {prog['pairs_labelled']} of {prog['pairs']} pairs labelled</span></nav>
+<p>pair {k + 1} of {n}: question <b>{E(p['question'])}</b> &middot; {shown}</p>
+<div class="q" id="question">{E(views[0]['question']['text'])}</div>
+<details><summary>the question's requests ({len(views[0]['requests'])})</summary><ul>{reqs}</ul></details>
+<h3>Which answer is more complete?</h3><p><small>keys: 1-5 the scale, j/k next/previous pair, u undo</small></p>
+<div class="msg" id="msg" role="alert"></div>
+<div id="scale">{buttons}</div>
+<p><input id="note" placeholder="note" value="{E((lab or {}).get("note") or "")}" size="60"> <button type="button" id="save-note">save note</button>
+<button type="button" id="undo">undo (u)</button></p>
+<div class="pair">{''.join(cols)}</div>
+<script nonce="{nonce}">{PAIR_SCRIPT}</script></body></html>"""
+
+
+PAIR_SCRIPT = r"""
+(function(){
+const pair = +document.body.dataset.pair, msg = document.getElementById('msg');
+async function post(path, body){
+  const r = await fetch(path, {method: 'POST', headers: {'Content-Type': 'application/json'},
+                               body: JSON.stringify(Object.assign({pair: pair}, body))});
+  const j = await r.json();
+  if(!r.ok){ msg.textContent = j.error; return false; }
+  location.reload(); return true;
+}
+const KEYS = {'1': -2, '2': -1, '3': 0, '4': 1, '5': 2};
+document.addEventListener('click', e => {
+  const t = e.target;
+  if(t.matches('button.pv')) post('/api/pair', {completeness: +t.dataset.value});
+  else if(t.id === 'save-note') post('/api/pair', {note: document.getElementById('note').value});
+  else if(t.id === 'undo') post('/api/undo', {});
+});
+document.addEventListener('keydown', e => {
+  if(e.target.matches('input, textarea') || e.ctrlKey || e.metaKey || e.altKey) return;
+  if(e.key in KEYS){ e.preventDefault(); post('/api/pair', {completeness: KEYS[e.key]}); }
+  else if(e.key === 'j') location.href = document.getElementById('next').href;
+  else if(e.key === 'k') location.href = document.getElementById('prev').href;
+  else if(e.key === 'u') post('/api/undo', {});
+});
+})();
+"""
+
+
 def render_labels_check(ann: Annotator) -> str:
     rows = []
     results = ann.labels_check() if ann.labels_check else []
@@ -386,7 +502,21 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         ann = self.ann
         try:
-            if path == "/":
+            if path == "/pairwise" or (path == "/" and ann.pairwise):
+                if not ann.pairs:
+                    self._send(HTTPStatus.NOT_FOUND, "the pairwise view needs two arms that answered the same "
+                                                     "questions", "text/plain")
+                    return
+                k = ann.pair_resume_at(replay(ann.files.read()))
+                self._send(HTTPStatus.FOUND, "", "text/plain", headers={"Location": f"/pair/{k}"})
+            elif m := re.fullmatch(r"/pair/(\d+)", path):
+                k = int(m.group(1))
+                if k >= len(ann.pairs):
+                    self._send(HTTPStatus.NOT_FOUND, f"no pair {k}: {len(ann.pairs)} pairs", "text/plain")
+                    return
+                nonce = secrets.token_urlsafe(12)
+                self._send(HTTPStatus.OK, render_pair(ann, k, nonce), "text/html; charset=utf-8", nonce)
+            elif path == "/":
                 i = ann.resume_at(replay(ann.files.read()))
                 self._send(HTTPStatus.FOUND, "", "text/plain", headers={"Location": f"/item/{i}"})
             elif m := re.fullmatch(r"/item/(\d+)", path):
@@ -403,6 +533,8 @@ class _Handler(BaseHTTPRequestHandler):
                 state = replay(ann.files.read())
                 self._json(HTTPStatus.OK, {"annotator": ann.annotator, "items": ann.source.items,
                                            "progress": ann.progress(state), "resume": ann.resume_at(state),
+                                           "pairs": ann.pairs and [{**p, "rows": list(p["rows"])} for p in ann.pairs],
+                                           "pair_progress": ann.pair_progress(state), "order_seed": ann.seed,
                                            "labels": str(ann.files.labels), "log": str(ann.files.log)})
             else:
                 self._send(HTTPStatus.NOT_FOUND, "not found", "text/plain")
@@ -415,7 +547,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._local():
             return
         path = urlsplit(self.path).path
-        action = {"/api/label": self.ann.label, "/api/edit": self.ann.edit, "/api/undo": self.ann.undo}.get(path)
+        action = {"/api/label": self.ann.label, "/api/edit": self.ann.edit, "/api/undo": self.ann.undo,
+                  "/api/pair": self.ann.pair}.get(path)
         if action is None:
             self._json(HTTPStatus.NOT_FOUND, {"error": f"no action {path}"})
             return
@@ -472,16 +605,23 @@ def cmd_annotate(args) -> int:
         source = Source(lab, args.arms, Path(args.sample) if args.sample else None)
     except SourceError as e:
         raise CliError(str(e)) from None
+    if args.pairwise and len(args.arms) != 2:
+        raise CliError(f"--pairwise: two arms, one answer of each side by side (got {len(args.arms)}: "
+                       f"{', '.join(args.arms)})")
     files = LabelFiles(labels)
     shown = Path(args.labels) if args.labels else labels  # as the person typed it
     skipped = parse_log(files.log.read_text(encoding="utf-8"), str(files.log))[1] if files.log.exists() else []
     for s in skipped:
         print(s, file=sys.stderr)
-    ann = Annotator(source, files, args.annotator.strip(), _labels_check(lab, args.arms))
+    ann = Annotator(source, files, args.annotator.strip(), _labels_check(lab, args.arms), args.pairwise, args.seed)
+    if args.pairwise and not ann.pairs:
+        raise CliError(f"--pairwise: arms {args.arms[0]!r} and {args.arms[1]!r} answered no question in common")
     server = make_server(ann, args.port)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"labelling page at http://127.0.0.1:{server.server_port}/ (annotator {ann.annotator}; "
-          f"{len(source.items)} rows of {', '.join(args.arms)}); labels {shown}, change log {log_path(shown)}; "
+          + (f"{len(ann.pairs)} pairs of {args.arms[0]} and {args.arms[1]}, pairwise, A/B order seed {ann.seed}"
+             if args.pairwise else f"{len(source.items)} rows of {', '.join(args.arms)}")
+          + f"); labels {shown}, change log {log_path(shown)}; "
           "Ctrl-C stops", flush=True)
     try:
         server.serve_forever()
@@ -506,6 +646,12 @@ def add_parser(subparsers, common) -> None:
                                     "change log beside it, <name>.log.jsonl)")
     s.add_argument("--sample", help="label only the rows listed in this JSON Lines file, in its order "
                                     '({"arm", "question", "run_id", "stratum", "probability"} per line)')
+    s.add_argument("--pairwise", action="store_true",
+                   help="two arms: open the pairwise view, their answers to one question side by side (A and B in "
+                        "an order drawn per question from --seed, the arms' names hidden until labelled), which is "
+                        "more complete on -2..2 (keys 1-5); written as `kind: pair` labels")
+    s.add_argument("--seed", type=int, default=0, help="the seed of the pairwise view's A/B order (default 0; each "
+                                                       "pairwise label records it)")
     s.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0: any free port)")
     s.set_defaults(fn=cmd_annotate)

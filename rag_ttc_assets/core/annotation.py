@@ -13,7 +13,15 @@ A label record in the labels file (the documented format judge-agreement reads, 
    "quote": T|null, "quote_chunk_id": C|null, "quote_doc_id": DOC|null, "quote_sha256": H|null,
    "probability": P|null, "stratum": S|null, "labelled_at": ISO, "log_seq": n}
 
-with `addressed` and `verdict` mapped from the seed's four cases (CASES). An edit record:
+with `addressed` and `verdict` mapped from the seed's four cases (CASES). A pairwise label (the pairwise view: which
+of two arms' answers to one question is more complete, on the -2..2 scale of PAIR_SCALE, `a` and `b` as displayed,
+left and right, their order drawn per question from `order_seed`, pair_order):
+
+  {"kind": "pair", "question": Q, "a": {"arm": A, "row": ROW, "run_id": RUN, "answer_sha256": H, "corpus_digest": D},
+   "b": {...}, "labels": {"completeness": -2..2}, "annotator": N, "note": T, "order_seed": S,
+   "labelled_at": ISO, "log_seq": n}
+
+An edit record:
 
   {"kind": "request_edit", "question": Q, "edit": "add"|"split"|"merge"|"reword", "from": [R...],
    "into": [{"id": R, "text": T}...], "annotator": N, "corpus_digest": D, "labelled_at": ISO, "log_seq": n}
@@ -25,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # The seed's four cases of a request, on keys 1-4, and the labels format's `addressed` and `verdict` for each.
 CASES = {
@@ -36,7 +44,10 @@ CASES = {
     "contradicts_gold": {"key": "4", "title": "contradicts the gold", "addressed": True, "verdict": "contradicts"},
 }
 EDITS = {"add": "added", "split": "split", "merge": "merged", "reword": "reworded"}  # edit -> origin of its requests
-LABEL, EDIT, UNDO = "label", "edit", "undo"
+# The pairwise view's scale on keys 1-5: a label > 0 prefers answer b (the right one), < 0 answer a, 0 a tie.
+PAIR_SCALE = {"1": (-2, "A much more complete"), "2": (-1, "A more complete"), "3": (0, "as complete"),
+              "4": (1, "B more complete"), "5": (2, "B much more complete")}
+LABEL, EDIT, UNDO, PAIR = "label", "edit", "undo", "pair"
 SAMPLE_FIELDS = ("arm", "question", "run_id", "stratum", "probability")
 
 
@@ -107,6 +118,7 @@ class Replayed:
     labels: dict  # (annotator, arm, question, request) -> label change
     edits: dict  # (annotator, question) -> [edit change, ...] in order
     active: list  # the changes in effect, in log order (undo pops the annotator's last)
+    pairs: dict = field(default_factory=dict)  # (annotator, question, frozenset of the two arms) -> pair change
 
 
 def replay(log: list[dict]) -> Replayed:
@@ -120,13 +132,34 @@ def replay(log: list[dict]) -> Replayed:
         else:
             mine.append(ch)
     active = sorted((c for s in stack.values() for c in s), key=lambda c: c["seq"])
-    labels, edits = {}, {}
+    labels, edits, pairs = {}, {}, {}
     for c in active:
-        if c["op"] == LABEL:
+        if c["op"] == PAIR:
+            pairs[(c["annotator"], c["question"], frozenset((c["a"]["arm"], c["b"]["arm"])))] = c
+        elif c["op"] == LABEL:
             labels[(c["annotator"], c["arm"], c["question"], c["request"])] = c
         else:
             edits.setdefault((c["annotator"], c["question"]), []).append(c)
-    return Replayed(labels, edits, active)
+    return Replayed(labels, edits, active, pairs)
+
+
+def pair_order(seed: int, question: str, arms: tuple[str, str]) -> tuple[str, str]:
+    """The two arms as the pairwise view shows a question's answers, (left: a, right: b): an order drawn per question
+    from the seed (a hash of seed and question, so it is the same on every reload and server, and the arms' names,
+    never sorted, do not decide it). Arms given in either order get the same sides."""
+    first, second = sorted(arms)
+    flip = hashlib.sha256(f"{seed}\0{question}".encode("utf-8")).digest()[0] & 1
+    return (second, first) if flip else (first, second)
+
+
+def pair_value(key_or_value) -> int:
+    """A pairwise label's value from a key (1-5) or a value (-2..2); AnnotationError otherwise."""
+    if isinstance(key_or_value, str) and key_or_value in PAIR_SCALE:
+        return PAIR_SCALE[key_or_value][0]
+    if isinstance(key_or_value, int) and not isinstance(key_or_value, bool) and -2 <= key_or_value <= 2:
+        return key_or_value
+    raise AnnotationError(f"completeness: {key_or_value!r} is not an integer from -2 to 2 (keys 1-5: "
+                          + ", ".join(f"{k} {t}" for k, (_v, t) in PAIR_SCALE.items()) + ")")
 
 
 def requests_now(question: str, dataset_requests: list[dict], edits: list[dict]) -> list[dict]:
@@ -156,6 +189,12 @@ def label_record(c: dict) -> dict:
             "labelled_at": c["at"], "log_seq": c["seq"]}
 
 
+def pair_record(c: dict) -> dict:
+    return {"kind": "pair", "question": c["question"], "a": c["a"], "b": c["b"],
+            "labels": {"completeness": c["completeness"]}, "annotator": c["annotator"], "note": c.get("note") or "",
+            "order_seed": c.get("order_seed"), "labelled_at": c["at"], "log_seq": c["seq"]}
+
+
 def edit_record(c: dict) -> dict:
     return {"kind": "request_edit", "question": c["question"], "edit": c["edit"], "from": c["from"],
             "into": c["into"], "annotator": c["annotator"], "corpus_digest": c.get("corpus_digest"),
@@ -163,12 +202,14 @@ def edit_record(c: dict) -> dict:
 
 
 def current_labels(log: list[dict]) -> str:
-    """The labels file (JSON Lines) the log holds now: request edits, then labels, in log order."""
+    """The labels file (JSON Lines) the log holds now: request edits, then labels, then pairwise labels, in log
+    order."""
     r = replay(log)
     recs = [edit_record(c) for es in r.edits.values() for c in es]
     recs.sort(key=lambda x: x["log_seq"])
     labels = sorted(r.labels.values(), key=lambda c: c["seq"])
     recs += [label_record(c) for c in labels]
+    recs += [pair_record(c) for c in sorted(r.pairs.values(), key=lambda c: c["seq"])]
     return "".join(json.dumps(x, ensure_ascii=False, sort_keys=False) + "\n" for x in recs)
 
 
@@ -180,7 +221,7 @@ def parse_log(text: str, path: str) -> tuple[list[dict], list[str]]:
             continue
         try:
             rec = json.loads(raw)
-            if not isinstance(rec, dict) or rec.get("op") not in (LABEL, EDIT, UNDO) or "seq" not in rec:
+            if not isinstance(rec, dict) or rec.get("op") not in (LABEL, EDIT, UNDO, PAIR) or "seq" not in rec:
                 raise ValueError("not a change record")
         except ValueError as e:
             skipped.append(f"{path}: line {n}: skipped, not a change record ({e})")

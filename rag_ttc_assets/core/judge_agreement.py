@@ -63,6 +63,9 @@ REQUEST_EDIT = "request_edit"  # the annotation page's request edits (core.annot
 ANNOTATION_FIELDS = frozenset({"case", "note", "origin", "request_text", "from", "run_id", "row", "answer_sha256",
                                "corpus_digest", "chunk_ids", "quote", "quote_chunk_id", "quote_doc_id",
                                "quote_sha256", "probability", "stratum", "labelled_at", "log_seq"})
+# The fields the annotation page's pairwise view adds to a pairwise label (and to its `a` and `b`: run_id,
+# answer_sha256, corpus_digest): provenance, read and kept out of the statistics.
+PAIR_ANNOTATION_FIELDS = frozenset({"note", "order_seed", "labelled_at", "log_seq"})
 SUPPORT = ("supported", "partially_supported", "not_supported")
 VERDICTS = ("consistent", "contradicts", "not_addressed", "not_verifiable")
 SCALE = (-2, 2)
@@ -258,7 +261,7 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
             label = RequestLabel(n, arm, question, request, rec["addressed"], verdict, annotator)
             key = (REQUEST, annotator, label.item)
         else:
-            allowed = {"kind", "question", "a", "b", "labels", "annotator"}
+            allowed = {"kind", "question", "a", "b", "labels", "annotator"} | PAIR_ANNOTATION_FIELDS
             extra = sorted(set(rec) - allowed)
             if extra:
                 bad(n, extra[0], f"unknown field; a pairwise label has {sorted(allowed)}")

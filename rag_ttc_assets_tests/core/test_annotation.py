@@ -67,3 +67,31 @@ def test_log_lines_cut_by_a_crash_are_skipped_and_named_and_samples_are_checked(
     with pytest.raises(AnnotationError, match="s.jsonl: line 2: question: a/q1 is listed twice"):
         parse_sample('{"arm": "a", "question": "q1"}\n' * 2, "s.jsonl", {"a": {"q1"}})
     assert replay([]).labels == {}
+
+
+def test_pair_labels_replay_the_seeded_order_and_the_scale():
+    from rag_ttc_assets.core.annotation import pair_order, pair_value
+
+    # The A/B order: a function of seed and question only (the arms in either order get the same sides), both orders
+    # drawn over a few questions, another seed another draw.
+    qs = [f"q{i}" for i in range(12)]
+    orders = [pair_order(0, q, ("x", "y")) for q in qs]
+    assert orders == [pair_order(0, q, ("y", "x")) for q in qs] and set(orders) == {("x", "y"), ("y", "x")}
+    assert orders != [pair_order(1, q, ("x", "y")) for q in qs]
+    assert [pair_value(k) for k in "12345"] == [-2, -1, 0, 1, 2] and pair_value(-1) == -1
+    for bad in (3, "6", True, 1.0, None):
+        with pytest.raises(AnnotationError, match="not an integer from -2 to 2"):
+            pair_value(bad)
+
+    def pair(seq, who, a, b, v):
+        return {"seq": seq, "at": f"t{seq}", "op": "pair", "annotator": who, "question": "q", "a": {"arm": a},
+                "b": {"arm": b}, "completeness": v, "note": "", "order_seed": 0}
+    # The same pair in the other order (another tab, another seed) is the same pair: the later label wins; undo takes
+    # back the annotator's own last change, pair or request label alike.
+    log = [pair(1, "ann1", "x", "y", 2), _label(2, "ann1", "q.r1", "not_answered"), pair(3, "ann1", "y", "x", -1),
+           pair(4, "ann2", "x", "y", 0), {"seq": 5, "at": "t5", "op": "undo", "annotator": "ann1"}]
+    recs = [json.loads(x) for x in current_labels(log).splitlines()]
+    assert [(r["kind"], r["annotator"], r.get("labels"), r["log_seq"]) for r in recs] == [
+        ("request", "ann1", None, 2), ("pair", "ann1", {"completeness": 2}, 1),
+        ("pair", "ann2", {"completeness": 0}, 4)]
+    assert parse_log("\n".join(json.dumps(c) for c in log), "f")[1] == []

@@ -2,8 +2,9 @@
 one document and question carrying planted markup. The server's endpoints in process (fast), the command as a user
 starts it, and one browser session (Debian's Chromium through Playwright): ten requests labelled from the keyboard,
 a gold quote highlighted, a request split, reload and resume, the labels file checked record by record, a second
-annotator, `judge-agreement` on both, the planted `<script>` run nowhere, the `/labels-check` page after a passage
-is removed. Screenshots land in tmp; with RAG_TTC_UPDATE_SCREENSHOTS=1 the page's is copied into docs/screenshots/.
+annotator, `judge-agreement` on both, the planted `<script>` run nowhere, a few pairwise labels from the keyboard
+(names hidden until labelled, undo, resume), the `/labels-check` page after a passage is removed. Screenshots land
+in tmp; with RAG_TTC_UPDATE_SCREENSHOTS=1 the page's is copied into docs/screenshots/.
 """
 
 from __future__ import annotations
@@ -46,14 +47,14 @@ def lab(tmp_path_factory):
     return root, env
 
 
-def _annotator(root: Path, labels: Path, name: str, sample: Path | None = None):
+def _annotator(root: Path, labels: Path, name: str, sample: Path | None = None, seed: int = 0):
     from rag_ttc_assets.cli.annotate import Annotator, LabelFiles, _labels_check
     from rag_ttc_assets.stages.annotate import Source
     from rag_ttc_assets.lab import Lab
 
     lab = Lab.from_env(arms_file=root / "arms.yaml", datasets_dir=root / "datasets", home=root / "home")
     return Annotator(Source(lab, ["baseline", "tight"], sample), LabelFiles(labels), name,
-                     _labels_check(lab, ["baseline", "tight"]))
+                     _labels_check(lab, ["baseline", "tight"]), seed=seed)
 
 
 @pytest.fixture
@@ -171,6 +172,84 @@ def test_request_edits_split_merge_reword_add(served, tmp_path):
     assert (label["addressed"], label["verdict"]) == (True, "not_verifiable")
 
 
+def test_pairwise_view_hides_the_arms_writes_pair_labels_as_displayed_and_judge_agreement_reads_them(served, lab,
+                                                                                                    tmp_path):
+    ann, call = served
+    root, env = lab
+    # One pair per question both arms answered; A/B drawn per question from the seed: both orders occur, and the
+    # order is the same whichever way round the arms are given.
+    from rag_ttc_assets.core.annotation import pair_order
+    assert [p["question"] for p in ann.pairs] == [it["question"] for it in ann.source.items if it["arm"] == "baseline"]
+    assert {p["a"] for p in ann.pairs} == {"baseline", "tight"}
+    assert all(pair_order(0, p["question"], ("tight", "baseline")) == (p["a"], p["b"]) for p in ann.pairs)
+    for p in ann.pairs:
+        assert [ann.source.items[r]["arm"] for r in p["rows"]] == [p["a"], p["b"]]
+    # Before labelling: both answers side by side, the arms' names nowhere on the page.
+    status, page, _ = call("GET", "/pair/0")
+    answers = [(ann.source.view(r).get("contract") or {}).get("answer") for r in ann.pairs[0]["rows"]]
+    assert status == 200 and "hidden until you label" in page and 'class="arm"' not in page
+    assert "baseline" not in page and "tight" not in page
+    import html as _html
+    assert page.index(_html.escape(answers[0])) < page.index(_html.escape(answers[1]))  # A left, B right
+    assert call("GET", "/pairwise")[2].getheader("Location") == "/pair/0"
+    # Bad changes refused, nothing written.
+    for body, want in (({"pair": 0}, "pick which answer is more complete first"),
+                       ({"pair": 0, "completeness": 3}, "completeness: 3 is not an integer from -2 to 2"),
+                       ({"pair": 0, "completeness": True}, "is not an integer"),
+                       ({"pair": len(ann.pairs)}, f"pair: {len(ann.pairs)} is not a pair of this page")):
+        status, out, _ = call("POST", "/api/pair", body)
+        assert status == 400 and want in out["error"], out
+    assert not (tmp_path / "labels.log.jsonl").exists()
+    # ann1 labels every pair (two tabs on pair 0: the later wins), a note, an undo; resume and progress follow.
+    values = [(-2, -1, 0, 1, 2)[k % 5] for k in range(len(ann.pairs))]
+    assert call("POST", "/api/pair", {"pair": 0, "completeness": 1})[0] == 200
+    for k, v in enumerate(values):
+        assert call("POST", "/api/pair", {"pair": k, "completeness": v})[0] == 200
+    assert call("POST", "/api/pair", {"pair": 1, "note": "B lists more steps"})[0] == 200
+    assert call("POST", "/api/pair", {"pair": 2, "completeness": -values[2] or 2})[0] == 200
+    assert call("POST", "/api/undo", {})[0] == 200
+    status, page, _ = call("GET", "/pair/0")
+    assert f"{len(ann.pairs)} of {len(ann.pairs)} pairs labelled" in page
+    assert f'arm <b class="arm">{ann.pairs[0]["a"]}</b>' in page and "names are shown now" in page
+    recs = _records(tmp_path / "labels.jsonl")  # in order of their last change: pair 1's note came last
+    assert len(recs) == len(ann.pairs) and len(_records(tmp_path / "labels.log.jsonl")) == len(ann.pairs) + 4
+    assert recs[-1]["question"] == ann.pairs[1]["question"]
+    recs = sorted(recs, key=lambda r: [p["question"] for p in ann.pairs].index(r["question"]))
+    for k, (rec, p) in enumerate(zip(recs, ann.pairs)):
+        assert (rec["kind"], rec["question"], rec["annotator"]) == ("pair", p["question"], "ann1")
+        assert rec["labels"] == {"completeness": values[k]} and rec["order_seed"] == 0
+        assert rec["note"] == ("B lists more steps" if k == 1 else "")
+        for side, row in zip(("a", "b"), p["rows"]):
+            arm = p[side]
+            binding = json.loads((ann.source.lab.store.root / "arms" / arm / "binding.json").read_text())
+            answer = (ann.source.view(row).get("contract") or {}).get("answer")
+            import hashlib
+            assert rec[side] == {"arm": arm, "row": p["question"], "run_id": ann.source.run_ids[arm],
+                                 "answer_sha256": "sha256:" + hashlib.sha256(answer.encode()).hexdigest(),
+                                 "corpus_digest": binding["corpus_digest"]}
+            assert rec[side]["run_id"]
+    # ann2 sees another A/B order (seed 1) and judges every pair as ann1 did: its labels are ann1's, negated where
+    # its sides are swapped; judge-agreement reads each with its own a and b, so the ceiling is a perfect 1.
+    ann2 = _annotator(root, tmp_path / "labels.jsonl", "ann2", seed=1)
+    flipped = 0
+    for k, p in enumerate(ann2.pairs):
+        same = p["a"] == ann.pairs[k]["a"]
+        flipped += not same
+        ann2.pair({"pair": k, "completeness": values[k] if same else -values[k]})
+    assert 0 < flipped < len(ann.pairs)
+    assert [r["order_seed"] for r in _records(tmp_path / "labels.jsonl")][-1] == 1
+    code, out, err = cli("judge-agreement", str(tmp_path / "labels.jsonl"), "--json", env=env)
+    assert code == 0, err[-3000:]
+    rows = {r["rater"]: r for r in json.loads(out)["pair_labels"]["completeness"]["rows"]}
+    judge = next(r for name, r in rows.items() if name.startswith("request judge") and "(graded)" not in name)
+    assert judge["n"] + judge["not_measured"] == 2 * len(ann.pairs) and judge["n"] > 0
+    assert rows["ann1 vs ann2"]["n"] == len(ann.pairs) and rows["ann1 vs ann2"]["pearson"]["r"] == pytest.approx(1.0)
+    # The command: --pairwise takes two arms.
+    code, _out, err = cli("annotate", "baseline", "--pairwise", "--annotator", "a", "--port", "0", env=env,
+                          timeout=120)
+    assert code == 1 and "--pairwise: two arms" in err and "Traceback" not in err, err
+
+
 def test_sample_file_orders_the_rows_and_carries_probability_and_stratum(lab, tmp_path):
     root, env = lab
     sample = tmp_path / "sample.jsonl"
@@ -285,6 +364,24 @@ def test_label_in_the_browser_resume_two_annotators_and_judge_agreement(lab, tmp
             assert "<script>window.__pwned = 3</script>" in page.locator("#question").inner_text()
             assert "<script>window.__pwned = 1</script>" in page.locator("#answer").inner_text()
             assert page.evaluate("document.querySelectorAll('#answer *, #question *, .chunk-text :not(mark), [onerror]').length") == 0
+            # The pairwise view on the same server: names hidden, 5 then 1 from the keyboard, j, u undoes the last.
+            page.goto(url + "/pairwise")
+            assert page.url.endswith("/pair/0") and page.locator(".arm").count() == 0
+            assert "hidden until you label" in page.inner_text("body")
+            with page.expect_navigation():
+                page.keyboard.press("5")
+            assert page.locator(".arm").count() == 2 and "1 of" in page.locator("#progress").inner_text()
+            shown = [page.locator("#side-a .arm").inner_text(), page.locator("#side-b .arm").inner_text()]
+            with page.expect_navigation():
+                page.keyboard.press("j")
+            with page.expect_navigation():
+                page.keyboard.press("1")
+            assert "2 of" in page.locator("#progress").inner_text()
+            with page.expect_navigation():
+                page.keyboard.press("u")
+            assert "1 of" in page.locator("#progress").inner_text() and page.locator(".arm").count() == 0
+            page.goto(url + "/pairwise")
+            assert page.url.endswith("/pair/1")  # resumes at the first pair not labelled
             assert errors == []
             browser.close()
     finally:
@@ -307,6 +404,9 @@ def test_label_in_the_browser_resume_two_annotators_and_judge_agreement(lab, tmp
         assert r["annotator"] == "ann1" and r["origin"] == "dataset" and r["run_id"]
         assert r["quote"] == (quote if rid == rid0 else None)
     assert seen[rid0]["quote_chunk_id"] == chunk_id
+    (pair,) = [r for r in recs if r["kind"] == "pair"]  # the second pair's label undone
+    assert (pair["annotator"], pair["labels"], [pair["a"]["arm"], pair["b"]["arm"]]) == ("ann1", {"completeness": 2},
+                                                                                         shown)
     # A second annotator labels the same requests (through the command's server, over HTTP), three differently.
     proc, url2 = _start(env, labels, "ann2")
     try:
