@@ -154,3 +154,50 @@ def difference_estimate(a: dict, b: dict, alpha: float = 0.05) -> dict | None:
     se = np.hypot((a["ppi"]["high"] - a["ppi"]["low"]) / (2 * z), (b["ppi"]["high"] - b["ppi"]["low"]) / (2 * z))
     d = a["ppi"]["mean"] - b["ppi"]["mean"]
     return {"mean": float(d), "low": float(d - z * se), "high": float(d + z * se)}
+
+
+def human_row_completeness(labels) -> dict[str, dict[str, float]]:
+    """arm -> question -> the people's completeness of that answer: per labelled request the share of its labels
+    `addressed` (several annotators: their mean), per row the mean over its labelled requests."""
+    by: dict[tuple, list[bool]] = {}
+    for lab in labels:
+        by.setdefault((lab.arm, lab.question, lab.request), []).append(bool(lab.addressed))
+    rows: dict[tuple, list[float]] = {}
+    for (arm, q, _), vals in by.items():
+        rows.setdefault((arm, q), []).append(sum(vals) / len(vals))
+    out: dict[str, dict[str, float]] = {}
+    for (arm, q), shares in rows.items():
+        out.setdefault(arm, {})[q] = sum(shares) / len(shares)
+    return out
+
+
+def recorded_probabilities(records) -> dict[tuple[str, str], float]:
+    """(arm, question) -> the sampling probability a per-request label carries (`probability`, as `rag-ttc
+    sample-labels` writes it and the annotation page copies it); labels without one are left out."""
+    out = {}
+    for rec in records:
+        if isinstance(rec, dict) and rec.get("kind") == "request":
+            p = rec.get("probability")
+            if isinstance(p, (int, float)) and not isinstance(p, bool) and 0 < p <= 1:
+                out[(rec.get("arm"), rec.get("question"))] = float(p)
+    return out
+
+
+def arm_estimates(labels, judges: dict[str, dict[tuple, float | None]], probabilities: dict[tuple, float],
+                  alpha: float = 0.05) -> list[dict]:
+    """Per arm with per-request labels and per judge that scored the arm's rows: completeness_estimates, the
+    rows the judge did not measure whole left out (counted)."""
+    human = human_row_completeness(labels)
+    out = []
+    for arm in sorted(human):
+        for name in sorted(judges):
+            scored = {q: s for (a, q), s in judges[name].items() if a == arm}
+            if not scored:
+                continue
+            measured = {q: s for q, s in scored.items() if s is not None}
+            if not measured:
+                continue
+            est = completeness_estimates(measured, {q: v for q, v in human[arm].items() if q in measured},
+                                         {q: p for (a, q), p in probabilities.items() if a == arm}, alpha)
+            out.append({"arm": arm, "rater": name, "not_measured": len(scored) - len(measured), **est})
+    return out

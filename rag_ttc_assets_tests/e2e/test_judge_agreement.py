@@ -77,6 +77,20 @@ def test_judge_agreement_through_the_command(tmp_path):
     # ann1 and ann2 disagree on exactly the three flipped requests.
     ann = [(h1, h2) for (h1, _), (h2, _) in zip(pairs_judge[:len(rows)], pairs_judge[len(rows):])]
     assert ceiling["rater"] == "ann1 vs ann2" and ceiling["kappa"] == __import__("pytest").approx(_kappa(ann))
+    # Prediction-powered completeness (core/ppi.py): the judge's over the arm's rows, the people's over the labelled
+    # rows (per request the share of its two labels addressed, per row their mean), corrected; every row labelled
+    # without a sampling probability: uniform, said so, and the corrected mean is the people's.
+    (est,) = [e for e in rep["completeness_estimates"] if e["arm"] == "baseline"]
+    assert est["rater"] == judge["rater"] and est["labelled"] == est["rows"] == len({q for q, _, _ in rows})
+    assert est["judge"]["mean"] == __import__("pytest").approx(
+        sum(share["baseline"].values()) / len(share["baseline"]))
+    by_req = {}
+    for (h, _), (q, r, _) in zip(pairs_judge, rows + rows):
+        by_req.setdefault(q, {}).setdefault(r, []).append(h)
+    want = sum(sum(sum(v) / len(v) for v in reqs.values()) / len(reqs) for reqs in by_req.values()) / len(by_req)
+    assert est["human"]["mean"] == __import__("pytest").approx(want)
+    assert est["ppi"]["mean"] == __import__("pytest").approx(want) and est["ppi"]["low"] <= want <= est["ppi"]["high"]
+    assert est["weighting"] == "uniform (labels carry no sampling probability)"
     comp = rep["pair_labels"]["completeness"]
     (cj, graded) = [r for r in comp["rows"] if r["rater"].startswith("request judge")]
     assert cj["n"] == len(questions)
@@ -122,6 +136,7 @@ def test_judge_agreement_through_the_command(tmp_path):
     assert code == 0, err
     assert "per-request labels" in out and "ann1 vs ann2" in out and "ceiling" in out
     assert "requests the judge and a person disagree on (3)" in out
+    assert "completeness corrected by the labels" in out and "prediction-powered estimate" in out
 
     # An arm judged under older offline rules (a store not rerun since they changed; here its recorded version is
     # rewritten as such a store would hold it) is another instrument: the judge is split into one rater per version,
