@@ -138,6 +138,30 @@ def test_judge_agreement_through_the_command(tmp_path):
     assert "requests the judge and a person disagree on (3)" in out
     assert "completeness corrected by the labels" in out and "prediction-powered estimate" in out
 
+    # Which rows to label: a stratified sample with each row's inclusion probability; labels carrying it are
+    # weighted by it. A budget above the rows takes every row with probability 1, and says so.
+    sample = tmp_path / "sample.jsonl"
+    code, out, err = rag_ttc("sample-labels", "baseline", "--budget", "4", "--seed", "1", "--out", str(sample), env=env)
+    assert code == 0, err
+    picks = [json.loads(x) for x in sample.read_text(encoding="utf-8").splitlines()]
+    assert len(picks) == 4 and {p["arm"] for p in picks} == {"baseline"} and all(p["run_id"] for p in picks)
+    assert all(0 < p["probability"] <= 1 for p in picks)
+    assert any(p["probability"] < 1 for p in picks) and "rows of arm baseline to label (seed 1)" in out
+    code, out, err = rag_ttc("sample-labels", "baseline", "--budget", "999", "--out", str(sample), env=env)
+    assert code == 0, err
+    assert "every row taken, probability 1" in out
+    assert all(json.loads(x)["probability"] == 1 for x in sample.read_text(encoding="utf-8").splitlines())
+    code, out, err = rag_ttc("sample-labels", "nosuch", "--budget", "4", "--out", str(sample), env=env)
+    assert code == 1 and "arm 'nosuch' has no request judgments" in err and "Traceback" not in err
+    prob = {p["question"]: p["probability"] for p in picks}
+    weighted = tmp_path / "weighted.jsonl"
+    weighted.write_text("".join(json.dumps({**r, "probability": prob[r["question"]]}) + "\n"
+                                for r in records if r["kind"] == "request" and r["question"] in prob), encoding="utf-8")
+    code, out, err = rag_ttc("judge-agreement", str(weighted), "--json", env=env)
+    assert code == 0, err
+    (west,) = [e for e in json.loads(out)["completeness_estimates"] if e["arm"] == "baseline"]
+    assert west["labelled"] == 4 and west["weighting"].startswith("inverse-probability weighted")
+
     # An arm judged under older offline rules (a store not rerun since they changed; here its recorded version is
     # rewritten as such a store would hold it) is another instrument: the judge is split into one rater per version,
     # never pooled.
