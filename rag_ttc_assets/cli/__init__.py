@@ -12,7 +12,7 @@ from rag_ttc_assets.cli.common import CliError  # noqa: E402
 # The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
 from rag_ttc_assets.bench import command as bench  # noqa: E402
 from rag_ttc_assets.cli import (annotate, claim_sets, diagnose, label_versions, labels, local_llm, report,  # noqa: E402
-                               serve_reports, sweep)
+                               sample_labels, serve_reports, sweep)
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
 from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_pyramid, cmd_convert_realsumm, cmd_import_beir,  # noqa: E402
                                     cmd_import_outputs, cmd_metrics, cmd_validate)
@@ -182,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_reports.add_parser(sub, common)
     annotate.add_parser(sub, common)
     labels.add_parser(sub, common)
+    sample_labels.add_parser(sub, common)
     label_versions.add_parser(sub, common)
     return p
 

@@ -230,10 +230,15 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
             out.claims.append(label)
             continue
         if kind == REQUEST:
+            # `probability` and `stratum` (ANNOTATION_FIELDS): the row's sampling, copied from `rag-ttc sample-labels`' file
             allowed = {"kind", "question", "request", "arm", "addressed", "verdict", "annotator"} | ANNOTATION_FIELDS
             extra = sorted(set(rec) - allowed)
             if extra:
                 bad(n, extra[0], f"unknown field; a per-request label has {sorted(allowed)}")
+                continue
+            p = rec.get("probability")
+            if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1):
+                bad(n, "probability", f"the row's sampling probability, a number in (0, 1], not {p!r}")
                 continue
             arm, request = rec.get("arm"), rec.get("request")
             if rec.get("origin", "dataset") != "dataset":  # a request the annotator added, split, merged, reworded

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
 from rag_ttc_assets.core import judge_agreement as ja
-from rag_ttc_assets.core import panel
+from rag_ttc_assets.core import panel, ppi
 from rag_ttc_assets.core.contract import FREE_TEXT, VALID
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.reports import recorded_request_judge, requests_derived
@@ -272,6 +272,12 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
               # measured, are counted and left out of every statistic.
               "request_edits": {"edits": labels.request_edits, "labels_not_compared": labels.edited_request_labels}}
     report["panel_aggregations"] = ja.aggregation_choice(report)
+    # Prediction-powered completeness (core/ppi.py): each request judge's completeness corrected by the labels.
+    records = [json.loads(x) for x in labels_path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    report["completeness_estimates"] = ppi.arm_estimates(
+        labels.requests, {name: a["completeness"] for name, a in pairwise.items()
+                          if name.startswith("request judge") and not name.endswith(ja.GRADED)
+                          and "completeness" in a}, ppi.recorded_probabilities(records)) if labels.requests else []
     # A candidate aggregation's disagreements are counted, not listed: the panel's own (and its jurors') are.
     for r in (report["request_labels"] or {}).get("rows", []):
         if r["rater"].startswith(ja.AGGREGATION):
@@ -361,7 +367,27 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                                       if any(r["kind"] == "reference" for r in a["rows"]) else ""),
                     ["rater", "kind", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",
                      "not_measured", "undefined because"], rows))
-    return out + _aggregation_tables(report) + claim_tables(report)
+    return out + estimate_tables(report) + _aggregation_tables(report) + claim_tables(report)
+
+
+def _interval(e: dict | None) -> str:
+    if not e:
+        return "-"
+    if e.get("low") is None:
+        return f"{_f(e['mean'])} (one row: no interval)"
+    return f"{_f(e['mean'])} [{_f(e['low'])}, {_f(e['high'])}]"
+
+
+def estimate_tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
+    """The judge's completeness corrected by the labels, per arm and judge (core/ppi.py)."""
+    est = report.get("completeness_estimates") or []
+    if not est:
+        return []
+    rows = [[e["arm"], e["rater"], e["rows"], e["labelled"], _f(e["judge"]["mean"]), _interval(e["human"]), _interval(e["ppi"]), e["weighting"] or "-"] for e in est]
+    return [("completeness corrected by the labels: the judge's over all its rows, the people's over the labelled "
+             "rows, and the prediction-powered estimate (Angelopoulos et al., Science 2023) with 95% intervals",
+             ["arm", "judge", "rows", "labelled", "judge", "human [95% CI]", "corrected [95% CI]", "weighting"],
+             rows)]
 
 
 def _aggregation_tables(report: dict) -> list[tuple[str, list[str], list[list]]]:

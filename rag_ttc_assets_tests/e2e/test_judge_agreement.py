@@ -77,6 +77,20 @@ def test_judge_agreement_through_the_command(tmp_path):
     # ann1 and ann2 disagree on exactly the three flipped requests.
     ann = [(h1, h2) for (h1, _), (h2, _) in zip(pairs_judge[:len(rows)], pairs_judge[len(rows):])]
     assert ceiling["rater"] == "ann1 vs ann2" and ceiling["kappa"] == __import__("pytest").approx(_kappa(ann))
+    # Prediction-powered completeness (core/ppi.py): the judge's over the arm's rows, the people's over the labelled
+    # rows (per request the share of its two labels addressed, per row their mean), corrected; every row labelled
+    # without a sampling probability: uniform, said so, and the corrected mean is the people's.
+    (est,) = [e for e in rep["completeness_estimates"] if e["arm"] == "baseline"]
+    assert est["rater"] == judge["rater"] and est["labelled"] == est["rows"] == len({q for q, _, _ in rows})
+    assert est["judge"]["mean"] == __import__("pytest").approx(
+        sum(share["baseline"].values()) / len(share["baseline"]))
+    by_req = {}
+    for (h, _), (q, r, _) in zip(pairs_judge, rows + rows):
+        by_req.setdefault(q, {}).setdefault(r, []).append(h)
+    want = sum(sum(sum(v) / len(v) for v in reqs.values()) / len(reqs) for reqs in by_req.values()) / len(by_req)
+    assert est["human"]["mean"] == __import__("pytest").approx(want)
+    assert est["ppi"]["mean"] == __import__("pytest").approx(want) and est["ppi"]["low"] <= want <= est["ppi"]["high"]
+    assert est["weighting"] == "uniform (labels carry no sampling probability)"
     comp = rep["pair_labels"]["completeness"]
     (cj, graded) = [r for r in comp["rows"] if r["rater"].startswith("request judge")]
     assert cj["n"] == len(questions)
@@ -122,6 +136,31 @@ def test_judge_agreement_through_the_command(tmp_path):
     assert code == 0, err
     assert "per-request labels" in out and "ann1 vs ann2" in out and "ceiling" in out
     assert "requests the judge and a person disagree on (3)" in out
+    assert "completeness corrected by the labels" in out and "prediction-powered estimate" in out
+
+    # Which rows to label: a stratified sample with each row's inclusion probability; labels carrying it are
+    # weighted by it. A budget above the rows takes every row with probability 1, and says so.
+    sample = tmp_path / "sample.jsonl"
+    code, out, err = rag_ttc("sample-labels", "baseline", "--budget", "4", "--seed", "1", "--out", str(sample), env=env)
+    assert code == 0, err
+    picks = [json.loads(x) for x in sample.read_text(encoding="utf-8").splitlines()]
+    assert len(picks) == 4 and {p["arm"] for p in picks} == {"baseline"} and all(p["run_id"] for p in picks)
+    assert all(0 < p["probability"] <= 1 for p in picks)
+    assert any(p["probability"] < 1 for p in picks) and "rows of arm baseline to label (seed 1)" in out
+    code, out, err = rag_ttc("sample-labels", "baseline", "--budget", "999", "--out", str(sample), env=env)
+    assert code == 0, err
+    assert "every row taken, probability 1" in out
+    assert all(json.loads(x)["probability"] == 1 for x in sample.read_text(encoding="utf-8").splitlines())
+    code, out, err = rag_ttc("sample-labels", "nosuch", "--budget", "4", "--out", str(sample), env=env)
+    assert code == 1 and "arm 'nosuch' has no request judgments" in err and "Traceback" not in err
+    prob = {p["question"]: p["probability"] for p in picks}
+    weighted = tmp_path / "weighted.jsonl"
+    weighted.write_text("".join(json.dumps({**r, "probability": prob[r["question"]]}) + "\n"
+                                for r in records if r["kind"] == "request" and r["question"] in prob), encoding="utf-8")
+    code, out, err = rag_ttc("judge-agreement", str(weighted), "--json", env=env)
+    assert code == 0, err
+    (west,) = [e for e in json.loads(out)["completeness_estimates"] if e["arm"] == "baseline"]
+    assert west["labelled"] == 4 and west["weighting"].startswith("inverse-probability weighted")
 
     # An arm judged under older offline rules (a store not rerun since they changed; here its recorded version is
     # rewritten as such a store would hold it) is another instrument: the judge is split into one rater per version,
