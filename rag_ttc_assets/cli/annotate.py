@@ -601,8 +601,20 @@ def cmd_annotate(args) -> int:
         raise CliError("--labels: a local file (the store is remote)")
     from rag_ttc_assets.stages.annotate import Source, SourceError  # late: polars loads only when this runs
 
+    sample = Path(args.sample) if args.sample else None
+    if args.budget is not None:
+        if args.sample:
+            raise CliError("--budget and --sample: give one (--budget draws a sample; --sample reads one)")
+        from rag_ttc_assets.cli.sample_labels import write_sample
+
+        sample = labels.with_name(labels.stem + ".sample.jsonl")
+        for i, arm in enumerate(args.arms):
+            rows, picks = write_sample(lab, arm, args.budget, args.sample_seed, sample, append=i > 0)
+            print(f"{len(picks)} of {len(rows)} rows of arm {arm} to label, stratified by failure-flow branch and "
+                  f"juror disagreement (seed {args.sample_seed}); sample: "
+                  f"{(Path(args.labels) if args.labels else labels).with_name(sample.name)}", flush=True)
     try:
-        source = Source(lab, args.arms, Path(args.sample) if args.sample else None)
+        source = Source(lab, args.arms, sample)
     except SourceError as e:
         raise CliError(str(e)) from None
     if args.pairwise and len(args.arms) != 2:
@@ -646,6 +658,12 @@ def add_parser(subparsers, common) -> None:
                                     "change log beside it, <name>.log.jsonl)")
     s.add_argument("--sample", help="label only the rows listed in this JSON Lines file, in its order "
                                     '({"arm", "question", "run_id", "stratum", "probability"} per line)')
+    s.add_argument("--budget", type=int, help="label only N rows of each arm, the ones whose labels most narrow its "
+                                              "corrected completeness (as `rag-ttc sample-labels`: stratified by "
+                                              "failure-flow branch and juror disagreement, each row's inclusion "
+                                              "probability carried into its labels); the sample is written beside "
+                                              "the labels, <name>.sample.jsonl")
+    s.add_argument("--sample-seed", type=int, default=0, help="the seed of --budget's sample (default 0)")
     s.add_argument("--pairwise", action="store_true",
                    help="two arms: open the pairwise view, their answers to one question side by side (A and B in "
                         "an order drawn per question from --seed, the arms' names hidden until labelled), which is "

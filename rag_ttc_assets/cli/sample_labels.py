@@ -11,26 +11,33 @@ from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.core import label_sampling as ls
 
 
-def cmd_sample_labels(args) -> int:
-    lab = lab_from_args(args)
-    if args.budget < 1:
-        raise CliError(f"--budget {args.budget}: label at least 1 row")
+def write_sample(lab, arm: str, budget: int, seed: int, out: Path, append: bool = False) -> tuple[list, list]:
+    """Sample `budget` of `arm`'s judged rows (core/label_sampling.py) and write them to `out` as the sample file
+    `rag-ttc annotate --sample` reads (appended when `append`: one file for several arms). Returns (rows, picks)."""
+    if budget < 1:
+        raise CliError(f"--budget {budget}: label at least 1 row")
     from rag_ttc_assets.stages.label_sample import NotJudged, arm_rows  # late: polars loads only when this runs
 
     try:
-        rows = arm_rows(lab, args.arm)
+        rows = arm_rows(lab, arm)
     except NotJudged as e:
         raise CliError(str(e)) from None
     if not rows:
-        raise CliError(f"arm {args.arm!r} has no judged rows to sample")
-    picks = ls.sample_rows(rows, args.budget, args.seed)
-    out = Path(args.out).expanduser()
+        raise CliError(f"arm {arm!r} has no judged rows to sample")
+    picks = ls.sample_rows(rows, budget, seed)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps({"arm": args.arm, "question": p.question, "run_id": p.run_id,
-                                       "stratum": p.stratum, "probability": p.probability}) + "\n" for p in picks),
-                   encoding="utf-8")
-    if args.budget >= len(rows):
-        print(f"budget {args.budget} covers all {len(rows)} rows of arm {args.arm}: every row taken, probability 1")
+    with out.open("a" if append else "w", encoding="utf-8") as f:
+        f.write("".join(json.dumps({"arm": arm, "question": p.question, "run_id": p.run_id, "stratum": p.stratum,
+                                    "probability": p.probability}) + "\n" for p in picks))
+    if budget >= len(rows):
+        print(f"budget {budget} covers all {len(rows)} rows of arm {arm}: every row taken, probability 1")
+    return rows, picks
+
+
+def cmd_sample_labels(args) -> int:
+    lab = lab_from_args(args)
+    out = Path(args.out).expanduser()
+    rows, picks = write_sample(lab, args.arm, args.budget, args.seed, out)
     strata = Counter(r.stratum for r in rows)
     taken = Counter(p.stratum for p in picks)
     print(text_table(["stratum", "rows", "sampled", "probability"],

@@ -273,6 +273,35 @@ def test_sample_file_orders_the_rows_and_carries_probability_and_stratum(lab, tm
         assert code == 1 and str(sample) in err and want in err and "Traceback" not in err, err
 
 
+def test_budget_draws_the_sample_the_page_serves_and_its_labels_carry_the_probabilities(lab, tmp_path):
+    """`annotate --budget N` is `sample-labels` then `--sample`: N rows of each arm, the sample written beside the
+    labels, the page serving exactly those rows with their strata and probabilities."""
+    root, env = lab
+    labels = tmp_path / "lab.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "rag_ttc_assets.cli", "annotate", "baseline", "tight",
+                             "--annotator", "ann1", "--labels", str(labels), "--budget", "2", "--sample-seed", "3",
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith("RAG_TTC_")}, **env},
+                            cwd=REPO)
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    sample = tmp_path / "lab.sample.jsonl"
+    picked = _records(sample)
+    assert [p["arm"] for p in picked] == ["baseline", "baseline", "tight", "tight"], picked
+    assert all(0 < p["probability"] <= 1 and p["stratum"] for p in picked)
+    assert lines[0].startswith("2 of ") and f"sample: {sample}" in lines[0], lines  # --labels given whole
+    assert lines[2].startswith("labelling page at http://127.0.0.1:") and "4 rows of baseline, tight" in lines[2], lines
+    ann = _annotator(root, tmp_path / "labels.jsonl", "ann1", sample)
+    assert [(it["arm"], it["question"], it["probability"]) for it in ann.source.items] == \
+        [(p["arm"], p["question"], p["probability"]) for p in picked]
+    code, out, err = cli("annotate", "baseline", "--annotator", "a", "--budget", "2", "--sample", str(sample),
+                         env=env, timeout=120)
+    assert code == 1 and "--budget and --sample: give one" in err and "Traceback" not in err, err
+
+
 def _start(env: dict, labels: Path, annotator: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "rag_ttc_assets.cli", "annotate", "baseline", "tight",
                              "--annotator", annotator, "--labels", str(labels), "--port", "0"],
