@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 from rag_ttc_assets.cli.common import CliError, lab_from_args
 from rag_ttc_assets.cli.label_versions import check_dataset
+from rag_ttc_assets.cli.sample_labels import write_sample
 from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, PAIR, PAIR_SCALE, UNDO, AnnotationError, answer_sha256,
                                             current_labels, edit_requests, locate_quote, pair_order, pair_value,
                                             parse_log, replay, requests_now)
@@ -605,8 +606,6 @@ def cmd_annotate(args) -> int:
     if args.budget is not None:
         if args.sample:
             raise CliError("--budget and --sample: give one (--budget draws a sample; --sample reads one)")
-        from rag_ttc_assets.cli.sample_labels import write_sample
-
         sample = labels.with_name(labels.stem + ".sample.jsonl")
         for i, arm in enumerate(args.arms):
             rows, picks = write_sample(lab, arm, args.budget, args.sample_seed, sample, append=i > 0)

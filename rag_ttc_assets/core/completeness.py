@@ -364,23 +364,6 @@ def graded_totals(outcomes: Iterable[RequestOutcome]) -> dict:
             "graded_completeness": (sum(covered) / len(covered)) if covered else None}
 
 
-def graded_text(totals: dict) -> str:
-    """The graded reading as a sentence shows it, with its N of M: "0.6123 (mean coverage, 40 of 42 measured requests
-    graded)"; a judge that reports no coverage (an LLM's): "not measured (no coverage)", never 0."""
-    measured, graded = totals.get("requests_measured") or 0, totals.get("requests_graded") or 0
-    if totals.get("graded_completeness") is None:
-        return (("not measured (no coverage)" if measured else "not measured")
-                + f" ({graded} of {measured} measured requests graded)")
-    return f"{totals['graded_completeness']:.4f} (mean coverage, {graded} of {measured} measured requests graded)"
-
-
-def addressed_text(totals: dict) -> str:
-    """The share of the measured requests addressed, with its N of M (measured of all requests)."""
-    measured, total = totals.get("requests_measured") or 0, totals.get("requests_total") or 0
-    share = totals.get("requests_answered_share")
-    return ("not measured" if share is None else f"{share:.4f}") + f" ({measured} of {total} requests measured)"
-
-
 def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes: Iterable[AbstentionOutcome]) -> dict:
     """Counts over requests and questions; every count of answered or supported is over the measured ones, and
     `requests_measured` of `requests_total` is printed beside every mean. mean_completeness is the mean question

@@ -130,3 +130,20 @@ def measured_text(m: Mapping[str, Any]) -> str:
     """"37 measured of 50 (not measured: abstained 10, invalid 3)"."""
     return (f"{m['measured']} measured of {m['of']}"
             + (f" (not measured: {reasons_text(m['not_measured'])})" if any(m["not_measured"].values()) else ""))
+
+
+def graded_text(totals: dict) -> str:
+    """The graded reading as a sentence shows it, with its N of M: "0.6123 (mean coverage, 40 of 42 measured requests
+    graded)"; a judge that reports no coverage (an LLM's): "not measured (no coverage)", never 0."""
+    measured, graded = totals.get("requests_measured") or 0, totals.get("requests_graded") or 0
+    if totals.get("graded_completeness") is None:
+        return (("not measured (no coverage)" if measured else "not measured")
+                + f" ({graded} of {measured} measured requests graded)")
+    return f"{totals['graded_completeness']:.4f} (mean coverage, {graded} of {measured} measured requests graded)"
+
+
+def addressed_text(totals: dict) -> str:
+    """The share of the measured requests addressed, with its N of M (measured of all requests)."""
+    measured, total = totals.get("requests_measured") or 0, totals.get("requests_total") or 0
+    share = totals.get("requests_answered_share")
+    return ("not measured" if share is None else f"{share:.4f}") + f" ({measured} of {total} requests measured)"

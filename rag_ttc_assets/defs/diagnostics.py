@@ -10,8 +10,8 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.report_server import report_url
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
-from rag_ttc_assets.core.completeness import addressed_text, graded_text
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.measured import addressed_text, graded_text
 from rag_ttc_assets.core.measured import measured_text, reasons_text
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
