@@ -44,7 +44,7 @@ from rag_ttc_assets.core.request_judge import ADDRESS_RECALL, SOFT_ADDRESS_RECAL
 from rag_ttc_assets.core.summaries import REQUEST_JUDGE_RULES
 
 SETS = ("REALSumm", "PyrXSum")
-VERSION = 1  # of the fitted juror: the file's name and its `version`
+VERSION = 2  # of the fitted juror (2: refitted under request-judge-rules/5): the file's name and its `version`
 JURORS = (("local/lexical", 0, ADDRESS_RECALL), ("local/coverage", 1, ADDRESS_RECALL),
           ("local/bertscore", 2, SOFT_ADDRESS_RECALL))
 
