@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from rag_ttc_assets.adapters.store import Table
+from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.annotation import AnnotationError, parse_sample
 from rag_ttc_assets.stages.inspect import inspect_question
 from rag_ttc_assets.stages.resolve import ArmInputs
@@ -33,7 +33,7 @@ class Source:
                 raise SourceError(f"arm {a!r} has no answers yet: run `rag-ttc run {a}` first") from None
             self.rows[a] = set(contract["query_id"].to_list())
             self.run_ids[a] = _current_run_id(lab, a)
-            self.corpus[a] = (lab.store.read_arm_json(a, "binding.json") or {}).get("corpus_digest")
+            self.corpus[a] = (lab.store.read_arm_json(a, ArmJson.BINDING) or {}).get("corpus_digest")
         if sample is not None:
             try:
                 text = sample.read_text(encoding="utf-8")

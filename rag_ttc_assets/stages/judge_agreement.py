@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
 from rag_ttc_assets.core import judge_agreement as ja
-from rag_ttc_assets.core import panel, ppi
+from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.contract import FREE_TEXT, VALID
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.reports import recorded_request_judge, requests_derived
@@ -273,6 +273,8 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
               "request_edits": {"edits": labels.request_edits, "labels_not_compared": labels.edited_request_labels}}
     report["panel_aggregations"] = ja.aggregation_choice(report)
     # Prediction-powered completeness (core/ppi.py): each request judge's completeness corrected by the labels.
+    from rag_ttc_assets.core import ppi  # late: numpy and scipy, which the code location never imports
+
     records = [json.loads(x) for x in labels_path.read_text(encoding="utf-8").splitlines() if x.strip()]
     report["completeness_estimates"] = ppi.arm_estimates(
         labels.requests, {name: a["completeness"] for name, a in pairwise.items()

@@ -118,7 +118,7 @@ def test_inspect_shows_each_requests_coverage_and_each_jurors(lab):
 
 def test_completeness_without_gold_quotes_is_not_measured_never_zero_with_the_answered_share_kept(lab):
     questions = len(lab["results"])
-    table = rows(lab["text"], "measured")
+    table = rows(lab["text"], "graded")
     for arm in ("full", "part"):
         c = lab["json"][arm]["completeness"]
         answered, requests = c["requests_answered"], c["requests_total"]
