@@ -35,6 +35,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from rag_ttc_assets.core.jsonl import json_lines, malformed
+
 # The seed's four cases of a request, on keys 1-4, and the labels format's `addressed` and `verdict` for each.
 CASES = {
     "answered_supported": {"key": "1", "title": "answered and supported", "addressed": True, "verdict": "consistent"},
@@ -216,15 +218,9 @@ def current_labels(log: list[dict]) -> str:
 def parse_log(text: str, path: str) -> tuple[list[dict], list[str]]:
     """The log's changes; a line that does not parse (a write cut by a crash) is skipped and named."""
     out, skipped = [], []
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-            if not isinstance(rec, dict) or rec.get("op") not in (LABEL, EDIT, UNDO, PAIR) or "seq" not in rec:
-                raise ValueError("not a change record")
-        except ValueError as e:
-            skipped.append(f"{path}: line {n}: skipped, not a change record ({e})")
+    for n, rec, err in json_lines(text):
+        if err or not isinstance(rec, dict) or rec.get("op") not in (LABEL, EDIT, UNDO, PAIR) or "seq" not in rec:
+            skipped.append(f"{path}: line {n}: skipped, not a change record ({err or 'not a change record'})")
             continue
         out.append(rec)
     return out, skipped
@@ -233,13 +229,9 @@ def parse_log(text: str, path: str) -> tuple[list[dict], list[str]]:
 def parse_sample(text: str, path: str, known: dict[str, set[str]]) -> list[dict]:
     """The rows of a --sample file, in its order; AnnotationError naming the file, line and field."""
     rows, seen = [], set()
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise AnnotationError(f"{path}: line {n}: malformed JSON: {e.msg} (column {e.colno})") from None
+    for n, rec, err in json_lines(text):
+        if err:
+            raise AnnotationError(f"{path}: line {n}: {malformed(err)}")
         if not isinstance(rec, dict):
             raise AnnotationError(f"{path}: line {n}: a sample row is a JSON object {{{', '.join(SAMPLE_FIELDS)}}}")
         arm, question = rec.get("arm"), rec.get("question")

@@ -12,8 +12,9 @@ naming the file, the line and the field.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+
+from rag_ttc_assets.core.jsonl import json_lines, malformed
 
 
 class BeirError(ValueError):
@@ -31,13 +32,9 @@ class BeirReport:
 def _read_jsonl(text: str, path: str) -> list[tuple[int, dict]]:
     """The records of a JSONL file with their 1-based line numbers."""
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise BeirError(f"{path}: line {n}: malformed JSON: {e.msg}") from None
+    for n, rec, err in json_lines(text):
+        if err:
+            raise BeirError(f"{path}: line {n}: {malformed(err)}")
         if not isinstance(rec, dict) or "_id" not in rec:
             raise BeirError(f"{path}: line {n}: field '_id' is missing")
         out.append((n, rec))

@@ -32,6 +32,7 @@ from typing import Any
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.contract import NO_ANSWER_SPAN, NO_TRACE
 from rag_ttc_assets.core.derive_requests import split_claims
+from rag_ttc_assets.core.jsonl import json_lines
 
 FORMATS = ("otlp_json", "otlp_jsonl", "ragchecker", "ragas")  # files; `phoenix` is a server (phoenix_spans)
 CITATION_STYLES = ("numbered", "ids", "none")
@@ -144,13 +145,9 @@ def parse_otlp(data: bytes, source: str, jsonl: bool = False) -> list[Span]:
             raise ImportSourceError(f"{source}: not OTLP JSON: {e}") from None
         return list(_spans_of(obj, source))
     spans: list[Span] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ImportSourceError(f"{source}: line {n}: not JSON: {e}") from None
+    for n, obj, err in json_lines(text):
+        if err:
+            raise ImportSourceError(f"{source}: line {n}: not JSON: {err}")
         if isinstance(obj, dict) and "traceId" in obj:
             spans.append(_span(obj, f"{source}: line {n}"))
         else:
@@ -481,12 +478,10 @@ def ragas_rows(data: bytes, source: str) -> list[ImportedTrace]:
         rows = _json(data, source)
     else:
         rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ImportSourceError(f"{source}: line {n}: not JSON: {e}") from None
+        for n, obj, err in json_lines(text):
+            if err:
+                raise ImportSourceError(f"{source}: line {n}: not JSON: {err}")
+            rows.append(obj)
     out = []
     for i, r in enumerate(rows):
         where = f"{source}: row {i}"

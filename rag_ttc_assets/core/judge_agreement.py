@@ -45,7 +45,6 @@ Pure: the caller reads the file and hands in what exists (the Catalog) and each 
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -53,6 +52,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
+from rag_ttc_assets.core.jsonl import json_lines, malformed
 from rag_ttc_assets.core.panel import AGGREGATIONS
 from rag_ttc_assets.core.text import content_words, stem, term_recall
 
@@ -192,13 +192,9 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
             return None
         return (arm, row)
 
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as e:
-            bad(n, "(json)", f"malformed JSON: {e.msg} (column {e.colno})")
+    for n, rec, err in json_lines(text):
+        if err:
+            bad(n, "(json)", malformed(err))
             continue
         if not isinstance(rec, dict):
             bad(n, "(record)", "a label is a JSON object")

@@ -35,6 +35,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
+from rag_ttc_assets.core.jsonl import json_lines, malformed
 
 RELOCATE_MIN = 90.0  # fuzzy match score (0-100, difflib ratio) at or above which a quote is relocated, not changed
 PLACE_MIN = 80.0  # below this the quote's passage is taken as removed from its document (gone)
@@ -394,18 +395,12 @@ def check_human_labels(dataset: str, text: str, path: str, documents: list[dict]
     `request` label's `quote`, `quote_doc_id`, `quote_sha256`, `corpus_digest`) against `documents`; a label without a
     quote is not a quote label and is skipped. A line that cannot be read, or a hash that does not match its quote, is
     a problem naming the file, line and field."""
-    import json
-
     check_corpus(documents, corpus_file)
     corpus = CorpusIndex([(d["id"], d["text"]) for d in documents])
     results, problems, made_on = [], [], set()
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as e:
-            problems.append(Problem(path, f"line {n}", "(json)", f"malformed JSON: {e.msg} (column {e.colno})"))
+    for n, rec, err in json_lines(text):
+        if err:
+            problems.append(Problem(path, f"line {n}", "(json)", malformed(err)))
             continue
         if not isinstance(rec, dict) or rec.get("kind") != "request" or not rec.get("quote"):
             continue

@@ -86,10 +86,10 @@ def test_malformed_jsonl_line_names_the_line() -> None:
     corpus = '{"_id": "d1", "text": "x"}\n\n{"_id": "d2", "text": }\n'
     with pytest.raises(BeirError) as err:
         convert(texts("q1\td1\t1\n", corpus=corpus), "src")
-    assert str(err.value) == "src/corpus.jsonl: line 3: malformed JSON: Expecting value"
+    assert str(err.value) == "src/corpus.jsonl: line 3: malformed JSON: Expecting value (column 23)"
     with pytest.raises(BeirError) as err:
         convert(texts("q1\td1\t1\n", queries='{"_id": "q1", "text": "a"}\n{"_id": "q2"'), "src")
-    assert str(err.value) == "src/queries.jsonl: line 2: malformed JSON: Expecting ',' delimiter"
+    assert str(err.value) == "src/queries.jsonl: line 2: malformed JSON: Expecting ',' delimiter (column 13)"
 
 
 def test_jsonl_record_without_id() -> None:
