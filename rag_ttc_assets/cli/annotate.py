@@ -16,7 +16,6 @@ import json
 import os
 import re
 import secrets
-import signal
 import sys
 import threading
 from datetime import datetime, timezone
@@ -26,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
-from rag_ttc_assets.cli.common import CliError, lab_from_args
+from rag_ttc_assets.cli.common import CliError, lab_from_args, serve_until_stopped
 from rag_ttc_assets.cli.label_versions import check_dataset
 from rag_ttc_assets.cli.sample_labels import write_sample
 from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, PAIR, PAIR_SCALE, UNDO, AnnotationError, answer_sha256,
@@ -628,20 +627,11 @@ def cmd_annotate(args) -> int:
     if args.pairwise and not ann.pairs:
         raise CliError(f"--pairwise: arms {args.arms[0]!r} and {args.arms[1]!r} answered no question in common")
     server = make_server(ann, args.port)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"labelling page at http://127.0.0.1:{server.server_port}/ (annotator {ann.annotator}; "
-          + (f"{len(ann.pairs)} pairs of {args.arms[0]} and {args.arms[1]}, pairwise, A/B order seed {ann.seed}"
-             if args.pairwise else f"{len(source.items)} rows of {', '.join(args.arms)}")
-          + f"); labels {shown}, change log {log_path(shown)}; "
-          "Ctrl-C stops", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
-
+    return serve_until_stopped(
+        server, f"labelling page at http://127.0.0.1:{server.server_port}/ (annotator {ann.annotator}; "
+        + (f"{len(ann.pairs)} pairs of {args.arms[0]} and {args.arms[1]}, pairwise, A/B order seed {ann.seed}"
+           if args.pairwise else f"{len(source.items)} rows of {', '.join(args.arms)}")
+        + f"); labels {shown}, change log {log_path(shown)}; Ctrl-C stops")
 
 def add_parser(subparsers, common) -> None:
     s = subparsers.add_parser(

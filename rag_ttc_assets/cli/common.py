@@ -23,6 +23,22 @@ def lab_from_args(args):
     return Lab.from_env()
 
 
+def serve_until_stopped(server, banner: str) -> int:
+    """Serve a bound HTTP server (the reports, the labelling page) until Ctrl-C or SIGTERM, after printing where."""
+    import signal
+    import sys
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(banner, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
 def print_result(obj, as_json: bool, text: str) -> None:
     print(json.dumps(obj, indent=2, sort_keys=False, default=str) if as_json else text)
 

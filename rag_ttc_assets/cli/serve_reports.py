@@ -3,25 +3,15 @@
 
 from __future__ import annotations
 
-import signal
-import sys
 from rag_ttc_assets.adapters.report_server import make_server
-from rag_ttc_assets.cli.common import lab_from_args
+from rag_ttc_assets.cli.common import lab_from_args, serve_until_stopped
 
 
 def cmd_serve_reports(args) -> int:
     lab = lab_from_args(args)
     server = make_server(lab.store.root, args.port)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"serving {lab.store.root}/comparisons and /reports at http://127.0.0.1:{server.server_port}/ "
-          "(read-only; Ctrl-C stops)", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return serve_until_stopped(server, f"serving {lab.store.root}/comparisons and /reports at "
+                                       f"http://127.0.0.1:{server.server_port}/ (read-only; Ctrl-C stops)")
 
 
 def add_parser(subparsers, common) -> None:
