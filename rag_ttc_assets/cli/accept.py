@@ -74,8 +74,10 @@ def cmd_accept(args) -> int:
               + (" (in both arms)" if rep["estimator"] == "paired" else " (in each arm)")
               + f", {pr['more_labels']} more than now, if the estimate and the variances hold"
               + ("" if pr["reachable"] else f"; more than the {rep['rows']} rows there are: not reachable on this set"))
-    print("people alone would need: " + (f"n = {pr['human_labels_needed']}" if pr["human_labels_needed"] else
-                                         "no number of labels (their estimate is 0)"))
+    hn = pr["human_labels_needed"]
+    print("people alone would need: " + (f"n = {hn}" + ("" if hn <= rep["rows"] else
+                                                        f" (more than the {rep['rows']} rows there are)")
+                                         if hn else "no number of labels (their estimate is 0)"))
     unmeasured = {a: q for a, q in rep["labels_on_rows_not_measured"].items() if q}
     if unmeasured:
         print("labels on rows the judge did not measure whole (left out): "

@@ -183,7 +183,7 @@ def accept(lab: Lab, arm: str, base: str, labels_path: Path, alpha: float = 0.05
         out_dir / f"{base}--{arm}-accept-width.png", pr["curve"]["n"],
         {"prediction-powered (judge + labels)": pr["curve"]["ppi"], "people alone": pr["curve"]["human"]},
         rep["labelled"], pr["width_that_decides"],
-        f"accept {arm} against {base}: {int(100 * (1 - alpha))}% interval width of the completeness difference"))
+        f"accept {arm} vs {base}: {round(100 * (1 - alpha))}% interval width of the completeness difference"))
     path = out_dir / f"{base}--{arm}-accept.json"
     rep["report"] = str(path)
     atomic_write_bytes(path, json.dumps(rep, indent=1, default=str).encode("utf-8"), mode=0o644)

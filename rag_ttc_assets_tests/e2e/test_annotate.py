@@ -574,8 +574,6 @@ def test_accept_decides_and_says_how_many_more_labels_would(lab, tmp_path):
     (line,) = [x for x in out.splitlines() if "corrected by" in x]
     assert "corrected by 3 human labels (prediction-powered, paired)" in line
     assert f"{theta:+.3f} [{theta - half:+.3f}, {theta + half:+.3f}]" in line and f"judge {mean_d:+.3f}" in line
-    code, out, err = cli("compare", "baseline", "tight", "--json", "--labels", str(three), env=env)
-    assert code == 0 and json.loads(out)["completeness_corrected"]["ppi"]["mean"] == pytest.approx(theta), err
 
 
 def test_accept_and_compare_refuse_bad_labels_naming_the_file(lab, tmp_path, monkeypatch, capsys):
@@ -615,6 +613,16 @@ def test_accept_and_compare_refuse_bad_labels_naming_the_file(lab, tmp_path, mon
     assert main(["compare", "baseline", "tight"]) == 0
     out = capsys.readouterr().out
     assert "completeness read graded" in out and "corrected by" not in out
+    # compare --json carries it: every row both arms answered labelled, baseline all addressed, tight none: -1.
+    f, _ = _judge_reading(root)
+    common = sorted(set(f["baseline"]) & set(f["tight"]))
+    every = _label_file(tmp_path / "every.jsonl", {
+        "baseline": {q: [True] * len(reqs["baseline"][q]) for q in common},
+        "tight": {q: [False] * len(reqs["tight"][q]) for q in common}}, reqs)
+    assert main(["compare", "baseline", "tight", "--json", "--labels", str(every)]) == 0
+    got = json.loads(capsys.readouterr().out)["completeness_corrected"]
+    assert (got["estimator"], got["labelled"], got["decision"]) == ("paired", len(common), "reject")
+    assert got["ppi"]["mean"] == pytest.approx(-1.0)
 
 
 def test_labels_check_page_lists_changed_and_gone_quotes_with_a_link_for_repair(served, lab, tmp_path):
