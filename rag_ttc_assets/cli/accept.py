@@ -56,7 +56,8 @@ def cmd_accept(args) -> int:
     print(f"estimator: {rep['estimator_why']}")
     left = {a: k for a, k in rep["rows_not_measured_whole"].items() if k}
     if left:
-        print("rows the judge did not measure (a request's judgment failed), left out: " + ", ".join(f"{a} {k}" for a, k in left.items()))
+        print("rows the judge did not measure (a request's judgment failed), left out: "
+              + ", ".join(f"{a} {k}" for a, k in left.items()))
     print(text_table(["reading", "rows", f"difference [{conf}% CI]", "decision"], [
         ["judge alone (all rows)", rep["judge"]["n"], _iv(rep["judge"]), rep["judge_decision"]],
         ["people alone (labelled rows)", rep["human"]["n"], _iv(rep["human"]), rep["human_decision"]],
