@@ -249,3 +249,32 @@ def bucket_table_plot(path: str | os.PathLike, buckets: list[dict]) -> Path:
     ax.tick_params(axis="y", labelsize=7)
     ax.margins(y=0.2)
     return _save(fig, path)
+
+
+# --------------------------------------------------------------------------- interval width against labels
+
+
+def interval_widths(path: str | os.PathLike, ns: list[int], series: dict[str, list[float]], current_n: int | None,
+                    needed_width: float | None, title: str) -> Path:
+    """One line per series (name -> the interval's width at each n of `ns`), the current n marked by a vertical
+    line, and the width below which the interval would exclude 0 as a horizontal line (none: not drawn)."""
+    fig, axes = _new_figure()
+    ax = axes[0][0]
+    ax.set_title(title, fontsize=10)
+    if not ns or not series:
+        _no_data(ax)
+        return _save(fig, path)
+    colours = [GAIN, "#1565c0", "#6a1b9a", NEUTRAL]
+    for (name, widths), colour in zip(series.items(), colours):
+        ax.plot(ns, widths, color=colour, linewidth=1.5, label=name)
+    if current_n:
+        ax.axvline(current_n, color="black", linestyle="--", linewidth=1, label=f"labelled now: n = {current_n}")
+    if needed_width is not None and needed_width > 0:
+        ax.axhline(needed_width, color=LOSS, linestyle=":", linewidth=1.2,
+                   label=f"width that excludes 0 around the corrected estimate: {needed_width:.3g}")
+    ax.set_xlabel("labelled rows n", fontsize=8)
+    ax.set_ylabel("95% interval width", fontsize=8)
+    ax.set_ylim(bottom=0)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7, loc="upper right")
+    return _save(fig, path)

@@ -11,8 +11,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from rag_ttc_assets.cli.common import CliError  # noqa: E402
 # The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
 from rag_ttc_assets.bench import command as bench  # noqa: E402
-from rag_ttc_assets.cli import (annotate, claim_sets, diagnose, label_versions, labels, local_llm, report,  # noqa: E402
-                               sample_labels, serve_reports, sweep)
+from rag_ttc_assets.cli import (accept, annotate, claim_sets, diagnose, label_versions, labels,  # noqa: E402
+                               local_llm, report, sample_labels, serve_reports, sweep)
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
 from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_pyramid, cmd_convert_realsumm, cmd_import_beir,  # noqa: E402
                                     cmd_import_outputs, cmd_metrics, cmd_validate)
@@ -94,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the arms file's p_adjust, holm); --all reads the arms file")
     s.add_argument("--alpha", type=float, help="significance level of the adjusted p-values (default: the arms "
                                                "file's alpha, 0.05)")
+    s.add_argument("--labels", nargs="?", const="", metavar="FILE",
+                   help="correct the completeness difference with these per-request human labels (prediction-"
+                        "powered, docs/judges.md); `--labels` alone: the store's annotations/labels.jsonl. Never "
+                        "read unless asked")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_compare)
 
@@ -183,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     annotate.add_parser(sub, common)
     labels.add_parser(sub, common)
     sample_labels.add_parser(sub, common)
+    accept.add_parser(sub, common)
     label_versions.add_parser(sub, common)
     return p
 

@@ -18,6 +18,29 @@ def _num(value: float | None, spec: str, unit: str = "") -> str:
     return "not measured" if value is None else format(value, spec) + unit
 
 
+def corrected(lab, args) -> dict:
+    """B - A in completeness (the share of requests addressed) corrected by the human labels of `--labels`
+    (stages/accept.py): the judge's difference, the people's, and the prediction-powered one with its 95% interval.
+    The drift checks were compare_two's."""
+    from rag_ttc_assets.cli.accept import labels_path  # late: only with --labels
+    from rag_ttc_assets.stages.accept import corrected_difference  # late: polars loads only when this runs
+
+    return corrected_difference(lab, args.b, args.a, labels_path(lab, args.labels or None), 0.05,
+                                check_drift=False)
+
+
+def _iv(e: dict) -> str:
+    return f"{e['mean']:+.3f} [{e['low']:+.3f}, {e['high']:+.3f}]"
+
+
+def corrected_line(c: dict) -> str:
+    """The completeness line's corrected reading, beside the judge's own."""
+    return (f"completeness as the share addressed, {c['arm']} - {c['baseline']} (95% CI): judge {_iv(c['judge'])} "
+            f"over {c['judge']['n']} rows; corrected by {c['labelled']} human labels (prediction-powered, "
+            f"{c['estimator']}): {_iv(c['ppi'])} ({c['decision']}); people alone {_iv(c['human'])}; "
+            f"labels {c['labels_file']}")
+
+
 def cmd_compare(args) -> int:
     from rag_ttc_assets.stages.comparisons import arm_title, compare_two  # late: polars loads only when this runs
     from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
@@ -25,6 +48,8 @@ def cmd_compare(args) -> int:
 
     lab = lab_from_args(args)
     if args.all:
+        if args.labels is not None:
+            raise CliError("--labels corrects one pair: rag-ttc compare A B --labels FILE (or rag-ttc accept)")
         if args.p_adjust or args.alpha is not None:
             # arm_comparisons is an asset: it reads its settings from the arms file, as the UI does.
             raise CliError(f"compare --all adjusts as the arms file says ({lab.arms_file}: p_adjust "
@@ -57,6 +82,8 @@ def cmd_compare(args) -> int:
         raise CliError(str(e)) from None
     if rep["label_drift"]:
         rep["labels_differ"] = labels_that_differ(lab, args.a, args.b)
+    if args.labels is not None:  # explicit only: a labelling round in progress never changes compare's numbers
+        rep["completeness_corrected"] = corrected(lab, args)
     pair_plots(rep, out_dir)
     if args.json:
         print(json.dumps(rep, indent=2, default=str))
@@ -91,6 +118,8 @@ def cmd_compare(args) -> int:
     print("completeness read graded (mean coverage) and as the share addressed: " + "; ".join(
         f"{arm} graded {graded_text(m)}, addressed {addressed_text(m)}"
         for arm, m in rep["completeness_measured"].items()))
+    if rep.get("completeness_corrected"):
+        print(corrected_line(rep["completeness_corrected"]))
     for arm, use in rep["label_use"].items():
         if use == "oracle":
             print(f"{arm} is an ORACLE arm: its generator was shown the evaluation's request annotation; its numbers "

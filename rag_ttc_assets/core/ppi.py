@@ -201,3 +201,145 @@ def arm_estimates(labels, judges: dict[str, dict[tuple, float | None]], probabil
                                          {q: p for (a, q), p in probabilities.items() if a == arm}, alpha)
             out.append({"arm": arm, "rater": name, "not_measured": len(scored) - len(measured), **est})
     return out
+
+
+# --------------------------------------------------------------------------- two arms: the paired difference
+
+PAIRED = "paired"
+INDEPENDENT = "independent"
+
+
+def _var(values) -> float:
+    v = np.asarray(values, dtype=float)
+    return float(v.var(ddof=1)) if v.size >= 2 else 0.0
+
+
+def paired_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
+                      p_arm: dict | None = None, p_base: dict | None = None, alpha: float = 0.05) -> dict | None:
+    """The prediction-powered difference ARM - BASELINE when both arms answered the same questions: the paper's
+    mean estimator applied to the per-question differences (Angelopoulos et al. 2023, the mean-estimation example,
+    with the prediction f_i := f_arm,i - f_base,i and the label Y_i := Y_arm,i - Y_base,i):
+
+        d_i      = f_arm,i - f_base,i                     over the N questions both arms' judge scored
+        r_j      = d_j - (Y_arm,j - Y_base,j)             over the n of them labelled in both arms
+        theta_PP = mean_N(d) - mean_n(r),   se^2 = var_N(d) / N + var_n(r) / n
+
+    Pairing cancels what the two arms share (a question hard for both), so var(d) and var(r) are usually far below
+    the sums the independent form (`difference_estimate`) adds. When the labels carry inclusion probabilities, the
+    inverse-probability-weighted form (module docstring, Zrnic and Candes 2024) with pi_i the probability that
+    question i is labelled in both arms: one shared sample (the same questions labelled in both arms, each with
+    one probability) pi_i = p_i; two separate samples (`sample-labels` run per arm) pi_i = p_arm,i * p_base,i.
+    The judge's own interval is mean_N(d) +- z sqrt(var_N(d)/N); the people's the mean of Y_arm - Y_base over the
+    n questions (weighted likewise). None below two questions labelled in both arms.
+
+    `variance` carries the two terms of se^2 (`judge` = var_N(d), `rectifier` = var_n(r), `human` = var_n(Y)) for
+    `projected_width` and `labels_needed`."""
+    rows = sorted(q for q in f_arm if q in f_base)
+    both = [q for q in rows if q in y_arm and q in y_base]
+    big_n, n = len(rows), len(both)
+    if n < 2 or big_n < 2:
+        return None
+    z = _z(alpha)
+    d = np.array([f_arm[q] - f_base[q] for q in rows], dtype=float)
+    yd = np.array([y_arm[q] - y_base[q] for q in both], dtype=float)
+    dl = np.array([f_arm[q] - f_base[q] for q in both], dtype=float)
+    rect = dl - yd
+    judge_se = np.sqrt(_var(d) / big_n)
+    pa, pb = p_arm or {}, p_base or {}
+    weighted = all(pa.get(q) is not None and pb.get(q) is not None for q in both)
+    if not weighted:
+        h = human_mean(yd, alpha)
+        p = ppi_mean(d, yd, dl, alpha)
+        weighting = ("uniform (labels carry no sampling probability)" if not any(
+            pa.get(q) is not None or pb.get(q) is not None for q in both)
+            else "uniform (some labels carry no sampling probability)")
+    else:
+        shared = ({q for q in y_arm if q in f_base} == {q for q in y_base if q in f_arm}
+                  and all(pa[q] == pb[q] for q in both))
+        pi = np.array([(pa.get(q, 1.0) if shared else pa.get(q, 1.0) * pb.get(q, 1.0)) if q in both else 1.0
+                       for q in rows], dtype=float)
+        xi = np.array([q in both for q in rows])
+        y = np.array([y_arm[q] - y_base[q] if q in both else 0.0 for q in rows], dtype=float)
+        h = human_mean_weighted(y, xi, pi, alpha)
+        p = ppi_mean_weighted(d, y, xi, pi, alpha)
+        weighting = ("inverse-probability weighted: one shared sample, pi = the recorded probability" if shared else
+                     "inverse-probability weighted: two separate samples, pi = p_arm * p_base")
+    return {"estimator": PAIRED, "rows": big_n, "labelled": n, "weighting": weighting,
+            "judge": {"mean": float(d.mean()), "low": float(d.mean() - z * judge_se),
+                      "high": float(d.mean() + z * judge_se), "n": big_n},
+            "human": Estimate(float(h[0]), float(h[1]), float(h[2]), n).as_dict(),
+            "ppi": Estimate(float(p[0]), float(p[1]), float(p[2]), n).as_dict(),
+            "variance": {"judge": _var(d), "rectifier": _var(rect), "human": _var(yd),
+                         "fixed": _var(d) / big_n}}
+
+
+def independent_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
+                           p_arm: dict | None = None, p_base: dict | None = None, alpha: float = 0.05) -> dict | None:
+    """The difference ARM - BASELINE from each arm's own estimate (`completeness_estimates`, then
+    `difference_estimate`: independent samples, the standard errors add in quadrature), for arms that do not answer
+    the same questions or whose labelled questions do not overlap. `variance` projects n more labels in EACH arm:
+    fixed = var(f_arm)/N_arm + var(f_base)/N_base, rectifier = var(r_arm) + var(r_base), human = var(Y_arm) +
+    var(Y_base). None when either arm has fewer than two labelled rows."""
+    ea = completeness_estimates(f_arm, {q: v for q, v in y_arm.items() if q in f_arm}, p_arm, alpha)
+    eb = completeness_estimates(f_base, {q: v for q, v in y_base.items() if q in f_base}, p_base, alpha)
+    diff = difference_estimate(ea, eb, alpha)
+    if diff is None:
+        return None
+    z = _z(alpha)
+    fa, fb = list(f_arm.values()), list(f_base.values())
+    la = [q for q in y_arm if q in f_arm]
+    lb = [q for q in y_base if q in f_base]
+    fixed = _var(fa) / len(fa) + _var(fb) / len(fb)
+    judge_mean = float(np.mean(fa) - np.mean(fb))
+    hse = np.hypot((ea["human"]["high"] - ea["human"]["low"]) / (2 * z),
+                   (eb["human"]["high"] - eb["human"]["low"]) / (2 * z))
+    hmean = ea["human"]["mean"] - eb["human"]["mean"]
+    n = min(len(la), len(lb))
+    return {"estimator": INDEPENDENT, "rows": min(len(fa), len(fb)), "labelled": n,
+            "weighting": f"{ea['weighting']} / {eb['weighting']}",
+            "judge": {"mean": judge_mean, "low": judge_mean - z * float(np.sqrt(fixed)),
+                      "high": judge_mean + z * float(np.sqrt(fixed)), "n": min(len(fa), len(fb))},
+            "human": {"mean": float(hmean), "low": float(hmean - z * hse), "high": float(hmean + z * hse), "n": n},
+            "ppi": {**diff, "n": n},
+            "variance": {"judge": _var(fa) + _var(fb),
+                         "rectifier": _var([f_arm[q] - y_arm[q] for q in la]) + _var([f_base[q] - y_base[q]
+                                                                                      for q in lb]),
+                         "human": _var([y_arm[q] for q in la]) + _var([y_base[q] for q in lb]),
+                         "fixed": fixed}}
+
+
+def projected_width(fixed_var: float, rect_var: float, n, alpha: float = 0.05):
+    """The interval's width with n labelled rows, the measured variances held: 2 z sqrt(fixed_var + rect_var / n),
+    where fixed_var is var_N(f) / N (the judge's whole-set term, which no label shrinks) and rect_var the
+    rectifier's variance (for the people alone: fixed_var 0, rect_var the labels' variance). Vectorised over n."""
+    n = np.asarray(n, dtype=float)
+    return 2 * _z(alpha) * np.sqrt(fixed_var + rect_var / n)
+
+
+def labels_needed(estimate: float, fixed_var: float, rect_var: float, alpha: float = 0.05) -> int | None:
+    """The smallest n at which an interval of width `projected_width(n)` around `estimate` would exclude 0, i.e.
+    z sqrt(fixed_var + rect_var / n) < |estimate|; None when no n does (estimate 0, or the judge's whole-set term
+    alone already spans 0: z^2 fixed_var >= estimate^2). At least 2 (an interval needs two labels)."""
+    z = _z(alpha)
+    room = (estimate / z) ** 2 - fixed_var
+    if estimate == 0 or room <= 0:
+        return None
+    if rect_var <= 0:
+        return 2
+    n = max(2, int(np.floor(rect_var / room)) + 1)
+    while z * np.sqrt(fixed_var + rect_var / n) >= abs(estimate):  # floating point at the boundary
+        n += 1
+    while n > 2 and z * np.sqrt(fixed_var + rect_var / (n - 1)) < abs(estimate):
+        n -= 1
+    return n
+
+
+def decision(interval: dict | None) -> str:
+    """accept (the interval lies above 0), reject (below 0), or undecided (it spans 0, or there is none)."""
+    if not interval or interval.get("low") is None:
+        return "undecided"
+    if interval["low"] > 0:
+        return "accept"
+    if interval["high"] < 0:
+        return "reject"
+    return "undecided"

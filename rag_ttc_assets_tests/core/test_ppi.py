@@ -104,3 +104,101 @@ def test_sampling_a_budget_above_the_rows_takes_every_row_once():
     assert {p.stratum for p in ls.sample_rows(single, 3)} == {"answered"}
     with pytest.raises(ValueError):
         ls.sample_rows(single, 0)
+
+
+def test_paired_difference_by_hand():
+    """Five questions, three labelled in both arms, no probabilities: the paired estimator computed by hand."""
+    f_arm = {"q1": 1.0, "q2": 0.5, "q3": 1.0, "q4": 0.0, "q5": 1.0}
+    f_base = {"q1": 0.5, "q2": 0.5, "q3": 0.0, "q4": 0.0, "q5": 0.5}
+    y_arm = {"q1": 1.0, "q2": 0.0, "q3": 1.0}
+    y_base = {"q1": 1.0, "q2": 0.0, "q3": 0.0, "q4": 0.0}  # q4 labelled in one arm only: not in the rectifier
+    d = [0.5, 0.0, 1.0, 0.0, 0.5]  # f_arm - f_base
+    r = [0.5 - 0.0, 0.0 - 0.0, 1.0 - 1.0]  # d_j - (y_arm,j - y_base,j) on q1..q3
+    mean_d, mean_r = sum(d) / 5, sum(r) / 3
+    var_d = sum((x - mean_d) ** 2 for x in d) / 4
+    var_r = sum((x - mean_r) ** 2 for x in r) / 2
+    theta = mean_d - mean_r  # 0.4 - 1/6
+    se = (var_d / 5 + var_r / 3) ** 0.5
+    got = ppi.paired_difference(f_arm, f_base, y_arm, y_base)
+    assert got["estimator"] == "paired" and (got["rows"], got["labelled"]) == (5, 3)
+    assert got["ppi"]["mean"] == pytest.approx(theta) and theta == pytest.approx(0.4 - 1 / 6)
+    assert got["ppi"]["low"] == pytest.approx(theta - 1.959964 * se, abs=1e-6)
+    assert got["ppi"]["high"] == pytest.approx(theta + 1.959964 * se, abs=1e-6)
+    assert got["judge"]["mean"] == pytest.approx(0.4)
+    assert got["human"]["mean"] == pytest.approx(1 / 3)  # y differences 0, 0, 1
+    assert got["variance"]["judge"] == pytest.approx(var_d) and got["variance"]["rectifier"] == pytest.approx(var_r)
+    assert got["weighting"].startswith("uniform")
+    # the projected width at the current n is the interval's own width
+    w = ppi.projected_width(var_d / 5, var_r, 3)
+    assert float(w) == pytest.approx(got["ppi"]["high"] - got["ppi"]["low"])
+    # fewer than two questions labelled in both arms: no paired estimate
+    assert ppi.paired_difference(f_arm, f_base, {"q1": 1.0}, y_base) is None
+
+
+def test_paired_difference_weighted_by_hand():
+    """Two separate samples with recorded probabilities: pi = p_arm * p_base, psi_i = d_i + xi_i (Yd_i - d_i) / pi_i."""
+    f_arm = {"q1": 1.0, "q2": 0.5, "q3": 1.0, "q4": 0.0}
+    f_base = {"q1": 0.5, "q2": 0.5, "q3": 0.0, "q4": 0.0}
+    y_arm = {"q1": 1.0, "q2": 0.0}
+    y_base = {"q1": 1.0, "q2": 0.0, "q3": 0.0}
+    p_arm = {"q1": 0.5, "q2": 0.5}
+    p_base = {"q1": 0.5, "q2": 1.0, "q3": 0.5}
+    d = [0.5, 0.0, 1.0, 0.0]
+    psi = [0.5 + (0.0 - 0.5) / 0.25, 0.0 + (0.0 - 0.0) / 0.5, 1.0, 0.0]
+    m = sum(psi) / 4
+    se = (sum((x - m) ** 2 for x in psi) / 3 / 4) ** 0.5
+    got = ppi.paired_difference(f_arm, f_base, y_arm, y_base, p_arm, p_base)
+    assert got["weighting"].endswith("p_arm * p_base")
+    assert got["ppi"]["mean"] == pytest.approx(m) and m == pytest.approx(sum(d) / 4 - 0.5)
+    assert got["ppi"]["high"] - got["ppi"]["low"] == pytest.approx(2 * 1.959964 * se, abs=1e-6)
+    # one shared sample (the same questions, one probability each): pi = p
+    shared = ppi.paired_difference(f_arm, f_base, y_arm, {"q1": 1.0, "q2": 0.0}, p_arm, p_arm)
+    assert shared["weighting"].startswith("inverse-probability weighted: one shared sample")
+    assert shared["ppi"]["mean"] == pytest.approx((0.5 - 0.5 / 0.5 + 0.0 + 1.0 + 0.0) / 4)
+
+
+def test_labels_needed_and_the_width_it_implies():
+    # z sqrt(0.0001 + 0.09 / n) < 0.1  <=>  0.09 / n < (0.1 / z)^2 - 0.0001
+    z = 1.959963984540054
+    want = int(0.09 / ((0.1 / z) ** 2 - 0.0001)) + 1
+    n = ppi.labels_needed(0.1, 0.0001, 0.09)
+    assert n == want
+    assert ppi.projected_width(0.0001, 0.09, n) / 2 < 0.1 <= ppi.projected_width(0.0001, 0.09, n - 1) / 2
+    assert ppi.labels_needed(-0.1, 0.0001, 0.09) == want  # the sign does not matter
+    # the judge's whole-set term alone spans 0: no number of labels decides
+    assert ppi.labels_needed(0.01, 0.0001, 0.09) is None and ppi.labels_needed(0.0, 0.0, 0.09) is None
+    assert ppi.decision({"low": 0.01, "high": 0.2}) == "accept"
+    assert ppi.decision({"low": -0.3, "high": -0.01}) == "reject"
+    assert ppi.decision({"low": -0.1, "high": 0.2}) == "undecided" and ppi.decision(None) == "undecided"
+
+
+def test_paired_difference_covers_the_true_difference_and_is_narrower_than_independent():
+    """Two arms on 400 shared questions, a judge that over-rates arm a by 0.1 more than arm b (its own difference
+    misses the truth); 1,000 samples of 60 questions labelled in both arms: the paired interval covers the true
+    difference in at least 94% of them, and is narrower than the independent one on the same labels."""
+    rng = np.random.default_rng(SEED + 2)
+    big_n, n = 400, 60
+    hard = rng.beta(2, 2, size=big_n)  # what the two arms share: how hard the question is
+    yb = np.clip(hard + rng.normal(0, 0.1, big_n), 0, 1)
+    ya = np.clip(hard + 0.05 + rng.normal(0, 0.1, big_n), 0, 1)
+    fa = np.clip(ya + 0.2 + rng.normal(0, 0.05, big_n), 0, 1)
+    fb = np.clip(yb + 0.1 + rng.normal(0, 0.05, big_n), 0, 1)
+    truth = float((ya - yb).mean())
+    qs = [f"q{i}" for i in range(big_n)]
+    f_a, f_b = dict(zip(qs, fa)), dict(zip(qs, fb))
+    assert abs(float((fa - fb).mean()) - truth) > 0.05  # the judge alone is biased
+    idx = np.argsort(rng.random((1000, big_n)), axis=1)[:, :n]  # 1,000 samples, vectorised
+    d, yd = fa - fb, ya - yb
+    mean, low, high = ppi.ppi_mean(d, yd[idx], d[idx])  # the paired estimator's uniform form
+    _, la, ha = ppi.ppi_mean(fa, ya[idx], fa[idx])
+    _, lb, hb = ppi.ppi_mean(fb, yb[idx], fb[idx])
+    independent = 2 * np.hypot((ha - la) / 2, (hb - lb) / 2)
+    assert np.mean((low <= truth) & (truth <= high)) >= 0.94
+    assert np.all(high - low < independent)
+    for k in range(5):  # paired_difference and independent_difference are those, sample by sample
+        y_a = {qs[i]: ya[i] for i in idx[k]}
+        y_b = {qs[i]: yb[i] for i in idx[k]}
+        got = ppi.paired_difference(f_a, f_b, y_a, y_b)["ppi"]
+        assert (got["mean"], got["low"], got["high"]) == pytest.approx((mean[k], low[k], high[k]))
+        ind = ppi.independent_difference(f_a, f_b, y_a, y_b)["ppi"]
+        assert ind["high"] - ind["low"] == pytest.approx(independent[k])

@@ -476,6 +476,155 @@ def test_ui_metadata_names_the_command_and_the_case_report_links_the_page(lab, t
                                 "url": "http://127.0.0.1:3002"}
 
 
+Z95 = 1.959963984540054  # the normal quantile of a 95% interval
+
+
+def _judge_reading(root: Path) -> tuple[dict, dict]:
+    """By hand from the request_judgments tables: arm -> question -> the share of its requests the judge found
+    addressed (an abstained request: not addressed; a row with any other unjudged request: left out), and arm ->
+    question -> its request ids."""
+    import polars as pl
+
+    f, reqs = {}, {}
+    for arm in ("baseline", "tight"):
+        rows = pl.read_parquet(root / "home" / "store" / "arms" / arm / "request_judgments.parquet").rows(named=True)
+        by = {}
+        for r in rows:
+            by.setdefault(r["query_id"], []).append(r)
+        reqs[arm] = {q: [r["request_id"] for r in rs] for q, rs in by.items()}
+        f[arm] = {q: sum(r["status"] == "judged" and bool(r["addressed"]) for r in rs) / len(rs)
+                  for q, rs in by.items() if all(r["status"] in ("judged", "abstained") for r in rs)}
+    return f, reqs
+
+
+def _label_file(path: Path, people: dict[str, dict[str, list[bool]]], reqs: dict) -> Path:
+    """Per-request labels: arm -> question -> the person's `addressed` for each of its requests, in order."""
+    path.write_text("".join(json.dumps({"kind": "request", "arm": arm, "question": q, "request": r,
+                                        "addressed": v, "annotator": "p1"}) + "\n"
+                            for arm, qs in people.items() for q, vals in qs.items()
+                            for r, v in zip(reqs[arm][q], vals)), encoding="utf-8")
+    return path
+
+
+def _mean_var(xs: list[float]) -> tuple[float, float]:
+    m = sum(xs) / len(xs)
+    return m, sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
+def test_accept_decides_and_says_how_many_more_labels_would(lab, tmp_path):
+    """`rag-ttc accept tight --against baseline` on constructed labels whose answer is known. (1) People label every
+    row both arms answer: baseline addressed everything, tight nothing; the corrected difference is then the
+    people's, exactly -1, and the arm is rejected. (2) Three questions labelled in both arms, the people agreeing
+    with the judge except on tight's answer to the first (all addressed) and the second (none): the paired
+    estimator, its decision and the number of labels that would decide, computed here by hand."""
+    import polars as pl
+
+    root, env = lab
+    f, reqs = _judge_reading(root)
+    common = sorted(set(f["baseline"]) & set(f["tight"]))
+    d = [f["tight"][q] - f["baseline"][q] for q in common]
+    mean_d, var_d = _mean_var(d)
+    big_n = len(common)
+    assert big_n >= 6
+
+    every = _label_file(tmp_path / "every.jsonl", {
+        "baseline": {q: [True] * len(reqs["baseline"][q]) for q in common},
+        "tight": {q: [False] * len(reqs["tight"][q]) for q in common}}, reqs)
+    code, out, err = cli("accept", "tight", "--against", "baseline", "--labels", str(every), "--json", env=env)
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["estimator"] == "paired" and (rep["rows"], rep["labelled"]) == (big_n, big_n)
+    assert rep["judge"]["mean"] == pytest.approx(mean_d) and rep["ppi"]["mean"] == pytest.approx(-1.0)
+    se = (var_d / big_n + var_d / big_n) ** 0.5  # the rectifier d + 1 varies as d does
+    assert rep["ppi"]["high"] == pytest.approx(-1 + Z95 * se) and rep["decision"] == "reject"
+    assert Path(rep["plot"]).is_file() and Path(rep["report"]).is_file()
+    assert json.loads(Path(rep["report"]).read_text())["ppi"] == rep["ppi"]
+
+    labelled = common[:3]
+    people = {arm: {} for arm in ("baseline", "tight")}
+    for arm in ("baseline", "tight"):
+        rows = {(r["query_id"], r["request_id"]): r for r in pl.read_parquet(
+            root / "home" / "store" / "arms" / arm / "request_judgments.parquet").rows(named=True)}
+        for q in labelled:
+            people[arm][q] = [rows[(q, r)]["status"] == "judged" and bool(rows[(q, r)]["addressed"])
+                              for r in reqs[arm][q]]
+    people["tight"][labelled[0]] = [True] * len(reqs["tight"][labelled[0]])
+    people["tight"][labelled[1]] = [False] * len(reqs["tight"][labelled[1]])
+    three = _label_file(tmp_path / "three.jsonl", people, reqs)
+    y = {arm: {q: sum(v) / len(v) for q, v in people[arm].items()} for arm in people}
+    rect = [(f["tight"][q] - f["baseline"][q]) - (y["tight"][q] - y["baseline"][q]) for q in labelled]
+    mean_r, var_r = _mean_var(rect)
+    theta = mean_d - mean_r
+    half = Z95 * (var_d / big_n + var_r / 3) ** 0.5
+    want_decision = "accept" if theta - half > 0 else "reject" if theta + half < 0 else "undecided"
+    room = (theta / Z95) ** 2 - var_d / big_n
+    want_n = None if room <= 0 else max(2, int(var_r / room) + 1)
+    assert want_decision == "undecided" and want_n is not None, (theta, half, want_n)  # the case this data builds
+    code, out, err = cli("accept", "tight", "--against", "baseline", "--labels", str(three), env=env)
+    assert code == 0, err
+    assert f"paired: both arms answer the same {big_n} questions; the rectifier over the 3 labelled" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("prediction-powered")]
+    assert f"{theta:+.3f} [{theta - half:+.3f}, {theta + half:+.3f}]" in line and want_decision in line, out
+    assert f"labels that would decide: n = {want_n} labelled rows (in both arms), {want_n - 3} more" in out, out
+    assert f"plot: {root / 'home' / 'store' / 'comparisons' / 'baseline--tight-accept-width.png'}" in out
+
+    # compare --labels: the completeness line carries the same corrected difference beside the judge's; the JSON too.
+    code, out, err = cli("compare", "baseline", "tight", "--labels", str(three), env=env)
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if "corrected by" in x]
+    assert "corrected by 3 human labels (prediction-powered, paired)" in line
+    assert f"{theta:+.3f} [{theta - half:+.3f}, {theta + half:+.3f}]" in line and f"judge {mean_d:+.3f}" in line
+
+
+def test_accept_and_compare_refuse_bad_labels_naming_the_file(lab, tmp_path, monkeypatch, capsys):
+    """Bad input through the command's entry point (in process: no subprocess per case): the file, record and field
+    named, exit 1, no traceback; compare without --labels prints no corrected line."""
+    from rag_ttc_assets.cli import main
+
+    root, env = lab
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    _, reqs = _judge_reading(root)
+    q = sorted(reqs["baseline"])[0]
+    only_baseline = _label_file(tmp_path / "one.jsonl", {"baseline": {q: [True] * len(reqs["baseline"][q])}}, reqs)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "request", "arm": "tight", "question": "nope", "request": "x", "addressed": true, '
+                   '"annotator": "p1"}\n{oops\n', encoding="utf-8")
+    default = root / "home" / "store" / "annotations" / "labels.jsonl"
+    assert not default.exists()
+    for args, want in (
+            ([], f"{default}: (file): (file): labels file not found"),
+            (["--labels", str(tmp_path / "nope.jsonl")], "nope.jsonl: (file): (file): labels file not found"),
+            (["--labels", str(empty)], f"{empty}: (file): (file): the labels file is empty"),
+            (["--labels", str(bad)], f"{bad}: line 2: (json): malformed JSON"),
+            (["--labels", str(only_baseline)], f"{only_baseline}: (file): (file): no per-request labels of arm "
+                                               "'tight'"),
+            (["--labels", str(only_baseline), "--alpha", "2"], "--alpha must be in (0, 1)")):
+        capsys.readouterr()
+        assert main(["accept", "tight", "--against", "baseline", *args]) == 1, args
+        err = capsys.readouterr().err
+        assert want in err and "Traceback" not in err, err
+    assert main(["accept", "tight", "--against", "tight", "--labels", str(bad)]) == 1
+    assert "name two different arms" in capsys.readouterr().err
+    assert main(["compare", "baseline", "tight", "--labels", str(only_baseline)]) == 1
+    assert "no per-request labels of arm 'tight'" in capsys.readouterr().err
+    assert main(["compare", "baseline", "tight"]) == 0
+    out = capsys.readouterr().out
+    assert "completeness read graded" in out and "corrected by" not in out
+    # compare --json carries it: every row both arms answered labelled, baseline all addressed, tight none: -1.
+    f, _ = _judge_reading(root)
+    common = sorted(set(f["baseline"]) & set(f["tight"]))
+    every = _label_file(tmp_path / "every.jsonl", {
+        "baseline": {q: [True] * len(reqs["baseline"][q]) for q in common},
+        "tight": {q: [False] * len(reqs["tight"][q]) for q in common}}, reqs)
+    assert main(["compare", "baseline", "tight", "--json", "--labels", str(every)]) == 0
+    got = json.loads(capsys.readouterr().out)["completeness_corrected"]
+    assert (got["estimator"], got["labelled"], got["decision"]) == ("paired", len(common), "reject")
+    assert got["ppi"]["mean"] == pytest.approx(-1.0)
+
+
 def test_labels_check_page_lists_changed_and_gone_quotes_with_a_link_for_repair(served, lab, tmp_path):
     """Last in the module: it edits the lab's corpus (restored after). Also `labels check --human` on the page's
     labels: a highlighted quote the edit changed needs a person."""
