@@ -740,7 +740,7 @@ def rule_human_correction(c: Mapping) -> Sentence:
     else:
         verb = (f"finds {x} more complete than {y}" if jd["low"] > 0 or jd["high"] < 0 else
                 f"finds no difference in completeness between {x} and {y}")
-        s.t(f"The judge alone ({c['judge']}) {verb} (difference ").n("judge_d", jd["mean"], "delta").t(" [").n(
+        s.t(f"The judge alone ({c['judge']}) {verb} ({x} minus {y}: ").n("judge_d", jd["mean"], "delta").t(" [").n(
             "judge_low", jd["low"], "delta").t(", ").n("judge_high", jd["high"], "delta").t("], over ").n(
             "rows", sum((c.get("rows") or {}).values()), "count").t(" rows); ")
     s.t("corrected by ").n("labels", c.get("labels", 0), "count").t(" human labels (").n(
@@ -748,7 +748,7 @@ def rule_human_correction(c: Mapping) -> Sentence:
         "labelled_b", (c.get("labelled") or {}).get(b, 0), "count").t(f" of {b} labelled)")
     if cd is None:
         return s.t(": not estimable (an arm has fewer than two labelled rows).")
-    return s.t(" the difference is ").n("corrected_d", cd["mean"], "delta").t(" [").n(
+    return s.t(f" {x} minus {y} is ").n("corrected_d", cd["mean"], "delta").t(" [").n(
         "corrected_low", cd["low"], "delta").t(", ").n("corrected_high", cd["high"], "delta").t(
         f"]: {OUTCOME_TEXT[outcome]}.")
 

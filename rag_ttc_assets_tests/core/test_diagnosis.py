@@ -307,12 +307,13 @@ def test_the_correction_says_whether_the_judges_conclusion_is_removed_reversed_o
     d = s.done("s1")
     assert d["rule"] == "limit.human_correction" and d["inputs"]["outcome"] == outcome
     assert dg.OUTCOME_TEXT[outcome] in d["text"]
+    x, y = (more, {"wide": "base", "base": "wide"}[more]) if more else ("wide", "base")
     if more:
-        other = {"wide": "base", "base": "wide"}[more]
-        assert f"finds {more} more complete than {other} (difference {shown[0]}" in d["text"]
+        assert f"finds {x} more complete than {y} ({x} minus {y}: {shown[0]}" in d["text"]
     else:
-        assert "finds no difference in completeness" in d["text"]
-    assert f"corrected by 24 human labels (6 rows of base and 6 of wide labelled) the difference is {shown[1]}" in d["text"]
+        assert f"finds no difference in completeness between {x} and {y} ({x} minus {y}: {shown[0]}" in d["text"]
+    assert (f"corrected by 24 human labels (6 rows of base and 6 of wide labelled) {x} minus {y} is {shown[1]}"
+            in d["text"])
 
 
 def test_without_labels_or_with_too_few_the_diagnosis_says_so_or_nothing():

@@ -383,7 +383,10 @@ def test_the_diagnosis_says_what_the_labels_do_to_the_judges_conclusion(diagnose
     assert s["numbers"]["corrected_low"] == pytest.approx(1 - z * cse)
     assert s["numbers"]["corrected_high"] == pytest.approx(1 + z * cse)
     md = (folder / "diagnosis--context-700-context-4000-baseline-evidence-k-5.md").read_text()
-    assert f"corrected by 20 human labels (6 rows of context-700 and 6 of context-4000 labelled) the difference is " \
+    assert "finds no difference in completeness between context-4000 and context-700 (context-4000 minus " \
+           f"context-700: {jd:+.3f} \\[{jd - z * jse:+.3f}, {jd + z * jse:+.3f}\\]" in md
+    assert "corrected by 20 human labels (6 rows of context-700 and 6 of context-4000 labelled) context-4000 minus " \
+           "context-700 is " \
            f"+1.000 \\[{1 - z * cse:+.3f}, {1 + z * cse:+.3f}\\]: the labels draw a conclusion the judge alone did " \
            "not" in md
     # The arm pages it links show the labels too.
