@@ -35,6 +35,8 @@ def cmd_diagnose(args) -> int:
     if args.baseline and args.baseline not in arms:
         raise CliError(f"--baseline {args.baseline} is not among the diagnosed, materialized arms: {', '.join(arms)}")
     stem = stem_of(args.arms or [], args.family, args.all)
+    if stem == "diagnosis" and args.labels:
+        stem = "diagnosis--all"  # the asset's own files read the store's default labels file only (report.human)
     if stem == "diagnosis" and not args.baseline:
         # The whole sweep: the `diagnosis` asset itself, materialized in DAGSTER_HOME so the UI shows it.
 
@@ -44,13 +46,16 @@ def cmd_diagnose(args) -> int:
         paths = {k: out_dir / f"diagnosis.{k}" for k in ("md", "json", "html")}
     else:
 
-        out = diagnose_and_write(lab, arms, stem, args.baseline)
+        out = diagnose_and_write(lab, arms, stem, args.baseline, labels=args.labels)
         result, paths = out["diagnosis"], out["paths"]
     if args.json:
         print(json.dumps(result, indent=1, ensure_ascii=False))
-    else:
-        print(paths["md"].read_text(), end="")
-        print("\n" + "; ".join(f"{k}: {v}" for k, v in paths.items()))
+        return 0
+    print(paths["md"].read_text(), end="")
+    if result.get("human_labels"):  # an input the diagnosis read (report.human): which file, which bytes
+        h = result["human_labels"]
+        print(f"\nhuman labels: {h['path']} ({h['sha256']}; {h['request_labels']} per-request labels)")
+    print("\n" + "; ".join(f"{k}: {v}" for k, v in paths.items()))
     return 0
 
 
@@ -66,5 +71,9 @@ def add_parser(subparsers, common) -> None:
     s.add_argument("--all", action="store_true", help="every materialized arm (alone: materializes the asset)")
     s.add_argument("--baseline", help="the arm whose failure flow the summary reads (default: `baseline`, else the "
                                       "first compared pair's first arm)")
+    s.add_argument("--labels", help="a human labels file (docs/judges.md#human-labels-in): each compared pair whose "
+                                    "arms both carry per-request labels gets the judge's completeness difference "
+                                    "corrected by them, and the arm pages show them (default: the store's "
+                                    "annotations/labels.jsonl when it exists; with --all, writes diagnosis--all)")
     s.add_argument("--json", action="store_true", help="print diagnosis.json instead of diagnosis.md")
     s.set_defaults(fn=cmd_diagnose)

@@ -24,14 +24,17 @@ def cmd_report(args) -> int:
     from rag_ttc_assets.report.collect import ReportError  # late: polars loads only when this runs
     from rag_ttc_assets.stages.comparisons import compare_two  # late: polars loads only when this runs
     from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
+    from rag_ttc_assets.report import human  # late: reads the labels with polars tables when this runs
 
     lab = lab_from_args(args)
     for arm in filter(None, (args.a, args.b)):
         lab.arms[arm]
+    # The people's labels beside the judges: --labels, else the store's default labels file when it exists.
+    labels = human.read(lab, args.labels)
     try:
         if args.b is None:
             path = Path(args.out) if args.out else lab.store.root / "reports" / f"{args.a}.html"
-            write_arm(lab, args.a, path)
+            write_arm(lab, args.a, path, labels)
         else:
             out_dir = lab.store.comparisons_dir
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -40,10 +43,14 @@ def cmd_report(args) -> int:
             # The JSON the page was made from, beside it: the page's numbers can be checked against it.
             json_path = out_dir / f"{args.a}--{args.b}.json"
             json_path.write_text(json.dumps(rep, indent=1, default=str))
-            path = write_pair(lab, rep, Path(args.out) if args.out else pair_path(out_dir, args.a, args.b))
+            path = write_pair(lab, rep, Path(args.out) if args.out else pair_path(out_dir, args.a, args.b), labels)
             print(f"comparison: {_shown(json_path)}")
     except (LabelDriftError, InstrumentDriftError, ReportError) as e:
         raise CliError(str(e)) from None
+    if labels is not None:
+        h = labels.summary()
+        print(f"human labels: {_shown(labels.path)} ({h['sha256']}; {h['request_labels']} per-request labels by "
+              f"{', '.join(h['annotators']) or 'no annotator'})")
     print(f"report: {_shown(path)} ({path.stat().st_size / 1e6:.1f} MB; open it in a browser, it needs no network)")
     return 0
 
@@ -58,6 +65,9 @@ def add_parser(subparsers, common) -> None:
     s.add_argument("b", nargs="?")
     s.add_argument("--out", help="the HTML file to write (default: the store's comparisons/<a>--<b>.html, or "
                                  "reports/<a>.html for one arm)")
+    s.add_argument("--labels", help="a human labels file (docs/judges.md#human-labels-in) whose per-request labels "
+                                    "the report shows beside each judge (default: the store's "
+                                    "annotations/labels.jsonl, where `rag-ttc annotate` writes, when it exists)")
     s.add_argument("--headline", default="completeness",
                    choices=["completeness", "valid", "faithfulness", "recip_rank", "recall_10", "ndcg_cut_10"])
     s.add_argument("--allow-instrument-drift", action="store_true")

@@ -642,6 +642,8 @@ def limitations(sweep: Mapping) -> list[Sentence]:
         r = arms[a]
         if r.get("requests_measured"):
             out.append(rule_completeness_readings(a, r))
+    for c in sweep.get("human_corrections") or []:
+        out.append(rule_human_correction(c))
     pilots = sorted(a for a, r in arms.items() if r.get("question_set") == "pilot")
     if pilots:
         s = Sentence("limit.pilot", {"arms": pilots})
@@ -688,6 +690,67 @@ def rule_completeness_readings(arm: str, r: Mapping) -> Sentence:
     return s.n("addressed", r.get("requests_answered_share"), "rate").t(" (").n(
         "measured", r["requests_measured"], "count").t(" of ").n("total", r["requests_total"], "count").t(
         " requests measured).")
+
+
+def correction_outcome(judge: Mapping | None, corrected: Mapping | None) -> str:
+    """What the people's labels do to the judge's conclusion on a difference b - a: `removed` (the judge's interval
+    excludes 0, the corrected one spans it), `reversed` (the corrected one excludes 0 on the other side), `holds`
+    (same side), `drawn` (the judge's spans 0, the corrected one excludes it), `none` (both span 0), or
+    `not_estimable` (either difference undefined)."""
+    if not judge or not corrected:
+        return "not_estimable"
+    side = lambda d: 1 if d["low"] > 0 else (-1 if d["high"] < 0 else 0)  # noqa: E731
+    j, c = side(judge), side(corrected)
+    if j == 0:
+        return "drawn" if c else "none"
+    return "removed" if c == 0 else ("holds" if c == j else "reversed")
+
+
+OUTCOME_TEXT = {"removed": "the conclusion is removed (the corrected interval spans 0)",
+                "reversed": "the conclusion is reversed (the sign flips and the corrected interval excludes 0)",
+                "holds": "the conclusion holds (the corrected interval excludes 0 on the same side)",
+                "drawn": "the labels draw a conclusion the judge alone did not (the corrected interval excludes 0)",
+                "none": "no conclusion either way (both intervals span 0)"}
+
+
+def rule_human_correction(c: Mapping) -> Sentence:
+    """A compared pair whose two arms both carry per-request human labels: the judge's own completeness difference
+    over all its rows against the difference corrected by the labels (prediction-powered, core.ppi), and what the
+    correction does to the judge's conclusion (correction_outcome). Differences read toward the arm the judge
+    alone finds more complete."""
+    a, b, judge, corr = c["a"], c["b"], c.get("judge_difference"), c.get("corrected")
+    outcome = correction_outcome(judge, corr)
+    flip = bool(judge) and judge["mean"] < 0  # read toward the more complete arm: x - y
+    x, y = (a, b) if flip else (b, a)
+    k = -1 if flip else 1
+
+    def toward(d: Mapping | None) -> dict | None:
+        if not d:
+            return None
+        lo, hi = sorted((k * d["low"], k * d["high"]))
+        return {"mean": k * d["mean"], "low": lo, "high": hi}
+
+    jd, cd = toward(judge), toward(corr)
+    s = Sentence("limit.human_correction", {"a": a, "b": b, "judge": c["judge"], "outcome": outcome,
+                                            "labelled": c.get("labelled"), "rows": c.get("rows"),
+                                            "weighting": c.get("weighting")})
+    if jd is None:
+        s.t(f"{a} vs {b}: the judge ({c['judge']}) measured too few rows of one arm whole to difference its "
+            "completeness; ")
+    else:
+        verb = (f"finds {x} more complete than {y}" if jd["low"] > 0 or jd["high"] < 0 else
+                f"finds no difference in completeness between {x} and {y}")
+        s.t(f"The judge alone ({c['judge']}) {verb} ({x} minus {y}: ").n("judge_d", jd["mean"], "delta").t(" [").n(
+            "judge_low", jd["low"], "delta").t(", ").n("judge_high", jd["high"], "delta").t("], over ").n(
+            "rows", sum((c.get("rows") or {}).values()), "count").t(" rows); ")
+    s.t("corrected by ").n("labels", c.get("labels", 0), "count").t(" human labels (").n(
+        "labelled_a", (c.get("labelled") or {}).get(a, 0), "count").t(f" rows of {a} and ").n(
+        "labelled_b", (c.get("labelled") or {}).get(b, 0), "count").t(f" of {b} labelled)")
+    if cd is None:
+        return s.t(": not estimable (an arm has fewer than two labelled rows).")
+    return s.t(f" {x} minus {y} is ").n("corrected_d", cd["mean"], "delta").t(" [").n(
+        "corrected_low", cd["low"], "delta").t(", ").n("corrected_high", cd["high"], "delta").t(
+        f"]: {OUTCOME_TEXT[outcome]}.")
 
 
 def _yaml_value(v: Any) -> str:
@@ -878,7 +941,8 @@ def diagnose(sweep: Mapping) -> dict:
     return {"baseline": sweep["baseline"], "arms": sorted(arms), "families": sorted(families),
             "pairs": [[r["a"], r["b"]] for r in sweep["comparisons"]],
             "p_adjust": sweep["comparisons"][0]["p_adjust"] if sweep["comparisons"] else None,
-            "alpha": sweep["alpha"], "min_paired": MIN_PAIRED, "sections": doc.sections}
+            "alpha": sweep["alpha"], "min_paired": MIN_PAIRED, "sections": doc.sections,
+            "human_labels": sweep.get("human_labels")}
 
 
 # -- markdown -------------------------------------------------------------------------------------------------------

@@ -28,5 +28,7 @@ def diagnosis(context: AssetExecutionContext, lab: LabResource) -> MaterializeRe
         "summary": MetadataValue.md("\n".join(f"- {md_escape(s['text'])}" for s in summary)),
         "diagnosis_md": MetadataValue.path(str(paths["md"])), "diagnosis_json": MetadataValue.path(str(paths["json"])),
         "page": MetadataValue.path(str(paths["html"])),
+        # The people's labels it read (the store's default annotations/labels.jsonl, report.human): an input.
+        "human_labels": MetadataValue.json(d.get("human_labels") or {"path": None, "why": "no annotations/labels.jsonl"}),
         # One click from the UI: the page over HTTP when `rag-ttc serve-reports` runs (make dev starts it).
         **({"page_url": MetadataValue.url(url)} if (url := report_url("comparisons", paths["html"].name)) else {})})

@@ -160,6 +160,8 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
         # The adjustment is over every pair and metric above: significant is read on the adjusted p-value.
         "p_adjust": p_adjust_text(reports[0]) if reports else f"{lab_.arms.p_adjust} (no pair compared)",
         "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)), **pages,
+        # The people's labels the pair reports show (the store's default labels file, report.human): an input.
+        "human_labels": MetadataValue.json(c["human_labels"] or {"path": None, "why": "no annotations/labels.jsonl"}),
         **({"failure_flow_plot": MetadataValue.md(_image(flow_png))} if flow_png else {}),
         **{f"sweep_{f}": MetadataValue.md(_image(Path(p), f"sweep {f}"))
            for f, p in sweeps.items()},

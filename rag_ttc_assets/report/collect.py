@@ -10,13 +10,13 @@ from pathlib import Path
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.report_server import annotate_url
 from rag_ttc_assets.adapters.store import ArmJson, Table
-from rag_ttc_assets.core.annotation import annotate_command
+from rag_ttc_assets.core.annotation import annotate_command, answer_sha256
 from rag_ttc_assets.core.compare import DIRECTIONS
 from rag_ttc_assets.core.completeness import judge_grades
 from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.lab import Lab, prompt_fields
-from rag_ttc_assets.report import model
+from rag_ttc_assets.report import human, model
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.comparisons import arm_title
 from rag_ttc_assets.core.tables import QUERY_ID
@@ -50,8 +50,29 @@ def _sent(lab: Lab, arm: str, qid: str, digests) -> list[dict]:
     return sent
 
 
-def arm_views(lab: Lab, arm: str) -> dict:
-    """Every case of one arm as `model.arm_case` sees it, the arm's questions and chunks, and its instruments."""
+def human_labels(lab: Lab, labels) -> human.HumanLabels | None:
+    """The human labels a report shows: those given (a HumanLabels, read once for many pages), the file named, or
+    the store's default file when it exists (report.human.resolve)."""
+    return labels if isinstance(labels, human.HumanLabels) else human.read(lab, labels)
+
+
+def _human_of(lab: Lab, arm: str, labels: human.HumanLabels | None, views: dict) -> None:
+    """Each case's people's labels beside its judges (view["human"]: request -> labels), each flagged when made on
+    an older run or another answer of the arm."""
+    if labels is None:
+        return
+    run_id = human.current_run_id(lab, arm)
+    for qid, by_request in labels.by_case(arm).items():
+        view = views.get(qid)
+        if view is None:
+            continue
+        sha = answer_sha256(view)
+        view["human"] = {rid: human.case_labels(labs, run_id, sha) for rid, labs in by_request.items()}
+
+
+def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> dict:
+    """Every case of one arm as `model.arm_case` sees it, the arm's questions and chunks, and its instruments; with
+    `labels`, the people's labels of its cases beside the judges."""
     inputs = ArmInputs(lab, arm)
     cfg, store = inputs.cfg, lab.store
     chunks = [c.model_dump() for c in inputs.chunk_list]
@@ -77,6 +98,7 @@ def arm_views(lab: Lab, arm: str) -> dict:
             flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
             _sent(lab, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k,
             outcomes.get(q.id, []))
+    _human_of(lab, arm, labels, views)
     return {"arm": arm, "questions": [q.model_dump() for q in questions], "views": views, "chunks": chunks,
             "chunks_digest": _chunks_digest(lab, inputs), "info": arm_info(lab, arm)}
 
@@ -136,10 +158,12 @@ def _chunk_sets(sides: list[dict], cases: list[dict]) -> tuple[list[dict], list[
     return sets, index
 
 
-def pair_model(lab: Lab, comparison: dict) -> dict:
-    """The page model of a pair report over a `compare_two` (or `arm_comparisons`) comparison."""
+def pair_model(lab: Lab, comparison: dict, labels=None) -> dict:
+    """The page model of a pair report over a `compare_two` (or `arm_comparisons`) comparison; `labels` as in
+    human_labels."""
     a, b = comparison["a"], comparison["b"]
-    side_a, side_b = arm_views(lab, a), arm_views(lab, b)
+    hl = human_labels(lab, labels)
+    side_a, side_b = arm_views(lab, a, hl), arm_views(lab, b, hl)
     questions = {q["id"]: q for q in side_a["questions"] + side_b["questions"]}
     cases = model.pair_cases(list(questions.values()), side_a["views"], side_b["views"], comparison)
     sets, index = _chunk_sets([side_a, side_b], cases)
@@ -149,18 +173,22 @@ def pair_model(lab: Lab, comparison: dict) -> dict:
         "arms": [{**side_a["info"], "chunk_set": index[0]}, {**side_b["info"], "chunk_set": index[1]}],
         "comparison": comparison, "directions": DIRECTIONS, "branches": list(FLOW_BRANCHES), "chunks": sets,
         "cases": cases, "annotate": {"command": annotate_command([a, b]), "url": annotate_url()},
+        "human_labels": hl.summary() if hl else None,
         "plots": {"delta_histogram": png_data(plots.get("delta_histogram")),
                   "buckets": png_data(plots.get("buckets")),
                   "graded_delta_histogram": png_data(plots.get("graded_delta_histogram"))}})
 
 
-def single_model(lab: Lab, arm: str, flow_png: str | Path | None = None) -> dict:
-    """The page model of one arm's report: its failure flow (and plot), hit rate, and its cases by branch."""
-    side = arm_views(lab, arm)
+def single_model(lab: Lab, arm: str, flow_png: str | Path | None = None, labels=None) -> dict:
+    """The page model of one arm's report: its failure flow (and plot), hit rate, and its cases by branch; with
+    human labels (human_labels), the people's label of each labelled request beside the judges."""
+    hl = human_labels(lab, labels)
+    side = arm_views(lab, arm, hl)
     cases = model.arm_cases(side["questions"], side["views"])
     sets, index = _chunk_sets([side], cases)
     return model.finite_or_none({
         "kind": "arm", "title": side["info"]["title"], "arms": [{**side["info"], "chunk_set": index[0]}],
         "branches": list(FLOW_BRANCHES), "chunks": sets, "cases": cases,
         "annotate": {"command": annotate_command([arm]), "url": annotate_url()},
+        "human_labels": hl.summary() if hl else None,
         "plots": {"failure_flow": png_data(flow_png)}})

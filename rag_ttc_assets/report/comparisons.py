@@ -1,5 +1,6 @@
 """What `arm_comparisons` writes: every compared pair's JSON, its plots and case report, the sweep curves and the
-failure-flow bars of every arm, and the summary rows its metadata shows."""
+failure-flow bars of every arm, the summary rows its metadata shows, and the human labels file its pages read
+(its sha256: an input of the pages)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.report import human
 from rag_ttc_assets.report.files import pair_path, write_pair
 from rag_ttc_assets.report.text import era_text, paired_text, significant_metrics
 from rag_ttc_assets.stages.comparisons import arm_title, compare_pairs
@@ -19,12 +21,14 @@ def write_comparisons(lab: Lab, out_dir: Path) -> dict:
     summary row per pair, the pages and plots written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     reports, skipped = compare_pairs(lab)
+    # The people's labels shown in the pair reports: the store's default labels file when it exists (report.human).
+    labels = human.read(lab, None)
     summary, pages = [], {}
     for rep in reports:
         pair_plots(rep, out_dir)
         (out_dir / f"{rep['a']}--{rep['b']}.json").write_text(json.dumps(rep, indent=1, default=str))
         # The clickable case report of the pair, made from the JSON just written.
-        pages[f"{rep['a']}--{rep['b']}"] = write_pair(lab, rep, pair_path(out_dir, rep["a"], rep["b"]))
+        pages[f"{rep['a']}--{rep['b']}"] = write_pair(lab, rep, pair_path(out_dir, rep["a"], rep["b"]), labels)
         m = rep["metrics"]
         summary.append({"a": arm_title(lab, rep["a"]), "b": arm_title(lab, rep["b"]), "n": rep["n"],
                         "valid_delta": m["valid"]["mean_delta"], "valid_p": m["valid"]["p_value"],
@@ -37,4 +41,5 @@ def write_comparisons(lab: Lab, out_dir: Path) -> dict:
                         "representations": era_text(rep)})
     sweeps = sweep_plots(lab, out_dir)
     return {"reports": reports, "skipped": skipped, "summary": summary, "pages": pages, "sweeps": sweeps,
-            "flow_png": flow_bars(lab, lab.arms.names, out_dir / "failure-flow-all-arms.png")}
+            "flow_png": flow_bars(lab, lab.arms.names, out_dir / "failure-flow-all-arms.png"),
+            "human_labels": labels.summary() if labels else None}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_ttc_assets.adapters.store import atomic_write_bytes
+from rag_ttc_assets.report import human
 from rag_ttc_assets.report.files import write_arm
 from rag_ttc_assets.report.html import render
 from rag_ttc_assets.report.model import finite_or_none
@@ -13,12 +14,13 @@ from rag_ttc_assets.core.diagnosis import diagnose
 from rag_ttc_assets.stages import diagnosis as stage
 
 
-def arm_pages(lab, arms: list[str]) -> dict[str, Path]:
-    """One arm's case report per arm, under the store's reports/ (`rag-ttc report ARM` writes the same file)."""
+def arm_pages(lab, arms: list[str], labels=None) -> dict[str, Path]:
+    """One arm's case report per arm, under the store's reports/ (`rag-ttc report ARM` writes the same file); the
+    people's labels beside the judges (`labels`, report.human)."""
 
     folder = lab.store.root / "reports"
     folder.mkdir(parents=True, exist_ok=True)
-    return {a: write_arm(lab, a, folder / f"{a}.html") for a in arms}
+    return {a: write_arm(lab, a, folder / f"{a}.html", labels) for a in arms}
 
 
 def write_page(diagnosis: dict, path: Path, title: str) -> Path:
@@ -31,19 +33,27 @@ def write_page(diagnosis: dict, path: Path, title: str) -> Path:
 
 
 def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: str | None = None,
-                       title: str | None = None, with_arm_pages: bool = True) -> dict:
+                       title: str | None = None, with_arm_pages: bool = True, labels=None) -> dict:
     """Everything a diagnosis writes into the store's comparisons/ folder: `<stem>.md`, `<stem>.json` and the page
     `<stem>.html`, whose numbers link to the pair reports beside it and to the arm reports under reports/ (written
-    here for the baseline and the families' members when `with_arm_pages`). Returns the diagnosis and the paths."""
+    here for the baseline and the families' members when `with_arm_pages`). `labels`: the human labels file (None:
+    the store's default annotations/labels.jsonl when it exists, report.human): the arm pages show them beside the
+    judges, and each compared pair whose arms both carry labels gets the judge's completeness difference corrected
+    by them (limit.human_correction); the file's sha256 is recorded in the diagnosis. Returns the diagnosis and
+    the paths."""
 
     out_dir = lab.store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
+    hl = human.read(lab, labels)
     reports, _ = stage.comparisons(lab, arms)
     base = baseline or stage.default_baseline(lab, arms, reports)
     if with_arm_pages:
         linked = {base} | {a for members in lab.arms.families.values() for a in members if a in arms}
-        arm_pages(lab, sorted(linked & set(arms)))
+        arm_pages(lab, sorted(linked & set(arms)), hl)
     sweep = stage.gather(lab, arms, base, stage.existing_pages(lab, arms, out_dir))
+    if hl is not None:  # labels reach the diagnosis only here, never a generator or a retrieval
+        sweep["human_labels"] = hl.summary()
+        sweep["human_corrections"] = human.pair_corrections(lab, hl, [(r["a"], r["b"]) for r in sweep["comparisons"]])
     result = diagnose(sweep)
     title = title or f"Diagnosis: {len(arms)} arms, {len(sweep['comparisons'])} compared pairs"
     paths = stage.write(result, out_dir, title, stem)

@@ -13,19 +13,21 @@ def pair_path(comparisons_dir: Path, a: str, b: str) -> Path:
     return comparisons_dir / f"{a}--{b}.html"
 
 
-def write_pair(lab, comparison: dict, path: Path) -> Path:
-    """Render the pair report of `comparison` (compare_two's dict, as written to `<a>--<b>.json`) to `path`."""
+def write_pair(lab, comparison: dict, path: Path, labels=None) -> Path:
+    """Render the pair report of `comparison` (compare_two's dict, as written to `<a>--<b>.json`) to `path`;
+    `labels`: the human labels shown beside the judges (report.human: a HumanLabels, a file, or None for the
+    store's default file when it exists)."""
     from rag_ttc_assets.report.collect import pair_model  # late: polars, for `rag-ttc report` only when it runs
 
-    atomic_write_bytes(path, render(pair_model(lab, comparison)).encode("utf-8"), mode=0o644)
+    atomic_write_bytes(path, render(pair_model(lab, comparison, labels)).encode("utf-8"), mode=0o644)
     return path
 
 
-def write_arm(lab, arm: str, path: Path) -> Path:
-    """Render one arm's report (its failure-flow plot written beside it) to `path`."""
+def write_arm(lab, arm: str, path: Path, labels=None) -> Path:
+    """Render one arm's report (its failure-flow plot written beside it) to `path`; `labels` as in write_pair."""
     from rag_ttc_assets.report.collect import single_model  # late: polars, for `rag-ttc report` only when it runs
     from rag_ttc_assets.stages.diagnostics_files import flow_bars  # late: polars, as above
 
     png = flow_bars(lab, [arm], path.with_suffix(".flow.png"))
-    atomic_write_bytes(path, render(single_model(lab, arm, png)).encode("utf-8"), mode=0o644)
+    atomic_write_bytes(path, render(single_model(lab, arm, png, labels)).encode("utf-8"), mode=0o644)
     return path

@@ -60,6 +60,9 @@
     if (D.annotate) out.push(el("p", { class: "annotate" }, "Label these answers by hand: ", D.annotate.url
       ? el("a", { href: D.annotate.url + "/", id: "annotate-link" }, D.annotate.url + "/")
       : el("code", {}, D.annotate.command), D.annotate.url ? ` (${D.annotate.command})` : ""));
+    if (D.human_labels) out.push(el("p", { class: "human-labels" }, `Human labels shown beside the judges: ` +
+      `${D.human_labels.path} (${D.human_labels.sha256}; ${D.human_labels.request_labels} per-request labels by ` +
+      `${D.human_labels.annotators.join(", ") || "no annotator"}).`));
     ARMS.forEach((arm) => {
       if (arm.label_use !== "none") out.push(el("p", { class: "oracle" }, `${arm.name} is ${arm.label_use}: it uses ` +
         "evaluation labels on purpose; its numbers are a diagnostic bound, not a deployable system's."));
@@ -372,6 +375,24 @@
             v.jurors.map((j) => el("td", {}, j.status === "judged" ? fmt(j.verdict) : `not measured (${j.status})`)),
             el("td", {}, fmt(v.jurors_disagree)));
         })));
+    }
+    if (view.human) {  // the people's labels, every annotator, beside the request judge's and each juror's verdict
+      const rows = [];
+      c.requests.filter((r) => view.human[r.id]).forEach((r) => {
+        const v = view.requests[r.id] || {};
+        view.human[r.id].forEach((h) => rows.push(el("tr", { class: h.older ? "older" : null, "data-human": r.id },
+          el("td", {}, r.id), el("td", {}, fmt(h.annotator)), el("td", { class: "human-case" }, fmt(h.case)),
+          el("td", {}, fmt(v.verdict)),
+          (jurors || []).map((j) => {
+            const jv = (v.jurors || []).find((x) => x.model === j.model);
+            return el("td", {}, !jv ? "–" : jv.status === "judged" ? fmt(jv.verdict) : `not measured (${jv.status})`);
+          }),
+          el("td", { class: "human-note" }, h.note || ""),
+          el("td", { class: "human-quote" }, h.quote ? `${h.quote_chunk_id || ""}: ${h.quote}` : "–"),
+          el("td", { class: "human-older" }, h.older || ""))));
+      });
+      parts.push(el("h3", {}, "Human labels"), table("human", ["request", "annotator", "person's case",
+        "request judge", ...(jurors || []).map((j) => `juror ${j.model}`), "note", "gold quote", "flag"], rows));
     }
     if (view.contract) {
       parts.push(el("h3", {}, "Answer"), el("p", {}, `contract ${view.contract.status}` +

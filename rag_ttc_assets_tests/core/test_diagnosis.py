@@ -282,3 +282,41 @@ def test_next_experiment_combines_more_evidence_with_the_prompt_as_a_pasteable_a
     # Once an arm of the arms file runs the combination, it is no longer proposed.
     s["all_configs"] = {"both": {"config_flat": {**override, "dataset": "pyref"}}}
     assert not sentences(dg.diagnose(s), "next.combine")
+
+
+def _correction(judge, corrected):
+    return {"a": "base", "b": "wide", "judge": "request judge J", "labels": 24, "labelled": {"base": 6, "wide": 6},
+            "rows": {"base": 40, "wide": 40}, "weighting": {},
+            "judge_difference": dict(zip(("mean", "low", "high"), judge)) if judge else None,
+            "corrected": dict(zip(("mean", "low", "high"), corrected)) if corrected else None}
+
+
+@pytest.mark.parametrize("judge, corrected, outcome, more, shown", [
+    # the judge alone finds wide more complete (b - a excludes 0 above)
+    ((0.20, 0.10, 0.30), (0.05, -0.10, 0.20), "removed", "wide", ("+0.200", "+0.050 [-0.100, +0.200]")),
+    ((0.20, 0.10, 0.30), (-0.30, -0.45, -0.15), "reversed", "wide", ("+0.200", "-0.300 [-0.450, -0.150]")),
+    ((0.20, 0.10, 0.30), (0.25, 0.05, 0.45), "holds", "wide", ("+0.200", "+0.250 [+0.050, +0.450]")),
+    # the judge alone finds base more complete: every difference read toward base (a - b)
+    ((-0.20, -0.30, -0.10), (0.30, 0.15, 0.45), "reversed", "base", ("+0.200", "-0.300 [-0.450, -0.150]")),
+    ((0.05, -0.05, 0.15), (0.50, 0.20, 0.80), "drawn", None, ("+0.050", "+0.500 [+0.200, +0.800]")),
+    ((0.05, -0.05, 0.15), (0.10, -0.20, 0.40), "none", None, ("+0.050", "+0.100 [-0.200, +0.400]")),
+])
+def test_the_correction_says_whether_the_judges_conclusion_is_removed_reversed_or_holds(judge, corrected, outcome,
+                                                                                        more, shown):
+    s = dg.limitations({"arms": {}, "comparisons": [], "human_corrections": [_correction(judge, corrected)]})[0]
+    d = s.done("s1")
+    assert d["rule"] == "limit.human_correction" and d["inputs"]["outcome"] == outcome
+    assert dg.OUTCOME_TEXT[outcome] in d["text"]
+    x, y = (more, {"wide": "base", "base": "wide"}[more]) if more else ("wide", "base")
+    if more:
+        assert f"finds {x} more complete than {y} ({x} minus {y}: {shown[0]}" in d["text"]
+    else:
+        assert f"finds no difference in completeness between {x} and {y} ({x} minus {y}: {shown[0]}" in d["text"]
+    assert (f"corrected by 24 human labels (6 rows of base and 6 of wide labelled) {x} minus {y} is {shown[1]}"
+            in d["text"])
+
+
+def test_without_labels_or_with_too_few_the_diagnosis_says_so_or_nothing():
+    assert not [s for s in dg.limitations({"arms": {}, "comparisons": []}) if s.rule == "limit.human_correction"]
+    s = dg.limitations({"arms": {}, "comparisons": [], "human_corrections": [_correction((0.2, 0.1, 0.3), None)]})[0]
+    assert s.done("s1")["inputs"]["outcome"] == "not_estimable" and "not estimable" in s.done("s1")["text"]

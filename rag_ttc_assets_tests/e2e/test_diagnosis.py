@@ -260,3 +260,170 @@ def test_completeness_is_read_graded_beside_the_share_addressed_everywhere(diagn
         assert view["completeness"]["graded"] == pytest.approx(sum(covered) / len(covered))
         assert (view["completeness"]["graded_n"], view["completeness"]["measured"]) == (len(covered), len(measured))
     assert page["arms"][0]["completeness_measured"]["graded_completeness"] == pytest.approx(h["graded"])
+
+
+# -- the people's labels beside the judges (report.human), read last: they write report pages and diagnoses -------
+
+MEASURED = {"mini-01": ["mini-01.r1", "mini-01.r2"], "mini-02": ["mini-02.r1", "mini-02.r2"],
+            "mini-03": ["mini-03.r1", "mini-03.r2"], "mini-04": ["mini-04.r1", "mini-04.r2"],
+            "mini-05": ["mini-05.r1"], "mini-07": ["mini-07.r1"]}  # the rows the request judge measured whole
+SCRIPT_NOTE = "fine <script>window.__pwned = 1</script>"
+
+
+def _labels(path: Path) -> Path:
+    """A constructed labels file (not the gold): two annotators on baseline's mini-01.r1, one on an older run; a
+    label of another answer; the same labels on evidence-k-5 (identical arms, identical labels: no difference
+    either way); every measured request of context-700 not answered and of context-4000 answered."""
+    base = [{"kind": "request", "question": "mini-01", "request": "mini-01.r1", "arm": "baseline", "addressed": True,
+             "verdict": "consistent", "annotator": "ann1", "case": "answered_supported", "note": SCRIPT_NOTE,
+             "quote": "Assert statements are a convenient way", "quote_chunk_id": "assert#chunk-0"},
+            {"kind": "request", "question": "mini-01", "request": "mini-01.r1", "arm": "baseline", "addressed": False,
+             "verdict": "not_addressed", "annotator": "ann2", "case": "not_answered", "note": "misses it",
+             "run_id": "an-older-run"},
+            {"kind": "request", "question": "mini-02", "request": "mini-02.r1", "arm": "baseline", "addressed": True,
+             "annotator": "ann1", "answer_sha256": "sha256:" + "0" * 64}]
+    recs = base + [{k: v for k, v in r.items() if k not in ("run_id", "answer_sha256")} | {"arm": "evidence-k-5"}
+                   for r in base]
+    recs += [{"kind": "request", "question": q, "request": r, "arm": arm, "addressed": arm == "context-4000",
+              "annotator": "ann1"} for arm in ("context-700", "context-4000") for q, rs in MEASURED.items()
+             for r in rs]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    return path
+
+
+def _blob(html: str) -> dict:
+    return json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html,
+                                re.S).group(1))
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_case_report_shows_each_persons_label_beside_the_judges(diagnosed, tmp_path):
+    root, env, _ = diagnosed
+    labels = _labels(tmp_path / "labels.jsonl")
+    code, out, err = cli("report", "baseline", "--labels", str(labels), "--out", str(tmp_path / "b.html"), env=env)
+    assert code == 0, err[-3000:]
+    assert f"human labels: {labels} ({_sha(labels)}; 26 per-request labels by ann1, ann2)" in out
+    html = (tmp_path / "b.html").read_text()
+    page = _blob(html)
+    assert page["human_labels"]["sha256"] == _sha(labels)
+    cases = {c["id"]: c["arms"][0] for c in page["cases"]}
+    first = cases["mini-01"]["human"]["mini-01.r1"]
+    assert [(h["annotator"], h["case"], h["note"]) for h in first] == [
+        ("ann1", "answered_supported", SCRIPT_NOTE), ("ann2", "not_answered", "misses it")]
+    assert first[0]["quote"] == "Assert statements are a convenient way" and first[0]["older"] is None
+    assert first[1]["older"].startswith("on an older answer: labelled on run an-older-run; the row now comes from")
+    # A hand-written label without a case reads as its `addressed`; labelled on another answer: flagged.
+    other = cases["mini-02"]["human"]["mini-02.r1"][0]
+    assert other["case"] == "addressed true" and other["older"].startswith("on an older answer")
+    # Beside the request judge's verdict of the same request, in the same view; unlabelled cases carry none.
+    assert cases["mini-01"]["requests"]["mini-01.r1"]["verdict"] and "human" not in cases["mini-03"]
+    # The note is text in the JSON blob, escaped: no `<script>` from a label reaches the page as markup.
+    assert "<script>window.__pwned" not in html and "\\u003cscript\\u003ewindow.__pwned" in html
+    # A bad labels file: one clear error naming the file, the line and the field; nothing written.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(labels.read_text().replace('"mini-02.r1"', '"mini-02.r9"', 1))
+    code, out, err = cli("report", "baseline", "--labels", str(bad), "--out", str(tmp_path / "x.html"), env=env)
+    assert code != 0 and "Traceback" not in err and not (tmp_path / "x.html").exists()
+    assert f"{bad}: line 3: request: question 'mini-02' has no request 'mini-02.r9'" in err, err[-2000:]
+
+
+def _judge_rows(root: Path, arm: str) -> list[float]:
+    """The request judge's completeness of each answer it measured whole: the share of its requests addressed."""
+    import polars as pl
+
+    rows = pl.read_parquet(next(root.glob(f"home/**/arms/{arm}/request_judgments.parquet"))).to_dicts()
+    by_q: dict[str, list[dict]] = {}
+    for r in rows:
+        by_q.setdefault(r["query_id"], []).append(r)
+    return [sum(bool(r["addressed"]) for r in rs) / len(rs) for rs in by_q.values()
+            if all(r["status"] == "judged" for r in rs)]
+
+
+def test_the_diagnosis_says_what_the_labels_do_to_the_judges_conclusion(diagnosed, tmp_path):
+    """The corrected difference recomputed by hand from the paper's mean estimator (every measured row labelled:
+    theta = mean(f) - mean(f - y), se^2 = var(f)/N + var(f - y)/n per arm, independent arms)."""
+    from statistics import fmean, variance
+
+    root, env, _ = diagnosed
+    labels = _labels(tmp_path / "labels.jsonl")
+    code, out, err = cli("diagnose", "context-700", "context-4000", "baseline", "evidence-k-5", "--labels",
+                         str(labels), env=env)
+    assert code == 0, err[-3000:]
+    assert f"human labels: {labels} ({_sha(labels)}; 26 per-request labels)" in out
+    folder = next(root.glob("home/**/comparisons"))
+    d = json.loads((folder / "diagnosis--context-700-context-4000-baseline-evidence-k-5.json").read_text())
+    assert d["human_labels"]["sha256"] == _sha(labels)
+    said = {(s["inputs"]["a"], s["inputs"]["b"]): s for sec in d["sections"] for s in sec["sentences"]
+            if s["rule"] == "limit.human_correction"}
+    assert set(said) == {("baseline", "evidence-k-5"), ("context-700", "context-4000")}
+    # Identical arms, identical labels: no difference either way.
+    same = said[("baseline", "evidence-k-5")]
+    assert same["inputs"]["outcome"] == "none" and same["numbers"]["corrected_d"] == 0
+    assert "finds no difference in completeness" in same["text"]
+    # context-700's answers all not answered by people, context-4000's all answered: the labels draw a conclusion
+    # the judge alone, on these six rows, cannot.
+    s = said[("context-700", "context-4000")]
+    fa, fb = _judge_rows(root, "context-700"), _judge_rows(root, "context-4000")
+    assert len(fa) == len(fb) == len(MEASURED)
+    jd = fmean(fb) - fmean(fa)
+    jse = (variance(fa) / len(fa) + variance(fb) / len(fb)) ** 0.5
+    se_a2 = variance(fa) / len(fa) + variance(fa) / len(fa)  # y = 0: f - y = f
+    se_b2 = variance(fb) / len(fb) + variance([f - 1 for f in fb]) / len(fb)
+    cse = (se_a2 + se_b2) ** 0.5
+    z = 1.959963984540054
+    assert jd - z * jse < 0 < jd + z * jse  # the judge alone: the interval spans 0
+    assert s["inputs"]["outcome"] == "drawn" and s["numbers"]["labels"] == 2 * 10
+    assert s["numbers"]["judge_d"] == pytest.approx(jd) and s["numbers"]["judge_low"] == pytest.approx(jd - z * jse)
+    assert s["numbers"]["corrected_d"] == pytest.approx(1.0)
+    assert s["numbers"]["corrected_low"] == pytest.approx(1 - z * cse)
+    assert s["numbers"]["corrected_high"] == pytest.approx(1 + z * cse)
+    md = (folder / "diagnosis--context-700-context-4000-baseline-evidence-k-5.md").read_text()
+    assert "finds no difference in completeness between context-4000 and context-700 (context-4000 minus " \
+           f"context-700: {jd:+.3f} \\[{jd - z * jse:+.3f}, {jd + z * jse:+.3f}\\]" in md
+    assert "corrected by 20 human labels (6 rows of context-700 and 6 of context-4000 labelled) context-4000 minus " \
+           "context-700 is " \
+           f"+1.000 \\[{1 - z * cse:+.3f}, {1 + z * cse:+.3f}\\]: the labels draw a conclusion the judge alone did " \
+           "not" in md
+    # The arm pages it links show the labels too.
+    page = _blob((root / "home" / "store" / "reports" / "context-700.html").read_text()) if (
+        root / "home" / "store" / "reports" / "context-700.html").exists() else _blob(
+        next(root.glob("home/**/reports/context-700.html")).read_text())
+    assert page["human_labels"]["sha256"] == _sha(labels)
+    assert {h["case"] for c in page["cases"] for hs in (c["arms"][0].get("human") or {}).values() for h in hs} == {
+        "addressed false"}
+
+
+def test_the_assets_read_the_stores_default_labels_file_and_record_its_digest(diagnosed, tmp_path):
+    """No --labels: `rag-ttc report` and the `diagnosis` asset (`rag-ttc diagnose --all`) read the store's
+    annotations/labels.jsonl, where `rag-ttc annotate` writes; the asset's metadata records the file's sha256."""
+    import os
+
+    from dagster import AssetKey, DagsterInstance
+
+    root, env, _ = diagnosed
+    store = next(root.glob("home/**/comparisons")).parent
+    default = store / "annotations" / "labels.jsonl"
+    default.parent.mkdir(exist_ok=True)
+    _labels(default)
+    try:
+        code, out, err = cli("report", "baseline", "--out", str(tmp_path / "b.html"), env=env)
+        assert code == 0, err[-3000:]
+        assert _blob((tmp_path / "b.html").read_text())["human_labels"]["sha256"] == _sha(default)
+        code, out, err = cli("diagnose", "--all", env=env)
+        assert code == 0, err[-3000:]
+        d = json.loads((store / "comparisons" / "diagnosis.json").read_text())
+        assert d["human_labels"]["sha256"] == _sha(default)
+        assert {(s["inputs"]["a"], s["inputs"]["b"]) for sec in d["sections"] for s in sec["sentences"]
+                if s["rule"] == "limit.human_correction"} == {("baseline", "evidence-k-5"),
+                                                               ("context-700", "context-4000")}
+        os.environ["DAGSTER_HOME"] = env["DAGSTER_HOME"]
+        with DagsterInstance.get() as instance:
+            meta = instance.get_latest_materialization_event(AssetKey("diagnosis")).asset_materialization.metadata
+        assert meta["human_labels"].value["sha256"] == _sha(default)
+    finally:
+        default.unlink()

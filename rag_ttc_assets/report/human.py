@@ -1,0 +1,149 @@
+"""Human labels beside the judges: which labels file a case report or a diagnosis reads, the people's per-request
+labels of each case (several annotators all kept), and the judge's completeness corrected by them
+(core.ppi, prediction-powered) for a compared pair.
+
+Where labels come from: the file named (`--labels FILE` on `rag-ttc report` and `rag-ttc diagnose`), else the
+store's default `annotations/labels.jsonl` (where `rag-ttc annotate` writes) when it exists, else none. The Dagster
+assets (`arm_comparisons`, `diagnosis`) read the default file the same way, and record its sha256 with what they
+wrote: a labels file is an input the report read. Labels reach only the report and the diagnosis, never an answer
+generator or a retrieval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from pathlib import Path
+
+from rag_ttc_assets.core import judge_agreement as ja
+
+DEFAULT = Path("annotations") / "labels.jsonl"  # under the store's root, as `rag-ttc annotate` writes it
+
+
+def default_path(lab) -> Path:
+    return lab.store.root / DEFAULT
+
+
+def resolve(lab, path: str | Path | None) -> Path | None:
+    """The labels file to read: `path` when given (it must exist), else the store's default when it exists."""
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ja.LabelsError([ja.LabelProblem(str(p), "(file)", "(file)", "file not found")])
+        return p
+    p = default_path(lab)
+    return p if p.is_file() else None
+
+
+class HumanLabels:
+    """A labels file read and checked once (core.judge_agreement.parse_labels against the lab's arms: a bad file is
+    refused naming file, line and field), its records, and its sha256."""
+
+    def __init__(self, lab, path: Path):
+        from rag_ttc_assets.stages.judge_agreement import catalog  # late: polars, which the code location never loads
+
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+        self.path = path
+        self.sha256 = "sha256:" + hashlib.sha256(raw).hexdigest()
+        self.labels = ja.parse_labels(text, str(path), catalog(lab))
+        self.records = [json.loads(x) for x in text.splitlines() if x.strip()]
+
+    def summary(self) -> dict:
+        requests = [r for r in self.records if r.get("kind") == "request"]
+        return {"path": str(self.path), "sha256": self.sha256, "request_labels": len(requests),
+                "annotators": sorted({r["annotator"] for r in requests})}
+
+    def by_case(self, arm: str) -> dict[str, dict[str, list[dict]]]:
+        """question -> request -> the people's labels of `arm`'s answer (every annotator, in file order)."""
+        out: dict[str, dict[str, list[dict]]] = {}
+        for line, r in enumerate(self.records, 1):
+            if r.get("kind") != "request" or r.get("arm") != arm or r.get("origin", "dataset") != "dataset":
+                continue
+            out.setdefault(r["question"], {}).setdefault(r["request"], []).append({**r, "line": line})
+        return out
+
+
+def read(lab, path: str | Path | None) -> HumanLabels | None:
+    """The labels a report or diagnosis reads (resolve), checked; None when there are none."""
+    p = resolve(lab, path)
+    return HumanLabels(lab, p) if p is not None else None
+
+
+def current_run_id(lab, arm: str) -> str | None:
+    """The run the arm's rows now come from, as the labelling page reads it (stages.annotate)."""
+    from rag_ttc_assets.stages.annotate import _current_run_id  # late: polars (stages.inspect); the page's reading
+
+    return _current_run_id(lab, arm)
+
+
+def case_labels(labels: list[dict], run_id: str | None, answer_sha256: str | None) -> list[dict]:
+    """The shown fields of one request's labels: the person's case (or, for a label written by hand without one,
+    its `addressed` and `verdict`), annotator, note, gold quote, and `older` when the label was made on an older run
+    of the arm (its run_id is not the arm's current run) or on another answer (its answer_sha256 differs)."""
+    out = []
+    for r in labels:
+        older = None
+        if r.get("run_id") and run_id and r["run_id"] != run_id:
+            older = f"on an older answer: labelled on run {r['run_id']}; the row now comes from run {run_id}"
+            if r.get("answer_sha256") and answer_sha256 and r["answer_sha256"] != answer_sha256:
+                older += ", with another answer"
+        elif r.get("answer_sha256") and answer_sha256 and r["answer_sha256"] != answer_sha256:
+            older = "on an older answer: the answer labelled is not the answer the arm now gives"
+        case = r.get("case") or f"addressed {str(r.get('addressed')).lower()}" + (
+            f", verdict {r['verdict']}" if r.get("verdict") else "")
+        out.append({"annotator": r.get("annotator"), "case": case, "addressed": r.get("addressed"),
+                    "verdict": r.get("verdict"), "note": r.get("note") or "", "quote": r.get("quote"),
+                    "quote_chunk_id": r.get("quote_chunk_id"), "older": older, "line": r["line"]})
+    return out
+
+
+# -- the corrected difference of a compared pair (the diagnosis) ------------------------------------------------------
+
+def corrected_difference(est_a: dict, est_b: dict) -> dict | None:
+    """b - a of two arms' prediction-powered completeness (the one place the estimator of a difference is called:
+    core.ppi.difference_estimate, independent samples; a paired estimator can replace it here)."""
+    from rag_ttc_assets.core import ppi  # late: numpy and scipy
+
+    return ppi.difference_estimate(est_b, est_a)
+
+
+def judge_difference(judge_a: list[float], judge_b: list[float], z: float = 1.959963984540054) -> dict | None:
+    """b - a of the judge's own completeness over every row it measured whole, with the normal 95% interval of a
+    difference of two means (independent samples, as corrected_difference reads the corrected one)."""
+    if len(judge_a) < 2 or len(judge_b) < 2:
+        return None
+    d = statistics.fmean(judge_b) - statistics.fmean(judge_a)
+    se = (statistics.variance(judge_a) / len(judge_a) + statistics.variance(judge_b) / len(judge_b)) ** 0.5
+    return {"mean": d, "low": d - z * se, "high": d + z * se}
+
+
+def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> list[dict]:
+    """Per compared pair whose two arms both carry per-request labels, and per request judge that scored both: the
+    judge's difference b - a over all its rows, and the difference corrected by the labels (core.ppi)."""
+    from rag_ttc_assets.core import ppi  # late: numpy and scipy
+    from rag_ttc_assets.stages.judge_agreement import judge_scores  # late: polars
+
+    labelled = {lab_.arm for lab_ in labels.labels.requests}
+    wanted = [(a, b) for a, b in pairs if a in labelled and b in labelled]
+    if not wanted:
+        return []
+    _, pairwise = judge_scores(lab, {x for p in wanted for x in p})
+    judges = {name: a["completeness"] for name, a in pairwise.items()
+              if name.startswith("request judge") and not name.endswith(ja.GRADED) and "completeness" in a}
+    estimates = {(e["arm"], e["rater"]): e for e in
+                 ppi.arm_estimates(labels.labels.requests, judges, ppi.recorded_probabilities(labels.records))}
+    out = []
+    for a, b in wanted:
+        for name in sorted(judges):
+            ea, eb = estimates.get((a, name)), estimates.get((b, name))
+            if ea is None or eb is None:
+                continue
+            rows = {arm: [s for (x, _), s in judges[name].items() if x == arm and s is not None] for arm in (a, b)}
+            out.append({"a": a, "b": b, "judge": name, "judge_difference": judge_difference(rows[a], rows[b]),
+                        "corrected": corrected_difference(ea, eb),
+                        "labels": sum(1 for x in labels.labels.requests if x.arm in (a, b)),
+                        "labelled": {a: ea["labelled"], b: eb["labelled"]}, "rows": {a: ea["rows"], b: eb["rows"]},
+                        "weighting": {a: ea["weighting"], b: eb["weighting"]}})
+    return out
