@@ -733,7 +733,7 @@ def rule_human_correction(c: Mapping) -> Sentence:
     jd, cd = toward(judge), toward(corr)
     s = Sentence("limit.human_correction", {"a": a, "b": b, "judge": c["judge"], "outcome": outcome,
                                             "labelled": c.get("labelled"), "rows": c.get("rows"),
-                                            "weighting": c.get("weighting")})
+                                            "weighting": c.get("weighting"), "estimator": c.get("estimator")})
     if jd is None:
         s.t(f"{a} vs {b}: the judge ({c['judge']}) measured too few rows of one arm whole to difference its "
             "completeness; ")

@@ -101,12 +101,15 @@ def case_labels(labels: list[dict], run_id: str | None, answer_sha256: str | Non
 
 # -- the corrected difference of a compared pair (the diagnosis) ------------------------------------------------------
 
-def corrected_difference(est_a: dict, est_b: dict) -> dict | None:
-    """b - a of two arms' prediction-powered completeness (the one place the estimator of a difference is called:
-    core.ppi.difference_estimate, independent samples; a paired estimator can replace it here)."""
+def corrected_difference(f: dict, y: dict, p: dict, a: str, b: str) -> dict | None:
+    """b - a corrected by the labels, by the same estimator `rag-ttc accept` uses (the one place a difference is
+    estimated for the diagnosis): paired per question where the arms answer the same questions and at least two are
+    labelled in both (core.ppi.paired_difference), else each arm's own estimate (independent_difference). `f`, `y`,
+    `p`: arm -> question -> the judge's completeness, the people's, the recorded sampling probability."""
     from rag_ttc_assets.core import ppi  # late: numpy and scipy
 
-    return ppi.difference_estimate(est_b, est_a)
+    return (ppi.paired_difference(f[b], f[a], y[b], y[a], p[b], p[a])
+            or ppi.independent_difference(f[b], f[a], y[b], y[a], p[b], p[a]))
 
 
 def judge_difference(judge_a: list[float], judge_b: list[float], z: float = 1.959963984540054) -> dict | None:
@@ -132,18 +135,23 @@ def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> 
     _, pairwise = judge_scores(lab, {x for p in wanted for x in p})
     judges = {name: a["completeness"] for name, a in pairwise.items()
               if name.startswith("request judge") and not name.endswith(ja.GRADED) and "completeness" in a}
-    estimates = {(e["arm"], e["rater"]): e for e in
-                 ppi.arm_estimates(labels.labels.requests, judges, ppi.recorded_probabilities(labels.records))}
+    human = ppi.human_row_completeness(labels.labels.requests)
+    probabilities = ppi.recorded_probabilities(labels.records)
     out = []
     for a, b in wanted:
+        p = {arm: {q: v for (x, q), v in probabilities.items() if x == arm} for arm in (a, b)}
         for name in sorted(judges):
-            ea, eb = estimates.get((a, name)), estimates.get((b, name))
-            if ea is None or eb is None:
+            f = {arm: {q: s for (x, q), s in judges[name].items() if x == arm and s is not None} for arm in (a, b)}
+            if not f[a] or not f[b]:
                 continue
-            rows = {arm: [s for (x, _), s in judges[name].items() if x == arm and s is not None] for arm in (a, b)}
-            out.append({"a": a, "b": b, "judge": name, "judge_difference": judge_difference(rows[a], rows[b]),
-                        "corrected": corrected_difference(ea, eb),
+            y = {arm: {q: v for q, v in human.get(arm, {}).items() if q in f[arm]} for arm in (a, b)}
+            est = corrected_difference(f, y, p, a, b)
+            out.append({"a": a, "b": b, "judge": name,
+                        "judge_difference": (est or {}).get("judge") or judge_difference(list(f[a].values()),
+                                                                                          list(f[b].values())),
+                        "corrected": (est or {}).get("ppi"), "estimator": (est or {}).get("estimator"),
                         "labels": sum(1 for x in labels.labels.requests if x.arm in (a, b)),
-                        "labelled": {a: ea["labelled"], b: eb["labelled"]}, "rows": {a: ea["rows"], b: eb["rows"]},
-                        "weighting": {a: ea["weighting"], b: eb["weighting"]}})
+                        "labelled": {arm: len(y[arm]) for arm in (a, b)},
+                        "rows": {arm: len(f[arm]) for arm in (a, b)},
+                        "weighting": (est or {}).get("weighting")})
     return out

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_ttc_assets.core.diagnosis import OUTCOME_TEXT
+from rag_ttc_assets.core.ppi import PAIRED
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.core.test_diagnosis import _md_lines, _plain
 from rag_ttc_assets_tests.support.reliability import cli, lab_env
@@ -332,21 +334,23 @@ def test_the_case_report_shows_each_persons_label_beside_the_judges(diagnosed, t
     assert f"{bad}: line 3: request: question 'mini-02' has no request 'mini-02.r9'" in err, err[-2000:]
 
 
-def _judge_rows(root: Path, arm: str) -> list[float]:
-    """The request judge's completeness of each answer it measured whole: the share of its requests addressed."""
+def _judge_rows(root: Path, arm: str) -> dict[str, float]:
+    """The request judge's completeness of each answer it measured whole (question -> the share of its requests
+    addressed)."""
     import polars as pl
 
     rows = pl.read_parquet(next(root.glob(f"home/**/arms/{arm}/request_judgments.parquet"))).to_dicts()
     by_q: dict[str, list[dict]] = {}
     for r in rows:
         by_q.setdefault(r["query_id"], []).append(r)
-    return [sum(bool(r["addressed"]) for r in rs) / len(rs) for rs in by_q.values()
-            if all(r["status"] == "judged" for r in rs)]
+    return {q: sum(bool(r["addressed"]) for r in rs) / len(rs) for q, rs in by_q.items()
+            if all(r["status"] == "judged" for r in rs)}
 
 
 def test_the_diagnosis_says_what_the_labels_do_to_the_judges_conclusion(diagnosed, tmp_path):
-    """The corrected difference recomputed by hand from the paper's mean estimator (every measured row labelled:
-    theta = mean(f) - mean(f - y), se^2 = var(f)/N + var(f - y)/n per arm, independent arms)."""
+    """The corrected difference recomputed by hand from the paper's mean estimator applied to the per-question
+    difference, as `rag-ttc accept` reads it (the arms answer the same questions; every measured row labelled, no
+    sampling probability: d_i = f_b,i - f_a,i, theta = mean(d) - mean(d - y_d), se^2 = var(d)/N + var(d - y_d)/n)."""
     from statistics import fmean, variance
 
     root, env, _ = diagnosed
@@ -365,30 +369,31 @@ def test_the_diagnosis_says_what_the_labels_do_to_the_judges_conclusion(diagnose
     same = said[("baseline", "evidence-k-5")]
     assert same["inputs"]["outcome"] == "none" and same["numbers"]["corrected_d"] == 0
     assert "finds no difference in completeness" in same["text"]
-    # context-700's answers all not answered by people, context-4000's all answered: the labels draw a conclusion
-    # the judge alone, on these six rows, cannot.
+    # context-700's answers all not answered by people, context-4000's all answered: y_d = 1 on every question.
     s = said[("context-700", "context-4000")]
     fa, fb = _judge_rows(root, "context-700"), _judge_rows(root, "context-4000")
-    assert len(fa) == len(fb) == len(MEASURED)
-    jd = fmean(fb) - fmean(fa)
-    jse = (variance(fa) / len(fa) + variance(fb) / len(fb)) ** 0.5
-    se_a2 = variance(fa) / len(fa) + variance(fa) / len(fa)  # y = 0: f - y = f
-    se_b2 = variance(fb) / len(fb) + variance([f - 1 for f in fb]) / len(fb)
-    cse = (se_a2 + se_b2) ** 0.5
-    z = 1.959963984540054
-    assert jd - z * jse < 0 < jd + z * jse  # the judge alone: the interval spans 0
-    assert s["inputs"]["outcome"] == "drawn" and s["numbers"]["labels"] == 2 * 10
+    assert sorted(fa) == sorted(fb) and len(fa) == len(MEASURED)
+    dq = [fb[q] - fa[q] for q in sorted(fa)]
+    jd, z = fmean(dq), 1.959963984540054
+    jse = (variance(dq) / len(dq)) ** 0.5
+    cse = (variance(dq) / len(dq) + variance([x - 1 for x in dq]) / len(dq)) ** 0.5
+    assert s["inputs"]["estimator"] == PAIRED
+    side = lambda lo, hi: 1 if lo > 0 else (-1 if hi < 0 else 0)  # noqa: E731
+    j, c = side(jd - z * jse, jd + z * jse), side(1 - z * cse, 1 + z * cse)
+    outcome = "holds" if j and c == j else "drawn" if not j and c else "removed" if j and not c else \
+        "reversed" if j and c == -j else "none"
+    assert s["inputs"]["outcome"] == outcome and s["numbers"]["labels"] == 2 * 10
     assert s["numbers"]["judge_d"] == pytest.approx(jd) and s["numbers"]["judge_low"] == pytest.approx(jd - z * jse)
     assert s["numbers"]["corrected_d"] == pytest.approx(1.0)
     assert s["numbers"]["corrected_low"] == pytest.approx(1 - z * cse)
     assert s["numbers"]["corrected_high"] == pytest.approx(1 + z * cse)
     md = (folder / "diagnosis--context-700-context-4000-baseline-evidence-k-5.md").read_text()
-    assert "finds no difference in completeness between context-4000 and context-700 (context-4000 minus " \
-           f"context-700: {jd:+.3f} \\[{jd - z * jse:+.3f}, {jd + z * jse:+.3f}\\]" in md
+    verb = ("finds context-4000 more complete than context-700" if j else
+            "finds no difference in completeness between context-4000 and context-700")
+    assert f"{verb} (context-4000 minus context-700: {jd:+.3f} \\[{jd - z * jse:+.3f}, {jd + z * jse:+.3f}\\]" in md
     assert "corrected by 20 human labels (6 rows of context-700 and 6 of context-4000 labelled) context-4000 minus " \
            "context-700 is " \
-           f"+1.000 \\[{1 - z * cse:+.3f}, {1 + z * cse:+.3f}\\]: the labels draw a conclusion the judge alone did " \
-           "not" in md
+           f"+1.000 \\[{1 - z * cse:+.3f}, {1 + z * cse:+.3f}\\]: {OUTCOME_TEXT[outcome]}" in md
     # The arm pages it links show the labels too.
     page = _blob((root / "home" / "store" / "reports" / "context-700.html").read_text()) if (
         root / "home" / "store" / "reports" / "context-700.html").exists() else _blob(
