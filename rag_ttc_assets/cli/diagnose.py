@@ -54,7 +54,8 @@ def cmd_diagnose(args) -> int:
     print(paths["md"].read_text(), end="")
     if result.get("human_labels"):  # an input the diagnosis read (report.human): which file, which bytes
         h = result["human_labels"]
-        print(f"\nhuman labels: {h['path']} ({h['sha256']}; {h['request_labels']} per-request labels)")
+        print(f"\nhuman labels: {h['path']} ({h['sha256']}; {h['request_labels']} per-request labels)"
+              + (f"; not read, no pair corrected: {h['not_read']}" if h.get("not_read") else ""))
     print("\n" + "; ".join(f"{k}: {v}" for k, v in paths.items()))
     return 0
 

@@ -50,7 +50,8 @@ def cmd_report(args) -> int:
     if labels is not None:
         h = labels.summary()
         print(f"human labels: {_shown(labels.path)} ({h['sha256']}; {h['request_labels']} per-request labels by "
-              f"{', '.join(h['annotators']) or 'no annotator'})")
+              f"{', '.join(h['annotators']) or 'no annotator'})"
+              + (f"; not read, the report shows no labels: {h['not_read']}" if h.get("not_read") else ""))
     print(f"report: {_shown(path)} ({path.stat().st_size / 1e6:.1f} MB; open it in a browser, it needs no network)")
     return 0
 

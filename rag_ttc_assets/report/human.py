@@ -12,11 +12,11 @@ generator or a retrieval.
 from __future__ import annotations
 
 import hashlib
-import json
 import statistics
 from pathlib import Path
 
 from rag_ttc_assets.core import judge_agreement as ja
+from rag_ttc_assets.core.jsonl import json_lines
 
 DEFAULT = Path("annotations") / "labels.jsonl"  # under the store's root, as `rag-ttc annotate` writes it
 
@@ -40,20 +40,37 @@ class HumanLabels:
     """A labels file read and checked once (core.judge_agreement.parse_labels against the lab's arms: a bad file is
     refused naming file, line and field), its records, and its sha256."""
 
-    def __init__(self, lab, path: Path):
+    def __init__(self, lab, path: Path, strict: bool = True):
         from rag_ttc_assets.stages.judge_agreement import catalog  # late: polars, which the code location never loads
 
         raw = path.read_bytes()
-        text = raw.decode("utf-8")
         self.path = path
         self.sha256 = "sha256:" + hashlib.sha256(raw).hexdigest()
-        self.labels = ja.parse_labels(text, str(path), catalog(lab))
-        self.records = [json.loads(x) for x in text.splitlines() if x.strip()]
+        self.not_read: str | None = None
+        try:
+            text = raw.decode("utf-8")
+            self.labels = ja.parse_labels(text, str(path), catalog(lab))
+        except (ja.LabelsError, UnicodeDecodeError) as e:
+            if strict:
+                if isinstance(e, UnicodeDecodeError):
+                    raise ja.LabelsError([ja.LabelProblem(str(path), f"byte {e.start}", "(file)",
+                                                          "not UTF-8 text")]) from None
+                raise
+            # The store's default file, read without being asked for (an asset, a report without --labels): a
+            # labelling round on arms or questions this lab no longer has must not stop the report. Nothing of it is
+            # read; why is recorded with its digest and said where the labels would be.
+            self.labels, self.records = ja.Labels([], []), []
+            self.not_read = (str(e) if isinstance(e, ja.LabelsError) else f"{path}: byte {e.start}: not UTF-8 text")
+            return
+        self.records = [rec for _, rec, _ in json_lines(text)]
 
     def summary(self) -> dict:
         requests = [r for r in self.records if r.get("kind") == "request"]
-        return {"path": str(self.path), "sha256": self.sha256, "request_labels": len(requests),
-                "annotators": sorted({r["annotator"] for r in requests})}
+        out = {"path": str(self.path), "sha256": self.sha256, "request_labels": len(requests),
+               "annotators": sorted({r["annotator"] for r in requests})}
+        if self.not_read:
+            out["not_read"] = self.not_read
+        return out
 
     def by_case(self, arm: str) -> dict[str, dict[str, list[dict]]]:
         """question -> request -> the people's labels of `arm`'s answer (every annotator, in file order)."""
@@ -66,9 +83,11 @@ class HumanLabels:
 
 
 def read(lab, path: str | Path | None) -> HumanLabels | None:
-    """The labels a report or diagnosis reads (resolve), checked; None when there are none."""
+    """The labels a report or diagnosis reads (resolve), checked; None when there are none. A file named is refused
+    when bad (LabelsError naming file, line and field); the default file, when bad, is kept unread with `not_read`
+    saying why, so an asset or a report that did not ask for it still runs."""
     p = resolve(lab, path)
-    return HumanLabels(lab, p) if p is not None else None
+    return HumanLabels(lab, p, strict=path is not None) if p is not None else None
 
 
 def current_run_id(lab, arm: str) -> str | None:

@@ -62,7 +62,8 @@
       : el("code", {}, D.annotate.command), D.annotate.url ? ` (${D.annotate.command})` : ""));
     if (D.human_labels) out.push(el("p", { class: "human-labels" }, `Human labels shown beside the judges: ` +
       `${D.human_labels.path} (${D.human_labels.sha256}; ${D.human_labels.request_labels} per-request labels by ` +
-      `${D.human_labels.annotators.join(", ") || "no annotator"}).`));
+      `${D.human_labels.annotators.join(", ") || "no annotator"}).` +
+      (D.human_labels.not_read ? ` Not read, none shown: ${D.human_labels.not_read}` : "")));
     ARMS.forEach((arm) => {
       if (arm.label_use !== "none") out.push(el("p", { class: "oracle" }, `${arm.name} is ${arm.label_use}: it uses ` +
         "evaluation labels on purpose; its numbers are a diagnostic bound, not a deployable system's."));

@@ -430,5 +430,21 @@ def test_the_assets_read_the_stores_default_labels_file_and_record_its_digest(di
         with DagsterInstance.get() as instance:
             meta = instance.get_latest_materialization_event(AssetKey("diagnosis")).asset_materialization.metadata
         assert meta["human_labels"].value["sha256"] == _sha(default)
+        # A labelling round on an arm this lab no longer has: named with --labels it is refused (above); read
+        # unasked it must not stop the asset. Nothing of it is read, why is recorded and said.
+        default.write_text(default.read_text() + json.dumps(
+            {"kind": "request", "arm": "retired-arm", "question": "mini-01", "request": "mini-01.r1",
+             "addressed": True, "annotator": "a"}) + "\n")
+        lines = len(default.read_text().splitlines())
+        code, out, err = cli("diagnose", "--all", env=env)
+        assert code == 0 and "Traceback" not in err, err[-3000:]
+        d = json.loads((store / "comparisons" / "diagnosis.json").read_text())
+        assert d["human_labels"]["sha256"] == _sha(default)
+        assert f"line {lines}" in d["human_labels"]["not_read"] and "retired-arm" in d["human_labels"]["not_read"]
+        assert not [s for sec in d["sections"] for s in sec["sentences"] if s["rule"] == "limit.human_correction"]
+        assert f"not read, no pair corrected: {d['human_labels']['not_read']}" in out
+        page = _blob(next(store.glob("reports/baseline.html")).read_text())
+        assert page["human_labels"]["not_read"] == d["human_labels"]["not_read"]
+        assert not any(c["arms"][0].get("human") for c in page["cases"])
     finally:
         default.unlink()
