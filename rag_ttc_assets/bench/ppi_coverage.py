@@ -12,9 +12,10 @@ uniformly (core/ppi.py ppi_mean) or stratified (core/label_sampling.allocate: st
 allocation, each row's inclusion probability n_h / N_h recorded) through the weighted estimator (ppi_mean_weighted).
 
 `ppi_coverage_lfqa`: LFQA-Verification (Chen, Xu, Arora and Choi, arXiv:2310.12150, 2023; read from the folder
-RAG_TTC_HUMAN_LABELS names, `lfqa-verification/`; skipped, naming the variable, when it is unset). A row is a claim
-(an answer sentence) of any of the six systems, its human value the share of its three labels `supported`, the truth
-the mean over every measured claim (all 11,979 labels); the judge's score is the support judge `local/lexical`'s
+RAG_TTC_HUMAN_LABELS names, `lfqa-verification/`; skipped, naming the variable, when it is unset), the six systems'
+answers to its first LFQA_QUESTIONS questions. A row is a claim (an answer sentence), its human value the share of its
+three labels `supported`, the truth the mean over every measured claim of the slice (all its labels); n rows in
+{20, 50, 100} treated as labelled; the judge's score is the support judge `local/lexical`'s
 verdict on the claim (core.lexical_judge.verify_statements on the documents the claim was labelled against,
 core.judge_agreement.claim_verdicts), computed once and cached (`cache_dir()`): claims the judge drops are left out,
 counted."""
@@ -235,7 +236,11 @@ def bench_ppi_coverage_lfqa(spec: LabSpec, base: Path, repeat: int) -> dict:
                 "verdict": "skipped", "notes": [why], "detail": "skipped", "product": "", "reference": None}
     t, c = time.perf_counter(), time.process_time()
     rows, about = lfqa_study(Path(root) / "lfqa-verification")
-    return _item("ppi_coverage_lfqa", rows, time.perf_counter() - t, time.process_time() - c,
-                 "core.ppi on LFQA-Verification's claims, the support judge local/lexical", **about,
-                 detail_set=f"{about['claims']} claims ({about['dropped']} dropped by the judge), {about['labels']} "
-                            f"labels; truth {about['truth']:.3f}, the judge's mean {about['judge_mean']:.3f}")
+    item = _item("ppi_coverage_lfqa", rows, time.perf_counter() - t, time.process_time() - c,
+                 "core.ppi on LFQA-Verification's claims, the support judge local/lexical", **about)
+    item["notes"].insert(0, f"LFQA-Verification (Chen et al., 2023), the six systems' answers to its first "
+                            f"{about['questions']} questions: {about['answers']} answers, {about['claims']} claims "
+                            f"measured ({about['dropped']} dropped by the judge), {about['labels']} labels; truth (the "
+                            f"share of labels supported, per claim, averaged) {about['truth']:.3f}, the judge's "
+                            f"supported share {about['judge_mean']:.3f}")
+    return item

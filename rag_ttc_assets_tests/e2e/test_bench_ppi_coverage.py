@@ -4,7 +4,7 @@ narrower than the human-only interval at the same number of labels; an estimator
 same check. n = 20 is printed by the bench but not held to the target here: at 20 labels the normal interval
 undercovers a little for the noisy judge (0.938 over 20,000 samples; the human-only interval 0.935), docs/judges.md
 "Does the corrected interval cover?". The LFQA-Verification part runs when RAG_TTC_HUMAN_LABELS names the sets'
-folder (on the first 3 questions: its figures are the bench's, the test checks the rows against the labels file)."""
+folder (on the first question: its figures are the bench's, the test checks the rows against the labels file)."""
 
 import json
 import os
@@ -58,18 +58,21 @@ def test_an_estimator_without_the_rectifier_fails_the_same_check():
     assert len(rows) == 4 and all(s["coverage"] < 0.94 and not s["meets"] for s in rows)  # +0.15, uncorrected
 
 
-def test_lfqa_slice_rows_are_the_labels_and_the_judge():
+def test_lfqa_slice_rows_are_the_labels_and_the_judge(tmp_path, monkeypatch):
     root = os.environ.get(ppi_coverage.HUMAN_LABELS_ENV)
     if not root:
         pytest.skip(f"{ppi_coverage.HUMAN_LABELS_ENV} is not set: it names the folder of public human-labelled sets "
                     "(lfqa-verification/)")
     lfqa = Path(root) / "lfqa-verification"
-    rows, about = ppi_coverage.lfqa_study(lfqa, sizes=(20,), limit=3)
+    monkeypatch.setenv(ppi_coverage.CACHE_ENV, str(tmp_path / "cache"))
+    rows, about = ppi_coverage.lfqa_study(lfqa, sizes=(20,), limit=1)
+    assert len(list((tmp_path / "cache").glob("lfqa-*.json"))) == 1
+    assert ppi_coverage.lfqa_study(lfqa, sizes=(20,), limit=1) == (rows, about)  # read back from the cache
     files = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((lfqa / "annotations").glob("annotations-*.json"))]
-    first = sorted({rec["question_id"] for recs in files for rec in recs})[:3]
+    first = sorted({rec["question_id"] for recs in files for rec in recs})[:1]
     labels = [lab for recs in files for rec in recs if rec["question_id"] in first
               for a in rec["annotations"] for lab in a["labels"]]
-    assert about["labels"] == len(labels) and about["questions"] == 3 and about["answers"] == 18
+    assert about["labels"] == len(labels) and about["questions"] == 1 and about["answers"] == 6
     assert about["claims"] + about["dropped"] == len(labels) // 3
     assert 0 <= about["judge_mean"] <= 1 and 0 < about["truth"] < 1
     assert [(s["setting"], s["n"], s["repeats"]) for s in rows] == [
