@@ -136,8 +136,8 @@ def _line(r: dict) -> str:
 
 
 def _item(name: str, rows: list[dict], seconds: float, cpu: float, what: str, **extra) -> dict:
-    worst_cov = min(r["coverage"] for r in rows)
-    worst_ratio = max(r["width_ratio"] for r in rows)
+    worst_cov = min((r["coverage"] for r in rows), default=float("nan"))
+    worst_ratio = max((r["width_ratio"] for r in rows), default=float("nan"))
     return {"name": name, "product_s": seconds, "reference_s": None, "ratio": worst_ratio, "ratio_kind": "width",
             "product_cpu_s": cpu, "reference_cpu_s": None, "cpu_ratio": None,
             "target": f"coverage >= {COVERAGE_TARGET:g}, width < {WIDTH_TARGET:g}", "target_op": None,
@@ -145,7 +145,7 @@ def _item(name: str, rows: list[dict], seconds: float, cpu: float, what: str, **
             "product": what, "reference": "the human-only (classical) interval at the same n",
             "product_runs": [seconds], "reference_runs": [], "product_cpu_runs": [cpu], "reference_cpu_runs": [],
             "settings": rows, "notes": [_line(r) for r in rows],
-            "detail": f"{len(rows)} settings x {rows[0]['repeats']} samples; worst coverage {worst_cov:.3f}, "
+            "detail": f"{len(rows)} settings x {rows[0]['repeats'] if rows else 0} samples; worst coverage {worst_cov:.3f}, "
                       f"worst width ratio {worst_ratio:.3f}", **extra}
 
 
@@ -231,11 +231,14 @@ def bench_ppi_coverage_lfqa(spec: LabSpec, base: Path, repeat: int) -> dict:
     if not root:
         why = (f"{HUMAN_LABELS_ENV} is not set: it names the folder of public human-labelled sets "
                "(lfqa-verification/)")
-        return {"name": "ppi_coverage_lfqa", "product_s": None, "reference_s": None, "ratio": None,
-                "ratio_kind": "width", "cpu_ratio": None, "target": f"coverage >= {COVERAGE_TARGET:g}, width < 1",
-                "verdict": "skipped", "notes": [why], "detail": "skipped", "product": "", "reference": None}
+        return {**_item("ppi_coverage_lfqa", [], 0.0, 0.0, "core.ppi on LFQA-Verification's claims"),
+                "product_s": None, "product_cpu_s": None, "product_runs": [], "product_cpu_runs": [], "ratio": None,
+                "verdict": "skipped", "notes": [why], "detail": "skipped"}
     t, c = time.perf_counter(), time.process_time()
-    rows, about = lfqa_study(Path(root) / "lfqa-verification")
+    try:
+        rows, about = lfqa_study(Path(root) / "lfqa-verification")
+    except (OSError, ValueError) as e:  # the adapter's LfqaError names the file, the record and the field
+        raise SystemExit(f"rag-ttc: error: bench ppi_coverage_lfqa: {HUMAN_LABELS_ENV}={root}: {e}") from None
     item = _item("ppi_coverage_lfqa", rows, time.perf_counter() - t, time.process_time() - c,
                  "core.ppi on LFQA-Verification's claims, the support judge local/lexical", **about)
     item["notes"].insert(0, f"LFQA-Verification (Chen et al., 2023), the six systems' answers to its first "

@@ -78,3 +78,13 @@ def test_lfqa_slice_rows_are_the_labels_and_the_judge(tmp_path, monkeypatch):
     assert [(s["setting"], s["n"], s["repeats"]) for s in rows] == [
         ("judge support judge local/lexical, uniform", 20, 1000), ("judge support judge local/lexical, stratified", 20, 1000)]
     assert all(0 <= s["coverage"] <= 1 and s["width_ratio"] > 0 for s in rows)
+
+
+def test_a_folder_without_the_set_is_a_clear_error_naming_the_variable_and_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv(ppi_coverage.HUMAN_LABELS_ENV, str(tmp_path))
+    monkeypatch.setenv(ppi_coverage.CACHE_ENV, str(tmp_path / "cache"))
+    with pytest.raises(SystemExit) as e:
+        ppi_coverage.bench_ppi_coverage_lfqa(None, tmp_path, 1)
+    msg = str(e.value)
+    assert msg.startswith(f"rag-ttc: error: bench ppi_coverage_lfqa: {ppi_coverage.HUMAN_LABELS_ENV}={tmp_path}: ")
+    assert str(tmp_path / "lfqa-verification" / "annotations") in msg and "annotations-<system>.json" in msg
