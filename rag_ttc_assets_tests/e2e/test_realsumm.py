@@ -163,7 +163,7 @@ def run_and_measure(lab: Path, tmp_path: Path, arms: list[str]) -> tuple[dict, d
     return env, json.loads(out)
 
 
-def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(tmp_path):
+def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(tmp_path, capsys):
     src = write_realsumm(tmp_path / "REALSumm")
     lab = tmp_path / "lab"
     code, out, err = rag_ttc("convert-realsumm", str(src), "--out", str(lab),
@@ -284,7 +284,10 @@ def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(
     (digest,) = set(rj["prompt_digest"])
     other = "sha256:" + "0" * 64
     rj.with_columns(pl.lit(other).alias("prompt_digest")).write_parquet(first)
-    code, out, err = rag_ttc("judge-agreement", str(labels_path), "--json", env=env, cwd=lab)
+    # (The command's entry point in this process: judge-agreement ran as a subprocess above.)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(lab)
+        code, out, err = cli_in_process("judge-agreement", str(labels_path), "--json", env=env, capsys=capsys)
     assert code == 0, err
     split = {r["rater"]: r for r in json.loads(out)["request_labels"]["rows"]}
     for model in ("local/lexical", "local/coverage"):
