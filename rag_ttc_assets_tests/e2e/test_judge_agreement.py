@@ -10,6 +10,7 @@ import polars as pl
 from rag_ttc_assets.core.text import content_words, stem
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
+from rag_ttc_assets_tests.support.reliability import cli_in_process
 
 
 def _pearson(x, y):
@@ -247,7 +248,7 @@ def _recombined(store, arm):
     return out
 
 
-def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_labels_own_a_and_b(tmp_path):
+def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_labels_own_a_and_b(tmp_path, capsys):
     env, store = _panel_lab(tmp_path)
     # Completeness read graded beside the share addressed, each with its N of M, in what the arm writes: each
     # request's coverage (the panel's: its jurors' calibrated mean) in request_outcomes, their mean in the summary.
@@ -337,10 +338,10 @@ def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_label
     for rater in ("juror local/lexical ", "juror local/coverage ", "juror local/lexical (graded)", "ann1 vs ann2"):
         assert rater in table
 
-    def figures(records_):
+    def figures(records_):  # the command's entry point in this process: `rag-ttc judge-agreement` ran as one above
         p = tmp_path / "other.jsonl"
         p.write_text("".join(json.dumps(r) + "\n" for r in records_), encoding="utf-8")
-        code, out, err = rag_ttc("judge-agreement", str(p), "--json", env=env)
+        code, out, err = cli_in_process("judge-agreement", str(p), "--json", env=env, capsys=capsys)
         assert code == 0, err
         return {r["rater"]: {k: r[k] for k in ("n", "pearson", "spearman")}
                 for r in json.loads(out)["pair_labels"]["completeness"]["rows"]}
@@ -366,7 +367,7 @@ def test_pairwise_labels_get_a_row_per_juror_and_their_figures_follow_each_label
              "annotator": "ann2"} for q, rid in items]
     rpath = tmp_path / "requests.jsonl"
     rpath.write_text("".join(json.dumps(r) + "\n" for r in req), encoding="utf-8")
-    code, out, err = rag_ttc("judge-agreement", str(rpath), "--json", env=env)
+    code, out, err = cli_in_process("judge-agreement", str(rpath), "--json", env=env, capsys=capsys)
     assert code == 0, err
     report = json.loads(out)
     kappas = {r["rater"]: r["kappa"] for r in report["request_labels"]["rows"]}

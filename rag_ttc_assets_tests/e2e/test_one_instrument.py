@@ -7,6 +7,7 @@ import shutil
 
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, REPO, mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
+from rag_ttc_assets_tests.support.reliability import cli_in_process
 
 ARMS = MINI_DEFAULTS + """arms:
   baseline: {}
@@ -29,7 +30,7 @@ def _sent_text(view):
     return "\n".join(m.get("content") or "" for sent in view["answer"]["messages_sent"] for m in sent["messages"])
 
 
-def test_labels_stay_out_of_generation_and_one_judge_measures_every_arm(tmp_path):
+def test_labels_stay_out_of_generation_and_one_judge_measures_every_arm(tmp_path, capsys):
     corpus = mini_corpus()
     questions = _label_texts(mini_questions(corpus))
     write_dataset(tmp_path / "datasets" / "mini", corpus, questions)
@@ -48,10 +49,14 @@ def test_labels_stay_out_of_generation_and_one_judge_measures_every_arm(tmp_path
     assert code == 0, err
     assert "prompt-multipart-oracle (oracle)" in text and "baseline (oracle)" not in text
 
-    # What each generator saw, as sent: the annotation only in the oracle arm's messages.
+    # What each generator saw, as sent: the annotation only in the oracle arm's messages. Each arm's first question
+    # through `rag-ttc inspect` in its own process; the others through the same command's entry point in this one.
     for arm in arms:
         for q in questions:
-            code, out, err = rag_ttc("inspect", arm, q["id"], "--json", env=env)
+            if q is questions[0]:
+                code, out, err = rag_ttc("inspect", arm, q["id"], "--json", env=env)
+            else:
+                code, out, err = cli_in_process("inspect", arm, q["id"], "--json", env=env, capsys=capsys)
             assert code == 0, err
             view = json.loads(out)
             sent = _sent_text(view)

@@ -20,6 +20,7 @@ import yaml
 
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 from rag_ttc_assets_tests.e2e.test_judge_agreement import _kappa, _pearson
+from rag_ttc_assets_tests.support.reliability import cli_in_process
 
 SLOTS = 16
 # Three articles (CNN/DM test line numbers 7, 42, 105), tagged and lower-cased as REALSumm's src.txt is.
@@ -162,7 +163,7 @@ def run_and_measure(lab: Path, tmp_path: Path, arms: list[str]) -> tuple[dict, d
     return env, json.loads(out)
 
 
-def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(tmp_path):
+def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(tmp_path, capsys):
     src = write_realsumm(tmp_path / "REALSumm")
     lab = tmp_path / "lab"
     code, out, err = rag_ttc("convert-realsumm", str(src), "--out", str(lab),
@@ -283,7 +284,10 @@ def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(
     (digest,) = set(rj["prompt_digest"])
     other = "sha256:" + "0" * 64
     rj.with_columns(pl.lit(other).alias("prompt_digest")).write_parquet(first)
-    code, out, err = rag_ttc("judge-agreement", str(labels_path), "--json", env=env, cwd=lab)
+    # (The command's entry point in this process: judge-agreement ran as a subprocess above.)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(lab)
+        code, out, err = cli_in_process("judge-agreement", str(labels_path), "--json", env=env, capsys=capsys)
     assert code == 0, err
     split = {r["rater"]: r for r in json.loads(out)["request_labels"]["rows"]}
     for model in ("local/lexical", "local/coverage"):
@@ -293,11 +297,15 @@ def test_convert_realsumm_run_its_arms_and_measure_the_judges_against_the_crowd(
         assert mine["n"] + theirs["n"] == rows[f"juror {model}"]["n"]
 
 
-def _convert(src: Path, out: Path):
-    return rag_ttc("convert-realsumm", str(src), "--out", str(out))
+def test_bad_realsumm_input_names_the_file_the_row_and_the_field_and_writes_nothing(tmp_path, capsys):
+    # `rag-ttc convert-realsumm` through the command's entry point in this process (the test above runs it as a
+    # subprocess): an exception escaping it fails the test as a traceback would.
+    def rag_ttc(*args):
+        return cli_in_process(*args, env={}, capsys=capsys)
 
+    def _convert(src: Path, out: Path):
+        return rag_ttc("convert-realsumm", str(src), "--out", str(out))
 
-def test_bad_realsumm_input_names_the_file_the_row_and_the_field_and_writes_nothing(tmp_path):
     src = write_realsumm(tmp_path / "REALSumm")
     crowd = src / SCORE_DIR / "SCU_rating_results_abs_systems" / "bart_out_Batch_crowd_3.csv"
     good = crowd.read_text()

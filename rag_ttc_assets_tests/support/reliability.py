@@ -98,6 +98,25 @@ def cli(*args: str, env: dict[str, str], timeout: float = 600) -> tuple[int, str
     return proc.returncode, out, err
 
 
+def cli_in_process(*args: str, env: dict[str, str], capsys) -> tuple[int, str, str]:
+    """`rag-ttc ARGS` through the command's own entry point (`rag_ttc_assets.cli.main`) in this process, with the
+    environment `cli` gives its subprocess (no other lab's RAG_TTC_* or DAGSTER_HOME); the process's environment
+    restored after. For the calls of a test that is not about the process boundary (one subprocess keeps that)."""
+    from rag_ttc_assets.cli import main  # late: the whole CLI, only for the tests that call it
+
+    saved = dict(os.environ)
+    capsys.readouterr()
+    try:
+        os.environ.clear()
+        os.environ.update(_env(env))
+        code = main(list(args))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
 def cli_start(*args: str, env: dict[str, str], out: Path) -> subprocess.Popen:
     """`rag-ttc ARGS` in its own process group, stdout and stderr to `out`.{stdout,stderr}."""
     return subprocess.Popen([sys.executable, "-m", "rag_ttc_assets.cli", *args], env=_env(env), cwd=REPO,
