@@ -264,6 +264,36 @@ def test_completeness_is_read_graded_beside_the_share_addressed_everywhere(diagn
     assert page["arms"][0]["completeness_measured"]["graded_completeness"] == pytest.approx(h["graded"])
 
 
+def test_compare_all_leads_with_graded_then_the_share_addressed(diagnosed):
+    """`rag-ttc compare --all` (the arm_comparisons asset's summary table, which the UI shows) reads completeness as
+    the run table and `compare A B` do: graded first, then the share addressed, each arm's with its N of M in
+    compare A B's words, and the paired graded test before valid's and completeness's; numbers by hand."""
+    root, _, _ = diagnosed
+    out = (root / "compare.txt").read_text()
+    table = [line for line in out.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    assert header[:11] == ["a", "b", "n", "graded_a", "graded_b", "graded_delta", "graded_paired", "graded_p",
+                           "graded_p_adj", "addressed_a", "addressed_b"], header
+    assert header.index("valid_delta") > header.index("addressed_b") and "completeness_delta" in header
+    row = next(dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
+               for line in table[1:] if line.startswith("| baseline | evidence-k-5 |"))
+    hand = {arm: _by_hand(root, arm) for arm in ("baseline", "evidence-k-5")}
+    for side, arm in (("a", "baseline"), ("b", "evidence-k-5")):
+        h = hand[arm][0]
+        assert row[f"graded_{side}"] == (f"{h['graded']:.4f} (mean coverage, {h['graded_n']} of {h['measured']} "
+                                         "measured requests graded)"), row
+        assert row[f"addressed_{side}"] == f"{h['addressed']:.4f} ({h['measured']} of {h['total']} requests measured)"
+    # The paired graded delta: each question's mean request coverage, over the questions graded in both arms.
+    per_q = {arm: {q: sum(r["coverage"] for r in rows) / len(rows) for q, rows in by_q.items()
+                   if all(r["measured"] and r["coverage"] is not None for r in rows)}
+             for arm, (_, by_q) in hand.items()}
+    paired = sorted(per_q["baseline"].keys() & per_q["evidence-k-5"].keys())
+    delta = sum(per_q["evidence-k-5"][q] - per_q["baseline"][q] for q in paired) / len(paired)
+    assert row["graded_delta"] == f"{delta:.4f}" and row["graded_paired"].startswith(f"{len(paired)} of "), row
+    g = json.loads((root / "comparisons-all" / "baseline--evidence-k-5.json").read_text())["metrics"]["graded_completeness"]
+    assert (row["graded_p"], row["graded_p_adj"]) == (f"{g['p_value']:.4f}", f"{g['p_adjusted']:.4f}")
+
+
 # -- the people's labels beside the judges (report.human), read last: they write report pages and diagnoses -------
 
 MEASURED = {"mini-01": ["mini-01.r1", "mini-01.r2"], "mini-02": ["mini-02.r1", "mini-02.r2"],

@@ -32,9 +32,11 @@ from rag_ttc_assets_tests.support.dagster_dev import DagsterDev
 FAMILY = "context"
 ARMS = ["context-700", "context-4000"]
 PER_ARM_ASSETS = list(STAGES["all"])
-COMPARISON_COLUMNS = ["a", "b", "n", "valid_delta", "valid_p", "valid_p_adj", "completeness_delta",
-                      "completeness_paired", "completeness_p", "completeness_p_adj", "significant", "catastrophic",
-                      "representations"]
+# Completeness read graded first, then the share addressed, as the run table and `compare A B` read it.
+COMPARISON_COLUMNS = ["a", "b", "n", "graded_a", "graded_b", "graded_delta", "graded_paired", "graded_p",
+                      "graded_p_adj", "addressed_a", "addressed_b", "valid_delta", "valid_p", "valid_p_adj",
+                      "completeness_delta", "completeness_paired", "completeness_p", "completeness_p_adj",
+                      "significant", "catastrophic", "representations"]
 VIEWPORT = {"width": 1440, "height": 900}
 TALL = {"width": 1440, "height": 2000}  # room below the metadata table for the centred image dialog
 BACKFILL_S = 600  # two arms, every stage, two runs at a time on a busy 2-core machine (~2 min idle)
@@ -202,7 +204,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
 
         # 4. The materialization's metadata (Events tab): the comparison table, then a plot.
         open_("/assets/arm_comparisons")  # afresh: the page it was launched from may still think it runs
-        page.get_by_role("button", name="Hide navigation").click()  # room for the table's thirteen columns
+        page.get_by_role("button", name="Hide navigation").click()  # room for the table's twenty-one columns
         page.get_by_role("tab", name="Events").click()
         expect(page.get_by_text(f"Materialized in run {fresh[0]['runId'][:8]}")).to_be_visible()
         expect(page.get_by_text("is currently refreshing this asset")).to_have_count(0)
@@ -213,10 +215,13 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         rows = table.locator("tbody tr")
         expect(rows).to_have_count(1)  # one row per compared pair
         cells = [c.strip() for c in rows.first.get_by_role("cell").all_inner_texts()]
-        m = report["metrics"]
+        m, read, g = report["metrics"], report["completeness_measured"], report["metrics"]["graded_completeness"]
+        from rag_ttc_assets.core.measured import addressed_text, graded_text
         from rag_ttc_assets.report.text import era_text, paired_text, significant_metrics
 
-        assert cells == [ARMS[0], ARMS[1], str(report["n"]), f"{m['valid']['mean_delta']:.4f}",
+        assert cells == [ARMS[0], ARMS[1], str(report["n"]), graded_text(read[ARMS[0]]), graded_text(read[ARMS[1]]),
+                         f"{g['mean_delta']:.4f}", paired_text(g), f"{g['p_value']:.4f}", f"{g['p_adjusted']:.4f}",
+                         addressed_text(read[ARMS[0]]), addressed_text(read[ARMS[1]]), f"{m['valid']['mean_delta']:.4f}",
                          f"{m['valid']['p_value']:.4f}", f"{m['valid']['p_adjusted']:.4f}",
                          f"{m['completeness']['mean_delta']:.4f}", paired_text(m["completeness"]),
                          f"{m['completeness']['p_value']:.4f}", f"{m['completeness']['p_adjusted']:.4f}",
