@@ -228,7 +228,11 @@ def run_growth(chunks: list[int] | None = None, embed_max: int = DEFAULT_EMBED_M
     started = time.perf_counter()
     try:
         arms = labs.bundled_spec().lab(base / "probe").arms[labs.ARM]
-        plan = documents_for(sizes, arms.chunk_runes, arms.overlap_runes)
+        # In a child of its own: the calibration parses a corpus as large as the largest size, and a child forked
+        # from a parent that large starts with its peak resident memory (ru_maxrss survives fork and exec), so
+        # every smaller size would report the calibration's peak, not its own.
+        plan = {int(k): tuple(v) for k, v in harness.run_child(
+            "growth.documents_for", [sizes, arms.chunk_runes, arms.overlap_runes], "growth calibration").items()}
         results = []
         for target in sizes:
             n_docs, expected = plan[target]
