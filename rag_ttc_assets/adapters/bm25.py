@@ -6,6 +6,7 @@ questions make it fail, so the query is a disjunction of the analyzer's own term
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 ANALYZER = "rag_en_stem"
@@ -35,8 +36,9 @@ def _schema():
     return sb.build()
 
 
-def build_index(path: Path, docs: list[tuple[str, str]]) -> None:
-    """Write a fresh index of (chunk_id, text) into an empty folder `path` (one writer, one commit)."""
+def build_index(path: Path, docs: Iterable[tuple[str, str]]) -> None:
+    """Write a fresh index of (chunk_id, text) into an empty folder `path` (one writer, one commit). `docs` is
+    consumed as it is iterated: a generator streams the corpus into Tantivy's writer without a list of it."""
     import tantivy
 
     path.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.core.ann import OVERFETCH
@@ -31,8 +32,20 @@ def _lancedb():
     return lancedb
 
 
+BATCH_ROWS = 50_000  # rows per Arrow batch handed to LanceDB: one batch of vectors in Arrow at a time
+
+
 def build_table(path: Path, chunk_ids: list[str], vectors: np.ndarray) -> int:
-    """Write a fresh table of (chunk_id, vector) into `path`; return the LanceDB table version."""
+    """Write a fresh table of (chunk_id, vector) into `path`; return the LanceDB table version. The rows reach
+    LanceDB in batches of BATCH_ROWS (`build_table_batches`): one write, the same table as a single Arrow table."""
+    dim = int(vectors.shape[1]) if vectors.ndim == 2 else 0
+    return build_table_batches(path, ((chunk_ids[s:s + BATCH_ROWS], vectors[s:s + BATCH_ROWS])
+                                      for s in range(0, max(len(chunk_ids), 1), BATCH_ROWS)), dim)
+
+
+def build_table_batches(path: Path, batches: Iterable[tuple[list[str], np.ndarray]], dim: int) -> int:
+    """`build_table` from (chunk_ids, vectors) batches, streamed: one LanceDB write of version 1 whose rows are the
+    batches in order, without the whole corpus in memory at once (a million 384-d vectors are 1.5 GB)."""
     import numpy as np
     import pyarrow as pa
 
@@ -40,18 +53,16 @@ def build_table(path: Path, chunk_ids: list[str], vectors: np.ndarray) -> int:
 
     path.mkdir(parents=True, exist_ok=True)
     db = lancedb.connect(str(path))
-    dim = int(vectors.shape[1]) if vectors.ndim == 2 else 0
     schema = pa.schema([("chunk_id", pa.string()), ("vector", pa.list_(pa.float32(), dim))])
-    data = pa.table(
-        {
-            "chunk_id": pa.array(chunk_ids, pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(
-                pa.array(vectors.astype(np.float32, copy=False).reshape(-1), pa.float32()), dim
-            ),
-        },
-        schema=schema,
-    )
-    table = db.create_table(TABLE, data=data, mode="overwrite")
+
+    def record_batches():
+        for ids, vecs in batches:
+            flat = np.asarray(vecs, dtype=np.float32).reshape(-1)
+            yield pa.record_batch([pa.array(ids, pa.string()),
+                                   pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), dim)],
+                                  schema=schema)
+
+    table = db.create_table(TABLE, data=pa.RecordBatchReader.from_batches(schema, record_batches()), mode="overwrite")
     return int(table.version)
 
 

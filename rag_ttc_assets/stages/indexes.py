@@ -24,7 +24,9 @@ def build_bm25(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built) -> Built:
 
     def builder(tmp):
         df = read_representations(reps)
-        bm25.build_index(tmp / "tantivy", list(zip(df["chunk_id"].to_list(), df["text"].to_list())))
+        # Streamed in slices: Tantivy's writer takes one document at a time, so no whole-corpus Python list.
+        bm25.build_index(tmp / "tantivy", (row for part in df.select("chunk_id", "text").iter_slices(10_000)
+                                           for row in part.iter_rows()))
         return {"documents": df.height, "analyzer": BM25_VERSION}
 
     return lab.store.build_once(artifacts.BM25_INDEX.name, key, builder)

@@ -37,8 +37,8 @@ def test_growth_command_prints_a_table_with_every_step(tmp_path):
     lines = proc.stdout.splitlines()
     header = next(ln for ln in lines if ln.startswith("step"))
     assert header.split()[1:] == ["20", "60*", "b", "20-60"]
-    rows = {ln.split()[0]: ln.split()[1:] for ln in lines[lines.index(header) + 2:] if ln.strip()
-            and not ln.startswith(("b a-b", "*", "peak_rss_mb:"))}
+    table = lines[lines.index(header) + 2:]
+    rows = {ln.split()[0]: ln.split()[1:] for ln in table[:table.index("")]}
     expected = ["documents", "questions", "dataset", "chunking", "representations", "tantivy", "embedding",
                 "lancedb", "retrieval", "admission", "peak_rss_mb", "peak_over_base_mb"]
     assert list(rows) == expected
@@ -47,4 +47,13 @@ def test_growth_command_prints_a_table_with_every_step(tmp_path):
     assert float(rows["embedding"][0]) > 0 and rows["embedding"][1:] == ["-", "-"]  # 60 chunks > embed max
     assert any(ln.startswith("* not embedded (embedding measured up to 30 chunks)") for ln in lines)
     assert any(ln.startswith("b a-b = growth exponent") for ln in lines)
-
+    # Issue 46's targets, each figure beside its target: the peak at the largest size and extrapolated to a million
+    # chunks (against 4 GB), and each step's whole-range exponent (admission against 1.05).
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("issue 46 targets"))
+    figures = {ln.split("  ")[0]: ln.split() for ln in lines[start + 3:] if "<=" in ln}
+    assert figures["peak_rss_mb at 60 chunks"][-3:-1] == ["<=", "4096"]
+    assert figures["peak_rss_mb at 1,000,000 chunks, extrapolated"][-3:-1] == ["<=", "4096"]
+    assert figures["admission exponent, 20 to 60 chunks"][-3:-1] == ["<=", "1.05"]
+    for step in ("chunking", "representations", "tantivy", "lancedb", "retrieval"):
+        assert figures[f"{step} exponent, 20 to 60 chunks"][-3:-1] == ["<=", "1.15"], step
+    assert all(f[-1] in ("met", "meets", "-") for f in figures.values())
