@@ -133,9 +133,9 @@ def sweep_curves(path: str | os.PathLike, parameter: str, rows: list[dict], seri
 
 def recall_latency_curves(path: str | os.PathLike, curves: dict[str, list[tuple[float, float]]],
                           target_recall: float, target_ms: float, title: str, dashed: tuple[str, ...] = ()) -> Path:
-    """One line per named curve: y = recall against x = latency (ms, log scale when it spans a decade), points
-    sorted by latency, the curves whose name starts with one of `dashed` dashed; the target region (recall >=
-    target_recall at latency <= target_ms) shaded."""
+    """One series of points per named curve (a sweep's settings): y = recall against x = latency (ms, log scale
+    when it spans a decade), the series whose name starts with one of `dashed` (a floor) drawn as crosses; the
+    target region (recall >= target_recall at latency <= target_ms) shaded."""
     points = {name: sorted((x, y) for x, y in pts if _finite(x) is not None and _finite(y) is not None)
               for name, pts in curves.items()}
     fig, axes = _new_figure()
@@ -150,8 +150,8 @@ def recall_latency_curves(path: str | os.PathLike, curves: dict[str, list[tuple[
     ax.axvline(target_ms, color=GAIN, linewidth=0.8, linestyle="--")
     for name, pts in points.items():
         if pts:
-            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", markersize=3, linewidth=1, label=name,
-                    linestyle="--" if name.startswith(dashed) else "-")
+            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="x" if name.startswith(dashed) else "o",
+                    markersize=4, linestyle="none", label=name)
     if min(xs) > 0 and max(xs) / min(xs) >= 10:
         ax.set_xscale("log")
     ax.set_xlabel("p95 latency of one query (ms)", fontsize=8)
