@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_ttc_assets.adapters import embeddings, vectors
-from rag_ttc_assets.adapters.wice import read_wice
+from rag_ttc_assets.adapters.wice import WiceError, read_wice
 from rag_ttc_assets.bench import scale
 from rag_ttc_assets.core.ann import resolve_build
 from rag_ttc_assets.core.arms import VectorIndexConfig
@@ -356,6 +356,9 @@ def cmd_ann_realistic(args) -> int:
         raise SystemExit("rag-ttc bench: --only ann_realistic runs alone (it builds its own vectors)")
     if args.chunks < 2 * K:
         raise SystemExit(f"rag-ttc bench: --chunks must be at least {2 * K}, got {args.chunks}")
-    report = run_ann_realistic(args.chunks, home=args.home, plot=getattr(args, "plot", None))
+    try:
+        report = run_ann_realistic(args.chunks, home=args.home, plot=getattr(args, "plot", None))
+    except WiceError as e:  # the folder RAG_TTC_HUMAN_LABELS names is not the WiCE data: say which file and field
+        raise SystemExit(f"rag-ttc bench: {ENV}: {e}") from None
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

@@ -66,8 +66,11 @@ def test_without_the_corpus_the_realistic_part_is_skipped_naming_the_variable(mo
     assert "realistic vectors skipped: RAG_TTC_HUMAN_LABELS is not set" in ann.format_report(report)
 
 
-def test_ann_realistic_runs_alone_and_checks_its_size():
+def test_ann_realistic_runs_alone_and_checks_its_size(monkeypatch, tmp_path):
     with pytest.raises(SystemExit, match="--only ann_realistic runs alone"):
         bench_main(["--only", "ann_realistic", "--only", "metrics", "--chunks", "100"])
     with pytest.raises(SystemExit, match="--chunks must be at least 20"):
         bench_main(["--only", "ann_realistic", "--chunks", "5"])
+    monkeypatch.setenv(ann.ENV, str(tmp_path))  # a folder without the WiCE data: a message, not a traceback
+    with pytest.raises(SystemExit, match=r"RAG_TTC_HUMAN_LABELS: .*entailment_retrieval/claim: no dev.jsonl"):
+        bench_main(["--only", "ann_realistic", "--chunks", "100"])
