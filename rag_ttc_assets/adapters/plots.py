@@ -131,6 +131,38 @@ def sweep_curves(path: str | os.PathLike, parameter: str, rows: list[dict], seri
     return _save(fig, path)
 
 
+def recall_latency_curves(path: str | os.PathLike, curves: dict[str, list[tuple[float, float]]],
+                          target_recall: float, target_ms: float, title: str, dashed: tuple[str, ...] = ()) -> Path:
+    """One series of points per named curve (a sweep's settings): y = recall against x = latency (ms, log scale
+    when it spans a decade), the series whose name starts with one of `dashed` (a floor) drawn as crosses; the
+    target region (recall >= target_recall at latency <= target_ms) shaded."""
+    points = {name: sorted((x, y) for x, y in pts if _finite(x) is not None and _finite(y) is not None)
+              for name, pts in curves.items()}
+    fig, axes = _new_figure()
+    ax = axes[0][0]
+    ax.set_title(title, fontsize=10)
+    if not any(points.values()):
+        _no_data(ax)
+        return _save(fig, path)
+    xs = [x for pts in points.values() for x, _ in pts]
+    ax.fill_between([min(min(xs), target_ms) * 0.5, target_ms], target_recall, 1.0, color=GAIN, alpha=0.08)
+    ax.axhline(target_recall, color=GAIN, linewidth=0.8, linestyle="--")
+    ax.axvline(target_ms, color=GAIN, linewidth=0.8, linestyle="--")
+    for name, pts in points.items():
+        if pts:
+            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="x" if name.startswith(dashed) else "o",
+                    markersize=4, linestyle="none", label=name)
+    if min(xs) > 0 and max(xs) / min(xs) >= 10:
+        ax.set_xscale("log")
+    ax.set_xlabel("p95 latency of one query (ms)", fontsize=8)
+    ax.set_ylabel("recall@10 of the exact top 10", fontsize=8)
+    ax.set_ylim(0, 1.02)
+    ax.tick_params(labelsize=7)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6, loc="lower right")
+    return _save(fig, path)
+
+
 # --------------------------------------------------------------------------- paired deltas
 
 

@@ -66,6 +66,10 @@ def cmd_bench(args) -> int:
         return growth.cmd_growth(args)
     if "scale" in (args.only or []):  # its own generated corpus and table: bench/scale.py
         return scale.cmd_scale(args)
+    if "ann_realistic" in (args.only or []):  # its own vectors and sweep: bench/ann_realistic.py
+        from rag_ttc_assets.bench import ann_realistic  # late: only this measurement needs it
+
+        return ann_realistic.cmd_ann_realistic(args)
     report = run_bench(only=args.only, repeat=args.repeat, home=args.home, scale=args.scale)
     print(json.dumps(report, indent=2, default=str) if args.json else format_table(report))
     return 0
@@ -86,9 +90,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                           "alternating and repeating, and report median times, their ratio, "
                                           "the target and a verdict. Measurements: " + ", ".join(items) + ".")
     s.add_argument("--json", action="store_true")
-    s.add_argument("--only", action="append", choices=[*items, "scale"], metavar="NAME",
+    s.add_argument("--only", action="append", choices=[*items, "scale", "ann_realistic"], metavar="NAME",
                    help="run only this measurement (repeatable): " + ", ".join(items)
-                   + "; or scale alone, with --chunks N (bench/scale.py)")
+                   + "; or scale alone, with --chunks N (bench/scale.py); or ann_realistic alone, with --chunks N "
+                   "and --plot PNG (bench/ann_realistic.py)")
     s.add_argument("--scale", type=_positive, metavar="N",
                    help="use a synthetic corpus of N documents recombined from the bundled paragraphs")
     s.add_argument("--repeat", type=_positive, default=3, metavar="R", help="rounds per measurement (default 3)")
@@ -100,7 +105,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="with --growth: embed only sizes up to N chunks (default 10000; larger sizes index "
                         "seeded random vectors and report no embedding time)")
     s.add_argument("--chunks", type=int, default=100_000, metavar="N",
-                   help="with --only scale: the generated corpus's chunk count (default 100000)")
+                   help="with --only scale or ann_realistic: the chunk (vector) count (default 100000)")
+    s.add_argument("--plot", metavar="PNG",
+                   help="with --only ann_realistic: draw the recall-latency curve into this PNG file")
     s.set_defaults(fn=cmd_bench)
     return s
 
