@@ -201,10 +201,10 @@ def _slices(parquet: Path, columns: list[str]):
     import pyarrow.parquet as pq  # late: the bench's child only
     import polars as pl
 
-    start = 0
-    for batch in pq.ParquetFile(parquet).iter_batches(batch_size=vectors.BATCH_ROWS, columns=columns):
-        yield start, pl.from_arrow(batch)
-        start += batch.num_rows
+    rows = pq.ParquetFile(parquet).metadata.num_rows
+    lazy = pl.scan_parquet(parquet).select(columns)  # typed by the file's schema, never by its first rows
+    for start in range(0, rows, vectors.BATCH_ROWS):
+        yield start, lazy.slice(start, vectors.BATCH_ROWS).collect()
 
 
 def _run_child(spec: labs.LabSpec, home: Path, embed: bool, repeat: int) -> dict:
