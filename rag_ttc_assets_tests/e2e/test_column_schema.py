@@ -1,8 +1,10 @@
 """Each table asset shows its declared columns (core.tables) as Dagster's column schema, read back from the
-instance `rag-ttc run` wrote to; and the tables a whole run writes are the declared ones, column for column."""
+instance `rag-ttc run` wrote to; the tables a whole run writes are the declared ones, column for column; and what
+they hold is what the golden snapshot of the same run holds."""
 
 import json
 import os
+from pathlib import Path
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
 
@@ -11,6 +13,9 @@ from rag_ttc_assets.core.tables import ONLY_IMPORTED, ONLY_JURY, Table
 from rag_ttc_assets.defs import graph
 from rag_ttc_assets.defs.registry import COLUMN_SCHEMA, column_schema
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
+from rag_ttc_assets_tests.support.store_snapshot import arm_files, differences, write_golden
+
+GOLDEN = Path(__file__).parent / "golden" / "mini_baseline.json"
 
 
 def _latest_metadata(instance, asset: str, arm: str) -> dict:
@@ -58,3 +63,14 @@ def test_every_table_asset_shows_its_declared_columns_in_dagster(mini_lab, tmp_p
         others = {c.name for c in t.columns if c.only in (ONLY_IMPORTED, ONLY_JURY)}
         declared = {k: v for k, v in schema_of(t).items() if k not in others}
         assert dict(schema) == declared, t
+
+    # Behaviour kept: every table and JSON summary the run wrote equals the golden snapshot taken of the same run
+    # (support/store_snapshot: the fields that vary between two identical runs left out). A refactor must leave it
+    # equal; a change of behaviour on purpose rewrites it (RAG_TTC_UPDATE_GOLDEN=1) and the diff shows what changed.
+    now = arm_files(mini_lab.store.root)
+    if os.environ.get("RAG_TTC_UPDATE_GOLDEN"):
+        write_golden(GOLDEN, now)
+    changed = differences(json.loads(GOLDEN.read_text(encoding="utf-8")), now)
+    assert not changed, ("the mini lab's baseline wrote other tables than the golden snapshot "
+                         f"({GOLDEN.name}; rewrite it with RAG_TTC_UPDATE_GOLDEN=1 if the change is meant):\n"
+                         + "\n".join(changed))
