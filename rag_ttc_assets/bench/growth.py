@@ -15,7 +15,8 @@ peak resident memory is that size's alone, and times the product's own functions
     embedding       adapters.embeddings.encode over the representation texts (as build_vectors calls it)
     lancedb         adapters.vectors.build_table (the LanceDB table build_vectors writes)
     retrieval       stages.retrieval.retrieve for every question (a fixed set: the bundled questions)
-    admission       read_chunks + admit + request_support + request_coverage (the admitted_contexts asset)
+    admission       the chunks gold evidence and the ranked lists name, admit, request_support, request_coverage
+                    (the admitted_contexts asset)
 
 The model is loaded and the question embeddings built before any timing. Every step but embedding runs
 `--repeat` rounds (default 3), each into a fresh store so each build is a build, and reports the median;
@@ -175,11 +176,12 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
         rows = timed("retrieval", lambda: stage.retrieve(cfg, ds, bm, vec, qemb, chunk_docs))
         del chunk_docs
 
-        def admission():
-            chunk_list = ingest.read_chunks(ch)
+        def admission():  # as the admitted_contexts asset reads its chunks (stages.resolve.ArmInputs)
             questions = stage.arm_questions(cfg, ds)
-            support = coverage.request_support(ds, questions, chunk_list)
-            contexts = stage.admit(cfg, rows, {c.chunk_id: c.text for c in chunk_list}, questions, support)
+            docs = {ev.doc_id for q in questions for r in q.requests for ev in r.evidence}
+            support = coverage.request_support(ds, questions, ingest.read_chunks(ch, docs))
+            ranked = {c for ids in rows["ranked_chunk_ids"].to_list() for c in ids}
+            contexts = stage.admit(cfg, rows, ingest.chunk_texts(ch, ranked), questions, support)
             return coverage.request_coverage(questions, support, rows, contexts)
 
         timed("admission", admission)

@@ -131,6 +131,20 @@ def _parse(model, raw: object, path: Path, list_key: str, problems: list[Problem
         return None
 
 
+def _read_model(model, path: Path, data: bytes | None, list_key: str, problems: list[Problem]):
+    """(`model` read from the file's bytes, the bytes), or (None, bytes) with the problems named. A valid file is
+    validated from its bytes in one pass (pydantic's JSON parser: no decoded copy of the text, no parsed JSON tree
+    beside the models, which at a million chunks' corpus were gigabytes at once); a file that fails it is read again
+    the long way, which names each problem's record and field."""
+    if data is not None and not data.startswith(b"\xef\xbb\xbf"):
+        try:
+            return model.model_validate_json(data), data
+        except ValueError:  # pydantic's ValidationError, or JSON it refuses: the long way says what is wrong
+            pass
+    data, raw = _decode_json(path, data, problems)
+    return (_parse(model, raw, path, list_key, problems) if raw is not None else None), data
+
+
 def _check_corpus(corpus: Corpus, path: Path, problems: list[Problem]) -> None:
     if not corpus.documents:
         problems.append(Problem(str(path), "(top level)", "documents", "the corpus has no documents"))
@@ -199,10 +213,8 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
     (derived_requests.json's path and bytes) when it has them, else by the offline rule.
     """
     problems: list[Problem] = []
-    cbytes, craw = _decode_json(cpath, corpus_bytes, problems)
-    ebytes, eraw = _decode_json(epath, evaluation_bytes, problems)
-    corpus = _parse(Corpus, craw, cpath, "documents", problems) if craw is not None else None
-    evaluation = _parse(Evaluation, eraw, epath, "questions", problems) if eraw is not None else None
+    corpus, cbytes = _read_model(Corpus, cpath, corpus_bytes, "documents", problems)
+    evaluation, ebytes = _read_model(Evaluation, epath, evaluation_bytes, "questions", problems)
     cdigest = sha256_digest(cbytes) if cbytes is not None else ""
     if evaluation is not None and cbytes is not None and evaluation.corpus_digest != cdigest:
         raise DigestMismatchError([Problem(

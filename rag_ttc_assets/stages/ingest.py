@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.store import Built
 from rag_ttc_assets.adapters.table_types import schema_frame, schema_of
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.arms import ArmConfig
-from rag_ttc_assets.core.chunking import CHUNKER_VERSION, Chunk, chunk_corpus
+from rag_ttc_assets.core.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
@@ -20,6 +21,9 @@ from rag_ttc_assets.stages.calls import CallerFor, role_caller
 
 if TYPE_CHECKING:
     import polars as pl
+
+# Rows built, held and read as Python objects at a time (chunks, representations): a slice, never the whole corpus.
+BATCH_ROWS = 50_000
 
 
 def bind_dataset(lab: Lab, cfg: ArmConfig) -> Dataset:
@@ -36,18 +40,61 @@ def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
     key = artifacts.CHUNKS.key(cfg, corpus_digest=ds.corpus_digest)
 
     def builder(tmp):
-        chunks = chunk_corpus([(d.id, d.text) for d in ds.corpus.documents], cfg.chunk_runes, cfg.overlap_runes)
-        schema_frame("chunks", chunk_schema(), [c.model_dump() for c in chunks],
-                     "stages/ingest.py, chunk_schema").write_parquet(tmp / "chunks.parquet")
-        return {"chunks": len(chunks), "documents": len(ds.corpus.documents), "chunker": CHUNKER_VERSION}
+        import polars as pl
+
+        # Chunked a slice of documents at a time into typed frames, so the corpus's chunks are never held as Python
+        # objects all at once (a million chunks as models and dicts were several GB); the one frame written is the
+        # frame a single pass would build, row for row.
+        schema, frames, batch = chunk_schema(), [], []
+        for d in ds.corpus.documents:
+            batch.extend(c.model_dump() for c in chunk_text(d.id, d.text, cfg.chunk_runes, cfg.overlap_runes))
+            if len(batch) >= BATCH_ROWS:
+                frames.append(schema_frame("chunks", schema, batch, "stages/ingest.py, chunk_schema"))
+                batch = []
+        if batch or not frames:
+            frames.append(schema_frame("chunks", schema, batch, "stages/ingest.py, chunk_schema"))
+        df = pl.concat(frames, rechunk=True)
+        del frames, batch
+        df.write_parquet(tmp / "chunks.parquet")
+        return {"chunks": df.height, "documents": len(ds.corpus.documents), "chunker": CHUNKER_VERSION}
 
     return lab.store.build_once(artifacts.CHUNKS.name, key, builder)
 
 
-def read_chunks(built: Built) -> list[Chunk]:
+def chunk_batches(built: Built, rows: int = BATCH_ROWS) -> Iterator[list[Chunk]]:
+    """The artifact's chunks in order, `rows` at a time: a whole corpus is never a list of models at once."""
     import polars as pl
 
-    return [Chunk(**row) for row in pl.read_parquet(built.path / "chunks.parquet").iter_rows(named=True)]
+    frame = pl.scan_parquet(built.path / "chunks.parquet")
+    total = frame.select(pl.len()).collect().item()
+    for start in range(0, total, rows):
+        yield [Chunk(**row) for row in frame.slice(start, rows).collect().iter_rows(named=True)]
+
+
+def read_chunks(built: Built, doc_ids: Collection[str] | None = None) -> list[Chunk]:
+    """The artifact's chunks as models, in order; only those of the documents `doc_ids` when given (the chunks gold
+    evidence can fall in: a corpus's other chunks are never made models for it)."""
+    import polars as pl
+
+    frame = pl.scan_parquet(built.path / "chunks.parquet")
+    if doc_ids is not None:
+        frame = frame.filter(pl.col("doc_id").is_in(sorted(doc_ids)))
+    return [Chunk(**row) for row in frame.collect().iter_rows(named=True)]
+
+
+def chunk_texts(built: Built, ids: Collection[str] | None = None) -> dict[str, str]:
+    """chunk_id -> text from the artifact's two columns (no models); only the chunks `ids` when given."""
+    import polars as pl
+
+    frame = pl.scan_parquet(built.path / "chunks.parquet").select("chunk_id", "text")
+    if ids is not None:
+        frame = frame.filter(pl.col("chunk_id").is_in(sorted(ids)))
+    df = frame.collect()
+    return dict(zip(df["chunk_id"].to_list(), df["text"].to_list()))
+
+
+def chunk_count(built: Built) -> int:
+    return int(built.manifest["info"]["chunks"])
 
 
 def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, progress: Progress = NO_PROGRESS,
@@ -60,7 +107,10 @@ def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, 
                                         prompt_digest=prompt.digest if prompt else None)
 
     def builder(tmp):
-        out = representations.build_rows(lab, cfg, ds, read_chunks(chunks), progress, caller_for)
+        if prompt is None:  # a template: row for row from the chunks, a slice at a time
+            out = representations.template_rows(cfg, ds, chunk_batches(chunks))
+        else:
+            out = representations.build_rows(lab, cfg, ds, read_chunks(chunks), progress, caller_for)
         out.write_parquet(tmp / "representations.parquet")
         return {**representations.builder_identity(cfg, prompt), **representations.summary(out)}
 

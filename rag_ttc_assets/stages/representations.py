@@ -11,6 +11,7 @@ parse failure is the builder's reply, as an unparseable answer is the generator'
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.table_types import schema_frame
@@ -102,6 +103,18 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
 
     rows = pooled(one, chunks, REPRESENTATION_BUILDER.workers(cfg), progress, "representing", "represented", "chunks")
     return _frame(rows)
+
+
+def template_rows(cfg: ArmConfig, ds: Dataset, batches: Iterable[list[Chunk]]) -> pl.DataFrame:
+    """A template kind's rows (no builder call), from the chunks a batch at a time: each batch becomes a typed frame
+    before the next is read, and the frames are one table, the same rows build_rows makes."""
+    import polars as pl
+
+    ident = builder_identity(cfg, None)
+    titles = {d.id: d.title for d in ds.corpus.documents}
+    frames = [_frame([_row(c, ident, text=represent(c, titles[c.doc_id], cfg.representation)) for c in batch])
+              for batch in batches]
+    return pl.concat(frames, rechunk=True) if frames else _frame([])
 
 
 def _frame(rows: list[dict]) -> pl.DataFrame:

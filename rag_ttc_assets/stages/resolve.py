@@ -14,6 +14,7 @@ asset downstream of `chunks` opens the same chunks its upstream asset built, nev
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import cached_property
 from typing import Any
 from typing import TYPE_CHECKING
@@ -79,7 +80,16 @@ class ArmInputs:
 
     @cached_property
     def chunk_text(self) -> dict[str, str]:
-        return {c.chunk_id: c.text for c in self.chunk_list}
+        if self.imported:
+            return {c.chunk_id: c.text for c in self.chunk_list}
+        return ingest.chunk_texts(self.chunks)
+
+    def chunk_text_of(self, ids: Collection[str]) -> dict[str, str]:
+        """chunk_id -> text of the chunks `ids` only (what admission reads: the ranked lists' chunks), without
+        reading a whole corpus's texts when they are not already read."""
+        if self.imported or "chunk_text" in self.__dict__:
+            return {i: self.chunk_text[i] for i in ids if i in self.chunk_text}
+        return ingest.chunk_texts(self.chunks, ids)
 
     @cached_property
     def chunk_docs(self) -> dict[str, str]:
@@ -120,7 +130,8 @@ class ArmInputs:
         naming the arms file, arm and field before anything is embedded or indexed. The vector count is the
         chunk count (one representation per chunk), known once the arm is chunked."""
         if VECTOR_INDEX not in self.unused and self.cfg.vector_index.approximate:
-            indexes.check_vector_index(self.cfg, len(self.chunk_list), self.source)
+            count = len(self.chunk_list) if self.imported else ingest.chunk_count(self.chunks)
+            indexes.check_vector_index(self.cfg, count, self.source)
 
     @cached_property
     def question_embeddings(self) -> Built | None:
@@ -131,7 +142,11 @@ class ArmInputs:
     @cached_property
     def support(self) -> dict[str, list[str]]:
         """Per request with gold evidence, the chunk IDs (this arm's chunking) that support it (evaluation side)."""
-        return request_support(self.dataset, self.questions, self.chunk_list)
+        if self.imported:
+            return request_support(self.dataset, self.questions, self.chunk_list)
+        # Only the chunks of the documents gold evidence names can support a request: the rest are never read.
+        docs = {ev.doc_id for q in self.questions for r in q.requests for ev in r.evidence}
+        return request_support(self.dataset, self.questions, ingest.read_chunks(self.chunks, docs))
 
     # --- the arm's own tables, JSON and prompts -----------------------------------------------------------
     def table(self, name: str) -> pl.DataFrame:

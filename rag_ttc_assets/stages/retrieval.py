@@ -149,7 +149,8 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
 
         contexts = imported.contexts(cfg, arm.table(Table.IMPORTED_ROWS), arm.chunk_text)
     else:
-        contexts = admit(cfg, rows, arm.chunk_text, questions, arm.support)
+        ranked = {c for ids in rows[ROWS.ranked_chunk_ids].to_list() for c in ids}
+        contexts = admit(cfg, rows, arm.chunk_text_of(ranked), questions, arm.support)
     coverage = request_coverage(questions, arm.support, rows, contexts,
                                 "retrieval" if cfg.supply == "imported" else cfg.supply)
     if cfg.supply == "imported":
