@@ -21,10 +21,14 @@ from litellm import CustomLLM  # noqa: E402
 from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
 from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage  # noqa: E402
 
+from rag_ttc_assets.adapters.llm import CallResult  # noqa: E402
+
 from rag_ttc_assets.adapters import smollm2  # noqa: E402
 from rag_ttc_assets.adapters.embeddings import content_word_vectors, encode_memoized  # noqa: E402
 from rag_ttc_assets.core import contextual, prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
+from rag_ttc_assets.core.judge_inputs import (ExtractStatements, JudgeInput, JudgeRequests,  # noqa: E402
+                                              VerifyStatements)
 from rag_ttc_assets.core.lexical_judge import extract_claims, verify_against_gold, verify_statements  # noqa: E402
 from rag_ttc_assets.core.summaries import OFFLINE_REQUEST_JUDGES, REQUEST_JUDGE_RULES  # noqa: E402
 from rag_ttc_assets.core.request_judge import (LabelledRequest, WordVectors, judge_requests,  # noqa: E402
@@ -126,49 +130,72 @@ class ExtractiveAnswerer(_Baseline):
         return json.dumps(answer, ensure_ascii=False)
 
 
-class LexicalJudge(_Baseline):
-    """Judges by content-word recall and embedding cosine (core.lexical_judge, core.request_judge); dispatches on
-    <task>: statements, verdicts, gold verdicts, request judgments."""
+class _RecordJudge(_Baseline):
+    """An offline judge: it reads the typed records the lab's judge stages build beside the prompt (core.judge_inputs,
+    handed in by stages.calls.Caller through `judge_call`), never the prompt. Reached through litellm with a prompt
+    alone, it says so in plain text (a parse failure for the caller, as for a model that ignored the format)."""
+
+    def respond(self, prompt: str) -> str:
+        raise ValueError("it judges the typed records the lab's judge stages hand it (core.judge_inputs), "
+                         "not a prompt")
+
+    def judge_records(self, case: JudgeInput) -> str:
+        raise NotImplementedError
+
+    def reply_to(self, case: JudgeInput) -> str:
+        """`judge_records(case)`; a ValueError (a case it cannot judge, a juror's unreadable parameters) is explained
+        in plain text, as `reply` explains a prompt it cannot read."""
+        try:
+            return self.judge_records(case)
+        except ValueError as error:
+            return f"{PROVIDER}/{self.name} (offline baseline) cannot judge this case: {error}."
+
+
+def _labelled(case: JudgeRequests) -> list[LabelledRequest]:
+    return [LabelledRequest(r.id, r.text, r.quotes, r.gold_answer) for r in case.requests]
+
+
+def _passages(case: JudgeRequests) -> list[tuple[str, list[str]]]:
+    return [(p.text, list(p.cites)) for p in case.passages]
+
+
+class LexicalJudge(_RecordJudge):
+    """Judges by content-word recall and embedding cosine (core.lexical_judge, core.request_judge), on each task's
+    records: statements, verdicts, gold verdicts, request judgments."""
 
     name = LEXICAL
 
-    def respond(self, prompt: str) -> str:
-        if prompt_markup.parse_task(prompt) == prompt_markup.TASK_REQUESTS:
-            rp = prompt_markup.parse_request_judge_prompt(prompt)
-            labelled = [LabelledRequest(rid, text, tuple(quotes), gold_answer)
-                        for rid, text, quotes, gold_answer in rp.requests]
-            judged = judge_requests(labelled, rp.answer_text, rp.citations, rp.passages, self._embed)
+    def judge_records(self, case: JudgeInput) -> str:
+        if isinstance(case, JudgeRequests):
+            judged = judge_requests(_labelled(case), case.answer_text, list(case.citations), _passages(case),
+                                    self._embed)
             return json.dumps({"requests": judged}, ensure_ascii=False)
-        parsed = prompt_markup.parse_judge_prompt(prompt)
-        if parsed.task == prompt_markup.TASK_EXTRACT:
-            return json.dumps({"statements": extract_claims(_answer_text(parsed.answer or ""))}, ensure_ascii=False)
-        if parsed.task == prompt_markup.TASK_VERIFY:
-            verdicts, relevance = verify_statements(
-                parsed.statements or [], parsed.evidence or [], self._embed, question=parsed.question or ""
-            )
+        if isinstance(case, ExtractStatements):
+            return json.dumps({"statements": extract_claims(_answer_text(case.answer))}, ensure_ascii=False)
+        if isinstance(case, VerifyStatements):
+            verdicts, relevance = verify_statements(list(case.statements), list(case.evidence), self._embed,
+                                                    question=case.question)
             out: dict[str, Any] = {"verdicts": verdicts}
-            if parsed.question:
+            if case.question:
                 # Relevance is measured against the question; without one there is nothing honest to report.
                 out["answer_relevance"] = relevance
             return json.dumps(out, ensure_ascii=False)
-        verdicts = verify_against_gold(parsed.statements or [], parsed.gold or [], self._embed)
+        verdicts = verify_against_gold(list(case.statements), list(case.gold), self._embed)
         return json.dumps({"verdicts": verdicts}, ensure_ascii=False)
 
 
-class _RequestJuror(_Baseline):
-    """An offline juror that judges requests only (a request_judge or a panel's juror): `judge` on the parsed prompt."""
+class _RequestJuror(_RecordJudge):
+    """An offline juror that judges requests only (a request_judge or a panel's juror): `judge` on the case's
+    records."""
 
-    def judge(self, labelled: list[LabelledRequest], rp: prompt_markup.RequestJudgePrompt) -> list[dict]:
+    def judge(self, labelled: list[LabelledRequest], case: JudgeRequests) -> list[dict]:
         raise NotImplementedError
 
-    def respond(self, prompt: str) -> str:
-        if prompt_markup.parse_task(prompt) != prompt_markup.TASK_REQUESTS:
+    def judge_records(self, case: JudgeInput) -> str:
+        if not isinstance(case, JudgeRequests):
             raise ValueError(f"{PROVIDER}/{self.name} judges requests only (a request_judge or juror), not "
-                             f"{prompt_markup.parse_task(prompt)!r}")
-        rp = prompt_markup.parse_request_judge_prompt(prompt)
-        labelled = [LabelledRequest(rid, text, tuple(quotes), gold_answer)
-                    for rid, text, quotes, gold_answer in rp.requests]
-        return json.dumps({"requests": self.judge(labelled, rp)}, ensure_ascii=False)
+                             f"{case.task!r}")
+        return json.dumps({"requests": self.judge(_labelled(case), case)}, ensure_ascii=False)
 
 
 class CoverageJuror(_RequestJuror):
@@ -177,8 +204,8 @@ class CoverageJuror(_RequestJuror):
 
     name = COVERAGE
 
-    def judge(self, labelled: list[LabelledRequest], rp: prompt_markup.RequestJudgePrompt) -> list[dict]:
-        return judge_requests_whole(labelled, rp.answer_text, rp.citations, self._embed)
+    def judge(self, labelled: list[LabelledRequest], case: JudgeRequests) -> list[dict]:
+        return judge_requests_whole(labelled, case.answer_text, list(case.citations), self._embed)
 
 
 class BertScoreJuror(_RequestJuror):
@@ -191,8 +218,8 @@ class BertScoreJuror(_RequestJuror):
         super().__init__(embed)
         self._word_vectors = word_vectors or content_word_vectors
 
-    def judge(self, labelled: list[LabelledRequest], rp: prompt_markup.RequestJudgePrompt) -> list[dict]:
-        return judge_requests_soft(labelled, rp.answer_text, rp.citations, rp.passages, self._embed,
+    def judge(self, labelled: list[LabelledRequest], case: JudgeRequests) -> list[dict]:
+        return judge_requests_soft(labelled, case.answer_text, list(case.citations), _passages(case), self._embed,
                                    self._word_vectors)
 
 
@@ -206,8 +233,8 @@ class LearnedJuror(_RequestJuror):
         super().__init__(embed)
         self._word_vectors = word_vectors or content_word_vectors
 
-    def judge(self, labelled: list[LabelledRequest], rp: prompt_markup.RequestJudgePrompt) -> list[dict]:
-        return judge_requests_learned(labelled, rp.answer_text, rp.citations, rp.passages, self._embed,
+    def judge(self, labelled: list[LabelledRequest], case: JudgeRequests) -> list[dict]:
+        return judge_requests_learned(labelled, case.answer_text, list(case.citations), _passages(case), self._embed,
                                       self._word_vectors, load_parameters())
 
 
@@ -364,6 +391,32 @@ class LocalProviders(CustomLLM):
 
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         return await self._route(model).acompletion(model, messages, *args, **kwargs)
+
+
+def judge_call(model: str, case: JudgeInput, messages: list[dict[str, Any]]) -> CallResult:
+    """One call of the offline judge `model` (core.summaries.OFFLINE_REQUEST_JUDGES) on `case`, the records the stage
+    rendered `messages` from; accounted as the call through litellm would be: whitespace token counts of the
+    messages and the reply, priced at zero, one attempt."""
+    started = time.monotonic()
+    judge = _handler()._route(model)
+    if not isinstance(judge, _RecordJudge):
+        raise ValueError(f"{model} is not an offline judge: it reads a prompt, not judge records")
+    prompt_tokens = approx_tokens("\n".join(_text(m) for m in messages if isinstance(m, dict)))
+    try:
+        content = judge.reply_to(case)
+    except Exception as exc:  # a fault of the judge is the row's status, as it was through litellm: never a crash
+        return CallResult(status="provider_error", raw_text=None, input_tokens=None, output_tokens=None,
+                          latency_s=time.monotonic() - started, cost_usd=None, attempts=1,
+                          error=f"{model}: {type(exc).__name__}: {exc}")
+    return CallResult(status="ok", raw_text=content, input_tokens=prompt_tokens,
+                      output_tokens=approx_tokens(content), latency_s=time.monotonic() - started, cost_usd=0.0,
+                      attempts=1, error=None)
+
+
+def _handler() -> LocalProviders:
+    """The registered handler (`register`), so a judge called with records uses the embedder litellm's would."""
+    register()
+    return next(v for item in litellm.custom_provider_map for v in item.values() if isinstance(v, LocalProviders))
 
 
 def rules_of(model: str) -> str | None:

@@ -19,7 +19,8 @@ from rag_ttc_assets.adapters.provider_cache import ProviderCache
 from rag_ttc_assets.core.arms import ArmConfig, ModelConfig
 from rag_ttc_assets.core.progress import Progress
 from rag_ttc_assets.core.roles import ProviderRole
-from rag_ttc_assets.core.summaries import is_offline_baseline
+from rag_ttc_assets.core.judge_inputs import JudgeInput
+from rag_ttc_assets.core.summaries import OFFLINE_REQUEST_JUDGES, is_offline_baseline
 from rag_ttc_assets.lab import Lab
 
 BUDGET_EXHAUSTED = "budget_exhausted"
@@ -96,11 +97,16 @@ class Caller:
     def __init__(self, cfg: ModelConfig, cache_root: Path, namespace: str, budget: int,
                  allow_unpriced: bool = True, role: str = "generator", archive: MessageArchive | None = None):
         self.rules: str | None = None
+        # An offline judge (local/lexical, the offline jurors) is called in process on the records the stage built
+        # beside the prompt (core.judge_inputs); every other model through litellm on the messages.
+        self._judge_records: Callable[[str, JudgeInput, list[dict]], llm.CallResult] | None = None
         if cfg.model.startswith(llm.LOCAL_PREFIX):
             from rag_ttc_assets.adapters import local_providers  # late: litellm, numpy load only when this runs
 
             local_providers.register()
             self.rules = local_providers.rules_of(cfg.model)
+            if cfg.model in OFFLINE_REQUEST_JUDGES:
+                self._judge_records = local_providers.judge_call
         if not allow_unpriced and not llm.is_priced(cfg.model):
             raise UnpricedModelError(
                 f"model {cfg.model!r} ({role}) has no known price in litellm's cost map; set "
@@ -123,8 +129,10 @@ class Caller:
         return is_offline_baseline(self.cfg.model)
 
     def call(self, messages: list[dict], sample_index: int = 0, tools: list[dict] | None = None,
-             response_format: dict | None = None) -> Call:
-        """One call; `response_format` (core.response_formats) asks the server for a reply of that JSON schema."""
+             response_format: dict | None = None, judge_input: JudgeInput | None = None) -> Call:
+        """One call; `response_format` (core.response_formats) asks the server for a reply of that JSON schema.
+        `judge_input`: the records a judge stage rendered `messages` from; an offline judge reads them (the cache key
+        is the messages' either way)."""
         params = {**self.cfg.params, **({"tools": tools} if tools else {}),
                   **({"response_format": response_format} if response_format else {})}
         key = self.cache.key(self.cfg.model, messages, params, sample_index, self.cfg.api_base, self.rules)
@@ -141,7 +149,10 @@ class Caller:
                             f"{self.role} budget of {self.budget} provider calls exhausted", False,
                             messages_digest=sent)
             self.provider_calls += 1
-        r = llm.complete(self.spec, messages, tools=tools, response_format=response_format)
+        if self._judge_records is not None and judge_input is not None:
+            r = self._judge_records(self.cfg.model, judge_input, messages)
+        else:
+            r = llm.complete(self.spec, messages, tools=tools, response_format=response_format)
         call = Call(r.status, r.raw_text, r.input_tokens, r.output_tokens, r.latency_s, r.cost_usd, r.attempts,
                     r.error, False, r.tool_calls, sent)
         if r.ok:

@@ -15,6 +15,7 @@ from rag_ttc_assets.core.completeness import gold_texts
 from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, FREE_TEXT, VALID, ContractResult, check_contract,
                                           locate_json_object)
 from rag_ttc_assets.core.counterfactual import Planted
+from rag_ttc_assets.core.judge_inputs import ExtractStatements, VerifyAgainstGold, VerifyStatements
 from rag_ttc_assets.core.judge_measurement import judge_measurement
 from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, measured_text
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
@@ -190,8 +191,10 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
 
 def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[str, Prompt], caller: Caller,
                  calls: list[Call], mode: str) -> dict:
+    # Each call is handed the records its prompt is rendered from (core.judge_inputs): an offline judge reads those.
     call = caller.call([{"role": "user", "content": prompts["statements"].render(question=q.text, answer=answer)}],
-                       response_format=response_format(mode, "statements"))
+                       response_format=response_format(mode, "statements"),
+                       judge_input=ExtractStatements.of(q.text, answer))
     calls.append(call)
     status, statements = _parsed_call(call, judging.parse_statements)
     if status != "ok":
@@ -201,7 +204,8 @@ def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[st
     block = statements_block(statements)
     call = caller.call([{"role": "user", "content": prompts["verdicts"].render(
         question=q.text, statements=block, evidence=numbered_block("evidence", evidence))}],
-        response_format=response_format(mode, "verdicts"))
+        response_format=response_format(mode, "verdicts"),
+        judge_input=VerifyStatements.of(q.text, statements, evidence))
     calls.append(call)
     status, parsed = _parsed_call(call, lambda raw: judging.parse_verdicts(raw, len(statements)))
     if status != "ok":
@@ -215,7 +219,8 @@ def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[st
     if gold:
         call = caller.call([{"role": "user", "content": prompts["gold"].render(
             question=q.text, statements=block, gold=numbered_block("gold", gold))}],
-            response_format=response_format(mode, "gold_verdicts"))
+            response_format=response_format(mode, "gold_verdicts"),
+            judge_input=VerifyAgainstGold.of(q.text, statements, gold))
         calls.append(call)
         status, parsed = _parsed_call(call, lambda raw: judging.parse_verdicts(raw, len(statements), gold=True))
         if status == "ok":

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from rag_ttc_assets.core import entailment, judging
 from rag_ttc_assets.core.arms import ENTAILMENT, ArmConfig
 from rag_ttc_assets.core.completeness import json_list
+from rag_ttc_assets.core.judge_inputs import GoldRequest, JudgeRequests
 from rag_ttc_assets.core.contract import FREE_TEXT, VALID, locate_json_object
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, cited_answer_block, gold_block, gold_requests_block
@@ -56,6 +57,14 @@ def request_judge_messages(prompt: Prompt, q: Question, contract_row: dict) -> l
     return [{"role": "user", "content": prompt.render(
         question=q.text, gold_requests=gold_requests_block(labelled),
         answer=cited_answer_block(contract_row[CON.answer], citations, passages))}]
+
+
+def request_judge_input(q: Question, contract_row: dict) -> JudgeRequests:
+    """What an offline request judge reads for one contract-valid answer: the records `request_judge_messages`
+    renders, as the prompt's reader sees them (core.judge_inputs)."""
+    citations, passages = _answer_view(contract_row)
+    return JudgeRequests.of(q.text, [GoldRequest.of(r.id, r.text, [e.quote for e in r.evidence], r.gold_answer)
+                                     for r in q.requests], contract_row[CON.answer], citations, passages)
 
 
 def entailment_messages(prompt: Prompt, q: Question, r: Request, contract_row: dict) -> list[dict]:
@@ -127,7 +136,8 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
         judged: list[judging.RequestJudgment] | None = None
         if c[CON.status] in (VALID, FREE_TEXT):
             call = caller.call(request_judge_messages(prompt, q, c),
-                               response_format=response_format(cfg.response_format, "request_judgments"))
+                               response_format=response_format(cfg.response_format, "request_judgments"),
+                               judge_input=request_judge_input(q, c))
             base.update(judge_provider_calls=int(call.counts_as_provider_call and not caller.offline_baseline),
                         judge_cache_hits=int(call.cache_hit), judge_input_tokens=call.input_tokens,
                         judge_output_tokens=call.output_tokens, judge_cost_usd=call.cost_usd,

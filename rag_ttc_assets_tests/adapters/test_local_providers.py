@@ -13,12 +13,12 @@ import litellm  # noqa: E402
 
 from rag_ttc_assets.adapters import local_providers  # noqa: E402
 from rag_ttc_assets.core.contract import check_contract  # noqa: E402
+from rag_ttc_assets.core.judge_inputs import (ExtractStatements, GoldRequest, JudgeRequests,  # noqa: E402
+                                              VerifyAgainstGold, VerifyStatements)
 from rag_ttc_assets.core.prompts import (  # noqa: E402
     evidence_block,
-    numbered_block,
     parse_prompt,
     requests_block,
-    statements_block,
 )
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
@@ -33,6 +33,14 @@ CHUNK_IDS = [cid for cid, _ in CHUNKS]
 
 def render(name: str, kind: str, **values: str) -> str:
     return parse_prompt(name, (PROMPTS / f"{name}.txt").read_text(encoding="utf-8"), kind).render(**values)
+
+
+def judged(model: str, case, prompt: str = "") -> str:
+    """An offline judge's reply to `case`, the records a judge stage hands it beside the prompt it renders."""
+    result = local_providers.judge_call(model, case, [{"role": "user", "content": prompt}])
+    assert (result.status, result.attempts, result.cost_usd) == ("ok", 1, 0.0)
+    assert result.input_tokens == len(prompt.split()) and result.output_tokens == len(result.raw_text.split())
+    return result.raw_text
 
 
 def ask(model: str, prompt: str) -> litellm.ModelResponse:
@@ -97,8 +105,10 @@ def test_prompt_without_tags_is_explained_in_plain_text() -> None:
         "local/extractive (offline baseline) cannot answer this prompt: prompt has no <question>...</question> block."
     )
     assert check_contract(raw, CHUNK_IDS).status == "parse_failure"
+    # An offline judge reads the records a judge stage hands it, never a prompt: a prompt alone is refused.
     raw = ask("local/lexical", "<task>verify_statements</task> and nothing else").choices[0].message.content
-    assert raw.endswith("prompt has no <statements>...</statements> block.")
+    assert raw == ("local/lexical (offline baseline) cannot answer this prompt: it judges the typed records the lab's "
+                   "judge stages hand it (core.judge_inputs), not a prompt.")
 
 
 def test_lexical_extract_statements() -> None:
@@ -108,37 +118,40 @@ def test_lexical_extract_statements() -> None:
         "abstained": False,
     })
     prompt = render("judge-statements-v1", "judge_statements", question="What does assert do?", answer=answer)
-    response = ask("local/lexical", prompt)
-    assert response.model == "local/lexical"
-    assert json.loads(response.choices[0].message.content) == {
+    assert json.loads(judged("local/lexical", ExtractStatements.of("What does assert do?", answer), prompt)) == {
         "statements": ["Assert statements insert debugging assertions."]
     }
 
 
+def test_a_fault_inside_an_offline_judge_is_the_calls_status_not_a_crash(monkeypatch) -> None:
+    """Through litellm a judge's exception was a provider fault; called on records in process it stays one, so the
+    row records it and the finished rows are kept."""
+    def broken(self, case):
+        raise RuntimeError("lost its word vectors")
+
+    monkeypatch.setattr(local_providers._RecordJudge, "reply_to", broken)
+    result = local_providers.judge_call("local/lexical", ExtractStatements.of("What does assert do?", "It asserts."),
+                                        [{"role": "user", "content": "a prompt"}])
+    assert result.status == "provider_error" and result.raw_text is None
+    assert result.error == "local/lexical: RuntimeError: lost its word vectors"
+
+
 def test_lexical_verify_statements() -> None:
-    prompt = render(
-        "judge-verdicts-v1", "judge_verdicts", question="What does the assert statement do?",
-        statements=statements_block(["Assert statements insert debugging assertions into a program.",
-                                     "pip reads its proxy from HTTPS_PROXY."]),
-        evidence=numbered_block("evidence", [text for _, text in CHUNKS]),
-    )  # fmt: skip
-    out = json.loads(ask("local/lexical", prompt).choices[0].message.content)
+    statements = ["Assert statements insert debugging assertions into a program.",
+                  "pip reads its proxy from HTTPS_PROXY."]
+    case = VerifyStatements.of("What does the assert statement do?", statements, [text for _, text in CHUNKS])
+    out = json.loads(judged("local/lexical", case))
     verdicts = [(v["statement"], v["supported"], v["evidence"]) for v in out["verdicts"]]
     assert verdicts == [(1, True, [1]), (2, False, [])]
     assert 0.0 <= out["answer_relevance"] <= 1.0
 
 
 def test_lexical_verify_against_gold() -> None:
-    prompt = render(
-        "judge-gold-v1", "judge_gold", question="What does the assert statement do?",
-        statements=statements_block([
-            "The current code generator emits code for an assert statement when optimization is requested "
-            "at compile time.",
-            "Assert statements are a convenient way to insert debugging assertions into a program.",
-        ]),
-        gold=numbered_block("gold", [text for _, text in CHUNKS[:1]]),
-    )  # fmt: skip
-    out = json.loads(ask("local/lexical", prompt).choices[0].message.content)
+    case = VerifyAgainstGold.of("What does the assert statement do?", [
+        "The current code generator emits code for an assert statement when optimization is requested at compile time.",
+        "Assert statements are a convenient way to insert debugging assertions into a program.",
+    ], [text for _, text in CHUNKS[:1]])
+    out = json.loads(judged("local/lexical", case))
     assert [(v["statement"], v["supported"], v["contradicts_gold"], v["evidence"]) for v in out["verdicts"]] == [
         (1, False, True, [1]),
         (2, True, False, [1]),
@@ -230,11 +243,10 @@ def test_extractive_offered_lookup_calls_it_once_per_request_then_answers_from_t
 
 
 def test_the_bertscore_juror_judges_requests_with_the_bundled_minilm_word_vectors() -> None:
-    """`local/bertscore` through litellm, on the repository's request judge prompt, with the real MiniLM: a paraphrase
+    """`local/bertscore` on a request judge case's records, with the real MiniLM: a paraphrase
     the lexical judge misses is addressed, a request nothing speaks to is not, and a task other than request judging
     is refused (a juror only)."""
     from rag_ttc_assets.adapters.embeddings import content_word_vectors
-    from rag_ttc_assets.core.prompts import cited_answer_block, gold_requests_block
     from rag_ttc_assets.core.text import content_word_spans
 
     [(stems, vectors)] = content_word_vectors(["The firm's sales rose steeply in 2023."])
@@ -243,14 +255,13 @@ def test_the_bertscore_juror_judges_requests_with_the_bundled_minilm_word_vector
     requests = [("q1.r1", "How did revenue change?", ["The company's revenue increased sharply in 2023."], None),
                 ("q1.r2", "Where is it based?", ["Its headquarters are in Lyon."], None)]
     answer = "The firm's sales rose steeply in 2023. It also sells bicycles in Spain."
-    prompt = render("judge-requests-v1", "judge_requests", question="How did revenue change, and where is it based?",
-                    gold_requests=gold_requests_block(requests), answer=cited_answer_block(answer, [], []))
-    bert = {r["request"]: r for r in json.loads(ask("local/bertscore", prompt).choices[0].message.content)["requests"]}
-    lexical = {r["request"]: r for r in json.loads(ask("local/lexical", prompt).choices[0].message.content)["requests"]}
+    case = JudgeRequests.of("How did revenue change, and where is it based?", [GoldRequest.of(*r) for r in requests],
+                            answer, [], [])
+    bert = {r["request"]: r for r in json.loads(judged("local/bertscore", case))["requests"]}
+    lexical = {r["request"]: r for r in json.loads(judged("local/lexical", case))["requests"]}
     assert lexical["q1.r1"]["addressed"] is False and bert["q1.r1"]["addressed"] is True
     assert bert["q1.r1"]["coverage"] > lexical["q1.r1"]["coverage"] and bert["q1.r1"]["verdict"] == "consistent"
     assert bert["q1.r1"]["excerpt"] == "The firm's sales rose steeply in 2023."
     assert bert["q1.r2"]["addressed"] is False and bert["q1.r2"]["coverage"] < 0.65
-    statements = render("judge-statements-v1", "judge_statements", question="What?", answer="X.")
-    refused = ask("local/bertscore", statements).choices[0].message.content
+    refused = judged("local/bertscore", ExtractStatements.of("What?", "X."))
     assert "local/bertscore judges requests only" in refused
