@@ -9,7 +9,8 @@ with probability p_i ~ Beta(2, 2), its true completeness Y_i the share addressed
 N rows. Two judges read every row, biased by a known amount: f_i = clip(Y_i + 0.15 + e_i, 0, 1) with e_i ~ N(0, 0.05)
 ("+0.15") or N(0, 0.25) ("+0.15, noisy"). n rows in {20, 50, 100} are labelled by people (their Y read): drawn
 uniformly (core/ppi.py ppi_mean) or stratified (core/label_sampling.allocate: strata by the judge's score, Neyman
-allocation, each row's inclusion probability n_h / N_h recorded) through the weighted estimator (ppi_mean_weighted).
+allocation, each row's inclusion probability n_h / N_h recorded) through the stratified estimator
+(ppi_mean_stratified; its human-only interval Cochran's stratified mean of the same labels, human_mean_stratified).
 
 `ppi_coverage_lfqa`: LFQA-Verification (Chen, Xu, Arora and Choi, arXiv:2310.12150, 2023; read from the folder
 RAG_TTC_HUMAN_LABELS names, `lfqa-verification/`; skipped, naming the variable, when it is unset), the six systems'
@@ -102,12 +103,13 @@ def study(y: np.ndarray, judges: dict[str, np.ndarray], sizes=SIZES, reps: int =
           stratified: bool = True, ppi: Callable | None = None, ppi_weighted: Callable | None = None) -> list[dict]:
     """Per judge, n and sampling: coverage of the truth (the mean of `y` over every row) by the prediction-powered
     95% interval over `reps` samples, and its width over the human-only interval's at the same n (the classical
-    interval of n labels drawn uniformly). `ppi` / `ppi_weighted` replace core/ppi.py's estimators (a test plants
-    a wrong one to see the check fail)."""
+    interval of n labels drawn uniformly). `ppi` / `ppi_weighted` replace core/ppi.py's uniform and stratified
+    estimators (a test plants a wrong one to see the check fail); `ppi_weighted(f, y, labelled, strata,
+    probability)`."""
     from rag_ttc_assets.core import ppi as core_ppi  # late: scipy loads only when the study runs
 
     ppi = ppi or core_ppi.ppi_mean
-    ppi_weighted = ppi_weighted or core_ppi.ppi_mean_weighted
+    ppi_weighted = ppi_weighted or core_ppi.ppi_mean_stratified
     truth = float(y.mean())
     out = []
     for name, f in judges.items():
@@ -120,7 +122,7 @@ def study(y: np.ndarray, judges: dict[str, np.ndarray], sizes=SIZES, reps: int =
                 labelled, prob = _stratified_samples(rng, f, n, reps)
                 yy = np.where(labelled, y, 0.0)
                 out.append(_summary(f"judge {name}, stratified", truth, n,
-                                    ppi_weighted(f, yy, labelled, prob), human))
+                                    ppi_weighted(f, yy, labelled, _strata(f), prob), human))
     return out
 
 

@@ -1,5 +1,7 @@
 """Prediction-powered completeness (core/ppi.py) and which rows to label (core/label_sampling.py): coverage of the
 95% interval on a judge biased by a known amount, 1,000 repeated samples, vectorised."""
+from statistics import NormalDist
+
 import numpy as np
 import pytest
 
@@ -202,3 +204,63 @@ def test_paired_difference_covers_the_true_difference_and_is_narrower_than_indep
         assert (got["mean"], got["low"], got["high"]) == pytest.approx((mean[k], low[k], high[k]))
         ind = ppi.independent_difference(f_a, f_b, y_a, y_b)["ppi"]
         assert ind["high"] - ind["low"] == pytest.approx(independent[k])
+
+
+# --- the stratified form (Fisch et al. 2024; Cochran 1977 for the labels alone) -----------------------------------
+
+def _two_strata():
+    """Ten rows: stratum a rows 0-5 (4 labelled, p = 4/6), stratum b rows 6-9 (2 labelled, p = 2/4)."""
+    f = np.array([0.8, 0.6, 1.0, 0.4, 0.7, 0.9, 0.2, 0.0, 0.5, 0.3])
+    y = np.array([1.0, 0.5, 1.0, 0.0, np.nan, np.nan, 0.0, 0.5, np.nan, np.nan])
+    labelled = ~np.isnan(y)
+    strata = np.array(["a"] * 6 + ["b"] * 4)
+    p = np.where(strata == "a", 4 / 6, 2 / 4)
+    return f, y, labelled, strata, p
+
+
+def test_the_stratified_estimate_by_hand():
+    f, y, labelled, strata, p = _two_strata()
+    theta, lo, hi = ppi.ppi_mean_stratified(f, y, labelled, strata, p)
+    # W_a = 6/10, W_b = 4/10 (N_h = sum of 1/p over the labelled rows: 4 * 1.5 = 6, 2 * 2 = 4).
+    r_a = np.array([1.0 - 0.8, 0.5 - 0.6, 1.0 - 1.0, 0.0 - 0.4])
+    r_b = np.array([0.0 - 0.2, 0.5 - 0.0])
+    expect = f.mean() + 0.6 * r_a.mean() + 0.4 * r_b.mean()
+    se = np.sqrt(f.var(ddof=1) / 10 + 0.6 ** 2 * r_a.var(ddof=1) / 4 + 0.4 ** 2 * r_b.var(ddof=1) / 2)
+    z = NormalDist().inv_cdf(0.975)
+    assert theta == pytest.approx(expect, abs=1e-12)
+    assert (lo, hi) == (pytest.approx(expect - z * se, abs=1e-12), pytest.approx(expect + z * se, abs=1e-12))
+
+    h, hlo, hhi = ppi.human_mean_stratified(y, labelled, strata, p)
+    y_a, y_b = np.array([1.0, 0.5, 1.0, 0.0]), np.array([0.0, 0.5])
+    h_expect = 0.6 * y_a.mean() + 0.4 * y_b.mean()
+    h_se = np.sqrt(0.6 ** 2 * y_a.var(ddof=1) / 4 + 0.4 ** 2 * y_b.var(ddof=1) / 2)
+    assert h == pytest.approx(h_expect, abs=1e-12) and hhi - hlo == pytest.approx(2 * z * h_se, abs=1e-12)
+
+
+def test_one_stratum_is_the_uniform_estimator():
+    rng = np.random.default_rng(7)
+    f = rng.uniform(size=40)
+    labelled = np.zeros(40, dtype=bool)
+    labelled[rng.choice(40, 12, replace=False)] = True
+    y = np.where(labelled, np.clip(f + rng.normal(0, 0.2, 40), 0, 1), np.nan)
+    stratified = ppi.ppi_mean_stratified(f, y, labelled, np.zeros(40), 12 / 40)
+    uniform = ppi.ppi_mean(f, y[labelled], f[labelled])
+    assert np.allclose(stratified, uniform, atol=1e-12)
+    assert np.allclose(ppi.human_mean_stratified(y, labelled, np.zeros(40), 12 / 40), ppi.human_mean(y[labelled]),
+                       atol=1e-12)
+
+
+def test_a_stratum_of_one_uncertain_label_has_no_variance_and_is_refused():
+    f, y, labelled, strata, p = _two_strata()
+    labelled[7] = False  # stratum b keeps one labelled row, drawn with p = 1/2
+    with pytest.raises(ValueError, match="one labelled row"):
+        ppi.ppi_mean_stratified(f, y, labelled, strata, p)
+    rows = [i for i in range(10) if labelled[i]]
+    assert not ppi.stratifiable(dict(enumerate(strata)), dict(enumerate(p)), rows)
+    # Labelled whole (p = 1), a stratum of one row is certain and adds no variance.
+    p2 = np.where(strata == "b", 1.0, p)
+    assert ppi.stratifiable(dict(enumerate(strata)), dict(enumerate(p2)), rows)
+    theta, _, _ = ppi.ppi_mean_stratified(f, y, labelled, strata, p2)
+    assert np.isfinite(theta)
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        ppi.ppi_mean_stratified(f, y, labelled, strata, np.where(strata == "a", 0.0, p))

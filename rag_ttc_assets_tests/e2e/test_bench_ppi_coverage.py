@@ -48,9 +48,9 @@ def test_an_estimator_without_the_rectifier_fails_the_same_check():
         mean = np.broadcast_to(np.asarray(f_all).mean(axis=-1), theta.shape)
         return mean, mean - (theta - lo), mean + (hi - theta)
 
-    def judge_only_weighted(f, y, labelled, probability, alpha=0.05):
-        from rag_ttc_assets.core.ppi import ppi_mean_weighted
-        theta, lo, hi = ppi_mean_weighted(f, y, labelled, probability, alpha)
+    def judge_only_weighted(f, y, labelled, strata, probability, alpha=0.05):
+        from rag_ttc_assets.core.ppi import ppi_mean_stratified
+        theta, lo, hi = ppi_mean_stratified(f, y, labelled, strata, probability, alpha)
         mean = np.broadcast_to(np.asarray(f).mean(axis=-1), theta.shape)
         return mean, mean - (theta - lo), mean + (hi - theta)
 
