@@ -36,7 +36,21 @@ which equals the uniform form with one stratum. A stratum with one labelled row 
 certain to be labelled (p = 1, the stratum is labelled whole) it adds no variance; otherwise the stratified form
 is not used and the estimate falls back to the Bernoulli (inverse-probability-weighted) form, and says so.
 
-Pure functions, numpy only; vectorised over repeated samples where the caller passes 2-D arrays (one row per
+The interval's quantile (every interval drawn from labels). With 20 labels the normal quantile under-covers: the
+rectifier's variance is itself estimated from n rows. Each interval above therefore takes Student's t with the
+Welch-Satterthwaite effective degrees of freedom of its variance terms (Satterthwaite, "An approximate distribution
+of estimates of variance components", Biometrics Bulletin 2 (1946); for a stratified mean Cochran 1977, eq. 5.16):
+for se^2 = sum_k v_k, each term v_k estimated with d_k degrees of freedom,
+
+    df = (sum_k v_k)^2 / sum_k (v_k^2 / d_k)          interval = theta +- t_{1-alpha/2, df} * se
+
+with the terms var_N(f)/N (d = N - 1) and var_n(r)/n (d = n - 1) in the uniform form, W_h^2 s_h^2 / n_h
+(d = n_h - 1) per stratum in the stratified one, and n - 1 for the labels alone. As n grows df grows and t meets the
+normal quantile, which the paper's intervals use. The Bernoulli (inverse-probability-weighted) form keeps the normal
+quantile (its variance is one term over all N rows). The judge's own interval over every row keeps the normal
+quantile too: no label enters it.
+
+Pure functions, numpy and scipy only; vectorised over repeated samples where the caller passes 2-D arrays (one row per
 repetition), so a coverage study of 1,000 samples runs in well under a second.
 """
 from __future__ import annotations
@@ -45,6 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 
 @dataclass(frozen=True)
@@ -53,22 +68,57 @@ class Estimate:
     low: float
     high: float
     n: int  # rows the estimate read labels of (human, PPI) or scores of (judge)
+    se: float | None = None  # the standard error the interval was drawn from
+    df: float | None = None  # its effective degrees of freedom (None: the normal quantile)
 
     @property
     def width(self) -> float:
         return self.high - self.low
 
     def as_dict(self) -> dict:
-        return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
+        return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n, "se": self.se, "df": self.df}
 
 
 def _z(alpha: float) -> float:
     return float(norm.ppf(1 - alpha / 2))
 
 
-def ppi_mean(f_all, y_labelled, f_labelled, alpha: float = 0.05):
-    """The paper's uniform-sampling estimator. Arrays may be 1-D (one sample) or 2-D (one repetition per row,
-    labelled arrays of shape (reps, n), f_all of shape (reps, N) or (N,)). Returns (mean, low, high) arrays."""
+def quantile(alpha: float, df=None):
+    """The two-sided 1 - alpha quantile: Student's t with `df` degrees of freedom, the normal one where df is None,
+    infinite or not positive. Vectorised over df."""
+    if df is None:
+        return _z(alpha)
+    df = np.asarray(df, dtype=float)
+    ok = np.isfinite(df) & (df > 0)
+    q = np.where(ok, student_t.ppf(1 - alpha / 2, np.where(ok, df, 1.0)), _z(alpha))
+    return float(q) if q.ndim == 0 else q
+
+
+def satterthwaite(terms) -> np.ndarray | float:
+    """The Welch-Satterthwaite effective degrees of freedom of a variance sum_k v_k whose terms were estimated with
+    d_k degrees of freedom: (sum v_k)^2 / sum (v_k^2 / d_k); infinite where no term carries a finite d_k (or every
+    term is 0). `terms` is a list of (v_k, d_k), arrays broadcast."""
+    num = sum(np.asarray(v, dtype=float) for v, _ in terms) ** 2
+    den = sum(np.where(np.isfinite(np.asarray(d, dtype=float)) & (np.asarray(d, dtype=float) > 0),
+                       np.asarray(v, dtype=float) ** 2 / np.maximum(np.asarray(d, dtype=float), 1e-300), 0.0)
+              for v, d in terms)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.inf)
+    return float(df) if np.ndim(df) == 0 else df
+
+
+def _finite(df) -> float | None:
+    return float(df) if df is not None and np.isfinite(df) else None
+
+
+def _interval(theta, se, df, alpha):
+    q = quantile(alpha, df)
+    return theta, theta - q * se, theta + q * se
+
+
+def ppi_uniform(f_all, y_labelled, f_labelled):
+    """(theta, se, df) of the paper's uniform-sampling estimator; df the Satterthwaite degrees of freedom of its
+    two terms var_N(f)/N (N - 1) and var_n(f - Y)/n (n - 1)."""
     f_all = np.asarray(f_all, dtype=float)
     y = np.asarray(y_labelled, dtype=float)
     fl = np.asarray(f_labelled, dtype=float)
@@ -77,15 +127,19 @@ def ppi_mean(f_all, y_labelled, f_labelled, alpha: float = 0.05):
         raise ValueError("prediction-powered inference needs at least two labelled rows")
     rect = fl - y
     theta = f_all.mean(axis=-1) - rect.mean(axis=-1)
-    se = np.sqrt(f_all.var(axis=-1, ddof=1) / big_n + rect.var(axis=-1, ddof=1) / n)
-    z = _z(alpha)
-    return theta, theta - z * se, theta + z * se
+    a, b = f_all.var(axis=-1, ddof=1) / big_n, rect.var(axis=-1, ddof=1) / n
+    return theta, np.sqrt(a + b), satterthwaite([(a, big_n - 1), (b, n - 1)])
 
 
-def ppi_mean_weighted(f, y, labelled, probability, alpha: float = 0.05):
-    """The inverse-probability-weighted estimator over all N rows. `f` judge scores, `y` human values (read only
-    where `labelled`), `labelled` booleans, `probability` each row's inclusion probability (> 0). Arrays of shape
-    (N,) or (reps, N). Returns (mean, low, high)."""
+def ppi_mean(f_all, y_labelled, f_labelled, alpha: float = 0.05):
+    """The paper's uniform-sampling estimator. Arrays may be 1-D (one sample) or 2-D (one repetition per row,
+    labelled arrays of shape (reps, n), f_all of shape (reps, N) or (N,)). Returns (mean, low, high) arrays, the
+    interval Student's t with the Satterthwaite degrees of freedom (module docstring)."""
+    return _interval(*ppi_uniform(f_all, y_labelled, f_labelled), alpha)
+
+
+def ppi_bernoulli(f, y, labelled, probability):
+    """(theta, se, None) of the inverse-probability-weighted estimator over all N rows (normal quantile)."""
     f = np.asarray(f, dtype=float)
     xi = np.asarray(labelled, dtype=bool)
     pi = np.broadcast_to(np.asarray(probability, dtype=float), xi.shape)
@@ -94,19 +148,24 @@ def ppi_mean_weighted(f, y, labelled, probability, alpha: float = 0.05):
     y = np.where(xi, np.nan_to_num(np.asarray(y, dtype=float)), 0.0)
     psi = f + np.where(xi, (y - f) / pi, 0.0)
     big_n = psi.shape[-1]
-    theta = psi.mean(axis=-1)
-    se = np.sqrt(psi.var(axis=-1, ddof=1) / big_n)
-    z = _z(alpha)
-    return theta, theta - z * se, theta + z * se
+    return psi.mean(axis=-1), np.sqrt(psi.var(axis=-1, ddof=1) / big_n), None
+
+
+def ppi_mean_weighted(f, y, labelled, probability, alpha: float = 0.05):
+    """The inverse-probability-weighted estimator over all N rows. `f` judge scores, `y` human values (read only
+    where `labelled`), `labelled` booleans, `probability` each row's inclusion probability (> 0). Arrays of shape
+    (N,) or (reps, N). Returns (mean, low, high)."""
+    return _interval(*ppi_bernoulli(f, y, labelled, probability), alpha)
 
 
 def _stratified_mean(v, xi, strata, pi):
-    """(mean, variance, single) of the stratified mean of v over the labelled rows: per stratum the mean of the
-    labelled rows' v weighted by W_h, the variance sum_h W_h^2 s_h^2 / n_h; `single` marks repetitions with a
-    stratum of one labelled row whose probability is below 1 (no s_h to read)."""
+    """(mean, variance, single, df_den) of the stratified mean of v over the labelled rows: per stratum the mean of
+    the labelled rows' v weighted by W_h, the variance sum_h W_h^2 s_h^2 / n_h; `single` marks repetitions with a
+    stratum of one labelled row whose probability is below 1 (no s_h to read); `df_den` the Satterthwaite
+    denominator sum_h (W_h^2 s_h^2 / n_h)^2 / (n_h - 1)."""
     keys = np.unique(strata[xi])
     shape = xi.shape[:-1]
-    sizes, means, variances = [], [], []
+    sizes, means, variances, dfs = [], [], [], []
     single = np.zeros(shape, dtype=bool)
     for h in keys:
         m = xi & (strata == h)
@@ -119,8 +178,12 @@ def _stratified_mean(v, xi, strata, pi):
         sizes.append(big)
         means.append(mean_h)
         variances.append(s2 / np.maximum(n_h, 1))
+        dfs.append(np.maximum(n_h - 1, 0))
     w = np.array(sizes) / np.sum(sizes, axis=0)
-    return (w * np.array(means)).sum(axis=0), (w ** 2 * np.array(variances)).sum(axis=0), single
+    terms = w ** 2 * np.array(variances)
+    d = np.array(dfs, dtype=float)
+    df_den = np.where(d > 0, terms ** 2 / np.maximum(d, 1), 0.0).sum(axis=0)
+    return (w * np.array(means)).sum(axis=0), terms.sum(axis=0), single, df_den
 
 
 def _strata_arrays(labelled, strata, probability):
@@ -132,33 +195,48 @@ def _strata_arrays(labelled, strata, probability):
     return xi, st, pi
 
 
+def _df(num_var, df_den):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(df_den > 0, num_var ** 2 / np.where(df_den > 0, df_den, 1.0), np.inf)
+    return float(df) if np.ndim(df) == 0 else df
+
+
+def ppi_stratified(f, y, labelled, strata, probability):
+    """(theta, se, df) of the stratified prediction-powered mean (module docstring); ValueError when a stratum has
+    one labelled row of probability below 1."""
+    f = np.asarray(f, dtype=float)
+    xi, st, pi = _strata_arrays(labelled, strata, probability)
+    r = np.where(xi, np.nan_to_num(np.asarray(y, dtype=float)), 0.0) - np.broadcast_to(f, xi.shape)
+    rect, rect_var, single, df_den = _stratified_mean(r, xi, st, pi)
+    if np.any(single):
+        raise ValueError("a stratum has one labelled row: its variance is unknown (use ppi_mean_weighted)")
+    big_n = f.shape[-1]
+    a = f.var(axis=-1, ddof=1) / big_n
+    var = a + rect_var
+    return f.mean(axis=-1) + rect, np.sqrt(var), _df(var, a ** 2 / (big_n - 1) + df_den)
+
+
 def ppi_mean_stratified(f, y, labelled, strata, probability, alpha: float = 0.05):
     """The stratified prediction-powered mean (module docstring; Fisch et al. 2024) for labels drawn as a fixed
     number per stratum. `f` judge scores of all N rows, `y` human values (read only where `labelled`), `strata`
     each row's stratum, `probability` each labelled row's inclusion probability. Arrays of shape (N,) or
     (reps, N). Returns (mean, low, high); ValueError when a stratum has one labelled row of probability below 1."""
-    f = np.asarray(f, dtype=float)
+    return _interval(*ppi_stratified(f, y, labelled, strata, probability), alpha)
+
+
+def human_stratified(y, labelled, strata, probability):
+    """(theta, se, df) of Cochran's stratified mean of the labels alone."""
     xi, st, pi = _strata_arrays(labelled, strata, probability)
-    r = np.where(xi, np.nan_to_num(np.asarray(y, dtype=float)), 0.0) - np.broadcast_to(f, xi.shape)
-    rect, rect_var, single = _stratified_mean(r, xi, st, pi)
+    v = np.where(xi, np.nan_to_num(np.asarray(y, dtype=float)), 0.0)
+    theta, var, single, df_den = _stratified_mean(v, xi, st, pi)
     if np.any(single):
-        raise ValueError("a stratum has one labelled row: its variance is unknown (use ppi_mean_weighted)")
-    theta = f.mean(axis=-1) + rect
-    se = np.sqrt(f.var(axis=-1, ddof=1) / f.shape[-1] + rect_var)
-    z = _z(alpha)
-    return theta, theta - z * se, theta + z * se
+        raise ValueError("a stratum has one labelled row: its variance is unknown (use human_mean_weighted)")
+    return theta, np.sqrt(var), _df(var, df_den)
 
 
 def human_mean_stratified(y, labelled, strata, probability, alpha: float = 0.05):
     """Cochran's stratified mean of the labels alone: sum_h W_h mean_h(Y), se^2 = sum_h W_h^2 s_h^2(Y) / n_h."""
-    xi, st, pi = _strata_arrays(labelled, strata, probability)
-    v = np.where(xi, np.nan_to_num(np.asarray(y, dtype=float)), 0.0)
-    theta, var, single = _stratified_mean(v, xi, st, pi)
-    if np.any(single):
-        raise ValueError("a stratum has one labelled row: its variance is unknown (use human_mean_weighted)")
-    se = np.sqrt(var)
-    z = _z(alpha)
-    return theta, theta - z * se, theta + z * se
+    return _interval(*human_stratified(y, labelled, strata, probability), alpha)
 
 
 def stratifiable(strata: dict, probability: dict, rows) -> bool:
@@ -172,34 +250,66 @@ def stratifiable(strata: dict, probability: dict, rows) -> bool:
     return all(len(ps) > 1 or ps[0] >= 1 for ps in by.values())
 
 
-def human_mean(y_labelled, alpha: float = 0.05):
-    """The classical interval from the labels alone (uniform sampling)."""
+def human_uniform(y_labelled):
+    """(theta, se, df = n - 1) of the labels' mean (uniform sampling)."""
     y = np.asarray(y_labelled, dtype=float)
     n = y.shape[-1]
-    theta = y.mean(axis=-1)
-    se = np.sqrt(y.var(axis=-1, ddof=1) / n)
-    z = _z(alpha)
-    return theta, theta - z * se, theta + z * se
+    return y.mean(axis=-1), np.sqrt(y.var(axis=-1, ddof=1) / n), float(n - 1)
 
 
-def human_mean_weighted(y, labelled, probability, alpha: float = 0.05):
-    """The Horvitz-Thompson interval from the labels alone, weighted by the inclusion probabilities."""
+def human_mean(y_labelled, alpha: float = 0.05):
+    """The classical interval from the labels alone (uniform sampling), Student's t with n - 1 degrees of freedom."""
+    return _interval(*human_uniform(y_labelled), alpha)
+
+
+def human_bernoulli(y, labelled, probability):
+    """(theta, se, None) of the Horvitz-Thompson mean of the labels (normal quantile)."""
     xi = np.asarray(labelled, dtype=bool)
     pi = np.broadcast_to(np.asarray(probability, dtype=float), xi.shape)
     v = np.where(xi, np.nan_to_num(np.asarray(y, dtype=float)) / pi, 0.0)
     big_n = v.shape[-1]
-    theta = v.mean(axis=-1)
-    se = np.sqrt(v.var(axis=-1, ddof=1) / big_n)
-    z = _z(alpha)
-    return theta, theta - z * se, theta + z * se
+    return v.mean(axis=-1), np.sqrt(v.var(axis=-1, ddof=1) / big_n), None
+
+
+def human_mean_weighted(y, labelled, probability, alpha: float = 0.05):
+    """The Horvitz-Thompson interval from the labels alone, weighted by the inclusion probabilities."""
+    return _interval(*human_bernoulli(y, labelled, probability), alpha)
+
+
+def estimate_of(tsd, n: int, alpha: float) -> dict:
+    """The estimate (theta, se, df) of n labelled rows as a record: mean, interval, n, se, df (None: normal)."""
+    theta, se, df = (float(x) if x is not None else None for x in tsd)
+    q = quantile(alpha, df)
+    return Estimate(theta, theta - q * se, theta + q * se, n, se, _finite(df)).as_dict()
+
+
+STRATIFIED = "stratified by the recorded strata"
+
+
+def _weighting(rows, labelled_rows, probs: dict, strata: dict) -> str:
+    given = [r for r in labelled_rows if probs.get(r) is not None]
+    if not given:
+        return "uniform (labels carry no sampling probability)"
+    if len(given) < len(labelled_rows):
+        return "uniform (some labels carry no sampling probability)"
+    if stratifiable(strata, probs, labelled_rows):
+        k = len({strata[r] for r in labelled_rows})
+        return (f"{STRATIFIED} ({k} strat{'um' if k == 1 else 'a'}, each weighted by its recorded sampling "
+                "probabilities; Fisch et al. 2024)")
+    why = ("some labels carry no stratum" if any(strata.get(r) is None for r in labelled_rows) else
+           "a stratum has a single labelled row drawn with probability below 1")
+    return f"inverse-probability weighted by the recorded sampling probabilities (not stratified: {why})"
 
 
 def completeness_estimates(judge: dict, human: dict, probability: dict | None = None,
-                           alpha: float = 0.05) -> dict:
+                           alpha: float = 0.05, strata: dict | None = None) -> dict:
     """One arm: `judge` maps every row to the judge's completeness (0..1), `human` the labelled rows to the human
-    completeness, `probability` the labelled rows' inclusion probabilities (None or missing rows: uniform, n/N, and
-    the result says so). Returns the judge's mean over all rows, the human mean over the labelled rows, and the
-    prediction-powered estimate with its interval; `ppi` is None below two labelled rows."""
+    completeness, `probability` the labelled rows' inclusion probabilities and `strata` their strata (as
+    `rag-ttc sample-labels` records them). Every labelled row with a probability and a stratum, no stratum of one
+    uncertain row: the stratified form; probabilities without strata: the inverse-probability-weighted form; None
+    or missing probabilities: uniform, n/N. `weighting` says which. Returns the judge's mean over all rows, the
+    human mean over the labelled rows, and the prediction-powered estimate with its interval (each with `se` and
+    `df`); `ppi` is None below two labelled rows."""
     rows = sorted(judge)
     labelled_rows = [r for r in rows if r in human]
     unknown = sorted(set(human) - set(judge))
@@ -211,38 +321,45 @@ def completeness_estimates(judge: dict, human: dict, probability: dict | None = 
     if n == 0:
         return out
     y_lab = np.array([human[r] for r in labelled_rows], dtype=float)
-    probs = probability or {}
-    given = [r for r in labelled_rows if probs.get(r) is not None]
-    uniform = len(given) < n
-    out["weighting"] = ("uniform (labels carry no sampling probability)" if not given else
-                        "uniform (some labels carry no sampling probability)" if uniform else
-                        "inverse-probability weighted by the recorded sampling probabilities")
+    probs, st = probability or {}, strata or {}
+    out["weighting"] = weighting = _weighting(rows, labelled_rows, probs, st)
     if n < 2:
-        out["human"] = {"mean": float(y_lab.mean()), "low": None, "high": None, "n": n}
+        out["human"] = {"mean": float(y_lab.mean()), "low": None, "high": None, "n": n, "se": None, "df": None}
         return out
-    if uniform:
-        h = human_mean(y_lab, alpha)
-        p = ppi_mean(f, y_lab, np.array([judge[r] for r in labelled_rows]), alpha)
+    if weighting.startswith("uniform"):
+        h = human_uniform(y_lab)
+        p = ppi_uniform(f, y_lab, np.array([judge[r] for r in labelled_rows]))
     else:
         xi = np.array([r in human for r in rows])
         pi = np.array([probs.get(r, 1.0) if r in human else 1.0 for r in rows], dtype=float)
         y = np.array([human.get(r, 0.0) for r in rows], dtype=float)
-        h = human_mean_weighted(y, xi, pi, alpha)
-        p = ppi_mean_weighted(f, y, xi, pi, alpha)
-    out["human"] = Estimate(float(h[0]), float(h[1]), float(h[2]), n).as_dict()
-    out["ppi"] = Estimate(float(p[0]), float(p[1]), float(p[2]), n).as_dict()
+        if weighting.startswith(STRATIFIED):
+            s = np.array([str(st.get(r, "")) for r in rows])
+            h, p = human_stratified(y, xi, s, pi), ppi_stratified(f, y, xi, s, pi)
+        else:
+            h, p = human_bernoulli(y, xi, pi), ppi_bernoulli(f, y, xi, pi)
+    out["human"] = estimate_of(h, n, alpha)
+    out["ppi"] = estimate_of(p, n, alpha)
     return out
 
 
 def difference_estimate(a: dict, b: dict, alpha: float = 0.05) -> dict | None:
     """The corrected difference a - b of two arms' prediction-powered estimates (independent samples: the
-    standard errors add in quadrature). None when either arm has no estimate."""
+    standard errors add in quadrature, the degrees of freedom by Satterthwaite). None when either arm has no
+    estimate."""
     if not a.get("ppi") or not b.get("ppi"):
         return None
-    z = _z(alpha)
-    se = np.hypot((a["ppi"]["high"] - a["ppi"]["low"]) / (2 * z), (b["ppi"]["high"] - b["ppi"]["low"]) / (2 * z))
-    d = a["ppi"]["mean"] - b["ppi"]["mean"]
-    return {"mean": float(d), "low": float(d - z * se), "high": float(d + z * se)}
+    return difference_of(a["ppi"], b["ppi"], alpha)
+
+
+def difference_of(ea: dict, eb: dict, alpha: float) -> dict:
+    """a - b of two independent estimates (estimate_of records): se in quadrature, df by Satterthwaite."""
+    va, vb = ea["se"] ** 2, eb["se"] ** 2
+    df = satterthwaite([(va, np.inf if ea["df"] is None else ea["df"]), (vb, np.inf if eb["df"] is None else eb["df"])])
+    se = float(np.sqrt(va + vb))
+    d = ea["mean"] - eb["mean"]
+    q = quantile(alpha, df)
+    return {"mean": float(d), "low": float(d - q * se), "high": float(d + q * se), "se": se, "df": _finite(df)}
 
 
 def human_row_completeness(labels) -> dict[str, dict[str, float]]:
@@ -260,25 +377,46 @@ def human_row_completeness(labels) -> dict[str, dict[str, float]]:
     return out
 
 
-def recorded_probabilities(records) -> dict[tuple[str, str], float]:
-    """(arm, question) -> the sampling probability a per-request label carries (`probability`, as `rag-ttc
-    sample-labels` writes it and the annotation page copies it); labels without one are left out."""
-    out = {}
+@dataclass(frozen=True)
+class Sampling:
+    """How the labelled rows were drawn, as the labels record it: (arm, question) -> the sampling probability and
+    the stratum (`rag-ttc sample-labels` writes both; the annotation page copies them onto each label)."""
+    probability: dict
+    stratum: dict
+
+    def of(self, arm: str) -> tuple[dict, dict]:
+        """question -> probability, question -> stratum, of one arm."""
+        return ({q: v for (a, q), v in self.probability.items() if a == arm},
+                {q: v for (a, q), v in self.stratum.items() if a == arm})
+
+
+def recorded_sampling(records) -> Sampling:
+    """The sampling probability and stratum each per-request label carries (labels without a valid probability
+    are left out of `probability`, without a stratum out of `stratum`)."""
+    prob, strata = {}, {}
     for rec in records:
         if isinstance(rec, dict) and rec.get("kind") == "request":
+            key = (rec.get("arm"), rec.get("question"))
             p = rec.get("probability")
             if isinstance(p, (int, float)) and not isinstance(p, bool) and 0 < p <= 1:
-                out[(rec.get("arm"), rec.get("question"))] = float(p)
-    return out
+                prob[key] = float(p)
+            s = rec.get("stratum")
+            if isinstance(s, str) and s:
+                strata[key] = s
+    return Sampling(prob, strata)
 
 
-def arm_estimates(labels, judges: dict[str, dict[tuple, float | None]], probabilities: dict[tuple, float],
+def arm_estimates(labels, judges: dict[str, dict[tuple, float | None]], sampling: Sampling | dict,
                   alpha: float = 0.05) -> list[dict]:
     """Per arm with per-request labels and per judge that scored the arm's rows: completeness_estimates, the
-    rows the judge did not measure whole left out (counted)."""
+    rows the judge did not measure whole left out (counted). `sampling` the labels' recorded_sampling (or a bare
+    (arm, question) -> probability map: no strata)."""
+    if not isinstance(sampling, Sampling):
+        sampling = Sampling(dict(sampling), {})
     human = human_row_completeness(labels)
     out = []
     for arm in sorted(human):
+        probs, strata = sampling.of(arm)
         for name in sorted(judges):
             scored = {q: s for (a, q), s in judges[name].items() if a == arm}
             if not scored:
@@ -287,148 +425,6 @@ def arm_estimates(labels, judges: dict[str, dict[tuple, float | None]], probabil
             if not measured:
                 continue
             est = completeness_estimates(measured, {q: v for q, v in human[arm].items() if q in measured},
-                                         {q: p for (a, q), p in probabilities.items() if a == arm}, alpha)
+                                         probs, alpha, strata)
             out.append({"arm": arm, "rater": name, "not_measured": len(scored) - len(measured), **est})
     return out
-
-
-# --------------------------------------------------------------------------- two arms: the paired difference
-
-PAIRED = "paired"
-INDEPENDENT = "independent"
-
-
-def _var(values) -> float:
-    v = np.asarray(values, dtype=float)
-    return float(v.var(ddof=1)) if v.size >= 2 else 0.0
-
-
-def paired_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
-                      p_arm: dict | None = None, p_base: dict | None = None, alpha: float = 0.05) -> dict | None:
-    """The prediction-powered difference ARM - BASELINE when both arms answered the same questions: the paper's
-    mean estimator applied to the per-question differences (Angelopoulos et al. 2023, the mean-estimation example,
-    with the prediction f_i := f_arm,i - f_base,i and the label Y_i := Y_arm,i - Y_base,i):
-
-        d_i      = f_arm,i - f_base,i                     over the N questions both arms' judge scored
-        r_j      = d_j - (Y_arm,j - Y_base,j)             over the n of them labelled in both arms
-        theta_PP = mean_N(d) - mean_n(r),   se^2 = var_N(d) / N + var_n(r) / n
-
-    Pairing cancels what the two arms share (a question hard for both), so var(d) and var(r) are usually far below
-    the sums the independent form (`difference_estimate`) adds. When the labels carry inclusion probabilities, the
-    inverse-probability-weighted form (module docstring, Zrnic and Candes 2024) with pi_i the probability that
-    question i is labelled in both arms: one shared sample (the same questions labelled in both arms, each with
-    one probability) pi_i = p_i; two separate samples (`sample-labels` run per arm) pi_i = p_arm,i * p_base,i.
-    The judge's own interval is mean_N(d) +- z sqrt(var_N(d)/N); the people's the mean of Y_arm - Y_base over the
-    n questions (weighted likewise). None below two questions labelled in both arms.
-
-    `variance` carries the two terms of se^2 (`judge` = var_N(d), `rectifier` = var_n(r), `human` = var_n(Y)) for
-    `projected_width` and `labels_needed`."""
-    rows = sorted(q for q in f_arm if q in f_base)
-    both = [q for q in rows if q in y_arm and q in y_base]
-    big_n, n = len(rows), len(both)
-    if n < 2 or big_n < 2:
-        return None
-    z = _z(alpha)
-    d = np.array([f_arm[q] - f_base[q] for q in rows], dtype=float)
-    yd = np.array([y_arm[q] - y_base[q] for q in both], dtype=float)
-    dl = np.array([f_arm[q] - f_base[q] for q in both], dtype=float)
-    rect = dl - yd
-    judge_se = np.sqrt(_var(d) / big_n)
-    pa, pb = p_arm or {}, p_base or {}
-    weighted = all(pa.get(q) is not None and pb.get(q) is not None for q in both)
-    if not weighted:
-        h = human_mean(yd, alpha)
-        p = ppi_mean(d, yd, dl, alpha)
-        weighting = ("uniform (labels carry no sampling probability)" if not any(
-            pa.get(q) is not None or pb.get(q) is not None for q in both)
-            else "uniform (some labels carry no sampling probability)")
-    else:
-        shared = ({q for q in y_arm if q in f_base} == {q for q in y_base if q in f_arm}
-                  and all(pa[q] == pb[q] for q in both))
-        pi = np.array([(pa.get(q, 1.0) if shared else pa.get(q, 1.0) * pb.get(q, 1.0)) if q in both else 1.0
-                       for q in rows], dtype=float)
-        xi = np.array([q in both for q in rows])
-        y = np.array([y_arm[q] - y_base[q] if q in both else 0.0 for q in rows], dtype=float)
-        h = human_mean_weighted(y, xi, pi, alpha)
-        p = ppi_mean_weighted(d, y, xi, pi, alpha)
-        weighting = ("inverse-probability weighted: one shared sample, pi = the recorded probability" if shared else
-                     "inverse-probability weighted: two separate samples, pi = p_arm * p_base")
-    return {"estimator": PAIRED, "rows": big_n, "labelled": n, "weighting": weighting,
-            "judge": {"mean": float(d.mean()), "low": float(d.mean() - z * judge_se),
-                      "high": float(d.mean() + z * judge_se), "n": big_n},
-            "human": Estimate(float(h[0]), float(h[1]), float(h[2]), n).as_dict(),
-            "ppi": Estimate(float(p[0]), float(p[1]), float(p[2]), n).as_dict(),
-            "variance": {"judge": _var(d), "rectifier": _var(rect), "human": _var(yd),
-                         "fixed": _var(d) / big_n}}
-
-
-def independent_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
-                           p_arm: dict | None = None, p_base: dict | None = None, alpha: float = 0.05) -> dict | None:
-    """The difference ARM - BASELINE from each arm's own estimate (`completeness_estimates`, then
-    `difference_estimate`: independent samples, the standard errors add in quadrature), for arms that do not answer
-    the same questions or whose labelled questions do not overlap. `variance` projects n more labels in EACH arm:
-    fixed = var(f_arm)/N_arm + var(f_base)/N_base, rectifier = var(r_arm) + var(r_base), human = var(Y_arm) +
-    var(Y_base). None when either arm has fewer than two labelled rows."""
-    ea = completeness_estimates(f_arm, {q: v for q, v in y_arm.items() if q in f_arm}, p_arm, alpha)
-    eb = completeness_estimates(f_base, {q: v for q, v in y_base.items() if q in f_base}, p_base, alpha)
-    diff = difference_estimate(ea, eb, alpha)
-    if diff is None:
-        return None
-    z = _z(alpha)
-    fa, fb = list(f_arm.values()), list(f_base.values())
-    la = [q for q in y_arm if q in f_arm]
-    lb = [q for q in y_base if q in f_base]
-    fixed = _var(fa) / len(fa) + _var(fb) / len(fb)
-    judge_mean = float(np.mean(fa) - np.mean(fb))
-    hse = np.hypot((ea["human"]["high"] - ea["human"]["low"]) / (2 * z),
-                   (eb["human"]["high"] - eb["human"]["low"]) / (2 * z))
-    hmean = ea["human"]["mean"] - eb["human"]["mean"]
-    n = min(len(la), len(lb))
-    return {"estimator": INDEPENDENT, "rows": min(len(fa), len(fb)), "labelled": n,
-            "weighting": f"{ea['weighting']} / {eb['weighting']}",
-            "judge": {"mean": judge_mean, "low": judge_mean - z * float(np.sqrt(fixed)),
-                      "high": judge_mean + z * float(np.sqrt(fixed)), "n": min(len(fa), len(fb))},
-            "human": {"mean": float(hmean), "low": float(hmean - z * hse), "high": float(hmean + z * hse), "n": n},
-            "ppi": {**diff, "n": n},
-            "variance": {"judge": _var(fa) + _var(fb),
-                         "rectifier": _var([f_arm[q] - y_arm[q] for q in la]) + _var([f_base[q] - y_base[q]
-                                                                                      for q in lb]),
-                         "human": _var([y_arm[q] for q in la]) + _var([y_base[q] for q in lb]),
-                         "fixed": fixed}}
-
-
-def projected_width(fixed_var: float, rect_var: float, n, alpha: float = 0.05):
-    """The interval's width with n labelled rows, the measured variances held: 2 z sqrt(fixed_var + rect_var / n),
-    where fixed_var is var_N(f) / N (the judge's whole-set term, which no label shrinks) and rect_var the
-    rectifier's variance (for the people alone: fixed_var 0, rect_var the labels' variance). Vectorised over n."""
-    n = np.asarray(n, dtype=float)
-    return 2 * _z(alpha) * np.sqrt(fixed_var + rect_var / n)
-
-
-def labels_needed(estimate: float, fixed_var: float, rect_var: float, alpha: float = 0.05) -> int | None:
-    """The smallest n at which an interval of width `projected_width(n)` around `estimate` would exclude 0, i.e.
-    z sqrt(fixed_var + rect_var / n) < |estimate|; None when no n does (estimate 0, or the judge's whole-set term
-    alone already spans 0: z^2 fixed_var >= estimate^2). At least 2 (an interval needs two labels)."""
-    z = _z(alpha)
-    room = (estimate / z) ** 2 - fixed_var
-    if estimate == 0 or room <= 0:
-        return None
-    if rect_var <= 0:
-        return 2
-    n = max(2, int(np.floor(rect_var / room)) + 1)
-    while z * np.sqrt(fixed_var + rect_var / n) >= abs(estimate):  # floating point at the boundary
-        n += 1
-    while n > 2 and z * np.sqrt(fixed_var + rect_var / (n - 1)) < abs(estimate):
-        n -= 1
-    return n
-
-
-def decision(interval: dict | None) -> str:
-    """accept (the interval lies above 0), reject (below 0), or undecided (it spans 0, or there is none)."""
-    if not interval or interval.get("low") is None:
-        return "undecided"
-    if interval["low"] > 0:
-        return "accept"
-    if interval["high"] < 0:
-        return "reject"
-    return "undecided"

@@ -120,15 +120,17 @@ def case_labels(labels: list[dict], run_id: str | None, answer_sha256: str | Non
 
 # -- the corrected difference of a compared pair (the diagnosis) ------------------------------------------------------
 
-def corrected_difference(f: dict, y: dict, p: dict, a: str, b: str) -> dict | None:
+def corrected_difference(f: dict, y: dict, p: dict, a: str, b: str, s: dict | None = None) -> dict | None:
     """b - a corrected by the labels, by the same estimator `rag-ttc accept` uses (the one place a difference is
     estimated for the diagnosis): paired per question where the arms answer the same questions and at least two are
-    labelled in both (core.ppi.paired_difference), else each arm's own estimate (independent_difference). `f`, `y`,
-    `p`: arm -> question -> the judge's completeness, the people's, the recorded sampling probability."""
-    from rag_ttc_assets.core import ppi  # late: numpy and scipy
+    labelled in both (core.ppi_difference.paired_difference), else each arm's own estimate
+    (independent_difference). `f`, `y`, `p`, `s`: arm -> question -> the judge's completeness, the people's, the
+    recorded sampling probability and stratum."""
+    from rag_ttc_assets.core import ppi_difference  # late: numpy and scipy
 
-    return (ppi.paired_difference(f[b], f[a], y[b], y[a], p[b], p[a])
-            or ppi.independent_difference(f[b], f[a], y[b], y[a], p[b], p[a]))
+    s = s or {a: {}, b: {}}
+    return (ppi_difference.paired_difference(f[b], f[a], y[b], y[a], p[b], p[a], s_arm=s[b], s_base=s[a])
+            or ppi_difference.independent_difference(f[b], f[a], y[b], y[a], p[b], p[a], s_arm=s[b], s_base=s[a]))
 
 
 def judge_difference(judge_a: list[float], judge_b: list[float], z: float = 1.959963984540054) -> dict | None:
@@ -145,26 +147,26 @@ def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> 
     """Per compared pair whose two arms both carry per-request labels, and per request judge that scored both: the
     judge's difference b - a over all its rows, and the difference corrected by the labels (core.ppi)."""
     from rag_ttc_assets.core import ppi  # late: numpy and scipy
-    from rag_ttc_assets.stages.judge_agreement import judge_scores  # late: polars
+    from rag_ttc_assets.stages.judge_agreement import row_completeness  # late: polars
 
     labelled = {lab_.arm for lab_ in labels.labels.requests}
     wanted = [(a, b) for a, b in pairs if a in labelled and b in labelled]
     if not wanted:
         return []
-    _, pairwise = judge_scores(lab, {x for p in wanted for x in p})
-    judges = {name: a["completeness"] for name, a in pairwise.items()
-              if name.startswith("request judge") and not name.endswith(ja.GRADED) and "completeness" in a}
+    # The judge's completeness of each row as `accept` and `judge-agreement` read it (abstentions 0).
+    judges = row_completeness(lab, {x for p in wanted for x in p})
     human = ppi.human_row_completeness(labels.labels.requests)
-    probabilities = ppi.recorded_probabilities(labels.records)
+    sampling = ppi.recorded_sampling(labels.records)
     out = []
     for a, b in wanted:
-        p = {arm: {q: v for (x, q), v in probabilities.items() if x == arm} for arm in (a, b)}
+        p = {arm: sampling.of(arm)[0] for arm in (a, b)}
+        st = {arm: sampling.of(arm)[1] for arm in (a, b)}
         for name in sorted(judges):
             f = {arm: {q: s for (x, q), s in judges[name].items() if x == arm and s is not None} for arm in (a, b)}
             if not f[a] or not f[b]:
                 continue
             y = {arm: {q: v for q, v in human.get(arm, {}).items() if q in f[arm]} for arm in (a, b)}
-            est = corrected_difference(f, y, p, a, b)
+            est = corrected_difference(f, y, p, a, b, st)
             out.append({"a": a, "b": b, "judge": name,
                         "judge_difference": (est or {}).get("judge") or judge_difference(list(f[a].values()),
                                                                                           list(f[b].values())),

@@ -1,6 +1,7 @@
 """Acceptance by people (issue 44 item 4; `rag-ttc accept`, and `rag-ttc compare --labels`): the judge's difference
 in completeness between two arms, the people's over the labelled rows, and the prediction-powered difference that
-corrects the judge with the labels (core/ppi.py), with the decision it supports and how many labels would make one.
+corrects the judge with the labels (core/ppi.py; two arms core/ppi_difference.py), with the decision it supports
+and how many labels would make one.
 
 Completeness here is the share of a row's requests addressed, read the same way by the judge (its per-request
 verdicts, as `judge-agreement` reads them) and by the people (the per-request labels' `addressed`), so that the
@@ -15,10 +16,9 @@ from pathlib import Path
 from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
 from rag_ttc_assets.core import compare as cmp
 from rag_ttc_assets.core import judge_agreement as ja
-from rag_ttc_assets.core import ppi
-from rag_ttc_assets.core.contract import ABSTAINED
+from rag_ttc_assets.core import ppi, ppi_difference
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages.judge_agreement import JUDGED, RJ, catalog, judge_scores
+from rag_ttc_assets.stages.judge_agreement import catalog, row_completeness
 from rag_ttc_assets.stages.reports import labels_used
 
 WHAT = "completeness (the share of a row's requests addressed)"
@@ -45,33 +45,16 @@ def read_labels(lab: Lab, path: Path) -> tuple[ja.Labels, list[dict]]:
     return labels, records
 
 
-def _abstained_rows(lab: Lab, arm: str) -> dict[str, float]:
-    """question -> 0.0 for the rows whose answer abstained (every request `abstained` or judged not addressed):
-    no request addressed, as `compare`'s completeness counts them and as a person labels them (not answered)."""
-    rj = lab.store.read_table(arm, Table.REQUEST_JUDGMENTS)
-    by: dict[str, list[dict]] = {}
-    for r in rj.iter_rows(named=True):
-        by.setdefault(r[RJ.query_id], []).append(r)
-    return {q: 0.0 for q, rows in by.items()
-            if any(r[RJ.status] == ABSTAINED for r in rows)
-            and all(r[RJ.status] == ABSTAINED or (r[RJ.status] == JUDGED and not r[RJ.addressed]) for r in rows)}
-
-
 def _judge_rows(lab: Lab, arms: set[str]) -> dict[str, tuple[str, dict[str, float], int]]:
     """arm -> (the request judge's rater name, question -> its completeness of the row, how many rows it did not
-    measure), the share of the row's requests it found addressed where it judged every request (as
-    `judge-agreement` reads them), 0 where the answer abstained (_abstained_rows); a row with a failed request is
-    left out and counted."""
-    _, pairwise = judge_scores(lab, arms)
+    measure), as every labelled correction reads it (stages.judge_agreement.row_completeness: abstentions 0, a row
+    with a failed request left out and counted); of several request judges, the one that measured most rows."""
+    judges = row_completeness(lab, arms)
     out = {}
     for arm in arms:
         best = None
-        for name, aspects in pairwise.items():
-            if not name.startswith("request judge") or name.endswith(ja.GRADED) or "completeness" not in aspects:
-                continue
-            scored = {q: s for (a, q), s in aspects["completeness"].items() if a == arm}
-            abstained = _abstained_rows(lab, arm)
-            scored = {q: abstained.get(q) if s is None else s for q, s in scored.items()}
+        for name, by_row in judges.items():
+            scored = {q: s for (a, q), s in by_row.items() if a == arm}
             rows = {q: s for q, s in scored.items() if s is not None}
             if rows and (best is None or len(rows) > len(best[1])):
                 best = (name, rows, len(scored) - len(rows))
@@ -104,20 +87,21 @@ def corrected_difference(lab: Lab, arm: str, base: str, labels_path: Path, alpha
                                         f"(rag-ttc sample-labels {x} --budget N, then rag-ttc annotate)")
     y = {x: {q: v for q, v in human[x].items() if q in f[x]} for x in (arm, base)}
     not_measured = {x: sorted(set(human[x]) - set(f[x])) for x in (arm, base)}
-    probs = ppi.recorded_probabilities(records)
-    p = {x: {q: v for (a, q), v in probs.items() if a == x} for x in (arm, base)}
+    sampling = ppi.recorded_sampling(records)
+    p = {x: sampling.of(x)[0] for x in (arm, base)}
+    s = {x: sampling.of(x)[1] for x in (arm, base)}
     common = set(f[arm]) & set(f[base])
     both = [q for q in common if q in y[arm] and q in y[base]]
     est = None
     if common and len(both) >= 2:
-        est = ppi.paired_difference(f[arm], f[base], y[arm], y[base], p[arm], p[base], alpha)
+        est = ppi_difference.paired_difference(f[arm], f[base], y[arm], y[base], p[arm], p[base], alpha, s[arm], s[base])
         why = (f"paired: both arms answer the same {len(common)} questions; the rectifier over the {len(both)} "
                "labelled in both arms")
     if est is None:
         why = ("independent (difference_estimate): " +
                ("the arms answer no question in common" if not common else
                 f"only {len(both)} question(s) labelled in both arms (the paired estimator needs two)"))
-        est = ppi.independent_difference(f[arm], f[base], y[arm], y[base], p[arm], p[base], alpha)
+        est = ppi_difference.independent_difference(f[arm], f[base], y[arm], y[base], p[arm], p[base], alpha, s[arm], s[base])
     if est is None:
         short = [x for x in (arm, base) if len(y[x]) < 2]
         raise _problem(labels_path, "fewer than two labelled rows the judge measured in arm(s) "
@@ -129,42 +113,43 @@ def corrected_difference(lab: Lab, arm: str, base: str, labels_path: Path, alpha
             "labelled_per_arm": {x: len(y[x]) for x in (arm, base)},
             "rows_not_measured_whole": {x: judged[x][2] for x in (arm, base)},
             "labels_on_rows_not_measured": not_measured, **est,
-            "decision": ppi.decision(est["ppi"]), "judge_decision": ppi.decision(est["judge"]),
-            "human_decision": ppi.decision(est["human"])}
+            "decision": ppi_difference.decision(est["ppi"]), "judge_decision": ppi_difference.decision(est["judge"]),
+            "human_decision": ppi_difference.decision(est["human"])}
 
 
 def projection(est: dict, alpha: float) -> dict:
     """How many labelled rows would make the decision: the projected width of the corrected and the people-only
-    interval as n grows (core.ppi.projected_width), and the smallest n at which one of that width around the
-    current estimate excludes 0 (core.ppi.labels_needed)."""
+    interval as n grows (core.ppi_difference.projected_width), and the smallest n at which one of that width around the
+    current estimate excludes 0 (core.ppi_difference.labels_needed)."""
     n, big_n = est["labelled"], est["rows"]
     mean, hmean = est["ppi"]["mean"], est["human"]["mean"]
     # The variances as the estimator realised them: se_now^2 = fixed + rect / n_now, so that width(n_now) is the
     # interval's own width. With uniform labels rect is var_n(r) exactly; weighted by the sampling probabilities
-    # it carries their design effect (projecting more labels drawn the same way).
-    z = ppi._z(alpha)
-    fixed = est["variance"]["fixed"]
-    se = (est["ppi"]["high"] - est["ppi"]["low"]) / (2 * z)
+    # it carries their design effect (projecting more labels drawn the same way). The quantile is Student's t with
+    # the Satterthwaite degrees of freedom, as the estimators draw it (core.ppi_difference.projected_width).
+    fixed, fixed_df = est["variance"]["fixed"], est["variance"].get("fixed_df", float("inf"))
+    se, hse = est["ppi"]["se"], est["human"]["se"]
     rect = max(0.0, n * (se ** 2 - fixed))
-    hse = (est["human"]["high"] - est["human"]["low"]) / (2 * z)
-    var = {"fixed": fixed, "rectifier": rect, "human": n * hse ** 2}
-    needed = ppi.labels_needed(mean, var["fixed"], var["rectifier"], alpha)
-    needed_h = ppi.labels_needed(hmean, 0.0, var["human"], alpha)
+    var = {"fixed": fixed, "fixed_df": fixed_df, "rectifier": rect, "human": n * hse ** 2}
+    needed = ppi_difference.labels_needed(mean, fixed, rect, alpha, fixed_df)
+    needed_h = ppi_difference.labels_needed(hmean, 0.0, var["human"], alpha)
     why_none = None
     if needed is None:
+        q = ppi.quantile(alpha, fixed_df)
         why_none = ("no number of labels: the estimate is 0" if mean == 0 else
                     "no number of labels: the judge's whole-set variance alone spans 0 "
-                    f"(z*sqrt(var_f/N) = {z * var['fixed'] ** 0.5:.4f} >= |estimate| {abs(mean):.4f})")
+                    f"(t*sqrt(var_f/N) = {q * fixed ** 0.5:.4f} >= |estimate| {abs(mean):.4f})")
     top = max(big_n, n * 2, min(needed or 0, 20 * max(big_n, 1)), 10)
     ns = list(range(2, top + 1, max(1, (top - 2) // 200)))
     return {"labels_needed": needed, "more_labels": None if needed is None else max(0, needed - n),
             "reachable": needed is not None and needed <= big_n, "why_none": why_none,
             "human_labels_needed": needed_h, "width_now": est["ppi"]["high"] - est["ppi"]["low"],
             "width_that_decides": 2 * abs(mean),
-            "formula": "width(n) = 2 z sqrt(var_f/N + var_rect/n)", "variances": var,
+            "formula": "width(n) = 2 t sqrt(var_f/N + var_rect/n), t of the Satterthwaite degrees of freedom",
+            "variances": var,
             "curve": {"n": ns,
-                      "ppi": [float(w) for w in ppi.projected_width(var["fixed"], var["rectifier"], ns, alpha)],
-                      "human": [float(w) for w in ppi.projected_width(0.0, var["human"], ns, alpha)]}}
+                      "ppi": [float(w) for w in ppi_difference.projected_width(fixed, rect, ns, alpha, fixed_df)],
+                      "human": [float(w) for w in ppi_difference.projected_width(0.0, var["human"], ns, alpha)]}}
 
 
 def accept(lab: Lab, arm: str, base: str, labels_path: Path, alpha: float = 0.05,

@@ -18,7 +18,7 @@ from pathlib import Path
 from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
 from rag_ttc_assets.core import judge_agreement as ja
 from rag_ttc_assets.core import panel
-from rag_ttc_assets.core.contract import FREE_TEXT, VALID
+from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, VALID
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.reports import recorded_request_judge, requests_derived
 from rag_ttc_assets.stages.resolve import ArmInputs
@@ -152,6 +152,36 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     return {**per_request, **_juror_raters(jurors)}, pairwise
 
 
+def abstained_rows(lab: Lab, arm: str) -> dict[str, float]:
+    """question -> 0.0 for the rows whose answer abstained (every request `abstained` or judged not addressed):
+    no request addressed, as `compare`'s completeness counts them and as a person labels them (not answered)."""
+    try:
+        rj = lab.store.read_table(arm, Table.REQUEST_JUDGMENTS)
+    except FileNotFoundError:
+        return {}
+    by: dict[str, list[dict]] = {}
+    for r in rj.iter_rows(named=True):
+        by.setdefault(r[RJ.query_id], []).append(r)
+    return {q: 0.0 for q, rows in by.items()
+            if any(r[RJ.status] == ABSTAINED for r in rows)
+            and all(r[RJ.status] == ABSTAINED or (r[RJ.status] == JUDGED and not r[RJ.addressed]) for r in rows)}
+
+
+def row_completeness(lab: Lab, arms: set[str], pairwise: dict | None = None) -> dict[str, dict[tuple, float | None]]:
+    """Each request judge's completeness of each row, read one way by every command that corrects it with human
+    labels (`judge-agreement`, `accept`, `compare --labels`, the diagnosis): request judge name -> (arm, question) ->
+    the share of the row's requests judged addressed where every request was judged, 0 where the answer abstained
+    (abstained_rows: a person labels it not answered), None where a request's judgment failed (the row is left out
+    and counted). `pairwise` is judge_scores' second value when the caller has it already."""
+    if pairwise is None:
+        _, pairwise = judge_scores(lab, arms)
+    abstained = {arm: abstained_rows(lab, arm) for arm in arms}
+    return {name: {(a, q): abstained.get(a, {}).get(q) if s is None else s
+                   for (a, q), s in aspects["completeness"].items()}
+            for name, aspects in pairwise.items()
+            if name.startswith("request judge") and not name.endswith(ja.GRADED) and "completeness" in aspects}
+
+
 def _aggregation_row_scores(rows: list[dict]):
     """Per candidate aggregation of a panel (_aggregation_name), the share of one answer row's requests it finds
     addressed from the jurors' kept verdicts; None unless it decides every one of them."""
@@ -277,9 +307,8 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
 
     records = [json.loads(x) for x in labels_path.read_text(encoding="utf-8").splitlines() if x.strip()]
     report["completeness_estimates"] = ppi.arm_estimates(
-        labels.requests, {name: a["completeness"] for name, a in pairwise.items()
-                          if name.startswith("request judge") and not name.endswith(ja.GRADED)
-                          and "completeness" in a}, ppi.recorded_probabilities(records)) if labels.requests else []
+        labels.requests, row_completeness(lab, arms, pairwise),
+        ppi.recorded_sampling(records)) if labels.requests else []
     # A candidate aggregation's disagreements are counted, not listed: the panel's own (and its jurors') are.
     for r in (report["request_labels"] or {}).get("rows", []):
         if r["rater"].startswith(ja.AGGREGATION):

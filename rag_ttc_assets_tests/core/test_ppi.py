@@ -1,14 +1,20 @@
 """Prediction-powered completeness (core/ppi.py) and which rows to label (core/label_sampling.py): coverage of the
 95% interval on a judge biased by a known amount, 1,000 repeated samples, vectorised."""
-from statistics import NormalDist
-
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
 from rag_ttc_assets.core import label_sampling as ls
-from rag_ttc_assets.core import ppi
+from rag_ttc_assets.core import ppi, ppi_difference
 
 REPS, N, SEED = 1000, 2000, 44
+
+
+def t95(*terms):
+    """Student's t quantile of a 95% interval with the Welch-Satterthwaite degrees of freedom of the variance terms
+    (v, d), written out: (sum v)^2 / sum (v^2 / d)."""
+    df = sum(v for v, _ in terms) ** 2 / sum(v ** 2 / d for v, d in terms)
+    return float(student_t.ppf(0.975, df))
 
 
 def _population(rng):
@@ -121,20 +127,23 @@ def test_paired_difference_by_hand():
     var_r = sum((x - mean_r) ** 2 for x in r) / 2
     theta = mean_d - mean_r  # 0.4 - 1/6
     se = (var_d / 5 + var_r / 3) ** 0.5
-    got = ppi.paired_difference(f_arm, f_base, y_arm, y_base)
+    q = t95((var_d / 5, 4), (var_r / 3, 2))
+    got = ppi_difference.paired_difference(f_arm, f_base, y_arm, y_base)
     assert got["estimator"] == "paired" and (got["rows"], got["labelled"]) == (5, 3)
     assert got["ppi"]["mean"] == pytest.approx(theta) and theta == pytest.approx(0.4 - 1 / 6)
-    assert got["ppi"]["low"] == pytest.approx(theta - 1.959964 * se, abs=1e-6)
-    assert got["ppi"]["high"] == pytest.approx(theta + 1.959964 * se, abs=1e-6)
+    assert got["ppi"]["low"] == pytest.approx(theta - q * se, abs=1e-9)
+    assert got["ppi"]["high"] == pytest.approx(theta + q * se, abs=1e-9)
+    assert (got["ppi"]["se"], got["ppi"]["df"]) == (pytest.approx(se), pytest.approx(
+        (var_d / 5 + var_r / 3) ** 2 / ((var_d / 5) ** 2 / 4 + (var_r / 3) ** 2 / 2)))
     assert got["judge"]["mean"] == pytest.approx(0.4)
     assert got["human"]["mean"] == pytest.approx(1 / 3)  # y differences 0, 0, 1
     assert got["variance"]["judge"] == pytest.approx(var_d) and got["variance"]["rectifier"] == pytest.approx(var_r)
     assert got["weighting"].startswith("uniform")
     # the projected width at the current n is the interval's own width
-    w = ppi.projected_width(var_d / 5, var_r, 3)
+    w = ppi_difference.projected_width(var_d / 5, var_r, 3, fixed_df=got["variance"]["fixed_df"])
     assert float(w) == pytest.approx(got["ppi"]["high"] - got["ppi"]["low"])
     # fewer than two questions labelled in both arms: no paired estimate
-    assert ppi.paired_difference(f_arm, f_base, {"q1": 1.0}, y_base) is None
+    assert ppi_difference.paired_difference(f_arm, f_base, {"q1": 1.0}, y_base) is None
 
 
 def test_paired_difference_weighted_by_hand():
@@ -149,29 +158,32 @@ def test_paired_difference_weighted_by_hand():
     psi = [0.5 + (0.0 - 0.5) / 0.25, 0.0 + (0.0 - 0.0) / 0.5, 1.0, 0.0]
     m = sum(psi) / 4
     se = (sum((x - m) ** 2 for x in psi) / 3 / 4) ** 0.5
-    got = ppi.paired_difference(f_arm, f_base, y_arm, y_base, p_arm, p_base)
+    got = ppi_difference.paired_difference(f_arm, f_base, y_arm, y_base, p_arm, p_base)
     assert got["weighting"].endswith("p_arm * p_base")
     assert got["ppi"]["mean"] == pytest.approx(m) and m == pytest.approx(sum(d) / 4 - 0.5)
     assert got["ppi"]["high"] - got["ppi"]["low"] == pytest.approx(2 * 1.959964 * se, abs=1e-6)
     # one shared sample (the same questions, one probability each): pi = p
-    shared = ppi.paired_difference(f_arm, f_base, y_arm, {"q1": 1.0, "q2": 0.0}, p_arm, p_arm)
+    shared = ppi_difference.paired_difference(f_arm, f_base, y_arm, {"q1": 1.0, "q2": 0.0}, p_arm, p_arm)
     assert shared["weighting"].startswith("inverse-probability weighted: one shared sample")
     assert shared["ppi"]["mean"] == pytest.approx((0.5 - 0.5 / 0.5 + 0.0 + 1.0 + 0.0) / 4)
 
 
 def test_labels_needed_and_the_width_it_implies():
-    # z sqrt(0.0001 + 0.09 / n) < 0.1  <=>  0.09 / n < (0.1 / z)^2 - 0.0001
+    # the smallest n with t sqrt(0.0001 + 0.09 / n) < 0.1, t of the degrees of freedom of the rectifier's term
+    # (n - 1; the whole-set term's are infinite here), found by counting up
+    want = next(n for n in range(2, 10 ** 5) if t95((0.0001, float("inf")), (0.09 / n, n - 1))
+                * (0.0001 + 0.09 / n) ** 0.5 < 0.1)
     z = 1.959963984540054
-    want = int(0.09 / ((0.1 / z) ** 2 - 0.0001)) + 1
-    n = ppi.labels_needed(0.1, 0.0001, 0.09)
+    assert want > int(0.09 / ((0.1 / z) ** 2 - 0.0001)) + 1  # the normal quantile would promise fewer
+    n = ppi_difference.labels_needed(0.1, 0.0001, 0.09)
     assert n == want
-    assert ppi.projected_width(0.0001, 0.09, n) / 2 < 0.1 <= ppi.projected_width(0.0001, 0.09, n - 1) / 2
-    assert ppi.labels_needed(-0.1, 0.0001, 0.09) == want  # the sign does not matter
+    assert ppi_difference.projected_width(0.0001, 0.09, n) / 2 < 0.1 <= ppi_difference.projected_width(0.0001, 0.09, n - 1) / 2
+    assert ppi_difference.labels_needed(-0.1, 0.0001, 0.09) == want  # the sign does not matter
     # the judge's whole-set term alone spans 0: no number of labels decides
-    assert ppi.labels_needed(0.01, 0.0001, 0.09) is None and ppi.labels_needed(0.0, 0.0, 0.09) is None
-    assert ppi.decision({"low": 0.01, "high": 0.2}) == "accept"
-    assert ppi.decision({"low": -0.3, "high": -0.01}) == "reject"
-    assert ppi.decision({"low": -0.1, "high": 0.2}) == "undecided" and ppi.decision(None) == "undecided"
+    assert ppi_difference.labels_needed(0.01, 0.0001, 0.09) is None and ppi_difference.labels_needed(0.0, 0.0, 0.09) is None
+    assert ppi_difference.decision({"low": 0.01, "high": 0.2}) == "accept"
+    assert ppi_difference.decision({"low": -0.3, "high": -0.01}) == "reject"
+    assert ppi_difference.decision({"low": -0.1, "high": 0.2}) == "undecided" and ppi_difference.decision(None) == "undecided"
 
 
 def test_paired_difference_covers_the_true_difference_and_is_narrower_than_independent():
@@ -194,16 +206,19 @@ def test_paired_difference_covers_the_true_difference_and_is_narrower_than_indep
     mean, low, high = ppi.ppi_mean(d, yd[idx], d[idx])  # the paired estimator's uniform form
     _, la, ha = ppi.ppi_mean(fa, ya[idx], fa[idx])
     _, lb, hb = ppi.ppi_mean(fb, yb[idx], fb[idx])
-    independent = 2 * np.hypot((ha - la) / 2, (hb - lb) / 2)
+    independent = 2 * np.hypot((ha - la) / 2, (hb - lb) / 2)  # each arm's half-width added in quadrature
     assert np.mean((low <= truth) & (truth <= high)) >= 0.94
     assert np.all(high - low < independent)
+    _, se_a, df_a = ppi.ppi_uniform(fa, ya[idx], fa[idx])
+    _, se_b, df_b = ppi.ppi_uniform(fb, yb[idx], fb[idx])
     for k in range(5):  # paired_difference and independent_difference are those, sample by sample
         y_a = {qs[i]: ya[i] for i in idx[k]}
         y_b = {qs[i]: yb[i] for i in idx[k]}
-        got = ppi.paired_difference(f_a, f_b, y_a, y_b)["ppi"]
+        got = ppi_difference.paired_difference(f_a, f_b, y_a, y_b)["ppi"]
         assert (got["mean"], got["low"], got["high"]) == pytest.approx((mean[k], low[k], high[k]))
-        ind = ppi.independent_difference(f_a, f_b, y_a, y_b)["ppi"]
-        assert ind["high"] - ind["low"] == pytest.approx(independent[k])
+        ind = ppi_difference.independent_difference(f_a, f_b, y_a, y_b)["ppi"]
+        se = np.hypot(se_a[k], se_b[k])  # the standard errors in quadrature, the degrees of freedom by Satterthwaite
+        assert ind["high"] - ind["low"] == pytest.approx(2 * t95((se_a[k] ** 2, df_a[k]), (se_b[k] ** 2, df_b[k])) * se)
 
 
 # --- the stratified form (Fisch et al. 2024; Cochran 1977 for the labels alone) -----------------------------------
@@ -225,16 +240,18 @@ def test_the_stratified_estimate_by_hand():
     r_a = np.array([1.0 - 0.8, 0.5 - 0.6, 1.0 - 1.0, 0.0 - 0.4])
     r_b = np.array([0.0 - 0.2, 0.5 - 0.0])
     expect = f.mean() + 0.6 * r_a.mean() + 0.4 * r_b.mean()
-    se = np.sqrt(f.var(ddof=1) / 10 + 0.6 ** 2 * r_a.var(ddof=1) / 4 + 0.4 ** 2 * r_b.var(ddof=1) / 2)
-    z = NormalDist().inv_cdf(0.975)
+    terms = [(f.var(ddof=1) / 10, 9), (0.6 ** 2 * r_a.var(ddof=1) / 4, 3), (0.4 ** 2 * r_b.var(ddof=1) / 2, 1)]
+    se = np.sqrt(sum(v for v, _ in terms))
+    q = t95(*terms)  # each term with its own degrees of freedom: N - 1, then n_h - 1 per stratum
     assert theta == pytest.approx(expect, abs=1e-12)
-    assert (lo, hi) == (pytest.approx(expect - z * se, abs=1e-12), pytest.approx(expect + z * se, abs=1e-12))
+    assert (lo, hi) == (pytest.approx(expect - q * se, abs=1e-12), pytest.approx(expect + q * se, abs=1e-12))
 
     h, hlo, hhi = ppi.human_mean_stratified(y, labelled, strata, p)
     y_a, y_b = np.array([1.0, 0.5, 1.0, 0.0]), np.array([0.0, 0.5])
     h_expect = 0.6 * y_a.mean() + 0.4 * y_b.mean()
-    h_se = np.sqrt(0.6 ** 2 * y_a.var(ddof=1) / 4 + 0.4 ** 2 * y_b.var(ddof=1) / 2)
-    assert h == pytest.approx(h_expect, abs=1e-12) and hhi - hlo == pytest.approx(2 * z * h_se, abs=1e-12)
+    h_terms = [(0.6 ** 2 * y_a.var(ddof=1) / 4, 3), (0.4 ** 2 * y_b.var(ddof=1) / 2, 1)]
+    h_se = np.sqrt(sum(v for v, _ in h_terms))
+    assert h == pytest.approx(h_expect, abs=1e-12) and hhi - hlo == pytest.approx(2 * t95(*h_terms) * h_se, abs=1e-12)
 
 
 def test_one_stratum_is_the_uniform_estimator():
@@ -264,3 +281,62 @@ def test_a_stratum_of_one_uncertain_label_has_no_variance_and_is_refused():
     assert np.isfinite(theta)
     with pytest.raises(ValueError, match=r"\(0, 1\]"):
         ppi.ppi_mean_stratified(f, y, labelled, strata, np.where(strata == "a", 0.0, p))
+
+
+def test_completeness_estimates_stratifies_labels_that_record_their_strata():
+    """The labels of `sample-labels` carry a probability and a stratum: the arm's estimate is the stratified one
+    (the same figures as ppi_mean_stratified), says so, and falls back to the Bernoulli form, saying why, when a
+    stratum keeps a single uncertain label or a label carries no stratum."""
+    f, y, labelled, strata, p = _two_strata()
+    qs = [f"q{i}" for i in range(10)]
+    judge = dict(zip(qs, f))
+    human = {qs[i]: y[i] for i in range(10) if labelled[i]}
+    prob = {qs[i]: p[i] for i in range(10) if labelled[i]}
+    st = {qs[i]: str(strata[i]) for i in range(10) if labelled[i]}
+    out = ppi.completeness_estimates(judge, human, prob, strata=st)
+    assert out["weighting"].startswith("stratified by the recorded strata (2 strata")
+    theta, lo, hi = ppi.ppi_mean_stratified(f, y, labelled, strata, p)
+    assert (out["ppi"]["mean"], out["ppi"]["low"], out["ppi"]["high"]) == pytest.approx((theta, lo, hi))
+    h, hlo, hhi = ppi.human_mean_stratified(y, labelled, strata, p)
+    assert (out["human"]["mean"], out["human"]["low"], out["human"]["high"]) == pytest.approx((h, hlo, hhi))
+    assert out["ppi"]["df"] is not None and out["ppi"]["se"] > 0
+
+    no_stratum = ppi.completeness_estimates(judge, human, prob, strata={k: v for k, v in st.items() if k != "q0"})
+    assert no_stratum["weighting"].endswith("(not stratified: some labels carry no stratum)")
+    t, _, _ = ppi.ppi_mean_weighted(f, y, labelled, np.where(labelled, p, 1.0))
+    assert no_stratum["ppi"]["mean"] == pytest.approx(t) and no_stratum["ppi"]["df"] is None
+    lone = dict(human)
+    del lone["q7"]  # stratum b keeps q6 alone, drawn with p = 1/2
+    single = ppi.completeness_estimates(judge, lone, prob, strata=st)
+    assert "a stratum has a single labelled row" in single["weighting"]
+
+
+def test_recorded_sampling_reads_probability_and_stratum_per_label():
+    records = [{"kind": "request", "arm": "a", "question": "q1", "probability": 0.5, "stratum": "answered"},
+               {"kind": "request", "arm": "a", "question": "q2", "probability": True, "stratum": ""},
+               {"kind": "request", "arm": "b", "question": "q1", "probability": 1.5, "stratum": "refused"},
+               {"kind": "pair", "arm": "a", "question": "q3", "probability": 0.2, "stratum": "x"}, "not a record"]
+    got = ppi.recorded_sampling(records)
+    assert got.probability == {("a", "q1"): 0.5}  # a bool and a probability above 1 are no probabilities
+    assert got.stratum == {("a", "q1"): "answered", ("b", "q1"): "refused"}
+    assert got.of("a") == ({"q1": 0.5}, {"q1": "answered"})
+
+
+def test_paired_difference_stratified_on_one_shared_sample():
+    """The same questions labelled in both arms, each with one probability and one stratum: the paired estimate
+    is the stratified mean of the per-question differences."""
+    f, y, labelled, strata, p = _two_strata()
+    qs = [f"q{i}" for i in range(10)]
+    f_base = dict(zip(qs, np.zeros(10)))
+    y_base = {qs[i]: 0.0 for i in range(10) if labelled[i]}
+    got = ppi_difference.paired_difference(dict(zip(qs, f)), f_base, {qs[i]: y[i] for i in range(10) if labelled[i]}, y_base,
+                                {q: p[i] for i, q in enumerate(qs)}, {q: p[i] for i, q in enumerate(qs)},
+                                s_arm=dict(zip(qs, strata)), s_base=dict(zip(qs, strata)))
+    assert got["weighting"].startswith("stratified by the recorded strata: one shared sample (2 strata")
+    assert (got["ppi"]["mean"], got["ppi"]["low"], got["ppi"]["high"]) == pytest.approx(
+        ppi.ppi_mean_stratified(f, y, labelled, strata, p))
+    # strata that differ between the arms: not one design, the Bernoulli form
+    other = ppi_difference.paired_difference(dict(zip(qs, f)), f_base, {qs[i]: y[i] for i in range(10) if labelled[i]}, y_base,
+                                  {q: p[i] for i, q in enumerate(qs)}, {q: p[i] for i, q in enumerate(qs)},
+                                  s_arm=dict(zip(qs, strata)), s_base={q: "x" for q in qs})
+    assert other["weighting"].startswith("inverse-probability weighted: one shared sample")

@@ -477,7 +477,12 @@ def test_ui_metadata_names_the_command_and_the_case_report_links_the_page(lab, t
                                 "url": "http://127.0.0.1:3002"}
 
 
-Z95 = 1.959963984540054  # the normal quantile of a 95% interval
+def t95(*terms) -> float:
+    """Student's t quantile of a 95% interval, with the Welch-Satterthwaite degrees of freedom of the variance
+    terms (v, d): (sum v)^2 / sum (v^2 / d), as core/ppi.py draws every interval from labels."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, sum(v for v, _ in terms) ** 2 / sum(v ** 2 / d for v, d in terms)))
 
 
 def _judge_reading(root: Path) -> tuple[dict, dict]:
@@ -516,7 +521,7 @@ def test_accept_decides_and_says_how_many_more_labels_would(lab, tmp_path):
     """`rag-ttc accept tight --against baseline` on constructed labels whose answer is known. (1) People label every
     row both arms answer: baseline addressed everything, tight nothing; the corrected difference is then the
     people's, exactly -1, and the arm is rejected. (2) Three questions labelled in both arms, the people agreeing
-    with the judge except on tight's answer to the first (all addressed) and the second (none): the paired
+    with the judge except on tight's answers to the first two (none addressed): the paired
     estimator, its decision and the number of labels that would decide, computed here by hand."""
     import polars as pl
 
@@ -537,7 +542,8 @@ def test_accept_decides_and_says_how_many_more_labels_would(lab, tmp_path):
     assert rep["estimator"] == "paired" and (rep["rows"], rep["labelled"]) == (big_n, big_n)
     assert rep["judge"]["mean"] == pytest.approx(mean_d) and rep["ppi"]["mean"] == pytest.approx(-1.0)
     se = (var_d / big_n + var_d / big_n) ** 0.5  # the rectifier d + 1 varies as d does
-    assert rep["ppi"]["high"] == pytest.approx(-1 + Z95 * se) and rep["decision"] == "reject"
+    q = t95((var_d / big_n, big_n - 1), (var_d / big_n, big_n - 1))
+    assert rep["ppi"]["high"] == pytest.approx(-1 + q * se) and rep["decision"] == "reject"
     assert Path(rep["plot"]).is_file() and Path(rep["report"]).is_file()
     assert json.loads(Path(rep["report"]).read_text())["ppi"] == rep["ppi"]
 
@@ -549,17 +555,19 @@ def test_accept_decides_and_says_how_many_more_labels_would(lab, tmp_path):
         for q in labelled:
             people[arm][q] = [rows[(q, r)]["status"] == "judged" and bool(rows[(q, r)]["addressed"])
                               for r in reqs[arm][q]]
-    people["tight"][labelled[0]] = [True] * len(reqs["tight"][labelled[0]])
+    people["tight"][labelled[0]] = [False] * len(reqs["tight"][labelled[0]])
     people["tight"][labelled[1]] = [False] * len(reqs["tight"][labelled[1]])
     three = _label_file(tmp_path / "three.jsonl", people, reqs)
     y = {arm: {q: sum(v) / len(v) for q, v in people[arm].items()} for arm in people}
     rect = [(f["tight"][q] - f["baseline"][q]) - (y["tight"][q] - y["baseline"][q]) for q in labelled]
     mean_r, var_r = _mean_var(rect)
     theta = mean_d - mean_r
-    half = Z95 * (var_d / big_n + var_r / 3) ** 0.5
+    a = var_d / big_n
+    half = t95((a, big_n - 1), (var_r / 3, 2)) * (a + var_r / 3) ** 0.5
     want_decision = "accept" if theta - half > 0 else "reject" if theta + half < 0 else "undecided"
-    room = (theta / Z95) ** 2 - var_d / big_n
-    want_n = None if room <= 0 else max(2, int(var_r / room) + 1)
+    # the smallest n whose interval, the variances held, would exclude 0: counted up
+    want_n = next((n for n in range(2, 10 ** 5)
+                   if t95((a, big_n - 1), (var_r / n, n - 1)) * (a + var_r / n) ** 0.5 < abs(theta)), None)
     assert want_decision == "undecided" and want_n is not None, (theta, half, want_n)  # the case this data builds
     code, out, err = cli("accept", "tight", "--against", "baseline", "--labels", str(three), env=env)
     assert code == 0, err

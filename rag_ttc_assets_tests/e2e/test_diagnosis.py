@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rag_ttc_assets.core.diagnosis import OUTCOME_TEXT
-from rag_ttc_assets.core.ppi import PAIRED
+from rag_ttc_assets.core.ppi_difference import PAIRED
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.core.test_diagnosis import _md_lines, _plain
 from rag_ttc_assets_tests.support.reliability import cli, lab_env
@@ -366,22 +366,29 @@ def test_the_case_report_shows_each_persons_label_beside_the_judges(diagnosed, t
 
 def _judge_rows(root: Path, arm: str) -> dict[str, float]:
     """The request judge's completeness of each answer it measured whole (question -> the share of its requests
-    addressed)."""
+    addressed), and 0 for an answer that abstained (every request abstained or judged not addressed), as every
+    labelled correction reads it."""
     import polars as pl
 
     rows = pl.read_parquet(next(root.glob(f"home/**/arms/{arm}/request_judgments.parquet"))).to_dicts()
     by_q: dict[str, list[dict]] = {}
     for r in rows:
         by_q.setdefault(r["query_id"], []).append(r)
-    return {q: sum(bool(r["addressed"]) for r in rs) / len(rs) for q, rs in by_q.items()
-            if all(r["status"] == "judged" for r in rs)}
+    out = {q: sum(bool(r["addressed"]) for r in rs) / len(rs) for q, rs in by_q.items()
+           if all(r["status"] == "judged" for r in rs)}
+    out.update({q: 0.0 for q, rs in by_q.items() if any(r["status"] == "abstained" for r in rs)
+                and all(r["status"] == "abstained" or (r["status"] == "judged" and not r["addressed"]) for r in rs)})
+    return out
 
 
 def test_the_diagnosis_says_what_the_labels_do_to_the_judges_conclusion(diagnosed, tmp_path):
     """The corrected difference recomputed by hand from the paper's mean estimator applied to the per-question
     difference, as `rag-ttc accept` reads it (the arms answer the same questions; every measured row labelled, no
-    sampling probability: d_i = f_b,i - f_a,i, theta = mean(d) - mean(d - y_d), se^2 = var(d)/N + var(d - y_d)/n)."""
+    sampling probability: d_i = f_b,i - f_a,i over the N rows, theta = mean_N(d) - mean_n(d - y_d) over the n
+    labelled, se^2 = var(d)/N + var(d - y_d)/n, Student's t with the Satterthwaite degrees of freedom)."""
     from statistics import fmean, variance
+
+    from scipy.stats import t
 
     root, env, _ = diagnosed
     labels = _labels(tmp_path / "labels.jsonl")
@@ -402,28 +409,34 @@ def test_the_diagnosis_says_what_the_labels_do_to_the_judges_conclusion(diagnose
     # context-700's answers all not answered by people, context-4000's all answered: y_d = 1 on every question.
     s = said[("context-700", "context-4000")]
     fa, fb = _judge_rows(root, "context-700"), _judge_rows(root, "context-4000")
-    assert sorted(fa) == sorted(fb) and len(fa) == len(MEASURED)
+    assert sorted(fa) == sorted(fb) and set(MEASURED) <= set(fa)  # abstentions count 0, unlabelled
     dq = [fb[q] - fa[q] for q in sorted(fa)]
+    r = [fb[q] - fa[q] - 1 for q in sorted(MEASURED)]  # y_d = 1 on every labelled question
     jd, z = fmean(dq), 1.959963984540054
     jse = (variance(dq) / len(dq)) ** 0.5
-    cse = (variance(dq) / len(dq) + variance([x - 1 for x in dq]) / len(dq)) ** 0.5
+    big_n, n = len(dq), len(r)
+    theta = jd - fmean(r)
+    v1, v2 = variance(dq) / big_n, variance(r) / n
+    cse = (v1 + v2) ** 0.5
+    q95 = float(t.ppf(0.975, (v1 + v2) ** 2 / (v1 ** 2 / (big_n - 1) + v2 ** 2 / (n - 1))))
+    lo, hi = theta - q95 * cse, theta + q95 * cse
     assert s["inputs"]["estimator"] == PAIRED
     side = lambda lo, hi: 1 if lo > 0 else (-1 if hi < 0 else 0)  # noqa: E731
-    j, c = side(jd - z * jse, jd + z * jse), side(1 - z * cse, 1 + z * cse)
+    j, c = side(jd - z * jse, jd + z * jse), side(lo, hi)
     outcome = "holds" if j and c == j else "drawn" if not j and c else "removed" if j and not c else \
         "reversed" if j and c == -j else "none"
     assert s["inputs"]["outcome"] == outcome and s["numbers"]["labels"] == 2 * 10
     assert s["numbers"]["judge_d"] == pytest.approx(jd) and s["numbers"]["judge_low"] == pytest.approx(jd - z * jse)
-    assert s["numbers"]["corrected_d"] == pytest.approx(1.0)
-    assert s["numbers"]["corrected_low"] == pytest.approx(1 - z * cse)
-    assert s["numbers"]["corrected_high"] == pytest.approx(1 + z * cse)
+    assert s["numbers"]["corrected_d"] == pytest.approx(theta)
+    assert s["numbers"]["corrected_low"] == pytest.approx(lo)
+    assert s["numbers"]["corrected_high"] == pytest.approx(hi)
     md = (folder / "diagnosis--context-700-context-4000-baseline-evidence-k-5.md").read_text()
     verb = ("finds context-4000 more complete than context-700" if j else
             "finds no difference in completeness between context-4000 and context-700")
     assert f"{verb} (context-4000 minus context-700: {jd:+.3f} \\[{jd - z * jse:+.3f}, {jd + z * jse:+.3f}\\]" in md
     assert "corrected by 20 human labels (6 rows of context-700 and 6 of context-4000 labelled) context-4000 minus " \
            "context-700 is " \
-           f"+1.000 \\[{1 - z * cse:+.3f}, {1 + z * cse:+.3f}\\]: {OUTCOME_TEXT[outcome]}" in md
+           f"{theta:+.3f} \\[{lo:+.3f}, {hi:+.3f}\\]: {OUTCOME_TEXT[outcome]}" in md
     # The arm pages it links show the labels too.
     page = _blob((root / "home" / "store" / "reports" / "context-700.html").read_text()) if (
         root / "home" / "store" / "reports" / "context-700.html").exists() else _blob(

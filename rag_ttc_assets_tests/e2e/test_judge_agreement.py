@@ -78,19 +78,29 @@ def test_judge_agreement_through_the_command(tmp_path):
     # ann1 and ann2 disagree on exactly the three flipped requests.
     ann = [(h1, h2) for (h1, _), (h2, _) in zip(pairs_judge[:len(rows)], pairs_judge[len(rows):])]
     assert ceiling["rater"] == "ann1 vs ann2" and ceiling["kappa"] == __import__("pytest").approx(_kappa(ann))
-    # Prediction-powered completeness (core/ppi.py): the judge's over the arm's rows, the people's over the labelled
-    # rows (per request the share of its two labels addressed, per row their mean), corrected; every row labelled
-    # without a sampling probability: uniform, said so, and the corrected mean is the people's.
+    # Prediction-powered completeness (core/ppi.py): the judge's over the arm's rows (an answer that abstained counts
+    # 0, as every labelled correction reads it: stages.judge_agreement.row_completeness), the people's over the
+    # labelled rows (per request the share of its two labels addressed, per row their mean), corrected; the rows
+    # labelled without a sampling probability: uniform, said so.
+    all_rows = pl.read_parquet(store / "baseline" / "request_judgments.parquet").rows(named=True)
+    by_q = {}
+    for r in all_rows:
+        by_q.setdefault(r["query_id"], []).append(r)
+    abstained = {q for q, rs in by_q.items() if any(r["status"] == "abstained" for r in rs)
+                 and all(r["status"] == "abstained" or (r["status"] == "judged" and not r["addressed"]) for r in rs)}
+    f = {**share["baseline"], **{q: 0.0 for q in abstained}}
     (est,) = [e for e in rep["completeness_estimates"] if e["arm"] == "baseline"]
-    assert est["rater"] == judge["rater"] and est["labelled"] == est["rows"] == len({q for q, _, _ in rows})
-    assert est["judge"]["mean"] == __import__("pytest").approx(
-        sum(share["baseline"].values()) / len(share["baseline"]))
+    assert est["rater"] == judge["rater"] and est["labelled"] == len({q for q, _, _ in rows})
+    assert est["rows"] == len(f) == est["labelled"] + len(abstained)
+    assert est["judge"]["mean"] == __import__("pytest").approx(sum(f.values()) / len(f))
     by_req = {}
     for (h, _), (q, r, _) in zip(pairs_judge, rows + rows):
         by_req.setdefault(q, {}).setdefault(r, []).append(h)
-    want = sum(sum(sum(v) / len(v) for v in reqs.values()) / len(reqs) for reqs in by_req.values()) / len(by_req)
+    y = {q: sum(sum(v) / len(v) for v in reqs.values()) / len(reqs) for q, reqs in by_req.items()}
+    want = sum(y.values()) / len(y)
     assert est["human"]["mean"] == __import__("pytest").approx(want)
-    assert est["ppi"]["mean"] == __import__("pytest").approx(want) and est["ppi"]["low"] <= want <= est["ppi"]["high"]
+    theta = sum(f.values()) / len(f) - sum(f[q] - y[q] for q in y) / len(y)  # the paper's mean estimator
+    assert est["ppi"]["mean"] == __import__("pytest").approx(theta) and est["ppi"]["low"] <= theta <= est["ppi"]["high"]
     assert est["weighting"] == "uniform (labels carry no sampling probability)"
     comp = rep["pair_labels"]["completeness"]
     (cj, graded) = [r for r in comp["rows"] if r["rater"].startswith("request judge")]
