@@ -1,9 +1,9 @@
 """`rag-ttc bench --only ppi_coverage` (issue 44, Validation): the prediction-powered 95% interval of core/ppi.py, on
 a constructed arm whose judges are biased by a known amount, covers the truth in at least 94% of 1,000 samples and is
 narrower than the human-only interval at the same number of labels; an estimator that drops the rectifier fails the
-same check. n = 20 is printed by the bench but not held to the target here: at 20 labels the normal interval
-undercovers a little for the noisy judge (0.938 over 20,000 samples; the human-only interval 0.935), docs/judges.md
-"Does the corrected interval cover?". The LFQA-Verification part runs when RAG_TTC_HUMAN_LABELS names the sets'
+same check. Every setting is held to the target, n = 20 included: the intervals take Student's t with the
+Satterthwaite degrees of freedom (with the normal quantile the noisy judge's n = 20 covered 0.936 to 0.938,
+docs/judges.md "Does the corrected interval cover?"). The LFQA-Verification part runs when RAG_TTC_HUMAN_LABELS names the sets'
 folder (on the first question: its figures are the bench's, the test checks the rows against the labels file)."""
 
 import json
@@ -19,11 +19,7 @@ from rag_ttc_assets.bench import ppi_coverage
 from rag_ttc_assets_tests.conftest import REPO
 
 
-def _held(rows):
-    return [r for r in rows if r["n"] >= 50]
-
-
-def test_bench_prints_coverage_and_width_ratio_per_setting_and_meets_the_target_from_50_labels(tmp_path):
+def test_bench_prints_coverage_and_width_ratio_per_setting_and_meets_the_target(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "rag_ttc_assets.bench", "--only", "ppi_coverage", "--json", "--home",
          str(tmp_path / "home")], capture_output=True, text=True, cwd=REPO, timeout=300,
@@ -36,9 +32,9 @@ def test_bench_prints_coverage_and_width_ratio_per_setting_and_meets_the_target_
     assert all(s["repeats"] == 1000 for s in rows) and len(r["notes"]) == len(rows)
     y, _ = ppi_coverage.constructed_set()
     assert all(s["truth"] == pytest.approx(float(y.mean())) for s in rows)
-    for s in _held(rows):
+    for s in rows:
         assert s["coverage"] >= 0.94 and s["width_ratio"] < 1, s
-    assert r["verdict"] == ("meets" if all(s["meets"] for s in rows) else "misses")
+    assert r["verdict"] == "meets"
 
 
 def test_an_estimator_without_the_rectifier_fails_the_same_check():
