@@ -6,7 +6,8 @@ row; a single judge: by flow branch only). The budget is shared by Neyman alloca
 Sampling Techniques, 3rd ed., 1977, eq. 5.60): n_h proportional to N_h * S_h, with S_h the standard deviation of
 the judge's completeness in stratum h, floored (S_FLOOR) so that a stratum the judge scores uniformly still gets
 labels, and every stratum gets at least one row: every row has a positive inclusion probability, which
-`core/ppi.py` needs to stay unbiased. Each row's inclusion probability is n_h / N_h.
+`core/ppi.py` needs to stay unbiased, and two rows per stratum where the budget allows, so that the stratified
+estimate can read each stratum's variance. Each row's inclusion probability is n_h / N_h.
 """
 from __future__ import annotations
 
@@ -49,16 +50,21 @@ def _sd(values: Sequence[float]) -> float:
 
 
 def allocate(sizes: dict[str, int], sds: dict[str, float], budget: int) -> dict[str, int]:
-    """Neyman allocation with a floor of one row per stratum and no stratum above its size; the budget is spent
-    exactly (largest remainders), or every row when the budget covers them."""
+    """Neyman allocation with a floor of two rows per stratum (one where the budget cannot give every stratum two)
+    and no stratum above its size; the budget is spent exactly (largest remainders), or every row when the budget
+    covers them. Two rows is the least a stratum's variance can be read from (Cochran 1977, chapter 5A): a
+    stratum with one labelled row drawn with probability below 1 leaves the stratified estimate without its
+    variance (core/ppi.py falls back to the Bernoulli form)."""
     total = sum(sizes.values())
     if budget >= total:
         return dict(sizes)
     strata = sorted(sizes)
-    alloc = {h: min(1, sizes[h]) for h in strata}
-    if sum(alloc.values()) >= budget:  # fewer labels than strata: the largest weighted strata get one each
-        order = sorted(strata, key=lambda h: (-sizes[h] * max(sds[h], S_FLOOR), h))
-        return {h: (1 if h in order[:budget] else 0) for h in strata}
+    alloc = {h: min(2, sizes[h]) for h in strata}
+    if sum(alloc.values()) > budget:
+        alloc = {h: min(1, sizes[h]) for h in strata}
+        if sum(alloc.values()) >= budget:  # fewer labels than strata: the largest weighted strata get one each
+            order = sorted(strata, key=lambda h: (-sizes[h] * max(sds[h], S_FLOOR), h))
+            return {h: (1 if h in order[:budget] else 0) for h in strata}
     while sum(alloc.values()) < budget:
         left = budget - sum(alloc.values())
         open_ = [h for h in strata if alloc[h] < sizes[h]]

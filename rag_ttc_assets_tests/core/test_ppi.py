@@ -340,3 +340,15 @@ def test_paired_difference_stratified_on_one_shared_sample():
                                   {q: p[i] for i, q in enumerate(qs)}, {q: p[i] for i, q in enumerate(qs)},
                                   s_arm=dict(zip(qs, strata)), s_base={q: "x" for q in qs})
     assert other["weighting"].startswith("inverse-probability weighted: one shared sample")
+
+
+def test_allocation_gives_each_stratum_two_rows_where_the_budget_allows():
+    """Two labels per stratum is the least its variance can be read from: a budget that can give every stratum two
+    does, whatever Neyman's shares say; one that cannot gives each one, then Neyman."""
+    sizes, sds = {"a": 100, "b": 10, "c": 10}, {"a": 0.5, "b": 0.0, "c": 0.0}
+    assert ls.allocate(sizes, sds, 6) == {"a": 2, "b": 2, "c": 2}
+    five = ls.allocate(sizes, sds, 5)
+    assert sum(five.values()) == 5 and min(five.values()) == 1 and five["a"] == 3  # Neyman: a outweighs b and c
+    assert ls.allocate({"a": 100, "b": 1}, {"a": 0.5, "b": 0.5}, 4) == {"a": 3, "b": 1}  # never above a size
+    picks = ls.sample_rows(_rows(), 6, seed=3)
+    assert all(sum(p.stratum == h for p in picks) == 2 for h in {p.stratum for p in picks})
