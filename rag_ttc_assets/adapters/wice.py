@@ -16,7 +16,7 @@ from pathlib import Path
 from rag_ttc_assets.adapters.files import read_text
 from rag_ttc_assets.core import wice
 from rag_ttc_assets.core.claim_sets import Claim, ClaimSet, Document, Question, System
-from rag_ttc_assets.core.judge_agreement import SUPPORT
+from rag_ttc_assets.core.human_labels import SUPPORT
 
 FOLDER = "entailment_retrieval/claim"
 HINT = " (is this the data/ folder of https://github.com/ryokamoi/wice?)"

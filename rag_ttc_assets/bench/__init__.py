@@ -37,9 +37,9 @@ Measurements (``--only NAME``, repeatable):
   ``embedding-onnx`` and ``embedding-onnx-int8`` arms (report only; skipped without the ``onnx`` extra).
 - ``report``: headless Chromium rendering the case report of 5,000 synthetic cases (first screen painted) vs a
   plain HTML table of the same rows, same browser (``bench/report.py``).  Target cost <= 2.
-- ``import``: an imported arm's OTLP JSON (10,000 traces of 20 documents) read, parsed and mapped to questions,
-  corpus and ranked / selected / in-the-prompt rows (``core.imported``) vs ``json.load`` of the same file and one
-  pass over its spans (``bench/imported.py``).  Target cost <= 3.
+- ``import``: an imported arm's OTLP JSON (10,000 traces of 20 documents) read, parsed and mapped to questions, corpus
+  and ranked / selected / in-the-prompt rows (``core.imported``, ``core.import_mapping``) vs ``json.load`` of the same
+  file and one pass over its spans (``bench/imported.py``).  Target cost <= 3.
 
 One module per theme (``retrieval.py``: retrieval, embedding, onnx_embedding; ``dagster_jobs.py``: k_sweep,
 dagster_overhead, code_location_import; ``metrics.py``, ``memory.py``, ``unused_index.py``, ``report.py``, ``imported.py``), each

@@ -1,6 +1,6 @@
-"""`rag-ttc bench --only import`: reading an imported arm's OTLP JSON (core.imported: parse, map traces to questions
-and documents to the corpus, the ranked / selected / in-the-prompt rows) against the floor of reading the same file
-with `json.load` and one pass over its spans' attributes. Target cost <= 3.
+"""`rag-ttc bench --only import`: reading an imported arm's OTLP JSON (core.imported: parse; core.import_mapping: map
+traces to questions and documents to the corpus, the ranked / selected / in-the-prompt rows) against the floor of
+reading the same file with `json.load` and one pass over its spans' attributes. Target cost <= 3.
 
 The file: TRACES synthetic traces of DOCS documents each (a CHAIN root with `metadata.question_id`, a RETRIEVER span
 with DOCS documents, a RERANKER span keeping 5, an LLM span whose prompt holds them), over a corpus of CORPUS_DOCS
@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 from rag_ttc_assets.bench.harness import Target, alternate, item, timed
 from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.core import import_mapping as imap
 from rag_ttc_assets.core import imported as imp
 
 TRACES, DOCS, SELECTED, CORPUS_DOCS = 10_000, 20, 5, 2_000
@@ -86,10 +87,10 @@ def bench_import(spec, base: Path, repeat: int) -> dict:
 
     def product():
         traces = imp.read_source(path.read_bytes(), str(path), "otlp_json")
-        mapping = imp.map_traces(traces, questions, str(path))
-        matches, index = imp.map_documents(mapping.traces.values(), corpus)
+        mapping = imap.map_traces(traces, questions, str(path))
+        matches, index = imap.map_documents(mapping.traces.values(), corpus)
         text = {m.chunk.chunk_id: m.chunk.text for m in matches}
-        box["rows"] = imp.imported_rows(questions, mapping, index, text)
+        box["rows"] = imap.imported_rows(questions, mapping, index, text)
 
     def reference():
         # The floor: the file read and decoded, and one pass over every span's attributes.
@@ -110,7 +111,8 @@ def bench_import(spec, base: Path, repeat: int) -> dict:
         raise RuntimeError(f"import: {len(rows)} rows, {admitted} admitted documents; expected {TRACES} and "
                            f"{TRACES * SELECTED}")
     return item("import", prod, ref, "cost", Target("<=", 3.0),
-                f"core.imported: parse, map {TRACES} traces x {DOCS} documents to questions and corpus, rows",
+                f"core.imported, core.import_mapping: parse, map {TRACES} traces x {DOCS} documents to questions and "
+                "corpus, rows",
                 "json.load + one pass over the spans' attributes",
                 traces=TRACES, documents_per_trace=DOCS, file_mb=round(len(data) / 2**20, 1),
                 detail=f"{TRACES} traces x {DOCS} documents, {len(data) / 2**20:.0f} MB; every row's {SELECTED} "

@@ -18,7 +18,7 @@ answers to its first LFQA_QUESTIONS questions. A row is a claim (an answer sente
 three labels `supported`, the truth the mean over every measured claim of the slice (all its labels); n rows in
 {20, 50, 100} treated as labelled; the judge's score is the support judge `local/lexical`'s
 verdict on the claim (core.lexical_judge.verify_statements on the documents the claim was labelled against,
-core.judge_agreement.claim_verdicts), computed once and cached (`cache_dir()`): claims the judge drops are left out,
+core.claim_agreement.claim_verdicts), computed once and cached (`cache_dir()`): claims the judge drops are left out,
 counted."""
 
 from __future__ import annotations
@@ -189,8 +189,8 @@ def lfqa_rows(root: Path, limit: int | None = LFQA_QUESTIONS) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
     from rag_ttc_assets.adapters.embeddings import encode_memoized  # late: loads the embedding model
     from rag_ttc_assets.adapters.lfqa import read_lfqa  # late: only with the set at hand
+    from rag_ttc_assets.core.claim_agreement import claim_verdicts  # late: only with the set at hand
     from rag_ttc_assets.core.claim_sets import answer_text  # late: only with the set at hand
-    from rag_ttc_assets.core.judge_agreement import claim_verdicts  # late: only with the set at hand
     from rag_ttc_assets.core.lexical_judge import extract_claims, verify_statements  # late: only with the set at hand
 
     cs = read_lfqa(root, limit=limit)

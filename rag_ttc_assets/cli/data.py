@@ -24,7 +24,8 @@ from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetEr
 from rag_ttc_assets.core.derive_requests import DERIVED_FILE
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
 from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
-from rag_ttc_assets.core.imported import ImportSourceError, dataset_from_rows, read_source
+from rag_ttc_assets.core.import_mapping import dataset_from_rows
+from rag_ttc_assets.core.imported import ImportSourceError, read_source
 
 
 def cmd_validate(args) -> int:
@@ -127,8 +128,8 @@ def cmd_import_beir(args) -> int:
 
 def cmd_import_outputs(args) -> int:
     """RAGChecker or RAGAS rows as a dataset: the corpus from their retrieved contexts, their questions with gold
-    answers (core.imported.dataset_from_rows); an imported arm over that dataset reads the same file. A question with
-    a gold answer has no requests of its own: they are derived from its gold answer (the offline rule when the
+    answers (core.import_mapping.dataset_from_rows); an imported arm over that dataset reads the same file. A question
+    with a gold answer has no requests of its own: they are derived from its gold answer (the offline rule when the
     dataset loads; `rag-ttc derive-requests` writes them). Nothing is written unless the dataset it makes validates."""
 
     src, dest = Path(args.src), Path(args.dest)

@@ -1,7 +1,7 @@
 """A set of claims labelled supported / partially supported / not supported against documents, as a lab folder:
 the documents as a dataset's corpus, one question per item, each system's answers (its claims, one a paragraph, as
 the people labelled them) as an imported arm whose retrieved context is the documents the labels were made against,
-and the labels in the lab's per-claim label format (core.judge_agreement, `kind: claim`), the setting of the lab's
+and the labels in the lab's per-claim label format (core.human_labels, `kind: claim`), the setting of the lab's
 support judge: is each statement of the answer supported by the evidence the answer was given?
 
 Used by core.lfqa (LFQA-Verification: real LLM answers to ELI5 questions, every sentence labelled by three people)
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rag_ttc_assets.core.judge_agreement import SUPPORT
+from rag_ttc_assets.core.human_labels import SUPPORT
 from rag_ttc_assets.core.realsumm import arms as summary_arms
 
 

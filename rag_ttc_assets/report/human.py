@@ -15,7 +15,7 @@ import hashlib
 import statistics
 from pathlib import Path
 
-from rag_ttc_assets.core import judge_agreement as ja
+from rag_ttc_assets.core import human_labels as hl
 from rag_ttc_assets.core.jsonl import json_lines
 
 DEFAULT = Path("annotations") / "labels.jsonl"  # under the store's root, as `rag-ttc annotate` writes it
@@ -30,14 +30,14 @@ def resolve(lab, path: str | Path | None) -> Path | None:
     if path is not None:
         p = Path(path)
         if not p.is_file():
-            raise ja.LabelsError([ja.LabelProblem(str(p), "(file)", "(file)", "file not found")])
+            raise hl.LabelsError([hl.LabelProblem(str(p), "(file)", "(file)", "file not found")])
         return p
     p = default_path(lab)
     return p if p.is_file() else None
 
 
 class HumanLabels:
-    """A labels file read and checked once (core.judge_agreement.parse_labels against the lab's arms: a bad file is
+    """A labels file read and checked once (core.human_labels.parse_labels against the lab's arms: a bad file is
     refused naming file, line and field), its records, and its sha256."""
 
     def __init__(self, lab, path: Path, strict: bool = True):
@@ -49,18 +49,18 @@ class HumanLabels:
         self.not_read: str | None = None
         try:
             text = raw.decode("utf-8")
-            self.labels = ja.parse_labels(text, str(path), catalog(lab))
-        except (ja.LabelsError, UnicodeDecodeError) as e:
+            self.labels = hl.parse_labels(text, str(path), catalog(lab))
+        except (hl.LabelsError, UnicodeDecodeError) as e:
             if strict:
                 if isinstance(e, UnicodeDecodeError):
-                    raise ja.LabelsError([ja.LabelProblem(str(path), f"byte {e.start}", "(file)",
+                    raise hl.LabelsError([hl.LabelProblem(str(path), f"byte {e.start}", "(file)",
                                                           "not UTF-8 text")]) from None
                 raise
             # The store's default file, read without being asked for (an asset, a report without --labels): a
             # labelling round on arms or questions this lab no longer has must not stop the report. Nothing of it is
             # read; why is recorded with its digest and said where the labels would be.
-            self.labels, self.records = ja.Labels([], []), []
-            self.not_read = (str(e) if isinstance(e, ja.LabelsError) else f"{path}: byte {e.start}: not UTF-8 text")
+            self.labels, self.records = hl.Labels([], []), []
+            self.not_read = (str(e) if isinstance(e, hl.LabelsError) else f"{path}: byte {e.start}: not UTF-8 text")
             return
         self.records = [rec for _, rec, _ in json_lines(text)]
 

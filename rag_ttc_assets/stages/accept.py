@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
 from rag_ttc_assets.core import compare as cmp
-from rag_ttc_assets.core import judge_agreement as ja
+from rag_ttc_assets.core import human_labels as hl
 from rag_ttc_assets.core import ppi, ppi_difference
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.judge_agreement import catalog, row_completeness
@@ -29,18 +29,18 @@ def default_labels(lab: Lab) -> Path:
     return lab.store.root / "annotations" / "labels.jsonl"
 
 
-def _problem(path: Path, msg: str, record: str = "(file)", fld: str = "(file)") -> ja.LabelsError:
-    return ja.LabelsError([ja.LabelProblem(str(path), record, fld, msg)])
+def _problem(path: Path, msg: str, record: str = "(file)", fld: str = "(file)") -> hl.LabelsError:
+    return hl.LabelsError([hl.LabelProblem(str(path), record, fld, msg)])
 
 
-def read_labels(lab: Lab, path: Path) -> tuple[ja.Labels, list[dict]]:
-    """The checked labels (core.judge_agreement.parse_labels) and the raw records (their probabilities)."""
+def read_labels(lab: Lab, path: Path) -> tuple[hl.Labels, list[dict]]:
+    """The checked labels (core.human_labels.parse_labels) and the raw records (their probabilities)."""
     if not path.is_file():
         raise _problem(path, "labels file not found (label rows with `rag-ttc annotate`, or pass --labels FILE)")
     text = path.read_text(encoding="utf-8")
     if not text.strip():
         raise _problem(path, "the labels file is empty: no labels to correct the judge with")
-    labels = ja.parse_labels(text, str(path), catalog(lab))
+    labels = hl.parse_labels(text, str(path), catalog(lab))
     records = [json.loads(x) for x in text.splitlines() if x.strip()]
     return labels, records
 

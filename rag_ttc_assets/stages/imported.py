@@ -1,6 +1,6 @@
-"""Imported arms (core.imported) in the lab's tables: the source file read and mapped once (`imported_source`),
-then the retrieval rows, admitted contexts, answers and contract results every lab arm has, built from it with
-no provider call."""
+"""Imported arms (core.imported, core.import_mapping) in the lab's tables: the source file read and mapped once
+(`imported_source`), then the retrieval rows, admitted contexts, answers and contract results every lab arm has, built
+from it with no provider call."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_ttc_assets.core import imported as core
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import Chunk
-from rag_ttc_assets.core.contract import FREE_TEXT, check_contract
+from rag_ttc_assets.core.contract import FREE_TEXT, NO_ANSWER_SPAN, NO_TRACE, check_contract
 from rag_ttc_assets.core.dataset import Dataset, sha256_digest
+from rag_ttc_assets.core.import_mapping import (NO_RETRIEVAL_SPAN, citations, imported_rows, map_documents,
+                                                map_traces, without_citations)
+from rag_ttc_assets.core.imported import ImportSourceError, read_source, traces_of
+from rag_ttc_assets.core.phoenix_source import phoenix_digest, phoenix_spans
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE
 from rag_ttc_assets.adapters import phoenix
@@ -43,25 +46,25 @@ def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Qu
     if src.server:  # a Phoenix project, read with Phoenix's own client; bound by its span IDs and their content
         label = f"{arms_file}: {src.label}"
         records = phoenix.read_spans(src.endpoint, src.project, label)
-        traces = core.traces_of(core.phoenix_spans(records, label), label, src.question_id_attribute)
+        traces = traces_of(phoenix_spans(records, label), label, src.question_id_attribute)
         origin = {"source_file": None, "endpoint": src.endpoint, "project": src.project,
-                  "source_digest": core.phoenix_digest(records), "spans": len(records)}
+                  "source_digest": phoenix_digest(records), "spans": len(records)}
     else:
         path = source_path(arms_file, cfg)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            raise core.ImportSourceError(f"{arms_file}: field 'source.file': no file {path}") from None
+            raise ImportSourceError(f"{arms_file}: field 'source.file': no file {path}") from None
         label = str(path)
-        traces = core.read_source(data, label, src.format, src.question_id_attribute)
+        traces = read_source(data, label, src.format, src.question_id_attribute)
         origin = {"source_file": label, "source_digest": sha256_digest(data)}
         records = None
-    mapping = core.map_traces(traces, questions, label, src.pick)
-    matches, index = core.map_documents(mapping.traces.values(), ds.documents_by_id)
+    mapping = map_traces(traces, questions, label, src.pick)
+    matches, index = map_documents(mapping.traces.values(), ds.documents_by_id)
     chunk_text = {m.chunk.chunk_id: m.chunk.text for m in matches}
-    rows = core.imported_rows(questions, mapping, index, chunk_text)
+    rows = imported_rows(questions, mapping, index, chunk_text)
     external = [m.chunk.chunk_id for m in matches if m.matched_by == "external"]
-    statuses = {s: sum(r.status == s for r in rows) for s in ("ok", core.NO_ANSWER_SPAN, core.NO_TRACE)}
+    statuses = {s: sum(r.status == s for r in rows) for s in ("ok", NO_ANSWER_SPAN, NO_TRACE)}
     summary = {
         **origin, "format": src.format,
         "answer_format": src.answer_format, "citation_style": src.citation_style, "pick": src.pick,
@@ -71,8 +74,8 @@ def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Qu
         "documents_by_id": sum(m.matched_by == "id" for m in matches),
         "documents_by_content": sum(m.matched_by == "content" for m in matches),
         "external_documents": len(external),
-        "no_answer_span": statuses[core.NO_ANSWER_SPAN],
-        "no_retrieval_span": sum(r.retrieval_status == core.NO_RETRIEVAL_SPAN for r in rows),
+        "no_answer_span": statuses[NO_ANSWER_SPAN],
+        "no_retrieval_span": sum(r.retrieval_status == NO_RETRIEVAL_SPAN for r in rows),
         "unmatched_trace_ids": mapping.unmatched_traces[:LISTED],
         "superseded_trace_ids": mapping.superseded_traces[:LISTED],
         "unanswered_question_ids": mapping.unanswered_questions[:LISTED],
@@ -137,7 +140,7 @@ def answers(cfg: ArmConfig, rows: pl.DataFrame, source_digest: str) -> pl.DataFr
 
 def contract_row(cfg: ArmConfig, a: dict, chunk_text: dict[str, str]) -> dict:
     """One imported answer through the contract (`answer_format: contract`), or as free text: status `free_text`,
-    the whole reply as the answer, citations read per `citation_style` (core.imported.citations)."""
+    the whole reply as the answer, citations read per `citation_style` (core.import_mapping.citations)."""
     if a[ANS.status] != "ok":
         return {"query_id": a[ANS.query_id], "status": a[ANS.status], "reason": a[ANS.status], "parsed_from": None,
                 "answer": None, "citation_chunk_ids": [], "abstained": None, "request_items": "[]", "answer_chars": 0}
@@ -151,9 +154,9 @@ def contract_row(cfg: ArmConfig, a: dict, chunk_text: dict[str, str]) -> dict:
                 "request_items": json.dumps([r.model_dump() for r in ans.requests]) if ans else "[]",
                 "answer_chars": len(ans.answer) if ans else 0}
     text = a[ANS.raw_text] or ""
-    cited = core.citations(text, cfg.source.citation_style, a[ANS.admitted_chunk_ids], chunk_text)
+    cited = citations(text, cfg.source.citation_style, a[ANS.admitted_chunk_ids], chunk_text)
     # The judges read the claims without the markers they cite by (the raw text keeps them: inspect shows it).
-    answer = core.without_citations(text, cfg.source.citation_style, chunk_text)
+    answer = without_citations(text, cfg.source.citation_style, chunk_text)
     return {"query_id": a[ANS.query_id], "status": FREE_TEXT, "reason": f"citation_style: {cfg.source.citation_style}",
             "parsed_from": None, "answer": answer, "citation_chunk_ids": cited, "abstained": False,
             "request_items": "[]", "answer_chars": len(answer)}
@@ -179,7 +182,7 @@ def annotate_phoenix(arm) -> dict:
     project as an annotation on its trace's root span (core.phoenix_annotations). Returns what was logged."""
     src = arm.cfg.source
     where = f"{arm.lab.arms_file}: arm {arm.arm!r}: {src.label}"
-    roots = phoenix_annotations.root_spans(core.phoenix_spans(arm.arm_json(ArmJson.IMPORTED_SPANS), where))
+    roots = phoenix_annotations.root_spans(phoenix_spans(arm.arm_json(ArmJson.IMPORTED_SPANS), where))
     trace_of = {r[IMP.query_id]: r[IMP.trace_id] for r in arm.table(Table.IMPORTED_ROWS).iter_rows(named=True)}
     records, skipped = phoenix_annotations.annotations(
         arm.arm, arm.table(Table.FAILURE_FLOW).to_dicts(), arm.table(Table.REQUEST_JUDGMENTS).to_dicts(),

@@ -1,4 +1,5 @@
-"""The judges of the arms a labels file names, measured against its human labels (core.judge_agreement).
+"""The judges of the arms a labels file names, measured against its human labels (core.human_labels,
+core.judge_agreement, core.claim_agreement).
 
 Every judge that scored those rows: each arm's request judge (per-request labels; pairwise `completeness`: the share
 of the row's requests it found addressed, and for a judge that reports coverage, graded: their mean coverage) and its
@@ -16,8 +17,10 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
+from rag_ttc_assets.core import human_labels as hl
 from rag_ttc_assets.core import judge_agreement as ja
 from rag_ttc_assets.core import panel
+from rag_ttc_assets.core.claim_agreement import claim_agreement, claim_verdicts
 from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, VALID
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.reports import recorded_request_judge, requests_derived
@@ -28,9 +31,9 @@ JUDGED = "judged"
 ANS, CON, RJ, JV = Table.ANSWERS.c, Table.CONTRACT_RESULTS.c, Table.REQUEST_JUDGMENTS.c, Table.JUDGE_VERDICTS.c  # the declared column names (core.tables)
 
 
-def catalog(lab: Lab) -> ja.Catalog:
+def catalog(lab: Lab) -> hl.Catalog:
     """Every arm of the arms file with its questions' request ids and the answer rows it has written."""
-    cat = ja.Catalog(unknown_arm_hint=f" in {lab.arms_file}")
+    cat = hl.Catalog(unknown_arm_hint=f" in {lab.arms_file}")
     for arm in lab.arms.names:
         inputs = ArmInputs(lab, arm)
         cat.questions[arm] = {q.id: {r.id for r in q.requests} for q in inputs.questions}
@@ -227,8 +230,8 @@ def _juror_raters(jurors: dict[tuple[str, str], dict]) -> dict[str, dict]:
             for (model, digest), scores in jurors.items()}
 
 
-def claim_scores(lab: Lab, labels: list[ja.ClaimLabel]) -> tuple[dict, dict]:
-    """(per claim: support judge -> (arm, question, claim) -> {supported, reason} (core.judge_agreement.
+def claim_scores(lab: Lab, labels: list[hl.ClaimLabel]) -> tuple[dict, dict]:
+    """(per claim: support judge -> (arm, question, claim) -> {supported, reason} (core.claim_agreement.
     claim_verdicts), per answer: support judge -> (arm, question) -> its faithfulness), for the labelled answers.
     The support judge is `support judge <model>`, as in the pairwise faithfulness table."""
     claims: dict[tuple, set[tuple[int, str]]] = {}
@@ -252,7 +255,7 @@ def claim_scores(lab: Lab, labels: list[ja.ClaimLabel]) -> tuple[dict, dict]:
             verdicts = [{"text": statements[v["statement"] - 1] if 0 < v["statement"] <= len(statements) else "",
                          "supported": v["supported"], "reason": v.get("reason")}
                         for v in json.loads(r[JV.verdicts] or "[]")]
-            for k, verdict in ja.claim_verdicts(sorted(claims[row]), verdicts).items():
+            for k, verdict in claim_verdicts(sorted(claims[row]), verdicts).items():
                 scored[(*row, k)] = verdict
     return per_claim, per_answer
 
@@ -278,9 +281,9 @@ def reference_scores(lab: Lab, arms: set[str]) -> dict[tuple, float | None]:
 def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
     """Read and check the labels, score every judge that measured their rows, and return the report."""
     if not labels_path.is_file():
-        raise ja.LabelsError([ja.LabelProblem(str(labels_path), "(file)", "(file)", "file not found")])
+        raise hl.LabelsError([hl.LabelProblem(str(labels_path), "(file)", "(file)", "file not found")])
     cat = catalog(lab)
-    labels = ja.parse_labels(labels_path.read_text(encoding="utf-8"), str(labels_path), cat)
+    labels = hl.parse_labels(labels_path.read_text(encoding="utf-8"), str(labels_path), cat)
     arms = ({lab_.arm for lab_ in labels.requests} | {side[0] for p in labels.pairs for side in (p.a, p.b)}
             | {c.arm for c in labels.claims})
     per_request, pairwise = judge_scores(lab, arms)
@@ -294,7 +297,7 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
               "pair_labels": (ja.pair_agreement(labels.pairs, pairwise, seed,
                                                 references={ja.REFERENCE: {"completeness": reference}})
                               if labels.pairs else None),
-              "claim_labels": (ja.claim_agreement(labels.claims, *claim_scores(lab, labels.claims), seed)
+              "claim_labels": (claim_agreement(labels.claims, *claim_scores(lab, labels.claims), seed)
                                if labels.claims else None),
               # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
               "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)},

@@ -5,10 +5,11 @@ import json
 
 import pytest
 
-from rag_ttc_assets.core import judge_agreement as ja
+from rag_ttc_assets.core import claim_agreement as ca
+from rag_ttc_assets.core import human_labels as hl
 
 ANSWER = "Cats purr.\n\nCats purr.\n\nThey purr at 25 hertz. They purr when fed."
-CAT = ja.Catalog(questions={"arm": {"q1": set()}}, rows={"arm": {"q1"}}, answers={"arm": {"q1": ANSWER}})
+CAT = hl.Catalog(questions={"arm": {"q1": set()}}, rows={"arm": {"q1"}}, answers={"arm": {"q1": ANSWER}})
 CLAIMS = [(1, "Cats purr."), (2, "Cats purr."), (3, "They purr at 25 hertz. They purr when fed.")]
 
 
@@ -18,17 +19,17 @@ def _label(claim, support, annotator, **extra):
 
 
 def _parse(records):
-    return ja.parse_labels("".join(json.dumps(r) + "\n" for r in records), "labels.jsonl", CAT)
+    return hl.parse_labels("".join(json.dumps(r) + "\n" for r in records), "labels.jsonl", CAT)
 
 
 def test_statements_are_placed_in_order_a_repeated_claim_gets_the_repeated_statement():
     statements = [{"text": "Cats purr.", "supported": True}, {"text": "Cats purr.", "supported": False},
                   {"text": "They purr at 25 hertz.", "supported": True},
                   {"text": "They purr when fed.", "supported": False}]
-    got = ja.claim_verdicts(CLAIMS, statements)
+    got = ca.claim_verdicts(CLAIMS, statements)
     assert {k: v["supported"] for k, v in got.items()} == {1: True, 2: False, 3: False}
     # A claim the judge dropped (no statement in it) is absent: not measured.
-    got = ja.claim_verdicts(CLAIMS, [statements[0], statements[2], statements[3]])
+    got = ca.claim_verdicts(CLAIMS, [statements[0], statements[2], statements[3]])
     assert set(got) == {1, 3}
 
 
@@ -39,7 +40,7 @@ def test_claim_labels_against_the_judge_the_people_and_the_majority_by_hand():
                      _label(3, "supported", "a1"), _label(3, "partially_supported", "a2"),
                      _label(3, "not_supported", "a3")]).claims
     judge = {("arm", "q1", 1): {"supported": True}, ("arm", "q1", 2): {"supported": True}}  # claim 3 not measured
-    rep = ja.claim_agreement(labels, {"J": judge}, {"J": {("arm", "q1"): 0.5}})
+    rep = ca.claim_agreement(labels, {"J": judge}, {"J": {("arm", "q1"): 0.5}})
     j = rep["rows"][0]
     # 6 labels measured: human T T F F F T against judge T T T T T T
     assert (j["n"], j["not_measured"], j["accuracy"], len(j["disagreements"])) == (6, 3, pytest.approx(3 / 6), 3)
@@ -62,7 +63,7 @@ def test_claim_labels_against_the_judge_the_people_and_the_majority_by_hand():
     ({"verdict": "consistent"}, "verdict", "unknown field"),
 ])
 def test_bad_claim_labels_name_the_file_the_record_and_the_field(change, field, says):
-    with pytest.raises(ja.LabelsError) as e:
+    with pytest.raises(hl.LabelsError) as e:
         _parse([_label(1, "supported", "a1"), {**_label(1, "supported", "a2"), **change}])
     (p,) = e.value.problems
     assert (p.file, p.record, p.field) == ("labels.jsonl", "line 2", field)
@@ -70,5 +71,5 @@ def test_bad_claim_labels_name_the_file_the_record_and_the_field(change, field, 
 
 
 def test_one_annotator_labelling_a_claim_twice_is_refused_naming_both_lines():
-    with pytest.raises(ja.LabelsError, match="already labelled this claim on line 1"):
+    with pytest.raises(hl.LabelsError, match="already labelled this claim on line 1"):
         _parse([_label(1, "supported", "a1"), _label(1, "not_supported", "a1")])

@@ -1,5 +1,6 @@
-"""core.imported: OTLP JSON of OpenInference spans, RAGChecker and RAGAS rows into records; the mapping to questions
-and the corpus, stated and counted; what the prompt held; citations of free text; errors naming file, trace, field."""
+"""core.imported and core.import_mapping: OTLP JSON of OpenInference spans, RAGChecker and RAGAS rows into records;
+the mapping to questions and the corpus, stated and counted; what the prompt held; citations of free text; errors
+naming file, trace, field."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from rag_ttc_assets.core import import_mapping as imap
 from rag_ttc_assets.core import imported as imp
 from rag_ttc_assets.core.evidence_map import request_support
 from rag_ttc_assets.core.records import Evidence, Question, Request
@@ -113,7 +115,7 @@ def test_mapping_by_attribute_then_by_normalised_text_and_counted():
     traces = imp.otlp_traces(export(trace("t1", "ignored text", qid="q1"),
                                     trace("t2", "What does raise   do?", qid=None),
                                     trace("t3", "Something nobody asked", qid="q9")), SRC)
-    m = imp.map_traces(traces, QUESTIONS, SRC)
+    m = imap.map_traces(traces, QUESTIONS, SRC)
     assert {q: t.trace_id for q, t in m.traces.items()} == {"q1": "t1", "q2": "t2"}
     assert m.matched_by == {"q1": "attribute", "q2": "text"}
     assert m.unmatched_traces == ["t3"] and m.unanswered_questions == []
@@ -124,16 +126,16 @@ def test_mapping_by_attribute_then_by_normalised_text_and_counted():
 def test_two_traces_for_one_question_name_both_unless_pick_latest():
     traces = imp.otlp_traces(export(trace("t-old", "q", start=10), trace("t-new", "q", start=50)), SRC)
     with pytest.raises(imp.ImportSourceError, match=r"traces\.json: traces t-old and t-new both answer question 'q1'"):
-        imp.map_traces(traces, QUESTIONS, SRC)
-    m = imp.map_traces(traces, QUESTIONS, SRC, pick="latest")
+        imap.map_traces(traces, QUESTIONS, SRC)
+    m = imap.map_traces(traces, QUESTIONS, SRC, pick="latest")
     assert m.traces["q1"].trace_id == "t-new" and m.superseded_traces == ["t-old"]
     assert m.unanswered_questions == ["q2"]
 
 
 def test_documents_map_by_id_else_by_content_else_external_and_gold_quotes_project_onto_them():
     traces = imp.otlp_traces(export(trace("t1", "q")), SRC)
-    m = imp.map_traces(traces, QUESTIONS, SRC)
-    matches, index = imp.map_documents(m.traces.values(), CORPUS)
+    m = imap.map_traces(traces, QUESTIONS, SRC)
+    matches, index = imap.map_documents(m.traces.values(), CORPUS)
     by = {x.chunk.chunk_id: (x.chunk.doc_id, x.matched_by, x.chunk.start, x.chunk.end) for x in matches}
     outside = index[(None, OUTSIDE)]
     assert by == {"assert": ("assert", "id", 0, len(A1)),
@@ -150,7 +152,7 @@ def test_documents_map_by_id_else_by_content_else_external_and_gold_quotes_proje
 def test_a_document_without_an_id_is_found_by_its_content_even_with_other_whitespace():
     [t] = imp.otlp_traces(export(trace("t1", "q", ranked=[(None, "The raise  statement\nraises an exception.", 1.0)])),
                           SRC)
-    [match], _ = imp.map_documents([t], CORPUS)
+    [match], _ = imap.map_documents([t], CORPUS)
     assert (match.chunk.doc_id, match.matched_by, match.chunk.start, match.chunk.end) == ("raise", "content", 0,
                                                                                           len(R1))
 
@@ -158,17 +160,17 @@ def test_a_document_without_an_id_is_found_by_its_content_even_with_other_whites
 def test_one_id_with_two_texts_gets_two_chunks():
     ranked = [("assert", A1, 1.0), ("assert", "It raises AssertionError when false.", 0.5)]
     [t] = imp.otlp_traces(export(trace("t1", "q", ranked=ranked)), SRC)
-    matches, _ = imp.map_documents([t], CORPUS)
+    matches, _ = imap.map_documents([t], CORPUS)
     ids = [x.chunk.chunk_id for x in matches]
     assert ids[0] == "assert" and ids[1].startswith("assert@") and len(set(ids)) == 2
 
 
 def test_admitted_is_what_the_prompt_held_in_prompt_order():
     traces = imp.otlp_traces(export(trace("t1", "q")), SRC)
-    m = imp.map_traces(traces, QUESTIONS, SRC)
-    matches, index = imp.map_documents(m.traces.values(), CORPUS)
+    m = imap.map_traces(traces, QUESTIONS, SRC)
+    matches, index = imap.map_documents(m.traces.values(), CORPUS)
     text = {x.chunk.chunk_id: x.chunk.text for x in matches}
-    [row, missing] = imp.imported_rows(QUESTIONS, m, index, text)
+    [row, missing] = imap.imported_rows(QUESTIONS, m, index, text)
     assert row.ranked_chunk_ids == ["assert", index[(None, OUTSIDE)], "raise#c0"]
     assert row.selected_chunk_ids == row.ranked_chunk_ids  # no RERANKER span: nothing selected away
     assert row.admitted_chunk_ids == ["raise#c0", "assert"]  # the prompt has R1 first; OUTSIDE never
@@ -179,18 +181,18 @@ def test_prompt_template_variables_count_as_the_prompt():
     t = trace("t1", "q", prompt="Context is in the variables.")
     t[-1]["attributes"].append(attr("llm.prompt_template.variables", json.dumps({"context": A1, "question": "q"})))
     traces = imp.otlp_traces(export(t), SRC)
-    m = imp.map_traces(traces, QUESTIONS, SRC)
-    matches, index = imp.map_documents(m.traces.values(), CORPUS)
-    [row, _] = imp.imported_rows(QUESTIONS, m, index, {x.chunk.chunk_id: x.chunk.text for x in matches})
+    m = imap.map_traces(traces, QUESTIONS, SRC)
+    matches, index = imap.map_documents(m.traces.values(), CORPUS)
+    [row, _] = imap.imported_rows(QUESTIONS, m, index, {x.chunk.chunk_id: x.chunk.text for x in matches})
     assert row.admitted_chunk_ids == ["assert"]
 
 
 def test_a_trace_without_llm_or_retriever_span_is_a_row_status_not_an_error():
     traces = imp.otlp_traces(export(trace("t1", "q", answer=None), trace("t2", "What does raise do?", qid=None,
                                                                           retriever=False)), SRC)
-    m = imp.map_traces(traces, QUESTIONS, SRC)
-    matches, index = imp.map_documents(m.traces.values(), CORPUS)
-    rows = imp.imported_rows(QUESTIONS, m, index, {x.chunk.chunk_id: x.chunk.text for x in matches})
+    m = imap.map_traces(traces, QUESTIONS, SRC)
+    matches, index = imap.map_documents(m.traces.values(), CORPUS)
+    rows = imap.imported_rows(QUESTIONS, m, index, {x.chunk.chunk_id: x.chunk.text for x in matches})
     assert [(r.status, r.retrieval_status) for r in rows] == [("no_answer_span", "ok"), ("ok", "no_retrieval_span")]
     assert rows[0].admitted_chunk_ids == [] and rows[1].ranked_chunk_ids == []
 
@@ -204,7 +206,7 @@ def test_a_trace_without_llm_or_retriever_span_is_a_row_status_not_an_error():
     ("Checks it [1].", "none", []),
 ])
 def test_free_text_citations_follow_the_declared_style(answer, style, cited):
-    assert imp.citations(answer, style, ["c-a", "c-b"], ["c-a", "c-b"]) == cited
+    assert imap.citations(answer, style, ["c-a", "c-b"], ["c-a", "c-b"]) == cited
 
 
 @pytest.mark.parametrize(("data", "message"), [
@@ -263,7 +265,7 @@ def test_the_judges_read_a_free_text_answer_without_the_markers_it_cites_by():
     """A numbered marker is a citation, never a number the claim states: `without_citations` takes out exactly the
     markers `citations` reads (before, the lexical judge read `[1]` in 'Item 3 is a widget [1].' as a number the
     gold does not state: contradicts)."""
-    from rag_ttc_assets.core.imported import citations, without_citations
+    from rag_ttc_assets.core.import_mapping import citations, without_citations
     from rag_ttc_assets.core.lexical_judge import conflict
 
     text = "Item 3 is a widget [1]. It costs 3 dollars [1, 2].\nSee the plan."

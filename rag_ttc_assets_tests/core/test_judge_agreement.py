@@ -5,10 +5,11 @@ import math
 
 import pytest
 
+from rag_ttc_assets.core import human_labels as hl
 from rag_ttc_assets.core import judge_agreement as ja
 
 REQS = [f"q{i}.r1" for i in range(1, 11)]
-CAT = ja.Catalog(questions={"base": {f"q{i}": {f"q{i}.r1"} for i in range(1, 11)},
+CAT = hl.Catalog(questions={"base": {f"q{i}": {f"q{i}.r1"} for i in range(1, 11)},
                             "other": {f"q{i}": {f"q{i}.r1"} for i in range(1, 11)}},
                  rows={"base": {f"q{i}" for i in range(1, 11)}, "other": {f"q{i}" for i in range(1, 10)}})
 T, F = True, False
@@ -24,7 +25,7 @@ def _lines(records):
 def _request_labels():
     recs = [{"kind": "request", "question": f"q{i}", "request": f"q{i}.r1", "arm": "base", "addressed": a,
              "annotator": ann} for ann, labels in (("ann1", ANN1), ("ann2", ANN2)) for i, a in enumerate(labels, 1)]
-    return ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+    return hl.parse_labels(_lines(recs), "labels.jsonl", CAT)
 
 
 def test_per_request_kappa_accuracy_and_confusion_against_hand_computed_values():
@@ -60,7 +61,7 @@ def test_against_the_majority_and_one_annotator_against_the_others_by_hand():
     judge_says = {1: T, 2: T, 3: T, 4: F, 5: F, 6: F, 7: T}
     recs = [{"kind": "request", "question": f"q{i}", "request": f"q{i}.r1", "arm": "base", "addressed": c == "T",
              "annotator": f"a{k}"} for i, row in table.items() for k, c in enumerate(row, 1)]
-    labels = ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+    labels = hl.parse_labels(_lines(recs), "labels.jsonl", CAT)
     judge = {("base", f"q{i}", f"q{i}.r1"): {"addressed": a} for i, a in judge_says.items()}
     m = ja.request_agreement(labels.requests, {"lexical": judge})["majority"]
     assert (m["items"], m["items_with_two_or_more_labels"]) == (7, 7)
@@ -85,7 +86,7 @@ def test_against_the_majority_and_one_annotator_against_the_others_by_hand():
 def test_majority_rows_count_what_the_judge_did_not_measure():
     recs = [{"kind": "request", "question": f"q{i}", "request": f"q{i}.r1", "arm": "base", "addressed": True,
              "annotator": f"a{k}"} for i in (1, 2) for k in (1, 2, 3)]
-    labels = ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+    labels = hl.parse_labels(_lines(recs), "labels.jsonl", CAT)
     m = ja.request_agreement(labels.requests, {"j": {("base", "q1", "q1.r1"): {"addressed": True}}})["majority"]
     full, _, loo = m["rows"]
     assert (full["n"], full["not_measured"]) == (1, 1) and (loo["n"], loo["not_measured"]) == (3, 3)
@@ -99,7 +100,7 @@ def _pearson(x, y):
 
 def test_completeness_per_answer_and_per_arm_against_the_majority_and_the_others_by_hand():
     two = {"q1": {"q1.r1", "q1.r2"}}
-    cat = ja.Catalog(questions={"A": {**two, "q2": {"q2.r1"}}, "B": two, "C": two},
+    cat = hl.Catalog(questions={"A": {**two, "q2": {"q2.r1"}}, "B": two, "C": two},
                      rows={"A": {"q1", "q2"}, "B": {"q1"}, "C": {"q1"}})
     people = {("A", "q1", "q1.r1"): "TTT", ("A", "q1", "q1.r2"): "TTF", ("A", "q2", "q2.r1"): "TTT",
               ("B", "q1", "q1.r1"): "TFF", ("B", "q1", "q1.r2"): "FFF",
@@ -108,7 +109,7 @@ def test_completeness_per_answer_and_per_arm_against_the_majority_and_the_others
             ("B", "q1", "q1.r1"): F, ("B", "q1", "q1.r2"): F, ("C", "q1", "q1.r1"): T, ("C", "q1", "q1.r2"): T}
     recs = [{"kind": "request", "question": q, "request": r, "arm": a, "addressed": c == "T", "annotator": f"a{k}"}
             for (a, q, r), row in people.items() for k, c in enumerate(row, 1)]
-    labels = ja.parse_labels(_lines(recs), "labels.jsonl", cat)
+    labels = hl.parse_labels(_lines(recs), "labels.jsonl", cat)
     judge = {k: {"addressed": v} for k, v in said.items()}
     rep = ja.completeness_agreement(labels.requests, {"j": judge})
     assert (rep["rows"], rep["arms"]) == (4, 3)
@@ -152,14 +153,14 @@ def test_completeness_per_answer_and_per_arm_against_the_majority_and_the_others
 
 
 def test_a_judge_that_reports_coverage_is_read_graded_too_by_hand() -> None:
-    cat = ja.Catalog(questions={"A": {"q1": {"q1.r1", "q1.r2"}}, "B": {"q1": {"q1.r1", "q1.r2"}},
+    cat = hl.Catalog(questions={"A": {"q1": {"q1.r1", "q1.r2"}}, "B": {"q1": {"q1.r1", "q1.r2"}},
                                 "C": {"q1": {"q1.r1", "q1.r2"}}},
                      rows={"A": {"q1"}, "B": {"q1"}, "C": {"q1"}})
     people = {("A", "q1.r1"): True, ("A", "q1.r2"): True, ("B", "q1.r1"): True, ("B", "q1.r2"): False,
               ("C", "q1.r1"): False, ("C", "q1.r2"): False}
     recs = [{"kind": "request", "question": "q1", "request": r, "arm": a, "addressed": v, "annotator": "p"}
             for (a, r), v in people.items()]
-    labels = ja.parse_labels(_lines(recs), "labels.jsonl", cat)
+    labels = hl.parse_labels(_lines(recs), "labels.jsonl", cat)
     # The judge's verdicts and coverage; a second judge without coverage (an LLM judge) is read once only.
     cov = {("A", "q1.r1"): (T, 0.9), ("A", "q1.r2"): (F, 0.4), ("B", "q1.r1"): (F, 0.45), ("B", "q1.r2"): (F, 0.1),
            ("C", "q1.r1"): (F, 0.2), ("C", "q1.r2"): (F, 0.0)}
@@ -195,7 +196,7 @@ def _pair_labels(labels_by_annotator):
         for i, y in enumerate(ys, 1):
             recs.append({"kind": "pair", "question": f"q{i}", "a": {"arm": "base"}, "b": {"arm": "other"},
                          "labels": {"completeness": y}, "annotator": ann})
-    return ja.parse_labels(_lines(recs), "pairs.jsonl", CAT)
+    return hl.parse_labels(_lines(recs), "pairs.jsonl", CAT)
 
 
 def test_pairwise_pearson_and_spearman_against_hand_computed_values():
@@ -223,7 +224,7 @@ def test_the_annotators_ceiling_orients_a_pair_labelled_the_other_way_round():
     # ann2 labels q1 with a and b swapped: the same pair, its label negated.
     recs = [{"kind": "pair", "question": "q1", "a": {"arm": "other"}, "b": {"arm": "base"},
              "labels": {"completeness": -2}, "annotator": "ann3"}]
-    swapped = ja.parse_labels(_lines(recs), "x.jsonl", CAT).pairs
+    swapped = hl.parse_labels(_lines(recs), "x.jsonl", CAT).pairs
     rows = ja.pair_agreement(labels.pairs, {})["completeness"]["rows"]
     (ceiling,) = rows
     # ann1 (1, 0, -1, 2, -1) vs ann2 (2, 0, -1, 1, 0): means .2 and .4; products .8*1.6 + .08 + 1.2*1.4 + 1.8*.6
@@ -237,7 +238,7 @@ def test_the_ceiling_reads_each_pair_with_a_labels_own_a_and_b_never_a_sort_of_t
     ann1's a and b (ann1's line first), and renaming an arm so that it sorts elsewhere changes no figure. (By a sort
     of the names, renaming `a1` to `d1` read the pairs with it the other way round, and the ceiling moved.)"""
     arms = ("a1", "b1", "c1", "d1")
-    cat = ja.Catalog(questions={a: {f"q{i}": set() for i in range(1, 9)} for a in arms},
+    cat = hl.Catalog(questions={a: {f"q{i}": set() for i in range(1, 9)} for a in arms},
                      rows={a: {f"q{i}" for i in range(1, 9)} for a in arms})
     sides = [("a1", "b1"), ("c1", "a1"), ("b1", "c1"), ("a1", "c1"), ("b1", "a1"), ("c1", "b1"), ("a1", "b1"),
              ("c1", "a1")]
@@ -250,7 +251,7 @@ def test_the_ceiling_reads_each_pair_with_a_labels_own_a_and_b_never_a_sort_of_t
              for i, ((a, b), y) in enumerate(zip(sides, y2), 1)]
 
     def ceiling(records):
-        (row,) = ja.pair_agreement(ja.parse_labels(_lines(records), "l.jsonl", cat).pairs, {})["completeness"]["rows"]
+        (row,) = ja.pair_agreement(hl.parse_labels(_lines(records), "l.jsonl", cat).pairs, {})["completeness"]["rows"]
         return row
 
     got = ceiling(recs)
@@ -289,8 +290,8 @@ def test_the_ceiling_reads_each_pair_with_a_labels_own_a_and_b_never_a_sort_of_t
 def test_bad_labels_name_the_file_the_record_and_the_field(record, field, says):
     good = {"kind": "request", "question": "q2", "request": "q2.r1", "arm": "base", "addressed": True,
             "annotator": "x"}
-    with pytest.raises(ja.LabelsError) as e:
-        ja.parse_labels(_lines([good, record]), "labels.jsonl", CAT)
+    with pytest.raises(hl.LabelsError) as e:
+        hl.parse_labels(_lines([good, record]), "labels.jsonl", CAT)
     assert f"labels.jsonl: line 2: {field}: " in str(e.value) and says in str(e.value)
 
 
@@ -298,11 +299,11 @@ def test_one_annotator_labelling_a_pair_twice_is_an_error_naming_both_lines():
     pair = {"kind": "pair", "question": "q1", "a": {"arm": "base"}, "b": {"arm": "other"},
             "labels": {"completeness": 1}, "annotator": "x"}
     flipped = {**pair, "a": {"arm": "other"}, "b": {"arm": "base"}, "labels": {"completeness": -1}}
-    with pytest.raises(ja.LabelsError) as e:
-        ja.parse_labels(_lines([pair, flipped]), "labels.jsonl", CAT)
+    with pytest.raises(hl.LabelsError) as e:
+        hl.parse_labels(_lines([pair, flipped]), "labels.jsonl", CAT)
     assert "labels.jsonl: line 2: annotator: 'x' already labelled this pair on line 1" in str(e.value)
     # Another annotator may label it.
-    assert len(ja.parse_labels(_lines([pair, {**flipped, "annotator": "y"}]), "l", CAT).pairs) == 2
+    assert len(hl.parse_labels(_lines([pair, {**flipped, "annotator": "y"}]), "l", CAT).pairs) == 2
 
 
 def test_annotators_who_labelled_nothing_in_common_give_no_ceiling_row_and_are_counted():
@@ -314,13 +315,13 @@ def test_annotators_who_labelled_nothing_in_common_give_no_ceiling_row_and_are_c
              "annotator": f"expert{i}"} for i, a in enumerate(ANN1, 1)]
     recs += [{"kind": "request", "question": "q1", "request": "q1.r1", "arm": "base", "addressed": False,
               "annotator": "expert2"}]  # expert1 and expert2 share q1 only
-    labels = ja.parse_labels(_lines(recs), "labels.jsonl", CAT)
+    labels = hl.parse_labels(_lines(recs), "labels.jsonl", CAT)
     rep = ja.request_agreement(labels.requests, {})
     ceiling = [r for r in rep["rows"] if r["kind"] == "ceiling"]
     assert [(r["rater"], r["n"]) for r in ceiling] == [("expert1 vs expert2", 1)]
     assert rep["annotator_pairs_sharing_no_item"] == 10 * 9 // 2 - 1
     title = tables({"request_labels": rep})[0][0]
     assert "by 10 annotators" in title and "1 pairs of annotators who labelled items in common; 44 pairs" in title
-    alone = ja.request_agreement(ja.parse_labels(_lines(recs[:10]), "labels.jsonl", CAT).requests, {})
+    alone = ja.request_agreement(hl.parse_labels(_lines(recs[:10]), "labels.jsonl", CAT).requests, {})
     assert not [r for r in alone["rows"] if r["kind"] == "ceiling"]
     assert "no ceiling: no two annotators labelled the same item" in tables({"request_labels": alone})[0][0]

@@ -1,11 +1,11 @@
-"""core.imported's Phoenix reader (span records as the server's REST API returns them, to the OTLP reader's Span
-records) and its digest, and core.phoenix_annotations (one annotation per request on its trace's root span)."""
+"""core.phoenix_source, the Phoenix reader (span records as the server's REST API returns them, to the OTLP reader's
+Span records) and its digest, and core.phoenix_annotations (one annotation per request on its trace's root span)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag_ttc_assets.core import imported, phoenix_annotations
+from rag_ttc_assets.core import imported, phoenix_annotations, phoenix_source
 from rag_ttc_assets.core.arms import ImportedSource
 
 
@@ -22,7 +22,7 @@ def test_phoenix_records_become_the_spans_the_otlp_reader_makes():
             record("l", parent="r", kind="LLM", start="2026-12-02T00:56:41.200000+00:00",
                    **{"llm.input_messages.0.message.content": "X is Y.",
                       "llm.output_messages.0.message.content": "Y"})]
-    spans = imported.phoenix_spans(recs, "srv")
+    spans = phoenix_source.phoenix_spans(recs, "srv")
     from datetime import datetime, timezone
     assert spans[0].start_ns == int(datetime(2026, 12, 2, 0, 56, 41, tzinfo=timezone.utc).timestamp()) * 10**9 \
         + 136_289_000
@@ -39,14 +39,14 @@ def test_phoenix_records_become_the_spans_the_otlp_reader_makes():
 
 def test_phoenix_digest_is_over_span_ids_and_content_not_the_servers_row_ids_or_order():
     a, b = record("a", **{"input.value": "x"}), record("b", parent="a")
-    d = imported.phoenix_digest([a, b])
-    assert d == imported.phoenix_digest([b, {**a, "id": "another-row"}])
-    assert d != imported.phoenix_digest([record("a", **{"input.value": "y"}), b])
+    d = phoenix_source.phoenix_digest([a, b])
+    assert d == phoenix_source.phoenix_digest([b, {**a, "id": "another-row"}])
+    assert d != phoenix_source.phoenix_digest([record("a", **{"input.value": "y"}), b])
 
 
 def test_a_bad_phoenix_record_names_server_trace_span_and_field():
     with pytest.raises(imported.ImportSourceError, match=r"srv: trace t1, span a: field 'start_time': not an ISO"):
-        imported.phoenix_spans([record("a", start="yesterday")], "srv")
+        phoenix_source.phoenix_spans([record("a", start="yesterday")], "srv")
 
 
 def test_a_phoenix_source_takes_endpoint_and_project_and_no_file():
@@ -59,7 +59,7 @@ def test_a_phoenix_source_takes_endpoint_and_project_and_no_file():
 
 
 def test_one_annotation_per_request_on_its_traces_root_span():
-    spans = imported.phoenix_spans([record("r"), record("c", parent="r", kind="LLM")], "srv")
+    spans = phoenix_source.phoenix_spans([record("r"), record("c", parent="r", kind="LLM")], "srv")
     roots = phoenix_annotations.root_spans(spans)
     assert roots == {"t1": "r"}
     flow = [{"query_id": "q1", "request_id": "q1.r1", "branch": "ok", "supported": True},

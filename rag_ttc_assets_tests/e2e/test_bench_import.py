@@ -6,17 +6,18 @@ import subprocess
 import sys
 
 from rag_ttc_assets.bench import imported
+from rag_ttc_assets.core import import_mapping as imap
 from rag_ttc_assets.core import imported as imp
 
 
 def test_the_synthetic_export_reads_back_as_its_traces():
     data, corpus, questions = imported.synthetic_export(traces=30, docs=8)
     traces = imp.otlp_traces(data, "bench.json")
-    mapping = imp.map_traces(traces, questions, "bench.json")
+    mapping = imap.map_traces(traces, questions, "bench.json")
     assert mapping.counts()["matched_by_attribute"] == 30
-    matches, index = imp.map_documents(mapping.traces.values(), corpus)
+    matches, index = imap.map_documents(mapping.traces.values(), corpus)
     assert {m.matched_by for m in matches} == {"id"}
-    rows = imp.imported_rows(questions, mapping, index, {m.chunk.chunk_id: m.chunk.text for m in matches})
+    rows = imap.imported_rows(questions, mapping, index, {m.chunk.chunk_id: m.chunk.text for m in matches})
     assert [len(r.ranked_chunk_ids) for r in rows] == [8] * 30
     assert all(r.admitted_chunk_ids == r.selected_chunk_ids[: imported.SELECTED] for r in rows)
 
