@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from rag_ttc_assets.core.arms import ArmConfig, ArmsError, parse_arms_file
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.arms_file import ArmsError, parse_arms_file
 from rag_ttc_assets.core.compare import InstrumentDriftError, instrument_drift
 from rag_ttc_assets.core.entailment import EntailmentReply, SpanNotInAnswer, parse_entailment, span_in
 from rag_ttc_assets.core.judging import JudgeParseError

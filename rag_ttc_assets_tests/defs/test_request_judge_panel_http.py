@@ -9,7 +9,7 @@ import re
 import pytest
 from dagster import DagsterInstance
 
-from rag_ttc_assets.core.arms import ArmsError, parse_arms_file
+from rag_ttc_assets.core.arms_file import ArmsError, parse_arms_file
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, write_mini_lab
 from rag_ttc_assets_tests.support.openai_server import FakeOpenAIServer
 
