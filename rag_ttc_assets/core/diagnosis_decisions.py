@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rag_ttc_assets.core.compare import outcome
+from rag_ttc_assets.core.compare_metrics import outcome
 from rag_ttc_assets.core.diagnosis_sentences import (MIN_PAIRED, QUALITY, Sentence, delta_kind, label_kind,
                                                      pair_link, shown, unmeasurable)
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag_ttc_assets.core.compare import COSTS, DIRECTIONS, outcome
+from rag_ttc_assets.core.compare_metrics import COSTS, DIRECTIONS, outcome
 from rag_ttc_assets.core.diagnosis_sentences import (MIN_PAIRED, QUALITY, Sentence, arm_link, branch_counts,
                                                      changed_text, delta_kind, label_kind, oracle_arm, pair_link,
                                                      significant_quality, tested_enough, unmeasurable)

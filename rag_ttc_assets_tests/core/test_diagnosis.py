@@ -9,13 +9,13 @@ import re
 
 import pytest
 
-from rag_ttc_assets.core import compare
+from rag_ttc_assets.core import compare, compare_metrics
 from rag_ttc_assets.core import diagnosis as dg
 from rag_ttc_assets.core import diagnosis_decisions, diagnosis_sentences
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.transitions import transitions
 
-METRICS = {m: compare.KINDS[m] for m in ("completeness", "valid", "input_tokens", "latency_s")}
+METRICS = {m: compare_metrics.KINDS[m] for m in ("completeness", "valid", "input_tokens", "latency_s")}
 
 
 def arm(flow: dict[str, int], *, label_use: str = "none", model: str = "openai/gpt-x", judge: str = "openai/judge",

@@ -40,7 +40,7 @@ def lenient(messages):
 
 
 def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_path, monkeypatch):
-    from rag_ttc_assets.core.compare import InstrumentDriftError
+    from rag_ttc_assets.core.compare_guards import InstrumentDriftError
     from rag_ttc_assets.definitions import build_definitions
     from rag_ttc_assets.lab import Lab
     from rag_ttc_assets.stages.comparisons import compare_two
