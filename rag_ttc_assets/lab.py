@@ -18,7 +18,7 @@ from rag_ttc_assets.adapters.object_store import (ObjectArtifactStore, SCHEMES, 
                                                   remote_root)
 from rag_ttc_assets.adapters.provider_cache import remote_filesystem
 from rag_ttc_assets.adapters.store import ArtifactStore
-from rag_ttc_assets.core.arms import Arms, ArmsError
+from rag_ttc_assets.core.arms_file import Arms, ArmsError
 from rag_ttc_assets.core.prompts import GENERATION_KINDS, LABEL_PLACEHOLDER, ORACLE, Prompt, PromptError
 from rag_ttc_assets.core.representations import MODEL_BUILT
 

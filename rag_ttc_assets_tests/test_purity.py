@@ -188,6 +188,7 @@ def test_the_cli_computes_no_metric_and_judges_no_staleness_of_its_own() -> None
     assert hits == []
     # Constants (the flow's branch order for a table's columns) and error types are fine; computations are not.
     computing = ("rag_ttc_assets.core.flow", "rag_ttc_assets.core.completeness", "rag_ttc_assets.core.admission",
-                 "rag_ttc_assets.core.compare")
+                 "rag_ttc_assets.core.compare", "rag_ttc_assets.core.compare_guards",
+                 "rag_ttc_assets.core.compare_metrics")
     assert [f"{m} {n}" for p in (PACKAGE / "cli").rglob("*.py") for _, m, names in _imports(p) if m in computing
             for n in names if not n.isupper() and not n.endswith("Error")] == []

@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from rag_ttc_assets.core.arms import Arms, ArmsError, parse_arms_file
+from rag_ttc_assets.core.arms_file import Arms, ArmsError, parse_arms_file
 from rag_ttc_assets.core.dataset import CORPUS_FILE, EVALUATION_FILE, Dataset, parse_dataset
 from rag_ttc_assets.core.derive_requests import DERIVED_FILE
 from rag_ttc_assets.core.prompts import Prompt, parse_prompt

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_ttc_assets.adapters.files import read_text
-from rag_ttc_assets.core.arms import ARM_NAME
+from rag_ttc_assets.core.arms_file import ARM_NAME
 from rag_ttc_assets.core.pyramid import arm_name, fields
 from rag_ttc_assets.core.realsumm import Label, RealSumm, Scu, SystemSummaries, clean
 

@@ -19,7 +19,7 @@ from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_pyramid, cmd_convert_
 from rag_ttc_assets.cli.hitrate import cmd_hitrate  # noqa: E402
 from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
 from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
-from rag_ttc_assets.core.arms import ArmsError  # noqa: E402
+from rag_ttc_assets.core.arms_file import ArmsError  # noqa: E402
 from rag_ttc_assets.core.beir import BeirError  # noqa: E402
 from rag_ttc_assets.core.dataset import DatasetError, ProblemsError  # noqa: E402
 from rag_ttc_assets.core.trec_files import TrecFormatError  # noqa: E402

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
-from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 
 DECIDED = {"accept": "ACCEPT: the {c}% interval lies above 0 ({arm} is more complete than {base})",
            "reject": "REJECT: the {c}% interval lies below 0 ({arm} is less complete than {base})",

@@ -6,7 +6,7 @@ import json
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import compare_all
-from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
 from rag_ttc_assets.core.eras import EraChangeError
 from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, addressed_text, graded_text, not_measured_text

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args
-from rag_ttc_assets.core.compare import InstrumentDriftError, LabelDriftError
+from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.report.files import pair_path, write_arm, write_pair
 
 

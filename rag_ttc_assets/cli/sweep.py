@@ -25,7 +25,7 @@ from typing import Any
 from rag_ttc_assets.adapters.files import load_arms
 from rag_ttc_assets.cli.common import CliError, lab_from_args
 from rag_ttc_assets.cli.materialize import materialize_arms
-from rag_ttc_assets.core.arms import ArmsError
+from rag_ttc_assets.core.arms_file import ArmsError
 from rag_ttc_assets.defs.graph import STAGES
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -33,6 +33,9 @@ A report tests several metrics, and a sweep several pairs: each p-value is repor
 family (``compare_arms``: the metrics of one report; ``adjust_reports``: every pair and metric of a sweep) by
 Holm's step-down or Benjamini-Hochberg (core.multiple_testing), and ``significant`` is read on the adjusted value.
 
+What is compared (each metric's per-case value, kind and direction) is core.compare_metrics'; the guards
+against comparing across label versions or instruments, and which parameters changed, core.compare_guards'.
+
 Pure and deterministic: the bootstrap and the permutations draw from numpy Generators seeded
 from SeedSequence(seed).spawn(2), so the CI and the p-value depend on seed alone and neither
 stream shifts when the other's size changes.
@@ -48,8 +51,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core import multiple_testing
-from rag_ttc_assets.core.completeness import QuestionCompleteness, completeness_value, judge_grades
-from rag_ttc_assets.core.measured import MISSING_ROW, NO_COVERAGE, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of
 
 if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
     import numpy as np
@@ -58,7 +59,6 @@ Kind = Literal["continuous", "binary"]
 CaseId = str
 
 DEFAULT_EDGES: tuple[float, ...] = (0.0, 0.1, 0.5, 1.0)
-ABSENT = "<absent>"  # attribute_changes: the key is missing from that config (JSON-able, unlike a sentinel object)
 
 # Resample / sign matrices are drawn in row blocks of about this many cells, so memory stays
 # bounded for large evaluations; the block size depends on n alone, so results stay deterministic.
@@ -133,14 +133,6 @@ class ComparisonReport(BaseModel):
         A dict, not a string: writing it is I/O and belongs to the caller.
         """
         return self.model_dump(mode="json")
-
-
-class LabelDriftError(ValueError):
-    """The two arms were judged against different label versions."""
-
-
-class InstrumentDriftError(ValueError):
-    """The two arms' request completeness came from different request judges or judge prompts."""
 
 
 # -- pairing -----------------------------------------------------------------------------------
@@ -362,76 +354,6 @@ def catastrophic(deltas_by_case: Mapping[CaseId, float], threshold: float) -> li
     return [c for c, d in sorted(deltas_by_case.items(), key=lambda cd: (cd[1], cd[0])) if d <= -threshold]
 
 
-# -- guards and attribution --------------------------------------------------------------------
-
-def label_drift(digest_a: str, digest_b: str, allow: bool) -> bool:
-    """True when the label digests differ (and allow is True); raise LabelDriftError when not allowed."""
-    if digest_a == digest_b:
-        return False
-    if not allow:
-        raise LabelDriftError(
-            f"label drift: arm a was judged against labels {digest_a}, arm b against {digest_b}. "
-            "Labels get revised; a comparison across label versions is refused, because a case may "
-            "have changed its label rather than its answer. Pass --allow-label-drift to compare anyway."
-        )
-    return True
-
-
-def instrument_drift(arm_a: str, instrument_a: Mapping[str, Any], arm_b: str, instrument_b: Mapping[str, Any],
-                     allow: bool) -> list[str]:
-    """The instrument fields (request judge model, prompt digest, call parameters, the offline judges' rules
-    version, a panel's rules version: core.panel.PANEL_RULES, the learned juror's fitted parameters) that differ
-    between the arms; raise InstrumentDriftError naming both when any differs and it is not allowed."""
-    # `entailment`: which jurors are of kind entailment, and their prompt's digest (stages.request_judge.instrument).
-    differ = [k for k in ("model", "prompt_digest", "params", "rules", "entailment", "panel_rules", "learned")
-              if instrument_a.get(k) != instrument_b.get(k)]
-    if differ and not allow:
-        shown = "; ".join(f"{k}: {arm_a} {instrument_a.get(k)!r}, {arm_b} {instrument_b.get(k)!r}" for k in differ)
-        raise InstrumentDriftError(
-            f"instrument drift: the arms' request completeness was measured by different request judges ({shown}). "
-            "One instrument for every arm of a comparison: rerun one arm with the other's request_judge and "
-            "judge_requests_prompt, or pass --allow-instrument-drift to compare anyway (the report then says so).")
-    return differ
-
-
-def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(_flatten(value, path + "."))
-        else:
-            flat[path] = value  # lists and empty dicts are compared whole, as values
-    return flat
-
-
-def _same(x: Any, y: Any) -> bool:
-    # True == 1 in Python, but a flag turned into a count is a change of parameter.
-    return isinstance(x, bool) == isinstance(y, bool) and x == y
-
-
-def attribute_changes(config_a: Mapping[str, Any], config_b: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """Flat dotted keys whose values differ, key -> (a, b), sorted by key; ABSENT where a key is missing.
-
-    So a token or latency delta is attributed to the parameters that changed, e.g.
-    {"context_runes": (12000, 40000), "evidence_k": (5, 8)}.
-    """
-    out: dict[str, tuple[Any, Any]] = {}
-    _changes(config_a, config_b, "", out)
-    return dict(sorted(out.items()))
-
-
-def _changes(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str, out: dict[str, tuple[Any, Any]]) -> None:
-    # Into a key both sides hold as a mapping; a mapping on one side only (an imported arm's `source` against
-    # another arm's None) is one change of the whole value, not one per key it holds.
-    for key in a.keys() | b.keys():
-        x, y = a.get(key, ABSENT), b.get(key, ABSENT)
-        if isinstance(x, Mapping) and x and isinstance(y, Mapping) and y:
-            _changes(x, y, f"{prefix}{key}.", out)
-        elif (key in a) != (key in b) or not _same(x, y):
-            out[prefix + key] = (x, y)
-
-
 # -- the report --------------------------------------------------------------------------------
 
 def compare_arms(
@@ -498,88 +420,3 @@ def adjust_reports(reports: Sequence[Mapping[str, Any]], p_adjust: str, alpha: f
     for r in out:
         r["p_adjust"] = dict(block)
     return out
-
-
-# --- each compared metric's per-case value and kind (a new metric: its value here, its kind in KINDS) ----------
-
-KINDS = {"valid": "binary", "completeness": "continuous", "graded_completeness": "continuous", "faithfulness": "continuous", "recip_rank": "continuous",
-         "recall_10": "continuous", "ndcg_cut_10": "continuous", "input_tokens": "continuous",
-         "latency_s": "continuous"}
-
-# Which way is better, declared once per compared metric: quality and retrieval measures are gains when they rise;
-# costs (input tokens, latency, provider calls) are losses when they rise. The case report colours deltas by it and
-# the diagnosis states a cost's rise as the price of a gain (core.diagnosis).
-Direction = Literal["higher_is_better", "lower_is_better"]
-DIRECTIONS: dict[str, Direction] = {
-    "valid": "higher_is_better", "completeness": "higher_is_better", "graded_completeness": "higher_is_better",
-    "faithfulness": "higher_is_better", "recip_rank": "higher_is_better", "recall_10": "higher_is_better", "ndcg_cut_10": "higher_is_better",
-    "input_tokens": "lower_is_better", "latency_s": "lower_is_better", "provider_calls": "lower_is_better"}
-COSTS = tuple(m for m, d in DIRECTIONS.items() if d == "lower_is_better")
-
-
-def outcome(metric: str, delta: float | None, tie_eps: float = 1e-12) -> Literal["gain", "loss", "tie"] | None:
-    """Whether a change of `metric` by `delta` (b - a) is a gain or a loss, read by the metric's direction (a rise in
-    a cost is a loss); None when the delta is undefined. A metric without a direction raises KeyError."""
-    direction = DIRECTIONS[metric]
-    if delta is None:
-        return None
-    if abs(delta) <= tie_eps:
-        return "tie"
-    return "gain" if (delta > 0) == (direction == "higher_is_better") else "loss"
-
-
-def case_values(contract: dict[str, dict], answers: dict[str, dict], judge: dict[str, dict],
-                questions: dict[str, dict], unmeasured: dict[str, str],
-                retrieval: dict[str, dict | None],
-                outcomes: list[dict] | None = None) -> tuple[dict[str, dict[str, float | None]], dict]:
-    """Per case (a question ID of the contract rows): each metric's value, None when undefined; and per metric,
-    case -> why it is undefined (core.measured's reasons). Inputs are one arm's rows by question: contract results,
-    answers, judge verdicts, question completeness; `unmeasured` the judge status of a question's first request the
-    request judge did not measure; `retrieval` the retrieval summary's per-query measures; `outcomes` its
-    request_outcomes rows (graded completeness)."""
-    cases = list(contract)
-    values = {
-        "valid": {c: float(contract[c]["status"] == "valid") for c in cases},
-        # Undefined (not paired) when the request judge did not measure every request of the case.
-        "completeness": {c: completeness_value(QuestionCompleteness(**questions[c])) if c in questions else None
-                         for c in cases},
-        "faithfulness": {c: judge[c]["faithfulness"] if c in judge else None for c in cases},
-        "input_tokens": {c: float(answers[c]["input_tokens"]) if answers[c]["input_tokens"] is not None else None
-                         for c in cases},
-        "latency_s": {c: float(answers[c]["latency_s"]) for c in cases},
-    }
-    for m in ("recip_rank", "recall_10", "ndcg_cut_10"):
-        values[m] = {c: (retrieval.get(c) or {}).get(m) for c in cases}
-    graded, graded_why = question_graded(outcomes or [])
-    # Completeness read graded, per question: the mean coverage of its requests (question_graded).
-    values["graded_completeness"] = {c: graded.get(c) for c in cases}
-    why = {
-        "graded_completeness": lambda c: graded_why.get(c) or (UNANSWERABLE if c not in questions else MISSING_ROW),
-        "completeness": lambda c: reason_of(unmeasured[c]) if c in unmeasured else (
-            UNANSWERABLE if c not in questions else MISSING_ROW),
-        "faithfulness": lambda c: reason_of(judge[c]["status"]) if c in judge else MISSING_ROW,
-        "input_tokens": lambda c: reason_of(answers[c]["status"]) or NO_USAGE,
-    }
-    reasons = {m: {c: why.get(m, lambda _: NO_TARGETS)(c) for c, v in vals.items() if v is None}
-               for m, vals in values.items()}
-    return values, reasons
-
-
-def question_graded(outcomes: list[dict]) -> tuple[dict[str, float], dict[str, str]]:
-    """Graded completeness per question, from request_outcomes rows: the mean coverage of its requests, defined (as
-    completeness) only when the request judge measured every request of the question and graded each (a coverage);
-    else why not: the first unmeasured request's reason, or no_coverage (a judge that reports none, an LLM's)."""
-    by_q: dict[str, list[dict]] = {}
-    for r in outcomes:
-        by_q.setdefault(r["query_id"], []).append(r)
-    grades = judge_grades(outcomes)  # a judge that reports no coverage grades no question, never 0
-    values, why = {}, {}
-    for q, rows in by_q.items():
-        unmeasured = next((r for r in rows if not r["measured"]), None)
-        if unmeasured is not None:
-            why[q] = reason_of(unmeasured["judge_status"]) or MISSING_ROW
-        elif not grades or any(r["coverage"] is None for r in rows):
-            why[q] = NO_COVERAGE
-        else:
-            values[q] = sum(float(r["coverage"]) for r in rows) / len(rows)
-    return values, why

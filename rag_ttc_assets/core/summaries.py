@@ -14,9 +14,9 @@ from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, denominator_fields, g
 OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage",
                                "local/bertscore", "local/learned"})
 # The offline request judges' rules (core.request_judge), versioned: a change of rule is a change of instrument
-# (core.compare.instrument_drift) and of their replies' cache keys. Declared here, where no numpy loads, because the
-# code location's instrument reads it. /1: content-word recall >= 0.5; /2: topic-weighted recall >= 0.5, and a
-# contradicting sentence addresses the request (docs/judges.md, "A better offline judge"); /3: the verdicts of /2,
+# (core.compare_guards.instrument_drift) and of their replies' cache keys. Declared here, where no numpy loads,
+# because the code location's instrument reads it. /1: content-word recall >= 0.5; /2: topic-weighted recall >= 0.5,
+# and a contradicting sentence addresses the request (docs/judges.md, "A better offline judge"); /3: the verdicts of /2,
 # each with its `coverage` (the share of the request's gold material the answer carries, what the verdict thresholds).
 # `local/bertscore` (a third juror, BERTScore recall) was added under /3: its rules are new, not a change of another's.
 # /4: names, numbers, dates and units normalised before matching (core.text.normalize), a number changed only when

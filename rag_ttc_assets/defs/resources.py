@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dagster import ConfigurableResource
 
-from rag_ttc_assets.core.arms import ArmConfig, ArmsError, ModelConfig
+from rag_ttc_assets.core.arms import ArmConfig, ModelConfig
+from rag_ttc_assets.core.arms_file import ArmsError
 from rag_ttc_assets.core.progress import NO_PROGRESS
 from rag_ttc_assets.core.roles import ProviderRole
 from rag_ttc_assets.defs.progress import step_progress

@@ -11,7 +11,7 @@ from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.report_server import annotate_url
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.annotation import annotate_command, answer_sha256
-from rag_ttc_assets.core.compare import DIRECTIONS
+from rag_ttc_assets.core.compare_metrics import DIRECTIONS
 from rag_ttc_assets.core.completeness import judge_grades
 from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES

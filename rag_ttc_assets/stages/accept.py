@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
-from rag_ttc_assets.core import compare as cmp
+from rag_ttc_assets.core import compare_guards
 from rag_ttc_assets.core import human_labels as hl
 from rag_ttc_assets.core import ppi, ppi_difference
 from rag_ttc_assets.lab import Lab
@@ -73,8 +73,8 @@ def corrected_difference(lab: Lab, arm: str, base: str, labels_path: Path, alpha
     versions do (label drift)."""
     instruments = {x: lab.store.read_arm_json(x, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for x in (arm, base)}
     if check_drift:
-        cmp.instrument_drift(base, instruments[base], arm, instruments[arm], allow_instrument_drift)
-        cmp.label_drift(labels_used(lab.store, base)["evaluation_digest"],
+        compare_guards.instrument_drift(base, instruments[base], arm, instruments[arm], allow_instrument_drift)
+        compare_guards.label_drift(labels_used(lab.store, base)["evaluation_digest"],
                         labels_used(lab.store, arm)["evaluation_digest"], False)
     labels, records = read_labels(lab, labels_path)
     judged = _judge_rows(lab, {arm, base})

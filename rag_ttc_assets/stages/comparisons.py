@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import compare as cmp
+from rag_ttc_assets.core import compare_guards, compare_metrics
 from rag_ttc_assets.core import eras
 from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, derivation_drift, describe
@@ -25,8 +26,9 @@ CTX, ANS = Table.ADMITTED_CONTEXTS.c, Table.ANSWERS.c
 
 
 def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]], dict]:
-    """Per-case values of each compared metric for one arm (core.compare.case_values over its tables), and the arm's
-    context for comparisons: its `reasons`, metric -> case -> why the value is undefined, for every undefined one."""
+    """Per-case values of each compared metric for one arm (core.compare_metrics.case_values over its tables), and the
+    arm's context for comparisons: its `reasons`, metric -> case -> why the value is undefined, for every undefined
+    one."""
     store = lab.store
     # question -> the judge status of its first unmeasured request (no_gold_quotes: its support was not measured)
     unmeasured: dict[str, str] = {}
@@ -36,7 +38,7 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
             unmeasured.setdefault(r[OUT.query_id], r[OUT.judge_status])
         elif r[OUT.case] == NO_GOLD_QUOTES:
             unmeasured.setdefault(r[OUT.query_id], NO_GOLD_QUOTES)
-    values, reasons = cmp.case_values(
+    values, reasons = compare_metrics.case_values(
         *(rows_by_query(store.read_table(arm, t)) for t in (Table.CONTRACT_RESULTS, Table.ANSWERS,
                                                              Table.JUDGE_VERDICTS, Table.QUESTION_COMPLETENESS)),
         unmeasured, store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["per_query"],
@@ -50,7 +52,7 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
                     "config": lab.arms[arm].model_dump(mode="json"), "reasons": reasons}
 
 
-KINDS = cmp.KINDS
+KINDS = compare_metrics.KINDS
 
 
 def arm_title(lab: Lab, arm: str) -> str:
@@ -70,14 +72,14 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     names, per arm, why its undefined cases were not measured. Its plots: stages.diagnostics_files.pair_plots."""
     va, ctx_a = case_values(lab, a)
     vb, ctx_b = case_values(lab, b)
-    drift = cmp.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
+    drift = compare_guards.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
     instruments = {arm: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for arm in (a, b)}
-    instrument_drift = cmp.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
+    instrument_drift = compare_guards.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
     derivation_drift(a, instruments[a].get("requests_derived"), b, instruments[b].get("requests_derived"))
     # The representations each arm's indexes were built from, as recorded when it ran.
     reps = {arm: imported.representations_record(lab, arm) for arm in (a, b)}
-    era = eras.era_change(a, reps[a], b, reps[b], cmp.attribute_changes(ctx_a["config"], ctx_b["config"]),
-                          allow_era_change)
+    era = eras.era_change(a, reps[a], b, reps[b],
+                          compare_guards.attribute_changes(ctx_a["config"], ctx_b["config"]), allow_era_change)
     report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed,
                               p_adjust=p_adjust or lab.arms.p_adjust,
                               alpha=lab.arms.alpha if alpha is None else alpha).to_json()
@@ -102,7 +104,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     # parameter a difference can be attributed to; the supply change says the systems differ.
     unread = {arm: fields_not_read(lab.arms[arm]) for arm in (a, b)}
     skip = unread[a] | unread[b]
-    changed = cmp.attribute_changes({k: v for k, v in ctx_a["config"].items() if k not in skip},
+    changed = compare_guards.attribute_changes({k: v for k, v in ctx_a["config"].items() if k not in skip},
                                     {k: v for k, v in ctx_b["config"].items() if k not in skip})
     report["changed_parameters"] = {k: list(v) for k, v in changed.items()}
     report["not_read"] = {arm: sorted(fields) for arm, fields in unread.items() if fields}
@@ -144,8 +146,8 @@ def compare_pairs(lab: Lab) -> tuple[list[dict], list[str]]:
     for a, b in lab.arms.comparisons:
         try:
             reports.append(compare_two(lab, a, b))
-        except (FileNotFoundError, cmp.InstrumentDriftError, cmp.LabelDriftError, eras.EraChangeError,
-                DerivationDriftError) as e:
+        except (FileNotFoundError, compare_guards.InstrumentDriftError, compare_guards.LabelDriftError,
+                eras.EraChangeError, DerivationDriftError) as e:
             skipped.append(f"{a} vs {b}: {e}")  # refused pairs are reported, never compared
     return cmp.adjust_reports(reports, lab.arms.p_adjust, lab.arms.alpha), skipped
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
-from rag_ttc_assets.core import compare as cmp
+from rag_ttc_assets.core import compare_guards
 from rag_ttc_assets.core import diagnosis as core
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.summaries import generator_label, generator_models, is_offline_baseline
@@ -72,7 +72,7 @@ def arm_record(lab: Lab, arm: str) -> dict:
     answer_models = store.read_table(arm, Table.ANSWERS)[Table.ANSWERS.c.model].to_list()
     generators = generator_models(cfg, answer_models)
     return {
-        "title": arm, "label_use": cfg.label_use, "config_flat": cmp._flatten(cfg.model_dump(mode="json")),
+        "title": arm, "label_use": cfg.label_use, "config_flat": compare_guards._flatten(cfg.model_dump(mode="json")),
         "generator_model": generator_label(cfg, answer_models), "judge_model": cfg.judge.model,
         "request_judge_model": judge["model"],
         "offline_generator": bool(generators) and all(is_offline_baseline(m) for m in generators),
@@ -137,7 +137,7 @@ def gather(lab: Lab, arms: list[str], baseline: str | None = None, pages: dict[s
     return {"arms": records, "families": families, "comparisons": reports, "skipped": skipped,
             "baseline": baseline or default_baseline(lab, arms, reports), "alpha": lab.arms.alpha,
             "p_adjust": lab.arms.p_adjust, "pages": pages or {},
-            "all_configs": {a: {"config_flat": cmp._flatten(lab.arms[a].model_dump(mode="json"))}
+            "all_configs": {a: {"config_flat": compare_guards._flatten(lab.arms[a].model_dump(mode="json"))}
                             for a in lab.arms.names}}
 
 

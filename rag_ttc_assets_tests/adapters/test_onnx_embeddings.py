@@ -168,7 +168,7 @@ def test_repository_onnx_arms_differ_from_baseline_only_in_embedding_model():
 
 
 def test_unknown_embedding_model_names_file_arm_and_field(tmp_path):
-    from rag_ttc_assets.core.arms import ArmsError
+    from rag_ttc_assets.core.arms_file import ArmsError
     from rag_ttc_assets.lab import Lab
 
     arms_file = tmp_path / "arms.yaml"

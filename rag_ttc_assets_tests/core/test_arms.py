@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from rag_ttc_assets.adapters.files import load_arms
-from rag_ttc_assets.core.arms import ArmConfig, ArmsError, ModelConfig, config_digest, parse_arms
+from rag_ttc_assets.core.arms import ArmConfig, ModelConfig, config_digest
+from rag_ttc_assets.core.arms_file import ArmsError, parse_arms
 
 REPO = Path(__file__).resolve().parents[2]
 

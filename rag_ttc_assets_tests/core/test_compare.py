@@ -8,24 +8,26 @@ import numpy as np
 import pytest
 
 from rag_ttc_assets.core.compare import (
-    ABSENT,
     Bucket,
     ComparisonReport,
-    InstrumentDriftError,
-    LabelDriftError,
     adjust_reports,
-    attribute_changes,
     buckets,
     catastrophic,
     compare_arms,
     compare_metric,
     count_undefined,
     default_catastrophic_threshold,
-    instrument_drift,
-    label_drift,
     mcnemar_exact_p,
     paired,
     sign_flip_p,
+)
+from rag_ttc_assets.core.compare_guards import (
+    ABSENT,
+    InstrumentDriftError,
+    LabelDriftError,
+    attribute_changes,
+    instrument_drift,
+    label_drift,
 )
 
 
@@ -414,7 +416,7 @@ def test_a_single_comparison_adjusts_over_its_metrics_by_bh() -> None:
 
 
 def test_case_values_give_each_metric_per_case_and_why_it_is_undefined():
-    from rag_ttc_assets.core.compare import KINDS, case_values
+    from rag_ttc_assets.core.compare_metrics import KINDS, case_values
     from rag_ttc_assets.core.measured import MISSING_ROW, NO_TARGETS, UNANSWERABLE
 
     contract = {"q1": {"status": "valid"}, "q2": {"status": "parse_failure"}, "q3": {"status": "valid"}}

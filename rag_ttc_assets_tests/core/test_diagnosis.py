@@ -9,12 +9,13 @@ import re
 
 import pytest
 
-from rag_ttc_assets.core import compare
+from rag_ttc_assets.core import compare, compare_metrics
 from rag_ttc_assets.core import diagnosis as dg
+from rag_ttc_assets.core import diagnosis_decisions, diagnosis_sentences
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.transitions import transitions
 
-METRICS = {m: compare.KINDS[m] for m in ("completeness", "valid", "input_tokens", "latency_s")}
+METRICS = {m: compare_metrics.KINDS[m] for m in ("completeness", "valid", "input_tokens", "latency_s")}
 
 
 def arm(flow: dict[str, int], *, label_use: str = "none", model: str = "openai/gpt-x", judge: str = "openai/judge",
@@ -216,7 +217,7 @@ def test_every_number_in_the_markdown_is_the_json_number():
     for s in every:
         # Each shown number is the JSON's number formatted by its kind, and the text is made of them.
         for name, value in s["numbers"].items():
-            assert s["shown"][name] == dg.shown(s["kinds"][name], value)
+            assert s["shown"][name] == diagnosis_sentences.shown(s["kinds"][name], value)
         if s["id"] in lines:
             text, linked = _plain(lines[s["id"]])
         else:  # a decision row
@@ -247,7 +248,7 @@ def _flat(x):
 
 @pytest.mark.parametrize("name", ["<img src=x onerror=alert(1)>", "[a](javascript:x)", "a|b*c_d`e"])
 def test_markdown_escapes_text_from_the_records(name):
-    s = dg.Sentence("t").t(f"case {name} ").n("x", 1, "count")
+    s = diagnosis_sentences.Sentence("t").t(f"case {name} ").n("x", 1, "count")
     d = {"sections": [{"id": "summary", "title": "T", "sentences": [s.done("s1")]}]}
     md = dg.to_markdown(d)
     line = next(x for x in md.splitlines() if x.startswith("- "))
@@ -303,10 +304,10 @@ def _correction(judge, corrected):
 ])
 def test_the_correction_says_whether_the_judges_conclusion_is_removed_reversed_or_holds(judge, corrected, outcome,
                                                                                         more, shown):
-    s = dg.limitations({"arms": {}, "comparisons": [], "human_corrections": [_correction(judge, corrected)]})[0]
+    s = diagnosis_decisions.limitations({"arms": {}, "comparisons": [], "human_corrections": [_correction(judge, corrected)]})[0]
     d = s.done("s1")
     assert d["rule"] == "limit.human_correction" and d["inputs"]["outcome"] == outcome
-    assert dg.OUTCOME_TEXT[outcome] in d["text"]
+    assert diagnosis_decisions.OUTCOME_TEXT[outcome] in d["text"]
     x, y = (more, {"wide": "base", "base": "wide"}[more]) if more else ("wide", "base")
     if more:
         assert f"finds {x} more complete than {y} ({x} minus {y}: {shown[0]}" in d["text"]
@@ -317,6 +318,6 @@ def test_the_correction_says_whether_the_judges_conclusion_is_removed_reversed_o
 
 
 def test_without_labels_or_with_too_few_the_diagnosis_says_so_or_nothing():
-    assert not [s for s in dg.limitations({"arms": {}, "comparisons": []}) if s.rule == "limit.human_correction"]
-    s = dg.limitations({"arms": {}, "comparisons": [], "human_corrections": [_correction((0.2, 0.1, 0.3), None)]})[0]
+    assert not [s for s in diagnosis_decisions.limitations({"arms": {}, "comparisons": []}) if s.rule == "limit.human_correction"]
+    s = diagnosis_decisions.limitations({"arms": {}, "comparisons": [], "human_corrections": [_correction((0.2, 0.1, 0.3), None)]})[0]
     assert s.done("s1")["inputs"]["outcome"] == "not_estimable" and "not estimable" in s.done("s1")["text"]

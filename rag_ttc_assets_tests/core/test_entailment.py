@@ -1,12 +1,14 @@
 """The entailment juror's reply (core.entailment): read against its JSON schema, mapped onto the lab's verdicts, its
-quote checked against the answer; and how an arm names such a juror (core.arms) and tells it apart (core.compare)."""
+quote checked against the answer; and how an arm names such a juror (core.arms) and tells it apart
+(core.compare_guards)."""
 
 import json
 
 import pytest
 
-from rag_ttc_assets.core.arms import ArmConfig, ArmsError, parse_arms_file
-from rag_ttc_assets.core.compare import InstrumentDriftError, instrument_drift
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.arms_file import ArmsError, parse_arms_file
+from rag_ttc_assets.core.compare_guards import InstrumentDriftError, instrument_drift
 from rag_ttc_assets.core.entailment import EntailmentReply, SpanNotInAnswer, parse_entailment, span_in
 from rag_ttc_assets.core.judging import JudgeParseError
 from rag_ttc_assets.core.prompts import parse_prompt

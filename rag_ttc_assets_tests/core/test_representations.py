@@ -60,7 +60,7 @@ def test_an_empty_era_label_is_refused():
 
 
 def test_a_contextual_arm_with_an_unknown_builder_prompt_is_an_error_naming_arm_and_field(mini_lab):
-    from rag_ttc_assets.core.arms import ArmsError
+    from rag_ttc_assets.core.arms_file import ArmsError
     from rag_ttc_assets.lab import Lab
 
     mini_lab.arms_file.write_text("defaults: {dataset: mini}\narms:\n  ctx: {representation: contextual, "

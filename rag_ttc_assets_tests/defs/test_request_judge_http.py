@@ -130,8 +130,8 @@ def test_request_judge_faults_are_not_measured_and_a_rerun_resends_only_them(lab
             limit=1).records[0].asset_materialization.metadata
         assert meta["completeness/graded"].value == "not measured (no coverage) (0 of 5 measured requests graded)"
         assert meta["completeness/addressed"].value == f"{share:.4f} (5 of 11 requests measured)"
-        from rag_ttc_assets.core.compare import question_graded
-        from rag_ttc_assets.core.diagnosis import rule_completeness_readings
+        from rag_ttc_assets.core.compare_metrics import question_graded
+        from rag_ttc_assets.core.diagnosis_decisions import rule_completeness_readings
         text = rule_completeness_readings("judged-remotely", {**c, "requests_graded": 0}).done("x")["text"]
         assert text.startswith("judged-remotely: completeness graded: not measured (no coverage; 0 of 5 measured")
         assert f"share of requests addressed {share:.3f} (5 of 11 requests measured)" in text

@@ -9,7 +9,7 @@ import re
 import pytest
 from dagster import DagsterInstance
 
-from rag_ttc_assets.core.arms import ArmsError, parse_arms_file
+from rag_ttc_assets.core.arms_file import ArmsError, parse_arms_file
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, write_mini_lab
 from rag_ttc_assets_tests.support.openai_server import FakeOpenAIServer
 
@@ -40,7 +40,7 @@ def lenient(messages):
 
 
 def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_path, monkeypatch):
-    from rag_ttc_assets.core.compare import InstrumentDriftError
+    from rag_ttc_assets.core.compare_guards import InstrumentDriftError
     from rag_ttc_assets.definitions import build_definitions
     from rag_ttc_assets.lab import Lab
     from rag_ttc_assets.stages.comparisons import compare_two

@@ -159,7 +159,7 @@ def test_parameters_the_corpus_cannot_take_fail_before_any_build(mini_lab, tmp_p
 
 
 def test_arms_file_errors_name_the_file_arm_and_field(tmp_path):
-    from rag_ttc_assets.core.arms import ArmsError, parse_arms_file
+    from rag_ttc_assets.core.arms_file import ArmsError, parse_arms_file
 
     for index, message in [({"type": "hnsw"}, "field 'vector_index.type'"),
                            ({"type": "ivf_pq", "num_partitions": 4, "nprobes": 9},

@@ -186,7 +186,7 @@ def test_bad_arms_file_is_one_error_in_cli_and_at_definitions_load(bad_lab, monk
         assert needle in error, (needle, error)
 
     # The definitions do not load (the UI shows the load error), with the same message.
-    from rag_ttc_assets.core.arms import ArmsError
+    from rag_ttc_assets.core.arms_file import ArmsError
     from rag_ttc_assets.definitions import build_definitions
 
     with pytest.raises(ArmsError) as exc:

@@ -1,4 +1,4 @@
-"""The case report colours a metric's delta by the metric's direction (core.compare.DIRECTIONS): a rise in input
+"""The case report colours a metric's delta by the metric's direction (core.compare_metrics.DIRECTIONS): a rise in input
 tokens or latency is a cost, shown as a loss, while a rise in valid answers is a gain. Checked in Debian's Chromium
 on a rendered page whose metrics are evidence-k-8's against baseline (+0.031 valid, +465 input tokens, +0.19 s)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_ttc_assets.core.compare import DIRECTIONS, KINDS, outcome
+from rag_ttc_assets.core.compare_metrics import DIRECTIONS, KINDS, outcome
 from rag_ttc_assets.report.html import render
 from rag_ttc_assets.report.synthetic import synthetic_pair_model
 from rag_ttc_assets_tests.support.browser import BROWSER, CHROMIUM, CHROMIUM_ARGS, sync_api
@@ -30,10 +30,10 @@ def test_every_compared_metric_has_a_direction_and_costs_lose_when_they_rise():
 
 
 def test_the_page_colours_token_and_latency_rises_as_losses(tmp_path):
-    from rag_ttc_assets.core import compare
+    from rag_ttc_assets.core import compare_metrics
 
     report = synthetic_pair_model(20)
-    report["directions"] = compare.DIRECTIONS
+    report["directions"] = compare_metrics.DIRECTIONS
     report["comparison"]["metrics"] = {"valid": _metric(0.031), "input_tokens": _metric(465.2),
                                        "latency_s": _metric(0.19), "completeness": _metric(-0.05)}
     path = tmp_path / "pair.html"
@@ -57,10 +57,10 @@ PLANT = '<img src="x" onerror="window.__pwned = 1"><script>window.__pwned = 2</s
 
 
 def test_the_diagnosis_page_puts_record_text_on_the_page_as_text(tmp_path):
-    from rag_ttc_assets.core import diagnosis as dg
+    from rag_ttc_assets.core.diagnosis_sentences import Sentence
     from rag_ttc_assets.report.diagnosis import write_page
 
-    s = dg.Sentence("exec.baseline_flow").t(f"arm {PLANT} loses ").n("lost", 3, "count", {
+    s = Sentence("exec.baseline_flow").t(f"arm {PLANT} loses ").n("lost", 3, "count", {
         "url": "pair.html", "filter": {"cases": PLANT}}).about([PLANT, "q-1"]).done("s1")
     s["snippet"] = f"arms:\n  x: {{prompt: '{PLANT}'}}\n"
     d = {"alpha": 0.05, "sections": [{"id": "summary", "title": f"Summary {PLANT}", "sentences": [s]},

@@ -1,0 +1,98 @@
+"""The metrics two arms are compared on (core.compare): each one's per-case value for an arm (`case_values`, with
+the reason a value is undefined, core.measured's), its kind (`KINDS`: binary or continuous, which picks the paired
+test) and its direction (`DIRECTIONS`: whether a rise is a gain or a loss, read by `outcome`).
+
+Pure: rows in, dicts out.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from rag_ttc_assets.core.completeness import QuestionCompleteness, completeness_value, judge_grades
+from rag_ttc_assets.core.measured import MISSING_ROW, NO_COVERAGE, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of
+
+
+# --- each compared metric's per-case value and kind (a new metric: its value here, its kind in KINDS) ----------
+
+KINDS = {"valid": "binary", "completeness": "continuous", "graded_completeness": "continuous", "faithfulness": "continuous", "recip_rank": "continuous",
+         "recall_10": "continuous", "ndcg_cut_10": "continuous", "input_tokens": "continuous",
+         "latency_s": "continuous"}
+
+# Which way is better, declared once per compared metric: quality and retrieval measures are gains when they rise;
+# costs (input tokens, latency, provider calls) are losses when they rise. The case report colours deltas by it and
+# the diagnosis states a cost's rise as the price of a gain (core.diagnosis_findings).
+Direction = Literal["higher_is_better", "lower_is_better"]
+DIRECTIONS: dict[str, Direction] = {
+    "valid": "higher_is_better", "completeness": "higher_is_better", "graded_completeness": "higher_is_better",
+    "faithfulness": "higher_is_better", "recip_rank": "higher_is_better", "recall_10": "higher_is_better", "ndcg_cut_10": "higher_is_better",
+    "input_tokens": "lower_is_better", "latency_s": "lower_is_better", "provider_calls": "lower_is_better"}
+COSTS = tuple(m for m, d in DIRECTIONS.items() if d == "lower_is_better")
+
+
+def outcome(metric: str, delta: float | None, tie_eps: float = 1e-12) -> Literal["gain", "loss", "tie"] | None:
+    """Whether a change of `metric` by `delta` (b - a) is a gain or a loss, read by the metric's direction (a rise in
+    a cost is a loss); None when the delta is undefined. A metric without a direction raises KeyError."""
+    direction = DIRECTIONS[metric]
+    if delta is None:
+        return None
+    if abs(delta) <= tie_eps:
+        return "tie"
+    return "gain" if (delta > 0) == (direction == "higher_is_better") else "loss"
+
+
+def case_values(contract: dict[str, dict], answers: dict[str, dict], judge: dict[str, dict],
+                questions: dict[str, dict], unmeasured: dict[str, str],
+                retrieval: dict[str, dict | None],
+                outcomes: list[dict] | None = None) -> tuple[dict[str, dict[str, float | None]], dict]:
+    """Per case (a question ID of the contract rows): each metric's value, None when undefined; and per metric,
+    case -> why it is undefined (core.measured's reasons). Inputs are one arm's rows by question: contract results,
+    answers, judge verdicts, question completeness; `unmeasured` the judge status of a question's first request the
+    request judge did not measure; `retrieval` the retrieval summary's per-query measures; `outcomes` its
+    request_outcomes rows (graded completeness)."""
+    cases = list(contract)
+    values = {
+        "valid": {c: float(contract[c]["status"] == "valid") for c in cases},
+        # Undefined (not paired) when the request judge did not measure every request of the case.
+        "completeness": {c: completeness_value(QuestionCompleteness(**questions[c])) if c in questions else None
+                         for c in cases},
+        "faithfulness": {c: judge[c]["faithfulness"] if c in judge else None for c in cases},
+        "input_tokens": {c: float(answers[c]["input_tokens"]) if answers[c]["input_tokens"] is not None else None
+                         for c in cases},
+        "latency_s": {c: float(answers[c]["latency_s"]) for c in cases},
+    }
+    for m in ("recip_rank", "recall_10", "ndcg_cut_10"):
+        values[m] = {c: (retrieval.get(c) or {}).get(m) for c in cases}
+    graded, graded_why = question_graded(outcomes or [])
+    # Completeness read graded, per question: the mean coverage of its requests (question_graded).
+    values["graded_completeness"] = {c: graded.get(c) for c in cases}
+    why = {
+        "graded_completeness": lambda c: graded_why.get(c) or (UNANSWERABLE if c not in questions else MISSING_ROW),
+        "completeness": lambda c: reason_of(unmeasured[c]) if c in unmeasured else (
+            UNANSWERABLE if c not in questions else MISSING_ROW),
+        "faithfulness": lambda c: reason_of(judge[c]["status"]) if c in judge else MISSING_ROW,
+        "input_tokens": lambda c: reason_of(answers[c]["status"]) or NO_USAGE,
+    }
+    reasons = {m: {c: why.get(m, lambda _: NO_TARGETS)(c) for c, v in vals.items() if v is None}
+               for m, vals in values.items()}
+    return values, reasons
+
+
+def question_graded(outcomes: list[dict]) -> tuple[dict[str, float], dict[str, str]]:
+    """Graded completeness per question, from request_outcomes rows: the mean coverage of its requests, defined (as
+    completeness) only when the request judge measured every request of the question and graded each (a coverage);
+    else why not: the first unmeasured request's reason, or no_coverage (a judge that reports none, an LLM's)."""
+    by_q: dict[str, list[dict]] = {}
+    for r in outcomes:
+        by_q.setdefault(r["query_id"], []).append(r)
+    grades = judge_grades(outcomes)  # a judge that reports no coverage grades no question, never 0
+    values, why = {}, {}
+    for q, rows in by_q.items():
+        unmeasured = next((r for r in rows if not r["measured"]), None)
+        if unmeasured is not None:
+            why[q] = reason_of(unmeasured["judge_status"]) or MISSING_ROW
+        elif not grades or any(r["coverage"] is None for r in rows):
+            why[q] = NO_COVERAGE
+        else:
+            values[q] = sum(float(r["coverage"]) for r in rows) / len(rows)
+    return values, why

@@ -1,0 +1,359 @@
+"""The closing sections of the written diagnosis (core.diagnosis), each a named rule that builds sentences
+(core.diagnosis_sentences.Sentence): the decision table (per changed parameter, recommend a value or say why not),
+the limitations (offline baselines, same-model judging, oracle and counterfactual arms, derived or unmeasured
+requests, each arm's completeness readings, the human labels' correction of the judge's difference, pilots,
+instrument drift, small or unmeasurable pairs, skipped pairs) and the next experiments (combinations the sweep's
+findings point to, with their arms-file snippets).
+
+Pure: dicts in, sentences and text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rag_ttc_assets.core.compare_metrics import outcome
+from rag_ttc_assets.core.diagnosis_sentences import (MIN_PAIRED, QUALITY, Sentence, delta_kind, label_kind,
+                                                     pair_link, shown, unmeasurable)
+
+MAX_UNMEASURED = 0.1  # more than this share of requests not measured by the request judge: no decision
+UPSTREAM = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context")  # support lost before the generator
+
+
+# -- decisions -----------------------------------------------------------------------------------------------------
+
+def _decide(rep: Mapping, sweep: Mapping) -> tuple[str | None, list[str], str]:
+    """(the favoured arm or None, the reasons it is not a recommendation, the metric read)."""
+    arms = sweep["arms"]
+    metric = rep.get("headline", "completeness")
+    m = rep["metrics"].get(metric) or {}
+    reasons = []
+    favoured = None
+    if m.get("n", 0) < MIN_PAIRED and (why := unmeasurable(rep, metric)):
+        reasons.append(f"{metric} {why}")
+    elif m.get("n", 0) < MIN_PAIRED:
+        reasons.append(f"too few paired cases ({m.get('n', 0)} < {MIN_PAIRED})")
+    elif not m.get("significant"):
+        reasons.append(f"no significant difference in {metric} over {m.get('n', 0)} paired cases "
+                       f"(adjusted p {shown('p', m.get('p_adjusted'))})")
+    else:
+        favoured = rep["b"] if outcome(metric, m["mean_delta"]) == "gain" else rep["a"]
+        other = rep["a"] if favoured == rep["b"] else rep["b"]
+        lost = [q for q in QUALITY if q != metric and (rep["metrics"].get(q) or {}).get("significant")
+                and outcome(q, rep["metrics"][q]["mean_delta"] * (1 if favoured == rep["b"] else -1)) == "loss"]
+        if lost:
+            reasons.append(f"{favoured} also loses significantly in {', '.join(lost)} against {other}")
+        if label_kind(arms, favoured) == "oracle":
+            reasons.append(f"the better arm, {favoured}, is an oracle (an upper bound, never a recommendation)")
+        if label_kind(arms, favoured) == "counterfactual":
+            reasons.append(f"the better arm, {favoured}, is counterfactual (a test, not a value to choose)")
+    for arm in (rep["a"], rep["b"]):
+        rec = arms.get(arm) or {}
+        if rec.get("offline_generator") or rec.get("offline_judge"):
+            reasons.append(f"the instrument is an offline baseline ({arm}: answers {rec['generator_model']}, "
+                           f"request judge {rec['request_judge_model']})")
+            break
+    for arm in (rep["a"], rep["b"]):
+        rec = arms.get(arm) or {}
+        if rec.get("same_model") and not rec.get("offline_generator"):
+            reasons.append(f"the judge is the generator's model ({arm}: {rec['generator_model']})")
+            break
+    for arm in (rep["a"], rep["b"]):
+        rec = arms.get(arm) or {}
+        if rec.get("requests_derived"):
+            reasons.append(f"the requests were derived, not annotated ({arm})")
+            break
+    for arm in (rep["a"], rep["b"]):
+        rec = arms.get(arm) or {}
+        total = rec.get("requests_total") or 0
+        if total and (total - rec.get("requests_measured", total)) / total > MAX_UNMEASURED:
+            reasons.append(f"too many requests not measured ({arm}: {rec['requests_measured']} measured of {total})")
+            break
+    return favoured, reasons, metric
+
+
+def rule_decision(parameter: str, rep: Mapping, sweep: Mapping) -> Sentence:
+    favoured, reasons, metric = _decide(rep, sweep)
+    m = rep["metrics"].get(metric) or {}
+    value = None
+    if favoured:
+        value = rep["changed_parameters"].get(parameter, [None, None])[1 if favoured == rep["b"] else 0] \
+            if parameter in rep["changed_parameters"] else favoured
+    s = Sentence("decision.recommend" if favoured and not reasons else "decision.not_decided",
+                 {"parameter": parameter, "a": rep["a"], "b": rep["b"], "metric": metric, "favoured": favoured,
+                  "value": value, "reasons": reasons})
+    if favoured and not reasons:
+        s.t(f"{parameter}: recommend {value} ({favoured}): {metric} ")
+    else:
+        s.t(f"{parameter}: not decided" + (f" (the data favour {value}, {favoured})" if favoured else "") + ": "
+            + "; ".join(reasons) + f". Evidence: {rep['b']} against {rep['a']}, {metric} ")
+    s.n("delta", m.get("mean_delta"), delta_kind(metric), pair_link(rep, sweep["pages"])).t(" over ").n(
+        "n", m.get("n", 0), "count").t(" paired cases, adjusted p ").n("p_adjusted", m.get("p_adjusted"), "p").t(".")
+    return s.tested(m)
+
+
+def rule_decision_untested(parameter: str, family: str) -> Sentence:
+    s = Sentence("decision.not_decided", {"parameter": parameter, "family": family,
+                                          "reasons": ["no pair of its members compared case by case"]})
+    return s.t(f"{parameter}: not decided: no pair of family {family}'s members is compared case by case.")
+
+
+# -- limitations ---------------------------------------------------------------------------------------------------
+
+def limitations(sweep: Mapping) -> list[Sentence]:
+    arms = sweep["arms"]
+    out = []
+    offline = sorted(a for a, r in arms.items() if r.get("offline_generator") or r.get("offline_judge"))
+    if offline:
+        s = Sentence("limit.offline_baseline", {"arms": offline})
+        models = sorted({arms[a]["generator_model"] for a in offline if arms[a].get("offline_generator")}
+                        | {arms[a]["request_judge_model"] for a in offline if arms[a].get("offline_judge")})
+        answered = [a for a in offline if arms[a].get("offline_generator")]
+        # The offline answerer runs in the lab's own process: its latency is that process's compute, which an arm run
+        # before it changes (the sentence embeddings it left cached), never a provider's.
+        latency = ("; an offline answerer's latency is the lab process's own compute, which the arms run before it "
+                   "change (the embeddings they left cached), so no latency difference among " + ", ".join(answered)
+                   + " is a parameter's effect") if answered else ""
+        s.t("Offline baselines, not language models: ").n("arms", len(offline), "count").t(
+            " arms (" + ", ".join(offline) + ") were answered or judged by " + ", ".join(models)
+            + "; their numbers measure the harness and these baselines, not a deployed model" + latency + ".")
+        out.append(s)
+    same = sorted(a for a, r in arms.items() if r.get("same_model") and not r.get("offline_generator"))
+    if same:
+        s = Sentence("limit.same_model_judge", {"arms": same})
+        out.append(s.t("Same-model judging: in " + ", ".join(same) + " the judge is the answer generator's model, "
+                       "so its verdicts are diagnostic, not independent validation."))
+    for kind, text in (("oracle", "an upper bound (the generator saw the evaluation's request annotation), never "
+                                  "a deployable configuration"),
+                       ("counterfactual", "edits of the evidence made on purpose from the labels; they test the "
+                                          "system and are never a value to choose")):
+        names = sorted(a for a in arms if label_kind(arms, a) == kind)
+        if names:
+            out.append(Sentence(f"limit.{kind}", {"arms": names}).t(", ".join(names) + f": {text}."))
+    derived = sorted(a for a, r in arms.items() if r.get("requests_derived"))
+    if derived:
+        out.append(Sentence("limit.derived_requests", {"arms": derived}).t(
+            "Derived requests (from gold answers, not annotated by people) in " + ", ".join(derived) + "."))
+    for a in sorted(arms):
+        r = arms[a]
+        if r.get("requests_total") and r["requests_measured"] < r["requests_total"]:
+            s = Sentence("limit.not_measured", {"arm": a})
+            out.append(s.t(f"{a}: completeness measured on ").n("measured", r["requests_measured"], "count").t(
+                " of ").n("total", r["requests_total"], "count").t(" requests; the rest are undefined, not zero."))
+    for a in sorted(arms):
+        r = arms[a]
+        if r.get("requests_measured"):
+            out.append(rule_completeness_readings(a, r))
+    for c in sweep.get("human_corrections") or []:
+        out.append(rule_human_correction(c))
+    pilots = sorted(a for a, r in arms.items() if r.get("question_set") == "pilot")
+    if pilots:
+        s = Sentence("limit.pilot", {"arms": pilots})
+        out.append(s.t("Pilot question sets (" + ", ".join(pilots) + "): for finding mechanisms, too small for "
+                       "estimates."))
+    drift = [r for r in sweep["comparisons"] if r.get("instrument_drift") or r.get("label_drift")]
+    for r in drift:
+        s = Sentence("limit.instrument_drift", {"a": r["a"], "b": r["b"], "instrument_drift": r.get("instrument_drift"),
+                                                "label_drift": r.get("label_drift")})
+        out.append(s.t(f"{r['a']} vs {r['b']} was compared across instruments or label versions (allowed): its "
+                       "differences may be the instrument's."))
+    small = [r for r in sweep["comparisons"]
+             if (r["metrics"].get(r.get("headline", "completeness")) or {}).get("n", 0) < MIN_PAIRED]
+    for r in small:
+        if why := unmeasurable(r, r.get("headline", "completeness")):
+            s = Sentence("limit.unmeasurable", {"a": r["a"], "b": r["b"], "metric": r.get("headline", "completeness")})
+            out.append(s.t(f"{r['a']} vs {r['b']}: {r.get('headline', 'completeness')} {why}."))
+            continue
+        s = Sentence("limit.small_n", {"a": r["a"], "b": r["b"]})
+        out.append(s.t(f"{r['a']} vs {r['b']}: ").n("n", (r["metrics"].get(r.get("headline", "completeness"))
+                                                          or {}).get("n", 0), "count").t(
+            " paired cases, too few to test."))
+    if sweep.get("skipped"):
+        s = Sentence("limit.skipped_pairs", {"skipped": list(sweep["skipped"])})
+        out.append(s.n("skipped", len(sweep["skipped"]), "count").t(
+            " pairs of `comparisons` were not compared (not materialized, or refused): " +
+            "; ".join(x.split(":")[0] for x in sweep["skipped"]) + "."))
+    return out
+
+
+def rule_completeness_readings(arm: str, r: Mapping) -> Sentence:
+    """An arm's completeness read two ways, graded first (docs/judges.md: it agrees with people best), each with its
+    N of M; a judge that reports no coverage (an LLM's) reads "graded: not measured (no coverage)", never 0."""
+    s = Sentence("limit.completeness_readings", {"arm": arm})
+    if r.get("graded_completeness") is None:
+        s.t(f"{arm}: completeness graded: not measured (no coverage; ").n(
+            "graded_n", r.get("requests_graded") or 0, "count").t(" of ")
+    else:
+        s.t(f"{arm}: completeness graded ").n("graded", r["graded_completeness"], "rate").t(" (mean coverage, ").n(
+            "graded_n", r["requests_graded"], "count").t(" of ")
+    s.n("graded_of", r["requests_measured"], "count").t(" measured requests graded); share of requests addressed ")
+    return s.n("addressed", r.get("requests_answered_share"), "rate").t(" (").n(
+        "measured", r["requests_measured"], "count").t(" of ").n("total", r["requests_total"], "count").t(
+        " requests measured).")
+
+
+def correction_outcome(judge: Mapping | None, corrected: Mapping | None) -> str:
+    """What the people's labels do to the judge's conclusion on a difference b - a: `removed` (the judge's interval
+    excludes 0, the corrected one spans it), `reversed` (the corrected one excludes 0 on the other side), `holds`
+    (same side), `drawn` (the judge's spans 0, the corrected one excludes it), `none` (both span 0), or
+    `not_estimable` (either difference undefined)."""
+    if not judge or not corrected:
+        return "not_estimable"
+    side = lambda d: 1 if d["low"] > 0 else (-1 if d["high"] < 0 else 0)  # noqa: E731
+    j, c = side(judge), side(corrected)
+    if j == 0:
+        return "drawn" if c else "none"
+    return "removed" if c == 0 else ("holds" if c == j else "reversed")
+
+
+OUTCOME_TEXT = {"removed": "the conclusion is removed (the corrected interval spans 0)",
+                "reversed": "the conclusion is reversed (the sign flips and the corrected interval excludes 0)",
+                "holds": "the conclusion holds (the corrected interval excludes 0 on the same side)",
+                "drawn": "the labels draw a conclusion the judge alone did not (the corrected interval excludes 0)",
+                "none": "no conclusion either way (both intervals span 0)"}
+
+
+def rule_human_correction(c: Mapping) -> Sentence:
+    """A compared pair whose two arms both carry per-request human labels: the judge's own completeness difference
+    over all its rows against the difference corrected by the labels (prediction-powered, core.ppi), and what the
+    correction does to the judge's conclusion (correction_outcome). Differences read toward the arm the judge
+    alone finds more complete."""
+    a, b, judge, corr = c["a"], c["b"], c.get("judge_difference"), c.get("corrected")
+    outcome = correction_outcome(judge, corr)
+    flip = bool(judge) and judge["mean"] < 0  # read toward the more complete arm: x - y
+    x, y = (a, b) if flip else (b, a)
+    k = -1 if flip else 1
+
+    def toward(d: Mapping | None) -> dict | None:
+        if not d:
+            return None
+        lo, hi = sorted((k * d["low"], k * d["high"]))
+        return {"mean": k * d["mean"], "low": lo, "high": hi}
+
+    jd, cd = toward(judge), toward(corr)
+    s = Sentence("limit.human_correction", {"a": a, "b": b, "judge": c["judge"], "outcome": outcome,
+                                            "labelled": c.get("labelled"), "rows": c.get("rows"),
+                                            "weighting": c.get("weighting"), "estimator": c.get("estimator")})
+    if jd is None:
+        s.t(f"{a} vs {b}: the judge ({c['judge']}) measured too few rows of one arm whole to difference its "
+            "completeness; ")
+    else:
+        verb = (f"finds {x} more complete than {y}" if jd["low"] > 0 or jd["high"] < 0 else
+                f"finds no difference in completeness between {x} and {y}")
+        s.t(f"The judge alone ({c['judge']}) {verb} ({x} minus {y}: ").n("judge_d", jd["mean"], "delta").t(" [").n(
+            "judge_low", jd["low"], "delta").t(", ").n("judge_high", jd["high"], "delta").t("], over ").n(
+            "rows", sum((c.get("rows") or {}).values()), "count").t(" rows); ")
+    s.t("corrected by ").n("labels", c.get("labels", 0), "count").t(" human labels (").n(
+        "labelled_a", (c.get("labelled") or {}).get(a, 0), "count").t(f" rows of {a} and ").n(
+        "labelled_b", (c.get("labelled") or {}).get(b, 0), "count").t(f" of {b} labelled)")
+    if cd is None:
+        return s.t(": not estimable (an arm has fewer than two labelled rows).")
+    return s.t(f" {x} minus {y} is ").n("corrected_d", cd["mean"], "delta").t(" [").n(
+        "corrected_low", cd["low"], "delta").t(", ").n("corrected_high", cd["high"], "delta").t(
+        f"]: {OUTCOME_TEXT[outcome]}.")
+
+
+# -- next experiments ----------------------------------------------------------------------------------------------
+
+def _yaml_value(v: Any) -> str:
+    if isinstance(v, str):
+        return v if v.replace("-", "").replace("_", "").replace(".", "").replace("/", "").isalnum() else repr(v)
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def next_experiments(sweep: Mapping) -> list[tuple[Sentence, str]]:
+    """Combinations the sweep did not run that its findings point to: two changes from the same arm, each moving
+    a quality metric up (significant or not), not an oracle or counterfactual, whose union no arm has run (the
+    seed's 11.2: the multipart prompt with K=8 and a non-binding budget); and families with no compared pair."""
+    arms, out = sweep["arms"], []
+    ups: dict[str, list[Mapping]] = {}
+    for r in sweep["comparisons"]:
+        if label_kind(arms, r["a"]) != "none" or label_kind(arms, r["b"]) != "none":
+            continue
+        head = r["metrics"].get(r.get("headline", "completeness")) or {}
+        if head and any(outcome(q, (r["metrics"].get(q) or {}).get("mean_delta")) == "gain" for q in QUALITY) and \
+                outcome(r.get("headline", "completeness"), head.get("mean_delta")) != "loss":
+            ups.setdefault(r["a"], []).append(r)
+    configs = [a.get("config_flat") or {} for a in sweep.get("all_configs", {}).values()]
+    candidates: list[tuple[str, Mapping, Mapping, list]] = []  # (base, r1, r2, the cells that point to it)
+    for base, reps in sorted(ups.items()):
+        for i, r1 in enumerate(reps):
+            for r2 in reps[i + 1:]:
+                candidates.append((base, r1, r2, []))
+    # The seed's 11.2: a change that brings evidence into the context whose requests the answer then does not
+    # address (retrieval or admission -> not_addressed), beside a prompt change from the same arm, which targets
+    # exactly that branch.
+    plain = [r for r in sweep["comparisons"] if label_kind(arms, r["a"]) == label_kind(arms, r["b"]) == "none"]
+    for r1 in plain:
+        recovered = [c for c in r1["transitions"]["cells"] if c["a"] in UPSTREAM and c["b"] == "not_addressed"]
+        if not recovered or "prompt" in r1["changed_parameters"]:
+            continue
+        for r2 in plain:
+            if r2["a"] == r1["a"] and r2 is not r1 and set(r2["changed_parameters"]) == {"prompt"} and not any(
+                    {id(x), id(y)} == {id(r1), id(r2)} for _, x, y, _ in candidates):
+                candidates.append((r1["a"], r1, r2, recovered))
+    for base, r1, r2, recovered in candidates:
+        c1 = {k: v[1] for k, v in r1["changed_parameters"].items()}
+        c2 = {k: v[1] for k, v in r2["changed_parameters"].items()}
+        if any(k in c2 and c2[k] != v for k, v in c1.items()):
+            continue  # the two changes set one field differently: no single combination
+        union = {**c1, **c2}
+        if any(cfg and all(cfg.get(k) == v for k, v in union.items()) for cfg in configs):
+            continue  # some arm of the arms file already runs it
+        name = f"{r1['b']}-{r2['b']}"[:60].strip("-")
+        s = Sentence("next.combine", {"base": base, "pairs": [[r1["a"], r1["b"]], [r2["a"], r2["b"]]],
+                                      "overrides": union, "cells": [c["key"] for c in recovered]})
+        s.t(f"Combine {r1['b']} and {r2['b']}: ")
+        if recovered:
+            s.t(f"{r1['b']} brings into the context the evidence of requests the answer then does not address (")
+            for i, c in enumerate(recovered):
+                s.t(", " if i else "").t(f"{c['key']} ").n(f"cell.{c['key']}", c["count"], "count",
+                                                          pair_link(r1, sweep["pages"], transition=c["key"]))
+                s.about(c["cases"], c["requests"])
+            s.t(f"), and {r2['b']} changes the prompt, which is what not_addressed measures")
+        else:
+            s.t(f"each moves a quality metric up against {base}, significant or not (")
+            for j, r in enumerate((r1, r2)):
+                s.t("; " if j else "").t(f"{r['b']}:")
+                for q in QUALITY:
+                    v = r["metrics"].get(q)
+                    if v and v.get("mean_delta") is not None:
+                        s.t(f" {q} ").n(f"{r['b']}.{q}", v["mean_delta"], "delta", pair_link(r, sweep["pages"]))
+            s.t(")")
+        s.t("; no arm runs both. Compare the combination with both, case by case.")
+        snippet = ("arms:\n  " + name + ": {" + ", ".join(f"{k}: {_yaml_value(v)}" for k, v in
+                                                         sorted(_nest(union).items())) + "}\n"
+                   + f"comparisons:\n  - [{base}, {name}]\n  - [{r1['b']}, {name}]\n  - [{r2['b']}, {name}]\n")
+        out.append((s, snippet))
+    for fam, spec in sweep["families"].items():
+        members = spec["members"]
+        pairs = [r for r in sweep["comparisons"] if r["a"] in members and r["b"] in members]
+        if len(members) >= 2 and not pairs:
+            s = Sentence("next.compare_family", {"family": fam, "members": members})
+            s.t(f"Family {fam} has no compared pair: compare its ends case by case to test its trend.")
+            out.append((s, f"comparisons:\n  - [{members[0]}, {members[-1]}]\n"))
+    return out
+
+
+def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Dotted keys (generator.model) back into the arms file's shape, one level deep as flow mappings."""
+    out: dict[str, Any] = {}
+    for k, v in flat.items():
+        if "." in k:
+            head, rest = k.split(".", 1)
+            out.setdefault(head, {})[rest] = v
+        else:
+            out[k] = v
+    return {k: ("{" + ", ".join(f"{a}: {_yaml_value(b)}" for a, b in v.items()) + "}") if isinstance(v, dict) else v
+            for k, v in out.items()}
+
+
+def _quality_text(rep: Mapping) -> str:
+    parts = []
+    for q in QUALITY:
+        v = rep["metrics"].get(q)
+        if v and v.get("mean_delta") is not None:
+            parts.append(f"{q} {shown('delta', v['mean_delta'])}"
+                         + (" significant" if v.get("significant") else " not significant"))
+    return ", ".join(parts)
