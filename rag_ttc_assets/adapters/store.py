@@ -256,7 +256,7 @@ class ArtifactStore:
         written. The bytes are the object's own dump, as they always were."""
         data = json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode() + b"\n"
         path = self.arm_path(arm, name)
-        self._validated(arm, name, path, json.loads(data))
+        self._validated(arm, name, path, data)  # from the bytes: no second copy of the object (a 1M-question summary)
         atomic_write_bytes(path, data)
         return digest_bytes(data)
 
@@ -283,9 +283,10 @@ class ArtifactStore:
 
     @staticmethod
     def _validated(arm: str, name: str, path: Path, obj: Any) -> BaseModel:
+        """`obj` (parsed JSON, or the JSON bytes themselves) as the model of `name`; SummaryError when it is not."""
         model = model_of(name)
         try:
-            return model.model_validate(obj)
+            return model.model_validate_json(obj) if isinstance(obj, bytes) else model.model_validate(obj)
         except ValidationError as e:
             raise SummaryError(f"{path}: arm {arm!r}: {name} does not hold a {model.__name__} (core.arm_summaries): "
                                f"{arm_summaries.problems(e)}; written by another version, or edited by hand? Rerun "
