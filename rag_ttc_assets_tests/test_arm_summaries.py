@@ -140,3 +140,21 @@ def test_report_on_a_hand_edited_summary_says_file_and_field_in_one_line(mini_la
     assert "Traceback" not in err and err.count("\n") == 1, err
     assert err.startswith("rag-ttc: error: ") and str(mini_lab.store.arm_path("baseline", ArmJson.FAILURE_FLOW)) in err
     assert "field 'hit_rate.cases': Input should be a valid integer" in err
+
+
+def test_a_typed_reader_reads_what_the_dicts_held(mini_lab):
+    from rag_ttc_assets.stages.comparisons import sweep_rows  # late: polars, as the comparisons load it
+
+    summaries = _golden_summaries()
+    member = mini_lab.arms.family("context")[0]
+    for name in (ArmJson.CONTRACT_SUMMARY, ArmJson.RETRIEVAL_SUMMARY, ArmJson.ADMISSION_SUMMARY,
+                 ArmJson.REQUEST_COMPLETENESS):
+        mini_lab.store.write_arm_json(member, name, summaries[name])
+    c, r, a, d = (summaries[n] for n in (ArmJson.CONTRACT_SUMMARY, ArmJson.RETRIEVAL_SUMMARY,
+                                         ArmJson.ADMISSION_SUMMARY, ArmJson.REQUEST_COMPLETENESS))
+    parameter, rows = sweep_rows(mini_lab, "context")  # the other member has no summaries: left out
+    assert (parameter, rows) == ("context_runes", [{
+        "arm": member, "context_runes": mini_lab.arms[member].context_runes, "valid": c["valid"],
+        "recall_10": r["summary"]["recall_10"], "requests_supported": d["requests_supported"],
+        "graded_completeness": d["graded_completeness"], "omitted_chunks": a["omitted_chunks"],
+        "admission_coverage": a["admission_coverage"]}])
