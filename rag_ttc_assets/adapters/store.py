@@ -21,34 +21,55 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from pydantic import BaseModel, ValidationError
+
 from rag_ttc_assets.adapters.atomic import StoreError, atomic_write_bytes, atomic_write_json, is_local
 from rag_ttc_assets.adapters.message_archive import MessageArchive
+from rag_ttc_assets.core import arm_summaries
+from rag_ttc_assets.core.arm_summaries import M, ArmFile, SummaryError  # noqa: F401  (SummaryError re-exported)
 from rag_ttc_assets.core.tables import Table, by_name  # noqa: F401  (Table re-exported: the tables, with columns)
 
 MANIFEST = "manifest.json"
 
 
 class ArmJson:
-    """The per-arm JSON records and summaries (`arms/<arm>/<name>`), declared like `Table`."""
+    """The per-arm JSON records and summaries (`arms/<arm>/<name>`), declared like `Table`: each name carries the
+    model of what it holds (core.arm_summaries), which the store validates on write and on read."""
 
-    BINDING = "binding.json"
-    LABELS = "labels.json"  # the labels the arm ran with: the evaluation's digest, how many current, which left out
-    IMPORT_MAPPING = "import_mapping.json"  # the source file's digest, what matched what, the counts
-    IMPORTED_SPANS = "imported_spans.json"  # a Phoenix source's span records as read (the run record copies them)
-    REPRESENTATIONS = "representations.json"
-    RETRIEVAL_SUMMARY = "retrieval_summary.json"
-    ADMISSION_SUMMARY = "admission_summary.json"
-    CONTRACT_SUMMARY = "contract_summary.json"
-    REQUEST_JUDGE_SUMMARY = "request_judge_summary.json"
-    JUDGE_SUMMARY = "judge_summary.json"
-    REQUEST_COMPLETENESS = "request_completeness.json"
-    FAILURE_FLOW = "failure_flow.json"
-    PHOENIX_ANNOTATIONS = "phoenix_annotations.json"  # what an arm imported from Phoenix logged back to it
+    BINDING = ArmFile("binding.json", arm_summaries.Binding)
+    # the labels the arm ran with: the evaluation's digest, how many current, which left out
+    LABELS = ArmFile("labels.json", arm_summaries.Labels)
+    # the source file's digest, what matched what, the counts
+    IMPORT_MAPPING = ArmFile("import_mapping.json", arm_summaries.ImportMapping)
+    # a Phoenix source's span records as read (the run record copies them)
+    IMPORTED_SPANS = ArmFile("imported_spans.json", arm_summaries.ImportedSpans)
+    REPRESENTATIONS = ArmFile("representations.json", arm_summaries.Representations)
+    RETRIEVAL_SUMMARY = ArmFile("retrieval_summary.json", arm_summaries.RetrievalSummary)
+    ADMISSION_SUMMARY = ArmFile("admission_summary.json", arm_summaries.AdmissionSummary)
+    CONTRACT_SUMMARY = ArmFile("contract_summary.json", arm_summaries.ContractSummary)
+    REQUEST_JUDGE_SUMMARY = ArmFile("request_judge_summary.json", arm_summaries.RequestJudgeSummary)
+    JUDGE_SUMMARY = ArmFile("judge_summary.json", arm_summaries.JudgeSummary)
+    REQUEST_COMPLETENESS = ArmFile("request_completeness.json", arm_summaries.RequestCompleteness)
+    FAILURE_FLOW = ArmFile("failure_flow.json", arm_summaries.FailureFlow)
+    # what an arm imported from Phoenix logged back to it
+    PHOENIX_ANNOTATIONS = ArmFile("phoenix_annotations.json", arm_summaries.PhoenixAnnotations)
+
+
+def model_of(name: str) -> type[BaseModel]:
+    """The model of the per-arm JSON file `name` (an `ArmJson` name, or the same name as a plain string)."""
+    model = _MODELS.get(str(name))
+    if model is None:
+        raise ValueError(f"{name!r} is not a per-arm JSON file ArmJson declares ({', '.join(sorted(_MODELS))})")
+    return model
 
 
 def declared_names(namespace: type) -> dict[str, str]:
     """`{CONSTANT: name}` of a `Table` / `ArmJson` namespace."""
     return {k: v for k, v in vars(namespace).items() if k.isupper()}
+
+
+# Each declared file's model by its name, so a caller naming the file by its plain string is checked the same.
+_MODELS: dict[str, type[BaseModel]] = {str(f): f.model for f in vars(ArmJson).values() if isinstance(f, ArmFile)}
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -228,12 +249,45 @@ class ArtifactStore:
         return pl.read_parquet(path if is_local(path) else io.BytesIO(path.read_bytes()))
 
     def write_arm_json(self, arm: str, name: str, obj: Any) -> str:
+        """Write a per-arm JSON file (`name` declared in `ArmJson`) atomically; return the digest of the bytes.
+
+        What is written is first read back through the file's model (core.arm_summaries): a field its writer renamed,
+        left out or typed otherwise fails here (SummaryError naming the arm, file and field), before any byte is
+        written. The bytes are the object's own dump, as they always were."""
         data = json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode() + b"\n"
-        atomic_write_bytes(self.arm_path(arm, name), data)
+        path = self.arm_path(arm, name)
+        self._validated(arm, name, path, data)  # from the bytes: no second copy of the object (a 1M-question summary)
+        atomic_write_bytes(path, data)
         return digest_bytes(data)
 
     def read_arm_json(self, arm: str, name: str) -> Any:
+        """A per-arm JSON file as written (plain JSON), checked against its model first: a file another rules
+        version wrote, or one edited by hand, fails with a SummaryError naming the arm, the file and the field."""
+        return self._read_checked(arm, name)[0]
+
+    def read_summary(self, arm: str, name: ArmFile[M]) -> M:
+        """A per-arm JSON file as its model (core.arm_summaries), for attribute access: `read_summary(arm,
+        ArmJson.FAILURE_FLOW).hit_rate.measured`."""
+        return self._read_checked(arm, name)[1]  # type: ignore[return-value]  # validated by name.model
+
+    def _read_checked(self, arm: str, name: str) -> tuple[Any, BaseModel]:
         path = self.arm_path(arm, name)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: not materialized yet for arm {arm!r} (rag-ttc run {arm})")
-        return json.loads(path.read_text(encoding="utf-8"))
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise SummaryError(f"{path}: arm {arm!r}: {name} is not JSON ({e}); rerun the asset that writes it "
+                               f"(rag-ttc run {arm})") from None
+        return obj, self._validated(arm, name, path, obj)
+
+    @staticmethod
+    def _validated(arm: str, name: str, path: Path, obj: Any) -> BaseModel:
+        """`obj` (parsed JSON, or the JSON bytes themselves) as the model of `name`; SummaryError when it is not."""
+        model = model_of(name)
+        try:
+            return model.model_validate_json(obj) if isinstance(obj, bytes) else model.model_validate(obj)
+        except ValidationError as e:
+            raise SummaryError(f"{path}: arm {arm!r}: {name} does not hold a {model.__name__} (core.arm_summaries): "
+                               f"{arm_summaries.problems(e)}; written by another version, or edited by hand? Rerun "
+                               f"the asset that writes it (rag-ttc run {arm})") from None

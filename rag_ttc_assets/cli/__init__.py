@@ -19,6 +19,7 @@ from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_pyramid, cmd_convert_
 from rag_ttc_assets.cli.hitrate import cmd_hitrate  # noqa: E402
 from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
 from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
+from rag_ttc_assets.core.arm_summaries import SummaryError  # noqa: E402
 from rag_ttc_assets.core.arms_file import ArmsError  # noqa: E402
 from rag_ttc_assets.core.beir import BeirError  # noqa: E402
 from rag_ttc_assets.core.dataset import DatasetError, ProblemsError  # noqa: E402
@@ -204,6 +205,6 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a command a closed pipe ended
     except (CliError, ArmsError, DatasetError, ProblemsError, BeirError, TrecFormatError, LabPathError, ExecutorError,
-            FileNotFoundError) as e:
+            SummaryError, FileNotFoundError) as e:
         print(f"rag-ttc: error: {e}", file=sys.stderr)
         return getattr(e, "exit_code", 1)

@@ -119,18 +119,21 @@ def arm_info(lab: Lab, arm: str) -> dict:
     for field, kind in prompt_fields(cfg).items():
         p = lab.prompt(getattr(cfg, field), kind)
         prompts[field] = {"name": p.name, "digest": p.digest}
-    flow = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
-    completeness = lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
+    flow = lab.store.read_summary(arm, ArmJson.FAILURE_FLOW)
+    completeness = lab.store.read_summary(arm, ArmJson.REQUEST_COMPLETENESS)
+    judge = completeness.request_judge
+    derived = judge.requests_derived
     return {"name": arm, "title": arm_title(lab, arm), "label_use": cfg.label_use,
             "config": cfg.model_dump(mode="json"),
             "instruments": {"answer_model": cfg.generator.model, "judge_model": cfg.judge.model,
-                            "request_judge_model": completeness["request_judge"]["model"],
-                            "request_judge_prompt_digest": completeness["request_judge"]["prompt_digest"],
+                            "request_judge_model": judge.model,
+                            "request_judge_prompt_digest": judge.prompt_digest,
                             "label_use": cfg.label_use, "prompts": prompts,
                             # Requests derived from gold answers (core.derive_requests) are labels: say by what.
-                            "requests_derived": describe(completeness["request_judge"].get("requests_derived"))},
-            "flow": {b: flow[b] for b in FLOW_BRANCHES}, "flow_total": flow["total"], "hit_rate": flow["hit_rate"],
-            "completeness_measured": {k: completeness.get(k) for k in (
+                            "requests_derived": describe(derived and derived.model_dump())},
+            "flow": {b: getattr(flow, b) for b in FLOW_BRANCHES}, "flow_total": flow.total,
+            "hit_rate": flow.hit_rate.model_dump(),
+            "completeness_measured": {k: getattr(completeness, k) for k in (
                 "requests_measured", "requests_total", "questions_measured", "questions_total",
                 "graded_completeness", "requests_graded", "requests_answered_share")}}
 

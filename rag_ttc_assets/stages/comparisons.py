@@ -155,18 +155,18 @@ def compare_pairs(lab: Lab) -> tuple[list[dict], list[str]]:
 def supply_numbers(lab: Lab, arm: str) -> dict:
     """The second seed's four numbers beside the per-case deltas: supply mode, hit rate over all cases (the lookup
     flow's for tool arms), answers contradicting the gold evidence, mean input tokens and p95 latency per request."""
-    flow = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
-    judge = lab.store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
+    flow = lab.store.read_summary(arm, ArmJson.FAILURE_FLOW)
+    judge = lab.store.read_summary(arm, ArmJson.JUDGE_SUMMARY)
     answers = lab.store.read_table(arm, Table.ANSWERS)
-    hit = flow.get("lookup_flow") or flow["hit_rate"]
-    return {"supply": lab.arms[arm].supply, "hit_rate": hit["hit_rate"], "hits": hit["hits"], "cases": hit["cases"],
-            "contradicts_gold": judge["contradicts_gold"],
+    hit = flow.lookup_flow or flow.hit_rate
+    return {"supply": lab.arms[arm].supply, "hit_rate": hit.hit_rate, "hits": hit.hits, "cases": hit.cases,
+            "contradicts_gold": judge.contradicts_gold,
             # None (not measured) when no answer row recorded its token usage (an imported system's may not).
             "mean_input_tokens": (float(answers[ANS.input_tokens].fill_null(0).mean() or 0.0)
                                   if answers[ANS.input_tokens].null_count() < answers.height else None),
             "p95_latency_s": _p95(answers[ANS.latency_s].to_list()),
             # Over the same cases as the hit rate (answerable questions), as the run summary counts them.
-            "lookup_calls": (flow.get("lookup_flow") or {}).get("lookup_calls", 0)}
+            "lookup_calls": flow.lookup_flow.lookup_calls if flow.lookup_flow else 0}
 
 
 def _p95(values: Iterable[float | None]) -> float | None:
@@ -180,19 +180,19 @@ def sweep_rows(lab: Lab, family: str) -> tuple[str, list[dict]]:
     rows = []
     for arm in lab.arms.family(family):
         try:
-            contract = lab.store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
-            retrieval = lab.store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
-            admission = lab.store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
-            diag = lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
+            contract = lab.store.read_summary(arm, ArmJson.CONTRACT_SUMMARY)
+            retrieval = lab.store.read_summary(arm, ArmJson.RETRIEVAL_SUMMARY).summary
+            admission = lab.store.read_summary(arm, ArmJson.ADMISSION_SUMMARY)
+            diag = lab.store.read_summary(arm, ArmJson.REQUEST_COMPLETENESS)
         except FileNotFoundError:
             continue
         value = getattr(lab.arms[arm], spec.parameter)
         if not isinstance(value, (int, float)):
             value = spec.values.index(value) if value in spec.values else len(rows)  # categorical: its position
-        rows.append({"arm": arm, spec.parameter: value, "valid": contract["valid"],
-                     "recall_10": retrieval["recall_10"], "requests_supported": diag["requests_supported"],
+        rows.append({"arm": arm, spec.parameter: value, "valid": contract.valid,
+                     "recall_10": retrieval.recall_10, "requests_supported": diag.requests_supported,
                      # completeness read graded (None where the judge reports no coverage: no point, never 0)
-                     "graded_completeness": diag.get("graded_completeness"),
-                     "omitted_chunks": admission["omitted_chunks"],
-                     "admission_coverage": admission["admission_coverage"]})
+                     "graded_completeness": diag.graded_completeness,
+                     "omitted_chunks": admission.omitted_chunks,
+                     "admission_coverage": admission.admission_coverage})
     return spec.parameter, rows

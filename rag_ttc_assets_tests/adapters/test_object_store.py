@@ -143,14 +143,16 @@ def test_tables_json_and_message_archive_are_objects(s3_server, s3_bucket, tmp_p
     df = pl.DataFrame({"query_id": ["q1", "q2"], "abstained": [True, False], "correct_abstention": [True, False],
                        "answered_anyway": [False, False]})
     st.write_table("baseline", Table.ABSTENTION_OUTCOMES, df)
-    st.write_arm_json("baseline", "binding.json", {"ok": True})
+    binding = {"dataset": "mini", "corpus_digest": "sha256:00", "corpus_file": "corpus.jsonl",
+               "evaluation_file": "evaluation.json"}  # a Binding (core.arm_summaries): the store checks it
+    st.write_arm_json("baseline", "binding.json", binding)
     digest = st.messages.put([{"role": "user", "content": "hi"}])
     keys = objects(s3_server, s3_bucket)
     assert "lab/store/arms/baseline/abstention_outcomes.parquet" in keys and "lab/store/arms/baseline/binding.json" in keys
     assert any(k.startswith("lab/store/messages/") for k in keys)
     again = store(s3_bucket, tmp_path / "w2")
     assert again.read_table("baseline", Table.ABSTENTION_OUTCOMES).equals(df)
-    assert again.read_arm_json("baseline", "binding.json") == {"ok": True}
+    assert again.read_arm_json("baseline", "binding.json") == binding
     assert again.messages.get(digest)["messages"][0]["content"] == "hi"
     with pytest.raises(FileNotFoundError, match="has not been materialized"):
         again.read_table("other", Table.ABSTENTION_OUTCOMES)
