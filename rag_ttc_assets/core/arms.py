@@ -11,7 +11,8 @@ import hashlib
 import json
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer,
+                      model_validator)
 
 from rag_ttc_assets.core.representations import era_of
 
@@ -56,7 +57,7 @@ class JurorConfig(ModelConfig):
     kind: Literal["requests", "entailment"] = "requests"
 
     @model_serializer(mode="wrap")
-    def _default_kind_unwritten(self, handler):
+    def _default_kind_unwritten(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
         if isinstance(out, dict) and out.get("kind") == "requests":
             out.pop("kind")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -118,7 +119,7 @@ def _rules(answer: AnswerObject, admitted_chunk_ids: list[str]) -> tuple[str, st
     return VALID, ""
 
 
-def locate_json_object(raw_text: str | None) -> tuple[dict | None, str, str | None]:
+def locate_json_object(raw_text: str | None) -> tuple[dict[str, Any] | None, str, str | None]:
     """(the JSON object in a provider response, why none was found, where it was found: one of PARSED_FROM).
 
     In order: the whole text; a text that is one ``` fence (its content, or the content's error); the first
@@ -156,7 +157,7 @@ def locate_json_object(raw_text: str | None) -> tuple[dict | None, str, str | No
     return None, error, None
 
 
-def _object_in(text: str) -> dict | None:
+def _object_in(text: str) -> dict[str, Any] | None:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError:
@@ -164,7 +165,7 @@ def _object_in(text: str) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
-def load_json_object(raw_text: str | None) -> tuple[dict | None, str]:
+def load_json_object(raw_text: str | None) -> tuple[dict[str, Any] | None, str]:
     """The JSON object in a provider response (locate_json_object without where it was found), or (None, why not)."""
     obj, error, _ = locate_json_object(raw_text)
     return obj, error

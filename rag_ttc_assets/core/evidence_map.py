@@ -7,7 +7,10 @@ halves when split evenly). DESIGN section 4: "the part of it that the chunk cove
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rag_ttc_assets.core.chunking import Chunk
+from rag_ttc_assets.core.records import Question
 
 MIN_COVERED_SHARE = 0.5
 
@@ -32,7 +35,8 @@ def supporting_chunk_ids(doc_text: str, quote: str, doc_chunks: list[Chunk]) -> 
     return out
 
 
-def request_support(documents: dict[str, str], questions, chunks: list[Chunk]) -> dict[str, list[str]]:
+def request_support(documents: dict[str, str], questions: Sequence[Question],
+                    chunks: list[Chunk]) -> dict[str, list[str]]:
     """For every request with gold evidence: the chunk IDs (this chunking) that support it, in the order found.
     `documents` maps doc_id to its text. Evaluation side: never handed to the generator or its retrieval."""
     by_doc: dict[str, list[Chunk]] = {}

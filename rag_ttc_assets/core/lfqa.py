@@ -16,6 +16,7 @@ gpt3_whudoc share far more words with the human documents than with WebGPT's, so
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from rag_ttc_assets.core.claim_sets import ClaimSet, run_instructions
 
@@ -45,7 +46,7 @@ def doc_id(qid: int, source: str, k: int) -> str:
     return f"eli5-{qid}.{source}{k}"
 
 
-def readme(cs: ClaimSet, c: Mapping, source: str) -> str:
+def readme(cs: ClaimSet, c: Mapping[str, Any], source: str) -> str:
     arms_list = ", ".join(s.arm for s in cs.systems)
     shares = ", ".join(f"{k} {v:.3f}" for k, v in c["support_shares"].items() if v is not None)
     return f"""# LFQA-Verification as a lab folder

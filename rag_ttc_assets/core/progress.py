@@ -23,7 +23,7 @@ class Task:
     def __enter__(self) -> Task:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.finish()
 
 

@@ -14,6 +14,7 @@ Pure: the adapter (adapters/pyramid.py) reads and checks the files and hands in 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from rag_ttc_assets.core.realsumm import RealSumm, run_instructions
 
@@ -34,7 +35,7 @@ def fields(line: str) -> list[str]:
     return [" ".join(f.split()) for f in line.split("\t") if f.strip()]
 
 
-def readme(name: str, rs: RealSumm, c: Mapping, source: str) -> str:
+def readme(name: str, rs: RealSumm, c: Mapping[str, Any], source: str) -> str:
     arms_list = ", ".join(s.arm for s in rs.systems)
     return f"""# {name}: a Lite2-3Pyramid data folder as a lab folder
 

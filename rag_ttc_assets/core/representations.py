@@ -6,6 +6,8 @@ row records its builder, model, prompt digest and era, so representations of dif
 
 from __future__ import annotations
 
+from typing import Any
+
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.contextual import CONTEXTUAL_VERSION
 
@@ -43,7 +45,7 @@ def era_of(representation: str, builder_model: str, era: str | None) -> str:
 
 
 def identity(representation: str, builder_model: str | None, prompt: str | None, prompt_digest: str | None,
-             era: str, offline_baseline: bool) -> dict:
+             era: str, offline_baseline: bool) -> dict[str, Any]:
     """What every representation row and summary records about its builder."""
     model_built = representation in MODEL_BUILT
     return {"representation": representation, "builder": BUILDERS[representation],

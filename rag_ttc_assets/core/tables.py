@@ -31,7 +31,7 @@ class Column:
     # When the column is written only for some arms: which (absent otherwise). None: always written.
     only: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.type not in TYPES:
             raise ValueError(f"column {self.name!r}: type {self.type!r} is not one of {list(TYPES)}")
 
@@ -52,7 +52,7 @@ class TableName(str):
         self.c = _Names(name, names)
         return self
 
-    def __reduce__(self):  # pickled (a step process, dask) as the plain name
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:  # pickled (a step process, dask) as the plain name
         return str, (str(self),)
 
     def column(self, name: str) -> Column:
@@ -69,7 +69,7 @@ class _Names(SimpleNamespace):
         super().__init__(**{n: n for n in names})
         object.__setattr__(self, "_table", table)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> str:
         raise AttributeError(f"table {self._table!r} declares no column {name!r} (core/tables.py)")
 
 
@@ -85,13 +85,13 @@ def check_columns(table: TableName, arm: str, actual: dict[str, str]) -> list[st
         if c.name not in actual and c.only is None:
             problems.append(f"column {c.name!r} ({c.type}) is missing")
     for name, typ in actual.items():
-        c = declared.get(name)
-        if c is None:
+        found = declared.get(name)
+        if found is None:
             problems.append(f"column {name!r} ({typ}) is not declared")
-        elif typ == NULL or (typ == f"list[{NULL}]" and c.type.startswith("list[")):
+        elif typ == NULL or (typ == f"list[{NULL}]" and found.type.startswith("list[")):
             untyped.append(name)
-        elif typ != c.type:
-            problems.append(f"column {name!r} is {typ}, declared {c.type}")
+        elif typ != found.type:
+            problems.append(f"column {name!r} is {typ}, declared {found.type}")
     if problems:
         raise TableSchemaError(f"{where}: " + "; ".join(problems) + f" (its columns are declared in core/tables.py, "
                                f"Table.{constant_of(table)})")

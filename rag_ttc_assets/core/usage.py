@@ -37,7 +37,7 @@ def unused(cfg: ArmConfig) -> dict[str, str]:
     """The shared artifacts `cfg` never reads, each with the reason (one line, shown in the asset's metadata)."""
     if cfg.supply == "imported":
         why = (f"supply: imported: its retrieval rows, admitted contexts and answers are read from "
-               f"{cfg.source.label}; its chunks are that system's documents")
+               f"{cfg.source.label if cfg.source else 'its source'}; its chunks are that system's documents")
         return {a: why for a in (CHUNKS, REPRESENTATIONS, *OPTIONAL)}
     out = {IMPORTED_SOURCE: f"supply: {cfg.supply}: the lab builds its own retrieval rows; nothing is imported"}
     read = SOURCES[cfg.retrieval]

@@ -16,6 +16,7 @@ The set gives one label per claim (no per-annotator labels): there is no annotat
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from rag_ttc_assets.core.claim_sets import ClaimSet, run_instructions
 
@@ -34,7 +35,7 @@ def question_text(title: str, section: str) -> str:
     return f"What does the cited source say about {title}{where}?"
 
 
-def readme(cs: ClaimSet, c: Mapping, source: str) -> str:
+def readme(cs: ClaimSet, c: Mapping[str, Any], source: str) -> str:
     shares = ", ".join(f"{k} {v:.3f}" for k, v in c["support_shares"].items() if v is not None)
     return f"""# WiCE as a lab folder
 
