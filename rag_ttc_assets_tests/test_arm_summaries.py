@@ -1,4 +1,4 @@
-"""The per-arm JSON summaries are typed (core.arm_summaries): every model takes what a real run wrote, and a file
+"""The per-arm JSON summaries are typed (core.arm_summaries, core.judge_summaries): every model takes what a real run wrote, and a file
 edited by hand (a field renamed, a wrong type, a field missing) fails on read naming the file and the field, through
 the store and through `rag-ttc report`."""
 
@@ -10,6 +10,7 @@ import pytest
 
 from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, SummaryError, declared_names, model_of
 from rag_ttc_assets.core import arm_summaries as S
+from rag_ttc_assets.core import judge_summaries as J
 from rag_ttc_assets.core.flow import FLOW_BRANCHES, QUALITIES
 from rag_ttc_assets.core.judging import REQUEST_VERDICTS
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
@@ -47,11 +48,11 @@ def test_every_file_names_its_model_and_a_name_stays_a_string():
 
 
 def test_fixed_shapes_follow_the_constants_they_count():
-    assert set(S.FlowAccounting.model_fields) == set(FLOW_BRANCHES)
-    assert set(FLOW_BRANCHES) <= set(S.FailureFlow.model_fields)
-    assert set(S.Qualities.model_fields) == set(QUALITIES)
-    assert set(S.LookupAccounting.model_fields) == set(LOOKUP_BRANCHES)
-    assert set(S.RequestVerdicts.model_fields) == set(REQUEST_VERDICTS)
+    assert set(J.FlowAccounting.model_fields) == set(FLOW_BRANCHES)
+    assert set(FLOW_BRANCHES) <= set(J.FailureFlow.model_fields)
+    assert set(J.Qualities.model_fields) == set(QUALITIES)
+    assert set(J.LookupAccounting.model_fields) == set(LOOKUP_BRANCHES)
+    assert set(J.RequestVerdicts.model_fields) == set(REQUEST_VERDICTS)
 
 
 def test_every_model_accepts_what_a_real_run_wrote():
@@ -84,7 +85,7 @@ def test_the_store_writes_the_same_bytes_and_reads_the_model(tmp_path):
         json.dumps(flow, indent=1, ensure_ascii=False).encode() + b"\n"
     assert store.read_arm_json("baseline", ArmJson.FAILURE_FLOW) == flow
     typed = store.read_summary("baseline", ArmJson.FAILURE_FLOW)
-    assert isinstance(typed, S.FailureFlow)
+    assert isinstance(typed, J.FailureFlow)
     assert typed.hit_rate.measured == flow["hit_rate"]["measured"] and typed.lookup_flow is None
 
 

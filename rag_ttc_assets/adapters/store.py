@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from rag_ttc_assets.adapters.atomic import StoreError, atomic_write_bytes, atomic_write_json, is_local
 from rag_ttc_assets.adapters.message_archive import MessageArchive
-from rag_ttc_assets.core import arm_summaries
+from rag_ttc_assets.core import arm_summaries, judge_summaries
 from rag_ttc_assets.core.arm_summaries import M, ArmFile, SummaryError  # noqa: F401  (SummaryError re-exported)
 from rag_ttc_assets.core.tables import Table, by_name  # noqa: F401  (Table re-exported: the tables, with columns)
 
@@ -34,7 +34,7 @@ MANIFEST = "manifest.json"
 
 class ArmJson:
     """The per-arm JSON records and summaries (`arms/<arm>/<name>`), declared like `Table`: each name carries the
-    model of what it holds (core.arm_summaries), which the store validates on write and on read."""
+    model of what it holds (core.arm_summaries, core.judge_summaries), which the store validates on write and on read."""
 
     BINDING = ArmFile("binding.json", arm_summaries.Binding)
     # the labels the arm ran with: the evaluation's digest, how many current, which left out
@@ -47,12 +47,12 @@ class ArmJson:
     RETRIEVAL_SUMMARY = ArmFile("retrieval_summary.json", arm_summaries.RetrievalSummary)
     ADMISSION_SUMMARY = ArmFile("admission_summary.json", arm_summaries.AdmissionSummary)
     CONTRACT_SUMMARY = ArmFile("contract_summary.json", arm_summaries.ContractSummary)
-    REQUEST_JUDGE_SUMMARY = ArmFile("request_judge_summary.json", arm_summaries.RequestJudgeSummary)
-    JUDGE_SUMMARY = ArmFile("judge_summary.json", arm_summaries.JudgeSummary)
-    REQUEST_COMPLETENESS = ArmFile("request_completeness.json", arm_summaries.RequestCompleteness)
-    FAILURE_FLOW = ArmFile("failure_flow.json", arm_summaries.FailureFlow)
+    REQUEST_JUDGE_SUMMARY = ArmFile("request_judge_summary.json", judge_summaries.RequestJudgeSummary)
+    JUDGE_SUMMARY = ArmFile("judge_summary.json", judge_summaries.JudgeSummary)
+    REQUEST_COMPLETENESS = ArmFile("request_completeness.json", judge_summaries.RequestCompleteness)
+    FAILURE_FLOW = ArmFile("failure_flow.json", judge_summaries.FailureFlow)
     # what an arm imported from Phoenix logged back to it
-    PHOENIX_ANNOTATIONS = ArmFile("phoenix_annotations.json", arm_summaries.PhoenixAnnotations)
+    PHOENIX_ANNOTATIONS = ArmFile("phoenix_annotations.json", judge_summaries.PhoenixAnnotations)
 
 
 def model_of(name: str) -> type[BaseModel]:
@@ -251,7 +251,7 @@ class ArtifactStore:
     def write_arm_json(self, arm: str, name: str, obj: Any) -> str:
         """Write a per-arm JSON file (`name` declared in `ArmJson`) atomically; return the digest of the bytes.
 
-        What is written is first read back through the file's model (core.arm_summaries): a field its writer renamed,
+        What is written is first read back through the file's model (core.arm_summaries, core.judge_summaries): a field its writer renamed,
         left out or typed otherwise fails here (SummaryError naming the arm, file and field), before any byte is
         written. The bytes are the object's own dump, as they always were."""
         data = json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode() + b"\n"
@@ -266,7 +266,7 @@ class ArtifactStore:
         return self._read_checked(arm, name)[0]
 
     def read_summary(self, arm: str, name: ArmFile[M]) -> M:
-        """A per-arm JSON file as its model (core.arm_summaries), for attribute access: `read_summary(arm,
+        """A per-arm JSON file as its model (core.arm_summaries, core.judge_summaries), for attribute access: `read_summary(arm,
         ArmJson.FAILURE_FLOW).hit_rate.measured`."""
         return self._read_checked(arm, name)[1]  # type: ignore[return-value]  # validated by name.model
 
@@ -288,6 +288,7 @@ class ArtifactStore:
         try:
             return model.model_validate_json(obj) if isinstance(obj, bytes) else model.model_validate(obj)
         except ValidationError as e:
-            raise SummaryError(f"{path}: arm {arm!r}: {name} does not hold a {model.__name__} (core.arm_summaries): "
+            where = model.__module__.removeprefix("rag_ttc_assets.")
+            raise SummaryError(f"{path}: arm {arm!r}: {name} does not hold a {model.__name__} ({where}): "
                                f"{arm_summaries.problems(e)}; written by another version, or edited by hand? Rerun "
                                f"the asset that writes it (rag-ttc run {arm})") from None
