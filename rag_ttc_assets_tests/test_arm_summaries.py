@@ -1,6 +1,6 @@
-"""The per-arm JSON summaries are typed (core.arm_summaries, core.judge_summaries): every model takes what a real run wrote, and a file
-edited by hand (a field renamed, a wrong type, a field missing) fails on read naming the file and the field, through
-the store and through `rag-ttc report`."""
+"""The per-arm JSON summaries are typed (core.arm_summaries, core.judge_summaries): every model takes what a real
+run wrote, and a file edited by hand (a field renamed, a wrong type, a field missing) fails on read naming the file
+and the field, through the store and through `rag-ttc report`."""
 
 import json
 import pickle
