@@ -10,214 +10,25 @@ replayed (core.annotation), rewritten atomically after every change. `/labels-ch
 
 from __future__ import annotations
 
-import fcntl
 import html
 import json
-import os
 import re
 import secrets
 import sys
-import threading
-from datetime import datetime, timezone
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from rag_ttc_assets.adapters.atomic import atomic_write_bytes
+from rag_ttc_assets.cli.annotate_page import render_item, render_labels_check, render_pair
+from rag_ttc_assets.cli.annotate_session import Annotator, LabelFiles, log_path
 from rag_ttc_assets.cli.common import CliError, lab_from_args, serve_until_stopped
 from rag_ttc_assets.cli.label_versions import check_dataset
 from rag_ttc_assets.cli.sample_labels import write_sample
-from rag_ttc_assets.cli.annotate_page import render_item, render_labels_check, render_pair
-from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, PAIR, UNDO, AnnotationError, answer_sha256,
-                                            current_labels, edit_requests, locate_quote, pair_order, pair_value,
-                                            parse_log, replay, requests_now)
+from rag_ttc_assets.core.annotation import AnnotationError, parse_log, replay
 
 DEFAULT_PORT = 3002
 E = html.escape
-
-
-def log_path(labels: Path) -> Path:
-    return labels.with_name((labels.name[:-6] if labels.name.endswith(".jsonl") else labels.name) + ".log.jsonl")
-
-
-class LabelFiles:
-    """The change log and the current labels file beside it; every write under one lock (threads and processes)."""
-
-    def __init__(self, labels: Path):
-        self.labels, self.log = labels, log_path(labels)
-        self.lock_path = labels.with_name("." + labels.name + ".lock")
-        self._thread_lock = threading.Lock()
-        labels.parent.mkdir(parents=True, exist_ok=True)
-
-    def read(self) -> list[dict]:
-        try:
-            text = self.log.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        return parse_log(text, str(self.log))[0]
-
-    def append(self, change: dict) -> dict:
-        with self._thread_lock, open(self.lock_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                log = self.read()
-                change = {"seq": max((c["seq"] for c in log), default=0) + 1,
-                          "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), **change}
-                line = (json.dumps(change, ensure_ascii=False) + "\n").encode("utf-8")
-                fd = os.open(self.log, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    size = os.fstat(fd).st_size
-                    if size and os.pread(fd, 1, size - 1) != b"\n":  # a line cut by a crash stays its own line
-                        line = b"\n" + line
-                    os.write(fd, line)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                log.append(change)
-                atomic_write_bytes(self.labels, current_labels(log).encode("utf-8"), mode=0o644)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-        return change
-
-
-class Annotator:
-    """The page's state for one annotator over one Source and one pair of label files."""
-
-    def __init__(self, source, files: LabelFiles, annotator: str, labels_check=None, pairwise: bool = False,
-                 seed: int = 0):
-        self.source, self.files, self.annotator = source, files, annotator
-        self.labels_check = labels_check  # () -> list of label-check results needing a person, or None
-        self.pairwise, self.seed = pairwise, seed  # `/` opens the pairwise view; the seed of its A/B order
-        # The pairwise view (two arms): per question both arms answered, the rows of its answers as shown, (a, b).
-        self.pairs: list[dict] = []
-        if len(source.arms) == 2:
-            where = {(it["arm"], it["question"]): i for i, it in enumerate(source.items)}
-            for it in source.items:
-                q = it["question"]
-                if it["arm"] == source.arms[0] and (source.arms[1], q) in where:
-                    a, b = pair_order(seed, q, tuple(source.arms))
-                    self.pairs.append({"question": q, "a": a, "b": b, "rows": (where[(a, q)], where[(b, q)])})
-
-    def requests(self, i: int, state) -> list[dict]:
-        item = self.source.items[i]
-        v = self.source.view(i)
-        return requests_now(item["question"], v["requests"], state.edits.get((self.annotator, item["question"]), []))
-
-    def progress(self, state) -> dict:
-        done_q, labelled, total = 0, 0, 0
-        for i, item in enumerate(self.source.items):
-            reqs = self.requests(i, state)
-            n = sum((self.annotator, item["arm"], item["question"], r["id"]) in state.labels for r in reqs)
-            labelled, total, done_q = labelled + n, total + len(reqs), done_q + (n == len(reqs))
-        return {"requests_labelled": labelled, "requests": total, "rows_done": done_q,
-                "rows": len(self.source.items)}
-
-    def resume_at(self, state) -> int:
-        for i, item in enumerate(self.source.items):
-            if any((self.annotator, item["arm"], item["question"], r["id"]) not in state.labels
-                   for r in self.requests(i, state)):
-                return i
-        return 0
-
-    def pair_key(self, p: dict) -> tuple:
-        return (self.annotator, p["question"], frozenset((p["a"], p["b"])))
-
-    def pair_progress(self, state) -> dict:
-        return {"pairs_labelled": sum(self.pair_key(p) in state.pairs for p in self.pairs), "pairs": len(self.pairs)}
-
-    def pair_resume_at(self, state) -> int:
-        return next((k for k, p in enumerate(self.pairs) if self.pair_key(p) not in state.pairs), 0)
-
-    # --- changes -----------------------------------------------------------------------------------------
-    def _item(self, body: dict) -> int:
-        i = body.get("item")
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(self.source.items):
-            raise AnnotationError(f"item: {i!r} is not a row of this page (0 to {len(self.source.items) - 1})")
-        return i
-
-    def label(self, body: dict) -> dict:
-        i = self._item(body)
-        item, v = self.source.items[i], self.source.view(i)
-        state = replay(self.files.read())
-        reqs = {r["id"]: r for r in self.requests(i, state)}
-        rid = body.get("request")
-        if rid not in reqs:
-            raise AnnotationError(f"request: question {item['question']!r} has no request {rid!r}")
-        key = (self.annotator, item["arm"], item["question"], rid)
-        before = state.labels.get(key, {})
-        case = body.get("case", before.get("case"))
-        if case not in CASES:
-            raise AnnotationError(f"case: {case!r}: pick one of the four cases first (keys 1-4: "
-                                  f"{', '.join(CASES)})")
-        change = {"op": LABEL, "annotator": self.annotator, "arm": item["arm"], "question": item["question"],
-                  "request": rid, "case": case, "note": body.get("note", before.get("note", "")),
-                  "origin": reqs[rid]["origin"], "request_text": reqs[rid]["text"], "from": reqs[rid]["from"],
-                  "run_id": self.source.run_ids[item["arm"]], "row": item["question"],
-                  "answer_sha256": answer_sha256(v), "corpus_digest": self.source.corpus[item["arm"]],
-                  "chunk_ids": list(v["admitted_chunk_ids"]),
-                  "probability": item["probability"], "stratum": item["stratum"]}
-        if not isinstance(change["note"], str):
-            raise AnnotationError("note: a text")
-        if "quote" in body:
-            if body["quote"] is None:
-                change.update(quote=None, quote_chunk_id=None, quote_doc_id=None)
-            else:
-                cid = locate_quote(body["quote"], body.get("quote_chunk_id"), v["chunks"])
-                change.update(quote=body["quote"], quote_chunk_id=cid, quote_doc_id=v["chunk_doc"][cid])
-        else:
-            change.update({k: before.get(k) for k in ("quote", "quote_chunk_id", "quote_doc_id")})
-        return self.files.append(change)
-
-    def edit(self, body: dict) -> dict:
-        i = self._item(body)
-        item = self.source.items[i]
-        state = replay(self.files.read())
-        known = {r["id"]: r["text"] for r in self.requests(i, state)}
-        taken = set(known) | {r["id"] for e in state.edits.get((self.annotator, item["question"]), [])
-                              for r in e["into"]} | {r["id"] for r in self.source.view(i)["requests"]}
-        sources = body.get("from") or []
-        texts = body.get("texts") or []
-        if not isinstance(sources, list) or not isinstance(texts, list):
-            raise AnnotationError("from, texts: lists")
-        into = edit_requests(item["question"], body.get("edit"), sources, texts, known, taken)
-        return self.files.append({"op": EDIT, "annotator": self.annotator, "question": item["question"],
-                                  "edit": body["edit"], "from": sources, "into": into,
-                                  "corpus_digest": self.source.corpus[item["arm"]]})
-
-    def pair(self, body: dict) -> dict:
-        """A pairwise label: which of the two answers shown (a left, b right) is more complete, -2..2."""
-        k = body.get("pair")
-        if not self.pairs:
-            raise AnnotationError("pair: the pairwise view needs two arms that answered the same questions")
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(self.pairs):
-            raise AnnotationError(f"pair: {k!r} is not a pair of this page (0 to {len(self.pairs) - 1})")
-        p = self.pairs[k]
-        state = replay(self.files.read())
-        before = state.pairs.get(self.pair_key(p), {})
-        if "completeness" in body:
-            value = pair_value(body["completeness"])
-        elif before:
-            value = before["completeness"]
-        else:
-            raise AnnotationError("completeness: pick which answer is more complete first (keys 1-5)")
-        note = body.get("note", before.get("note", ""))
-        if not isinstance(note, str):
-            raise AnnotationError("note: a text")
-        sides = {}
-        for side, row in zip(("a", "b"), p["rows"]):
-            arm = p[side]
-            sides[side] = {"arm": arm, "row": p["question"], "run_id": self.source.run_ids[arm],
-                           "answer_sha256": answer_sha256(self.source.view(row)),
-                           "corpus_digest": self.source.corpus[arm]}
-        return self.files.append({"op": PAIR, "annotator": self.annotator, "question": p["question"], **sides,
-                                  "completeness": value, "note": note, "order_seed": self.seed})
-
-    def undo(self, body: dict) -> dict:
-        state = replay(self.files.read())
-        if not any(c["annotator"] == self.annotator for c in state.active):
-            raise AnnotationError(f"undo: nothing of {self.annotator!r} to undo")
-        return self.files.append({"op": UNDO, "annotator": self.annotator})
 
 
 class _Handler(BaseHTTPRequestHandler):

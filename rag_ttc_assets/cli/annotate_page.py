@@ -1,4 +1,4 @@
-"""The labelling page of `rag-ttc annotate` (cli/annotate.py serves it): one answer row (render_item), a pair of
+"""The labelling page of `rag-ttc annotate` (cli/annotate.py serves it; cli/annotate_session.py holds what it shows): one answer row (render_item), a pair of
 arms' answers (render_pair) and the labels that need a person after a corpus change (render_labels_check), each a
 whole HTML page with its own small script. Every text shown is escaped (answers and chunks are untrusted); the
 server's Content-Security-Policy runs only the script whose nonce it gave."""
@@ -8,12 +8,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import TYPE_CHECKING
-
+from rag_ttc_assets.cli.annotate_session import Annotator
 from rag_ttc_assets.core.annotation import CASES, PAIR_SCALE, answer_sha256, replay
-
-if TYPE_CHECKING:
-    from rag_ttc_assets.cli.annotate import Annotator
 
 E = html.escape
 

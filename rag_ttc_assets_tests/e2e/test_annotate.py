@@ -48,7 +48,8 @@ def lab(tmp_path_factory):
 
 
 def _annotator(root: Path, labels: Path, name: str, sample: Path | None = None, seed: int = 0):
-    from rag_ttc_assets.cli.annotate import Annotator, LabelFiles, _labels_check
+    from rag_ttc_assets.cli.annotate import _labels_check
+    from rag_ttc_assets.cli.annotate_session import Annotator, LabelFiles
     from rag_ttc_assets.stages.annotate import Source
     from rag_ttc_assets.lab import Lab
 
