@@ -22,6 +22,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 
+from rag_ttc_assets.core import contract
+
 
 class SummaryError(ValueError):
     """A per-arm JSON file that does not hold what its model declares: the message names the arm, the file and the
@@ -254,17 +256,12 @@ class AdmissionSummary(Summary):
 
 # --- contract_summary.json (defs/generation.py: contract_summary; core.summaries.contract_summary) ---------------
 
-class ContractSummary(Summary):
-    total: int
-    valid: int
-    parse_failures: int
-    contract_failures: int
-    contract_failure_reasons: dict[str, int]
-    abstentions: int
-    escalated: int
-    free_text: int
-    no_answer: dict[str, int]
-    provider_faults: dict[str, int]
+class ContractSummary(contract.ContractSummary):
+    """core.contract's counts (`summarize_contract`, its model reused: one declaration of the buckets) and what
+    core.summaries.contract_summary adds: the delivered answers' means, where each parsed object was found, and
+    whether the buckets add up."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
     mean_answer_chars: float
     mean_cited_chunks: float
     parsed_from: dict[str, int]  # core.contract.PARSED_FROM: json, fenced, prose
