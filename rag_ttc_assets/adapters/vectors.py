@@ -1,6 +1,6 @@
 """Vector index over chunk embeddings with LanceDB: cosine distance; exact (brute-force) search, or an approximate
-index (IVF-PQ, IVF-HNSW-SQ, IVF-HNSW-PQ) built on the same table, with the exact scan still at hand
-(`bypass_vector_index`)."""
+index (IVF-FLAT, IVF-SQ, IVF-RQ, IVF-PQ, IVF-HNSW-SQ, IVF-HNSW-PQ) built on the same table, with the exact scan
+still at hand (`bypass_vector_index`)."""
 
 from __future__ import annotations
 
@@ -68,10 +68,16 @@ def build_table_batches(path: Path, batches: Iterable[tuple[list[str], np.ndarra
 
 def index_config(params: dict):
     """LanceDB's index configuration for resolved build parameters (core.ann.resolve_build), cosine distance."""
-    from lancedb.index import HnswPq, HnswSq, IvfPq
+    from lancedb.index import HnswPq, HnswSq, IvfFlat, IvfPq, IvfRq, IvfSq
 
     _lancedb()
     kind = params["type"]
+    if kind == "ivf_flat":
+        return IvfFlat(distance_type="cosine", num_partitions=params["num_partitions"])
+    if kind == "ivf_sq":
+        return IvfSq(distance_type="cosine", num_partitions=params["num_partitions"])
+    if kind == "ivf_rq":
+        return IvfRq(distance_type="cosine", num_partitions=params["num_partitions"])
     if kind == "ivf_pq":
         return IvfPq(distance_type="cosine", num_partitions=params["num_partitions"],
                      num_sub_vectors=params["num_sub_vectors"], num_bits=params.get("num_bits", 8))

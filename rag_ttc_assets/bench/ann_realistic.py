@@ -60,9 +60,11 @@ K = 10
 QUERIES = 200
 SEED = 46_002
 TARGET_RECALL, TARGET_P95_MS = 0.95, 20.0
-TYPES = ("ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq")
+TYPES = ("ivf_sq", "ivf_rq", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq")
 # The query settings swept on one build per index type (LanceDB's own query parameters).
 SWEEP: dict[str, list[dict]] = {
+    "ivf_sq": [{"nprobes": p, "refine_factor": r} for r in (1, 5) for p in (10, 20, 40, 80, 160)],
+    "ivf_rq": [{"nprobes": p, "refine_factor": r} for r in (1, 10) for p in (10, 20, 40, 80, 160)],
     "ivf_pq": [{"nprobes": p, "refine_factor": r} for r in (1, 10) for p in (5, 10, 20, 40, 80)],
     "ivf_hnsw_sq": [{"nprobes": p, "ef": e} for e in (120, 300) for p in (5, 10, 20, 40, 80)],
     "ivf_hnsw_pq": [{"nprobes": p, "ef": 150, "refine_factor": r} for r in (1, 5) for p in (5, 10, 20, 40, 80)],

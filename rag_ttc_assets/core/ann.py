@@ -1,18 +1,18 @@
 """Approximate vector search as a boundary of its own: an index's parameters resolved against the corpus, and how
 much of the exact list the approximate one kept.
 
-An approximate index (IVF-PQ, IVF-HNSW) searches a partition of the vectors, compressed; its recall against an
-exact scan of the same vectors is below 1. For such an arm the retrieval rows hold both lists, so a request whose
-evidence the exact search would have ranked and the approximate one lost is `missed_by_ann`, not `not_retrieved`
-(core.flow).
+An approximate index (IVF-FLAT, IVF-SQ, IVF-RQ, IVF-PQ, IVF-HNSW) searches a part of the vectors, most of them
+compressed; its recall against an exact scan of the same vectors is below 1. For such an arm the retrieval rows hold
+both lists, so a request whose evidence the exact search would have ranked and the approximate one lost is
+`missed_by_ann`, not `not_retrieved` (core.flow).
 
     ann_recall_k = |ANN top k  ∩  exact top k| / |exact top k|       (k = retrieve_k; undefined for an empty exact list)
 
-Unset build parameters take LanceDB's documented defaults (lancedb.index.IvfPq, HnswSq, HnswPq):
-num_partitions = sqrt(rows), num_sub_vectors = dimension / 16, else dimension / 8, else 1; HNSW m = 20,
-ef_construction = 300. `num_bits` (bits per PQ code, LanceDB's default 8) is passed and recorded only when an arm sets it,
-so the indexes built before it existed keep their keys. The lab resolves them itself, so a query parameter can be checked against them before any
-build and the build records the values it used.
+Unset build parameters take LanceDB's documented defaults (lancedb.index.IvfFlat, IvfSq, IvfRq, IvfPq, HnswSq,
+HnswPq): num_partitions = sqrt(rows), num_sub_vectors = dimension / 16, else dimension / 8, else 1; HNSW m = 20,
+ef_construction = 300. `num_bits` (bits per PQ code, LanceDB's default 8) is passed and recorded only when an arm
+sets it, so the indexes built before it existed keep their keys. The lab resolves them itself, so a query parameter
+can be checked against them before any build and the build records the values it used.
 """
 
 from __future__ import annotations

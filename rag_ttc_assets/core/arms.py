@@ -124,6 +124,9 @@ INDEX_TYPES = ("flat", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq")
 # query's nprobes / refine_factor / ef). `flat` is no index: every query scans every row, exactly.
 INDEX_PARAMS = {
     "flat": (),
+    "ivf_flat": ("num_partitions", "nprobes"),
+    "ivf_sq": ("num_partitions", "nprobes", "refine_factor"),
+    "ivf_rq": ("num_partitions", "nprobes", "refine_factor"),
     "ivf_pq": ("num_partitions", "num_sub_vectors", "num_bits", "nprobes", "refine_factor"),
     "ivf_hnsw_sq": ("num_partitions", "m", "ef_construction", "nprobes", "refine_factor", "ef"),
     "ivf_hnsw_pq": ("num_partitions", "num_sub_vectors", "num_bits", "m", "ef_construction", "nprobes", "refine_factor",
@@ -139,7 +142,7 @@ class VectorIndexConfig(Frozen):
     The build parameters (BUILD) are the `vector_index` artifact's key; the query parameters (QUERY) the retrieval
     rows' (core.artifacts), so arms that differ only in nprobes, refine_factor or ef search one index build."""
 
-    type: Literal["flat", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq"] = "flat"
+    type: Literal["flat", "ivf_flat", "ivf_sq", "ivf_rq", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq"] = "flat"
     num_partitions: int | None = Field(default=None, gt=0)
     num_sub_vectors: int | None = Field(default=None, gt=0)
     # Bits per PQ code: 8 (256 centroids per sub-vector, LanceDB's default) or 4 (16, a coarser code).
