@@ -48,7 +48,7 @@ import numpy as np
 from rag_ttc_assets.adapters import embeddings, vectors
 from rag_ttc_assets.adapters.wice import WiceError, read_wice
 from rag_ttc_assets.bench import scale
-from rag_ttc_assets.core.ann import resolve_build
+from rag_ttc_assets.core.ann import resolve_build, resolve_query
 from rag_ttc_assets.core.arms import VectorIndexConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION, chunk_corpus
 
@@ -63,8 +63,8 @@ TARGET_RECALL, TARGET_P95_MS = 0.95, 20.0
 TYPES = ("ivf_sq", "ivf_rq", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq")
 # The query settings swept on one build per index type (LanceDB's own query parameters).
 SWEEP: dict[str, list[dict]] = {
-    "ivf_sq": [{"nprobes": p, "refine_factor": r} for r in (1, 5) for p in (10, 20, 40, 80, 160)],
-    "ivf_rq": [{"nprobes": p, "refine_factor": r} for r in (1, 10) for p in (10, 20, 40, 80, 160)],
+    "ivf_sq": [{"nprobes": p, "refine_factor": r} for r in (1, 5) for p in (10, 20, 40, 80, 160)] + [{}],
+    "ivf_rq": [{"nprobes": p, "refine_factor": r} for r in (1, 10) for p in (10, 20, 40, 80, 160)] + [{}],
     "ivf_pq": [{"nprobes": p, "refine_factor": r} for r in (1, 10) for p in (5, 10, 20, 40, 80)],
     "ivf_hnsw_sq": [{"nprobes": p, "ef": e} for e in (120, 300) for p in (5, 10, 20, 40, 80)],
     "ivf_hnsw_pq": [{"nprobes": p, "ef": 150, "refine_factor": r} for r in (1, 5) for p in (5, 10, 20, 40, 80)],
@@ -199,7 +199,8 @@ def measure_type(folder: Path, table_dir: Path, index_type: str, n: int, dim: in
         q = {k: v for k, v in query.items() if not (k == "refine_factor" and v == 1)}
         if q.get("nprobes", 0) > params["num_partitions"]:  # a small table: more probes than partitions
             continue
-        VectorIndexConfig(type=index_type, **q)  # as an arm would take it (an error here is a bad SWEEP entry)
+        # As an arm would take it (an error here is a bad SWEEP entry); `{}` measures the lab's defaults for the type.
+        q = resolve_query(VectorIndexConfig(type=index_type, **q), params)
         index = vectors.VectorIndex(dest, query=q)
         index.search(qvecs[0], K)  # warm: the first query opens the index files
         times, recalls = [], []

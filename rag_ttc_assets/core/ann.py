@@ -83,6 +83,25 @@ def query_params(vi: VectorIndexConfig) -> dict[str, int]:
     return {f: getattr(vi, f) for f in ("nprobes", "refine_factor", "ef") if getattr(vi, f) is not None}
 
 
+# The lab's own query defaults for the quantized IVF scans, chosen from the recall-latency curve of
+# `rag-ttc bench --only ann_realistic` (docs/ann.md): a third of the partitions probed, and the candidates re-ranked
+# by exact distance (refine_factor). An arm's own setting wins. The older types keep LanceDB's per-query defaults,
+# so no arm built before these existed changes its retrieval rows.
+PROBED_SHARE = {"ivf_sq": 3, "ivf_rq": 3}  # nprobes = ceil(partitions / this)
+REFINE_FACTOR = {"ivf_sq": 5, "ivf_rq": 10}
+
+
+def resolve_query(vi: VectorIndexConfig, build: dict[str, Any]) -> dict[str, int]:
+    """The query parameters a search of the index `build` (resolve_build's output, as the index records it) uses:
+    the arm's own, then the lab's defaults for its type (PROBED_SHARE, REFINE_FACTOR)."""
+    out = query_params(vi)
+    if vi.type in PROBED_SHARE and "nprobes" not in out:
+        out["nprobes"] = max(1, math.ceil(int(build["num_partitions"]) / PROBED_SHARE[vi.type]))
+    if vi.type in REFINE_FACTOR and "refine_factor" not in out:
+        out["refine_factor"] = REFINE_FACTOR[vi.type]
+    return out
+
+
 def ann_recall(ann_ids: list[str], exact_ids: list[str]) -> float | None:
     """Share of the exact list the approximate list kept (both cut at the same k); None for an empty exact list."""
     if not exact_ids:

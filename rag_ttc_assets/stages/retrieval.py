@@ -53,7 +53,8 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
     import numpy as np
     read = usage.SOURCES[cfg.retrieval]
     bm = BM25Index(bm25_built.path / "tantivy") if usage.BM25_INDEX in read else None
-    vi = (VectorIndex(vec_built.location("lancedb"), query=ann.query_params(cfg.vector_index))
+    vi = (VectorIndex(vec_built.location("lancedb"),
+                      query=ann.resolve_query(cfg.vector_index, vec_built.manifest["info"]["vector_index"]))
           if usage.VECTOR_INDEX in read else None)
     approximate = vi is not None and cfg.vector_index.approximate
     qvecs = read_question_embeddings(qemb) if vi is not None else {}

@@ -14,7 +14,7 @@ from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import Built, Table
 from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.adapters.vectors import VectorIndex
-from rag_ttc_assets.core.ann import query_params
+from rag_ttc_assets.core.ann import resolve_query
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 from rag_ttc_assets.core.chunking import Chunk
@@ -115,7 +115,8 @@ class Lookup:
         self.cfg = cfg
         self.bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None
         # The same index and query parameters as the arm's retrieval rows (core.ann).
-        self.vi = (VectorIndex(vec_built.location("lancedb"), query=query_params(cfg.vector_index))
+        self.vi = (VectorIndex(vec_built.location("lancedb"),
+                               query=resolve_query(cfg.vector_index, vec_built.manifest["info"]["vector_index"]))
                    if cfg.retrieval in ("vector", "rrf") else None)
         self.chunk_docs = chunk_docs
         self.store = store  # where an ONNX embedding model is exported (the arm's lab's store)

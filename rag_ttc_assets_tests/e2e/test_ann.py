@@ -33,6 +33,7 @@ arms:
   exact: {{}}
   ann-coarse: {{vector_index: {json.dumps(COARSE)}}}
   ann-coarse-nprobes-2: {{vector_index: {json.dumps({**COARSE, "nprobes": 2})}}}
+  ann-rq: {{vector_index: {{type: ivf_rq, num_partitions: 8}}}}
 """
 
 
@@ -124,6 +125,26 @@ def test_an_nprobes_sweep_shares_one_index_build(pyref_lab, capsys):
     # One LanceDB table and index for both arms; one retrieval build each (query parameters key the rows).
     assert len(_built(lab, "vector_index")) == 1
     assert len(_built(lab, "retrieval_rows")) == 2
+
+
+def test_a_quantized_scan_without_query_parameters_searches_with_the_lab_defaults(pyref_lab, capsys):
+    """An ivf_rq arm that sets no query parameters is searched with core.ann's defaults for its type (a third of its
+    8 partitions probed: 3; refine_factor 10): its approximate lists are LanceDB's, called directly with those."""
+    lab = pyref_lab
+    _run(capsys, "run", "ann-rq", "--stage", "retrieval")
+    arm = ArmInputs(lab, "ann-rq")
+    vec = arm.vectors
+    assert vec.manifest["info"]["index"]["index_type"] == "IVF_RQ"
+    assert vec.manifest["info"]["vector_index"] == {"type": "ivf_rq", "num_partitions": 8}
+    table = vectors._lancedb().connect(str(vec.path / "lancedb")).open_table(vectors.TABLE)
+    qvecs = indexes.read_question_embeddings(arm.question_embeddings)
+    rows = lab.store.read_table("ann-rq", Table.RETRIEVAL_ROWS)
+    k = arm.cfg.retrieve_k
+    for qid, got in zip(rows["query_id"].to_list(), rows["vector_chunk_ids"].to_list(), strict=True):
+        query = (table.search(np.asarray(qvecs[qid], dtype=np.float32)).distance_type("cosine").nprobes(3)
+                 .refine_factor(10).limit(k + OVERFETCH).select(["chunk_id", "_distance"]).to_arrow())
+        hits = zip(query.column("chunk_id").to_pylist(), query.column("_distance").to_pylist())
+        assert got == [cid for cid, _ in sorted(hits, key=lambda h: (-(1.0 - float(h[1])), h[0]))][:k], qid
 
 
 BAD = [
