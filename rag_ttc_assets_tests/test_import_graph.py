@@ -1,5 +1,5 @@
 """The package's import graph, built from the source with `ast`: no cycle among its modules (imports inside
-functions counted, relative imports resolved), every import within the layers of docs/architecture.md, and a
+functions and under `if TYPE_CHECKING:` counted, relative imports resolved), every import within the layers of docs/architecture.md, and a
 function-level import of the package's own code only with a `# late: <reason>` comment (an optional or heavy
 dependency that must load when the function runs, not when its module is imported).
 
@@ -42,6 +42,7 @@ class Import:
     target: str  # the imported module of the package
     line: int
     in_function: bool
+    type_only: bool = False  # under `if TYPE_CHECKING:`: never run, but still a dependency of the design
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -56,7 +57,8 @@ def modules(root: Path) -> dict[str, Path]:
 
 
 def _is_type_checking(node: ast.AST) -> bool:
-    """`if TYPE_CHECKING:`: its imports never run, so they are no edge."""
+    """`if TYPE_CHECKING:`: its imports never run, but a module that names another's types depends on it, so they
+    are edges like any other (a cycle hidden under TYPE_CHECKING is still a cycle in the design)."""
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
@@ -80,19 +82,22 @@ def imports(root: Path) -> list[Import]:
                 module = node.module or ""
             return [f"{module}.{a.name}" if f"{module}.{a.name}" in mods else module for a in node.names]
 
-        def visit(nodes, in_function: bool) -> None:
+        def visit(nodes, in_function: bool, type_only: bool) -> None:
             for node in nodes:
                 if _is_type_checking(node):
+                    assert isinstance(node, ast.If)
+                    visit(node.body, in_function, True)
+                    visit(node.orelse, in_function, type_only)
                     continue
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
                     for t in targets(node):
                         if t.split(".")[0] == package and t in mods and t != name:
-                            out.append(Import(name, t, node.lineno, in_function))
+                            out.append(Import(name, t, node.lineno, in_function, type_only))
                     continue
                 inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                visit(ast.iter_child_nodes(node), inner)
+                visit(ast.iter_child_nodes(node), inner, type_only)
 
-        visit(ast.parse(path.read_text(encoding="utf-8"), str(path)).body, False)
+        visit(ast.parse(path.read_text(encoding="utf-8"), str(path)).body, False, False)
     return out
 
 
@@ -258,16 +263,17 @@ CLEAN = {
     "pkg/stages/__init__.py": "",
     "pkg/stages/a.py": "from pkg.core import x\n\n\ndef f():\n    from . import b  # late: b loads a heavy library\n"
                        "    return b.g() + x.VALUE\n",
-    "pkg/stages/b.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from pkg.stages import a\n\n\n"
-                       "def g():\n    return 2\n",
+    "pkg/stages/b.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from pkg.core import x\n\n\n"
+                       "def g() -> x.Value:\n    return 2\n",
 }
 
 
 def test_a_clean_package_passes_every_check(tmp_path) -> None:
     root = _write(tmp_path, CLEAN) / "pkg"
     edges = imports(root)
-    assert {(e.source, e.target, e.in_function) for e in edges} == {
-        ("pkg.stages.a", "pkg.core.x", False), ("pkg.stages.a", "pkg.stages.b", True)}  # TYPE_CHECKING: no edge
+    assert {(e.source, e.target, e.in_function, e.type_only) for e in edges} == {
+        ("pkg.stages.a", "pkg.core.x", False, False), ("pkg.stages.a", "pkg.stages.b", True, False),
+        ("pkg.stages.b", "pkg.core.x", False, True)}  # TYPE_CHECKING: an edge, marked type-only
     assert_acyclic(root)
     assert_layered(root)
     assert_late_imports_explained(root)
@@ -281,6 +287,18 @@ def test_a_planted_cycle_through_a_function_level_relative_import_fails_naming_i
         "pkg.stages.a -> pkg.stages.b -> pkg.stages.c -> pkg.stages.a"]
     with pytest.raises(AssertionError, match=r"import cycles .*\n\s+pkg\.stages\.a -> pkg\.stages\.b -> "
                                              r"pkg\.stages\.c -> pkg\.stages\.a\n"):
+        assert_acyclic(root)
+
+
+def test_a_planted_cycle_through_a_type_checking_import_fails_naming_it(tmp_path) -> None:
+    """An import under `if TYPE_CHECKING:` never runs, but a module naming another's types depends on it: a cycle
+    through one is a cycle of the design (as cli.annotate and its page had, one importing the other's class back
+    for a type)."""
+    root = _write(tmp_path, {**CLEAN, "pkg/stages/b.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                                                         "    from pkg.stages.a import f\n\n\n"
+                                                         "def g():\n    return 2\n"}) / "pkg"
+    assert [_cycle_text(c) for c in cycles(graph(imports(root)))] == ["pkg.stages.a -> pkg.stages.b -> pkg.stages.a"]
+    with pytest.raises(AssertionError, match=r"pkg\.stages\.a -> pkg\.stages\.b -> pkg\.stages\.a"):
         assert_acyclic(root)
 
 
