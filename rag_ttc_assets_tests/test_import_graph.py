@@ -1,7 +1,7 @@
 """The package's import graph, built from the source with `ast`: no cycle among its modules (imports inside
 functions and under `if TYPE_CHECKING:` counted, relative imports resolved), every import within the layers of
-docs/architecture.md, and a function-level import of the package's own code only with a `# late: <reason>` comment (an optional or heavy
-dependency that must load when the function runs, not when its module is imported).
+docs/architecture.md, and a function-level import of the package's own code only with a `# late: <reason>`
+comment (an optional or heavy dependency that must load when the function runs, not when its module is imported).
 
 Each rule is also run on a small package written by the test, with the fault planted, so the checks can fail."""
 
