@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import rag_ttc_assets.bench as package
 
-ORDER = ("retrieval", "embedding", "k_sweep", "unused_index", "metrics", "dagster_overhead", "memory",
+ORDER = ("retrieval", "embedding", "offline_answers", "offline_judging", "k_sweep", "unused_index", "metrics", "dagster_overhead", "memory",
          "onnx_embedding", "code_location_import", "report", "import")
 NOT_MEASUREMENTS = ("__main__", "ann_realistic", "command", "growth", "harness", "labs", "registry", "scale")  # modules that register none
 

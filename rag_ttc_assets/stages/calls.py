@@ -128,14 +128,37 @@ class Caller:
         jurors ...) answers in this process: its calls reach no provider, so a juror's never count as provider calls."""
         return is_offline_baseline(self.cfg.model)
 
+    def _key(self, messages: list[dict], sample_index: int, tools: list[dict] | None,
+             response_format: dict | None) -> str:
+        params = {**self.cfg.params, **({"tools": tools} if tools else {}),
+                  **({"response_format": response_format} if response_format else {})}
+        return self.cache.key(self.cfg.model, messages, params, sample_index, self.cfg.api_base, self.rules)
+
+    def prefetch(self, planned: Sequence[tuple[list[dict], dict | None, JudgeInput | None]] = (),
+                 chains: Sequence[tuple[list[dict], dict | None, Callable[[Callable[[JudgeInput], str]], None]]] = ()
+                 ) -> int:
+        """For an offline baseline that embeds: encode in one batched pass every text its rules will embed over the
+        `planned` calls (messages, response_format, judge records) that the cache will not serve, so each call only
+        looks its vectors up (adapters.offline_prefetch). `chains`: a judge's calls for one answer, run in order by
+        the function given (each call's records built from the last reply), prefetched when the cache will not serve
+        their first call (messages, response_format). Any other model: nothing. Returns the texts encoded."""
+        if not self.offline_baseline:
+            return 0
+        from rag_ttc_assets.adapters import offline_prefetch  # late: numpy and litellm load only when this runs
+
+        def served(messages: list[dict], rf: dict | None) -> bool:
+            return self.cache.get(self._key(messages, 0, None, rf)) is not None
+
+        cases = [(m, j) for m, rf, j in planned if not served(m, rf)]
+        runs = [fn for m, rf, fn in chains if not served(m, rf)]
+        return offline_prefetch.prefetch(self.cfg.model, cases, runs) if cases or runs else 0
+
     def call(self, messages: list[dict], sample_index: int = 0, tools: list[dict] | None = None,
              response_format: dict | None = None, judge_input: JudgeInput | None = None) -> Call:
         """One call; `response_format` (core.response_formats) asks the server for a reply of that JSON schema.
         `judge_input`: the records a judge stage rendered `messages` from; an offline judge reads them (the cache key
         is the messages' either way)."""
-        params = {**self.cfg.params, **({"tools": tools} if tools else {}),
-                  **({"response_format": response_format} if response_format else {})}
-        key = self.cache.key(self.cfg.model, messages, params, sample_index, self.cfg.api_base, self.rules)
+        key = self._key(messages, sample_index, tools, response_format)
         # Archived now: a tool conversation appends to `messages` after the call.
         sent = self.archive.put(messages, tools) if self.archive is not None else digest_of(messages, tools)
         hit = self.cache.get(key)

@@ -77,6 +77,10 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
             log.write(row)
         return row
 
+    if cfg.supply != "tool":  # an offline answerer's texts encoded in one pass (a tool arm's depend on its lookups)
+        caller.prefetch([(answer_messages(prompt, q, evidence_pairs(ctx[q.id], chunk_text), tools.index_text,
+                                          cfg.requests_in_prompt),
+                          response_format(cfg.response_format, answer_reply(prompt.text)), None) for q in questions])
     rows = pooled(one, questions, ANSWERS.workers(cfg), progress, "answering", "answered", "questions")
     return table_frame(Table.ANSWERS, rows)
 
@@ -185,8 +189,31 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
     # "judged 280 answers"; with `judge: none`, "no support judge (judge: none), 280 answers unjudged".
     words = (("judging", "judged", "answers") if support_judge
              else ("recording", "no support judge (judge: none),", "answers unjudged"))
+    if support_judge and caller is not None:  # an offline judge's texts encoded in one pass
+        valid = [c for c in contracts.rows(named=True) if c[CON.status] in (VALID, FREE_TEXT)]
+        caller.prefetch(chains=[_statement_chain(qs[c[CON.query_id]], c[CON.answer],
+                                                 [t for _, t in evidence_pairs(ctx[c[CON.query_id]], chunk_text)],
+                                                 prompts, cfg.response_format) for c in valid])
     rows = pooled(one, contracts.rows(named=True), JUDGE.workers(cfg), progress, *words)
     return table_frame(Table.JUDGE_VERDICTS, rows)
+
+
+def _statement_chain(q: Question, answer: str, evidence: list[str], prompts: dict[str, Prompt], mode: str):
+    """(first call's messages, its response_format, the chain): `_judge_valid`'s calls for one answer in its order,
+    through a `reply` that stands for the judge (Caller.prefetch)."""
+    def chain(reply) -> None:
+        try:
+            statements = judging.parse_statements(reply(ExtractStatements.of(q.text, answer)))
+        except judging.JudgeParseError:
+            return
+        if statements:
+            reply(VerifyStatements.of(q.text, statements, evidence))
+            gold = [text for _, text in gold_texts(q)]
+            if gold:
+                reply(VerifyAgainstGold.of(q.text, statements, gold))
+
+    first = [{"role": "user", "content": prompts["statements"].render(question=q.text, answer=answer)}]
+    return first, response_format(mode, "statements"), chain
 
 
 def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[str, Prompt], caller: Caller,

@@ -167,6 +167,12 @@ def judge_requests(cfg: ArmConfig, questions: list[Question], contracts: pl.Data
                 log.write(row)
         return rows
 
+    if cfg.request_judge.kind != ENTAILMENT:  # an offline judge's texts encoded in one pass
+        valid = [(q, rows_by_q[q.id]) for q in answerable
+                 if q.id in rows_by_q and rows_by_q[q.id][CON.status] in (VALID, FREE_TEXT)]
+        caller.prefetch([(request_judge_messages(prompt, q, c),
+                          response_format(cfg.response_format, "request_judgments"), request_judge_input(q, c))
+                         for q, c in valid])
     doing, done = ("request-judging", "request-judged") if juror is None else (
         f"request-judging by {juror}", f"{juror} request-judged")
     rows = [row for rs in pooled(one, answerable, REQUEST_JUDGE.workers(cfg), progress, doing, done, "questions")
