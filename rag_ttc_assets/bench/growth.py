@@ -190,7 +190,7 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
     def med(name, k):
         return statistics.median(t[k] for t in runs[name]) if runs[name] else None
 
-    return {"documents": len(ds.corpus.documents), "chunks": int(ch.manifest["info"]["chunks"]),
+    return {"documents": len(ds.corpus), "chunks": int(ch.manifest["info"]["chunks"]),
             "questions": rows.height, "embedded": embed, "repeat": repeat,
             "seconds": {s: med(s, 0) for s in STEPS}, "cpu_seconds": {s: med(s, 1) for s in STEPS},
             "runs": {s: [t[0] for t in v] for s, v in runs.items()},
