@@ -60,3 +60,13 @@ def test_text_with_a_lone_surrogate_reads_back_as_parsed():
     table = CorpusTable.from_documents(Corpus.model_validate(json.loads('{"documents":[{"id":"a","text":"x\\ud800"}]}'))
                                        .documents)
     assert table.texts["a"] == "x\ud800"
+
+
+@pytest.mark.parametrize("window", [3, 7, 64])
+def test_the_cuts_do_not_depend_on_the_scanning_window(monkeypatch, window):
+    docs = [{"id": f"d{i}", "text": "\\" * (i % 5) + '"' + "\\" * (i % 3) + "]}{[" + '\\"'} for i in range(40)]
+    data = json.dumps({"documents": docs}).encode()
+    whole = split_documents(data, 3)
+    monkeypatch.setattr("rag_ttc_assets.core.corpus_table._WINDOW", window)
+    assert split_documents(data, 3) == whole and len(whole) == 14
+    assert [d["text"] for d in docs] == [d.text for d in parse_corpus(data, 3).documents()]
