@@ -3,8 +3,9 @@
 For each chunk count (default 1,000, 5,000, 10,000, 25,000 and 50,000 chunks of the baseline arm's
 chunking) a synthetic dataset is written with `labs.write_scaled_dataset`, taking the smallest
 number of documents that gives at least that many chunks (the seeded generator makes every
-smaller dataset a prefix of a larger one). Each size then runs in a fresh child process, so the
-peak resident memory is that size's alone, and times the product's own functions, in order:
+smaller dataset a prefix of a larger one), in a child of its own (`write_size`). Each size then runs
+in a fresh child process started by a parent that never held a corpus, so the peak resident memory
+is that size's alone, and times the product's own functions, in order:
 
     dataset         stages.ingest.bind_dataset as every asset calls it: the dataset was parsed and
                     validated once in the warm-up, so this is core.dataset's in-process cache
@@ -190,7 +191,7 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
     def med(name, k):
         return statistics.median(t[k] for t in runs[name]) if runs[name] else None
 
-    return {"documents": len(ds.corpus.documents), "chunks": int(ch.manifest["info"]["chunks"]),
+    return {"documents": len(ds.corpus), "chunks": int(ch.manifest["info"]["chunks"]),
             "questions": rows.height, "embedded": embed, "repeat": repeat,
             "seconds": {s: med(s, 0) for s in STEPS}, "cpu_seconds": {s: med(s, 1) for s in STEPS},
             "runs": {s: [t[0] for t in v] for s, v in runs.items()},
@@ -209,8 +210,15 @@ def _slices(parquet: Path, columns: list[str]):
         yield start, lazy.slice(start, vectors.BATCH_ROWS).collect()
 
 
-def _run_child(spec: labs.LabSpec, home: Path, embed: bool, repeat: int) -> dict:
-    return harness.run_child("growth.growth_child", [json.dumps(spec.as_json()), str(home), embed, repeat], "growth",
+def write_size(root: str, n_docs: int) -> dict:
+    """In a child of its own: write one size's synthetic dataset and arms file under `root`; return the lab spec
+    (`LabSpec.as_json`). Writing a million chunks' corpus peaks at about 5.8 GB, and a child started by a parent that
+    large reports that peak as its own (ru_maxrss survives fork and exec), as the measured size's child did."""
+    return labs.scaled_spec(Path(root), n_docs).as_json()
+
+
+def _run_child(spec: dict, home: Path, embed: bool, repeat: int) -> dict:
+    return harness.run_child("growth.growth_child", [json.dumps(spec), str(home), embed, repeat], "growth",
                            stream_stderr=True)
 
 
@@ -242,7 +250,7 @@ def run_growth(chunks: list[int] | None = None, embed_max: int = DEFAULT_EMBED_M
             harness.log(f"growth: {target} chunks -> {n_docs} documents ({expected} chunks), "
                        f"{'embedding' if embed else 'random vectors, embedding not measured'}")
             root = harness.fresh_home(base, f"size-{target}")
-            spec = labs.scaled_spec(root, n_docs)
+            spec = harness.run_child("growth.write_size", [str(root), n_docs], "growth dataset")
             rec = _run_child(spec, root / "home", embed, repeat)
             rec["target_chunks"] = target
             results.append(rec)

@@ -8,11 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from rag_ttc_assets.core.corpus_table import CorpusTable, parse_corpus
 from rag_ttc_assets.core.records import Corpus, Evaluation
 from rag_ttc_assets.core.derive_requests import apply_derivation, needs_derivation
 
@@ -68,7 +70,7 @@ class Dataset:
     name: str
     corpus_path: Path
     evaluation_path: Path
-    corpus: Corpus
+    corpus: CorpusTable  # the documents as Arrow columns (core.corpus_table): lookups and slices, not models
     evaluation: Evaluation
     corpus_digest: str
     evaluation_digest: str
@@ -77,8 +79,9 @@ class Dataset:
     labels: dict = dc_field(default_factory=dict)
 
     @property
-    def documents_by_id(self) -> dict[str, str]:
-        return {d.id: d.text for d in self.corpus.documents}
+    def documents_by_id(self) -> Mapping[str, str]:
+        """Document id -> text, in corpus order, each text read from the corpus table when looked up."""
+        return self.corpus.texts
 
 
 def sha256_digest(data: bytes) -> str:
@@ -145,23 +148,37 @@ def _read_model(model, path: Path, data: bytes | None, list_key: str, problems: 
     return (_parse(model, raw, path, list_key, problems) if raw is not None else None), data
 
 
-def _check_corpus(corpus: Corpus, path: Path, problems: list[Problem]) -> None:
-    if not corpus.documents:
+def _read_corpus(path: Path, data: bytes | None, problems: list[Problem]) -> tuple[CorpusTable | None, bytes | None]:
+    """(the corpus as a CorpusTable, the bytes), or (None, bytes) with the problems named. A valid file is validated
+    a slice of documents at a time into Arrow columns (core.corpus_table.parse_corpus: at a million chunks the
+    documents as models were 2 GB, their parse 4 GB); a file that fails it is read again the long way, which names
+    each problem's record and field."""
+    if data is not None and not data.startswith(b"\xef\xbb\xbf"):
+        corpus = parse_corpus(data)
+        if corpus is not None:
+            return corpus, data
+    data, raw = _decode_json(path, data, problems)
+    model = _parse(Corpus, raw, path, "documents", problems) if raw is not None else None
+    return (CorpusTable.from_documents(model.documents) if model is not None else None), data
+
+
+def _check_corpus(corpus: CorpusTable, path: Path, problems: list[Problem]) -> None:
+    if not len(corpus):
         problems.append(Problem(str(path), "(top level)", "documents", "the corpus has no documents"))
     seen: set[str] = set()
-    for i, doc in enumerate(corpus.documents):
-        record = f"documents[{i}] (id {doc.id!r})"
-        if doc.id in seen:
-            problems.append(Problem(str(path), record, "id", f"duplicate document id {doc.id!r}"))
-        seen.add(doc.id)
-        if not doc.text.strip():
+    for i, (doc_id, text) in enumerate(corpus.id_texts()):
+        record = f"documents[{i}] (id {doc_id!r})"
+        if doc_id in seen:
+            problems.append(Problem(str(path), record, "id", f"duplicate document id {doc_id!r}"))
+        seen.add(doc_id)
+        if not text.strip():
             problems.append(Problem(str(path), record, "text", "empty document text"))
 
 
 _BLANK_GOLD = "empty gold answer; write the expected answer or leave the field out"
 
 
-def _check_evaluation(ev: Evaluation, docs: dict[str, str] | None, path: Path, problems: list[Problem],
+def _check_evaluation(ev: Evaluation, docs: Mapping[str, str] | None, path: Path, problems: list[Problem],
                       derivation_failed: bool = False) -> None:
     """`derivation_failed`: the derived-requests file was refused (its problems are listed), so a question that
     would get derived requests has none; that is said once, by the file's problems, not once a question."""
@@ -213,7 +230,7 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
     (derived_requests.json's path and bytes) when it has them, else by the offline rule.
     """
     problems: list[Problem] = []
-    corpus, cbytes = _read_model(Corpus, cpath, corpus_bytes, "documents", problems)
+    corpus, cbytes = _read_corpus(cpath, corpus_bytes, problems)
     evaluation, ebytes = _read_model(Evaluation, epath, evaluation_bytes, "questions", problems)
     cdigest = sha256_digest(cbytes) if cbytes is not None else ""
     if evaluation is not None and cbytes is not None and evaluation.corpus_digest != cdigest:
@@ -231,7 +248,7 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
         evaluation = _derive(evaluation, sha256_digest(ebytes), corpus, derived, problems, name)
         derivation_failed = bool(problems)
     if evaluation is not None:
-        docs = {doc.id: doc.text for doc in corpus.documents} if corpus is not None else None
+        docs = corpus.texts if corpus is not None else None
         _check_evaluation(evaluation, docs, epath, problems, derivation_failed)
     if problems:
         raise DatasetError(problems)
@@ -272,7 +289,7 @@ def labels_line(labels: dict) -> str:
             "left out; `rag-ttc labels check` lists them)")
 
 
-def _derive(evaluation: Evaluation, digest: str, corpus: Corpus, derived: tuple[Path, bytes] | None,
+def _derive(evaluation: Evaluation, digest: str, corpus: CorpusTable, derived: tuple[Path, bytes] | None,
             problems: list[Problem], name: str) -> Evaluation:
 
     file = None
@@ -282,7 +299,7 @@ def _derive(evaluation: Evaluation, digest: str, corpus: Corpus, derived: tuple[
         if found:
             problems.extend(found)
             return evaluation
-    out, found_ = apply_derivation(evaluation, digest, {d.id: d.text for d in corpus.documents}, file,
+    out, found_ = apply_derivation(evaluation, digest, corpus.texts, file,
                                    str(derived[0]) if derived else "", name)
     problems.extend(Problem(str(derived[0]) if derived else "", *p) for p in found_)
     return out
@@ -291,7 +308,7 @@ def _derive(evaluation: Evaluation, digest: str, corpus: Corpus, derived: tuple[
 def dataset_counts(ds: Dataset) -> dict[str, int]:
     qs = ds.evaluation.questions
     return {
-        "documents": len(ds.corpus.documents),
+        "documents": len(ds.corpus),
         "questions": len(qs),
         "multi_part": sum(1 for q in qs if len(q.requests) > 1),
         "requests": sum(len(q.requests) for q in qs),

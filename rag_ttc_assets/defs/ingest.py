@@ -40,7 +40,7 @@ def corpus_binding(context: AssetExecutionContext, lab: LabResource) -> Material
             "corpus_file": MetadataValue.path(str(ds.corpus_path)),
             "corpus_digest": ds.corpus_digest,
             "effective_config": MetadataValue.json(cfg.model_dump(mode="json")),
-            "documents": MetadataValue.int(len(ds.corpus.documents)),
+            "documents": MetadataValue.int(len(ds.corpus)),
         },
         data_version=version_of(ds.corpus_digest),
     )

@@ -46,8 +46,8 @@ def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
         # objects all at once (a million chunks as models and dicts were several GB); the one frame written is the
         # frame a single pass would build, row for row.
         schema, frames, batch = chunk_schema(), [], []
-        for d in ds.corpus.documents:
-            batch.extend(c.model_dump() for c in chunk_text(d.id, d.text, cfg.chunk_runes, cfg.overlap_runes))
+        for doc_id, text in ds.corpus.id_texts():
+            batch.extend(c.model_dump() for c in chunk_text(doc_id, text, cfg.chunk_runes, cfg.overlap_runes))
             if len(batch) >= BATCH_ROWS:
                 frames.append(schema_frame("chunks", schema, batch, "stages/ingest.py, chunk_schema"))
                 batch = []
@@ -56,7 +56,7 @@ def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
         df = pl.concat(frames, rechunk=True)
         del frames, batch
         df.write_parquet(tmp / "chunks.parquet")
-        return {"chunks": df.height, "documents": len(ds.corpus.documents), "chunker": CHUNKER_VERSION}
+        return {"chunks": df.height, "documents": len(ds.corpus), "chunker": CHUNKER_VERSION}
 
     return lab.store.build_once(artifacts.CHUNKS.name, key, builder)
 

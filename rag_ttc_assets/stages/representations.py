@@ -77,16 +77,15 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
     `caller_for` (the asset's provider resource)."""
     prompt = builder_prompt(lab, cfg)
     ident = builder_identity(cfg, prompt)
-    docs = {d.id: d for d in ds.corpus.documents}
+    titles, texts = ds.corpus.values("title", (c.doc_id for c in chunks)), ds.corpus.texts
     if prompt is None:
-        rows = [_row(c, ident, text=represent(c, docs[c.doc_id].title, cfg.representation)) for c in chunks]
+        rows = [_row(c, ident, text=represent(c, titles[c.doc_id], cfg.representation)) for c in chunks]
         return _frame(rows)
     caller = caller_for(REPRESENTATION_BUILDER, lab, cfg)  # its cache namespace is per era (core.roles)
     counts = Counter(c.doc_id for c in chunks)
 
     def one(c: Chunk) -> dict:
-        d = docs[c.doc_id]
-        call = caller.call(representation_messages(prompt, d.title, d.text, c, counts[c.doc_id]))
+        call = caller.call(representation_messages(prompt, titles[c.doc_id], texts[c.doc_id], c, counts[c.doc_id]))
         fields = {"provider_calls": int(call.counts_as_provider_call),
                   "cache_hit": call.cache_hit, "input_tokens": call.input_tokens, "output_tokens": call.output_tokens,
                   "cost_usd": call.cost_usd, "attempts": call.attempts, "messages_digest": call.messages_digest,
@@ -111,9 +110,10 @@ def template_rows(cfg: ArmConfig, ds: Dataset, batches: Iterable[list[Chunk]]) -
     import polars as pl
 
     ident = builder_identity(cfg, None)
-    titles = {d.id: d.title for d in ds.corpus.documents}
-    frames = [_frame([_row(c, ident, text=represent(c, titles[c.doc_id], cfg.representation)) for c in batch])
-              for batch in batches]
+    frames = []
+    for batch in batches:
+        titles = ds.corpus.values("title", (c.doc_id for c in batch))
+        frames.append(_frame([_row(c, ident, text=represent(c, titles[c.doc_id], cfg.representation)) for c in batch]))
     return pl.concat(frames, rechunk=True) if frames else _frame([])
 
 

@@ -48,7 +48,7 @@ def preloaded_chunks(cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], source: s
     for c in chunks:
         by_doc.setdefault(c.doc_id, []).append(c)
     if cfg.preloaded_documents == "all":
-        doc_ids = [d.id for d in ds.corpus.documents]
+        doc_ids = list(ds.corpus.ids())
     else:
         unknown = [d for d in cfg.preloaded_documents if d not in ds.documents_by_id]
         if unknown:
@@ -237,7 +237,7 @@ def supply_tools(arm) -> SupplyTools:
     rows), the retry prompt."""
     cfg = arm.cfg
     lookup = Lookup(cfg, arm.bm25, arm.vectors, arm.chunk_docs, arm.store) if cfg.supply == "tool" else None
-    return SupplyTools(index_text=title_index(arm.dataset.corpus.documents) if cfg.title_index else "",
+    return SupplyTools(index_text=title_index(arm.dataset.corpus.documents()) if cfg.title_index else "",
                        lookup=lookup, retry_prompt=arm.prompt("citation_retry_prompt") if cfg.citation_check else None)
 
 

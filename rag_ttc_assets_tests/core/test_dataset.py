@@ -327,7 +327,7 @@ def test_load_dataset_is_cached_by_the_files_bytes_and_sees_an_edit_at_once(tmp_
     docs = [*DOCS, {"id": "extra", "text": "A fourth document."}]
     write(d, corpus={"documents": docs})
     ds = load_dataset(d)
-    assert [doc.id for doc in ds.corpus.documents] == ["assert", "pass", "del", "extra"]
+    assert [doc.id for doc in ds.corpus.documents()] == ["assert", "pass", "del", "extra"]
     assert ds.corpus_digest == sha256_digest((d / "corpus.json").read_bytes())
     # An edited corpus the evaluation is not bound to fails every time, never a stale cached load.
     (d / "corpus.json").write_bytes((d / "corpus.json").read_bytes().replace(b"fourth", b"fifth!"))

@@ -52,11 +52,11 @@ def test_scaled_dataset_is_valid_and_digest_bound(tmp_path):
     a = load_dataset(write_scaled_dataset(tmp_path / "a", 40))
     b = load_dataset(write_scaled_dataset(tmp_path / "b", 40))
     bundled = load_dataset(PYREF)
-    assert len(a.corpus.documents) == 40
+    assert len(a.corpus) == 40
     assert a.corpus_digest == b.corpus_digest  # deterministic
     assert [q.text for q in a.evaluation.questions] == [q.text for q in bundled.evaluation.questions]
     targets = {t.doc_id for q in a.evaluation.questions for t in q.targets}
-    assert targets and targets <= {d.id for d in a.corpus.documents}
+    assert targets and targets <= set(a.corpus.ids())
     assert all(len(q.targets) <= 10 for q in a.evaluation.questions)
 
 
