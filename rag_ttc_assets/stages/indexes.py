@@ -88,3 +88,10 @@ def read_question_embeddings(built: Built) -> dict[str, np.ndarray]:
     ids = (built.path / "question_ids.txt").read_text(encoding="utf-8").split("\n")[:-1]
     vecs = np.load(built.path / "questions.npy")
     return dict(zip(ids, vecs))
+
+
+def open_vector_index(cfg: ArmConfig, vec_built: Built) -> vectors.VectorIndex:
+    """The arm's LanceDB table, searched with its query parameters resolved against the index it was built with
+    (core.ann.resolve_query: the arm's own, then the lab's defaults for its type)."""
+    build = (vec_built.manifest.get("info") or {}).get("vector_index", {})
+    return vectors.VectorIndex(vec_built.location("lancedb"), query=ann.resolve_query(cfg.vector_index, build))

@@ -14,7 +14,6 @@ from rag_ttc_assets.adapters import trec_eval
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.adapters.table_types import table_frame
-from rag_ttc_assets.adapters.vectors import VectorIndex
 from rag_ttc_assets.core import admission, ann, artifacts, metrics, usage
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
@@ -24,7 +23,7 @@ from rag_ttc_assets.core.measured import NO_TARGETS, measured_mean
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages.coverage import request_coverage
-from rag_ttc_assets.stages.indexes import read_question_embeddings
+from rag_ttc_assets.stages.indexes import open_vector_index, read_question_embeddings
 
 if TYPE_CHECKING:
     import polars as pl
@@ -53,9 +52,7 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
     import numpy as np
     read = usage.SOURCES[cfg.retrieval]
     bm = BM25Index(bm25_built.path / "tantivy") if usage.BM25_INDEX in read else None
-    vi = (VectorIndex(vec_built.location("lancedb"),
-                      query=ann.resolve_query(cfg.vector_index, vec_built.manifest["info"]["vector_index"]))
-          if usage.VECTOR_INDEX in read else None)
+    vi = open_vector_index(cfg, vec_built) if usage.VECTOR_INDEX in read else None
     approximate = vi is not None and cfg.vector_index.approximate
     qvecs = read_question_embeddings(qemb) if vi is not None else {}
     depth = max(SOURCE_DEPTH, cfg.retrieve_k)

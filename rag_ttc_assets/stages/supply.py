@@ -13,8 +13,6 @@ from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.bm25 import BM25Index
 from rag_ttc_assets.adapters.store import Built, Table
 from rag_ttc_assets.adapters.table_types import table_frame
-from rag_ttc_assets.adapters.vectors import VectorIndex
-from rag_ttc_assets.core.ann import resolve_query
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 from rag_ttc_assets.core.chunking import Chunk
@@ -28,6 +26,7 @@ from rag_ttc_assets.core.supply import (LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCal
                                         lookup_queries, parse_lookup_arguments, seamless_offsets, title_index)
 from rag_ttc_assets.stages.calls import Call, Caller
 from rag_ttc_assets.stages.coverage import request_coverage, request_support
+from rag_ttc_assets.stages.indexes import open_vector_index
 
 if TYPE_CHECKING:
     import polars as pl
@@ -115,9 +114,7 @@ class Lookup:
         self.cfg = cfg
         self.bm = BM25Index(bm25_built.path / "tantivy") if cfg.retrieval in ("bm25", "rrf") else None
         # The same index and query parameters as the arm's retrieval rows (core.ann).
-        self.vi = (VectorIndex(vec_built.location("lancedb"),
-                               query=resolve_query(cfg.vector_index, vec_built.manifest["info"]["vector_index"]))
-                   if cfg.retrieval in ("vector", "rrf") else None)
+        self.vi = open_vector_index(cfg, vec_built) if cfg.retrieval in ("vector", "rrf") else None
         self.chunk_docs = chunk_docs
         self.store = store  # where an ONNX embedding model is exported (the arm's lab's store)
         self.depth = max(SOURCE_DEPTH, cfg.lookup_top_n)
