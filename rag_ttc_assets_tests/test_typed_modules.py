@@ -17,7 +17,7 @@ STRICT = [
     "arm_summaries", "judge_summaries", "judge_inputs", "arms", "artifacts", "tables", "contract", "records", "label_sampling",
     "compare_guards", "phoenix_source", "prompt_markup", "prompts", "response_formats", "jsonl", "trec_files",
     "ann", "chunking", "contextual", "entailment", "eras", "fusion", "metrics", "multiple_testing",
-    "evidence_map", "lfqa", "progress", "pyramid", "representations", "usage", "wice",
+    "evidence_map", "lfqa", "progress", "pyramid", "representations", "usage", "wice", "diagnosis_inputs",
 ]
 
 

@@ -27,7 +27,7 @@ def cmd_diagnose(args) -> int:
     if args.baseline:
         lab.arms[args.baseline]
     try:
-        arms = select_arms(lab, args.arms, args.family, args.all)
+        arms = select_arms(lab.arms, lab.store, args.arms, args.family, args.all)
     except DiagnosisError as e:
         raise CliError(str(e)) from None
     if not arms:

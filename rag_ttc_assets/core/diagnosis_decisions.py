@@ -5,7 +5,7 @@ requests, each arm's completeness readings, the human labels' correction of the 
 instrument drift, small or unmeasurable pairs, skipped pairs) and the next experiments (combinations the sweep's
 findings point to, with their arms-file snippets).
 
-Pure: dicts in, sentences and text out.
+Pure: records (core.diagnosis_inputs) and the pair reports' dicts in, sentences and text out.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rag_ttc_assets.core.compare_metrics import outcome
+from rag_ttc_assets.core.diagnosis_inputs import ArmRecord, DiagnosisInputs
 from rag_ttc_assets.core.diagnosis_sentences import (MIN_PAIRED, QUALITY, Sentence, delta_kind, label_kind,
                                                      pair_link, shown, unmeasurable)
 
@@ -23,9 +24,9 @@ UPSTREAM = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context")  # suppo
 
 # -- decisions -----------------------------------------------------------------------------------------------------
 
-def _decide(rep: Mapping, sweep: Mapping) -> tuple[str | None, list[str], str]:
+def _decide(rep: Mapping, sweep: DiagnosisInputs) -> tuple[str | None, list[str], str]:
     """(the favoured arm or None, the reasons it is not a recommendation, the metric read)."""
-    arms = sweep["arms"]
+    arms = sweep.arms
     metric = rep.get("headline", "completeness")
     m = rep["metrics"].get(metric) or {}
     reasons = []
@@ -48,32 +49,29 @@ def _decide(rep: Mapping, sweep: Mapping) -> tuple[str | None, list[str], str]:
             reasons.append(f"the better arm, {favoured}, is an oracle (an upper bound, never a recommendation)")
         if label_kind(arms, favoured) == "counterfactual":
             reasons.append(f"the better arm, {favoured}, is counterfactual (a test, not a value to choose)")
-    for arm in (rep["a"], rep["b"]):
-        rec = arms.get(arm) or {}
-        if rec.get("offline_generator") or rec.get("offline_judge"):
-            reasons.append(f"the instrument is an offline baseline ({arm}: answers {rec['generator_model']}, "
-                           f"request judge {rec['request_judge_model']})")
+    recs = [(arm, arms[arm]) for arm in (rep["a"], rep["b"]) if arm in arms]
+    for arm, rec in recs:
+        if rec.offline_generator or rec.offline_judge:
+            reasons.append(f"the instrument is an offline baseline ({arm}: answers {rec.generator_model}, "
+                           f"request judge {rec.request_judge_model})")
             break
-    for arm in (rep["a"], rep["b"]):
-        rec = arms.get(arm) or {}
-        if rec.get("same_model") and not rec.get("offline_generator"):
-            reasons.append(f"the judge is the generator's model ({arm}: {rec['generator_model']})")
+    for arm, rec in recs:
+        if rec.same_model and not rec.offline_generator:
+            reasons.append(f"the judge is the generator's model ({arm}: {rec.generator_model})")
             break
-    for arm in (rep["a"], rep["b"]):
-        rec = arms.get(arm) or {}
-        if rec.get("requests_derived"):
+    for arm, rec in recs:
+        if rec.requests_derived:
             reasons.append(f"the requests were derived, not annotated ({arm})")
             break
-    for arm in (rep["a"], rep["b"]):
-        rec = arms.get(arm) or {}
-        total = rec.get("requests_total") or 0
-        if total and (total - rec.get("requests_measured", total)) / total > MAX_UNMEASURED:
-            reasons.append(f"too many requests not measured ({arm}: {rec['requests_measured']} measured of {total})")
+    for arm, rec in recs:
+        total = rec.requests_total
+        if total and (total - rec.requests_measured) / total > MAX_UNMEASURED:
+            reasons.append(f"too many requests not measured ({arm}: {rec.requests_measured} measured of {total})")
             break
     return favoured, reasons, metric
 
 
-def rule_decision(parameter: str, rep: Mapping, sweep: Mapping) -> Sentence:
+def rule_decision(parameter: str, rep: Mapping, sweep: DiagnosisInputs) -> Sentence:
     favoured, reasons, metric = _decide(rep, sweep)
     m = rep["metrics"].get(metric) or {}
     value = None
@@ -88,7 +86,7 @@ def rule_decision(parameter: str, rep: Mapping, sweep: Mapping) -> Sentence:
     else:
         s.t(f"{parameter}: not decided" + (f" (the data favour {value}, {favoured})" if favoured else "") + ": "
             + "; ".join(reasons) + f". Evidence: {rep['b']} against {rep['a']}, {metric} ")
-    s.n("delta", m.get("mean_delta"), delta_kind(metric), pair_link(rep, sweep["pages"])).t(" over ").n(
+    s.n("delta", m.get("mean_delta"), delta_kind(metric), pair_link(rep, sweep.pages)).t(" over ").n(
         "n", m.get("n", 0), "count").t(" paired cases, adjusted p ").n("p_adjusted", m.get("p_adjusted"), "p").t(".")
     return s.tested(m)
 
@@ -101,15 +99,15 @@ def rule_decision_untested(parameter: str, family: str) -> Sentence:
 
 # -- limitations ---------------------------------------------------------------------------------------------------
 
-def limitations(sweep: Mapping) -> list[Sentence]:
-    arms = sweep["arms"]
+def limitations(sweep: DiagnosisInputs) -> list[Sentence]:
+    arms = sweep.arms
     out = []
-    offline = sorted(a for a, r in arms.items() if r.get("offline_generator") or r.get("offline_judge"))
+    offline = sorted(a for a, r in arms.items() if r.offline_generator or r.offline_judge)
     if offline:
         s = Sentence("limit.offline_baseline", {"arms": offline})
-        models = sorted({arms[a]["generator_model"] for a in offline if arms[a].get("offline_generator")}
-                        | {arms[a]["request_judge_model"] for a in offline if arms[a].get("offline_judge")})
-        answered = [a for a in offline if arms[a].get("offline_generator")]
+        models = sorted({arms[a].generator_model for a in offline if arms[a].offline_generator}
+                        | {arms[a].request_judge_model for a in offline if arms[a].offline_judge})
+        answered = [a for a in offline if arms[a].offline_generator]
         # The offline answerer runs in the lab's own process: its latency is that process's compute, which an arm run
         # before it changes (the sentence embeddings it left cached), never a provider's.
         latency = ("; an offline answerer's latency is the lab process's own compute, which the arms run before it "
@@ -119,7 +117,7 @@ def limitations(sweep: Mapping) -> list[Sentence]:
             " arms (" + ", ".join(offline) + ") were answered or judged by " + ", ".join(models)
             + "; their numbers measure the harness and these baselines, not a deployed model" + latency + ".")
         out.append(s)
-    same = sorted(a for a, r in arms.items() if r.get("same_model") and not r.get("offline_generator"))
+    same = sorted(a for a, r in arms.items() if r.same_model and not r.offline_generator)
     if same:
         s = Sentence("limit.same_model_judge", {"arms": same})
         out.append(s.t("Same-model judging: in " + ", ".join(same) + " the judge is the answer generator's model, "
@@ -131,34 +129,34 @@ def limitations(sweep: Mapping) -> list[Sentence]:
         names = sorted(a for a in arms if label_kind(arms, a) == kind)
         if names:
             out.append(Sentence(f"limit.{kind}", {"arms": names}).t(", ".join(names) + f": {text}."))
-    derived = sorted(a for a, r in arms.items() if r.get("requests_derived"))
+    derived = sorted(a for a, r in arms.items() if r.requests_derived)
     if derived:
         out.append(Sentence("limit.derived_requests", {"arms": derived}).t(
             "Derived requests (from gold answers, not annotated by people) in " + ", ".join(derived) + "."))
     for a in sorted(arms):
         r = arms[a]
-        if r.get("requests_total") and r["requests_measured"] < r["requests_total"]:
+        if r.requests_total and r.requests_measured < r.requests_total:
             s = Sentence("limit.not_measured", {"arm": a})
-            out.append(s.t(f"{a}: completeness measured on ").n("measured", r["requests_measured"], "count").t(
-                " of ").n("total", r["requests_total"], "count").t(" requests; the rest are undefined, not zero."))
+            out.append(s.t(f"{a}: completeness measured on ").n("measured", r.requests_measured, "count").t(
+                " of ").n("total", r.requests_total, "count").t(" requests; the rest are undefined, not zero."))
     for a in sorted(arms):
         r = arms[a]
-        if r.get("requests_measured"):
+        if r.requests_measured:
             out.append(rule_completeness_readings(a, r))
-    for c in sweep.get("human_corrections") or []:
+    for c in sweep.human_corrections:
         out.append(rule_human_correction(c))
-    pilots = sorted(a for a, r in arms.items() if r.get("question_set") == "pilot")
+    pilots = sorted(a for a, r in arms.items() if r.question_set == "pilot")
     if pilots:
         s = Sentence("limit.pilot", {"arms": pilots})
         out.append(s.t("Pilot question sets (" + ", ".join(pilots) + "): for finding mechanisms, too small for "
                        "estimates."))
-    drift = [r for r in sweep["comparisons"] if r.get("instrument_drift") or r.get("label_drift")]
+    drift = [r for r in sweep.comparisons if r.get("instrument_drift") or r.get("label_drift")]
     for r in drift:
         s = Sentence("limit.instrument_drift", {"a": r["a"], "b": r["b"], "instrument_drift": r.get("instrument_drift"),
                                                 "label_drift": r.get("label_drift")})
         out.append(s.t(f"{r['a']} vs {r['b']} was compared across instruments or label versions (allowed): its "
                        "differences may be the instrument's."))
-    small = [r for r in sweep["comparisons"]
+    small = [r for r in sweep.comparisons
              if (r["metrics"].get(r.get("headline", "completeness")) or {}).get("n", 0) < MIN_PAIRED]
     for r in small:
         if why := unmeasurable(r, r.get("headline", "completeness")):
@@ -169,27 +167,27 @@ def limitations(sweep: Mapping) -> list[Sentence]:
         out.append(s.t(f"{r['a']} vs {r['b']}: ").n("n", (r["metrics"].get(r.get("headline", "completeness"))
                                                           or {}).get("n", 0), "count").t(
             " paired cases, too few to test."))
-    if sweep.get("skipped"):
-        s = Sentence("limit.skipped_pairs", {"skipped": list(sweep["skipped"])})
-        out.append(s.n("skipped", len(sweep["skipped"]), "count").t(
+    if sweep.skipped:
+        s = Sentence("limit.skipped_pairs", {"skipped": list(sweep.skipped)})
+        out.append(s.n("skipped", len(sweep.skipped), "count").t(
             " pairs of `comparisons` were not compared (not materialized, or refused): " +
-            "; ".join(x.split(":")[0] for x in sweep["skipped"]) + "."))
+            "; ".join(x.split(":")[0] for x in sweep.skipped) + "."))
     return out
 
 
-def rule_completeness_readings(arm: str, r: Mapping) -> Sentence:
+def rule_completeness_readings(arm: str, r: ArmRecord) -> Sentence:
     """An arm's completeness read two ways, graded first (docs/judges.md: it agrees with people best), each with its
     N of M; a judge that reports no coverage (an LLM's) reads "graded: not measured (no coverage)", never 0."""
     s = Sentence("limit.completeness_readings", {"arm": arm})
-    if r.get("graded_completeness") is None:
+    if r.graded_completeness is None:
         s.t(f"{arm}: completeness graded: not measured (no coverage; ").n(
-            "graded_n", r.get("requests_graded") or 0, "count").t(" of ")
+            "graded_n", r.requests_graded or 0, "count").t(" of ")
     else:
-        s.t(f"{arm}: completeness graded ").n("graded", r["graded_completeness"], "rate").t(" (mean coverage, ").n(
-            "graded_n", r["requests_graded"], "count").t(" of ")
-    s.n("graded_of", r["requests_measured"], "count").t(" measured requests graded); share of requests addressed ")
-    return s.n("addressed", r.get("requests_answered_share"), "rate").t(" (").n(
-        "measured", r["requests_measured"], "count").t(" of ").n("total", r["requests_total"], "count").t(
+        s.t(f"{arm}: completeness graded ").n("graded", r.graded_completeness, "rate").t(" (mean coverage, ").n(
+            "graded_n", r.requests_graded, "count").t(" of ")
+    s.n("graded_of", r.requests_measured, "count").t(" measured requests graded); share of requests addressed ")
+    return s.n("addressed", r.requests_answered_share, "rate").t(" (").n(
+        "measured", r.requests_measured, "count").t(" of ").n("total", r.requests_total, "count").t(
         " requests measured).")
 
 
@@ -262,20 +260,20 @@ def _yaml_value(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def next_experiments(sweep: Mapping) -> list[tuple[Sentence, str]]:
+def next_experiments(sweep: DiagnosisInputs) -> list[tuple[Sentence, str]]:
     """Combinations the sweep did not run that its findings point to: two changes from the same arm, each moving
     a quality metric up (significant or not), not an oracle or counterfactual, whose union no arm has run (the
     seed's 11.2: the multipart prompt with K=8 and a non-binding budget); and families with no compared pair."""
-    arms, out = sweep["arms"], []
+    arms, out = sweep.arms, []
     ups: dict[str, list[Mapping]] = {}
-    for r in sweep["comparisons"]:
+    for r in sweep.comparisons:
         if label_kind(arms, r["a"]) != "none" or label_kind(arms, r["b"]) != "none":
             continue
         head = r["metrics"].get(r.get("headline", "completeness")) or {}
         if head and any(outcome(q, (r["metrics"].get(q) or {}).get("mean_delta")) == "gain" for q in QUALITY) and \
                 outcome(r.get("headline", "completeness"), head.get("mean_delta")) != "loss":
             ups.setdefault(r["a"], []).append(r)
-    configs = [a.get("config_flat") or {} for a in sweep.get("all_configs", {}).values()]
+    configs = list(sweep.all_configs.values())
     candidates: list[tuple[str, Mapping, Mapping, list]] = []  # (base, r1, r2, the cells that point to it)
     for base, reps in sorted(ups.items()):
         for i, r1 in enumerate(reps):
@@ -284,7 +282,7 @@ def next_experiments(sweep: Mapping) -> list[tuple[Sentence, str]]:
     # The seed's 11.2: a change that brings evidence into the context whose requests the answer then does not
     # address (retrieval or admission -> not_addressed), beside a prompt change from the same arm, which targets
     # exactly that branch.
-    plain = [r for r in sweep["comparisons"] if label_kind(arms, r["a"]) == label_kind(arms, r["b"]) == "none"]
+    plain = [r for r in sweep.comparisons if label_kind(arms, r["a"]) == label_kind(arms, r["b"]) == "none"]
     for r1 in plain:
         recovered = [c for c in r1["transitions"]["cells"] if c["a"] in UPSTREAM and c["b"] == "not_addressed"]
         if not recovered or "prompt" in r1["changed_parameters"]:
@@ -309,7 +307,7 @@ def next_experiments(sweep: Mapping) -> list[tuple[Sentence, str]]:
             s.t(f"{r1['b']} brings into the context the evidence of requests the answer then does not address (")
             for i, c in enumerate(recovered):
                 s.t(", " if i else "").t(f"{c['key']} ").n(f"cell.{c['key']}", c["count"], "count",
-                                                          pair_link(r1, sweep["pages"], transition=c["key"]))
+                                                          pair_link(r1, sweep.pages, transition=c["key"]))
                 s.about(c["cases"], c["requests"])
             s.t(f"), and {r2['b']} changes the prompt, which is what not_addressed measures")
         else:
@@ -319,16 +317,16 @@ def next_experiments(sweep: Mapping) -> list[tuple[Sentence, str]]:
                 for q in QUALITY:
                     v = r["metrics"].get(q)
                     if v and v.get("mean_delta") is not None:
-                        s.t(f" {q} ").n(f"{r['b']}.{q}", v["mean_delta"], "delta", pair_link(r, sweep["pages"]))
+                        s.t(f" {q} ").n(f"{r['b']}.{q}", v["mean_delta"], "delta", pair_link(r, sweep.pages))
             s.t(")")
         s.t("; no arm runs both. Compare the combination with both, case by case.")
         snippet = ("arms:\n  " + name + ": {" + ", ".join(f"{k}: {_yaml_value(v)}" for k, v in
                                                          sorted(_nest(union).items())) + "}\n"
                    + f"comparisons:\n  - [{base}, {name}]\n  - [{r1['b']}, {name}]\n  - [{r2['b']}, {name}]\n")
         out.append((s, snippet))
-    for fam, spec in sweep["families"].items():
-        members = spec["members"]
-        pairs = [r for r in sweep["comparisons"] if r["a"] in members and r["b"] in members]
+    for fam, spec in sweep.families.items():
+        members = spec.members
+        pairs = [r for r in sweep.comparisons if r["a"] in members and r["b"] in members]
         if len(members) >= 2 and not pairs:
             s = Sentence("next.compare_family", {"family": fam, "members": members})
             s.t(f"Family {fam} has no compared pair: compare its ends case by case to test its trend.")

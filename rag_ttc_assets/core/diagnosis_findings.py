@@ -5,7 +5,8 @@ trade-off against a cost, valid answers without completeness, the largest transi
 each sweep family (its members, trends, retrieval against admission, the admission mechanism, its power).
 
 An effect is stated only when its adjusted p-value is at most alpha (core.compare's `significant`) over enough
-paired cases (MIN_PAIRED). Pure: dicts in, sentences out.
+paired cases (MIN_PAIRED). Pure: records (core.diagnosis_inputs) and the pair reports' dicts in, sentences
+out.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rag_ttc_assets.core.compare_metrics import COSTS, DIRECTIONS, outcome
+from rag_ttc_assets.core.diagnosis_inputs import ArmRecords, DiagnosisInputs, Family
 from rag_ttc_assets.core.diagnosis_sentences import (MIN_PAIRED, QUALITY, Sentence, arm_link, branch_counts,
                                                      changed_text, delta_kind, label_kind, oracle_arm, pair_link,
                                                      significant_quality, tested_enough, unmeasurable)
@@ -33,12 +35,12 @@ TREND_QUANTITIES = (  # (name, unit, where in an arm record)
 
 # -- the rules ----------------------------------------------------------------------------------------------------
 
-def rule_baseline_flow(sweep: Mapping) -> Sentence | None:
-    arm = sweep["baseline"]
-    rec = sweep["arms"].get(arm)
+def rule_baseline_flow(sweep: DiagnosisInputs) -> Sentence | None:
+    arm = sweep.baseline
+    rec = sweep.arms.get(arm)
     if rec is None:
         return None
-    flow, total = rec["flow"], rec["flow_total"]
+    flow, total = rec.flow, rec.flow_total
     lost = sum(flow[b] for b in LOSING)
     s = Sentence("exec.baseline_flow", {"arm": arm, "flow": flow, "flow_total": total})
     s.t(f"{arm} loses ").n("lost", lost, "count").t(" of ").n("total", total, "count")
@@ -48,14 +50,14 @@ def rule_baseline_flow(sweep: Mapping) -> Sentence | None:
     if largest:
         s.t("; the largest branches: ")
         for i, b in enumerate(largest[:3]):
-            s.t(", " if i else "").t(f"{b} ").n(f"branch.{b}", flow[b], "count", arm_link(arm, sweep["pages"],
+            s.t(", " if i else "").t(f"{b} ").n(f"branch.{b}", flow[b], "count", arm_link(arm, sweep.pages,
                                                                                           branch=b))
-            s.about(rec["flow_cases"].get(b, []), rec["flow_requests"].get(b, []))
+            s.about(rec.flow_cases.get(b, []), rec.flow_requests.get(b, []))
     rest = [b for b in FLOW_BRANCHES if b not in largest[:3]]
     s.t(". All branches: " if rest else ".")
     for i, b in enumerate(rest):
         s.t(", " if i else "").t(f"{b} ").n(f"branch.{b}", flow[b], "count",
-                                            arm_link(arm, sweep["pages"], branch=b) if flow[b] else None)
+                                            arm_link(arm, sweep.pages, branch=b) if flow[b] else None)
     if rest:
         s.t(".")
     return s
@@ -80,25 +82,25 @@ def _effect(s: Sentence, rep: Mapping, metric: str, pages: Mapping) -> Sentence:
     return s.tested(m)
 
 
-def rule_moves(rep: Mapping, sweep: Mapping, rule: str = "exec.moves_branch") -> Sentence | None:
+def rule_moves(rep: Mapping, sweep: DiagnosisInputs, rule: str = "exec.moves_branch") -> Sentence | None:
     """A parameter change whose paired effect on a quality metric is significant after adjustment, and the branch
     its requests move out of or into."""
     sig = [m for m in significant_quality(rep) if tested_enough(rep, m)]
     if not sig:
         return None
     metric = sig[0]
-    arms = sweep["arms"]
+    arms = sweep.arms
     s = Sentence(rule, {"a": rep["a"], "b": rep["b"], "changed": rep["changed_parameters"], "metric": metric,
                         "label_use": {rep["a"]: label_kind(arms, rep["a"]), rep["b"]: label_kind(arms, rep["b"])}})
     s.t(f"Changing {changed_text(rep)} ({rep['a']} -> {rep['b']}) moves ")
-    _effect(s, rep, metric, sweep["pages"])
+    _effect(s, rep, metric, sweep.pages)
     moved = moved_branch(rep)
     if moved:
         b, na, nb = moved
         cells = [c for c in rep["transitions"]["cells"] if (c["a"] == b) != (c["b"] == b)]
         moving = sorted({q for c in cells for q in c["cases"]})
         s.t(f"; {b} goes from ").n("branch.a", na, "count").t(" to ").n(
-            "branch.b", nb, "count", pair_link(rep, sweep["pages"], cases=",".join(moving))).t(" requests")
+            "branch.b", nb, "count", pair_link(rep, sweep.pages, cases=",".join(moving))).t(" requests")
         for c in cells:
             s.about(c["cases"], c["requests"])
     kinds = {label_kind(arms, rep["a"]), label_kind(arms, rep["b"])}
@@ -116,17 +118,17 @@ def headline_delta(rep: Mapping) -> float:
     return abs(m.get("mean_delta") or 0.0)
 
 
-def rule_strongest(sweep: Mapping) -> Sentence:
-    arms = sweep["arms"]
-    causes = [r for r in sweep["comparisons"] if significant_quality(r)
+def rule_strongest(sweep: DiagnosisInputs) -> Sentence:
+    arms = sweep.arms
+    causes = [r for r in sweep.comparisons if significant_quality(r)
               and any(tested_enough(r, m) for m in significant_quality(r))
               and label_kind(arms, r["a"]) == label_kind(arms, r["b"]) == "none"]
-    m_tests = sweep["comparisons"][0]["p_adjust"]["m"] if sweep["comparisons"] else 0
+    m_tests = sweep.comparisons[0]["p_adjust"]["m"] if sweep.comparisons else 0
     if not causes:
-        s = Sentence("exec.no_demonstrated_cause", {"pairs": [[r["a"], r["b"]] for r in sweep["comparisons"]]})
+        s = Sentence("exec.no_demonstrated_cause", {"pairs": [[r["a"], r["b"]] for r in sweep.comparisons]})
         s.t("No parameter change has a paired effect on completeness, valid answers or faithfulness that is "
             "significant after the adjustment (").n("m", m_tests, "count").t(
-            f" p-values, {sweep['p_adjust']}, alpha ").n("alpha", sweep["alpha"], "value").t(
+            f" p-values, {sweep.p_adjust}, alpha ").n("alpha", sweep.alpha, "value").t(
             "): no cause is demonstrated by this sweep.")
         return s
     best = max(causes, key=lambda r: (headline_delta(r), r["a"], r["b"]))
@@ -134,7 +136,7 @@ def rule_strongest(sweep: Mapping) -> Sentence:
     s = Sentence("exec.strongest_cause", {"a": best["a"], "b": best["b"], "changed": best["changed_parameters"],
                                           "metric": metric, "candidates": [[r["a"], r["b"]] for r in causes]})
     s.t(f"The strongest demonstrated cause: {changed_text(best)} ({best['a']} -> {best['b']}), ")
-    _effect(s, best, metric, sweep["pages"])
+    _effect(s, best, metric, sweep.pages)
     moved = moved_branch(best)
     if moved:
         s.t(f", through {moved[0]}")
@@ -144,11 +146,11 @@ def rule_strongest(sweep: Mapping) -> Sentence:
     return s.t(".")
 
 
-def rule_pair_effects(rep: Mapping, sweep: Mapping) -> list[Sentence]:
+def rule_pair_effects(rep: Mapping, sweep: DiagnosisInputs) -> list[Sentence]:
     """Each compared metric's paired delta: significant ones as gains or losses by direction, the rest as no
     significant difference; a pair with too few paired cases says so and states nothing else."""
     out = []
-    pages = sweep["pages"]
+    pages = sweep.pages
     head = rep["metrics"].get(rep.get("headline", "completeness")) or {}
     headline = rep.get("headline", "completeness")
     if head.get("n", 0) < MIN_PAIRED and (why := unmeasurable(rep, headline)):
@@ -185,7 +187,7 @@ def rule_pair_effects(rep: Mapping, sweep: Mapping) -> list[Sentence]:
     return out
 
 
-def rule_trade_off(rep: Mapping, sweep: Mapping) -> Sentence | None:
+def rule_trade_off(rep: Mapping, sweep: DiagnosisInputs) -> Sentence | None:
     """A quality gain bought with a cost: "K=8: +0.031 valid at +465 input tokens a question"."""
     gains = [m for m in QUALITY if outcome(m, (rep["metrics"].get(m) or {}).get("mean_delta")) == "gain"]
     costs = [m for m in COSTS if m in rep["metrics"] and outcome(m, rep["metrics"][m].get("mean_delta")) == "loss"]
@@ -194,7 +196,7 @@ def rule_trade_off(rep: Mapping, sweep: Mapping) -> Sentence | None:
     g = gains[0]
     v = rep["metrics"][g]
     s = Sentence("pair.trade_off", {"a": rep["a"], "b": rep["b"], "gain": g, "costs": costs})
-    s.t(f"Trade-off, {rep['b']} against {rep['a']}: ").n("gain", v["mean_delta"], "delta", pair_link(rep, sweep["pages"]))
+    s.t(f"Trade-off, {rep['b']} against {rep['a']}: ").n("gain", v["mean_delta"], "delta", pair_link(rep, sweep.pages))
     s.t(f" {g} at ").n(f"{costs[0]}", rep["metrics"][costs[0]]["mean_delta"], delta_kind(costs[0]))
     s.t(" input tokens a question" if costs[0] == "input_tokens" else " s a question")
     for c in costs[1:]:
@@ -206,7 +208,7 @@ def rule_trade_off(rep: Mapping, sweep: Mapping) -> Sentence | None:
     return s.tested(v)
 
 
-def rule_valid_not_complete(rep: Mapping, sweep: Mapping) -> Sentence | None:
+def rule_valid_not_complete(rep: Mapping, sweep: DiagnosisInputs) -> Sentence | None:
     """More valid answers with completeness flat (the seed's K=8 reading)."""
     valid, comp = rep["metrics"].get("valid"), rep["metrics"].get("completeness")
     if not valid or not comp or outcome("valid", valid.get("mean_delta")) != "gain" or comp.get("significant"):
@@ -219,7 +221,7 @@ def rule_valid_not_complete(rep: Mapping, sweep: Mapping) -> Sentence | None:
     return s.tested(comp)
 
 
-def rule_transitions(rep: Mapping, sweep: Mapping) -> Sentence | None:
+def rule_transitions(rep: Mapping, sweep: DiagnosisInputs) -> Sentence | None:
     t = rep["transitions"]
     off = sorted((c for c in t["cells"] if c["a"] != c["b"]), key=lambda c: (-c["count"], c["key"]))[:TOP_CELLS]
     if not off:
@@ -231,7 +233,7 @@ def rule_transitions(rep: Mapping, sweep: Mapping) -> Sentence | None:
         "total", t["total"], "count").t(" requests change branch; the largest moves: ")
     for i, c in enumerate(off):
         s.t(", " if i else "").t(f"{c['key']} ").n(f"cell.{c['key']}", c["count"], "count",
-                                                  pair_link(rep, sweep["pages"], transition=c["key"]))
+                                                  pair_link(rep, sweep.pages, transition=c["key"]))
         s.t(" (cases " + ", ".join(c["cases"][:5]) + (", …" if len(c["cases"]) > 5 else "") + ")")
         s.about(c["cases"], c["requests"])
     return s.t(".")
@@ -241,32 +243,32 @@ def _numeric(values: Sequence[Any]) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
-def rule_family_members(name: str, fam: Mapping) -> Sentence:
-    s = Sentence("family.members", {"family": name, "parameter": fam["parameter"], "members": fam["members"],
-                                    "missing": fam["missing"]})
-    s.t(f"Family {name} sweeps {fam['parameter']}: ").n("measured", len(fam["members"]), "count").t(" of ").n(
-        "of", len(fam["members"]) + len(fam["missing"]), "count").t(" members measured")
-    if fam["missing"]:
-        s.t(" (not materialized: " + ", ".join(fam["missing"]) + ")")
+def rule_family_members(name: str, fam: Family) -> Sentence:
+    s = Sentence("family.members", {"family": name, "parameter": fam.parameter, "members": fam.members,
+                                    "missing": fam.missing})
+    s.t(f"Family {name} sweeps {fam.parameter}: ").n("measured", len(fam.members), "count").t(" of ").n(
+        "of", len(fam.members) + len(fam.missing), "count").t(" members measured")
+    if fam.missing:
+        s.t(" (not materialized: " + ", ".join(fam.missing) + ")")
     return s.t(".")
 
 
-def rule_family_trend(name: str, fam: Mapping, arms: Mapping, quantity: str, unit: str, key: str,
+def rule_family_trend(name: str, fam: Family, arms: ArmRecords, quantity: str, unit: str, key: str,
                       pages: Mapping) -> Sentence | None:
-    members = [a for a in fam["members"] if arms[a].get(key) is not None]
+    members = [a for a in fam.members if getattr(arms[a], key) is not None]
     if len(members) < 2:
         return None
-    xs = [fam["value_of"][a] for a in members]
-    ys = [arms[a][key] for a in members]
+    xs = [fam.value_of[a] for a in members]
+    ys = [getattr(arms[a], key) for a in members]
     kind = "count" if all(isinstance(y, int) for y in ys) else "rate"
-    s = Sentence("family.trend", {"family": name, "parameter": fam["parameter"], "quantity": quantity,
+    s = Sentence("family.trend", {"family": name, "parameter": fam.parameter, "quantity": quantity,
                                   "members": members})
     s.t(f"{quantity}: ")
     for i, (a, x, y) in enumerate(zip(members, xs, ys)):
         link = arm_link(a, pages, branch=quantity) if quantity in FLOW_BRANCHES else None
         s.t(", " if i else "").n(f"{a}", y, kind, link).t(f" at {x}")
         if quantity in FLOW_BRANCHES:
-            s.about(arms[a]["flow_cases"].get(quantity, []), arms[a]["flow_requests"].get(quantity, []))
+            s.about(arms[a].flow_cases.get(quantity, []), arms[a].flow_requests.get(quantity, []))
     s.t(f" {unit}".rstrip())
     if not _numeric(xs) or len(set(xs)) != len(xs):
         return s.t(".")
@@ -274,69 +276,69 @@ def rule_family_trend(name: str, fam: Mapping, arms: Mapping, quantity: str, uni
     ys_sorted = [ys[i] for i in order]
     if all(math.isclose(y, ys_sorted[0], abs_tol=1e-12) for y in ys_sorted):
         s.inputs["trend"] = "constant"
-        return s.t(f"; the same at every {fam['parameter']}.")
+        return s.t(f"; the same at every {fam.parameter}.")
     if all(b <= a + 1e-12 for a, b in zip(ys_sorted, ys_sorted[1:])):
         s.inputs["trend"] = "falls"
-        s.t(f"; it falls as {fam['parameter']} grows")
+        s.t(f"; it falls as {fam.parameter} grows")
         zero = next((i for i in order if ys[i] == 0), None)
         if zero is not None and ys_sorted[-1] == 0:
-            s.t(f", reaching zero at {fam['parameter']} ").n("zero_at", xs[zero], "value")
+            s.t(f", reaching zero at {fam.parameter} ").n("zero_at", xs[zero], "value")
             s.inputs["zero_at"] = xs[zero]
         return s.t(".")
     if all(b + 1e-12 >= a for a, b in zip(ys_sorted, ys_sorted[1:])):
         s.inputs["trend"] = "rises"
-        return s.t(f"; it rises as {fam['parameter']} grows.")
+        return s.t(f"; it rises as {fam.parameter} grows.")
     s.inputs["trend"] = "not monotone"
-    return s.t(f"; not monotone in {fam['parameter']}.")
+    return s.t(f"; not monotone in {fam.parameter}.")
 
 
-def rule_retrieval_vs_admission(name: str, fam: Mapping, arms: Mapping) -> Sentence | None:
+def rule_retrieval_vs_admission(name: str, fam: Family, arms: ArmRecords) -> Sentence | None:
     """The seed's metric point: retrieval measured before evidence_k and admission, so a family that changes only
     what is admitted leaves retrieval unchanged while admission coverage moves."""
-    members = [a for a in fam["members"] if arms[a].get("recall_10") is not None
-               and arms[a].get("admission_coverage") is not None]
+    members = [a for a in fam.members if arms[a].recall_10 is not None
+               and arms[a].admission_coverage is not None]
     if len(members) < 2:
         return None
-    recall = [arms[a]["recall_10"] for a in members]
-    cov = [arms[a]["admission_coverage"] for a in members]
+    recall = [arms[a].recall_10 for a in members]
+    cov = [arms[a].admission_coverage for a in members]
     if max(recall) - min(recall) > 1e-12 or max(cov) - min(cov) <= 1e-12:
         return None
-    lo, hi = min(members, key=lambda a: arms[a]["admission_coverage"]), max(
-        members, key=lambda a: arms[a]["admission_coverage"])
+    lo, hi = min(members, key=lambda a: arms[a].admission_coverage), max(
+        members, key=lambda a: arms[a].admission_coverage)
     s = Sentence("family.retrieval_vs_admission", {"family": name, "members": members})
     s.t("Retrieval is the same at every value (recall_10 ").n("recall_10", recall[0], "rate").t(
-        ") while admission coverage moves from ").n("coverage_low", arms[lo]["admission_coverage"], "rate").t(
-        f" ({lo}) to ").n("coverage_high", arms[hi]["admission_coverage"], "rate").t(
+        ") while admission coverage moves from ").n("coverage_low", arms[lo].admission_coverage, "rate").t(
+        f" ({lo}) to ").n("coverage_high", arms[hi].admission_coverage, "rate").t(
         f" ({hi}): the family changes what is admitted to the answer generator, not what is retrieved.")
     return s
 
 
-def rule_admission_mechanism(name: str, fam: Mapping, arms: Mapping, pages: Mapping) -> Sentence | None:
+def rule_admission_mechanism(name: str, fam: Family, arms: ArmRecords, pages: Mapping) -> Sentence | None:
     """The seed's strongest mechanism, stated when the family's data show it: retrieval unchanged, requests lost at
     admission (omitted_by_context) under the tight budgets, none once the budget stops binding."""
-    members = [a for a in fam["members"] if arms[a].get("recall_10") is not None]
-    if len(members) < 2 or not _numeric([fam["value_of"][a] for a in members]):
+    members = [a for a in fam.members if arms[a].recall_10 is not None]
+    if len(members) < 2 or not _numeric([fam.value_of[a] for a in members]):
         return None
-    recall = [arms[a]["recall_10"] for a in members]
-    omitted = {a: arms[a]["flow"]["omitted_by_context"] for a in members}
+    recall = [arms[a].recall_10 for a in members]
+    omitted = {a: arms[a].omitted_by_context for a in members}
     if max(recall) - min(recall) > 1e-12 or not any(omitted.values()):
         return None
-    tight = max(members, key=lambda a: (omitted[a], -fam["value_of"][a]))
-    free = sorted((a for a in members if omitted[a] == 0), key=lambda a: fam["value_of"][a])
-    s = Sentence("family.admission_mechanism", {"family": name, "parameter": fam["parameter"], "tight": tight,
+    tight = max(members, key=lambda a: (omitted[a], -fam.value_of[a]))
+    free = sorted((a for a in members if omitted[a] == 0), key=lambda a: fam.value_of[a])
+    s = Sentence("family.admission_mechanism", {"family": name, "parameter": fam.parameter, "tight": tight,
                                                  "non_binding": free[:1]})
-    s.t(f"Admission mechanism: retrieval returns the same ranked lists at every {fam['parameter']}, but at "
-        f"{fam['value_of'][tight]} the context policy admits fewer complete chunks and ").n(
+    s.t(f"Admission mechanism: retrieval returns the same ranked lists at every {fam.parameter}, but at "
+        f"{fam.value_of[tight]} the context policy admits fewer complete chunks and ").n(
         "omitted", omitted[tight], "count", arm_link(tight, pages, branch="omitted_by_context")).t(
         " requests lose their only supporting chunk at admission (omitted_by_context)")
-    s.about(arms[tight]["flow_cases"].get("omitted_by_context", []),
-            arms[tight]["flow_requests"].get("omitted_by_context", []))
+    s.about(arms[tight].flow_cases.get("omitted_by_context", []),
+            arms[tight].flow_requests.get("omitted_by_context", []))
     if free:
-        s.t(f"; from {fam['value_of'][free[0]]} on, no request is lost there: the budget no longer binds")
+        s.t(f"; from {fam.value_of[free[0]]} on, no request is lost there: the budget no longer binds")
     return s.t(".")
 
 
-def rule_family_power(name: str, fam: Mapping, pairs: Sequence[Mapping]) -> Sentence | None:
+def rule_family_power(name: str, fam: Family, pairs: Sequence[Mapping]) -> Sentence | None:
     if pairs:
         small = [r for r in pairs if (r["metrics"].get(r.get("headline", "completeness")) or {}).get("n", 0)
                  < MIN_PAIRED]

@@ -6,7 +6,7 @@ A `Sentence` is text pieces and named numbers, each with its kind (`shown`), its
 test and its raw and adjusted p-value when it states an effect, and the cases and requests it is about; `done`
 makes it the JSON-able dict diagnosis.json keeps.
 
-Pure: dicts in, dicts and text out.
+Pure: records (core.diagnosis_inputs) and the pair reports' dicts in, dicts and text out.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rag_ttc_assets.core.diagnosis_inputs import ArmRecords
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 
 QUALITY = ("completeness", "valid", "faithfulness")  # what a request's answer is worth, higher is better
@@ -129,8 +130,8 @@ def _v(x: Any) -> str:
     return "absent" if x == "<absent>" else str(x)
 
 
-def label_kind(arms: Mapping, arm: str) -> str:
-    use = arms[arm]["label_use"] if arm in arms else "none"
+def label_kind(arms: ArmRecords, arm: str) -> str:
+    use = arms[arm].label_use if arm in arms else "none"
     return "oracle" if use == "oracle" else ("counterfactual" if use.startswith("counterfactual") else "none")
 
 
@@ -142,7 +143,7 @@ def tested_enough(rep: Mapping, metric: str) -> bool:
     return (rep["metrics"].get(metric) or {}).get("n", 0) >= MIN_PAIRED
 
 
-def oracle_arm(rep: Mapping, arms: Mapping) -> str:
+def oracle_arm(rep: Mapping, arms: ArmRecords) -> str:
     return next(x for x in (rep["b"], rep["a"]) if label_kind(arms, x) == "oracle")
 
 

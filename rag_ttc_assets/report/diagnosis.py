@@ -12,6 +12,7 @@ from rag_ttc_assets.report.html import render
 from rag_ttc_assets.report.model import finite_or_none
 from rag_ttc_assets.core.diagnosis import diagnose
 from rag_ttc_assets.stages import diagnosis as stage
+from rag_ttc_assets.stages.comparisons import compare_pairs
 
 
 def arm_pages(lab, arms: list[str], labels=None) -> dict[str, Path]:
@@ -42,20 +43,22 @@ def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: 
     by them (limit.human_correction); the file's sha256 is recorded in the diagnosis. Returns the diagnosis and
     the paths."""
 
-    out_dir = lab.store.comparisons_dir
+    store, arms_file = lab.store, lab.arms  # loaded here and handed in: the diagnosis' stages take no lab
+    out_dir = store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     hl = human.read(lab, labels)
-    reports, _ = stage.comparisons(lab, arms)
-    base = baseline or stage.default_baseline(lab, arms, reports)
+    compared = stage.comparisons(arms_file, store, arms, recompute=lambda: compare_pairs(lab))
+    base = baseline or stage.default_baseline(arms, compared[0])
     if with_arm_pages:
-        linked = {base} | {a for members in lab.arms.families.values() for a in members if a in arms}
+        linked = {base} | {a for members in arms_file.families.values() for a in members if a in arms}
         arm_pages(lab, sorted(linked & set(arms)), hl)
-    sweep = stage.gather(lab, arms, base, stage.existing_pages(lab, arms, out_dir))
+    sweep = stage.gather(arms_file, store, arms, compared, base, stage.existing_pages(arms_file, store, arms, out_dir))
     if hl is not None:  # labels reach the diagnosis only here, never a generator or a retrieval
-        sweep["human_labels"] = hl.summary()
-        sweep["human_corrections"] = human.pair_corrections(lab, hl, [(r["a"], r["b"]) for r in sweep["comparisons"]])
+        sweep = sweep.model_copy(update={
+            "human_labels": hl.summary(),
+            "human_corrections": human.pair_corrections(lab, hl, [(r["a"], r["b"]) for r in sweep.comparisons])})
     result = diagnose(sweep)
-    title = title or f"Diagnosis: {len(arms)} arms, {len(sweep['comparisons'])} compared pairs"
+    title = title or f"Diagnosis: {len(arms)} arms, {len(sweep.comparisons)} compared pairs"
     paths = stage.write(result, out_dir, title, stem)
     paths["html"] = write_page(result, out_dir / f"{stem}.html", title)
     return {"diagnosis": result, "paths": paths, "title": title}

@@ -1,23 +1,28 @@
-"""The written diagnosis of a sweep: gather what the arms recorded and the pairs `arm_comparisons` compared, hand
-them to core.diagnosis, and write diagnosis.md and diagnosis.json into the store's comparisons/ folder.
+"""The written diagnosis of a sweep: gather what the arms recorded and the pairs `arm_comparisons` compared into
+core.diagnosis_inputs' records, hand them to core.diagnosis, and write diagnosis.md and diagnosis.json into the
+store's comparisons/ folder.
 
-The paired comparisons are `arm_comparisons`' own (its JSON files, p-values adjusted over every pair and metric of
-the arms file); when one is missing they are recomputed exactly as that asset computes them
-(stages.comparisons.compare_pairs), never by a second statistics path.
+Each function takes what it reads (the arms file, the store, an arm's config), never the lab: the asset and the CLI
+(through report.diagnosis) load them and hand them in. The paired comparisons are `arm_comparisons`' own (its JSON
+files, p-values adjusted over every pair and metric of the arms file); when one is missing they are recomputed
+exactly as that asset computes them (`recompute`: stages.comparisons.compare_pairs), never by a second statistics
+path.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
-from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Table, atomic_write_bytes
 from rag_ttc_assets.core import compare_guards
 from rag_ttc_assets.core import diagnosis as core
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.arms_file import Arms
+from rag_ttc_assets.core.diagnosis_inputs import ArmRecord, DiagnosisInputs, Family
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.summaries import generator_label, generator_models, is_offline_baseline
-from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages.comparisons import compare_pairs
 
 FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
 
@@ -26,94 +31,93 @@ class DiagnosisError(LookupError):
     """Nothing to diagnose: the arms named are unknown or not materialized (names them)."""
 
 
-def materialized(lab: Lab, arm: str) -> bool:
+def materialized(store: ArtifactStore, arm: str) -> bool:
     """The arm's diagnostics exist (its failure flow and completeness were written)."""
-    store = lab.store
     return all(store.arm_path(arm, name).exists() for name in (ArmJson.FAILURE_FLOW, ArmJson.REQUEST_COMPLETENESS,
                                                                ArmJson.CONTRACT_SUMMARY))
 
 
-def select_arms(lab: Lab, arms: list[str] | None = None, family: str | None = None, all_: bool = False) -> list[str]:
+def select_arms(arms_file: Arms, store: ArtifactStore, arms: list[str] | None = None, family: str | None = None,
+                all_: bool = False) -> list[str]:
     """The arms a diagnosis reads: those named, a family's members, or every materialized arm (--all)."""
     names: list[str] = []
     for a in arms or []:
-        lab.arms[a]  # unknown: ArmsError naming the arms file
+        arms_file[a]  # unknown: ArmsError naming the arms file
         names.append(a)
     if family:
-        names += [a for a in lab.arms.family(family) if a not in names]
+        names += [a for a in arms_file.family(family) if a not in names]
     if all_:
-        names += [a for a in lab.arms.names if a not in names]
+        names += [a for a in arms_file.names if a not in names]
     if not names:
         raise DiagnosisError("name arms, a family (--family F) or every materialized arm (--all)")
-    done = [a for a in names if materialized(lab, a)]
+    done = [a for a in names if materialized(store, a)]
     missing = [a for a in names if a not in done]
     if (arms or family) and not all_ and missing and not done:
-        raise DiagnosisError(f"no diagnostics for {', '.join(missing)} in {lab.store.root}: run `rag-ttc run "
+        raise DiagnosisError(f"no diagnostics for {', '.join(missing)} in {store.root}: run `rag-ttc run "
                              f"{' '.join(missing)}` first")
     return done
 
 
-def arm_record(lab: Lab, arm: str) -> dict:
-    """What core.diagnosis reads of one arm: its configuration, instruments, failure flow (with the cases and
-    requests of each branch), contract, retrieval, admission and completeness numbers."""
-    store, cfg = lab.store, lab.arms[arm]
-    flow = store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
-    contract = store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
-    completeness = store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
-    retrieval = store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)["summary"]
-    admission = store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
+def arm_record(store: ArtifactStore, cfg: ArmConfig, arm: str) -> ArmRecord:
+    """What core.diagnosis reads of one arm (`cfg`, its configuration): its typed summaries' numbers (failure flow,
+    contract, retrieval, admission, completeness) and the cases and requests of each flow branch."""
+    flow = store.read_summary(arm, ArmJson.FAILURE_FLOW)
+    contract = store.read_summary(arm, ArmJson.CONTRACT_SUMMARY)
+    completeness = store.read_summary(arm, ArmJson.REQUEST_COMPLETENESS)
+    retrieval = store.read_summary(arm, ArmJson.RETRIEVAL_SUMMARY).summary
+    admission = store.read_summary(arm, ArmJson.ADMISSION_SUMMARY)
     cases: dict[str, set[str]] = {b: set() for b in FLOW_BRANCHES}
     requests: dict[str, list[str]] = {b: [] for b in FLOW_BRANCHES}
     for r in store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True):
         cases[r[FLOW.branch]].add(r[FLOW.query_id])
         requests[r[FLOW.branch]].append(r[FLOW.request_id])
-    judge = completeness["request_judge"]
+    judge = completeness.request_judge
     # An imported arm's generator is the system's own, as its answer rows name it (core.summaries.generator_models).
     answer_models = store.read_table(arm, Table.ANSWERS)[Table.ANSWERS.c.model].to_list()
     generators = generator_models(cfg, answer_models)
-    return {
-        "title": arm, "label_use": cfg.label_use, "config_flat": compare_guards._flatten(cfg.model_dump(mode="json")),
-        "generator_model": generator_label(cfg, answer_models), "judge_model": cfg.judge.model,
-        "request_judge_model": judge["model"],
-        "offline_generator": bool(generators) and all(is_offline_baseline(m) for m in generators),
-        "offline_judge": bool(judge.get("offline_baseline")) or is_offline_baseline(cfg.judge.model),
-        "same_model": cfg.judge.model in generators or judge["model"] in generators,
-        "question_set": cfg.question_set, "requests_derived": bool(completeness.get("requests_derived")),
-        "flow": {b: flow[b] for b in FLOW_BRANCHES}, "flow_total": flow["total"],
-        "flow_cases": {b: sorted(v) for b, v in cases.items()}, "flow_requests": {b: sorted(v) for b, v in
-                                                                                   requests.items()},
-        "omitted_by_context": flow["omitted_by_context"], "valid": contract["valid"], "contract_total": contract["total"],
-        "recall_10": retrieval.get("recall_10"), "admission_coverage": admission.get("admission_coverage"),
-        "omitted_chunks": admission.get("omitted_chunks"),
-        "requests_measured": completeness["requests_measured"], "requests_total": completeness["requests_total"],
-        "requests_supported": completeness["requests_supported"],
-        # Completeness read two ways (docs/judges.md: graded leads): the mean coverage of the measured requests
-        # (requests_graded of them have one) and the share of them addressed.
-        "graded_completeness": completeness.get("graded_completeness"),
-        "requests_graded": completeness.get("requests_graded", 0),
-        "requests_answered_share": completeness.get("requests_answered_share"),
-    }
+    return ArmRecord(
+        label_use=cfg.label_use, question_set=cfg.question_set,
+        generator_model=generator_label(cfg, answer_models), request_judge_model=judge.model,
+        offline_generator=bool(generators) and all(is_offline_baseline(m) for m in generators),
+        offline_judge=judge.offline_baseline or is_offline_baseline(cfg.judge.model),
+        same_model=cfg.judge.model in generators or judge.model in generators,
+        # request_completeness.json has no top-level requests_derived (its model forbids one), which is what this
+        # record has always read: False for every arm. The derivation is judge.requests_derived; reading it would
+        # add limit.derived_requests sentences, a change of the diagnosis left to its own commit.
+        requests_derived=False,
+        flow={b: getattr(flow, b) for b in FLOW_BRANCHES}, flow_total=flow.total,
+        flow_cases={b: sorted(v) for b, v in cases.items()}, flow_requests={b: sorted(v) for b, v in requests.items()},
+        omitted_by_context=flow.omitted_by_context, valid=contract.valid, recall_10=retrieval.recall_10,
+        admission_coverage=admission.admission_coverage,
+        requests_measured=completeness.requests_measured, requests_total=completeness.requests_total,
+        requests_supported=completeness.requests_supported,
+        graded_completeness=completeness.graded_completeness, requests_graded=completeness.requests_graded,
+        requests_answered_share=completeness.requests_answered_share)
 
 
-def comparisons(lab: Lab, arms: list[str]) -> tuple[list[dict], list[str]]:
+Compared = tuple[list[dict], list[str]]  # the pair reports, and the pairs not compared with why
+
+
+def comparisons(arms_file: Arms, store: ArtifactStore, arms: list[str], recompute: Callable[[], Compared]) -> Compared:
     """The pairs of `comparisons` among `arms`, as arm_comparisons wrote them (adjusted over its whole family), or
-    recomputed as it computes them when a pair's JSON is missing; and the pairs not compared, with why."""
-    wanted = [(a, b) for a, b in lab.arms.comparisons if a in arms and b in arms]
-    out_dir = lab.store.comparisons_dir
+    recomputed as it computes them (`recompute`, every pair of the arms file) when a pair's JSON is missing; and
+    the pairs not compared, with why."""
+    wanted = [(a, b) for a, b in arms_file.comparisons if a in arms and b in arms]
+    out_dir = store.comparisons_dir
     paths = [out_dir / f"{a}--{b}.json" for a, b in wanted]
     if all(p.exists() for p in paths):
         reports = [json.loads(p.read_text()) for p in paths]
         skipped = []
     else:
-        reports, skipped = compare_pairs(lab)
+        reports, skipped = recompute()
         reports = [r for r in reports if (r["a"], r["b"]) in wanted]
         skipped = [s for s in skipped if tuple(s.split(":")[0].split(" vs ")) in wanted]
-    missing = [f"{a} vs {b}: not materialized" for a, b in lab.arms.comparisons
+    missing = [f"{a} vs {b}: not materialized" for a, b in arms_file.comparisons
                if (a in arms) != (b in arms) and (a in arms or b in arms)]
     return reports, skipped + missing
 
 
-def default_baseline(lab: Lab, arms: list[str], reports: list[dict]) -> str:
+def default_baseline(arms: list[str], reports: list[dict]) -> str:
     """The arm whose failure flow the summary reads: `baseline` when diagnosed, else the first compared pair's
     first arm, else the first arm."""
     if "baseline" in arms:
@@ -121,35 +125,40 @@ def default_baseline(lab: Lab, arms: list[str], reports: list[dict]) -> str:
     return reports[0]["a"] if reports else arms[0]
 
 
-def gather(lab: Lab, arms: list[str], baseline: str | None = None, pages: dict[str, str] | None = None) -> dict:
-    """The sweep core.diagnosis.diagnose reads (see its module docstring)."""
-    records = {a: arm_record(lab, a) for a in arms}
-    reports, skipped = comparisons(lab, arms)
-    families = {}
-    for name, members in lab.arms.families.items():
+def families(arms_file: Arms, arms: list[str]) -> dict[str, Family]:
+    """The arms file's families with a diagnosed member, restricted to the diagnosed arms."""
+    out = {}
+    for name, members in arms_file.families.items():
         chosen = [a for a in members if a in arms]
         if not chosen:
             continue
-        spec = lab.arms.family_specs[name]
-        families[name] = {"parameter": spec.parameter, "members": chosen,
-                          "missing": [a for a in members if a not in arms],
-                          "value_of": {a: getattr(lab.arms[a], spec.parameter) for a in chosen}}
-    return {"arms": records, "families": families, "comparisons": reports, "skipped": skipped,
-            "baseline": baseline or default_baseline(lab, arms, reports), "alpha": lab.arms.alpha,
-            "p_adjust": lab.arms.p_adjust, "pages": pages or {},
-            "all_configs": {a: {"config_flat": compare_guards._flatten(lab.arms[a].model_dump(mode="json"))}
-                            for a in lab.arms.names}}
+        spec = arms_file.family_specs[name]
+        out[name] = Family(parameter=spec.parameter, members=chosen, missing=[a for a in members if a not in arms],
+                           value_of={a: getattr(arms_file[a], spec.parameter) for a in chosen})
+    return out
 
 
-def existing_pages(lab: Lab, arms: list[str], out_dir: Path) -> dict[str, str]:
+def gather(arms_file: Arms, store: ArtifactStore, arms: list[str], compared: Compared, baseline: str | None = None,
+           pages: dict[str, str] | None = None) -> DiagnosisInputs:
+    """The sweep core.diagnosis.diagnose reads: `arms`' records, their families, the pairs `compared` among them
+    (`comparisons`), the baseline and the links to the case reports (`pages`)."""
+    reports, skipped = compared
+    return DiagnosisInputs(
+        arms={a: arm_record(store, arms_file[a], a) for a in arms}, families=families(arms_file, arms),
+        comparisons=reports, skipped=skipped, baseline=baseline or default_baseline(arms, reports),
+        alpha=arms_file.alpha, p_adjust=arms_file.p_adjust, pages=pages or {},
+        all_configs={a: compare_guards._flatten(arms_file[a].model_dump(mode="json")) for a in arms_file.names})
+
+
+def existing_pages(arms_file: Arms, store: ArtifactStore, arms: list[str], out_dir: Path) -> dict[str, str]:
     """Links (relative to `out_dir`, where the diagnosis is written) to the case reports that exist: each compared
     pair's beside its JSON, each arm's under reports/."""
     pages = {}
-    for a, b in lab.arms.comparisons:
+    for a, b in arms_file.comparisons:
         if (out_dir / f"{a}--{b}.html").exists():
             pages[f"pair:{a}--{b}"] = f"{a}--{b}.html"
     for a in arms:
-        if (lab.store.root / "reports" / f"{a}.html").exists():
+        if (store.root / "reports" / f"{a}.html").exists():
             pages[f"arm:{a}"] = f"../reports/{a}.html"
     return pages
 

@@ -12,6 +12,7 @@ import pytest
 from rag_ttc_assets.core import compare, compare_metrics
 from rag_ttc_assets.core import diagnosis as dg
 from rag_ttc_assets.core import diagnosis_decisions, diagnosis_sentences
+from rag_ttc_assets.core.diagnosis_inputs import ArmRecord, DiagnosisInputs
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.transitions import transitions
 
@@ -19,17 +20,17 @@ METRICS = {m: compare_metrics.KINDS[m] for m in ("completeness", "valid", "input
 
 
 def arm(flow: dict[str, int], *, label_use: str = "none", model: str = "openai/gpt-x", judge: str = "openai/judge",
-        recall: float = 0.8, coverage: float = 1.0, config: dict | None = None) -> dict:
+        recall: float = 0.8, coverage: float = 1.0) -> ArmRecord:
     full = {b: flow.get(b, 0) for b in FLOW_BRANCHES}
     cases = {b: [f"q{i:03d}" for i in range(full[b])] for b in FLOW_BRANCHES}
-    return {"title": "", "label_use": label_use, "config_flat": config or {}, "generator_model": model,
-            "judge_model": judge, "request_judge_model": judge, "offline_generator": model.startswith("local/"),
-            "offline_judge": judge.startswith("local/"), "same_model": model == judge, "question_set": "all",
-            "requests_derived": False, "flow": full, "flow_total": sum(full.values()), "flow_cases": cases,
-            "flow_requests": {b: [f"{c}.r1" for c in v] for b, v in cases.items()},
-            "omitted_by_context": full["omitted_by_context"], "valid": 50, "contract_total": 60, "recall_10": recall,
-            "admission_coverage": coverage, "omitted_chunks": 0, "requests_measured": 60, "requests_total": 60,
-            "requests_supported": full["ok"]}
+    return ArmRecord(label_use=label_use, generator_model=model, request_judge_model=judge,
+                     offline_generator=model.startswith("local/"), offline_judge=judge.startswith("local/"),
+                     same_model=model == judge, question_set="all", requests_derived=False, flow=full,
+                     flow_total=sum(full.values()), flow_cases=cases,
+                     flow_requests={b: [f"{c}.r1" for c in v] for b, v in cases.items()},
+                     omitted_by_context=full["omitted_by_context"], valid=50, recall_10=recall,
+                     admission_coverage=coverage, requests_measured=60, requests_total=60,
+                     requests_supported=full["ok"])
 
 
 def values(n: int, completeness, valid, tokens=100.0) -> dict:
@@ -49,14 +50,19 @@ def report(a: str, b: str, va: dict, vb: dict, branches_a, branches_b, changed: 
     return rep
 
 
-def sweep(reports: list[dict], arms: dict, families: dict | None = None, baseline: str = "base") -> dict:
-    return {"arms": arms, "families": families or {}, "comparisons": compare.adjust_reports(reports, "holm", 0.05),
-            "skipped": [], "baseline": baseline, "alpha": 0.05, "p_adjust": "holm",
-            "pages": {f"pair:{r['a']}--{r['b']}": f"{r['a']}--{r['b']}.html" for r in reports},
-            "all_configs": {}}
+def sweep(reports: list[dict], arms: dict, families: dict | None = None, baseline: str = "base",
+          **more) -> DiagnosisInputs:
+    return DiagnosisInputs(arms=arms, families=families or {},
+                           comparisons=compare.adjust_reports(reports, "holm", 0.05), skipped=[], baseline=baseline, alpha=0.05, p_adjust="holm",
+                           pages={f"pair:{r['a']}--{r['b']}": f"{r['a']}--{r['b']}.html" for r in reports}, **more)
 
 
-def planted_and_null() -> dict:
+def with_arms(s: DiagnosisInputs, **update) -> DiagnosisInputs:
+    """The sweep with every arm record's fields `update`d."""
+    return s.model_copy(update={"arms": {a: r.model_copy(update=update) for a, r in s.arms.items()}})
+
+
+def planted_and_null() -> DiagnosisInputs:
     n = 60
     rng = random.Random(3)
     # The null arm: within the 40 failing cases, 10 fixed and 10 broken at random places, as chance would.
@@ -125,7 +131,7 @@ def test_the_adjusted_p_decides_not_the_raw_one():
     better = values(n, lambda i: 0.5, lambda i: 1.0)
     s = sweep([report("base", "b", base, better, lambda i: "ok", lambda i: "ok", {"prompt": ["v1", "v2"]})],
               {"base": arm({"ok": 30}), "b": arm({"ok": 30})})
-    valid = s["comparisons"][0]["metrics"]["valid"]
+    valid = s.comparisons[0]["metrics"]["valid"]
     assert valid["p_value"] < 0.05 < valid["p_adjusted"], valid
     d = dg.diagnose(s)
     assert not sentences(d, "pair.significant") and not sentences(d, "exec.moves_branch")
@@ -176,17 +182,15 @@ def test_a_clean_significant_gain_with_independent_instruments_is_recommended():
 
 def test_an_offline_baseline_instrument_decides_nothing():
     s = planted_and_null()
-    for r in s["arms"].values():
-        r.update(generator_model="local/extractive", request_judge_model="local/lexical", offline_generator=True,
-                 offline_judge=True)
+    s = with_arms(s, generator_model="local/extractive", request_judge_model="local/lexical", offline_generator=True,
+                  offline_judge=True)
     d = dg.diagnose(s)
     assert not sentences(d, "decision.recommend")
     assert any("offline baseline" in x["text"] for x in sentences(d, "decision.not_decided"))
     [limit] = sentences(d, "limit.offline_baseline")
     assert "an offline answerer's latency is the lab process's own compute" in limit["text"]
     # Judged offline, answered by a model: the answers' latency is the provider's, and the sentence says nothing of it.
-    for r in s["arms"].values():
-        r.update(generator_model="openai/gpt-4o-mini", offline_generator=False)
+    s = with_arms(s, generator_model="openai/gpt-4o-mini", offline_generator=False)
     [limit] = sentences(dg.diagnose(s), "limit.offline_baseline")
     assert "local/lexical" in limit["text"] and "latency" not in limit["text"]
 
@@ -281,7 +285,7 @@ def test_next_experiment_combines_more_evidence_with_the_prompt_as_a_pasteable_a
     defaults = yaml.safe_load((REPO / "arms.yaml").read_text())["defaults"]
     assert ArmConfig.model_validate({**defaults, **override}).evidence_k == 8
     # Once an arm of the arms file runs the combination, it is no longer proposed.
-    s["all_configs"] = {"both": {"config_flat": {**override, "dataset": "pyref"}}}
+    s = s.model_copy(update={"all_configs": {"both": {**override, "dataset": "pyref"}}})
     assert not sentences(dg.diagnose(s), "next.combine")
 
 
@@ -304,7 +308,7 @@ def _correction(judge, corrected):
 ])
 def test_the_correction_says_whether_the_judges_conclusion_is_removed_reversed_or_holds(judge, corrected, outcome,
                                                                                         more, shown):
-    s = diagnosis_decisions.limitations({"arms": {}, "comparisons": [], "human_corrections": [_correction(judge, corrected)]})[0]
+    s = diagnosis_decisions.limitations(sweep([], {}, human_corrections=[_correction(judge, corrected)]))[0]
     d = s.done("s1")
     assert d["rule"] == "limit.human_correction" and d["inputs"]["outcome"] == outcome
     assert diagnosis_decisions.OUTCOME_TEXT[outcome] in d["text"]
@@ -318,6 +322,6 @@ def test_the_correction_says_whether_the_judges_conclusion_is_removed_reversed_o
 
 
 def test_without_labels_or_with_too_few_the_diagnosis_says_so_or_nothing():
-    assert not [s for s in diagnosis_decisions.limitations({"arms": {}, "comparisons": []}) if s.rule == "limit.human_correction"]
-    s = diagnosis_decisions.limitations({"arms": {}, "comparisons": [], "human_corrections": [_correction((0.2, 0.1, 0.3), None)]})[0]
+    assert not [s for s in diagnosis_decisions.limitations(sweep([], {})) if s.rule == "limit.human_correction"]
+    s = diagnosis_decisions.limitations(sweep([], {}, human_corrections=[_correction((0.2, 0.1, 0.3), None)]))[0]
     assert s.done("s1")["inputs"]["outcome"] == "not_estimable" and "not estimable" in s.done("s1")["text"]

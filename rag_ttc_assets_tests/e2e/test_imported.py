@@ -192,8 +192,8 @@ def test_an_imported_arms_generator_is_the_systems_model_as_its_traces_name_it_n
         [run] = [r for r in records.list_runs(lab, arm) if r["status"] == records.COMPLETE]
         assigned = json.loads((records.run_path(lab, run["run_dir"]) / "config.json").read_text())["model_assignments"]
         assert (assigned["generator"], assigned["same_model"]) == ("imported: openai/fake-model", same)
-        record = arm_record(lab, arm)
-        assert (record["generator_model"], record["same_model"], record["offline_generator"]) == (
+        record = arm_record(lab.store, lab.arms[arm], arm)
+        assert (record.generator_model, record.same_model, record.offline_generator) == (
             "imported: openai/fake-model", same, False)
 
 
