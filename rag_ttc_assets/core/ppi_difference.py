@@ -4,24 +4,30 @@ added, and the decision it supports (`rag-ttc accept`, `compare --labels`, the d
 their formulas and sources are in core/ppi.py."""
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Mapping
 
-from rag_ttc_assets.core.ppi import (STRATIFIED, completeness_estimates, difference_estimate, difference_of,
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rag_ttc_assets.core.ppi import (STRATIFIED, TSD, completeness_estimates, difference_estimate, difference_of,
                                      estimate_of, human_bernoulli, human_stratified, human_uniform, ppi_bernoulli,
                                      ppi_stratified, ppi_uniform, quantile, satterthwaite, stratifiable)
+from rag_ttc_assets.core.ppi_records import ArmDifference, DifferenceRecord, EstimateRecord, JudgeInterval
 
 PAIRED = "paired"
 INDEPENDENT = "independent"
 
 
-def _var(values) -> float:
+def _var(values: ArrayLike) -> float:
     v = np.asarray(values, dtype=float)
     return float(v.var(ddof=1)) if v.size >= 2 else 0.0
 
 
-def paired_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
-                      p_arm: dict | None = None, p_base: dict | None = None, alpha: float = 0.05,
-                      s_arm: dict | None = None, s_base: dict | None = None) -> dict | None:
+def paired_difference(f_arm: Mapping[str, float], f_base: Mapping[str, float], y_arm: Mapping[str, float],
+                      y_base: Mapping[str, float], p_arm: Mapping[str, float] | None = None,
+                      p_base: Mapping[str, float] | None = None, alpha: float = 0.05,
+                      s_arm: Mapping[str, str] | None = None, s_base: Mapping[str, str] | None = None
+                      ) -> ArmDifference | None:
     """The prediction-powered difference ARM - BASELINE when both arms answered the same questions: the paper's
     mean estimator applied to the per-question differences (Angelopoulos et al. 2023, the mean-estimation example,
     with the prediction f_i := f_arm,i - f_base,i and the label Y_i := Y_arm,i - Y_base,i):
@@ -46,14 +52,18 @@ def paired_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
     big_n, n = len(rows), len(both)
     if n < 2 or big_n < 2:
         return None
-    z = quantile(alpha)
+    z = float(quantile(alpha))
     d = np.array([f_arm[q] - f_base[q] for q in rows], dtype=float)
     yd = np.array([y_arm[q] - y_base[q] for q in both], dtype=float)
     dl = np.array([f_arm[q] - f_base[q] for q in both], dtype=float)
     rect = dl - yd
     judge_se = np.sqrt(_var(d) / big_n)
-    pa, pb = p_arm or {}, p_base or {}
-    sa, sb = s_arm or {}, s_base or {}
+    pa: Mapping[str, float] = p_arm or {}
+    pb: Mapping[str, float] = p_base or {}
+    sa: Mapping[str, str] = s_arm or {}
+    sb: Mapping[str, str] = s_base or {}
+    h: TSD
+    p: TSD
     weighted = all(pa.get(q) is not None and pb.get(q) is not None for q in both)
     if not weighted:
         h, p = human_uniform(yd), ppi_uniform(d, yd, dl)
@@ -67,10 +77,10 @@ def paired_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
                        for q in rows], dtype=float)
         xi = np.array([q in both for q in rows])
         y = np.array([y_arm[q] - y_base[q] if q in both else 0.0 for q in rows], dtype=float)
-        strata = {q: sa.get(q) for q in both if sa.get(q) is not None and sa.get(q) == sb.get(q)}
+        strata = {q: s for q in both if (s := sa.get(q)) is not None and s == sb.get(q)}
         if shared and stratifiable(strata, {q: pa[q] for q in both}, both):
-            s = np.array([str(strata.get(q, "")) for q in rows])
-            h, p = human_stratified(y, xi, s, pi), ppi_stratified(d, y, xi, s, pi)
+            st = np.array([str(strata.get(q, "")) for q in rows])
+            h, p = human_stratified(y, xi, st, pi), ppi_stratified(d, y, xi, st, pi)
             k = len(set(strata.values()))
             weighting = (f"{STRATIFIED}: one shared sample ({k} strat{'um' if k == 1 else 'a'}, pi = the recorded "
                          "probability; Fisch et al. 2024)")
@@ -86,9 +96,11 @@ def paired_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
                          "fixed": _var(d) / big_n, "fixed_df": big_n - 1}}
 
 
-def independent_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
-                           p_arm: dict | None = None, p_base: dict | None = None, alpha: float = 0.05,
-                           s_arm: dict | None = None, s_base: dict | None = None) -> dict | None:
+def independent_difference(f_arm: Mapping[str, float], f_base: Mapping[str, float], y_arm: Mapping[str, float],
+                           y_base: Mapping[str, float], p_arm: Mapping[str, float] | None = None,
+                           p_base: Mapping[str, float] | None = None, alpha: float = 0.05,
+                           s_arm: Mapping[str, str] | None = None, s_base: Mapping[str, str] | None = None
+                           ) -> ArmDifference | None:
     """The difference ARM - BASELINE from each arm's own estimate (`completeness_estimates`, then
     `difference_estimate`: independent samples, the standard errors add in quadrature), for arms that do not answer
     the same questions or whose labelled questions do not overlap. `variance` projects n more labels in EACH arm:
@@ -99,14 +111,17 @@ def independent_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
     diff = difference_estimate(ea, eb, alpha)
     if diff is None:
         return None
-    z = quantile(alpha)
+    z = float(quantile(alpha))
     fa, fb = list(f_arm.values()), list(f_base.values())
     la = [q for q in y_arm if q in f_arm]
     lb = [q for q in y_base if q in f_base]
     fixed = _var(fa) / len(fa) + _var(fb) / len(fb)
     judge_mean = float(np.mean(fa) - np.mean(fb))
     n = min(len(la), len(lb))
-    human = difference_of(ea["human"], eb["human"], alpha)
+    ha, hb = ea["human"], eb["human"]
+    if ha is None or hb is None:  # both arms have two labelled rows (diff is not None): never taken
+        return None
+    human = difference_of(ha, hb, alpha)
     return {"estimator": INDEPENDENT, "rows": min(len(fa), len(fb)), "labelled": n,
             "weighting": f"{ea['weighting']} / {eb['weighting']}",
             "judge": {"mean": judge_mean, "low": judge_mean - z * float(np.sqrt(fixed)),
@@ -121,15 +136,16 @@ def independent_difference(f_arm: dict, f_base: dict, y_arm: dict, y_base: dict,
                                                                           (_var(fb) / len(fb), len(fb) - 1)]))}}
 
 
-def projected_width(fixed_var: float, rect_var: float, n, alpha: float = 0.05, fixed_df: float = np.inf):
+def projected_width(fixed_var: float, rect_var: float, n: ArrayLike, alpha: float = 0.05,
+                    fixed_df: float = np.inf) -> float | NDArray[np.float64]:
     """The interval's width with n labelled rows, the measured variances held: 2 q sqrt(fixed_var + rect_var / n),
     where fixed_var is var_N(f) / N (the judge's whole-set term, which no label shrinks, estimated with `fixed_df`
     degrees of freedom) and rect_var the rectifier's variance (for the people alone: fixed_var 0, rect_var the
     labels' variance), q Student's t with the Satterthwaite degrees of freedom of the two terms (n - 1 for the
     rectifier), as the estimators draw it. Vectorised over n."""
-    n = np.asarray(n, dtype=float)
-    b = rect_var / n
-    q = quantile(alpha, satterthwaite([(np.full_like(n, fixed_var), fixed_df), (b, n - 1)]))
+    ns = np.asarray(n, dtype=float)
+    b = rect_var / ns
+    q = quantile(alpha, satterthwaite([(np.full_like(ns, fixed_var), fixed_df), (b, ns - 1)]))
     return 2 * q * np.sqrt(fixed_var + b)
 
 
@@ -139,8 +155,10 @@ def labels_needed(estimate: float, fixed_var: float, rect_var: float, alpha: flo
     q(n) sqrt(fixed_var + rect_var / n) < |estimate|; None when no n does (estimate 0, or the judge's whole-set term
     alone already spans 0: q(inf)^2 fixed_var >= estimate^2, q(inf) the quantile of fixed_df). At least 2 (an
     interval needs two labels)."""
-    half = lambda k: float(projected_width(fixed_var, rect_var, k, alpha, fixed_df)) / 2  # noqa: E731
-    q_inf = quantile(alpha, fixed_df if fixed_var > 0 else None)
+    def half(k: int) -> float:
+        return float(projected_width(fixed_var, rect_var, k, alpha, fixed_df)) / 2
+
+    q_inf = float(quantile(alpha, fixed_df if fixed_var > 0 else None))
     room = (estimate / q_inf) ** 2 - fixed_var
     if estimate == 0 or room <= 0:
         return None
@@ -160,12 +178,15 @@ def labels_needed(estimate: float, fixed_var: float, rect_var: float, alpha: flo
     return hi
 
 
-def decision(interval: dict | None) -> str:
+def decision(interval: EstimateRecord | DifferenceRecord | JudgeInterval | None) -> str:
     """accept (the interval lies above 0), reject (below 0), or undecided (it spans 0, or there is none)."""
-    if not interval or interval.get("low") is None:
+    if not interval:
         return "undecided"
-    if interval["low"] > 0:
+    low, high = interval.get("low"), interval.get("high")
+    if low is None:
+        return "undecided"
+    if low > 0:
         return "accept"
-    if interval["high"] < 0:
+    if high is not None and high < 0:
         return "reject"
     return "undecided"
