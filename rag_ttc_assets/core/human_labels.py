@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeGuard
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
 from rag_ttc_assets.core.jsonl import json_lines, malformed
@@ -77,7 +78,7 @@ class PairLabel:
     annotator: str
 
     @property
-    def item(self) -> tuple:
+    def item(self) -> tuple[str, frozenset[tuple[str, str]]]:
         """The pair as an unordered item, its identity only (a labelled b-over-a is the same pair as a-over-b, its
         label negated); never an orientation: a sign follows a label's own a and b (toward)."""
         return (self.question, frozenset((self.a, self.b)))
@@ -128,7 +129,7 @@ class Labels:
     edited_request_labels: int = 0  # labels of requests an annotator edited (`origin` not `dataset`): no judge saw them
 
 
-def _text(value) -> bool:
+def _text(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value.strip())
 
 
@@ -136,7 +137,7 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
     """Every label of a JSON Lines file, checked against `catalog`; LabelsError lists every problem."""
     problems: list[LabelProblem] = []
     out = Labels([], [])
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[str, str, object], int] = {}  # (kind, annotator, the label's item) -> its line
 
     def bad(line: int, fld: str, msg: str) -> None:
         problems.append(LabelProblem(path, f"line {line}", fld, msg))
@@ -184,17 +185,18 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
             bad(n, "question", "a question id")
             continue
         if kind == CLAIM:
-            label = _claim_label(n, rec, question, annotator, catalog, bad)
-            if label is None:
+            claim = _claim_label(n, rec, question, annotator, catalog, bad)
+            if claim is None:
                 continue
-            key = (CLAIM, annotator, label.item)
+            key: tuple[str, str, object] = (CLAIM, annotator, claim.item)
             if key in seen:
                 bad(n, "annotator", f"{annotator!r} already labelled this claim on line {seen[key]}; keep one label "
                                     "per annotator")
                 continue
             seen[key] = n
-            out.claims.append(label)
+            out.claims.append(claim)
             continue
+        label: RequestLabel | PairLabel
         if kind == REQUEST:
             # `probability` and `stratum` (ANNOTATION_FIELDS): the row's sampling, copied from `rag-ttc sample-labels`' file
             allowed = {"kind", "question", "request", "arm", "addressed", "verdict", "annotator"} | ANNOTATION_FIELDS
@@ -260,7 +262,10 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
                                 f"on line {seen[key]}; keep one label per annotator")
             continue
         seen[key] = n
-        (out.requests if kind == REQUEST else out.pairs).append(label)
+        if isinstance(label, RequestLabel):  # kind == REQUEST
+            out.requests.append(label)
+        else:
+            out.pairs.append(label)
     if problems:
         raise LabelsError(problems)
     if not out.requests and not out.pairs and not out.claims and not out.edited_request_labels:
@@ -273,7 +278,7 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _claim_label(n: int, rec: dict, question: str, annotator: str, catalog: Catalog,
+def _claim_label(n: int, rec: dict[str, Any], question: str, annotator: str, catalog: Catalog,
                  bad: Callable[[int, str, str], None]) -> ClaimLabel | None:
     allowed = {"kind", "question", "arm", "claim", "text", "support", "annotator"}
     extra = sorted(set(rec) - allowed)
