@@ -18,7 +18,7 @@ STRICT = [
     "compare_guards", "phoenix_source", "prompt_markup", "prompts", "response_formats", "jsonl", "trec_files",
     "ann", "chunking", "contextual", "entailment", "eras", "fusion", "metrics", "multiple_testing",
     "evidence_map", "lfqa", "progress", "pyramid", "representations", "usage", "wice", "diagnosis_inputs",
-    "ppi", "ppi_difference", "ppi_records", "human_labels",
+    "ppi", "ppi_difference", "ppi_records", "human_labels", "judge_agreement", "claim_agreement",
 ]
 
 

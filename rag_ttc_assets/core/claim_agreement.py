@@ -14,13 +14,21 @@ caller hands in the labels and each support judge's verdicts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypedDict
 
-from rag_ttc_assets.core.human_labels import SUPPORT, ClaimLabel, flat
-from rag_ttc_assets.core.judge_agreement import (_annotator_pairs, _share, _unshared_pairs, categorical_agreement,
-                                                 correlation, majority, majority_agreement)
+from rag_ttc_assets.core.human_labels import SUPPORT, ClaimLabel, Item, Row, flat
+from rag_ttc_assets.core.judge_agreement import (JsonObject, _annotator_pairs, _share, _unshared_pairs,
+                                                 categorical_agreement, correlation, majority, majority_agreement)
 
 
-def claim_verdicts(claims: Sequence[tuple[int, str]], statements: Sequence[dict]) -> dict[int, dict]:
+class ClaimVerdict(TypedDict):
+    """The support judge's verdict on one claim (claim_verdicts): every statement placed in it supported, and their
+    reasons joined."""
+    supported: bool
+    reason: str
+
+
+def claim_verdicts(claims: Sequence[tuple[int, str]], statements: Sequence[JsonObject]) -> dict[int, ClaimVerdict]:
     """The support judge's verdict on each claim (position, text) of one answer, from its statement verdicts
     ({"text", "supported", "reason"}, in answer order): each statement is placed, in order, in the first claim, at
     or after the last one placed, whose text holds it after what was placed there already (a claim the judge split
@@ -28,7 +36,7 @@ def claim_verdicts(claims: Sequence[tuple[int, str]], statements: Sequence[dict]
     when every statement placed in it is. A claim with no statement placed in it (the judge dropped it: no content
     words, abstention boilerplate) is absent: not measured."""
     ordered = sorted(claims)
-    placed: dict[int, list[dict]] = {}
+    placed: dict[int, list[JsonObject]] = {}
     at, offset = 0, 0  # the claim placed in last, and where in its text the last statement placed there ended
     for s in statements:
         text = flat(s.get("text") or "")
@@ -45,8 +53,8 @@ def claim_verdicts(claims: Sequence[tuple[int, str]], statements: Sequence[dict]
             for pos, got in placed.items()}
 
 
-def claim_agreement(labels: Sequence[ClaimLabel], judges: Mapping[str, Mapping[tuple, dict]],
-                    faithfulness: Mapping[str, Mapping[tuple, float | None]], seed: int = 0) -> dict:
+def claim_agreement(labels: Sequence[ClaimLabel], judges: Mapping[str, Mapping[Item, ClaimVerdict]],
+                    faithfulness: Mapping[str, Mapping[Row, float | None]], seed: int = 0) -> JsonObject:
     """Per-claim support labels against each support judge (name -> (arm, question, claim) -> {"supported",
     "reason"} of the claims it measured, claim_verdicts), every label read as binary (ClaimLabel.addressed):
     kappa, accuracy and confusion, the disagreements listed; the annotators with each other; against the majority
@@ -55,9 +63,12 @@ def claim_agreement(labels: Sequence[ClaimLabel], judges: Mapping[str, Mapping[t
     share of the answer's statements) against the share of the answer's claims the majority finds supported
     (ties left out), with the ceiling, each annotator's share against the majority of the others' over the claims
     where that majority is defined (three or more labels), beside each judge against that same majority."""
-    rows = []
+    rows: list[JsonObject] = []
     for name, scored in judges.items():
-        human, judge, disagree, unmeasured = [], [], [], 0
+        human: list[bool] = []
+        judge: list[bool] = []
+        disagree: list[JsonObject] = []
+        unmeasured = 0
         for lab in labels:
             s = scored.get(lab.item)
             if s is None:
@@ -89,14 +100,14 @@ def claim_agreement(labels: Sequence[ClaimLabel], judges: Mapping[str, Mapping[t
             "answers": _claim_answers(labels, faithfulness, seed)}
 
 
-def _claim_answers(labels: Sequence[ClaimLabel], faithfulness: Mapping[str, Mapping[tuple, float | None]],
-                   seed: int) -> dict:
+def _claim_answers(labels: Sequence[ClaimLabel], faithfulness: Mapping[str, Mapping[Row, float | None]],
+                   seed: int) -> JsonObject:
     """claim_agreement's per-answer reading."""
-    by_row: dict[tuple, dict[int, list[tuple[str, bool]]]] = {}
+    by_row: dict[Row, dict[int, list[tuple[str, bool]]]] = {}
     for lab in labels:
         by_row.setdefault((lab.arm, lab.question), {}).setdefault(lab.claim, []).append((lab.annotator, lab.addressed))
-    people: dict[tuple, float] = {}
-    loo: dict[tuple, tuple[list[bool], list[bool]]] = {}  # (row, annotator) -> (their labels, the others' majority)
+    people: dict[Row, float] = {}
+    loo: dict[tuple[Row, str], tuple[list[bool], list[bool]]] = {}  # (row, annotator) -> (their labels, the others' majority)
     for row, claims in by_row.items():
         decided = [m for m in (majority([v for _, v in labs]) for labs in claims.values()) if m is not None]
         if decided:
@@ -110,9 +121,9 @@ def _claim_answers(labels: Sequence[ClaimLabel], faithfulness: Mapping[str, Mapp
                     point = loo.setdefault((row, ann), ([], []))
                     point[0].append(v)
                     point[1].append(m)
-    out = []
+    out: list[JsonObject] = []
     for name, scores in faithfulness.items():
-        pts = [(scores[row], y) for row, y in people.items() if scores.get(row) is not None]
+        pts = [(s, y) for row, y in people.items() if (s := scores.get(row)) is not None]
         out.append({"rater": name, "kind": "judge", "against": "the majority",
                     **correlation([p[0] for p in pts], [p[1] for p in pts], seed), "not_measured": len(people) - len(pts)})
     if loo:
@@ -120,7 +131,7 @@ def _claim_answers(labels: Sequence[ClaimLabel], faithfulness: Mapping[str, Mapp
                     **correlation([_share(v) for v, _ in loo.values()], [_share(m) for _, m in loo.values()], seed),
                     "not_measured": 0})
         for name, scores in faithfulness.items():
-            pts = [(scores[row], _share(m)) for (row, _), (_, m) in loo.items() if scores.get(row) is not None]
+            pts = [(s, _share(m)) for (row, _), (_, m) in loo.items() if (s := scores.get(row)) is not None]
             out.append({"rater": f"{name} vs the others", "kind": "judge", "against": "the majority of the others",
                         **correlation([p[0] for p in pts], [p[1] for p in pts], seed),
                         "not_measured": len(loo) - len(pts)})

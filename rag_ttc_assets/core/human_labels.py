@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
 from rag_ttc_assets.core.jsonl import json_lines, malformed
@@ -42,6 +42,20 @@ PAIR_ANNOTATION_FIELDS = frozenset({"note", "order_seed", "labelled_at", "log_se
 SUPPORT = ("supported", "partially_supported", "not_supported")
 VERDICTS = ("consistent", "contradicts", "not_addressed", "not_verifiable")
 SCALE = (-2, 2)
+
+
+Item = tuple[str | int, ...]  # a label's item: (arm, question, request) or (arm, question, claim position)
+Row = tuple[str, str]  # an answer row: (arm, question)
+
+
+class Labelled(Protocol):
+    """What the per-item statistics (core.judge_agreement) read of a binary label: RequestLabel, ClaimLabel."""
+    @property
+    def annotator(self) -> str: ...
+    @property
+    def item(self) -> Item: ...
+    @property
+    def addressed(self) -> bool: ...
 
 
 LabelProblem = Problem  # one problem of a labels file: file, record (its line), field, message

@@ -32,29 +32,38 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
+from typing import Any, SupportsFloat, TypeVar
 
-from rag_ttc_assets.core.human_labels import VERDICTS, PairLabel, RequestLabel
+from rag_ttc_assets.core.human_labels import VERDICTS, Item, Labelled, PairLabel, RequestLabel, Row
 from rag_ttc_assets.core.panel import AGGREGATIONS
 from rag_ttc_assets.core.text import content_words, stem, term_recall
+
+T = TypeVar("T")
+K = TypeVar("K")
+# A JSON object: a judge's judgment as its stage parsed it ({"addressed", "verdict", "reason", "coverage"}), a row of
+# the agreement report as it is written; its values are whatever JSON holds.
+JsonObject = dict[str, Any]
+
 
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 
 
-def _quiet(fn: Callable, *args, **kwargs):
+def _quiet(fn: Callable[..., T], *args: object, **kwargs: object) -> T:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fn(*args, **kwargs)
 
 
-def _finite(x) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
+def _finite(x: SupportsFloat) -> float | None:
+    v = float(x)
+    return v if math.isfinite(v) else None
 
 
-def categorical_agreement(human: Sequence, judge: Sequence, labels: Sequence) -> dict:
+def categorical_agreement(human: Sequence[object], judge: Sequence[object], labels: Sequence[object]) -> JsonObject:
     """Cohen's kappa, accuracy and the confusion matrix (rows: human, columns: judge) of two raters' labels."""
-    from sklearn.metrics import accuracy_score, cohen_kappa_score, confusion_matrix
+    from sklearn.metrics import (  # type: ignore[import-untyped]  # scikit-learn ships no type stubs
+        accuracy_score, cohen_kappa_score, confusion_matrix)
 
     n = len(human)
     if not n:
@@ -66,14 +75,14 @@ def categorical_agreement(human: Sequence, judge: Sequence, labels: Sequence) ->
                           for i, h in enumerate(labels)}}
 
 
-def correlation(x: Sequence[float], y: Sequence[float], seed: int = 0) -> dict:
+def correlation(x: Sequence[float], y: Sequence[float], seed: int = 0) -> JsonObject:
     """Pearson and Spearman of paired values with percentile bootstrap intervals; None where undefined (fewer than
     three pairs, or a constant side)."""
     import numpy as np
-    from scipy import stats
+    from scipy import stats  # type: ignore[import-untyped]  # scipy ships no type stubs (scipy-stubs is not a dependency)
 
     n = len(x)
-    out: dict = {"n": n}
+    out: JsonObject = {"n": n}
     constant = n < 3 or len(set(x)) < 2 or len(set(y)) < 2
     for name, fn in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr)):
         if constant:
@@ -82,7 +91,7 @@ def correlation(x: Sequence[float], y: Sequence[float], seed: int = 0) -> dict:
             continue
         r = _finite(fn(x, y).statistic)
 
-        def stat(a, b, fn=fn):
+        def stat(a: Sequence[float], b: Sequence[float], fn: Callable[..., Any] = fn) -> Any:
             return fn(a, b).statistic
 
         boot = _quiet(stats.bootstrap, (list(x), list(y)), stat, paired=True, vectorized=False,
@@ -98,12 +107,13 @@ def correlation(x: Sequence[float], y: Sequence[float], seed: int = 0) -> dict:
     return out
 
 
-def _annotator_pairs(labels: Sequence, value: Callable) -> dict[tuple[str, str], list[tuple]]:
-    """For every two annotators, the (value by the first, value by the second) of the items both labelled."""
-    by_annotator: dict[str, dict] = {}
+def _annotator_pairs(labels: Sequence[Labelled], value: Callable[[Any], T]) -> dict[tuple[str, str], list[tuple[T, T]]]:
+    """For every two annotators, the (value by the first, value by the second) of the items both labelled; `value`
+    reads a label of `labels` (their own type: ClaimLabel.support, say)."""
+    by_annotator: dict[str, dict[Item, T]] = {}
     for lab in labels:
         by_annotator.setdefault(lab.annotator, {})[lab.item] = value(lab)
-    out = {}
+    out: dict[tuple[str, str], list[tuple[T, T]]] = {}
     for x, y in combinations(sorted(by_annotator), 2):
         shared = sorted(by_annotator[x].keys() & by_annotator[y].keys())
         if shared:  # two annotators who labelled nothing in common measure nothing (counted: _unshared_pairs)
@@ -111,19 +121,23 @@ def _annotator_pairs(labels: Sequence, value: Callable) -> dict[tuple[str, str],
     return out
 
 
-def _unshared_pairs(labels: Sequence, measured: int) -> int:
+def _unshared_pairs(labels: Sequence[Labelled] | Sequence[PairLabel], measured: int) -> int:
     """How many pairs of annotators labelled no item in common (no ceiling row of theirs): one expert per item, as
     sets with many annotators have it, gives no ceiling at all."""
     n = len({lab.annotator for lab in labels})
     return n * (n - 1) // 2 - measured
 
 
-def request_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]]) -> dict:
+def request_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[Item, JsonObject]]) -> JsonObject:
     """Per judge (name -> item -> {"addressed", "verdict", "reason"} of the items it measured), agreement with every
     human per-request label; then the annotators with each other."""
-    rows = []
+    rows: list[JsonObject] = []
     for name, scored in judges.items():
-        human, judge, v_human, v_judge, disagree = [], [], [], [], []
+        human: list[bool] = []
+        judge: list[bool] = []
+        v_human: list[str] = []
+        v_judge: list[str] = []
+        disagree: list[JsonObject] = []
         unmeasured = 0
         for lab in labels:
             s = scored.get(lab.item)
@@ -169,7 +183,7 @@ AGGREGATION = "aggregation "
 AGGREGATION_MEASURES = ("kappa", "kappa vs the majority", "pearson per answer", "pearson over pairs")
 
 
-def aggregation_choice(report: Mapping) -> list[dict]:
+def aggregation_choice(report: Mapping[str, Any]) -> list[JsonObject]:
     """Per panel (its jurors and prompt), each candidate aggregation's agreement with people on these labels, by
     the measures the report already prints for judges: Cohen's kappa of `addressed` against every human label and
     against the majority label (per-request labels), Pearson of completeness per answer against the majority's, and
@@ -179,7 +193,7 @@ def aggregation_choice(report: Mapping) -> list[dict]:
     was defined. The choice is for these labels only: a default is chosen across sets (docs/judges.md)."""
     values: dict[str, dict[str, dict[str, float | None]]] = {}  # panel -> aggregation -> measure -> value
 
-    def put(rater: str, measure: str, value) -> None:
+    def put(rater: str, measure: str, value: float | None) -> None:
         if not rater.startswith(AGGREGATION) or rater.endswith(" vs the others"):
             return
         name = rater[len(AGGREGATION):]
@@ -198,23 +212,21 @@ def aggregation_choice(report: Mapping) -> list[dict]:
     for r in ((report.get("pair_labels") or {}).get("completeness") or {}).get("rows", []):
         put(r["rater"], "pearson over pairs", r["pearson"]["r"])
 
-    def graded(panel: str, measure: str):
+    def graded(panel: str, measure: str) -> float | None:
         rows = ([r for r in ((report.get("request_completeness") or {}).get("levels") or {}).get("answer", [])
                  if r["against"] == "the majority"] if measure == "pearson per answer" else
                 ((report.get("pair_labels") or {}).get("completeness") or {}).get("rows", [])
                 if measure == "pearson over pairs" else [])
         suffix = f"]: {panel}{GRADED}"
-        got = [r["pearson"]["r"] for r in rows if r["rater"].startswith("request judge panel[")
+        got: list[float | None] = [r["pearson"]["r"] for r in rows if r["rater"].startswith("request judge panel[")
                and r["rater"].endswith(suffix)]
         return got[0] if got else None
 
-    out = []
+    out: list[JsonObject] = []
     for panel, by_agg in values.items():
         measures = [m for m in AGGREGATION_MEASURES if any(v.get(m) is not None for v in by_agg.values())]
         order = [a for a in AGGREGATIONS if a in by_agg]
-        best = {m: max(order, key=lambda a, m=m: (by_agg[a].get(m) if by_agg[a].get(m) is not None else -math.inf,
-                                                  -order.index(a)))
-                for m in measures}
+        best = {m: max(order, key=lambda a: _rank(by_agg[a].get(m), a, order)) for m in measures}
         wins = {a: sum(1 for m in measures if best[m] == a) for a in order}
         chosen = max(order, key=lambda a: (wins[a], -order.index(a))) if measures else None
         out.append({"panel": panel, "measures": measures,
@@ -225,12 +237,18 @@ def aggregation_choice(report: Mapping) -> list[dict]:
     return out
 
 
-def graded_share(judgments: Sequence[dict | None]) -> float | None:
+def _rank(value: float | None, aggregation: str, order: list[str]) -> tuple[float, int]:
+    """aggregation_choice's order of the candidates on one measure: the higher value, then the earlier candidate."""
+    return (value if value is not None else -math.inf, -order.index(aggregation))
+
+
+def graded_share(judgments: Sequence[JsonObject | None]) -> float | None:
     """The mean coverage of a row's requests (each a judgment dict), None when any of them has none."""
-    covered = [None if j is None else j.get("coverage") for j in judgments]
-    if not covered or any(c is None for c in covered):
+    covered: list[float | None] = [None if j is None else j.get("coverage") for j in judgments]
+    got = [c for c in covered if c is not None]
+    if not covered or len(got) < len(covered):
         return None
-    return sum(covered) / len(covered)
+    return sum(got) / len(got)
 
 
 def gold_answer_recall(gold_answer: str | None, answer: str | None) -> float | None:
@@ -241,8 +259,9 @@ def gold_answer_recall(gold_answer: str | None, answer: str | None) -> float | N
     return term_recall({stem(w) for w in content_words(gold_answer)}, answer)
 
 
-def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]],
-                           seed: int = 0, references: Mapping[str, Mapping[tuple, float | None]] | None = None) -> dict:
+def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[Item, JsonObject]],
+                           seed: int = 0, references: Mapping[str, Mapping[Row, float | None]] | None = None
+                           ) -> JsonObject:
     """Completeness (the share of a row's labelled requests addressed) by each judge against the people's, per answer
     row (arm, question) and per arm (the mean over its rows), Pearson and Spearman with bootstrap intervals.
 
@@ -257,22 +276,24 @@ def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, 
 
     `references` (name -> (arm, question) -> score, None where it has none): scorers of a whole answer, not of its
     requests (gold_answer_recall), in the same rows as the judges with kind `reference`."""
-    by_row: dict[tuple, dict[str, list[tuple[str, bool]]]] = {}
+    by_row: dict[Row, dict[str, list[tuple[str, bool]]]] = {}
     for lab in labels:
         by_row.setdefault((lab.arm, lab.question), {}).setdefault(lab.request, []).append(
             (lab.annotator, lab.addressed))
 
-    def judge_share(scored, row, requests):
+    def judge_share(scored: Mapping[Item, JsonObject], row: Row, requests: list[str]) -> float | None:
         got = [scored.get((*row, r)) for r in requests]
-        if any(g is None or g.get("addressed") is None for g in got):
+        known = [g for g in got if g is not None and g.get("addressed") is not None]
+        if len(known) < len(got):
             return None
-        return _share([bool(g["addressed"]) for g in got])
+        return _share([bool(g["addressed"]) for g in known])
 
     # (row, annotator) -> (requests, the annotator's labels, the others' majority), the leave-one-out points.
-    loo: dict[tuple, tuple[list[str], list[bool], list[bool]]] = {}
-    full: dict[tuple, tuple[list[str], list[bool]]] = {}
+    loo: dict[tuple[Row, str], tuple[list[str], list[bool], list[bool]]] = {}
+    full: dict[Row, tuple[list[str], list[bool]]] = {}
     for row, items in by_row.items():
-        reqs, maj = [], []
+        reqs: list[str] = []
+        maj: list[bool] = []
         for r, labs in items.items():
             m = majority([v for _, v in labs])
             if m is not None:
@@ -291,8 +312,8 @@ def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, 
                     point[1].append(v)
                     point[2].append(m)
 
-    def per_arm(points: Mapping[tuple, tuple[float, float]], key) -> tuple[list[float], list[float]]:
-        groups: dict = {}
+    def per_arm(points: Mapping[K, tuple[float, float]], key: Callable[[K], object]) -> tuple[list[float], list[float]]:
+        groups: dict[object, list[tuple[float, float]]] = {}
         for k, (x, y) in points.items():
             groups.setdefault(key(k), []).append((x, y))
         xs = [sum(p[0] for p in g) / len(g) for g in groups.values()]
@@ -301,16 +322,17 @@ def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, 
 
     # Every scorer as (name, kind, score of a row given the requests scored): the judges by their share of those
     # requests addressed, the references by their score of the whole answer.
-    scorers: list[tuple[str, str, Callable[[tuple, list[str]], float | None]]] = [
+    scorers: list[tuple[str, str, Callable[[Row, list[str]], float | None]]] = [
         *((name, "judge", lambda row, reqs, scored=scored: judge_share(scored, row, reqs))
           for name, scored in judges.items()),
         *((name + GRADED, "judge", lambda row, reqs, scored=scored: graded_share([scored.get((*row, r)) for r in reqs]))
           for name, scored in judges.items() if any(j.get("coverage") is not None for j in scored.values())),
         *((name, "reference", lambda row, reqs, by_row=by_row_score: by_row.get(row))
           for name, by_row_score in (references or {}).items())]
-    levels: dict[str, list[dict]] = {"answer": [], "arm": []}
+    levels: dict[str, list[JsonObject]] = {"answer": [], "arm": []}
     for name, kind, score in scorers:
-        points, unmeasured = {}, 0
+        points: dict[Row, tuple[float, float]] = {}
+        unmeasured = 0
         for row, (reqs, maj) in full.items():
             x = score(row, reqs)
             if x is None:
@@ -329,15 +351,17 @@ def completeness_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, 
                                   "against": "the majority of the others", **correlation(xs, ys, seed),
                                   "not_measured": 0})
         for name, kind, score in scorers:
-            points, unmeasured = {}, 0
+            loo_points: dict[tuple[Row, str], tuple[float, float]] = {}
+            unmeasured = 0
             for (row, ann), (reqs, _, maj) in loo.items():
                 x = score(row, reqs)
                 if x is None:
                     unmeasured += 1
                     continue
-                points[(row, ann)] = (x, _share(maj))
-            for level, (xs, ys) in (("answer", ([p[0] for p in points.values()], [p[1] for p in points.values()])),
-                                    ("arm", per_arm(points, lambda k: (k[0][0], k[1])))):
+                loo_points[(row, ann)] = (x, _share(maj))
+            for level, (xs, ys) in (("answer", ([p[0] for p in loo_points.values()],
+                                                [p[1] for p in loo_points.values()])),
+                                    ("arm", per_arm(loo_points, lambda k: (k[0][0], k[1])))):
                 levels[level].append({"rater": f"{name} vs the others", "kind": kind,
                                       "against": "the majority of the others", **correlation(xs, ys, seed),
                                       "not_measured": unmeasured})
@@ -350,10 +374,12 @@ def majority(values: Sequence[bool]) -> bool | None:
     return True if 2 * yes > len(values) else False if 2 * (len(values) - yes) > len(values) else None
 
 
-def _judge_against(scored: Mapping[tuple, dict], majorities: Sequence[tuple[tuple, bool]]) -> dict:
+def _judge_against(scored: Mapping[Item, JsonObject], majorities: Sequence[tuple[Item, bool]]) -> JsonObject:
     """A judge's `addressed` against the majority label of each (item, majority); an item the judge did not
     measure is counted in `not_measured`, never scored."""
-    human, judge, unmeasured = [], [], 0
+    human: list[bool] = []
+    judge: list[bool] = []
+    unmeasured = 0
     for item, m in majorities:
         s = scored.get(item)
         if s is None or s.get("addressed") is None:
@@ -364,7 +390,7 @@ def _judge_against(scored: Mapping[tuple, dict], majorities: Sequence[tuple[tupl
     return {**categorical_agreement(human, judge, (True, False)), "not_measured": unmeasured}
 
 
-def majority_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapping[tuple, dict]]) -> dict:
+def majority_agreement(labels: Sequence[Labelled], judges: Mapping[str, Mapping[Item, JsonObject]]) -> JsonObject:
     """Against the majority of people, on the items two or more annotators labelled.
 
     `judge vs majority`: each judge's `addressed` against the item's majority label (ties skipped, counted).
@@ -372,19 +398,20 @@ def majority_agreement(labels: Sequence[RequestLabel], judges: Mapping[str, Mapp
     or more labels; a tie among the others skipped, counted): the ceiling, one person against the rest; beside it
     each judge against that same majority of the others, over the same instances (`judge vs the others`), so the
     two rows differ only in who stands in for the left-out annotator."""
-    items: dict[tuple, list[bool]] = {}
+    items: dict[Item, list[bool]] = {}
     for lab in labels:
         items.setdefault(lab.item, []).append(lab.addressed)
     multi = {k: v for k, v in items.items() if len(v) >= 2}
     full = {k: majority(v) for k, v in multi.items()}
     ties = sum(1 for m in full.values() if m is None)
-    rows = []
+    rows: list[JsonObject] = []
     decided = [(item, m) for item, m in full.items() if m is not None]
     for name, scored in judges.items():
         rows.append({"rater": name, "kind": "judge", "against": "the majority label",
                      **_judge_against(scored, decided), "ties_skipped": ties})
     # Leave one out: (item, the left-out label, the others' majority) for every label of an item with 3+ labels.
-    loo, loo_ties = [], 0
+    loo: list[tuple[Item, bool, bool]] = []
+    loo_ties = 0
     for item, values in items.items():
         if len(values) < 3:
             continue
@@ -411,12 +438,12 @@ def _pair_ceiling(labels: Sequence[PairLabel], aspect: str) -> dict[tuple[str, s
     and b of whichever of the two labels comes first in the file (PairLabel.toward), in the order of those labels:
     never a sort of the arms' names, so renaming an arm, or writing every label of the file with its a and b
     swapped, leaves every figure as it was."""
-    by_annotator: dict[str, dict] = {}
+    by_annotator: dict[str, dict[tuple[str, frozenset[tuple[str, str]]], PairLabel]] = {}
     for lab in labels:
         by_annotator.setdefault(lab.annotator, {})[lab.item] = lab
-    out = {}
+    out: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for x, y in combinations(sorted(by_annotator), 2):
-        points = []
+        points: list[tuple[int, int, int]] = []
         for item in by_annotator[x].keys() & by_annotator[y].keys():
             lx, ly = by_annotator[x][item], by_annotator[y][item]
             first = lx if lx.line <= ly.line else ly
@@ -426,23 +453,26 @@ def _pair_ceiling(labels: Sequence[PairLabel], aspect: str) -> dict[tuple[str, s
     return out
 
 
-def pair_agreement(labels: Sequence[PairLabel], judges: Mapping[str, Mapping[str, Mapping[tuple, float | None]]],
-                   seed: int = 0, references: Mapping[str, Mapping[str, Mapping[tuple, float | None]]] | None = None
-                   ) -> dict:
+def pair_agreement(labels: Sequence[PairLabel],
+                   judges: Mapping[str, Mapping[str, Mapping[tuple[str, str], float | None]]], seed: int = 0,
+                   references: Mapping[str, Mapping[str, Mapping[tuple[str, str], float | None]]] | None = None
+                   ) -> dict[str, JsonObject]:
     """Per aspect: per judge (name -> aspect -> (arm, row) -> score, None where not measured) the correlation of
     score(b) - score(a) with the human label; the references (the same shape, kind `reference`) likewise; then the
     annotators with each other (the ceiling)."""
     aspects = sorted({a for lab in labels for a in lab.labels})
-    out = {}
+    out: dict[str, JsonObject] = {}
     for aspect in aspects:
         mine = [lab for lab in labels if aspect in lab.labels]
-        rows = []
+        rows: list[JsonObject] = []
         for name, kind, by_aspect in [*((n, "judge", j) for n, j in judges.items()),
                                       *((n, "reference", r) for n, r in (references or {}).items())]:
             scores = by_aspect.get(aspect)
             if scores is None:
                 continue
-            x, y, unmeasured = [], [], 0
+            x: list[float] = []
+            y: list[float] = []
+            unmeasured = 0
             for lab in mine:
                 sa, sb = scores.get(lab.a), scores.get(lab.b)
                 if sa is None or sb is None:
