@@ -51,13 +51,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.contract import ABSTAINED, CONTRACT_FAILURE, FREE_TEXT, VALID
 from rag_ttc_assets.core.judging import StatementVerdict
-from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, denominator_fields, measured_mean, reason_of
+from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, MeasuredMean, denominator_fields, measured_mean, reason_of
 from rag_ttc_assets.core.records import Question, Request
 
 CASES = ("answered_supported", "answered_unsupported", "not_answered_evidence_admitted",
@@ -68,6 +68,8 @@ Case = Literal["answered_supported", "answered_unsupported", "not_answered_evide
 _PARSED_STATUSES = frozenset({VALID, CONTRACT_FAILURE, ABSTAINED, FREE_TEXT})
 ANSWERED = (VALID, FREE_TEXT)
 JUDGED = "judged"
+# A row as read from Parquet (a coverage, contract or request-judgment row): column -> value, whatever the column holds.
+Row = dict[str, Any]
 
 
 class RequestOutcome(BaseModel):
@@ -100,6 +102,12 @@ class AbstentionOutcome(BaseModel):
     answered_anyway: bool
 
 
+class GradedTotals(TypedDict):
+    """Completeness read graded (`graded_totals`): the mean coverage of the requests_graded measured requests."""
+    requests_graded: int
+    graded_completeness: float | None
+
+
 class QuestionCompleteness(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -111,19 +119,19 @@ class QuestionCompleteness(BaseModel):
     complete: bool | None  # None when a request of the question was not measured
 
 
-def json_list(value: Any) -> list:
+def json_list(value: Any) -> list[Any]:
     """A list field as stored: a JSON string (Parquet), a list, or None."""
     if value is None:
         return []
     return list(json.loads(value)) if isinstance(value, str) else list(value)
 
 
-def parsed_answer(contract_row: dict | None) -> bool:
+def parsed_answer(contract_row: Row | None) -> bool:
     return (contract_row is not None and contract_row.get("status") in _PARSED_STATUSES
             and contract_row.get("answer") is not None)
 
 
-def keyed_items(question: Question, contract_row: dict | None) -> list[dict]:
+def keyed_items(question: Question, contract_row: Row | None) -> list[Row]:
     """The answer's request items, when they are keyed to this question's requests (by id or exact text).
 
     Items a model keyed to its own decomposition of the question (no item names a labelled request)
@@ -137,11 +145,12 @@ def keyed_items(question: Question, contract_row: dict | None) -> list[dict]:
     return items if any(it.get("request") in keys for it in items) else []
 
 
-def coverage_by_request(question: Question, coverage_rows: Iterable[dict]) -> dict[str, dict]:
+def coverage_by_request(question: Question, coverage_rows: Iterable[Row]) -> dict[str, Row]:
     """Coverage row per request id; a request without one arrived nowhere (nothing ranked)."""
     ids = {r.id for r in question.requests}
-    out = {rid: {"query_id": question.id, "request_id": rid, "has_evidence": False, "supporting_chunk_ids": [],
-                 "ranked": False, "selected": False, "admitted": False} for rid in ids}
+    out: dict[str, Row] = {rid: {"query_id": question.id, "request_id": rid, "has_evidence": False,
+                                 "supporting_chunk_ids": [], "ranked": False, "selected": False, "admitted": False}
+                           for rid in ids}
     seen: set[str] = set()
     for i, row in enumerate(coverage_rows):
         if row["query_id"] != question.id or row["request_id"] not in ids:
@@ -157,7 +166,7 @@ def coverage_by_request(question: Question, coverage_rows: Iterable[dict]) -> di
     return out
 
 
-def answer_citations(contract_row: dict | None) -> set[str]:
+def answer_citations(contract_row: Row | None) -> set[str]:
     """Every chunk the answer cites, top level and request items (contract-valid: admitted chunks only)."""
     if contract_row is None:
         return set()
@@ -179,18 +188,18 @@ def gold_numbers(question: Question, request_id: str) -> set[int]:
     return {n for n, (owner, _) in enumerate(gold_texts(question), start=1) if owner == request_id}
 
 
-def gold_verdicts(judge_row: dict | None) -> list[StatementVerdict]:
+def gold_verdicts(judge_row: Row | None) -> list[StatementVerdict]:
     if judge_row is None:
         return []
     return [StatementVerdict.model_validate(v) for v in json_list(judge_row.get("gold_verdicts"))]
 
 
-def _flat(text: str) -> str:
+def _flat(text: str | None) -> str:
     return " ".join(str(text or "").split())
 
 
-def self_report(question: Question, request: Request, contract_row: dict | None,
-                judgment: dict | None = None) -> tuple[bool | None, bool | None]:
+def self_report(question: Question, request: Request, contract_row: Row | None,
+                judgment: Row | None = None) -> tuple[bool | None, bool | None]:
     """(self_reported_answered, self_reported_supported): what the generator claims about this request.
 
     Keyed items (an oracle arm) speak per request. Items in the model's own words are attributed through the
@@ -199,7 +208,7 @@ def self_report(question: Question, request: Request, contract_row: dict | None,
     status = contract_row.get("status") if contract_row else None
     if status == ABSTAINED:
         return False, False
-    if status != VALID or contract_row.get("answer") is None:
+    if status != VALID or contract_row is None or contract_row.get("answer") is None:  # VALID: a row was read
         return None, None
     keyed = keyed_items(question, contract_row)
     if keyed:
@@ -222,8 +231,8 @@ def self_report(question: Question, request: Request, contract_row: dict | None,
                                     if it.get("supported") is True)
 
 
-def judgments_by_request(question: Question, judgment_rows: Iterable[dict]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
+def judgments_by_request(question: Question, judgment_rows: Iterable[Row]) -> dict[str, Row]:
+    out: dict[str, Row] = {}
     for i, row in enumerate(judgment_rows):
         if row["query_id"] != question.id or row["request_id"] not in {r.id for r in question.requests}:
             raise ValueError(f"request_judgments[{i}]: request {row['query_id']}/{row['request_id']} is not a request "
@@ -232,17 +241,27 @@ def judgments_by_request(question: Question, judgment_rows: Iterable[dict]) -> d
     return out
 
 
-def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract_row: dict | None,
-                     judgment_rows: Iterable[dict]) -> list[RequestOutcome]:
+def request_outcomes(question: Question, coverage_rows: Iterable[Row], contract_row: Row | None,
+                     judgment_rows: Iterable[Row]) -> list[RequestOutcome]:
     if not question.answerable:
         raise ValueError(f"question {question.id!r} is unanswerable: use abstention_outcome")
     coverage = coverage_by_request(question, coverage_rows)
     judgments = judgments_by_request(question, judgment_rows)
     contract_status = contract_row.get("status") if contract_row else "no_answer_row"
     cited_by_answer = answer_citations(contract_row)
-    out = []
+    out: list[RequestOutcome] = []
     for req in question.requests:
         cov = coverage[req.id]
+        status: str
+        answered: bool | None
+        cited: bool | None
+        verdict: str | None
+        covered: float | None
+        supported: bool | None
+        contradicts: bool | None
+        over: bool | None
+        under: bool | None
+        case: Case
         j = judgments.get(req.id)
         admitted = bool(cov["admitted"])
         if j is not None and j["status"] == JUDGED:
@@ -253,7 +272,9 @@ def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract
             covered = j.get("coverage")
         elif contract_status not in ANSWERED:
             # Nothing was delivered: measured as not answered, whatever a judge would have said.
-            status, measured, answered, cited, verdict, covered = contract_status, True, False, False, None, 0.0
+            # A contract row's status is a str (a row without one fails RequestOutcome's validation below).
+            status = contract_status  # type: ignore[assignment]  # Parquet rows are untyped
+            measured, answered, cited, verdict, covered = True, False, False, None, 0.0
         else:
             status = j["status"] if j is not None else "no_request_judgment"
             measured, answered, cited, verdict, covered = False, None, None, None, None
@@ -282,7 +303,7 @@ def request_outcomes(question: Question, coverage_rows: Iterable[dict], contract
     return out
 
 
-def abstention_outcome(question: Question, contract_row: dict | None) -> AbstentionOutcome:
+def abstention_outcome(question: Question, contract_row: Row | None) -> AbstentionOutcome:
     if question.answerable:
         raise ValueError(f"question {question.id!r} is answerable: use request_outcomes")
     status = contract_row.get("status") if contract_row else None
@@ -323,7 +344,7 @@ def completeness_value(q: QuestionCompleteness) -> float | None:
     return q.supported / q.requests if q.complete is not None and q.requests else None
 
 
-def completeness_denominators(outcomes: Iterable[RequestOutcome]) -> tuple[dict, dict]:
+def completeness_denominators(outcomes: Iterable[RequestOutcome]) -> tuple[MeasuredMean, MeasuredMean]:
     """(questions, requests) as core.measured.measured_mean: the mean question completeness (completeness_value)
     over the questions whose every request was measured, and the share of measured requests supported; an
     unmeasured request counts under the reason of its judge status, a question under that of its first unmeasured
@@ -332,7 +353,7 @@ def completeness_denominators(outcomes: Iterable[RequestOutcome]) -> tuple[dict,
     request_reasons = {(o.query_id, o.request_id): _reason(o) for o in outcomes}
     requests = measured_mean({(o.query_id, o.request_id): float(bool(o.supported)) if _support_measured(o) else None
                               for o in outcomes}, request_reasons)
-    first_unmeasured: dict[str, str] = {}
+    first_unmeasured: dict[str, str | None] = {}
     for o in outcomes:
         if not _support_measured(o):
             first_unmeasured.setdefault(o.query_id, request_reasons[(o.query_id, o.request_id)])
@@ -342,7 +363,7 @@ def completeness_denominators(outcomes: Iterable[RequestOutcome]) -> tuple[dict,
     return questions, requests
 
 
-def judge_grades(outcomes: Iterable) -> bool:
+def judge_grades(outcomes: Iterable[RequestOutcome | Row]) -> bool:
     """Whether the request judge reports a coverage: some request it judged has one, or it judged none. A judge that
     reports none (an LLM's) grades nothing, not even the requests nothing was delivered for (their 0.0 is the
     offline judges' reading of an empty answer): its graded completeness is not measured, never 0. Rows are
@@ -351,11 +372,11 @@ def judge_grades(outcomes: Iterable) -> bool:
     return not judged or any(_get(o, "coverage") is not None for o in judged)
 
 
-def _get(o, name: str):
+def _get(o: RequestOutcome | Row, name: str) -> Any:
     return o[name] if isinstance(o, dict) else getattr(o, name)
 
 
-def graded_totals(outcomes: Iterable[RequestOutcome]) -> dict:
+def graded_totals(outcomes: Iterable[RequestOutcome]) -> GradedTotals:
     """Completeness read graded (the mean of the measured requests' coverage) with its N of M: requests_graded (with
     a coverage) of requests_measured; none graded where the judge reports no coverage (judge_grades)."""
     outcomes = list(outcomes)
@@ -364,7 +385,8 @@ def graded_totals(outcomes: Iterable[RequestOutcome]) -> dict:
             "graded_completeness": (sum(covered) / len(covered)) if covered else None}
 
 
-def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes: Iterable[AbstentionOutcome]) -> dict:
+def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes: Iterable[AbstentionOutcome]
+                        ) -> dict[str, Any]:
     """Counts over requests and questions; every count of answered or supported is over the measured ones, and
     `requests_measured` of `requests_total` is printed beside every mean. mean_completeness is the mean question
     completeness (the compared metric), with its denominator and the reasons the other questions were not

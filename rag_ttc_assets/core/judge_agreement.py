@@ -79,7 +79,7 @@ def correlation(x: Sequence[float], y: Sequence[float], seed: int = 0) -> JsonOb
     """Pearson and Spearman of paired values with percentile bootstrap intervals; None where undefined (fewer than
     three pairs, or a constant side)."""
     import numpy as np
-    from scipy import stats  # type: ignore[import-untyped]  # scipy ships no type stubs (scipy-stubs is not a dependency)
+    from scipy import stats  # type: ignore[import-untyped]  # scipy ships no type stubs (scipy-stubs: no dependency)
 
     n = len(x)
     out: JsonObject = {"n": n}

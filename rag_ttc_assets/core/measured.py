@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 INVALID, ABSTAINED, NO_STATEMENTS, BUDGET = "invalid", "abstained", "no_statements", "budget"
 JUDGE_ERROR, MISSING_ROW, FAULT = "judge_error", "missing_row", "fault"
@@ -78,7 +78,16 @@ def gold_reason(status: str, judge_error: str | None) -> str | None:
     return JUDGE_ERROR if judge_error else NO_GOLD
 
 
-def measured_mean(values_by_row: Mapping[Any, float | None], reason_by_row: Mapping[Any, str | None]) -> dict:
+class MeasuredMean(TypedDict):
+    """A mean over the measured rows (`measured_mean`): None when no row was; `measured` of `of` rows, and the
+    count of each reason the others were not."""
+    mean: float | None
+    measured: int
+    of: int
+    not_measured: dict[str, int]
+
+
+def measured_mean(values_by_row: Mapping[Any, float | None], reason_by_row: Mapping[Any, str | None]) -> MeasuredMean:
     """The mean of the measured values with its denominator and the count of each reason the others were not.
 
     values_by_row: row id -> value, None when the row was not measured.  reason_by_row: row id -> reason (rows
@@ -106,7 +115,7 @@ def measured_mean(values_by_row: Mapping[Any, float | None], reason_by_row: Mapp
             "of": len(values_by_row), "not_measured": dict(sorted(not_measured.items()))}
 
 
-def denominator_fields(name: str, m: Mapping[str, Any]) -> dict:
+def denominator_fields(name: str, m: Mapping[str, Any]) -> dict[str, Any]:
     """{name_measured, name_of, name_not_measured} for a summary, beside its mean_<name> key."""
     return {f"{name}_measured": m["measured"], f"{name}_of": m["of"], f"{name}_not_measured": m["not_measured"]}
 
@@ -132,7 +141,7 @@ def measured_text(m: Mapping[str, Any]) -> str:
             + (f" (not measured: {reasons_text(m['not_measured'])})" if any(m["not_measured"].values()) else ""))
 
 
-def graded_text(totals: dict) -> str:
+def graded_text(totals: Mapping[str, Any]) -> str:
     """The graded reading as a sentence shows it, with its N of M: "0.6123 (mean coverage, 40 of 42 measured requests
     graded)"; a judge that reports no coverage (an LLM's): "not measured (no coverage)", never 0."""
     measured, graded = totals.get("requests_measured") or 0, totals.get("requests_graded") or 0
@@ -142,7 +151,7 @@ def graded_text(totals: dict) -> str:
     return f"{totals['graded_completeness']:.4f} (mean coverage, {graded} of {measured} measured requests graded)"
 
 
-def addressed_text(totals: dict) -> str:
+def addressed_text(totals: Mapping[str, Any]) -> str:
     """The share of the measured requests addressed, with its N of M (measured of all requests)."""
     measured, total = totals.get("requests_measured") or 0, totals.get("requests_total") or 0
     share = totals.get("requests_answered_share")

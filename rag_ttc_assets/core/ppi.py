@@ -61,7 +61,8 @@ from typing import TYPE_CHECKING, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import norm  # type: ignore[import-untyped]  # scipy ships no type stubs (scipy-stubs is not a dependency)
+# scipy ships no type stubs (scipy-stubs is not a dependency): its functions are untyped here.
+from scipy.stats import norm  # type: ignore[import-untyped]
 from scipy.stats import t as student_t
 
 from rag_ttc_assets.core.ppi_records import ArmEstimate, CompletenessEstimates, DifferenceRecord, EstimateRecord
