@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from rag_ttc_assets.core.jsonl import json_lines, malformed
 
@@ -50,6 +51,8 @@ EDITS = {"add": "added", "split": "split", "merge": "merged", "reword": "reworde
 PAIR_SCALE = {"1": (-2, "A much more complete"), "2": (-1, "A more complete"), "3": (0, "as complete"),
               "4": (1, "B more complete"), "5": (2, "B much more complete")}
 LABEL, EDIT, UNDO, PAIR = "label", "edit", "undo", "pair"
+# A record of the annotation log or of a file the page writes or reads (a change, a label, a row's view): JSON.
+Record = dict[str, Any]
 SAMPLE_FIELDS = ("arm", "question", "run_id", "stratum", "probability")
 
 
@@ -68,9 +71,9 @@ def sha256(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def answer_sha256(view: dict) -> str | None:
+def answer_sha256(view: Record) -> str | None:
     """The hash of the answer a row's view shows (its contract answer): a rerun that changed it is told apart."""
-    answer = (view.get("contract") or {}).get("answer")
+    answer: str | None = (view.get("contract") or {}).get("answer")
     return sha256(answer) if answer is not None else None
 
 
@@ -88,7 +91,7 @@ def locate_quote(quote: str, chunk_id: str | None, chunks: dict[str, str]) -> st
 
 
 def edit_requests(question: str, edit: str, sources: list[str], texts: list[str], known: dict[str, str],
-                  taken: set[str]) -> list[dict]:
+                  taken: set[str]) -> list[dict[str, str]]:
     """The requests an edit makes, each {"id", "text"}; AnnotationError for an edit that cannot be made.
     `known`: the question's requests as the annotator sees them now (id -> text); `taken`: every id ever used."""
     if edit not in EDITS:
@@ -104,7 +107,7 @@ def edit_requests(question: str, edit: str, sources: list[str], texts: list[str]
         raise AnnotationError(f"{edit}: takes {want[0]} request(s) and {'at least ' if edit == 'split' else ''}"
                               f"{want[1]} non-empty text(s); got {len(sources)} and {len(texts)}")
     base = sources[0] if edit in ("split", "reword") else question  # a merge or an addition: the question's
-    out = []
+    out: list[dict[str, str]] = []
     for text in texts:
         n = 1
         while f"{base}.{edit[0]}{n}" in taken:
@@ -117,15 +120,16 @@ def edit_requests(question: str, edit: str, sources: list[str], texts: list[str]
 
 @dataclass
 class Replayed:
-    labels: dict  # (annotator, arm, question, request) -> label change
-    edits: dict  # (annotator, question) -> [edit change, ...] in order
-    active: list  # the changes in effect, in log order (undo pops the annotator's last)
-    pairs: dict = field(default_factory=dict)  # (annotator, question, frozenset of the two arms) -> pair change
+    labels: dict[tuple[str, str, str, str], Record]  # (annotator, arm, question, request) -> label change
+    edits: dict[tuple[str, str], list[Record]]  # (annotator, question) -> [edit change, ...] in order
+    active: list[Record]  # the changes in effect, in log order (undo pops the annotator's last)
+    # (annotator, question, frozenset of the two arms) -> pair change
+    pairs: dict[tuple[str, str, frozenset[str]], Record] = field(default_factory=dict)
 
 
-def replay(log: list[dict]) -> Replayed:
+def replay(log: list[Record]) -> Replayed:
     """The changes in effect after the whole log: undo removes the annotator's last change still in effect."""
-    stack: dict[str, list[dict]] = {}
+    stack: dict[str, list[Record]] = {}
     for ch in log:
         mine = stack.setdefault(ch["annotator"], [])
         if ch["op"] == UNDO:
@@ -134,7 +138,9 @@ def replay(log: list[dict]) -> Replayed:
         else:
             mine.append(ch)
     active = sorted((c for s in stack.values() for c in s), key=lambda c: c["seq"])
-    labels, edits, pairs = {}, {}, {}
+    labels: dict[tuple[str, str, str, str], Record] = {}
+    edits: dict[tuple[str, str], list[Record]] = {}
+    pairs: dict[tuple[str, str, frozenset[str]], Record] = {}
     for c in active:
         if c["op"] == PAIR:
             pairs[(c["annotator"], c["question"], frozenset((c["a"]["arm"], c["b"]["arm"])))] = c
@@ -154,7 +160,7 @@ def pair_order(seed: int, question: str, arms: tuple[str, str]) -> tuple[str, st
     return (second, first) if flip else (first, second)
 
 
-def pair_value(key_or_value) -> int:
+def pair_value(key_or_value: object) -> int:
     """A pairwise label's value from a key (1-5) or a value (-2..2); AnnotationError otherwise."""
     if isinstance(key_or_value, str) and key_or_value in PAIR_SCALE:
         return PAIR_SCALE[key_or_value][0]
@@ -164,7 +170,7 @@ def pair_value(key_or_value) -> int:
                           + ", ".join(f"{k} {t}" for k, (_v, t) in PAIR_SCALE.items()) + ")")
 
 
-def requests_now(question: str, dataset_requests: list[dict], edits: list[dict]) -> list[dict]:
+def requests_now(question: str, dataset_requests: list[Record], edits: list[Record]) -> list[Record]:
     """The question's requests after an annotator's edits: {"id", "text", "origin", "from"} in reading order
     (a split or reworded request in its place, a merge where its first source was, an added one at the end)."""
     out = [{"id": r["id"], "text": r["text"], "origin": "dataset", "from": []} for r in dataset_requests]
@@ -177,7 +183,7 @@ def requests_now(question: str, dataset_requests: list[dict], edits: list[dict])
     return out
 
 
-def label_record(c: dict) -> dict:
+def label_record(c: Record) -> Record:
     case = CASES[c["case"]]
     return {"kind": "request", "question": c["question"], "request": c["request"], "arm": c["arm"],
             "addressed": case["addressed"], "verdict": case["verdict"], "annotator": c["annotator"],
@@ -191,19 +197,19 @@ def label_record(c: dict) -> dict:
             "labelled_at": c["at"], "log_seq": c["seq"]}
 
 
-def pair_record(c: dict) -> dict:
+def pair_record(c: Record) -> Record:
     return {"kind": "pair", "question": c["question"], "a": c["a"], "b": c["b"],
             "labels": {"completeness": c["completeness"]}, "annotator": c["annotator"], "note": c.get("note") or "",
             "order_seed": c.get("order_seed"), "labelled_at": c["at"], "log_seq": c["seq"]}
 
 
-def edit_record(c: dict) -> dict:
+def edit_record(c: Record) -> Record:
     return {"kind": "request_edit", "question": c["question"], "edit": c["edit"], "from": c["from"],
             "into": c["into"], "annotator": c["annotator"], "corpus_digest": c.get("corpus_digest"),
             "labelled_at": c["at"], "log_seq": c["seq"]}
 
 
-def current_labels(log: list[dict]) -> str:
+def current_labels(log: list[Record]) -> str:
     """The labels file (JSON Lines) the log holds now: request edits, then labels, then pairwise labels, in log
     order."""
     r = replay(log)
@@ -215,9 +221,10 @@ def current_labels(log: list[dict]) -> str:
     return "".join(json.dumps(x, ensure_ascii=False, sort_keys=False) + "\n" for x in recs)
 
 
-def parse_log(text: str, path: str) -> tuple[list[dict], list[str]]:
+def parse_log(text: str, path: str) -> tuple[list[Record], list[str]]:
     """The log's changes; a line that does not parse (a write cut by a crash) is skipped and named."""
-    out, skipped = [], []
+    out: list[Record] = []
+    skipped: list[str] = []
     for n, rec, err in json_lines(text):
         if err or not isinstance(rec, dict) or rec.get("op") not in (LABEL, EDIT, UNDO, PAIR) or "seq" not in rec:
             skipped.append(f"{path}: line {n}: skipped, not a change record ({err or 'not a change record'})")
@@ -226,9 +233,10 @@ def parse_log(text: str, path: str) -> tuple[list[dict], list[str]]:
     return out, skipped
 
 
-def parse_sample(text: str, path: str, known: dict[str, set[str]]) -> list[dict]:
+def parse_sample(text: str, path: str, known: dict[str, set[str]]) -> list[Record]:
     """The rows of a --sample file, in its order; AnnotationError naming the file, line and field."""
-    rows, seen = [], set()
+    rows: list[Record] = []
+    seen: set[tuple[str, str]] = set()
     for n, rec, err in json_lines(text):
         if err:
             raise AnnotationError(f"{path}: line {n}: {malformed(err)}")
