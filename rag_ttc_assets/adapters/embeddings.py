@@ -80,7 +80,37 @@ def encode_memoized(texts: list[str], model: str = DEFAULT_MODEL) -> np.ndarray:
     return out
 
 
+def unmemoized(texts: list[str], model: str = DEFAULT_MODEL) -> list[str]:
+    """The distinct texts of `texts` whose vector this process does not remember (first-asked order)."""
+    with _memo_lock:
+        return list(dict.fromkeys(t for t in texts if (model, t) not in _memo))
+
+
+def remember(vectors: dict[str, np.ndarray], model: str = DEFAULT_MODEL) -> None:
+    """Hand `encode_memoized` vectors computed elsewhere (adapters.vector_cache: another process's, by `model`)."""
+    with _memo_lock:
+        for t, v in vectors.items():
+            _memo[(model, t)] = v
+        while len(_memo) > _MEMO_MAX:
+            _memo.popitem(last=False)
+
+
 _word_memo: "OrderedDict[str, tuple[list[str], np.ndarray]]" = OrderedDict()
+
+
+def words_unmemoized(texts: list[str]) -> list[str]:
+    """The distinct texts of `texts` whose content-word vectors this process does not remember."""
+    with _memo_lock:
+        return list(dict.fromkeys(t for t in texts if t not in _word_memo))
+
+
+def remember_words(entries: dict[str, tuple[list[str], np.ndarray]]) -> None:
+    """Hand `content_word_vectors` entries computed elsewhere (adapters.vector_cache)."""
+    with _memo_lock:
+        for t, e in entries.items():
+            _word_memo[t] = e
+        while len(_word_memo) > _MEMO_MAX:
+            _word_memo.popitem(last=False)
 
 
 def content_word_vectors(texts: list[str]) -> list[tuple[list[str], np.ndarray]]:

@@ -8,6 +8,10 @@ then encoded in one pass through the baseline's real embedder (adapters.embeddin
 remembered per text in this process), so each call of the stage only looks its vectors up. The recorded rules never
 reply: their output is thrown away, and what the stage records comes from the real calls, as before.
 
+The encodings outlive the process: with the store's vector cache (adapters.vector_cache, beside the provider
+cache), a text any earlier process encoded for these baselines is read back instead of encoded, and each pass
+writes what it encoded there. So a Dagster UI materialization, a second `rag-ttc run` and a sweep's arms share them.
+
 A text the dry pass could not foresee (a rule whose next text depends on a vector's value) is encoded when the real
 call asks for it, as before: the prefetch can only save time, never change a reply's inputs.
 """
@@ -15,11 +19,14 @@ call asks for it, as before: the prefetch can only save time, never change a rep
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters import local_providers as lp
+from rag_ttc_assets.adapters.vector_cache import VectorCache
 from rag_ttc_assets.core.judge_inputs import JudgeInput
 from rag_ttc_assets.core.text import content_word_spans
 
@@ -83,14 +90,36 @@ def recorded_texts(model: str, cases: Sequence[Case] = (), chains: Sequence[Chai
     return list(dict.fromkeys(rec.texts)), list(dict.fromkeys(rec.word_texts))
 
 
-def prefetch(model: str, cases: Sequence[Case] = (), chains: Sequence[Chain] = ()) -> int:
+def prefetch(model: str, cases: Sequence[Case] = (), chains: Sequence[Chain] = (),
+             vectors_root: Path | str | None = None) -> int:
     """Encode, in one batched pass each, every text the offline baseline `model` will embed over `cases` and `chains`,
-    through its real embedder (remembered there, so the calls look them up). Returns how many distinct texts it
-    encoded."""
+    through its real embedder (remembered there, so the calls look them up). With `vectors_root` (the provider
+    cache's root, which holds adapters.vector_cache), a text another process encoded is read from there instead, and
+    what this pass encodes is written there. Returns how many distinct texts it encoded."""
     texts, word_texts = recorded_texts(model, cases, chains)
     real = lp._handler()._route(model)
+    encoded = 0
+    vectors = VectorCache(vectors_root, embeddings.DEFAULT_MODEL) if vectors_root is not None else None
     if texts:
-        real._embed(texts)  # type: ignore[attr-defined]
+        if vectors is not None and real._embed is lp._default_embed:  # type: ignore[attr-defined]
+            todo = embeddings.unmemoized(texts)
+            found = vectors.get_sentences(todo)
+            embeddings.remember(found)
+            if new := [t for t in todo if t not in found]:
+                vectors.put_sentences(new, real._embed(new))  # type: ignore[attr-defined]
+            encoded += len(new)
+        else:
+            real._embed(texts)  # type: ignore[attr-defined]
+            encoded += len(texts)
     if word_texts and hasattr(real, "_word_vectors"):
-        real._word_vectors(word_texts)
-    return len(texts) + len(word_texts)
+        if vectors is not None and real._word_vectors is embeddings.content_word_vectors:
+            todo = embeddings.words_unmemoized(word_texts)
+            found_words = vectors.get_words(todo)
+            embeddings.remember_words(found_words)
+            if new := [t for t in todo if t not in found_words]:
+                vectors.put_words(new, real._word_vectors(new))
+            encoded += len(new)
+        else:
+            real._word_vectors(word_texts)
+            encoded += len(word_texts)
+    return encoded

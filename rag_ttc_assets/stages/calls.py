@@ -141,7 +141,8 @@ class Caller:
         `planned` calls (messages, response_format, judge records) that the cache will not serve, so each call only
         looks its vectors up (adapters.offline_prefetch). `chains`: a judge's calls for one answer, run in order by
         the function given (each call's records built from the last reply), prefetched when the cache will not serve
-        their first call (messages, response_format). Any other model: nothing. Returns the texts encoded."""
+        their first call (messages, response_format). The texts any process encoded before are read from the vector
+        cache beside the provider cache (adapters.vector_cache). Any other model: nothing. Returns the texts encoded."""
         if not self.offline_baseline:
             return 0
         from rag_ttc_assets.adapters import offline_prefetch  # late: numpy and litellm load only when this runs
@@ -151,7 +152,9 @@ class Caller:
 
         cases = [(m, j) for m, rf, j in planned if not served(m, rf)]
         runs = [fn for m, rf, fn in chains if not served(m, rf)]
-        return offline_prefetch.prefetch(self.cfg.model, cases, runs) if cases or runs else 0
+        if not cases and not runs:
+            return 0
+        return offline_prefetch.prefetch(self.cfg.model, cases, runs, vectors_root=self.cache.root)
 
     def call(self, messages: list[dict], sample_index: int = 0, tools: list[dict] | None = None,
              response_format: dict | None = None, judge_input: JudgeInput | None = None) -> Call:

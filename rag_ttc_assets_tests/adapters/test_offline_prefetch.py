@@ -47,6 +47,44 @@ def test_each_stage_sends_its_texts_once_in_one_call_and_a_cached_stage_none(min
     capsys.readouterr()
 
 
+def _forget_replies(lab) -> None:
+    """Delete every cached provider reply, keeping the vector cache."""
+    import shutil
+
+    for folder in lab.provider_cache_root.iterdir():
+        if folder.name != "vectors":
+            shutil.rmtree(folder)
+
+
+def test_a_new_process_reads_the_encodings_an_earlier_one_wrote(mini_lab, monkeypatch, capsys):
+    """A Dagster UI materialization or a second `rag-ttc run` is a new process: its memo is empty. With the provider
+    cache's replies gone too (a changed prompt would do the same), its answers step encodes nothing the first
+    process encoded: it reads those vectors from the store's vector cache, and its answers are the first run's."""
+    import shutil
+
+    from rag_ttc_assets.adapters.store import Table
+
+    assert cli.main(["run", "baseline", "--stage", "retrieval"]) == 0
+    calls = _recording(monkeypatch)
+    assert cli.main(["run", "baseline", "--stage", "answers"]) == 0
+    assert len(calls) == 1 and calls[0]
+    first = mini_lab.store.read_table("baseline", Table.ANSWERS)
+    _forget_replies(mini_lab)  # every reply must be made again
+    monkeypatch.setattr(embeddings, "_memo", type(embeddings._memo)())  # a new process remembers nothing
+    calls.clear()
+    assert cli.main(["run", "baseline", "--stage", "answers", "--force"]) == 0
+    assert calls == []
+    again = mini_lab.store.read_table("baseline", Table.ANSWERS)
+    assert again[Table.ANSWERS.c.raw_text].to_list() == first[Table.ANSWERS.c.raw_text].to_list()
+    # Without the store's vectors, the same rerun encodes them again: the vector cache is what served them.
+    shutil.rmtree(mini_lab.provider_cache_root / "vectors")
+    _forget_replies(mini_lab)
+    monkeypatch.setattr(embeddings, "_memo", type(embeddings._memo)())
+    assert cli.main(["run", "baseline", "--stage", "answers", "--force"]) == 0
+    assert len(calls) == 1 and sorted(calls[0]) == sorted(set(calls[0]))
+    capsys.readouterr()
+
+
 def test_the_dry_pass_foresees_exactly_what_a_real_call_embeds():
     seen: list[str] = []
 
