@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import rag_ttc_assets.bench as bench
-from rag_ttc_assets.bench import growth, scale
+from rag_ttc_assets.bench import growth, scale, targets
 from rag_ttc_assets.bench.harness import fmt, log
 from rag_ttc_assets.bench.labs import bundled_spec, scaled_spec
 from rag_ttc_assets.bench.registry import measurements, names
@@ -62,6 +62,12 @@ def format_table(report: dict) -> str:
 
 
 def cmd_bench(args) -> int:
+    if getattr(args, "targets", False):  # issue 46's figures in one run: bench/targets.py
+        if args.only or args.growth:
+            raise SystemExit("rag-ttc bench: --targets runs its own measurements; drop --only and --growth")
+        return targets.cmd_targets(args)
+    args.chunks = 100_000 if args.chunks is None else args.chunks
+    args.repeat = 3 if args.repeat is None else args.repeat
     if getattr(args, "growth", None):
         return growth.cmd_growth(args)
     if "scale" in (args.only or []):  # its own generated corpus and table: bench/scale.py
@@ -96,7 +102,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    "and --plot PNG (bench/ann_realistic.py)")
     s.add_argument("--scale", type=_positive, metavar="N",
                    help="use a synthetic corpus of N documents recombined from the bundled paragraphs")
-    s.add_argument("--repeat", type=_positive, default=3, metavar="R", help="rounds per measurement (default 3)")
+    s.add_argument("--repeat", type=_positive, default=None, metavar="R",
+                   help="rounds per measurement (default 3; 1 with --targets)")
     s.add_argument("--home", help="store folder for the bench (default: a temporary folder, removed afterwards)")
     s.add_argument("--growth", nargs="?", const="1000,5000,10000,25000,50000", metavar="CHUNKS",
                    help="instead of the ratios, time each retrieval-side step at these chunk counts (comma-separated, "
@@ -104,8 +111,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--growth-embed-max", type=int, default=10_000, metavar="N",
                    help="with --growth: embed only sizes up to N chunks (default 10000; larger sizes index "
                         "seeded random vectors and report no embedding time)")
-    s.add_argument("--chunks", type=int, default=100_000, metavar="N",
-                   help="with --only scale or ann_realistic: the chunk (vector) count (default 100000)")
+    s.add_argument("--chunks", type=int, default=None, metavar="N",
+                   help="with --only scale or ann_realistic: the chunk (vector) count (default 100000); with "
+                        "--targets: the size the targets are read at (default 1000000)")
+    s.add_argument("--targets", action="store_true",
+                   help="issue 46's figures beside their targets in one run: the offline baselines' ratios, "
+                        "approximate search on realistic vectors and growth to --chunks (see bench/targets.py)")
     s.add_argument("--plot", metavar="PNG",
                    help="with --only ann_realistic: draw the recall-latency curve into this PNG file")
     s.set_defaults(fn=cmd_bench)

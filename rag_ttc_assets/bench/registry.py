@@ -12,7 +12,8 @@ import rag_ttc_assets.bench as package
 
 ORDER = ("retrieval", "embedding", "offline_answers", "offline_judging", "k_sweep", "unused_index", "metrics", "dagster_overhead", "memory",
          "onnx_embedding", "code_location_import", "report", "import")
-NOT_MEASUREMENTS = ("__main__", "ann_realistic", "command", "growth", "harness", "labs", "registry", "scale")  # modules that register none
+NOT_MEASUREMENTS = ("__main__", "ann_realistic", "command", "growth", "harness", "labs", "registry", "scale",
+                    "targets")  # modules that register none
 
 Measurement = Callable[..., dict]  # (spec: labs.LabSpec, base: Path, repeat: int) -> harness.item(...)
 _registered: dict[str, Measurement] = {}
