@@ -81,10 +81,7 @@ def arm_record(store: ArtifactStore, cfg: ArmConfig, arm: str) -> ArmRecord:
         offline_generator=bool(generators) and all(is_offline_baseline(m) for m in generators),
         offline_judge=judge.offline_baseline or is_offline_baseline(cfg.judge.model),
         same_model=cfg.judge.model in generators or judge.model in generators,
-        # request_completeness.json has no top-level requests_derived (its model forbids one), which is what this
-        # record has always read: False for every arm. The derivation is judge.requests_derived; reading it would
-        # add limit.derived_requests sentences, a change of the diagnosis left to its own commit.
-        requests_derived=False,
+        requests_derived=judge.requests_derived is not None,  # the request judge's derivation (null: annotated)
         flow={b: getattr(flow, b) for b in FLOW_BRANCHES}, flow_total=flow.total,
         flow_cases={b: sorted(v) for b, v in cases.items()}, flow_requests={b: sorted(v) for b, v in requests.items()},
         omitted_by_context=flow.omitted_by_context, valid=contract.valid, recall_10=retrieval.recall_10,

@@ -61,6 +61,12 @@ def test_derive_offline_then_by_a_model_judge_both_and_compare_refuses_the_mix(t
     code, out, err = rag_ttc("compare", "baseline", "k5", env=env)
     assert code == 0, err
     assert "requests: derived from gold answers by rule local/claims-v1, the same for both arms (6 requests of 3" in out
+    # The written diagnosis names the derivation as a limit, and no decision rests on derived requests.
+    code, out, err = rag_ttc("diagnose", "baseline", "k5", env=env)
+    assert code == 0, err
+    written = (tmp_path / "home" / "store" / "comparisons" / "diagnosis--baseline-k5.md").read_text()
+    assert "Derived requests (from gold answers, not annotated by people) in baseline, k5." in written
+    assert "the requests were derived, not annotated" in written
 
     # A model derives them anew (one question's call fails: its status is kept, the others are written).
     with FakeOpenAIServer(_claims, FaultPlan(by_index={0: "bad_request"})) as server:
