@@ -138,6 +138,16 @@ def rss_mb() -> float | None:
 
 
 def maxrss_mb() -> float:
+    """This process's own peak resident memory (MB). On Linux the high-water mark of its memory since it started
+    (VmHWM of /proc/self/status): `ru_maxrss` is not its own, as Linux keeps it across fork and exec, so a child
+    started by a parent holding 6 GB reports at least 6 GB. Elsewhere `ru_maxrss`."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**10  # kB
+    except (OSError, ValueError, IndexError):
+        pass
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss / 2**20 if sys.platform == "darwin" else rss / 2**10  # bytes on macOS, KiB on Linux
 

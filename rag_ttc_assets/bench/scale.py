@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_ttc_assets.adapters import bm25, vectors
+from rag_ttc_assets.bench import harness
 from rag_ttc_assets.core.ann import OVERFETCH, query_params, resolve_build
 from rag_ttc_assets.core.arms import VectorIndexConfig
 
@@ -124,8 +124,7 @@ def hashing_embed(word_ids: np.ndarray, dim: int = DIM, batch: int = 20_000) -> 
 # --- builds, each in a child process (its peak memory its own) --------------------------------------------------
 
 def _maxrss_mb() -> float:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / 2**20 if sys.platform == "darwin" else rss / 2**10
+    return harness.maxrss_mb()  # the child's own peak (see there)
 
 
 def build_child(data: str, engine: str, side: str, dest: str, params_json: str) -> dict:

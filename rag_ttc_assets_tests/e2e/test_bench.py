@@ -95,6 +95,20 @@ def test_run_child_passes_json_values_and_reports_a_failing_child():
         run_child("memory.no_such_function", [], "probe")
 
 
+def test_a_child_reports_its_own_peak_memory_not_its_parents():
+    """Linux keeps ru_maxrss across fork and exec: a child of a parent holding 600 MB would report 600 MB. The
+    growth and scale benches' children report their own high-water mark (harness.maxrss_mb)."""
+    import resource
+
+    from rag_ttc_assets.bench.harness import run_child
+
+    held = b"\x01" * (600 * 2**20)  # touched pages: resident in this process
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10 >= 600
+    child = run_child("harness.maxrss_mb", [], "peak")
+    assert 10 < child < 400, child
+    assert len(held) == 600 * 2**20
+
+
 def test_code_location_import_is_measured_and_imports_no_model_library(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     # What every step process and `dagster dev` reload imports: no model library, no index library, not numpy
