@@ -80,32 +80,33 @@ def cmd_compare(args) -> int:
         raise CliError(f"{e}\n{drift_text(labels_that_differ(lab, args.a, args.b), args.a, args.b)}") from None
     except (InstrumentDriftError, EraChangeError, DerivationDriftError) as e:
         raise CliError(str(e)) from None
-    if rep["label_drift"]:
-        rep["labels_differ"] = labels_that_differ(lab, args.a, args.b)
+    if rep.label_drift:
+        rep = rep.model_copy(update={"labels_differ": labels_that_differ(lab, args.a, args.b)})
     if args.labels is not None:  # explicit only: a labelling round in progress never changes compare's numbers
-        rep["completeness_corrected"] = corrected(lab, args)
-    pair_plots(rep, out_dir)
+        rep = rep.model_copy(update={"completeness_corrected": corrected(lab, args)})
+    rep = pair_plots(rep, out_dir)
     if args.json:
-        print(json.dumps(rep, indent=2, default=str))
+        print(json.dumps(rep.to_json(), indent=2, default=str))
         return 0
-    print(f"{arm_title(lab, args.b)} vs {arm_title(lab, args.a)}: {rep['n']} paired cases; changed: "
-          + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep["changed_parameters"].items()))
-    if rep["label_drift"]:
+    print(f"{arm_title(lab, args.b)} vs {arm_title(lab, args.a)}: {rep.n} paired cases; changed: "
+          + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep.changed_parameters.items()))
+    if rep.label_drift:
         print(f"LABEL DRIFT allowed (--allow-label-drift): {args.a} and {args.b} were measured on different labels "
-              "versions; " + drift_text(rep["labels_differ"], args.a, args.b))
-    for arm, fields in (rep.get("not_read") or {}).items():
+              "versions; " + drift_text(rep.labels_differ, args.a, args.b))
+    for arm, fields in rep.not_read.items():
         print(f"not compared, the lab's own settings {arm} never reads (its source's): {', '.join(fields)}")
-    inst = rep["instruments"][args.a]
+    inst, inst_b = rep.instruments[args.a], rep.instruments[args.b]
     print(f"request judge: {inst['model']} (prompt {inst['prompt']}, {inst['prompt_digest'][:19]}…"
           + (f", rules {inst['rules']}" if inst.get("rules") else "") + ")"
-          + (f"; INSTRUMENT DRIFT allowed ({', '.join(rep['instrument_drift'])} differ: "
-             f"{args.b} {rep['instruments'][args.b]['model']}, {rep['instruments'][args.b]['prompt_digest'][:19]}…)"
-             if rep["instrument_drift"] else "; the same for both arms"))
+          + (f"; INSTRUMENT DRIFT allowed ({', '.join(rep.instrument_drift)} differ: "
+             f"{args.b} {inst_b['model']}, {inst_b['prompt_digest'][:19]}…)"
+             if rep.instrument_drift else "; the same for both arms"))
     if inst.get("requests_derived"):
         print(f"requests: derived from gold answers by {describe(inst['requests_derived'])}, the same for both arms "
               f"({inst['requests_derived']['requests']} requests of {inst['requests_derived']['questions']} "
               "questions; labels for the judges only)")
-    print(rep["representation_era"]["line"] + (" (--allow-era-change)" if rep["representation_era"]["allowed"] else ""))
+    print(rep.representation_era.line + (" (--allow-era-change)" if rep.representation_era.allowed else ""))
+    read = {arm: c.model_dump() for arm, c in rep.completeness_measured.items()}
     print("completeness measured: " + "; ".join(
         f"{arm} {m['requests_measured']} of {m['requests_total']} requests, {m['questions_measured']} of "
         f"{m['questions_total']} questions"
@@ -113,48 +114,45 @@ def cmd_compare(args) -> int:
         + (f" ({not_measured_text(m['completeness_not_measured'])}; answered {m['requests_answered']} of "
            f"{m['requests_measured']} requests)" if (m.get("completeness_not_measured") or {}).get(NO_GOLD_QUOTES)
            else "")
-        for arm, m in rep["completeness_measured"].items()))
+        for arm, m in read.items()))
     # Completeness read two ways, graded first (docs/judges.md), each with its N of M.
     print("completeness read graded (mean coverage) and as the share addressed: " + "; ".join(
-        f"{arm} graded {graded_text(m)}, addressed {addressed_text(m)}"
-        for arm, m in rep["completeness_measured"].items()))
-    if rep.get("completeness_corrected"):
-        print(corrected_line(rep["completeness_corrected"]))
-    for arm, use in rep["label_use"].items():
+        f"{arm} graded {graded_text(m)}, addressed {addressed_text(m)}" for arm, m in read.items()))
+    if rep.completeness_corrected:
+        print(corrected_line(rep.completeness_corrected))
+    for arm, use in rep.label_use.items():
         if use == "oracle":
             print(f"{arm} is an ORACLE arm: its generator was shown the evaluation's request annotation; its numbers "
                   "are a diagnostic upper bound, not a deployable system's")
-    sets = rep["admitted_sets"]
-    print(f"admitted sets identical in {sets['identical']} of {sets['questions']} questions"
-          + (" (only the evidence order differs)" if sets["position_only"] else ""))
-    rows = [[m, v["mean_a"], v["mean_b"], v["mean_delta"], v["ci_low"], v["ci_high"], v["p_value"],
-             v["p_adjusted"], "yes" if v["significant"] else ("-" if v["significant"] is None else "no"), v["test"],
-             v["gains"], v["losses"], v["ties"], paired_text(v)] for m, v in rep["metrics"].items()]
+    sets = rep.admitted_sets
+    print(f"admitted sets identical in {sets.identical} of {sets.questions} questions"
+          + (" (only the evidence order differs)" if sets.position_only else ""))
+    rows = [[m, v.mean_a, v.mean_b, v.mean_delta, v.ci_low, v.ci_high, v.p_value, v.p_adjusted,
+             "yes" if v.significant else ("-" if v.significant is None else "no"), v.test, v.gains, v.losses, v.ties,
+             paired_text(v)] for m, v in rep.metrics.items()]
     print(text_table(["metric", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adj", "significant",
                   "test", "gains", "losses", "ties", "paired (why the others were dropped)"], rows))
     print(f"p-values adjusted by {p_adjust_text(rep)}; significant: adjusted p <= alpha")
-    print(f"\nHow the {rep['headline']} mean is made (per-case deltas by size):")
-    print(text_table(["bucket", "count", "sum"], [[b["label"], b["count"], b["sum"]] for b in rep["buckets"]
-                                              if b["count"]]))
-    print(f"\nCatastrophic cases ({len(rep['catastrophic'])}):")
-    if rep["catastrophic"]:
+    print(f"\nHow the {rep.headline} mean is made (per-case deltas by size):")
+    print(text_table(["bucket", "count", "sum"], [[b.label, b.count, b.sum] for b in rep.buckets if b.count]))
+    print(f"\nCatastrophic cases ({len(rep.catastrophic)}):")
+    if rep.catastrophic:
         print(text_table(["case", "a", "b", "delta", f"branches in {args.a}", f"branches in {args.b}"],
-                     [[c["case_id"], c["a"], c["b"], c["delta"], " ".join(c["branches_a"]),
-                       " ".join(c["branches_b"])] for c in rep["catastrophic"]]))
-    t = rep["token_latency"]
-    print(f"\nmean input tokens {_num(t['mean_input_tokens']['a'], '.1f')} -> {_num(t['mean_input_tokens']['b'], '.1f')}; "
-          f"p95 latency {_num(t['p95_latency_s']['a'], '.3f', 's')} -> {_num(t['p95_latency_s']['b'], '.3f', 's')}; "
-          f"attributed to: {', '.join(t['attributed_to']) or 'nothing (same config)'}")
-    sup = rep.get("supply") or {}
-    if sup:
+                     [[c.case_id, c.a, c.b, c.delta, " ".join(c.branches_a), " ".join(c.branches_b)]
+                      for c in rep.catastrophic]))
+    t = rep.token_latency
+    print(f"\nmean input tokens {_num(t.mean_input_tokens.a, '.1f')} -> {_num(t.mean_input_tokens.b, '.1f')}; "
+          f"p95 latency {_num(t.p95_latency_s.a, '.3f', 's')} -> {_num(t.p95_latency_s.b, '.3f', 's')}; "
+          f"attributed to: {', '.join(t.attributed_to) or 'nothing (same config)'}")
+    if rep.supply:
         # The second seed's four numbers, none of them a mean of quality: per-case deltas (above), hit rate over
         # all cases, contradictions of the gold evidence, tokens.
         print("\nsupply (hit rate over all cases; the lookup flow's for tool arms; p95 latency over every answer "
               "row, a cached one as its call recorded it, where `rag-ttc run` counts this run's calls only):")
         print(text_table(["arm", "supply", "hit_rate", "hits", "cases", "contradicts_gold", "mean_input_tokens",
                       "p95_latency_s", "lookup_calls"],
-                     [[arm, v["supply"], v["hit_rate"], v["hits"], v["cases"], v["contradicts_gold"],
-                       v["mean_input_tokens"], v["p95_latency_s"], v["lookup_calls"]] for arm, v in sup.items()]))
-    if rep.get("plots"):
-        print("plots: " + ", ".join(rep["plots"].values()))
+                     [[arm, v.supply, v.hit_rate, v.hits, v.cases, v.contradicts_gold, v.mean_input_tokens,
+                       v.p95_latency_s, v.lookup_calls] for arm, v in rep.supply.items()]))
+    if rep.plots:
+        print("plots: " + ", ".join(rep.plots.values()))
     return 0

@@ -46,11 +46,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from rag_ttc_assets.core import multiple_testing
+from rag_ttc_assets.core.compare_records import (Bucket, Catastrophic, CatastrophicCase, ComparisonReport,
+                                                 MetricComparison, NotMeasured, PAdjustment, PairMetric, PairReport)
 
 if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
     import numpy as np
@@ -66,73 +66,6 @@ _BLOCK_CELLS = 1 << 20
 # T* and T are sums of the same |delta_i| in different orders; rounding can split a true tie by
 # about n * 1.1e-16 * sum|delta|.  This relative slack counts such ties as ties (T* >= T).
 _REL_TIE = 1e-9
-
-
-class MetricComparison(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    n: int
-    mean_a: float | None
-    mean_b: float | None
-    mean_delta: float | None  # b - a
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    test: str | None  # "sign_flip_exact", "sign_flip_monte_carlo" or "mcnemar_exact"; None when n == 0
-    gains: int
-    losses: int
-    ties: int
-    sum_gains: float
-    sum_losses: float
-    undefined: int  # cases dropped: absent from, or None in, either arm
-    b01: int | None = None  # binary only: a=0, b=1 (b fixed it)
-    b10: int | None = None  # binary only: a=1, b=0 (b broke it)
-    of: int = 0  # cases of either arm: n + undefined
-    undefined_a: int = 0  # dropped: undefined in a only
-    undefined_b: int = 0  # dropped: undefined in b only
-    undefined_both: int = 0  # dropped: undefined in both
-    p_adjusted: float | None = None  # over the report's family (p_adjust); None when p_value is None
-    significant: bool | None = None  # p_adjusted <= alpha
-
-
-class PAdjustment(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    method: str  # "holm" or "bh"
-    method_name: str
-    alpha: float
-    m: int  # the p-values adjusted together
-    family: str  # which: "the metrics of this comparison" or "every pair and metric of arm_comparisons"
-
-
-class Bucket(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    label: str  # "loss > 1.0", "loss (0.5, 1.0]", ..., "tie", "gain (0, 0.1]", ...
-    side: Literal["loss", "tie", "gain"]
-    low: float | None  # |delta| in (low, high]; None on the tie row
-    high: float | None  # None on the open top bucket and the tie row
-    count: int
-    sum: float
-
-
-class ComparisonReport(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    a: str
-    b: str
-    n: int  # paired cases of the headline metric
-    metrics: dict[str, MetricComparison]
-    buckets: list[Bucket]  # headline metric
-    catastrophic: list[dict[str, Any]]  # headline metric: {"case_id", "a", "b", "delta"}, worst first
-    p_adjust: PAdjustment
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict: {"a", "b", "n", "metrics": {name: {...}}, "buckets": [...], "catastrophic": [...]}.
-
-        A dict, not a string: writing it is I/O and belongs to the caller.
-        """
-        return self.model_dump(mode="json")
 
 
 # -- pairing -----------------------------------------------------------------------------------
@@ -390,7 +323,7 @@ def compare_arms(
     deltas = {c: y - x for c, x, y in pairs}
     by_case = {c: (x, y) for c, x, y in pairs}
     cut = default_catastrophic_threshold(kinds[headline]) if threshold is None else threshold
-    rows = [{"case_id": c, "a": by_case[c][0], "b": by_case[c][1], "delta": deltas[c]}
+    rows = [Catastrophic(case_id=c, a=by_case[c][0], b=by_case[c][1], delta=deltas[c])
             for c in catastrophic(deltas, cut)]
     names_in_order = sorted(metrics)
     adjusted = multiple_testing.adjust([metrics[m].p_value for m in names_in_order], p_adjust)
@@ -404,19 +337,35 @@ def compare_arms(
                             p_adjust=adjustment)
 
 
-def adjust_reports(reports: Sequence[Mapping[str, Any]], p_adjust: str, alpha: float,
-                   family: str = "every pair and metric of arm_comparisons") -> list[dict[str, Any]]:
-    """Copies of ComparisonReport.to_json() dicts whose p-values are adjusted together: over every (report,
-    metric) of the sweep, not per report, so a sweep of many pairs is held to the family's error rate. Each
-    metric's p_adjusted and significant are replaced and each report's p_adjust names the method, alpha, m and
-    the family."""
-    out = [{**r, "metrics": {m: dict(v) for m, v in r["metrics"].items()}} for r in reports]
-    slots = [(i, m) for i, r in enumerate(out) for m in sorted(r["metrics"])]
-    adjusted = multiple_testing.adjust([out[i]["metrics"][m]["p_value"] for i, m in slots], p_adjust)
+def pair_report(report: ComparisonReport, not_measured: Mapping[str, NotMeasured],
+                branches: Mapping[CaseId, tuple[list[str], list[str]]], **context: Any) -> PairReport:
+    """The pair report of `report`: each metric with why its dropped cases were not measured (`not_measured`, by
+    metric), each catastrophic case with its requests' branches in a and in b (`branches`, by case), and the
+    context (core.compare_records.PairReport's other fields: transitions, per-case values, supply, ...)."""
+    return PairReport(
+        a=report.a, b=report.b, n=report.n,
+        metrics={m: PairMetric(**v.model_dump(), not_measured=not_measured[m]) for m, v in report.metrics.items()},
+        buckets=report.buckets,
+        catastrophic=[CatastrophicCase(**c.model_dump(), branches_a=branches[c.case_id][0],
+                                       branches_b=branches[c.case_id][1]) for c in report.catastrophic],
+        p_adjust=report.p_adjust, **context)
+
+
+Report = TypeVar("Report", ComparisonReport, PairReport)
+
+
+def adjust_reports(reports: Sequence[Report], p_adjust: str, alpha: float,
+                   family: str = "every pair and metric of arm_comparisons") -> list[Report]:
+    """Copies of the reports whose p-values are adjusted together: over every (report, metric) of the sweep, not
+    per report, so a sweep of many pairs is held to the family's error rate. Each metric's p_adjusted and
+    significant are replaced and each report's p_adjust names the method, alpha, m and the family."""
+    slots = [(i, m) for i, r in enumerate(reports) for m in sorted(r.metrics)]
+    adjusted = multiple_testing.adjust([reports[i].metrics[m].p_value for i, m in slots], p_adjust)
+    updates: list[dict[str, Any]] = [{} for _ in reports]
     for (i, m), adj in zip(slots, adjusted):
-        out[i]["metrics"][m].update(p_adjusted=adj, significant=multiple_testing.significant(adj, alpha))
+        updates[i][m] = reports[i].metrics[m].model_copy(
+            update={"p_adjusted": adj, "significant": multiple_testing.significant(adj, alpha)})
     block = PAdjustment(method=p_adjust, method_name=multiple_testing.METHOD_NAMES[p_adjust], alpha=alpha,
-                        m=sum(v is not None for v in adjusted), family=family).model_dump(mode="json")
-    for r in out:
-        r["p_adjust"] = dict(block)
-    return out
+                        m=sum(v is not None for v in adjusted), family=family)
+    return [r.model_copy(update={"metrics": {m: updates[i].get(m, v) for m, v in r.metrics.items()},
+                                 "p_adjust": block}) for i, r in enumerate(reports)]

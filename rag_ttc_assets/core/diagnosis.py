@@ -3,7 +3,8 @@ and from their paired comparisons, never by a language model.
 
 Input, a `sweep` (core.diagnosis_inputs.DiagnosisInputs, which stages.diagnosis gathers from the arms file and the
 store): arms: {name: ArmRecord}; families: {name: Family (parameter, members, missing, value_of)}; comparisons: the
-pair reports `arm_comparisons` writes (core.compare's, adjusted over the sweep by core.compare.adjust_reports);
+pair reports `arm_comparisons` writes (core.compare_records.PairReport, adjusted over the sweep by
+core.compare.adjust_reports);
 skipped: the pairs refused; baseline: the arm whose failure flow the summary reads; alpha, p_adjust; pages:
 {"pair:<a>--<b>" | "arm:<arm>": a link to that case report}; the human labels read and their pair corrections.
 
@@ -19,12 +20,15 @@ core.diagnosis_decisions' (the decision table, limitations, next experiments); e
 core.diagnosis_sentences.Sentence. This module assembles them into the document's sections (`diagnose`) and renders
 diagnosis.md (`to_markdown`).
 
-Pure: records (and the pair reports' dicts) in, dicts and text out.
+Pure: records (core.diagnosis_inputs, core.compare_records) in, dicts and text out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+from rag_ttc_assets.core.compare_records import PairReport
 
 from rag_ttc_assets.core.diagnosis_decisions import (limitations, next_experiments, rule_decision,
                                                      rule_decision_untested)
@@ -34,20 +38,23 @@ from rag_ttc_assets.core.diagnosis_findings import (TREND_QUANTITIES, rule_admis
                                                     rule_strongest, rule_trade_off, rule_transitions,
                                                     rule_valid_not_complete)
 from rag_ttc_assets.core.diagnosis_inputs import DiagnosisInputs, Family
-from rag_ttc_assets.core.diagnosis_sentences import MIN_PAIRED, Sentence, label_kind, oracle_arm
+from rag_ttc_assets.core.diagnosis_sentences import MIN_PAIRED, Sentence, headline_n, label_kind, oracle_arm
+
+
+Json = dict[str, Any]  # a JSON object of diagnosis.json (a section, a sentence)
 
 
 class _Doc:
-    def __init__(self):
-        self.sections: list[dict] = []
+    def __init__(self) -> None:
+        self.sections: list[Json] = []
         self.count = 0
 
-    def section(self, sid: str, title: str) -> list[dict]:
-        sentences: list[dict] = []
+    def section(self, sid: str, title: str) -> list[Json]:
+        sentences: list[Json] = []
         self.sections.append({"id": sid, "title": title, "sentences": sentences})
         return sentences
 
-    def add(self, where: list[dict], s: Sentence) -> dict:
+    def add(self, where: list[Json], s: Sentence) -> Json:
         self.count += 1
         out = s.done(f"s{self.count}")
         where.append(out)
@@ -56,19 +63,19 @@ class _Doc:
 
 # -- the diagnosis -------------------------------------------------------------------------------------------------
 
-def group_of(rep: Mapping, families: Mapping[str, Family]) -> str:
+def group_of(rep: PairReport, families: Mapping[str, Family]) -> str:
     """Which finding a pair belongs to: the family both arms are in, else the family one arm is in whose parameter
     the pair changes, else the changed parameters themselves."""
     for name, fam in families.items():
-        if rep["a"] in fam.members and rep["b"] in fam.members:
+        if rep.a in fam.members and rep.b in fam.members:
             return name
     for name, fam in families.items():
-        if (rep["a"] in fam.members or rep["b"] in fam.members) and fam.parameter in rep["changed_parameters"]:
+        if (rep.a in fam.members or rep.b in fam.members) and fam.parameter in rep.changed_parameters:
             return name
-    return " + ".join(sorted(rep["changed_parameters"])) or "same configuration"
+    return " + ".join(sorted(rep.changed_parameters)) or "same configuration"
 
 
-def diagnose(sweep: DiagnosisInputs) -> dict:
+def diagnose(sweep: DiagnosisInputs) -> Json:
     """The diagnosis of a sweep (see the module docstring)."""
     doc = _Doc()
     arms, families = sweep.arms, sweep.families
@@ -82,7 +89,7 @@ def diagnose(sweep: DiagnosisInputs) -> dict:
             doc.add(summary, s)
     doc.add(summary, rule_strongest(sweep))
 
-    groups: dict[str, list[Mapping]] = {}
+    groups: dict[str, list[PairReport]] = {}
     for rep in sweep.comparisons:
         groups.setdefault(group_of(rep, families), []).append(rep)
     for name in list(families) + [g for g in groups if g not in families]:
@@ -103,23 +110,23 @@ def diagnose(sweep: DiagnosisInputs) -> dict:
             for s in rule_pair_effects(rep, sweep):
                 doc.add(sec, s)
             # Effects only with enough paired cases; the transition matrix's cells are counts, stated either way.
-            enough = (rep["metrics"].get(rep.get("headline", "completeness")) or {}).get("n", 0) >= MIN_PAIRED
+            enough = headline_n(rep) >= MIN_PAIRED
             for s in ((rule_trade_off(rep, sweep), rule_valid_not_complete(rep, sweep)) if enough else ()) + (
                     rule_transitions(rep, sweep),):
                 if s:
                     doc.add(sec, s)
-            if "oracle" in (label_kind(arms, rep["a"]), label_kind(arms, rep["b"])):
+            if "oracle" in (label_kind(arms, rep.a), label_kind(arms, rep.b)):
                 o = oracle_arm(rep, arms)
-                doc.add(sec, Sentence("pair.oracle_bound", {"a": rep["a"], "b": rep["b"], "oracle": o}).t(
+                doc.add(sec, Sentence("pair.oracle_bound", {"a": rep.a, "b": rep.b, "oracle": o}).t(
                     f"{o} is an oracle arm: its numbers are an upper bound on what knowing the requests is worth, "
                     "never a recommendation."))
 
     decisions = doc.section("decisions", "Decision table")
     decided_params = set()
     for rep in sweep.comparisons:
-        if label_kind(arms, rep["a"]) == "counterfactual" or label_kind(arms, rep["b"]) == "counterfactual":
+        if label_kind(arms, rep.a) == "counterfactual" or label_kind(arms, rep.b) == "counterfactual":
             continue
-        parameter = " + ".join(sorted(k for k in rep["changed_parameters"] if k != "requests_in_prompt")) or "-"
+        parameter = " + ".join(sorted(k for k in rep.changed_parameters if k != "requests_in_prompt")) or "-"
         decided_params.add(parameter)
         doc.add(decisions, rule_decision(parameter, rep, sweep))
     for name, fam in families.items():
@@ -137,8 +144,8 @@ def diagnose(sweep: DiagnosisInputs) -> dict:
         out["snippet"] = snippet
         snippets[out["id"]] = snippet
     return {"baseline": sweep.baseline, "arms": sorted(arms), "families": sorted(families),
-            "pairs": [[r["a"], r["b"]] for r in sweep.comparisons],
-            "p_adjust": sweep.comparisons[0]["p_adjust"] if sweep.comparisons else None,
+            "pairs": [[r.a, r.b] for r in sweep.comparisons],
+            "p_adjust": sweep.comparisons[0].p_adjust.model_dump(mode="json") if sweep.comparisons else None,
             "alpha": sweep.alpha, "min_paired": MIN_PAIRED, "sections": doc.sections,
             "human_labels": sweep.human_labels}
 
@@ -154,7 +161,7 @@ def md_escape(text: str) -> str:
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
 
 
-def _md_sentence(s: Mapping) -> str:
+def _md_sentence(s: Mapping[str, Any]) -> str:
     out = []
     for p in s["parts"]:
         if isinstance(p, str):
@@ -166,14 +173,14 @@ def _md_sentence(s: Mapping) -> str:
     return "".join(out)
 
 
-def _href(link: Mapping) -> str:
+def _href(link: Mapping[str, Any]) -> str:
     from urllib.parse import quote
 
     frag = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in link.get("filter", {}).items())
     return quote(link["url"], safe="/:.-_~") + (f"#{frag}" if frag else "")
 
 
-def to_markdown(diagnosis: Mapping, title: str = "Diagnosis") -> str:
+def to_markdown(diagnosis: Mapping[str, Any], title: str = "Diagnosis") -> str:
     """diagnosis.md: each sentence a line with its rule named, each number as shown in diagnosis.json (linked to
     its cases where a case report exists); the decision table as a table; next experiments with their snippets."""
     lines = [f"# {md_escape(title)}", "",

@@ -5,7 +5,7 @@ requests, each arm's completeness readings, the human labels' correction of the 
 instrument drift, small or unmeasurable pairs, skipped pairs) and the next experiments (combinations the sweep's
 findings point to, with their arms-file snippets).
 
-Pure: records (core.diagnosis_inputs) and the pair reports' dicts in, sentences and text out.
+Pure: records (core.diagnosis_inputs, core.compare_records) in, sentences and text out.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rag_ttc_assets.core.compare_metrics import outcome
+from rag_ttc_assets.core.compare_records import PairReport, TransitionCell
 from rag_ttc_assets.core.diagnosis_inputs import ArmRecord, DiagnosisInputs
-from rag_ttc_assets.core.diagnosis_sentences import (MIN_PAIRED, QUALITY, Sentence, delta_kind, label_kind,
-                                                     pair_link, shown, unmeasurable)
+from rag_ttc_assets.core.diagnosis_sentences import (MIN_PAIRED, QUALITY, Sentence, delta_kind, headline_n,
+                                                     label_kind, pair_link, paired_n, shown, unmeasurable)
 
 MAX_UNMEASURED = 0.1  # more than this share of requests not measured by the request judge: no decision
 UPSTREAM = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context")  # support lost before the generator
@@ -24,32 +25,34 @@ UPSTREAM = ("not_retrieved", "cut_by_evidence_k", "omitted_by_context")  # suppo
 
 # -- decisions -----------------------------------------------------------------------------------------------------
 
-def _decide(rep: Mapping, sweep: DiagnosisInputs) -> tuple[str | None, list[str], str]:
+def _decide(rep: PairReport, sweep: DiagnosisInputs) -> tuple[str | None, list[str], str]:
     """(the favoured arm or None, the reasons it is not a recommendation, the metric read)."""
     arms = sweep.arms
-    metric = rep.get("headline", "completeness")
-    m = rep["metrics"].get(metric) or {}
+    metric = rep.headline
+    m = rep.headline_metric()
+    n = paired_n(m)
     reasons = []
     favoured = None
-    if m.get("n", 0) < MIN_PAIRED and (why := unmeasurable(rep, metric)):
+    if n < MIN_PAIRED and (why := unmeasurable(rep, metric)):
         reasons.append(f"{metric} {why}")
-    elif m.get("n", 0) < MIN_PAIRED:
-        reasons.append(f"too few paired cases ({m.get('n', 0)} < {MIN_PAIRED})")
-    elif not m.get("significant"):
-        reasons.append(f"no significant difference in {metric} over {m.get('n', 0)} paired cases "
-                       f"(adjusted p {shown('p', m.get('p_adjusted'))})")
+    elif n < MIN_PAIRED:
+        reasons.append(f"too few paired cases ({n} < {MIN_PAIRED})")
+    elif m is None or not m.significant:
+        reasons.append(f"no significant difference in {metric} over {n} paired cases "
+                       f"(adjusted p {shown('p', m.p_adjusted if m else None)})")
     else:
-        favoured = rep["b"] if outcome(metric, m["mean_delta"]) == "gain" else rep["a"]
-        other = rep["a"] if favoured == rep["b"] else rep["b"]
-        lost = [q for q in QUALITY if q != metric and (rep["metrics"].get(q) or {}).get("significant")
-                and outcome(q, rep["metrics"][q]["mean_delta"] * (1 if favoured == rep["b"] else -1)) == "loss"]
+        favoured = rep.b if outcome(metric, m.mean_delta) == "gain" else rep.a
+        other = rep.a if favoured == rep.b else rep.b
+        sign = 1 if favoured == rep.b else -1
+        lost = [q for q in QUALITY if q != metric and (v := rep.metrics.get(q)) is not None and v.significant
+                and outcome(q, _times(sign, v.mean_delta)) == "loss"]
         if lost:
             reasons.append(f"{favoured} also loses significantly in {', '.join(lost)} against {other}")
         if label_kind(arms, favoured) == "oracle":
             reasons.append(f"the better arm, {favoured}, is an oracle (an upper bound, never a recommendation)")
         if label_kind(arms, favoured) == "counterfactual":
             reasons.append(f"the better arm, {favoured}, is counterfactual (a test, not a value to choose)")
-    recs = [(arm, arms[arm]) for arm in (rep["a"], rep["b"]) if arm in arms]
+    recs = [(arm, arms[arm]) for arm in (rep.a, rep.b) if arm in arms]
     for arm, rec in recs:
         if rec.offline_generator or rec.offline_judge:
             reasons.append(f"the instrument is an offline baseline ({arm}: answers {rec.generator_model}, "
@@ -71,23 +74,28 @@ def _decide(rep: Mapping, sweep: DiagnosisInputs) -> tuple[str | None, list[str]
     return favoured, reasons, metric
 
 
-def rule_decision(parameter: str, rep: Mapping, sweep: DiagnosisInputs) -> Sentence:
+def _times(sign: int, delta: float | None) -> float | None:
+    return None if delta is None else sign * delta
+
+
+def rule_decision(parameter: str, rep: PairReport, sweep: DiagnosisInputs) -> Sentence:
     favoured, reasons, metric = _decide(rep, sweep)
-    m = rep["metrics"].get(metric) or {}
-    value = None
+    m = rep.metrics.get(metric)
+    value: Any = None
     if favoured:
-        value = rep["changed_parameters"].get(parameter, [None, None])[1 if favoured == rep["b"] else 0] \
-            if parameter in rep["changed_parameters"] else favoured
+        value = rep.changed_parameters[parameter][1 if favoured == rep.b else 0] \
+            if parameter in rep.changed_parameters else favoured
     s = Sentence("decision.recommend" if favoured and not reasons else "decision.not_decided",
-                 {"parameter": parameter, "a": rep["a"], "b": rep["b"], "metric": metric, "favoured": favoured,
+                 {"parameter": parameter, "a": rep.a, "b": rep.b, "metric": metric, "favoured": favoured,
                   "value": value, "reasons": reasons})
     if favoured and not reasons:
         s.t(f"{parameter}: recommend {value} ({favoured}): {metric} ")
     else:
         s.t(f"{parameter}: not decided" + (f" (the data favour {value}, {favoured})" if favoured else "") + ": "
-            + "; ".join(reasons) + f". Evidence: {rep['b']} against {rep['a']}, {metric} ")
-    s.n("delta", m.get("mean_delta"), delta_kind(metric), pair_link(rep, sweep.pages)).t(" over ").n(
-        "n", m.get("n", 0), "count").t(" paired cases, adjusted p ").n("p_adjusted", m.get("p_adjusted"), "p").t(".")
+            + "; ".join(reasons) + f". Evidence: {rep.b} against {rep.a}, {metric} ")
+    s.n("delta", m.mean_delta if m else None, delta_kind(metric), pair_link(rep, sweep.pages)).t(" over ").n(
+        "n", paired_n(m), "count").t(" paired cases, adjusted p ").n("p_adjusted", m.p_adjusted if m else None,
+                                                                    "p").t(".")
     return s.tested(m)
 
 
@@ -150,23 +158,19 @@ def limitations(sweep: DiagnosisInputs) -> list[Sentence]:
         s = Sentence("limit.pilot", {"arms": pilots})
         out.append(s.t("Pilot question sets (" + ", ".join(pilots) + "): for finding mechanisms, too small for "
                        "estimates."))
-    drift = [r for r in sweep.comparisons if r.get("instrument_drift") or r.get("label_drift")]
-    for r in drift:
-        s = Sentence("limit.instrument_drift", {"a": r["a"], "b": r["b"], "instrument_drift": r.get("instrument_drift"),
-                                                "label_drift": r.get("label_drift")})
-        out.append(s.t(f"{r['a']} vs {r['b']} was compared across instruments or label versions (allowed): its "
-                       "differences may be the instrument's."))
-    small = [r for r in sweep.comparisons
-             if (r["metrics"].get(r.get("headline", "completeness")) or {}).get("n", 0) < MIN_PAIRED]
-    for r in small:
-        if why := unmeasurable(r, r.get("headline", "completeness")):
-            s = Sentence("limit.unmeasurable", {"a": r["a"], "b": r["b"], "metric": r.get("headline", "completeness")})
-            out.append(s.t(f"{r['a']} vs {r['b']}: {r.get('headline', 'completeness')} {why}."))
+    for rep in sweep.comparisons:
+        if rep.instrument_drift or rep.label_drift:
+            s = Sentence("limit.instrument_drift", {"a": rep.a, "b": rep.b, "instrument_drift": rep.instrument_drift,
+                                                    "label_drift": rep.label_drift})
+            out.append(s.t(f"{rep.a} vs {rep.b} was compared across instruments or label versions (allowed): its "
+                           "differences may be the instrument's."))
+    for rep in (r for r in sweep.comparisons if headline_n(r) < MIN_PAIRED):
+        if why := unmeasurable(rep, rep.headline):
+            s = Sentence("limit.unmeasurable", {"a": rep.a, "b": rep.b, "metric": rep.headline})
+            out.append(s.t(f"{rep.a} vs {rep.b}: {rep.headline} {why}."))
             continue
-        s = Sentence("limit.small_n", {"a": r["a"], "b": r["b"]})
-        out.append(s.t(f"{r['a']} vs {r['b']}: ").n("n", (r["metrics"].get(r.get("headline", "completeness"))
-                                                          or {}).get("n", 0), "count").t(
-            " paired cases, too few to test."))
+        s = Sentence("limit.small_n", {"a": rep.a, "b": rep.b})
+        out.append(s.t(f"{rep.a} vs {rep.b}: ").n("n", headline_n(rep), "count").t(" paired cases, too few to test."))
     if sweep.skipped:
         s = Sentence("limit.skipped_pairs", {"skipped": list(sweep.skipped)})
         out.append(s.n("skipped", len(sweep.skipped), "count").t(
@@ -191,18 +195,22 @@ def rule_completeness_readings(arm: str, r: ArmRecord) -> Sentence:
         " requests measured).")
 
 
-def correction_outcome(judge: Mapping | None, corrected: Mapping | None) -> str:
+def correction_outcome(judge: Mapping[str, Any] | None, corrected: Mapping[str, Any] | None) -> str:
     """What the people's labels do to the judge's conclusion on a difference b - a: `removed` (the judge's interval
     excludes 0, the corrected one spans it), `reversed` (the corrected one excludes 0 on the other side), `holds`
     (same side), `drawn` (the judge's spans 0, the corrected one excludes it), `none` (both span 0), or
     `not_estimable` (either difference undefined)."""
     if not judge or not corrected:
         return "not_estimable"
-    side = lambda d: 1 if d["low"] > 0 else (-1 if d["high"] < 0 else 0)  # noqa: E731
-    j, c = side(judge), side(corrected)
+    j, c = _side(judge), _side(corrected)
     if j == 0:
         return "drawn" if c else "none"
     return "removed" if c == 0 else ("holds" if c == j else "reversed")
+
+
+def _side(d: Mapping[str, Any]) -> int:
+    """1: the interval lies above 0, -1: below, 0: it spans 0."""
+    return 1 if d["low"] > 0 else (-1 if d["high"] < 0 else 0)
 
 
 OUTCOME_TEXT = {"removed": "the conclusion is removed (the corrected interval spans 0)",
@@ -212,18 +220,18 @@ OUTCOME_TEXT = {"removed": "the conclusion is removed (the corrected interval sp
                 "none": "no conclusion either way (both intervals span 0)"}
 
 
-def rule_human_correction(c: Mapping) -> Sentence:
+def rule_human_correction(c: Mapping[str, Any]) -> Sentence:
     """A compared pair whose two arms both carry per-request human labels: the judge's own completeness difference
     over all its rows against the difference corrected by the labels (prediction-powered, core.ppi), and what the
     correction does to the judge's conclusion (correction_outcome). Differences read toward the arm the judge
     alone finds more complete."""
     a, b, judge, corr = c["a"], c["b"], c.get("judge_difference"), c.get("corrected")
     outcome = correction_outcome(judge, corr)
-    flip = bool(judge) and judge["mean"] < 0  # read toward the more complete arm: x - y
+    flip = bool(judge["mean"] < 0) if judge else False  # read toward the more complete arm: x - y
     x, y = (a, b) if flip else (b, a)
     k = -1 if flip else 1
 
-    def toward(d: Mapping | None) -> dict | None:
+    def toward(d: Mapping[str, Any] | None) -> dict[str, float] | None:
         if not d:
             return None
         lo, hi = sorted((k * d["low"], k * d["high"]))
@@ -265,16 +273,17 @@ def next_experiments(sweep: DiagnosisInputs) -> list[tuple[Sentence, str]]:
     a quality metric up (significant or not), not an oracle or counterfactual, whose union no arm has run (the
     seed's 11.2: the multipart prompt with K=8 and a non-binding budget); and families with no compared pair."""
     arms, out = sweep.arms, []
-    ups: dict[str, list[Mapping]] = {}
+    ups: dict[str, list[PairReport]] = {}
     for r in sweep.comparisons:
-        if label_kind(arms, r["a"]) != "none" or label_kind(arms, r["b"]) != "none":
+        if label_kind(arms, r.a) != "none" or label_kind(arms, r.b) != "none":
             continue
-        head = r["metrics"].get(r.get("headline", "completeness")) or {}
-        if head and any(outcome(q, (r["metrics"].get(q) or {}).get("mean_delta")) == "gain" for q in QUALITY) and \
-                outcome(r.get("headline", "completeness"), head.get("mean_delta")) != "loss":
-            ups.setdefault(r["a"], []).append(r)
+        head = r.headline_metric()
+        if head and any(q in r.metrics and outcome(q, r.metrics[q].mean_delta) == "gain" for q in QUALITY) and \
+                outcome(r.headline, head.mean_delta) != "loss":
+            ups.setdefault(r.a, []).append(r)
     configs = list(sweep.all_configs.values())
-    candidates: list[tuple[str, Mapping, Mapping, list]] = []  # (base, r1, r2, the cells that point to it)
+    # (base, r1, r2, the cells that point to it)
+    candidates: list[tuple[str, PairReport, PairReport, list[TransitionCell]]] = []
     for base, reps in sorted(ups.items()):
         for i, r1 in enumerate(reps):
             for r2 in reps[i + 1:]:
@@ -282,51 +291,51 @@ def next_experiments(sweep: DiagnosisInputs) -> list[tuple[Sentence, str]]:
     # The seed's 11.2: a change that brings evidence into the context whose requests the answer then does not
     # address (retrieval or admission -> not_addressed), beside a prompt change from the same arm, which targets
     # exactly that branch.
-    plain = [r for r in sweep.comparisons if label_kind(arms, r["a"]) == label_kind(arms, r["b"]) == "none"]
+    plain = [r for r in sweep.comparisons if label_kind(arms, r.a) == label_kind(arms, r.b) == "none"]
     for r1 in plain:
-        recovered = [c for c in r1["transitions"]["cells"] if c["a"] in UPSTREAM and c["b"] == "not_addressed"]
-        if not recovered or "prompt" in r1["changed_parameters"]:
+        recovered = [c for c in r1.transitions.cells if c.a in UPSTREAM and c.b == "not_addressed"]
+        if not recovered or "prompt" in r1.changed_parameters:
             continue
         for r2 in plain:
-            if r2["a"] == r1["a"] and r2 is not r1 and set(r2["changed_parameters"]) == {"prompt"} and not any(
+            if r2.a == r1.a and r2 is not r1 and set(r2.changed_parameters) == {"prompt"} and not any(
                     {id(x), id(y)} == {id(r1), id(r2)} for _, x, y, _ in candidates):
-                candidates.append((r1["a"], r1, r2, recovered))
+                candidates.append((r1.a, r1, r2, recovered))
     for base, r1, r2, recovered in candidates:
-        c1 = {k: v[1] for k, v in r1["changed_parameters"].items()}
-        c2 = {k: v[1] for k, v in r2["changed_parameters"].items()}
+        c1 = {k: v[1] for k, v in r1.changed_parameters.items()}
+        c2 = {k: v[1] for k, v in r2.changed_parameters.items()}
         if any(k in c2 and c2[k] != v for k, v in c1.items()):
             continue  # the two changes set one field differently: no single combination
         union = {**c1, **c2}
         if any(cfg and all(cfg.get(k) == v for k, v in union.items()) for cfg in configs):
             continue  # some arm of the arms file already runs it
-        name = f"{r1['b']}-{r2['b']}"[:60].strip("-")
-        s = Sentence("next.combine", {"base": base, "pairs": [[r1["a"], r1["b"]], [r2["a"], r2["b"]]],
-                                      "overrides": union, "cells": [c["key"] for c in recovered]})
-        s.t(f"Combine {r1['b']} and {r2['b']}: ")
+        name = f"{r1.b}-{r2.b}"[:60].strip("-")
+        s = Sentence("next.combine", {"base": base, "pairs": [[r1.a, r1.b], [r2.a, r2.b]],
+                                      "overrides": union, "cells": [c.key for c in recovered]})
+        s.t(f"Combine {r1.b} and {r2.b}: ")
         if recovered:
-            s.t(f"{r1['b']} brings into the context the evidence of requests the answer then does not address (")
+            s.t(f"{r1.b} brings into the context the evidence of requests the answer then does not address (")
             for i, c in enumerate(recovered):
-                s.t(", " if i else "").t(f"{c['key']} ").n(f"cell.{c['key']}", c["count"], "count",
-                                                          pair_link(r1, sweep.pages, transition=c["key"]))
-                s.about(c["cases"], c["requests"])
-            s.t(f"), and {r2['b']} changes the prompt, which is what not_addressed measures")
+                s.t(", " if i else "").t(f"{c.key} ").n(f"cell.{c.key}", c.count, "count",
+                                                        pair_link(r1, sweep.pages, transition=c.key))
+                s.about(c.cases, c.requests)
+            s.t(f"), and {r2.b} changes the prompt, which is what not_addressed measures")
         else:
             s.t(f"each moves a quality metric up against {base}, significant or not (")
             for j, r in enumerate((r1, r2)):
-                s.t("; " if j else "").t(f"{r['b']}:")
+                s.t("; " if j else "").t(f"{r.b}:")
                 for q in QUALITY:
-                    v = r["metrics"].get(q)
-                    if v and v.get("mean_delta") is not None:
-                        s.t(f" {q} ").n(f"{r['b']}.{q}", v["mean_delta"], "delta", pair_link(r, sweep.pages))
+                    v = r.metrics.get(q)
+                    if v and v.mean_delta is not None:
+                        s.t(f" {q} ").n(f"{r.b}.{q}", v.mean_delta, "delta", pair_link(r, sweep.pages))
             s.t(")")
         s.t("; no arm runs both. Compare the combination with both, case by case.")
         snippet = ("arms:\n  " + name + ": {" + ", ".join(f"{k}: {_yaml_value(v)}" for k, v in
                                                          sorted(_nest(union).items())) + "}\n"
-                   + f"comparisons:\n  - [{base}, {name}]\n  - [{r1['b']}, {name}]\n  - [{r2['b']}, {name}]\n")
+                   + f"comparisons:\n  - [{base}, {name}]\n  - [{r1.b}, {name}]\n  - [{r2.b}, {name}]\n")
         out.append((s, snippet))
     for fam, spec in sweep.families.items():
         members = spec.members
-        pairs = [r for r in sweep.comparisons if r["a"] in members and r["b"] in members]
+        pairs = [r for r in sweep.comparisons if r.a in members and r.b in members]
         if len(members) >= 2 and not pairs:
             s = Sentence("next.compare_family", {"family": fam, "members": members})
             s.t(f"Family {fam} has no compared pair: compare its ends case by case to test its trend.")
@@ -347,11 +356,11 @@ def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
             for k, v in out.items()}
 
 
-def _quality_text(rep: Mapping) -> str:
+def _quality_text(rep: PairReport) -> str:
     parts = []
     for q in QUALITY:
-        v = rep["metrics"].get(q)
-        if v and v.get("mean_delta") is not None:
-            parts.append(f"{q} {shown('delta', v['mean_delta'])}"
-                         + (" significant" if v.get("significant") else " not significant"))
+        v = rep.metrics.get(q)
+        if v and v.mean_delta is not None:
+            parts.append(f"{q} {shown('delta', v.mean_delta)}"
+                         + (" significant" if v.significant else " not significant"))
     return ", ".join(parts)

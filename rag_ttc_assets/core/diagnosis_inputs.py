@@ -3,8 +3,9 @@ and the per-arm summaries' numbers the rules use), each sweep family's (`Family`
 (`DiagnosisInputs`). stages.diagnosis.gather builds them from the arms file and the store; the rules read their
 attributes, never string keys.
 
-The pair reports (`comparisons`) stay the JSON objects `arm_comparisons` writes (core.compare's `to_json`, adjusted
-over the sweep by core.compare.adjust_reports), as do the human labels' summary and corrections (report.human).
+The pair reports (`comparisons`) are core.compare_records.PairReport, the records `arm_comparisons` writes
+(adjusted over the sweep by core.compare.adjust_reports); the human labels' summary and corrections stay the JSON
+objects report.human makes.
 
 Pure: pydantic only.
 """
@@ -15,6 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from rag_ttc_assets.core.compare_records import PairReport
 
 
 class Record(BaseModel):
@@ -68,7 +71,7 @@ class DiagnosisInputs(Record):
 
     arms: dict[str, ArmRecord]
     families: dict[str, Family] = Field(default_factory=dict)
-    comparisons: list[dict[str, Any]]  # the pair reports (see the module docstring)
+    comparisons: list[PairReport]  # the pair reports (see the module docstring)
     skipped: list[str] = Field(default_factory=list)  # the pairs not compared, with why
     baseline: str  # the arm whose failure flow the summary reads
     alpha: float

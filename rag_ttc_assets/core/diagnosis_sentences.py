@@ -6,7 +6,7 @@ A `Sentence` is text pieces and named numbers, each with its kind (`shown`), its
 test and its raw and adjusted p-value when it states an effect, and the cases and requests it is about; `done`
 makes it the JSON-able dict diagnosis.json keeps.
 
-Pure: records (core.diagnosis_inputs) and the pair reports' dicts in, dicts and text out.
+Pure: records (core.diagnosis_inputs, core.compare_records) in, dicts and text out.
 """
 
 from __future__ import annotations
@@ -14,12 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rag_ttc_assets.core.compare_records import MetricComparison, PairMetric, PairReport
 from rag_ttc_assets.core.diagnosis_inputs import ArmRecords
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 
 QUALITY = ("completeness", "valid", "faithfulness")  # what a request's answer is worth, higher is better
 RETRIEVAL = ("recall_10", "recip_rank", "ndcg_cut_10")
 MIN_PAIRED = 10  # fewer paired cases than this: no test is read, the finding says so
+
+Link = dict[str, Any]  # {"url": a case report, "filter": {name: value}}: the cases behind a number
+Part = str | dict[str, str]  # a text piece, or {"n": name} for a named number
 
 
 # -- numbers as shown --------------------------------------------------------------------------------------------
@@ -53,13 +57,13 @@ def delta_kind(metric: str) -> str:
 class Sentence:
     """A sentence under construction: text pieces and numbers, each number named, with its kind and link."""
 
-    def __init__(self, rule: str, inputs: Mapping[str, Any] | None = None):
+    def __init__(self, rule: str, inputs: Mapping[str, Any] | None = None) -> None:
         self.rule = rule
         self.inputs = dict(inputs or {})
-        self.parts: list[Any] = []
+        self.parts: list[Part] = []
         self.numbers: dict[str, Any] = {}
         self.kinds: dict[str, str] = {}
-        self.links: dict[str, dict] = {}
+        self.links: dict[str, Link] = {}
         self.test: str | None = None
         self.p_value: float | None = None
         self.p_adjusted: float | None = None
@@ -70,7 +74,7 @@ class Sentence:
         self.parts.append(text)
         return self
 
-    def n(self, name: str, value: Any, kind: str, link: Mapping | None = None) -> Sentence:
+    def n(self, name: str, value: Any, kind: str, link: Mapping[str, Any] | None = None) -> Sentence:
         if name in self.numbers:
             raise ValueError(f"rule {self.rule}: number {name!r} twice")
         self.numbers[name] = value
@@ -80,8 +84,10 @@ class Sentence:
         self.parts.append({"n": name})
         return self
 
-    def tested(self, metric: Mapping) -> Sentence:
-        self.test, self.p_value, self.p_adjusted = metric.get("test"), metric.get("p_value"), metric.get("p_adjusted")
+    def tested(self, metric: MetricComparison | None) -> Sentence:
+        """The test and its raw and adjusted p-value behind the effect stated (none when the metric is absent)."""
+        if metric is not None:
+            self.test, self.p_value, self.p_adjusted = metric.test, metric.p_value, metric.p_adjusted
         return self
 
     def about(self, cases: Sequence[str] = (), requests: Sequence[str] = ()) -> Sentence:
@@ -89,7 +95,7 @@ class Sentence:
         self.requests.update(requests)
         return self
 
-    def done(self, sid: str) -> dict:
+    def done(self, sid: str) -> dict[str, Any]:
         text = "".join(p if isinstance(p, str) else shown(self.kinds[p["n"]], self.numbers[p["n"]])
                        for p in self.parts)
         return {"id": sid, "rule": self.rule, "text": text, "parts": self.parts, "inputs": self.inputs,
@@ -101,29 +107,29 @@ class Sentence:
 
 # -- reading the inputs ------------------------------------------------------------------------------------------
 
-def pair_link(rep: Mapping, pages: Mapping[str, str], **filt: str) -> dict | None:
-    url = pages.get(f"pair:{rep['a']}--{rep['b']}")
+def pair_link(rep: PairReport, pages: Mapping[str, str], **filt: str) -> Link | None:
+    url = pages.get(f"pair:{rep.a}--{rep.b}")
     return {"url": url, "filter": filt} if url else None
 
 
-def arm_link(arm: str, pages: Mapping[str, str], **filt: str) -> dict | None:
+def arm_link(arm: str, pages: Mapping[str, str], **filt: str) -> Link | None:
     url = pages.get(f"arm:{arm}")
     return {"url": url, "filter": filt} if url else None
 
 
-def branch_counts(rep: Mapping) -> tuple[dict[str, int], dict[str, int]]:
+def branch_counts(rep: PairReport) -> tuple[dict[str, int], dict[str, int]]:
     """Requests per branch in a and in b, from the transition matrix's cells."""
     ca, cb = dict.fromkeys(FLOW_BRANCHES, 0), dict.fromkeys(FLOW_BRANCHES, 0)
-    for cell in rep["transitions"]["cells"]:
-        if cell["a"] in ca:
-            ca[cell["a"]] += cell["count"]
-        if cell["b"] in cb:
-            cb[cell["b"]] += cell["count"]
+    for cell in rep.transitions.cells:
+        if cell.a in ca:
+            ca[cell.a] += cell.count
+        if cell.b in cb:
+            cb[cell.b] += cell.count
     return ca, cb
 
 
-def changed_text(rep: Mapping) -> str:
-    return ", ".join(f"{k} {_v(v[0])} -> {_v(v[1])}" for k, v in rep["changed_parameters"].items()) or "nothing"
+def changed_text(rep: PairReport) -> str:
+    return ", ".join(f"{k} {_v(v[0])} -> {_v(v[1])}" for k, v in rep.changed_parameters.items()) or "nothing"
 
 
 def _v(x: Any) -> str:
@@ -135,16 +141,26 @@ def label_kind(arms: ArmRecords, arm: str) -> str:
     return "oracle" if use == "oracle" else ("counterfactual" if use.startswith("counterfactual") else "none")
 
 
-def significant_quality(rep: Mapping) -> list[str]:
-    return [m for m in QUALITY if (rep["metrics"].get(m) or {}).get("significant")]
+def significant_quality(rep: PairReport) -> list[str]:
+    return [m for m in QUALITY if (v := rep.metrics.get(m)) is not None and v.significant]
 
 
-def tested_enough(rep: Mapping, metric: str) -> bool:
-    return (rep["metrics"].get(metric) or {}).get("n", 0) >= MIN_PAIRED
+def paired_n(metric: MetricComparison | None) -> int:
+    """The metric's paired cases; 0 when the report has no such metric."""
+    return metric.n if metric is not None else 0
 
 
-def oracle_arm(rep: Mapping, arms: ArmRecords) -> str:
-    return next(x for x in (rep["b"], rep["a"]) if label_kind(arms, x) == "oracle")
+def headline_n(rep: PairReport) -> int:
+    """The headline metric's paired cases (0 when absent)."""
+    return paired_n(rep.headline_metric())
+
+
+def tested_enough(rep: PairReport, metric: str) -> bool:
+    return paired_n(rep.metrics.get(metric)) >= MIN_PAIRED
+
+
+def oracle_arm(rep: PairReport, arms: ArmRecords) -> str:
+    return next(x for x in (rep.b, rep.a) if label_kind(arms, x) == "oracle")
 
 
 # Why a metric cannot be measured for a whole arm, not a case's fault: no gold quotes (completeness), no support
@@ -152,9 +168,10 @@ def oracle_arm(rep: Mapping, arms: ArmRecords) -> str:
 UNMEASURABLE = ("no_gold_quotes", "no_support_judge")
 
 
-def unmeasurable(rep: Mapping, metric: str) -> str | None:
+def unmeasurable(rep: PairReport, metric: str) -> str | None:
     """"not measured: no gold quotes" when the metric's cases were dropped for an arm's own reason (UNMEASURABLE) in
     either arm of the pair: such a metric is not measured, never a small sample or a zero."""
-    why = (rep["metrics"].get(metric) or {}).get("not_measured") or {}
-    found = [r for r in UNMEASURABLE if any((why.get(side) or {}).get(r) for side in ("a", "b"))]
+    m: PairMetric | None = rep.metrics.get(metric)
+    why = (m.not_measured.a, m.not_measured.b) if m is not None else ()
+    found = [r for r in UNMEASURABLE if any(side.get(r) for side in why)]
     return "not measured: " + ", ".join(r.replace("_", " ") for r in found) if found else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rag_ttc_assets.core.compare_records import PairReport
 from rag_ttc_assets.core.measured import addressed_text, graded_text
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.report import human
@@ -25,32 +26,36 @@ def write_comparisons(lab: Lab, out_dir: Path) -> dict:
     # The people's labels shown in the pair reports: the store's default labels file when it exists (report.human).
     labels = human.read(lab, None)
     summary, pages = [], {}
+    drawn = []
     for rep in reports:
-        pair_plots(rep, out_dir)
-        (out_dir / f"{rep['a']}--{rep['b']}.json").write_text(json.dumps(rep, indent=1, default=str))
+        rep = pair_plots(rep, out_dir)
+        drawn.append(rep)
+        written = rep.to_json()
+        (out_dir / f"{rep.a}--{rep.b}.json").write_text(json.dumps(written, indent=1, default=str))
         # The clickable case report of the pair, made from the JSON just written.
-        pages[f"{rep['a']}--{rep['b']}"] = write_pair(lab, rep, pair_path(out_dir, rep["a"], rep["b"]), labels)
+        pages[f"{rep.a}--{rep.b}"] = write_pair(lab, written, pair_path(out_dir, rep.a, rep.b), labels)
         summary.append(summary_row(lab, rep))
     sweeps = sweep_plots(lab, out_dir)
-    return {"reports": reports, "skipped": skipped, "summary": summary, "pages": pages, "sweeps": sweeps,
+    return {"reports": drawn, "skipped": skipped, "summary": summary, "pages": pages, "sweeps": sweeps,
             "flow_png": flow_bars(lab, lab.arms.names, out_dir / "failure-flow-all-arms.png"),
             "human_labels": labels.summary() if labels else None}
 
 
-def summary_row(lab: Lab, rep: dict) -> dict:
+def summary_row(lab: Lab, rep: PairReport) -> dict:
     """One compared pair as the summary table shows it (`rag-ttc compare --all`, the asset's metadata): completeness
     read graded first, then the share addressed, each with its N of M and in the words of the run table and
     `rag-ttc compare A B` (docs/judges.md: graded agrees with people best); then valid and completeness."""
-    m, read, g = rep["metrics"], rep["completeness_measured"], rep["metrics"]["graded_completeness"]
-    return {"a": arm_title(lab, rep["a"]), "b": arm_title(lab, rep["b"]), "n": rep["n"],
-            "graded_a": graded_text(read[rep["a"]]), "graded_b": graded_text(read[rep["b"]]),
+    m, g = rep.metrics, rep.metrics["graded_completeness"]
+    read = {arm: c.model_dump() for arm, c in rep.completeness_measured.items()}
+    valid, comp = m["valid"], m["completeness"]
+    return {"a": arm_title(lab, rep.a), "b": arm_title(lab, rep.b), "n": rep.n,
+            "graded_a": graded_text(read[rep.a]), "graded_b": graded_text(read[rep.b]),
             # No case graded in both arms (a judge that reports no coverage): said, never 0 or a blank.
-            "graded_delta": "not measured" if g["mean_delta"] is None else g["mean_delta"],
-            "graded_paired": paired_text(g), "graded_p": g["p_value"], "graded_p_adj": g["p_adjusted"],
-            "addressed_a": addressed_text(read[rep["a"]]), "addressed_b": addressed_text(read[rep["b"]]),
-            "valid_delta": m["valid"]["mean_delta"], "valid_p": m["valid"]["p_value"],
-            "valid_p_adj": m["valid"]["p_adjusted"],
-            "completeness_delta": m["completeness"]["mean_delta"], "completeness_paired": paired_text(m["completeness"]),
-            "completeness_p": m["completeness"]["p_value"], "completeness_p_adj": m["completeness"]["p_adjusted"],
-            "significant": significant_metrics(rep), "catastrophic": len(rep["catastrophic"]),
+            "graded_delta": "not measured" if g.mean_delta is None else g.mean_delta,
+            "graded_paired": paired_text(g), "graded_p": g.p_value, "graded_p_adj": g.p_adjusted,
+            "addressed_a": addressed_text(read[rep.a]), "addressed_b": addressed_text(read[rep.b]),
+            "valid_delta": valid.mean_delta, "valid_p": valid.p_value, "valid_p_adj": valid.p_adjusted,
+            "completeness_delta": comp.mean_delta, "completeness_paired": paired_text(comp),
+            "completeness_p": comp.p_value, "completeness_p_adj": comp.p_adjusted,
+            "significant": significant_metrics(rep), "catastrophic": len(rep.catastrophic),
             "representations": era_text(rep)}

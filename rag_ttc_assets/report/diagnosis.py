@@ -56,7 +56,7 @@ def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: 
     if hl is not None:  # labels reach the diagnosis only here, never a generator or a retrieval
         sweep = sweep.model_copy(update={
             "human_labels": hl.summary(),
-            "human_corrections": human.pair_corrections(lab, hl, [(r["a"], r["b"]) for r in sweep.comparisons])})
+            "human_corrections": human.pair_corrections(lab, hl, [(r.a, r.b) for r in sweep.comparisons])})
     result = diagnose(sweep)
     title = title or f"Diagnosis: {len(arms)} arms, {len(sweep.comparisons)} compared pairs"
     paths = stage.write(result, out_dir, title, stem)

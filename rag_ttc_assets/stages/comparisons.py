@@ -11,6 +11,7 @@ from rag_ttc_assets.core import compare as cmp
 from rag_ttc_assets.core import compare_guards, compare_metrics
 from rag_ttc_assets.core import eras
 from rag_ttc_assets.core.artifacts import fields_not_read
+from rag_ttc_assets.core.compare_records import NotMeasured, PairReport
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, derivation_drift, describe
 from rag_ttc_assets.core.measured import MISSING_ROW, NO_GOLD_QUOTES
 from rag_ttc_assets.core.transitions import flow_index, transitions
@@ -65,7 +66,8 @@ def arm_title(lab: Lab, arm: str) -> str:
 
 def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
                 headline: str = "completeness", seed: int = 0, allow_instrument_drift: bool = False,
-                p_adjust: str | None = None, alpha: float | None = None, allow_era_change: bool = False) -> dict:
+                p_adjust: str | None = None, alpha: float | None = None,
+                allow_era_change: bool = False) -> PairReport:
     """The paired per-case comparison of arms a and b (refused across label versions, across request judges
     or judge prompts, and across representation eras when chunking or the prompt changed too, unless allowed).
     p-values are adjusted over the report's metrics (p_adjust and alpha default to the arms file's); each metric
@@ -80,69 +82,63 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     reps = {arm: imported.representations_record(lab, arm) for arm in (a, b)}
     era = eras.era_change(a, reps[a], b, reps[b],
                           compare_guards.attribute_changes(ctx_a["config"], ctx_b["config"]), allow_era_change)
-    report = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed,
-                              p_adjust=p_adjust or lab.arms.p_adjust,
-                              alpha=lab.arms.alpha if alpha is None else alpha).to_json()
-    for m, row in report["metrics"].items():
-        # Why the dropped cases were undefined, per arm (a case absent from an arm is a missing row there).
-        row["not_measured"] = {
-            side: dict(sorted(Counter(ctx["reasons"][m].get(c, MISSING_ROW) for c in (va[m].keys() | vb[m].keys())
-                                      if values[m].get(c) is None).items()))
-            for side, ctx, values in (("a", ctx_a, va), ("b", ctx_b, vb))}
-    for row in report["catastrophic"]:
-        row["branches_a"] = ctx_a["branches"].get(row["case_id"], [])
-        row["branches_b"] = ctx_b["branches"].get(row["case_id"], [])
-    # The failure flow as a diff: per request, its branch in a against b, each cell listing its requests and cases.
-    report["transitions"] = transitions(ctx_a["flow"], ctx_b["flow"])
-    # The headline's value per case in each arm (None: undefined there), so a case list can show every delta.
-    report["per_case"] = {c: {"a": va[headline].get(c), "b": vb[headline].get(c)}
-                          for c in sorted(va[headline].keys() | vb[headline].keys())}
-    # Completeness read graded per case (each question's mean request coverage), for its delta plot.
-    report["per_case_graded"] = {c: {"a": va["graded_completeness"].get(c), "b": vb["graded_completeness"].get(c)}
-                                 for c in sorted(va["graded_completeness"].keys() | vb["graded_completeness"].keys())}
+    core = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed, p_adjust=p_adjust or lab.arms.p_adjust,
+                            alpha=lab.arms.alpha if alpha is None else alpha)
+    # Why the dropped cases were undefined, per arm (a case absent from an arm is a missing row there).
+    not_measured = {m: NotMeasured(**{
+        side: dict(sorted(Counter(ctx["reasons"][m].get(c, MISSING_ROW) for c in (va[m].keys() | vb[m].keys())
+                                  if values[m].get(c) is None).items()))
+        for side, ctx, values in (("a", ctx_a, va), ("b", ctx_b, vb))}) for m in core.metrics}
+    branches = {row.case_id: (ctx_a["branches"].get(row.case_id, []), ctx_b["branches"].get(row.case_id, []))
+                for row in core.catastrophic}
     # A field one arm never reads (an imported arm's generator, retrieval, admission ...: its source's own) is no
     # parameter a difference can be attributed to; the supply change says the systems differ.
     unread = {arm: fields_not_read(lab.arms[arm]) for arm in (a, b)}
     skip = unread[a] | unread[b]
     changed = compare_guards.attribute_changes({k: v for k, v in ctx_a["config"].items() if k not in skip},
                                     {k: v for k, v in ctx_b["config"].items() if k not in skip})
-    report["changed_parameters"] = {k: list(v) for k, v in changed.items()}
-    report["not_read"] = {arm: sorted(fields) for arm, fields in unread.items() if fields}
-    report["token_latency"] = {
-        "mean_input_tokens": {"a": report["metrics"]["input_tokens"]["mean_a"],
-                              "b": report["metrics"]["input_tokens"]["mean_b"],
-                              "delta": report["metrics"]["input_tokens"]["mean_delta"]},
-        "p95_latency_s": {"a": _p95(va["latency_s"].values()), "b": _p95(vb["latency_s"].values())},
-        "attributed_to": sorted(changed),
-    }
+    tokens = core.metrics["input_tokens"]
     sets_a = {r[CTX.query_id]: frozenset(r[CTX.admitted_chunk_ids]) for r in
               supply.arm_contexts(ArmInputs(lab, a)).iter_rows(named=True)}
     sets_b = {r[CTX.query_id]: frozenset(r[CTX.admitted_chunk_ids]) for r in
               supply.arm_contexts(ArmInputs(lab, b)).iter_rows(named=True)}
-    report["supply"] = {a: supply_numbers(lab, a), b: supply_numbers(lab, b)}
     same = sum(1 for q in sets_a if sets_b.get(q) == sets_a[q])
-    # Evidence position: when every admitted set is identical, any change is the order's doing.
-    report["admitted_sets"] = {"identical": same, "questions": len(sets_a), "position_only": same == len(sets_a)}
-    report["headline"] = headline
-    report["label_drift"] = drift
-    report["instruments"] = instruments
-    report["instrument_drift"] = instrument_drift  # the differing fields, when --allow-instrument-drift let it pass
-    report["representation_era"] = era
-    report["label_use"] = {a: lab.arms[a].label_use, b: lab.arms[b].label_use}
-    report["completeness_measured"] = {
-        arm: {k: c.get(k) for k in ("requests_measured", "requests_total", "questions_measured", "questions_total",
-                                    "requests_answered", "completeness_measured", "completeness_not_measured",
-                                    "requests_answered_share", "graded_completeness", "requests_graded")}
-        for arm in (a, b) for c in [lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)]}
-    report["evaluation_digests"] = {a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]}
-    return report
+    return cmp.pair_report(
+        core, not_measured, branches,
+        # The failure flow as a diff: per request, its branch in a against b, each cell listing its requests and cases.
+        transitions=transitions(ctx_a["flow"], ctx_b["flow"]),
+        # The headline's value per case in each arm (None: undefined there), so a case list can show every delta.
+        per_case={c: {"a": va[headline].get(c), "b": vb[headline].get(c)}
+                  for c in sorted(va[headline].keys() | vb[headline].keys())},
+        # Completeness read graded per case (each question's mean request coverage), for its delta plot.
+        per_case_graded={c: {"a": va["graded_completeness"].get(c), "b": vb["graded_completeness"].get(c)}
+                         for c in sorted(va["graded_completeness"].keys() | vb["graded_completeness"].keys())},
+        changed_parameters={k: list(v) for k, v in changed.items()},
+        not_read={arm: sorted(fields) for arm, fields in unread.items() if fields},
+        token_latency={"mean_input_tokens": {"a": tokens.mean_a, "b": tokens.mean_b, "delta": tokens.mean_delta},
+                       "p95_latency_s": {"a": _p95(va["latency_s"].values()), "b": _p95(vb["latency_s"].values())},
+                       "attributed_to": sorted(changed)},
+        supply={a: supply_numbers(lab, a), b: supply_numbers(lab, b)},
+        # Evidence position: when every admitted set is identical, any change is the order's doing.
+        admitted_sets={"identical": same, "questions": len(sets_a), "position_only": same == len(sets_a)},
+        headline=headline, label_drift=drift, instruments=instruments,
+        instrument_drift=instrument_drift,  # the differing fields, when --allow-instrument-drift let it pass
+        representation_era=era, label_use={a: lab.arms[a].label_use, b: lab.arms[b].label_use},
+        completeness_measured={
+            arm: {k: c.get(k) for k in ("requests_measured", "requests_total", "questions_measured",
+                                        "questions_total", "requests_answered", "completeness_measured",
+                                        "completeness_not_measured", "requests_answered_share",
+                                        "graded_completeness", "requests_graded")}
+            for arm in (a, b) for c in [lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)]},
+        evaluation_digests={a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]})
 
 
-def compare_pairs(lab: Lab) -> tuple[list[dict], list[str]]:
+def compare_pairs(lab: Lab) -> tuple[list[PairReport], list[str]]:
     """Every pair in `comparisons` compared, its p-values adjusted over every pair and metric of the sweep (the arms
     file's p_adjust and alpha); and the pairs refused (missing tables, instrument or label drift, a representation
     era change with chunking or the prompt), with why."""
-    reports, skipped = [], []
+    reports: list[PairReport] = []
+    skipped: list[str] = []
     for a, b in lab.arms.comparisons:
         try:
             reports.append(compare_two(lab, a, b))

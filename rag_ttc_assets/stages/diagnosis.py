@@ -20,6 +20,7 @@ from rag_ttc_assets.core import compare_guards
 from rag_ttc_assets.core import diagnosis as core
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.arms_file import Arms
+from rag_ttc_assets.core.compare_records import PairReport, read_pair_report
 from rag_ttc_assets.core.diagnosis_inputs import ArmRecord, DiagnosisInputs, Family
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.summaries import generator_label, generator_models, is_offline_baseline
@@ -92,34 +93,35 @@ def arm_record(store: ArtifactStore, cfg: ArmConfig, arm: str) -> ArmRecord:
         requests_answered_share=completeness.requests_answered_share)
 
 
-Compared = tuple[list[dict], list[str]]  # the pair reports, and the pairs not compared with why
+Compared = tuple[list[PairReport], list[str]]  # the pair reports, and the pairs not compared with why
 
 
 def comparisons(arms_file: Arms, store: ArtifactStore, arms: list[str], recompute: Callable[[], Compared]) -> Compared:
     """The pairs of `comparisons` among `arms`, as arm_comparisons wrote them (adjusted over its whole family), or
     recomputed as it computes them (`recompute`, every pair of the arms file) when a pair's JSON is missing; and
-    the pairs not compared, with why."""
+    the pairs not compared, with why. A stored pair report is read through its model: a file with a wrong or
+    missing field fails naming the file and the field (core.compare_records.PairReportError)."""
     wanted = [(a, b) for a, b in arms_file.comparisons if a in arms and b in arms]
     out_dir = store.comparisons_dir
     paths = [out_dir / f"{a}--{b}.json" for a, b in wanted]
     if all(p.exists() for p in paths):
-        reports = [json.loads(p.read_text()) for p in paths]
-        skipped = []
+        reports = [read_pair_report(p.read_text(), str(p)) for p in paths]
+        skipped: list[str] = []
     else:
         reports, skipped = recompute()
-        reports = [r for r in reports if (r["a"], r["b"]) in wanted]
+        reports = [r for r in reports if (r.a, r.b) in wanted]
         skipped = [s for s in skipped if tuple(s.split(":")[0].split(" vs ")) in wanted]
     missing = [f"{a} vs {b}: not materialized" for a, b in arms_file.comparisons
                if (a in arms) != (b in arms) and (a in arms or b in arms)]
     return reports, skipped + missing
 
 
-def default_baseline(arms: list[str], reports: list[dict]) -> str:
+def default_baseline(arms: list[str], reports: list[PairReport]) -> str:
     """The arm whose failure flow the summary reads: `baseline` when diagnosed, else the first compared pair's
     first arm, else the first arm."""
     if "baseline" in arms:
         return "baseline"
-    return reports[0]["a"] if reports else arms[0]
+    return reports[0].a if reports else arms[0]
 
 
 def families(arms_file: Arms, arms: list[str]) -> dict[str, Family]:

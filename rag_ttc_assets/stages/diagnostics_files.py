@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_ttc_assets.adapters.store import ArmJson
+from rag_ttc_assets.core.compare_records import PairReport
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.comparisons import arm_title, sweep_rows
@@ -28,27 +29,26 @@ def flow_bars(lab: Lab, arms: list[str], path: Path) -> Path | None:
     return plots.failure_flow_bars(path, flows, list(FLOW_BRANCHES)) if flows else None
 
 
-def pair_plots(report: dict, plots_dir: Path) -> dict:
-    """Draw a comparison's (stages.comparisons.compare_two) headline deltas and its buckets into `plots_dir`, and
-    record their paths in the report's `plots`; returns the report."""
+def pair_plots(report: PairReport, plots_dir: Path) -> PairReport:
+    """Draw a comparison's (stages.comparisons.compare_two) headline deltas and its buckets into `plots_dir`; returns
+    the report with their paths in its `plots`."""
     from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a plot is drawn
 
-    a, b, headline = report["a"], report["b"], report["headline"]
+    a, b, headline = report.a, report.b, report.headline
     # The paired cases (both arms defined), in case order: core.compare.paired's deltas.
-    deltas = [float(v["b"]) - float(v["a"]) for v in report["per_case"].values()
-              if v["a"] is not None and v["b"] is not None]
-    report["plots"] = {
+    deltas = [float(v.b) - float(v.a) for v in report.per_case.values() if v.a is not None and v.b is not None]
+    drawn = {
         "delta_histogram": str(plots.delta_histogram(plots_dir / f"{a}--{b}-deltas.png", deltas, headline, a, b)),
-        "buckets": str(plots.bucket_table_plot(plots_dir / f"{a}--{b}-buckets.png", report["buckets"])),
+        "buckets": str(plots.bucket_table_plot(plots_dir / f"{a}--{b}-buckets.png",
+                                               [x.model_dump(mode="json") for x in report.buckets])),
     }
     # Completeness read graded beside the headline: its per-case deltas, drawn where a case was graded in both arms
     # (a judge that reports no coverage grades none: no plot, never a histogram of zeros).
-    graded = [float(v["b"]) - float(v["a"]) for v in (report.get("per_case_graded") or {}).values()
-              if v["a"] is not None and v["b"] is not None]
+    graded = [float(v.b) - float(v.a) for v in report.per_case_graded.values() if v.a is not None and v.b is not None]
     if graded and headline != "graded_completeness":
-        report["plots"]["graded_delta_histogram"] = str(plots.delta_histogram(
+        drawn["graded_delta_histogram"] = str(plots.delta_histogram(
             plots_dir / f"{a}--{b}-graded-deltas.png", graded, "graded_completeness", a, b))
-    return report
+    return report.model_copy(update={"plots": drawn})
 
 
 def sweep_plots(lab: Lab, out_dir: Path) -> dict[str, str]:

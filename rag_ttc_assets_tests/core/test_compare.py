@@ -21,6 +21,7 @@ from rag_ttc_assets.core.compare import (
     paired,
     sign_flip_p,
 )
+from rag_ttc_assets.core.compare_records import MetricComparison, PAdjustment
 from rag_ttc_assets.core.compare_guards import (
     ABSENT,
     InstrumentDriftError,
@@ -376,9 +377,14 @@ def test_report_refuses_mismatched_metrics() -> None:
         compare_arms("a", "b", {"x": {}}, {"x": {}}, {"x": "binary"}, headline="y")
 
 
-def _report(**p_values) -> dict:
-    return {"a": "x", "b": "y", "n": 1, "metrics": {m: {"p_value": p} for m, p in p_values.items()},
-            "buckets": [], "catastrophic": [], "p_adjust": {}}
+def _report(**p_values: float | None) -> ComparisonReport:
+    def metric(p: float | None) -> MetricComparison:
+        return MetricComparison(n=1, mean_a=0.0, mean_b=0.0, mean_delta=0.0, ci_low=0.0, ci_high=0.0, p_value=p,
+                                test=None, gains=0, losses=0, ties=1, sum_gains=0.0, sum_losses=0.0, undefined=0)
+
+    return ComparisonReport(a="x", b="y", n=1, metrics={m: metric(p) for m, p in p_values.items()}, buckets=[],
+                            catastrophic=[], p_adjust=PAdjustment(method="holm", method_name="", alpha=0.05, m=0,
+                                                                  family="the metrics of this comparison"))
 
 
 def test_adjust_reports_over_every_pair_and_metric() -> None:
@@ -386,19 +392,21 @@ def test_adjust_reports_over_every_pair_and_metric() -> None:
     # Holm: [0.03, 0.06, 0.06, 0.02]; BH: [0.02, 0.04, 0.04, 0.02] (see test_multiple_testing).
     reports = [_report(completeness=0.01, valid=0.04), _report(completeness=0.03, valid=0.005, latency_s=None)]
     holm = adjust_reports(reports, "holm", 0.05)
-    got = [(r["metrics"][m]["p_adjusted"], r["metrics"][m]["significant"]) for r in holm
-           for m in ("completeness", "valid")]
+    got = [(r.metrics[m].p_adjusted, r.metrics[m].significant) for r in holm for m in ("completeness", "valid")]
     assert [g[0] for g in got] == pytest.approx([0.03, 0.06, 0.06, 0.02], abs=1e-15)
     assert [g[1] for g in got] == [True, False, False, True]
-    assert holm[1]["metrics"]["latency_s"] == {"p_value": None, "p_adjusted": None, "significant": None}
-    assert holm[0]["p_adjust"] == holm[1]["p_adjust"] == {
+    latency = holm[1].metrics["latency_s"]
+    assert (latency.p_value, latency.p_adjusted, latency.significant) == (None, None, None)
+    assert holm[0].p_adjust.model_dump() == holm[1].p_adjust.model_dump() == {
         "method": "holm", "method_name": "Holm step-down (Holm 1979), family-wise error rate", "alpha": 0.05, "m": 4,
         "family": "every pair and metric of arm_comparisons"}
+    # The metrics keep their order and their other fields; the report's other fields are kept.
+    assert list(holm[1].metrics) == ["completeness", "valid", "latency_s"] and holm[1].metrics["valid"].ties == 1
     bh = adjust_reports(reports, "bh", 0.01)
-    assert [bh[i]["metrics"][m]["p_adjusted"] for i in (0, 1) for m in ("completeness", "valid")] == \
+    assert [bh[i].metrics[m].p_adjusted for i in (0, 1) for m in ("completeness", "valid")] == \
         pytest.approx([0.02, 0.04, 0.04, 0.02], abs=1e-15)
-    assert not any(bh[i]["metrics"][m]["significant"] for i in (0, 1) for m in ("completeness", "valid"))
-    assert "p_adjusted" not in reports[0]["metrics"]["valid"]  # copies: the inputs are not changed
+    assert not any(bh[i].metrics[m].significant for i in (0, 1) for m in ("completeness", "valid"))
+    assert reports[0].metrics["valid"].p_adjusted is None  # copies: the inputs are not changed
 
 
 def test_a_single_comparison_adjusts_over_its_metrics_by_bh() -> None:

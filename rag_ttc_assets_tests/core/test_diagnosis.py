@@ -12,6 +12,7 @@ import pytest
 from rag_ttc_assets.core import compare, compare_metrics
 from rag_ttc_assets.core import diagnosis as dg
 from rag_ttc_assets.core import diagnosis_decisions, diagnosis_sentences
+from rag_ttc_assets.core.compare_records import NotMeasured, PairReport
 from rag_ttc_assets.core.diagnosis_inputs import ArmRecord, DiagnosisInputs
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.transitions import transitions
@@ -40,21 +41,34 @@ def values(n: int, completeness, valid, tokens=100.0) -> dict:
             "latency_s": {f"q{i:03d}": 0.1 for i in range(n)}}
 
 
-def report(a: str, b: str, va: dict, vb: dict, branches_a, branches_b, changed: dict) -> dict:
-    rep = compare.compare_arms(a, b, va, vb, METRICS, "completeness", n_boot=200, n_perm=2000).to_json()
+def report(a: str, b: str, va: dict, vb: dict, branches_a, branches_b, changed: dict) -> PairReport:
+    """The pair report of a and b as compare_two makes it, its context the rules read built from the values given
+    (the rest of it empty)."""
+    core = compare.compare_arms(a, b, va, vb, METRICS, "completeness", n_boot=200, n_perm=2000)
     cases = sorted(va["completeness"])
-    rep["transitions"] = transitions({f"{c}.r1": (c, branches_a(i)) for i, c in enumerate(cases)},
-                                     {f"{c}.r1": (c, branches_b(i)) for i, c in enumerate(cases)})
-    rep["changed_parameters"] = changed
-    rep["headline"] = "completeness"
-    return rep
+    none = NotMeasured(a={}, b={})
+    return compare.pair_report(
+        core, {m: none for m in core.metrics}, {c.case_id: ([], []) for c in core.catastrophic},
+        transitions=transitions({f"{c}.r1": (c, branches_a(i)) for i, c in enumerate(cases)},
+                                {f"{c}.r1": (c, branches_b(i)) for i, c in enumerate(cases)}),
+        per_case={c: {"a": va["completeness"][c], "b": vb["completeness"][c]} for c in cases}, per_case_graded={},
+        changed_parameters=changed, not_read={},
+        token_latency={"mean_input_tokens": {"a": core.metrics["input_tokens"].mean_a,
+                                             "b": core.metrics["input_tokens"].mean_b,
+                                             "delta": core.metrics["input_tokens"].mean_delta},
+                       "p95_latency_s": {"a": None, "b": None}, "attributed_to": sorted(changed)},
+        supply={}, admitted_sets={"identical": 0, "questions": len(cases), "position_only": False},
+        headline="completeness", label_drift=False, instruments={}, instrument_drift=[],
+        representation_era={"differ": [], "confounded": [], "allowed": False, "line": "", "representations": {}},
+        label_use={}, completeness_measured={}, evaluation_digests={})
 
 
-def sweep(reports: list[dict], arms: dict, families: dict | None = None, baseline: str = "base",
+def sweep(reports: list[PairReport], arms: dict, families: dict | None = None, baseline: str = "base",
           **more) -> DiagnosisInputs:
     return DiagnosisInputs(arms=arms, families=families or {},
-                           comparisons=compare.adjust_reports(reports, "holm", 0.05), skipped=[], baseline=baseline, alpha=0.05, p_adjust="holm",
-                           pages={f"pair:{r['a']}--{r['b']}": f"{r['a']}--{r['b']}.html" for r in reports}, **more)
+                           comparisons=compare.adjust_reports(reports, "holm", 0.05), skipped=[], baseline=baseline,
+                           alpha=0.05, p_adjust="holm",
+                           pages={f"pair:{r.a}--{r.b}": f"{r.a}--{r.b}.html" for r in reports}, **more)
 
 
 def with_arms(s: DiagnosisInputs, **update) -> DiagnosisInputs:
@@ -131,12 +145,13 @@ def test_the_adjusted_p_decides_not_the_raw_one():
     better = values(n, lambda i: 0.5, lambda i: 1.0)
     s = sweep([report("base", "b", base, better, lambda i: "ok", lambda i: "ok", {"prompt": ["v1", "v2"]})],
               {"base": arm({"ok": 30}), "b": arm({"ok": 30})})
-    valid = s.comparisons[0]["metrics"]["valid"]
-    assert valid["p_value"] < 0.05 < valid["p_adjusted"], valid
+    valid = s.comparisons[0].metrics["valid"]
+    assert valid.p_value is not None and valid.p_adjusted is not None
+    assert valid.p_value < 0.05 < valid.p_adjusted, valid
     d = dg.diagnose(s)
     assert not sentences(d, "pair.significant") and not sentences(d, "exec.moves_branch")
     flat = sentences(d, "pair.no_significant_difference")[0]
-    assert "valid" in flat["inputs"]["metrics"] and flat["numbers"]["valid.p_adjusted"] == valid["p_adjusted"]
+    assert "valid" in flat["inputs"]["metrics"] and flat["numbers"]["valid.p_adjusted"] == valid.p_adjusted
 
 
 def test_a_family_with_too_few_paired_cases_says_so():

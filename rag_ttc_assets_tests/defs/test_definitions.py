@@ -159,5 +159,5 @@ def test_counterfactual_arms_withhold_and_plant_and_are_scored(mini_lab):
     from rag_ttc_assets.stages.comparisons import compare_two
 
     rep = compare_two(mini_lab, "baseline", "reversed")
-    assert rep["admitted_sets"] == {"identical": 8, "questions": 8, "position_only": True}
-    assert rep["changed_parameters"] == {"evidence_order": ["ranked", "reversed"]}
+    assert rep.admitted_sets.model_dump() == {"identical": 8, "questions": 8, "position_only": True}
+    assert rep.changed_parameters == {"evidence_order": ["ranked", "reversed"]}

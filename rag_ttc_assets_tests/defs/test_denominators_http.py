@@ -113,8 +113,8 @@ def test_every_mean_carries_its_denominator_and_the_reasons(lab_dir):
     from rag_ttc_assets.stages.comparisons import compare_two
 
     rep = compare_two(lab, ARM, ARM)
-    f = rep["metrics"]["faithfulness"]
-    assert (f["n"], f["of"], f["undefined_a"], f["undefined_b"], f["undefined_both"]) == (2, 8, 0, 0, 6)
-    assert f["not_measured"] == {"a": reasons, "b": reasons}
-    r = rep["metrics"]["recip_rank"]
-    assert (r["n"], r["of"], r["not_measured"]) == (7, 8, {"a": {"no_targets": 1}, "b": {"no_targets": 1}})
+    f = rep.metrics["faithfulness"]
+    assert (f.n, f.of, f.undefined_a, f.undefined_b, f.undefined_both) == (2, 8, 0, 0, 6)
+    assert f.not_measured.model_dump() == {"a": reasons, "b": reasons}
+    r = rep.metrics["recip_rank"]
+    assert (r.n, r.of, r.not_measured.model_dump()) == (7, 8, {"a": {"no_targets": 1}, "b": {"no_targets": 1}})

@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from rag_ttc_assets.core.compare_records import read_pair_report
 from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets_tests.conftest import MINI_ARMS, REPO
 from rag_ttc_assets_tests.e2e.test_ui_browser import (  # noqa: F401 (screenshots: the fixture)
@@ -198,7 +199,9 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         assert len(fresh) == 1, fresh
         status = dev.wait_for_run(fresh[0]["runId"], timeout_s=RUN_S)
         assert status == "SUCCESS", f"arm_comparisons run ended {status}\n{dev.log_text()[-6000:]}"
-        report = json.loads((mini_lab.store.comparisons_dir / f"{ARMS[0]}--{ARMS[1]}.json").read_text())
+        path = mini_lab.store.comparisons_dir / f"{ARMS[0]}--{ARMS[1]}.json"
+        report = json.loads(path.read_text())
+        typed = read_pair_report(path.read_text(), str(path))  # what the table's text functions read
         assert 'id="report-data"' in (mini_lab.store.comparisons_dir / f"{ARMS[0]}--{ARMS[1]}.html").read_text()
         phase("arm_comparisons run (UI: Materialize)")
 
@@ -220,12 +223,13 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         from rag_ttc_assets.report.text import era_text, paired_text, significant_metrics
 
         assert cells == [ARMS[0], ARMS[1], str(report["n"]), graded_text(read[ARMS[0]]), graded_text(read[ARMS[1]]),
-                         f"{g['mean_delta']:.4f}", paired_text(g), f"{g['p_value']:.4f}", f"{g['p_adjusted']:.4f}",
+                         f"{g['mean_delta']:.4f}", paired_text(typed.metrics["graded_completeness"]),
+                         f"{g['p_value']:.4f}", f"{g['p_adjusted']:.4f}",
                          addressed_text(read[ARMS[0]]), addressed_text(read[ARMS[1]]), f"{m['valid']['mean_delta']:.4f}",
                          f"{m['valid']['p_value']:.4f}", f"{m['valid']['p_adjusted']:.4f}",
-                         f"{m['completeness']['mean_delta']:.4f}", paired_text(m["completeness"]),
+                         f"{m['completeness']['mean_delta']:.4f}", paired_text(typed.metrics["completeness"]),
                          f"{m['completeness']['p_value']:.4f}", f"{m['completeness']['p_adjusted']:.4f}",
-                         significant_metrics(report), str(len(report["catastrophic"])), era_text(report)], cells
+                         significant_metrics(typed), str(len(report["catastrophic"])), era_text(typed)], cells
 
         page.set_viewport_size(TALL)
         for key, alt in (("failure_flow_plot", "failure flow"), (f"sweep_{FAMILY}", f"sweep {FAMILY}")):
