@@ -19,7 +19,7 @@ STRICT = [
     "ann", "chunking", "contextual", "entailment", "eras", "fusion", "metrics", "multiple_testing",
     "evidence_map", "lfqa", "progress", "pyramid", "representations", "usage", "wice", "diagnosis_inputs",
     "ppi", "ppi_difference", "ppi_records", "human_labels", "judge_agreement", "claim_agreement",
-    "completeness", "measured", "annotation", "inspect_view",
+    "completeness", "measured", "annotation", "inspect_view", "run_report",
 ]
 
 
