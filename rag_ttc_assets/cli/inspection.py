@@ -18,7 +18,7 @@ def cmd_inspect(args) -> int:
         view = inspect_question(lab, args.arm, args.question_id)
     except InspectError as e:
         raise CliError(str(e)) from None
-    print(json.dumps(view, indent=2, default=str) if args.json else to_markdown(view))
+    print(json.dumps(view.model_dump(), indent=2, default=str) if args.json else to_markdown(view))
     return 0
 
 

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import asdict, replace
 
 from rag_ttc_assets.adapters.learned_juror import load_parameters, uses_learned_juror
 from rag_ttc_assets.adapters.store import StoreError
 from rag_ttc_assets.cli import reply_tables
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import materialize_arms
+from rag_ttc_assets.core.contract import NO_ANSWER_SPAN, NO_TRACE
 from rag_ttc_assets.core.dataset import labels_line
 from rag_ttc_assets.core.eras import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES, IMPORTED_BRANCHES
+from rag_ttc_assets.core.judge_summaries import Share
 from rag_ttc_assets.core.measured import not_measured_text, reasons_text
+from rag_ttc_assets.core.run_report import (AdmissionView, ArmView, CallsSection, CallsView, CompletenessView,
+                                            ContractView, FlowView, InstrumentView, JudgeView, LookupFlowView,
+                                            PanelView,
+                                            RepresentationsView, RequestJudgeView, RetrievalView)
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.graph import STAGES
@@ -21,7 +29,7 @@ from rag_ttc_assets.stages.reports import arm_report
 from rag_ttc_assets.core.derive_requests import describe as describe_derivation
 
 
-def _juror_faults(faults: dict[str, int]) -> str:
+def _juror_faults(faults: Mapping[str, int]) -> str:
     """A panel's jurors' not-measured counts, the ones that have any: `openai/m 54`, or none."""
     return ", ".join(f"{model} {n}" for model, n in faults.items() if n) or "none"
 
@@ -102,101 +110,110 @@ def run_tables(reports: dict[str, dict]) -> str:
     out = []
     rows = []
 
-    reports = {n + "".join(f" ({x})" for x in (
-        rep["label_use"] if rep.get("label_use", "none") != "none" else None,
-        f"requests derived: {describe_derivation(rep['requests_derived'])}" if rep.get("requests_derived") else None) if x): rep
-        for n, rep in reports.items()}
-    for n, rep in reports.items():
-        r, a = rep.get("retrieval", {}), rep.get("admission", {})
+    as_read = {n: (ArmView.of(rep), rep) for n, rep in reports.items()}
+    named = {n + "".join(f" ({x})" for x in (
+        v.label_use if v.label_use != "none" else None,
+        f"requests derived: {describe_derivation(v.requests_derived)}" if v.requests_derived else None) if x): (v, rep)
+        for n, (v, rep) in as_read.items()}
+    views = {n: v for n, (v, _) in named.items()}
+    reports = {n: rep for n, (_, rep) in named.items()}  # reply_tables reads them as written
+    for n, rep in views.items():
+        r, adm = rep.retrieval or RetrievalView(), rep.admission or AdmissionView()
         # No question had targets (evaluated 0): the measures are not 0 but undefined ('-'; `undefined` counts them).
-        r = r if r.get("evaluated") != 0 else {k: v for k, v in r.items()
-                                                 if k not in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10")}
-        rows.append([n, r.get("recip_rank"), r.get("recall_10"), r.get("ndcg_cut_10"), r.get("success_10"),
-                     r.get("evaluated"), r.get("undefined"), a.get("queries_with_omissions"),
-                     a.get("mean_admitted_chunks"), a.get("mean_used_runes"), a.get("admission_coverage")])
+        if r.evaluated == 0:
+            r = replace(r, recip_rank=None, recall_10=None, ndcg_cut_10=None, success_10=None)
+        rows.append([n, r.recip_rank, r.recall_10, r.ndcg_cut_10, r.success_10,
+                     r.evaluated, r.undefined, adm.queries_with_omissions,
+                     adm.mean_admitted_chunks, adm.mean_used_runes, adm.admission_coverage])
     out.append(text_table(["arm", "recip_rank", "recall_10", "ndcg_cut_10", "success_10", "evaluated", "undefined",
                        "omissions", "admitted", "used_runes", "adm_coverage"], rows))
-    ann = [[n, r["ann_recall_k"], f"{r['ann_recall_measured']}/{r['ann_recall_of']}"]
-           for n, rep in reports.items() if "ann_recall_k" in (r := rep.get("retrieval", {}))]
+    ann = [[n, ret.ann_recall_k, f"{ret.ann_recall_measured}/{ret.ann_recall_of}"]
+           for n, rep in views.items() if (ret := rep.retrieval) and ret.approximate]
     if ann:
         out.append("approximate vector index (ann_recall_k: the share of the exact vector list, top retrieve_k, that "
                    "the index's list kept; n: questions measured of all):\n"
                    + text_table(["arm", "ann_recall_k", "ann_recall_n"], ann))
-    reps = {n: rep["representations"] for n, rep in reports.items() if rep.get("representations")}
-    if len({r["era"] for r in reps.values()}) > 1 or any(r.get("builder_model") for r in reps.values()):
+    reps = {n: rep.representations for n, rep in views.items() if rep.representations}
+    if len({r.era for r in reps.values()}) > 1 or any(r.builder_model for r in reps.values()):
         out.append(representation_table(reps, describe))
-    if any("contract" in rep for rep in reports.values()):
+    if any(rep.contract is not None for rep in views.values()):
         rows = []
         # An imported arm's rows: free-text answers (no contract to check) and the questions it never answered
         # (no_trace) or whose trace has no LLM span, each its own column when an arm in the table is imported.
-        imported = any(rep.get("supply") == "imported" for rep in reports.values())
-        for n, rep in reports.items():
-            c = rep.get("contract", {})
-            a = rep.get("calls", {}).get("answers", {})
-            none = c.get("no_answer") or {}
-            rows.append([n, rep.get("generator_model"), c.get("total"), c.get("valid"),
-                         *([c.get("free_text"), none.get("no_trace", 0) if c else None,
-                            none.get("no_answer_span", 0) if c else None] if imported else []),
-                         c.get("parse_failures"), c.get("contract_failures"), c.get("abstentions"),
-                         sum(c.get("provider_faults", {}).values()) if c else None, c.get("mean_answer_chars"),
-                         a.get("provider_calls"), a.get("cache_hits")])
+        imported = any(rep.supply == "imported" for rep in views.values())
+        for n, rep in views.items():
+            has = rep.contract is not None
+            con = rep.contract or ContractView()
+            a = _calls(rep).answers or CallsView()
+            none = con.no_answer or {}  # core.contract.NO_ANSWER's reasons, counted
+            rows.append([n, rep.generator_model, con.total, con.valid,
+                         *([con.free_text, none.get(NO_TRACE, 0) if has else None,
+                            none.get(NO_ANSWER_SPAN, 0) if has else None] if imported else []),
+                         con.parse_failures, con.contract_failures, con.abstentions,
+                         sum((con.provider_faults or {}).values()) if has else None, con.mean_answer_chars,
+                         a.provider_calls, a.cache_hits])
         out.append(text_table(["arm", "generator", "total", "valid",
                                *(["free_text", "no_trace", "no_answer_span"] if imported else []), "parse_failures",
                                "contract_failures", "abstentions", "provider_faults", "mean_chars", "provider_calls",
                                "cache_hits"], rows))
-    if any("judge" in rep for rep in reports.values()):
+    if any(rep.judge is not None for rep in views.values()):
         rows = []
-        for n, rep in reports.items():
+        for n, rep in views.items():
             # The judge's own calls (the generator's are in the contract table above).
-            j, calls = rep.get("judge", {}), rep.get("calls", {}).get("judge", {})
-            rows.append([n, j.get("judge_model"), j.get("same_model_as_generator"), j.get("judged"),
-                         j.get("abstained"), j.get("invalid"), _mean(j, "faithfulness"), _of(j, "faithfulness"),
-                         _mean(j, "relevance"), _of(j, "relevance"), _why(j.get("faithfulness_not_measured")),
-                         j.get("contradicts_gold"), calls.get("provider_calls"), calls.get("cache_hits")])
+            j, calls = rep.judge or JudgeView(), _calls(rep).judge or CallsView()
+            rows.append([n, j.judge_model, j.same_model_as_generator, j.judged,
+                         j.abstained, j.invalid,
+                         _mean(j.mean_faithfulness, j.faithfulness_measured, j.faithfulness_of,
+                               j.faithfulness_not_measured), _of(j.faithfulness_measured, j.faithfulness_of),
+                         _mean(j.mean_relevance, j.relevance_measured, j.relevance_of, j.relevance_not_measured),
+                         _of(j.relevance_measured, j.relevance_of), _why(j.faithfulness_not_measured),
+                         j.contradicts_gold, calls.provider_calls, calls.cache_hits])
         out.append("judge (each mean over the rows it measured, of all answer rows; not_measured: why the others "
                    "were not):\n"
                    + text_table(["arm", "judge", "same_model", "judged", "abstained", "invalid", "faithfulness",
                              "faith_n", "relevance", "rel_n", "not_measured", "contradicts_gold", "provider_calls",
                              "cache_hits"], rows))
-    if any(rep.get("judge_measurement") for rep in reports.values()):
-        def share(m: dict | None) -> str:
-            return "-" if not m or not m["of"] else f"{m['flagged']}/{m['of']} ({m['share']:.3f})"
+    if any(rep.judge_measurement for rep in views.values()):
+        def share(m: Share | None) -> str:
+            return "-" if not m or not m.of else f"{m.flagged}/{m.of} ({m.share:.3f})"
 
-        rows = [[n, share(jm["sensitivity"]["gold_judge"]), share(jm["sensitivity"]["request_judge"]),
-                 share(jm["false_alarms"]["gold_judge"]), share(jm["false_alarms"]["request_judge"])]
-                for n, rep in reports.items() if (jm := rep.get("judge_measurement"))]
+        rows = [[n, share(jm.sensitivity.gold_judge), share(jm.sensitivity.request_judge),
+                 share(jm.false_alarms.gold_judge), share(jm.false_alarms.request_judge)]
+                for n, rep in views.items() if (jm := rep.judge_measurement)]
         out.append("the judges measured (sensitivity: answers repeating a planted falsehood flagged as contradicting; "
                    "false alarms: answers quoting the gold evidence verbatim flagged as contradicting):\n"
                    + text_table(["arm", "gold_judge_sensitivity", "request_judge_sensitivity", "gold_judge_false_alarms",
                              "request_judge_false_alarms"], rows))
-    if any("completeness" in rep for rep in reports.values()):
+    if any(rep.completeness is not None for rep in views.values()):
         rows, flows, judges = [], [], set()
-        for n, rep in reports.items():
-            c, f = rep.get("completeness", {}), rep.get("flow", {})
-            inst = c.get("request_judge") or {}
-            params = inst.get("params")
-            judges.add((inst.get("model"), (inst.get("prompt_digest") or "")[:15],
+        for n, rep in views.items():
+            c, f = rep.completeness or CompletenessView(), rep.flow or FlowView()
+            inst = c.request_judge or InstrumentView()
+            params = inst.params
+            judges.add((inst.model, (inst.prompt_digest or "")[:15],
                         (f", params {json.dumps(params, sort_keys=True)}" if params else "")
-                        + (f", rules {inst['rules']}" if inst.get("rules") else "")
-                        + (f", entailment jurors {', '.join(e['jurors'])} (prompt {e['prompt_digest'][:15]}…)"
-                           if (e := inst.get("entailment")) else "")))
-            hit = f.get("hit_rate") or {}
+                        + (f", rules {inst.rules}" if inst.rules else "")
+                        + (f", entailment jurors {', '.join(e.jurors)} (prompt {e.prompt_digest[:15]}…)"
+                           if (e := inst.entailment) else "")))
+            hit = f.hit_rate
             # No request's support measured (no gold quotes): supported is not a count of 0, and the completeness
             # cell says why, with the share of the measured requests answered.
-            no_support = c.get("requests_support_measured", 1) == 0 and bool(c.get("requests_total"))
-            completeness = _mean(c, "completeness")
-            if no_support and c.get("requests_answered_share") is not None:
-                completeness = f"{completeness} (answered {c['requests_answered_share']:.4f})"
-            rows.append([n, *graded_cells(c), f"{c.get('requests_measured')}/{c.get('requests_total')}",
-                         _why(c.get("requests_not_measured")), c.get("requests_answered"),
-                         None if no_support else c.get("requests_supported"), completeness, _of(c, "completeness"),
-                         f"{c.get('questions_complete')}/{c.get('questions_measured')}",
-                         c.get("self_reported_answered"), c.get("self_report_unattributed"), c.get("overclaimed"),
-                         c.get("underclaimed"), c.get("correct_abstentions"),
-                         not_measured_text(hit.get("not_measured") or {}) if hit.get("measured") == 0 and hit.get("of")
-                         else hit.get("hit_rate"),
-                         f"{hit.get('measured')}/{hit.get('of')}" if hit else None])
-            flows.append([n, *[f.get(b) for b in FLOW_BRANCHES]])
+            no_support = c.requests_support_measured == 0 and bool(c.requests_total)
+            completeness = _mean(c.mean_completeness, c.completeness_measured, c.completeness_of,
+                                 c.completeness_not_measured)
+            if no_support and c.requests_answered_share is not None:
+                completeness = f"{completeness} (answered {c.requests_answered_share:.4f})"
+            rows.append([n, *graded_cells(c), f"{c.requests_measured}/{c.requests_total}",
+                         _why(c.requests_not_measured), c.requests_answered,
+                         None if no_support else c.requests_supported, completeness,
+                         _of(c.completeness_measured, c.completeness_of),
+                         f"{c.questions_complete}/{c.questions_measured}",
+                         c.self_reported_answered, c.self_report_unattributed, c.overclaimed,
+                         c.underclaimed, c.correct_abstentions,
+                         None if hit is None else
+                         not_measured_text(hit.not_measured or {}) if hit.measured == 0 and hit.of else hit.hit_rate,
+                         f"{hit.measured}/{hit.of}" if hit else None])
+            flows.append([n, *[f.branches.get(b) for b in FLOW_BRANCHES]])
         out.append("request completeness, by the request judge (graded is the mean coverage of the measured "
                    "requests, graded_n those with a coverage of the measured; addressed is the share of the measured "
                    "requests answered, measured of all; answered and supported count measured requests; "
@@ -211,17 +228,17 @@ def run_tables(reports: dict[str, dict]) -> str:
         # A branch only some arms can reach is a column when an arm in the table can: an imported arm's branches
         # (core.flow.IMPORTED_BRANCHES) when one is imported, missed_by_ann when one searches an ANN index.
         reach = set(FLOW_BRANCHES) - set(IMPORTED_BRANCHES) - {"missed_by_ann"}
-        for rep in reports.values():
-            reach |= set(IMPORTED_BRANCHES) if (rep.get("flow") or {}).get("supply") == "imported" else set()
-            reach |= {"missed_by_ann"} if "ann_recall_k" in rep.get("retrieval", {}) else set()
+        for rep in views.values():
+            reach |= set(IMPORTED_BRANCHES) if rep.flow and rep.flow.supply == "imported" else set()
+            reach |= {"missed_by_ann"} if rep.retrieval and rep.retrieval.approximate else set()
         shown = [i for i, b in enumerate(FLOW_BRANCHES) if b in reach or any(row[1 + i] for row in flows)]
         out.append(text_table(["arm", *(FLOW_BRANCHES[i] for i in shown)],
                               [[row[0], *(row[1 + i] for i in shown)] for row in flows]))
-        panels = [[n, p["aggregation"], ", ".join(p["jurors"]), f"{p['all_measured']}/{p['requests']}",
-                   _juror_faults(p.get("juror_not_measured") or {}), p["fleiss_kappa"], p["krippendorff_alpha"],
-                   f"{p['jurors_disagree']}/{p['requests']}", rep["flow"]["judge_sensitive"]["line"]]
-                  for n, rep in reports.items() if (p := (rep.get("request_judge") or {}).get("panel"))
-                  and rep.get("flow", {}).get("judge_sensitive")]
+        panels = [[n, p.aggregation, ", ".join(p.jurors), f"{p.all_measured}/{p.requests}",
+                   _juror_faults(p.juror_not_measured or {}), p.fleiss_kappa, p.krippendorff_alpha,
+                   f"{p.jurors_disagree}/{p.requests}", sensitive.line]
+                  for n, rep in views.items() if (p := _panel(rep))
+                  and (sensitive := rep.flow and rep.flow.judge_sensitive)]
         if panels:
             out.append("request judge panels (all_measured: requests every juror measured, of those any juror was "
                        "asked about; a juror's faults are its not_measured, never a vote, so the panel's verdict is "
@@ -231,98 +248,109 @@ def run_tables(reports: dict[str, dict]) -> str:
                                                         "juror_not_measured", "fleiss_kappa", "krippendorff_alpha",
                                                         "jurors_disagree", "flow"], panels))
     # The request judge's calls, tokens and cost, as the generator's (only where it reached a provider).
-    judge_calls = [[n, rj.get("request_judge", {}).get("model"), rj.get("provider_calls"), rj.get("cache_hits"),
-                    rj.get("input_tokens"), rj.get("output_tokens"), rj.get("cost_usd"), rj.get("unpriced_rows")]
-                   for n, rep in reports.items() if (rj := rep.get("request_judge") or {}).get("provider_calls")
-                   and not (rj.get("request_judge") or {}).get("offline_baseline")]
+    judge_calls = [[n, (rj.request_judge or InstrumentView()).model, rj.provider_calls, rj.cache_hits,
+                    rj.input_tokens, rj.output_tokens, rj.cost_usd, rj.unpriced_rows]
+                   for n, rep in views.items() if (rj := rep.request_judge or RequestJudgeView()).provider_calls
+                   and not (rj.request_judge or InstrumentView()).offline_baseline]
     if judge_calls:
         out.append("request judge calls (provider calls, cache hits, tokens and cost in USD of the request judge or "
                    "its jurors; unpriced_rows: rows whose model has no known price, their cost unknown):\n"
                    + text_table(["arm", "request_judge", "provider_calls", "cache_hits", "input_tokens",
                                  "output_tokens", "cost_usd", "unpriced_rows"], judge_calls))
-    if any("calls" in rep and "answers" in rep["calls"] for rep in reports.values()):
+    if any(rep.calls and rep.calls.answers for rep in views.values()):
         rows = []
-        for n, rep in reports.items():
-            a = rep.get("calls", {}).get("answers", {})
-            lf = rep.get("flow", {}).get("lookup_flow") or {}
-            rows.append([n, rep.get("supply"), a.get("mean_input_tokens"), a.get("p95_latency_s"),
-                         rep.get("contract", {}).get("escalated"), lf.get("lookup_calls"),
-                         *[lf.get(b) for b in LOOKUP_BRANCHES], lf.get("hit_rate"), lf.get("wrong_on_misses")])
+        for n, rep in views.items():
+            calls_a = _calls(rep).answers or CallsView()
+            lf = (rep.flow and rep.flow.lookup_flow) or LookupFlowView()
+            rows.append([n, rep.supply, calls_a.mean_input_tokens, calls_a.p95_latency_s,
+                         rep.contract.escalated if rep.contract else None, lf.lookup_calls,
+                         *[lf.branches.get(b) for b in LOOKUP_BRANCHES], lf.hit_rate, lf.wrong_on_misses])
         out.append(text_table(["arm", "supply", "mean_input_tokens", "p95_latency_s", "escalated", "lookups",
                            *LOOKUP_BRANCHES, "lookup_hit_rate", "wrong_on_misses"], rows))
 
     if reply_tables.wanted(reports):
         out.append(reply_tables.reply_tables(reports, text_table))
 
-    if any(is_offline_baseline(str(rep.get("generator_model", ""))) for rep in reports.values()):
+    if any(is_offline_baseline(rep.generator_model or "") for rep in views.values()):
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
                    "not language models.")
-    if any("local/coverage" in ((rep.get("request_judge") or {}).get("panel") or {}).get("jurors", [])
-           for rep in reports.values()):
+    if any("local/coverage" in _jurors(rep) for rep in views.values()):
         out.append("local/coverage is an offline baseline juror (whole-answer content-word coverage), not a language "
                    "model.")
-    if any("local/bertscore" in ((rep.get("request_judge") or {}).get("panel") or {}).get("jurors", [])
-           for rep in reports.values()):
+    if any("local/bertscore" in _jurors(rep) for rep in views.values()):
         out.append("local/bertscore is an offline baseline juror (BERTScore recall with the bundled MiniLM's token "
                    "embeddings), not a language model.")
-    if any("local/learned" in (((rep.get("request_judge") or {}).get("panel") or {}).get("jurors", [])
-                               or [((rep.get("completeness") or {}).get("request_judge") or {}).get("model")])
-           for rep in reports.values()):
+    if any("local/learned" in _jurors(rep) if _jurors(rep) else
+           ((rep.completeness and rep.completeness.request_judge) or InstrumentView()).model == "local/learned"
+           for rep in views.values()):
         out.append("local/learned is an offline baseline juror (a logistic regression fitted on people's labels over "
                    "the other offline jurors' measurements), not a language model; 0 provider calls.")
-    if any((rep.get("representations") or {}).get("offline_baseline") for rep in reports.values()):
+    if any(rep.representations and rep.representations.offline_baseline for rep in views.values()):
         out.append("local/contextual is an offline baseline representation builder (each chunk's context from its "
                    "document's own title, headings and first sentence), not a language model.")
     # Labels `rag-ttc labels update` marked stale: out of every measurement above, and said so.
-    stale = [f"{n}: {labels_line(rep['labels'])}" for n, rep in reports.items()
-             if (rep.get("labels") or {}).get("excluded")]
+    stale = [f"{n}: {labels_line(rep.labels)}" for n, rep in views.items()
+             if rep.labels and rep.labels.get("excluded")]  # core.dataset's label counts (labels_line)
     if stale:
         out.append("\n".join(stale))
     return "\n\n".join(out)
 
 
-def representation_table(reps: dict[str, dict], describe) -> str:
+def _calls(rep: ArmView) -> CallsSection:
+    return rep.calls or CallsSection()
+
+
+def _panel(rep: ArmView) -> PanelView | None:
+    return rep.request_judge.panel if rep.request_judge else None
+
+
+def _jurors(rep: ArmView) -> list[str]:
+    """A panel's jurors (none for a single request judge)."""
+    p = _panel(rep)
+    return p.jurors if p else []
+
+
+def representation_table(reps: dict[str, RepresentationsView], describe) -> str:
     """Who built each arm's representations, and how many rows were not built (indexed as chunk text alone)."""
     return "representations (the text indexed and embedded; the generator sees the chunk text alone):\n" + text_table(
         ["arm", "representation", "builder", "not_built", "statuses", "provider_calls", "cache_hits"],
-        [[n, r["representation"], describe(r), r.get("not_built"),
-          " ".join(f"{k} {v}" for k, v in (r.get("statuses") or {}).items()), r.get("provider_calls"),
-          r.get("cache_hits")]
+        [[n, r.representation, describe(asdict(r)), r.not_built,
+          " ".join(f"{k} {v}" for k, v in (r.statuses or {}).items()), r.provider_calls, r.cache_hits]
          for n, r in reps.items()])
 
 
-def graded_cells(c: dict) -> list:
+def graded_cells(c: CompletenessView) -> list:
     """Completeness read two ways, graded first (docs/judges.md: graded agrees with people best): the mean coverage
     of the measured requests with its N of M (requests_graded of requests_measured), and the share of the measured
     requests addressed. A judge that reports no coverage (an LLM's) grades none: "not measured (no coverage)", not 0."""
-    measured = c.get("requests_measured")
-    if c.get("graded_completeness") is not None:
-        graded = c["graded_completeness"]
+    measured = c.requests_measured
+    graded: int | float | str | None
+    if c.graded_completeness is not None:
+        graded = c.graded_completeness
     elif measured:
         graded = GRADED_NOT_MEASURED
     else:
         graded = None
-    return [graded, None if measured is None else f"{c.get('requests_graded', 0)}/{measured}",
-            c.get("requests_answered_share")]
+    return [graded, None if measured is None else f"{c.requests_graded}/{measured}", c.requests_answered_share]
 
 
 GRADED_NOT_MEASURED = "not measured (no coverage)"
 
 
-def _of(summary: dict, name: str) -> str | None:
-    """"37/50": a mean's rows measured of all rows, from its <name>_measured and <name>_of keys."""
-    if summary.get(f"{name}_of") is None:
+def _of(measured: int | None, of: int | None) -> str | None:
+    """"37/50": a mean's rows measured of all rows (its summary's <name>_measured and <name>_of)."""
+    if of is None:
         return None
-    return f"{summary[f'{name}_measured']}/{summary[f'{name}_of']}"
+    return f"{measured}/{of}"
 
 
-def _mean(summary: dict, name: str):
+def _mean(mean, measured: int | None, of: int | None, not_measured: Mapping[str, int] | None):
     """The summary's mean_<name>; where no row was measured (<name>_measured 0 of some), not 0 or a blank but why:
     "not measured: no gold quotes" (core.measured.not_measured_text)."""
-    if summary.get(f"{name}_measured") == 0 and summary.get(f"{name}_of"):
-        return not_measured_text(summary.get(f"{name}_not_measured") or {})
-    return summary.get(f"mean_{name}")
+    if measured == 0 and of:
+        return not_measured_text(not_measured or {})
+    return mean
 
 
-def _why(not_measured: dict | None) -> str | None:
+def _why(not_measured: Mapping[str, int] | None) -> str | None:
     return None if not_measured is None else reasons_text(not_measured)

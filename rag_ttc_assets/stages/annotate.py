@@ -55,10 +55,11 @@ class Source:
         with self._lock:
             if i not in self._views:
                 item = self.items[i]
-                v = inspect_question(self.lab, item["arm"], item["question"])
+                inspected = inspect_question(self.lab, item["arm"], item["question"])
                 text = self.inputs[item["arm"]].chunk_text
                 docs = self.inputs[item["arm"]].chunk_docs
-                shown = [c["chunk_id"] for c in v["ranked"] if c["state"] in ("admitted", "omitted", "selected")]
+                shown = [c.chunk_id for c in inspected.ranked if c.state in ("admitted", "omitted", "selected")]
+                v = inspected.model_dump()  # the page's JSON: the view's fields, then the chunks' texts
                 v["chunks"] = {c: text[c] for c in shown}
                 v["chunk_doc"] = {c: docs[c] for c in shown}
                 self._views[i] = v

@@ -152,7 +152,7 @@ def test_an_entailment_juror_judges_one_request_per_call_and_records_its_faults(
 
     view = inspect_question(Lab.from_env(), "entail", "mini-02")
     # The messages as sent: one call per request, each kept.
-    sent = [m["messages"][-1]["content"] for m in view["request_judge"]["messages_sent"]]
+    sent = [m["messages"][-1]["content"] for m in view.request_judge.messages_sent or []]
     assert [re.search(r"<request>\s*\[([^\]]+)\]", c).group(1) for c in sent] == ["mini-02.r1", "mini-02.r2"]
     page = to_markdown(view)
     assert re.search(r"\| mini-02\.r2 \| judge_span_not_in_answer \|.*\| the quoted span 'The moon is made of green "
