@@ -15,6 +15,7 @@ import json
 import re
 import secrets
 import sys
+from dataclasses import asdict
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -95,10 +96,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.OK, render_labels_check(ann), "text/html; charset=utf-8")
             elif path == "/api/state":
                 state = replay(ann.files.read())
-                self._json(HTTPStatus.OK, {"annotator": ann.annotator, "items": ann.source.items,
-                                           "progress": ann.progress(state), "resume": ann.resume_at(state),
-                                           "pairs": ann.pairs and [{**p, "rows": list(p["rows"])} for p in ann.pairs],
-                                           "pair_progress": ann.pair_progress(state), "order_seed": ann.seed,
+                items = [asdict(it) for it in ann.source.items]
+                self._json(HTTPStatus.OK, {"annotator": ann.annotator, "items": items,
+                                           "progress": asdict(ann.progress(state)), "resume": ann.resume_at(state),
+                                           "pairs": ann.pairs and [p.to_json() for p in ann.pairs],
+                                           "pair_progress": asdict(ann.pair_progress(state)), "order_seed": ann.seed,
                                            "labels": str(ann.files.labels), "log": str(ann.files.log)})
             else:
                 self._send(HTTPStatus.NOT_FOUND, "not found", "text/plain")

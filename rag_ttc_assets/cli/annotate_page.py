@@ -64,11 +64,11 @@ def render_item(ann: Annotator, i: int, nonce: str) -> str:
     cited = set(v["cited_chunk_ids"])
     reqs_html = []
     for r in ann.requests(i, state):
-        lab = state.labels.get((ann.annotator, item["arm"], item["question"], r["id"]))
+        lab = state.labels.get((ann.annotator, item.arm, item.question, r.id))
         older = ""
-        if lab and lab.get("run_id") != ann.source.run_ids[item["arm"]]:
+        if lab and lab.get("run_id") != ann.source.run_ids[item.arm]:
             older = (f'<div class="older">labelled on an older run ({E(str(lab.get("run_id")))}); the row now comes '
-                     f'from run {E(str(ann.source.run_ids[item["arm"]]))}'
+                     f'from run {E(str(ann.source.run_ids[item.arm]))}'
                      f'{" with another answer" if lab.get("answer_sha256") != answer_sha256(v) else ""}: '
                      'the label is kept</div>')
         quote = (f'<div>gold quote ({E(lab["quote_chunk_id"])}): <span class="quote">{E(lab["quote"])}</span></div>'
@@ -76,13 +76,13 @@ def render_item(ann: Annotator, i: int, nonce: str) -> str:
         judge = ""
         if lab:
             judge = ('<button type="button" class="reveal">show the judge\'s verdict</button>'
-                     f'<div class="judge hidden">{_judge(judged[r["id"]]) if r["id"] in judged else "no judge verdict: a request you edited"}</div>')
+                     f'<div class="judge hidden">{_judge(judged[r.id]) if r.id in judged else "no judge verdict: a request you edited"}</div>')
         else:
             judge = '<div class="judge-hidden">the judge\'s verdict is hidden until you label this request</div>'
-        origin = "" if r["origin"] == "dataset" else f' <small>({E(r["origin"])} from {E(", ".join(r["from"]))})</small>'
+        origin = "" if r.origin == "dataset" else f' <small>({E(r.origin)} from {E(", ".join(r.sources))})</small>'
         reqs_html.append(
-            f'<div class="req" data-request="{E(r["id"])}" data-labelled="{1 if lab else 0}">'
-            f'<div><b>{E(r["id"])}</b>{origin}: <span class="rtext">{E(r["text"])}</span></div>'
+            f'<div class="req" data-request="{E(r.id)}" data-labelled="{1 if lab else 0}">'
+            f'<div><b>{E(r.id)}</b>{origin}: <span class="rtext">{E(r.text)}</span></div>'
             f'<div class="cases">{_case_buttons(lab and lab["case"])}</div>{quote}{older}'
             f'<div><input class="note" placeholder="note" value="{E((lab or {}).get("note") or "")}" size="60">'
             ' <button type="button" class="save-note">save note</button>'
@@ -93,16 +93,15 @@ def render_item(ann: Annotator, i: int, nonce: str) -> str:
     admitted = [c for c in v["admitted_chunk_ids"] if c in v["chunks"]]
     omitted = [c for c in v["chunks"] if c not in admitted]
     citations = ", ".join(E(c) for c in v["cited_chunk_ids"]) or "none"
-    label_src = ann.source.items[i]
-    sample = (f' &middot; stratum {E(str(label_src["stratum"]))}, probability {E(str(label_src["probability"]))}'
-              if label_src["probability"] is not None else "")
+    sample = (f' &middot; stratum {E(str(item.stratum))}, probability {E(str(item.probability))}'
+              if item.probability is not None else "")
     n = len(ann.source.items)
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>annotate {E(item['arm'])} {E(item['question'])}</title>
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>annotate {E(item.arm)} {E(item.question)}</title>
 <style>{STYLE}</style></head><body data-item="{i}" data-items="{n}">
 <nav><a href="/item/{max(i - 1, 0)}" id="prev">&larr; previous (k)</a><a href="/item/{min(i + 1, n - 1)}" id="next">next (j) &rarr;</a>
 <a href="/">resume</a><a href="/labels-check">labels check</a>{'<a href="/pairwise" id="pairwise">pairwise view</a>' if ann.pairs else ''}
-<span class="progress" id="progress">{E(ann.annotator)}: {prog['requests_labelled']} of {prog['requests']} requests labelled, {prog['rows_done']} of {prog['rows']} rows done</span></nav>
-<p>row {i + 1} of {n}: arm <b>{E(item['arm'])}</b>, question <b>{E(item['question'])}</b>{sample}</p>
+<span class="progress" id="progress">{E(ann.annotator)}: {prog.requests_labelled} of {prog.requests} requests labelled, {prog.rows_done} of {prog.rows} rows done</span></nav>
+<p>row {i + 1} of {n}: arm <b>{E(item.arm)}</b>, question <b>{E(item.question)}</b>{sample}</p>
 <div class="q" id="question">{E(v['question']['text'])}</div>
 <h3>Answer, as the user saw it</h3><div class="answer" id="answer">{E(answer)}</div>
 <p>citations: {citations}</p>
@@ -180,11 +179,11 @@ def render_pair(ann: Annotator, k: int, nonce: str) -> str:
     p, n = ann.pairs[k], len(ann.pairs)
     prog = ann.pair_progress(state)
     lab = state.pairs.get(ann.pair_key(p))
-    views = [ann.source.view(r) for r in p["rows"]]
+    views = [ann.source.view(r) for r in p.rows]
     cols = []
-    for side, v in zip(("A", "B"), views):
+    for side, arm, v in zip(("A", "B"), (p.a, p.b), views):
         answer = (v.get("contract") or {}).get("answer") or ""
-        name = f' &middot; arm <b class="arm">{E(p[side.lower()])}</b>' if lab else ""
+        name = f' &middot; arm <b class="arm">{E(arm)}</b>' if lab else ""
         cols.append(f'<div class="side" id="side-{side.lower()}"><h3>Answer {side}{name}</h3>'
                     f'<div class="answer">{E(answer)}</div>'
                     f'<p>citations: {", ".join(E(c) for c in v["cited_chunk_ids"]) or "none"}</p></div>')
@@ -194,13 +193,13 @@ def render_pair(ann: Annotator, k: int, nonce: str) -> str:
     shown = ("the arms' names are shown now that you have labelled this pair" if lab else
              "the arms' names are hidden until you label this pair")
     reqs = "".join(f"<li>{E(r['text'])}</li>" for r in views[0]["requests"])
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>pairwise {E(p['question'])}</title>
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>pairwise {E(p.question)}</title>
 <style>{STYLE}.pair{{display:flex;gap:12px}}.side{{flex:1;min-width:0}}button.pv.on{{background:#2a6df4;color:#fff}}</style>
 </head><body data-pair="{k}" data-pairs="{n}" data-labelled="{1 if lab else 0}">
 <nav><a href="/pair/{max(k - 1, 0)}" id="prev">&larr; previous (k)</a><a href="/pair/{min(k + 1, n - 1)}" id="next">next (j) &rarr;</a>
-<a href="/pairwise">resume</a><a href="/item/{p['rows'][0]}">per-request view</a>
-<span class="progress" id="progress">{E(ann.annotator)}: {prog['pairs_labelled']} of {prog['pairs']} pairs labelled</span></nav>
-<p>pair {k + 1} of {n}: question <b>{E(p['question'])}</b> &middot; {shown}</p>
+<a href="/pairwise">resume</a><a href="/item/{p.rows[0]}">per-request view</a>
+<span class="progress" id="progress">{E(ann.annotator)}: {prog.pairs_labelled} of {prog.pairs} pairs labelled</span></nav>
+<p>pair {k + 1} of {n}: question <b>{E(p.question)}</b> &middot; {shown}</p>
 <div class="q" id="question">{E(views[0]['question']['text'])}</div>
 <details><summary>the question's requests ({len(views[0]['requests'])})</summary><ul>{reqs}</ul></details>
 <h3>Which answer is more complete?</h3><p><small>keys: 1-5 the scale, j/k next/previous pair, u undo</small></p>
@@ -244,7 +243,7 @@ def render_labels_check(ann: Annotator) -> str:
     rows = []
     results = ann.labels_check() if ann.labels_check else []
     for dataset, r in results:
-        where = [i for i, it in enumerate(ann.source.items) if it["question"] == r.question]
+        where = [i for i, it in enumerate(ann.source.items) if it.question == r.question]
         link = (f'<a href="/item/{where[0]}">open {E(r.question)} for repair</a>' if where
                 else f"question {E(r.question)} is not among the rows served")
         diff = E(r.diff or "")

@@ -9,13 +9,57 @@ import fcntl
 import json
 import os
 import threading
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, PAIR, UNDO, AnnotationError, answer_sha256,
                                             current_labels, edit_requests, locate_quote, pair_order, pair_value,
-                                            parse_log, replay, requests_now)
+                                            Record, parse_log, replay, requests_now)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One of a question's requests as the annotator sees it now (core.annotation.requests_now): the dataset's, or
+    one an edit made (`origin` split, merged, reworded, added; `sources` the requests it was made from)."""
+
+    id: str
+    text: str
+    origin: str
+    sources: list[str]
+
+    @classmethod
+    def of(cls, r: Record) -> Request:
+        return cls(r["id"], r["text"], r["origin"], r["from"])
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A question both arms answered, in the pairwise view: arm `a` shown left, `b` right, and their rows."""
+
+    question: str
+    a: str
+    b: str
+    rows: tuple[int, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"question": self.question, "a": self.a, "b": self.b, "rows": list(self.rows)}
+
+
+@dataclass(frozen=True)
+class Progress:
+    requests_labelled: int
+    requests: int
+    rows_done: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class PairProgress:
+    pairs_labelled: int
+    pairs: int
 
 
 def log_path(labels: Path) -> Path:
@@ -71,41 +115,42 @@ class Annotator:
         self.labels_check = labels_check  # () -> list of label-check results needing a person, or None
         self.pairwise, self.seed = pairwise, seed  # `/` opens the pairwise view; the seed of its A/B order
         # The pairwise view (two arms): per question both arms answered, the rows of its answers as shown, (a, b).
-        self.pairs: list[dict] = []
+        self.pairs: list[Pair] = []
         if len(source.arms) == 2:
-            where = {(it["arm"], it["question"]): i for i, it in enumerate(source.items)}
+            where = {(it.arm, it.question): i for i, it in enumerate(source.items)}
             for it in source.items:
-                q = it["question"]
-                if it["arm"] == source.arms[0] and (source.arms[1], q) in where:
+                q = it.question
+                if it.arm == source.arms[0] and (source.arms[1], q) in where:
                     a, b = pair_order(seed, q, tuple(source.arms))
-                    self.pairs.append({"question": q, "a": a, "b": b, "rows": (where[(a, q)], where[(b, q)])})
+                    self.pairs.append(Pair(q, a, b, (where[(a, q)], where[(b, q)])))
 
-    def requests(self, i: int, state) -> list[dict]:
+    def requests(self, i: int, state) -> list[Request]:
         item = self.source.items[i]
         v = self.source.view(i)
-        return requests_now(item["question"], v["requests"], state.edits.get((self.annotator, item["question"]), []))
+        edits = state.edits.get((self.annotator, item.question), [])
+        return [Request.of(r) for r in requests_now(item.question, v["requests"], edits)]
 
-    def progress(self, state) -> dict:
+    def progress(self, state) -> Progress:
         done_q, labelled, total = 0, 0, 0
         for i, item in enumerate(self.source.items):
             reqs = self.requests(i, state)
-            n = sum((self.annotator, item["arm"], item["question"], r["id"]) in state.labels for r in reqs)
+            n = sum((self.annotator, item.arm, item.question, r.id) in state.labels for r in reqs)
             labelled, total, done_q = labelled + n, total + len(reqs), done_q + (n == len(reqs))
-        return {"requests_labelled": labelled, "requests": total, "rows_done": done_q,
-                "rows": len(self.source.items)}
+        return Progress(requests_labelled=labelled, requests=total, rows_done=done_q, rows=len(self.source.items))
 
     def resume_at(self, state) -> int:
         for i, item in enumerate(self.source.items):
-            if any((self.annotator, item["arm"], item["question"], r["id"]) not in state.labels
+            if any((self.annotator, item.arm, item.question, r.id) not in state.labels
                    for r in self.requests(i, state)):
                 return i
         return 0
 
-    def pair_key(self, p: dict) -> tuple:
-        return (self.annotator, p["question"], frozenset((p["a"], p["b"])))
+    def pair_key(self, p: Pair) -> tuple:
+        return (self.annotator, p.question, frozenset((p.a, p.b)))
 
-    def pair_progress(self, state) -> dict:
-        return {"pairs_labelled": sum(self.pair_key(p) in state.pairs for p in self.pairs), "pairs": len(self.pairs)}
+    def pair_progress(self, state) -> PairProgress:
+        return PairProgress(pairs_labelled=sum(self.pair_key(p) in state.pairs for p in self.pairs),
+                            pairs=len(self.pairs))
 
     def pair_resume_at(self, state) -> int:
         return next((k for k, p in enumerate(self.pairs) if self.pair_key(p) not in state.pairs), 0)
@@ -121,24 +166,26 @@ class Annotator:
         i = self._item(body)
         item, v = self.source.items[i], self.source.view(i)
         state = replay(self.files.read())
-        reqs = {r["id"]: r for r in self.requests(i, state)}
+        reqs = {r.id: r for r in self.requests(i, state)}
         rid = body.get("request")
         if rid not in reqs:
-            raise AnnotationError(f"request: question {item['question']!r} has no request {rid!r}")
-        key = (self.annotator, item["arm"], item["question"], rid)
+            raise AnnotationError(f"request: question {item.question!r} has no request {rid!r}")
+        req = reqs[rid]
+        key = (self.annotator, item.arm, item.question, rid)
         before = state.labels.get(key, {})
         case = body.get("case", before.get("case"))
         if case not in CASES:
             raise AnnotationError(f"case: {case!r}: pick one of the four cases first (keys 1-4: "
                                   f"{', '.join(CASES)})")
-        change = {"op": LABEL, "annotator": self.annotator, "arm": item["arm"], "question": item["question"],
-                  "request": rid, "case": case, "note": body.get("note", before.get("note", "")),
-                  "origin": reqs[rid]["origin"], "request_text": reqs[rid]["text"], "from": reqs[rid]["from"],
-                  "run_id": self.source.run_ids[item["arm"]], "row": item["question"],
-                  "answer_sha256": answer_sha256(v), "corpus_digest": self.source.corpus[item["arm"]],
+        note = body.get("note", before.get("note", ""))
+        change = {"op": LABEL, "annotator": self.annotator, "arm": item.arm, "question": item.question,
+                  "request": rid, "case": case, "note": note,
+                  "origin": req.origin, "request_text": req.text, "from": req.sources,
+                  "run_id": self.source.run_ids[item.arm], "row": item.question,
+                  "answer_sha256": answer_sha256(v), "corpus_digest": self.source.corpus[item.arm],
                   "chunk_ids": list(v["admitted_chunk_ids"]),
-                  "probability": item["probability"], "stratum": item["stratum"]}
-        if not isinstance(change["note"], str):
+                  "probability": item.probability, "stratum": item.stratum}
+        if not isinstance(note, str):
             raise AnnotationError("note: a text")
         if "quote" in body:
             if body["quote"] is None:
@@ -154,17 +201,17 @@ class Annotator:
         i = self._item(body)
         item = self.source.items[i]
         state = replay(self.files.read())
-        known = {r["id"]: r["text"] for r in self.requests(i, state)}
-        taken = set(known) | {r["id"] for e in state.edits.get((self.annotator, item["question"]), [])
+        known = {r.id: r.text for r in self.requests(i, state)}
+        taken = set(known) | {r["id"] for e in state.edits.get((self.annotator, item.question), [])
                               for r in e["into"]} | {r["id"] for r in self.source.view(i)["requests"]}
         sources = body.get("from") or []
         texts = body.get("texts") or []
         if not isinstance(sources, list) or not isinstance(texts, list):
             raise AnnotationError("from, texts: lists")
-        into = edit_requests(item["question"], body.get("edit"), sources, texts, known, taken)
-        return self.files.append({"op": EDIT, "annotator": self.annotator, "question": item["question"],
+        into = edit_requests(item.question, body.get("edit"), sources, texts, known, taken)
+        return self.files.append({"op": EDIT, "annotator": self.annotator, "question": item.question,
                                   "edit": body["edit"], "from": sources, "into": into,
-                                  "corpus_digest": self.source.corpus[item["arm"]]})
+                                  "corpus_digest": self.source.corpus[item.arm]})
 
     def pair(self, body: dict) -> dict:
         """A pairwise label: which of the two answers shown (a left, b right) is more complete, -2..2."""
@@ -186,12 +233,11 @@ class Annotator:
         if not isinstance(note, str):
             raise AnnotationError("note: a text")
         sides = {}
-        for side, row in zip(("a", "b"), p["rows"]):
-            arm = p[side]
-            sides[side] = {"arm": arm, "row": p["question"], "run_id": self.source.run_ids[arm],
+        for side, arm, row in (("a", p.a, p.rows[0]), ("b", p.b, p.rows[1])):
+            sides[side] = {"arm": arm, "row": p.question, "run_id": self.source.run_ids[arm],
                            "answer_sha256": answer_sha256(self.source.view(row)),
                            "corpus_digest": self.source.corpus[arm]}
-        return self.files.append({"op": PAIR, "annotator": self.annotator, "question": p["question"], **sides,
+        return self.files.append({"op": PAIR, "annotator": self.annotator, "question": p.question, **sides,
                                   "completeness": value, "note": note, "order_seed": self.seed})
 
     def undo(self, body: dict) -> dict:

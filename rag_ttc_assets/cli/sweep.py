@@ -20,7 +20,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from rag_ttc_assets.adapters.files import load_arms
 from rag_ttc_assets.cli.common import CliError, lab_from_args
@@ -78,6 +81,90 @@ class SweepError(Exception):
     pass
 
 
+class _Answer(BaseModel):
+    """A part of dagster dev's GraphQL answer, as the queries above ask for it (fields they do not use ignored)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class _OrError(_Answer):
+    """A `...OrError` union: its type, and the message an error type carries."""
+
+    typename: str = Field(alias="__typename")
+    message: str | None = None
+
+
+class _Launched(_OrError):
+    backfill_id: str | None = Field(default=None, alias="backfillId")
+
+
+class _Error(_Answer):
+    """An error's message, and the error that caused it (a failed step's)."""
+
+    message: str | None = None
+    cause: _Error | None = None
+
+
+class _Tag(_Answer):
+    key: str
+    value: str
+
+
+class _AssetKey(_Answer):
+    path: list[str]
+
+
+class BackfillRun(_Answer):
+    """One run of the backfill: its id, status, tags (the partition is one) and asset selection."""
+
+    run_id: str = Field(alias="runId")
+    status: str
+    tags: list[_Tag]
+    asset_selection: list[_AssetKey] | None = Field(default=None, alias="assetSelection")
+
+
+class Backfill(_Answer):
+    """`partitionBackfillOrError` when it is a PartitionBackfill."""
+
+    id: str
+    status: str
+    error: _Error | None = None
+    runs: list[BackfillRun]
+
+
+
+
+class _Event(_OrError):
+    step_key: str | None = Field(default=None, alias="stepKey")
+    error: _Error | None = None
+
+
+class _RunLogs(_Answer):
+    events: list[_Event] = []
+
+
+@dataclass(frozen=True)
+class Waited:
+    """A finished backfill and each arm's status (`partition_statuses`)."""
+
+    backfill: Backfill
+    partition_status: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """A run of the sweep as `--json` reports it; `failed_steps` only for a failed run."""
+
+    run_id: str
+    arm: str | None
+    status: str
+    failed_steps: list[str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "arm": self.arm, "status": self.status,
+                **({} if self.failed_steps is None else {"failed_steps": self.failed_steps})}
+
+
 class GraphQLClient:
     """POSTs to `<url>/graphql`; SweepError when dagster dev is not there or reports errors."""
 
@@ -117,50 +204,52 @@ def family_arms(args, local: bool) -> list[str]:
 
 def backfill_params(family: str, arms: list[str], stage: str, in_process: bool = False) -> dict:
     """The `LaunchBackfillParams` of an asset backfill: the stage's assets over the family's arms."""
-    params = {
+    return {
         "partitionNames": arms,
         "assetSelection": [{"path": [name]} for name in STAGES[stage]],
         "title": f"sweep {family} ({stage})",
         "description": f"rag-ttc sweep {family} --stage {stage}: arms {', '.join(arms)}",
         "tags": [{"key": SWEEP_TAG, "value": family}, {"key": "rag_ttc/stage", "value": stage}],
+        **({"runConfigData": IN_PROCESS} if in_process else {}),
     }
-    if in_process:
-        params["runConfigData"] = IN_PROCESS
-    return params
 
 
 def launch_backfill(gql: GraphQLClient, family: str, arms: list[str], stage: str, in_process: bool = False) -> str:
-    result = gql(LAUNCH, {"params": backfill_params(family, arms, stage, in_process)})["launchPartitionBackfill"]
-    if result["__typename"] != "LaunchBackfillSuccess":
-        raise SweepError(f"the backfill was not launched ({result['__typename']}): {result.get('message', result)}")
-    return result["backfillId"]
+    answer = gql(LAUNCH, {"params": backfill_params(family, arms, stage, in_process)})["launchPartitionBackfill"]
+    result = _Launched.model_validate(answer)
+    if result.typename != "LaunchBackfillSuccess" or result.backfill_id is None:
+        said = answer if result.message is None else result.message
+        raise SweepError(f"the backfill was not launched ({result.typename}): {said}")
+    return result.backfill_id
 
 
-def backfill_state(gql: GraphQLClient, backfill_id: str) -> dict:
-    b = gql(BACKFILL, {"id": backfill_id})["partitionBackfillOrError"]
-    if b["__typename"] != "PartitionBackfill":
-        raise SweepError(f"backfill {backfill_id}: {b['__typename']}: {b.get('message', b)}")
-    return b
+def backfill_state(gql: GraphQLClient, backfill_id: str) -> Backfill:
+    answer = gql(BACKFILL, {"id": backfill_id})["partitionBackfillOrError"]
+    kind = _OrError.model_validate(answer)
+    if kind.typename != "PartitionBackfill":
+        raise SweepError(f"backfill {backfill_id}: {kind.typename}: {answer if kind.message is None else kind.message}")
+    return Backfill.model_validate(answer)
 
 
-def _partition(run: dict) -> str | None:
-    return next((t["value"] for t in run["tags"] if t["key"] == "dagster/partition"), None)
+def _partition(run: BackfillRun) -> str | None:
+    return next((t.value for t in run.tags if t.key == "dagster/partition"), None)
 
 
-def partition_statuses(arms: list[str], runs: list[dict], assets: list[str], backfill_done: bool) -> dict[str, str]:
+def partition_statuses(arms: list[str], runs: list[BackfillRun], assets: list[str],
+                       backfill_done: bool) -> dict[str, str]:
     """Per arm: FAILURE or CANCELED once one of its runs ended so; the status of its unfinished run
     (QUEUED, STARTED...); SUCCESS once successful runs have materialized every asset of the stage;
     else PENDING, or NOT_LAUNCHED / INCOMPLETE when the backfill has finished without that."""
     out = {}
     for arm in arms:
         mine = [r for r in runs if _partition(r) == arm]
-        bad = [r["status"] for r in mine if r["status"] in ("FAILURE", "CANCELED")]
-        unfinished = [r["status"] for r in mine if r["status"] not in RUN_FINISHED]
+        bad = [r.status for r in mine if r.status in ("FAILURE", "CANCELED")]
+        unfinished = [r.status for r in mine if r.status not in RUN_FINISHED]
         done_assets: set[str] = set()
         for r in mine:
-            if r["status"] == "SUCCESS":
+            if r.status == "SUCCESS":
                 # A run without an asset selection ran its whole job.
-                done_assets.update(k["path"][-1] for k in r["assetSelection"]) if r.get("assetSelection") \
+                done_assets.update(k.path[-1] for k in r.asset_selection) if r.asset_selection \
                     else done_assets.update(assets)
         if bad:
             out[arm] = bad[0]
@@ -176,7 +265,7 @@ def partition_statuses(arms: list[str], runs: list[dict], assets: list[str], bac
 
 
 def wait_for_backfill(gql: GraphQLClient, backfill_id: str, arms: list[str], assets: list[str], out,
-                      poll_s: float | None = None, timeout_s: float | None = None) -> dict:
+                      poll_s: float | None = None, timeout_s: float | None = None) -> Waited:
     """Poll until every arm has finished, writing `arm -> STATUS (run …)` to `out` as runs finish.
 
     Finished means: the backfill says so, or every arm has failed or has all of `assets`
@@ -186,31 +275,31 @@ def wait_for_backfill(gql: GraphQLClient, backfill_id: str, arms: list[str], ass
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         b = backfill_state(gql, backfill_id)
-        for run in sorted(b["runs"], key=lambda r: r["runId"]):
-            if run["status"] in RUN_FINISHED and run["runId"] not in seen:
-                seen.add(run["runId"])
-                print(f"{_partition(run)} -> {run['status']} (run {run['runId']})", file=out, flush=True)
-        backfill_done = b["status"] in BACKFILL_FINISHED
-        statuses = partition_statuses(arms, b["runs"], assets, backfill_done)
+        for run in sorted(b.runs, key=lambda r: r.run_id):
+            if run.status in RUN_FINISHED and run.run_id not in seen:
+                seen.add(run.run_id)
+                print(f"{_partition(run)} -> {run.status} (run {run.run_id})", file=out, flush=True)
+        backfill_done = b.status in BACKFILL_FINISHED
+        statuses = partition_statuses(arms, b.runs, assets, backfill_done)
         settled = all(s in ("SUCCESS", "FAILURE", "CANCELED", "NOT_LAUNCHED", "INCOMPLETE") for s in statuses.values())
-        if settled or (backfill_done and all(r["status"] in RUN_FINISHED for r in b["runs"])):
-            return {**b, "partition_status": statuses}
+        if settled or (backfill_done and all(r.status in RUN_FINISHED for r in b.runs)):
+            return Waited(b, statuses)
         if deadline is not None and time.monotonic() > deadline:
             now = ", ".join(f"{a} {s}" for a, s in statuses.items())
-            raise SweepError(f"backfill {backfill_id} still {b['status']} after {timeout_s:.0f} s "
+            raise SweepError(f"backfill {backfill_id} still {b.status} after {timeout_s:.0f} s "
                              f"(it keeps running in dagster dev): {now}")
         time.sleep(POLL_S if poll_s is None else poll_s)
 
 
 def run_failures(gql: GraphQLClient, run_id: str) -> list[str]:
     """`step KEY: message` for each failed step of a run (the cause's message when there is one)."""
-    logs = gql(STEP_FAILURES, {"id": run_id})["logsForRun"]
+    logs = _RunLogs.model_validate(gql(STEP_FAILURES, {"id": run_id})["logsForRun"])
     out = []
-    for ev in logs.get("events", []):
-        if ev["__typename"] == "ExecutionStepFailureEvent":
-            err = ev.get("error") or {}
-            msg = ((err.get("cause") or {}).get("message") or err.get("message") or "").strip()
-            out.append(f"step {ev['stepKey']}: {msg}")
+    for ev in logs.events:
+        if ev.typename == "ExecutionStepFailureEvent":
+            err = ev.error or _Error()
+            msg = ((err.cause or _Error()).message or err.message or "").strip()
+            out.append(f"step {ev.step_key}: {msg}")
     return out
 
 
@@ -243,31 +332,29 @@ def _sweep(args) -> int:
             print(json.dumps(report, indent=2))
         return 0
     try:
-        b = wait_for_backfill(gql, backfill_id, arms, STAGES[args.stage], progress, timeout_s=args.timeout)
+        waited = wait_for_backfill(gql, backfill_id, arms, STAGES[args.stage], progress, timeout_s=args.timeout)
     except KeyboardInterrupt:
         print(f"\nstopped waiting; backfill {backfill_id} keeps running: {link}", file=sys.stderr)
         return 130
-    failed = {a: s for a, s in b["partition_status"].items() if s != "SUCCESS"}
-    status = "FAILURE" if failed or b.get("error") else "SUCCESS"
-    runs = []
-    for r in b["runs"]:
-        runs.append({"run_id": r["runId"], "arm": _partition(r), "status": r["status"]})
-        if r["status"] == "FAILURE":
-            runs[-1]["failed_steps"] = run_failures(gql, r["runId"])
-    report.update(status=status, partitions=b["partition_status"], runs=runs)
-    if b.get("error"):
-        report["error"] = b["error"]["message"]
+    b, partitions = waited.backfill, waited.partition_status
+    failed = {a: s for a, s in partitions.items() if s != "SUCCESS"}
+    status = "FAILURE" if failed or b.error else "SUCCESS"
+    runs = [RunReport(r.run_id, _partition(r), r.status,
+                      run_failures(gql, r.run_id) if r.status == "FAILURE" else None) for r in b.runs]
+    report.update(status=status, partitions=partitions, runs=[r.to_json() for r in runs])
+    if b.error:
+        report["error"] = b.error.message
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"sweep {args.family} {status}: " + ", ".join(f"{a} {s}" for a, s in b["partition_status"].items()))
+        print(f"sweep {args.family} {status}: " + ", ".join(f"{a} {s}" for a, s in partitions.items()))
     if status == "SUCCESS":
         return 0
-    msg = f"backfill {backfill_id}: " + (", ".join(f"{a} {s}" for a, s in failed.items()) or b["status"])
-    if b.get("error"):
-        msg += f"\n{b['error']['message'].strip()}"
+    msg = f"backfill {backfill_id}: " + (", ".join(f"{a} {s}" for a, s in failed.items()) or b.status)
+    if b.error:
+        msg += f"\n{(b.error.message or '').strip()}"
     for r in runs:
-        msg += "".join(f"\n  {r['arm']} (run {r['run_id']}) {line}" for line in r.get("failed_steps", []))
+        msg += "".join(f"\n  {r.arm} (run {r.run_id}) {line}" for line in r.failed_steps or [])
     print(f"rag-ttc: error: {msg}\nsee {link}", file=sys.stderr)
     return 1
 

@@ -10,6 +10,10 @@ from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.contract import (FREE_TEXT, NO_ANSWER, PARSED_FROM, VALID, contract_sums_close,
                                           summarize_contract)
 from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, denominator_fields, gold_reason, measured_mean, reason_of
+from rag_ttc_assets.core.tables import Table
+
+# The rows each summary reads, by their tables' declared column names.
+CON, JV, RJ = Table.CONTRACT_RESULTS.c, Table.JUDGE_VERDICTS.c, Table.REQUEST_JUDGMENTS.c
 
 OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage",
                                "local/bertscore", "local/learned"})
@@ -56,29 +60,28 @@ def _mean(values: list) -> float:
 def contract_summary(results: list[dict]) -> dict:
     """Total, valid, parse failures, contract failures by reason, abstentions, provider faults, and whether they
     add up to the total."""
-    s = summarize_contract([(r["status"], r["reason"]) for r in results])
-    out = s.model_dump()
+    s = summarize_contract([(r[CON.status], r[CON.reason]) for r in results])
     # The answers delivered: contract-valid, and an imported arm's free-text answers (read whole, no contract).
-    valid = [r for r in results if r["status"] in (VALID, FREE_TEXT)]
-    out["mean_answer_chars"] = _mean([r["answer_chars"] for r in valid])
-    out["mean_cited_chunks"] = _mean([len(r["citation_chunk_ids"]) for r in valid])
+    valid = [r for r in results if r[CON.status] in (VALID, FREE_TEXT)]
     # Where each parsed reply's object was found (core.contract.PARSED_FROM); rows with no object count in none.
-    found = Counter(r.get("parsed_from") for r in results if r.get("parsed_from"))
-    out["parsed_from"] = {where: found.get(where, 0) for where in PARSED_FROM}
-    out["sums_close"] = contract_sums_close(s)
-    return out
+    found = Counter(r.get(CON.parsed_from) for r in results if r.get(CON.parsed_from))
+    return {**s.model_dump(),
+            "mean_answer_chars": _mean([r[CON.answer_chars] for r in valid]),
+            "mean_cited_chunks": _mean([len(r[CON.citation_chunk_ids]) for r in valid]),
+            "parsed_from": {where: found.get(where, 0) for where in PARSED_FROM},
+            "sums_close": contract_sums_close(s)}
 
 
 def judge_denominators(verdicts: list[dict]) -> dict[str, dict]:
     """core.measured.measured_mean of faithfulness, relevance and gold support over every answer row, each
     unmeasured row counted under the reason its status gives (invalid, abstained, judge_error, budget, ...)."""
-    rows = {r["query_id"]: r for r in verdicts}
-    reasons = {q: reason_of(r["status"]) for q, r in rows.items()}
+    rows = {r[JV.query_id]: r for r in verdicts}
+    reasons = {q: reason_of(r[JV.status]) for q, r in rows.items()}
     return {
-        "faithfulness": measured_mean({q: r["faithfulness"] for q, r in rows.items()}, reasons),
-        "relevance": measured_mean({q: r["answer_relevance"] for q, r in rows.items()}, reasons),
-        "gold_supported": measured_mean({q: r["gold_supported"] for q, r in rows.items()},
-                                        {q: gold_reason(r["status"], r["judge_error"]) if r["gold_supported"] is None
+        "faithfulness": measured_mean({q: r[JV.faithfulness] for q, r in rows.items()}, reasons),
+        "relevance": measured_mean({q: r[JV.answer_relevance] for q, r in rows.items()}, reasons),
+        "gold_supported": measured_mean({q: r[JV.gold_supported] for q, r in rows.items()},
+                                        {q: gold_reason(r[JV.status], r[JV.judge_error]) if r[JV.gold_supported] is None
                                          else None for q, r in rows.items()}),
     }
 
@@ -105,12 +108,12 @@ def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]
     """Judged, abstained and invalid rows, the means with their denominators, the judge and generator models
     (`answer_models`: the answer rows' models, which name an imported arm's generator; generator_models)."""
     answer_models = list(answer_models)
-    statuses = Counter(r["status"] for r in verdicts)
-    gold = [r for r in verdicts if r["contradicts_gold"] is not None]
+    statuses = Counter(r[JV.status] for r in verdicts)
+    gold = [r for r in verdicts if r[JV.contradicts_gold] is not None]
     m = judge_denominators(verdicts)
     return {
         "answer_rows": len(verdicts),
-        "judged": sum(1 for r in verdicts if r["judged"]),
+        "judged": sum(1 for r in verdicts if r[JV.judged]),
         "abstained": statuses.get("abstained", 0),
         # An imported arm's questions the system never answered (no_trace, no_answer_span) are unanswered, and a
         # row no support judge was asked about (`judge: none`) unjudged: neither is an invalid answer.
@@ -127,39 +130,39 @@ def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]
         **denominator_fields("relevance", m["relevance"]),
         "gold_judged": len(gold),
         # Without a support judge no answer was read against the gold: not measured, never 0.
-        "contradicts_gold": sum(1 for r in gold if r["contradicts_gold"]) if has_support_judge(cfg) else None,
+        "contradicts_gold": sum(1 for r in gold if r[JV.contradicts_gold]) if has_support_judge(cfg) else None,
         "mean_gold_supported": m["gold_supported"]["mean"],
         **denominator_fields("gold_supported", m["gold_supported"]),
         "judge_model": cfg.judge.model,
         "generator_model": generator_label(cfg, answer_models),
         "same_model_as_generator": cfg.judge.model in generator_models(cfg, answer_models),
         "offline_baseline_judge": is_offline_baseline(cfg.judge.model),
-        "provider_calls": sum(r["judge_provider_calls"] for r in verdicts),
-        "cache_hits": sum(r["judge_cache_hits"] for r in verdicts),
+        "provider_calls": sum(r[JV.judge_provider_calls] for r in verdicts),
+        "cache_hits": sum(r[JV.judge_cache_hits] for r in verdicts),
         # Per judge call ("statements:json", "verdicts:fenced", ...): where its reply's object was found.
-        "parsed_from": dict(sorted(Counter(p for r in verdicts for p in r.get("judge_parsed_from") or []).items())),
+        "parsed_from": dict(sorted(Counter(p for r in verdicts for p in r.get(JV.judge_parsed_from) or []).items())),
     }
 
 
 def request_judge_summary(rows: list[dict]) -> dict:
     """The request judge's rows: judged, not measured (judge_* statuses), verdicts, provider calls."""
-    statuses = Counter(r["status"] for r in rows)
-    verdicts = Counter(r["verdict"] for r in rows if r["verdict"] is not None)
+    statuses = Counter(r[RJ.status] for r in rows)
+    verdicts = Counter(r[RJ.verdict] for r in rows if r[RJ.verdict] is not None)
     return {"requests": len(rows), "judged": statuses.get(JUDGED, 0),
             "not_measured": sum(n for s, n in statuses.items() if s.startswith("judge_")),
             "statuses": dict(statuses), "verdicts": {v: verdicts.get(v, 0) for v in judging.REQUEST_VERDICTS},
-            "provider_calls": sum(r["judge_provider_calls"] for r in rows),
-            "cache_hits": sum(r["judge_cache_hits"] for r in rows),
+            "provider_calls": sum(r[RJ.judge_provider_calls] for r in rows),
+            "cache_hits": sum(r[RJ.judge_cache_hits] for r in rows),
             # Tokens and cost as for the generator (stages.generation.calls_summary): summed over the calls made;
             # a row whose call was answered (tokens counted) by a model with no known price is unpriced (its cost
             # unknown); a fault's row has no tokens and no cost.
-            "input_tokens": sum(r.get("judge_input_tokens") or 0 for r in rows),
-            "output_tokens": sum(r.get("judge_output_tokens") or 0 for r in rows),
-            "cost_usd": float(sum(r.get("judge_cost_usd") or 0.0 for r in rows)),
-            "unpriced_rows": sum(1 for r in rows if r.get("judge_input_tokens") is not None
-                                 and r.get("judge_cost_usd") is None),
+            "input_tokens": sum(r.get(RJ.judge_input_tokens) or 0 for r in rows),
+            "output_tokens": sum(r.get(RJ.judge_output_tokens) or 0 for r in rows),
+            "cost_usd": float(sum(r.get(RJ.judge_cost_usd) or 0.0 for r in rows)),
+            "unpriced_rows": sum(1 for r in rows if r.get(RJ.judge_input_tokens) is not None
+                                 and r.get(RJ.judge_cost_usd) is None),
             # One reply per question (each of its request rows repeats it), or per request for an entailment judge
             # (each row its own messages): where its object was found.
-            "parsed_from": dict(sorted(Counter({(r["query_id"], r.get("judge_messages_digest")): r["judge_parsed_from"]
-                                                for r in rows
-                                                if r.get("judge_parsed_from")}.values()).items()))}
+            "parsed_from": dict(sorted(Counter({(r[RJ.query_id], r.get(RJ.judge_messages_digest)):
+                                                r[RJ.judge_parsed_from] for r in rows
+                                                if r.get(RJ.judge_parsed_from)}.values()).items()))}

@@ -40,27 +40,30 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     arm.write_table(Table.REQUEST_OUTCOMES, d["requests"])
     arm.write_table(Table.QUESTION_COMPLETENESS, d["questions"])
     arm.write_table(Table.ABSTENTION_OUTCOMES, d["abstentions"])
-    digest = arm.write_arm_json(ArmJson.REQUEST_COMPLETENESS, d["completeness"])
     totals = d["completeness"]
-    inst = totals["request_judge"]
+    digest = arm.write_arm_json(ArmJson.REQUEST_COMPLETENESS, totals)
+    c = arm.store.read_summary(arm.arm, ArmJson.REQUEST_COMPLETENESS)  # as written, through its model
+    inst = c.request_judge
     return MaterializeResult(
         metadata={**numbers({k: v for k, v in totals.items() if v is not None and not isinstance(v, (dict, str))}),
-                  "measured": f"{totals['requests_measured']} measured of {totals['requests_total']} requests"
-                              + (f" (not measured: {reasons_text(totals['requests_not_measured'])})"
-                                 if totals["requests_not_measured"] else ""),
+                  "measured": f"{c.requests_measured} measured of {c.requests_total} requests"
+                              + (f" (not measured: {reasons_text(c.requests_not_measured)})"
+                                 if c.requests_not_measured else ""),
                   "completeness/measured": measured_text(
-                      {"measured": totals["completeness_measured"], "of": totals["completeness_of"],
-                       "not_measured": totals["completeness_not_measured"]}) + " questions",
+                      {"measured": c.completeness_measured, "of": c.completeness_of,
+                       "not_measured": c.completeness_not_measured}) + " questions",
                   # Completeness read two ways, graded first (docs/judges.md), each with its N of M.
                   "completeness/graded": graded_text(totals),
                   "completeness/addressed": addressed_text(totals),
-                  "request_judge_model": inst["model"], "request_judge_prompt_digest": inst["prompt_digest"],
-                  "offline_baseline_judge": MetadataValue.bool(inst["offline_baseline"]),
-                  "label_use": totals["label_use"],
-                  "summary": md_table([{k: totals[k] for k in ("requests_total", "requests_measured",
-                                                               "requests_answered", "requests_supported",
-                                                               "questions_complete", "overclaimed", "underclaimed",
-                                                               "correct_abstentions")}])},
+                  "request_judge_model": inst.model, "request_judge_prompt_digest": inst.prompt_digest,
+                  "offline_baseline_judge": MetadataValue.bool(inst.offline_baseline),
+                  "label_use": c.label_use,
+                  "summary": md_table([{"requests_total": c.requests_total, "requests_measured": c.requests_measured,
+                                        "requests_answered": c.requests_answered,
+                                        "requests_supported": c.requests_supported,
+                                        "questions_complete": c.questions_complete, "overclaimed": c.overclaimed,
+                                        "underclaimed": c.underclaimed,
+                                        "correct_abstentions": c.correct_abstentions}])},
         data_version=version_of(digest),
     )
 
@@ -82,15 +85,19 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
                      "lookup_flow": md_table([{"branch": b, "cases": lf[b], **lf["accounting"][b]}
                                               for b in LOOKUP_BRANCHES])}
     digest = arm.write_arm_json(ArmJson.FAILURE_FLOW, s)
+    fs = arm.store.read_summary(arm.arm, ArmJson.FAILURE_FLOW)  # as written, through its model
     png = flow_bars(arm.lab, [arm.arm], arm.store.arm_path(arm.arm, "failure-flow.png"))
-    rows = [{"branch": b, "requests": s[b], **s["accounting"][b]} for b in FLOW_BRANCHES]
+    accounting = fs.accounting.model_dump()  # branch -> its answers' qualities, by the branch's name
+    rows = [{"branch": b, "requests": s[b], **accounting[b]} for b in FLOW_BRANCHES]
     worst = _worst_cases(arm.lab, arm.arm, d["flow"])
+    hit = fs.hit_rate
     return MaterializeResult(
-        metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": s["total"],
-                  **numbers(s["hit_rate"], prefix="hit_rate/"),
+        metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": fs.total,
+                  **numbers(hit.model_dump(), prefix="hit_rate/"),
                   # Every case counts (a case whose evidence never arrived is a miss), so nothing is left unmeasured.
-                  "hit_rate/measured": measured_text(s["hit_rate"]) + " questions",
-                  "flow": md_table(rows), "supply": s["supply"], **lookup_md,
+                  "hit_rate/measured": measured_text({"measured": hit.measured, "of": hit.of,
+                                                      "not_measured": hit.not_measured}) + " questions",
+                  "flow": md_table(rows), "supply": fs.supply, **lookup_md,
                   "worst_cases": MetadataValue.md(worst or "_(no failing requests)_"),
                   "plot": MetadataValue.md(_image(png)) if png else "no flow",
                   "plot_path": MetadataValue.path(str(png)) if png else ""},
@@ -124,24 +131,28 @@ def phoenix_annotations(context: AssetExecutionContext, lab: LabResource) -> Mat
                              + ": not read from a Phoenix server, so there is no trace there to annotate")
     d = imported.annotate_phoenix(arm)
     digest = arm.write_arm_json(ArmJson.PHOENIX_ANNOTATIONS, d)
+    a = arm.store.read_summary(arm.arm, ArmJson.PHOENIX_ANNOTATIONS)  # as written, through its model
     return MaterializeResult(
-        metadata={"used_by_arm": MetadataValue.bool(True), "endpoint": MetadataValue.url(d["endpoint"]),
-                  "project": d["project"], "annotation_name": d["name"],
-                  **numbers({k: d[k] for k in ("annotations", "logged", "not_annotated")}),
-                  "not_annotated_requests": MetadataValue.json(d["not_annotated_requests"])},
+        metadata={"used_by_arm": MetadataValue.bool(True), "endpoint": MetadataValue.url(a.endpoint),
+                  "project": a.project, "annotation_name": a.name,
+                  **numbers({"annotations": a.annotations, "logged": a.logged, "not_annotated": a.not_annotated}),
+                  "not_annotated_requests": MetadataValue.json(
+                      [n.model_dump(mode="json") for n in a.not_annotated_requests])},
         data_version=version_of(digest),
     )
 
 
 @arm_check(asset="failure_flow", description="every request lands in exactly one branch; branches add to the total")
 def flow_closes(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
-    s = lab.lab().store.read_arm_json(context.partition_key, ArmJson.FAILURE_FLOW)
-    total = sum(s[b] for b in FLOW_BRANCHES)
-    lf = s.get("lookup_flow")
-    lookup_ok = lf is None or (lf["closes"] and lf["accounting_closes"])
-    return AssetCheckResult(passed=bool(s["closes"] and s["accounting_closes"] and total == s["total"] and lookup_ok),
-                            metadata={"branches_sum": total, "total": s["total"],
-                                      **({"lookup_cases": lf["cases"], "lookup_closes": lookup_ok} if lf else {})})
+    store = lab.lab().store
+    s = store.read_summary(context.partition_key, ArmJson.FAILURE_FLOW)
+    branches = s.model_dump(include=set(FLOW_BRANCHES))  # the branch counts, by name
+    total = sum(branches[b] for b in FLOW_BRANCHES)
+    lf = s.lookup_flow
+    lookup_ok = lf is None or (lf.closes and lf.accounting_closes)
+    return AssetCheckResult(passed=bool(s.closes and s.accounting_closes and total == s.total and lookup_ok),
+                            metadata={"branches_sum": total, "total": s.total,
+                                      **({"lookup_cases": lf.cases, "lookup_closes": lookup_ok} if lf else {})})
 
 
 @asset(group_name=GROUP, kinds={"python", "png"}, deps=["failure_flow", "run_record"],

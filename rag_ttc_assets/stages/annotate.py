@@ -5,7 +5,9 @@ texts of its admitted and omitted chunks, the arm's current run id and corpus di
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.annotation import AnnotationError, parse_sample
@@ -16,6 +18,18 @@ from rag_ttc_assets.stages.run_record import read_status, runs_root
 
 class SourceError(RuntimeError):
     """The rows cannot be served: one line naming the arm or file and what to do."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """A row to label: an arm's answer to a question; from a --sample file, also the run it was drawn from, its
+    stratum and its inclusion probability (core.annotation.parse_sample's fields, in its order)."""
+
+    arm: str
+    question: str
+    run_id: str | None = None
+    stratum: Any = None
+    probability: float | None = None
 
 
 class Source:
@@ -40,12 +54,12 @@ class Source:
             except OSError as e:
                 raise SourceError(f"--sample {sample}: {e.strerror}") from None
             try:
-                self.items = parse_sample(text, str(sample), self.rows)
+                self.items = [Row(**r) for r in parse_sample(text, str(sample), self.rows)]
             except AnnotationError as e:
                 raise SourceError(str(e)) from None
         else:
-            self.items = [{"arm": a, "question": q.id, "run_id": None, "stratum": None, "probability": None}
-                          for a in arms for q in self.inputs[a].dataset.evaluation.questions if q.id in self.rows[a]]
+            self.items = [Row(a, q.id) for a in arms for q in self.inputs[a].dataset.evaluation.questions
+                          if q.id in self.rows[a]]
         if not self.items:
             raise SourceError(f"no answer rows to label in {', '.join(arms)}")
         self._views: dict[int, dict] = {}
@@ -55,9 +69,9 @@ class Source:
         with self._lock:
             if i not in self._views:
                 item = self.items[i]
-                inspected = inspect_question(self.lab, item["arm"], item["question"])
-                text = self.inputs[item["arm"]].chunk_text
-                docs = self.inputs[item["arm"]].chunk_docs
+                inspected = inspect_question(self.lab, item.arm, item.question)
+                text = self.inputs[item.arm].chunk_text
+                docs = self.inputs[item.arm].chunk_docs
                 shown = [c.chunk_id for c in inspected.ranked if c.state in ("admitted", "omitted", "selected")]
                 v = inspected.model_dump()  # the page's JSON: the view's fields, then the chunks' texts
                 v["chunks"] = {c: text[c] for c in shown}

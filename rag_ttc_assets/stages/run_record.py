@@ -17,9 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rag_ttc_assets.adapters.object_store import remote_root
 from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, atomic_write_json
+from rag_ttc_assets.core.arm_summaries import ContractSummary, RetrievalMeasures
 from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.judge_summaries import JudgeSummary, RequestCompleteness, RequestJudgeSummary
 from rag_ttc_assets.core.measured import measured_text, reasons_text
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
 from rag_ttc_assets.core.summaries import generator_label, generator_models
@@ -223,21 +227,50 @@ def provenance(provider_calls: int, cache_hits: int) -> str:
     return "provider calls only" if provider_calls else "no provider results"
 
 
-def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: dict, request_judge: dict | None = None) -> dict:
+class RoleProvenance(BaseModel):
+    """One role's results: provider calls, cache hits, and which of the two its metrics were generated from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    provider_calls: int
+    cache_hits: int
+    from_: str = Field(alias="from")
+
+    @classmethod
+    def of(cls, calls: int, hits: int, offline: bool) -> RoleProvenance:
+        # An offline judge or panel of offline jurors computes its replies in this process: no provider call.
+        return cls(provider_calls=calls, cache_hits=hits,
+                   from_=OFFLINE if offline and not calls and not hits else provenance(calls, hits))
+
+
+class Provenance(BaseModel):
+    """results/provider-provenance.json: per role where its results came from, and the provider cache."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    provider_cache: str
+    answers: RoleProvenance
+    judge: RoleProvenance
+    request_judge: RoleProvenance | None = None  # written only when the arm has a request judge summary
+
+    def roles(self) -> list[tuple[str, RoleProvenance]]:
+        return [(role, p) for role, p in (("answers", self.answers), ("judge", self.judge),
+                                          ("request_judge", self.request_judge)) if p is not None]
+
+    def to_json(self) -> dict:
+        """As written: the cache first, then each role present (`from` by its JSON name)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: JudgeSummary,
+                      request_judge: RequestJudgeSummary | None = None) -> Provenance:
     """Per role: provider calls, cache hits and which of the two the metrics were generated from; and the cache."""
     a = calls_summary(answers)
-    out = {"provider_cache": str(lab.provider_cache_root)}
-    roles = [("answers", a["provider_calls"], a["cache_hits"], False),
-             ("judge", judge_summary["provider_calls"], judge_summary["cache_hits"],
-              bool(judge_summary.get("offline_baseline_judge")))]
-    if request_judge is not None:
-        roles.append(("request_judge", request_judge["provider_calls"], request_judge["cache_hits"],
-                      bool((request_judge.get("request_judge") or {}).get("offline_baseline"))))
-    for role, calls, hits, offline in roles:
-        # An offline judge or panel of offline jurors computes its replies in this process: no provider call.
-        out[role] = {"provider_calls": calls, "cache_hits": hits,
-                     "from": OFFLINE if offline and not calls and not hits else provenance(calls, hits)}
-    return out
+    return Provenance(
+        provider_cache=str(lab.provider_cache_root),
+        answers=RoleProvenance.of(a["provider_calls"], a["cache_hits"], False),
+        judge=RoleProvenance.of(judge_summary.provider_calls, judge_summary.cache_hits,
+                                judge_summary.offline_baseline_judge),
+        request_judge=None if request_judge is None else RoleProvenance.of(
+            request_judge.provider_calls, request_judge.cache_hits, request_judge.request_judge.offline_baseline))
 
 
 def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, built: dict, fingerprints: dict) -> dict:
@@ -270,10 +303,11 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     if cfg.supply == "imported":
         # The imported documents are the arm's chunks; the source file is copied beside its mapping.
         chunks = store.read_table(arm, Table.IMPORTED_CHUNKS)
-        mapping = store.read_arm_json(arm, ArmJson.IMPORT_MAPPING)
-        if mapping["source_file"]:
-            atomic_write_bytes(run_dir / "inputs" / f"imported-source{Path(mapping['source_file']).suffix}",
-                               Path(mapping["source_file"]).read_bytes())
+        mapping = store.read_arm_json(arm, ArmJson.IMPORT_MAPPING)  # copied as written
+        source_file = store.read_summary(arm, ArmJson.IMPORT_MAPPING).source_file
+        if source_file:
+            atomic_write_bytes(run_dir / "inputs" / f"imported-source{Path(source_file).suffix}",
+                               Path(source_file).read_bytes())
         else:  # a Phoenix project: the span records as they were read from the server
             atomic_write_json(run_dir / "inputs" / "imported-source-phoenix-spans.json",
                               store.read_arm_json(arm, ArmJson.IMPORTED_SPANS))
@@ -301,33 +335,34 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
         first = tables[Table.ADMITTED_CONTEXTS].row(0, named=True)
         atomic_write_json(run_dir / "preparation" / "preloaded.json",
                           [{"chunk_id": cid, "text": text} for cid, text in evidence_pairs(first, chunk_text)])
-    retrieval = store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY)
-    per_query = per_query_rows(arm, cfg, tables, chunk_text, retrieval["per_query"])
+    retrieval = store.read_summary(arm, ArmJson.RETRIEVAL_SUMMARY)
+    per_query = per_query_rows(arm, cfg, tables, chunk_text, retrieval.per_query)
     results = run_dir / "results"
     _jsonl(results / "per-query.jsonl", per_query)
     atomic_write_json(results / "generated-answers.json", tables[Table.ANSWERS].to_dicts())
     atomic_write_json(results / "answer-contract-summary.json", store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY))
-    atomic_write_json(results / "retrieval-summary.json", retrieval)
+    atomic_write_json(results / "retrieval-summary.json", store.read_arm_json(arm, ArmJson.RETRIEVAL_SUMMARY))
     judge_rows = [{**r, "verdicts": _loads(r[JV.verdicts], []), "gold_verdicts": _loads(r[JV.gold_verdicts], [])}
                   for r in tables[Table.JUDGE_VERDICTS].to_dicts()]
     _jsonl(results / "judge-per-query.jsonl", judge_rows)
-    judge_summary = store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
-    atomic_write_json(results / "judge-summary.json", {**judge_summary, "judge_config": cfg.judge.model_dump(mode="json")})
-    completeness = store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
-    atomic_write_json(results / "request-completeness.json", completeness)
+    atomic_write_json(results / "judge-summary.json", {**store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY),
+                                                       "judge_config": cfg.judge.model_dump(mode="json")})
+    judge_summary = store.read_summary(arm, ArmJson.JUDGE_SUMMARY)
+    atomic_write_json(results / "request-completeness.json", store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS))
+    completeness = store.read_summary(arm, ArmJson.REQUEST_COMPLETENESS)
     _jsonl(results / "request-judgments.jsonl", store.read_table(arm, Table.REQUEST_JUDGMENTS).to_dicts())
     atomic_write_json(results / "failure-flow.json", store.read_arm_json(arm, ArmJson.FAILURE_FLOW))
     _jsonl(results / "request-outcomes.jsonl", store.read_table(arm, Table.FAILURE_FLOW).to_dicts())
     for partial in PARTIALS:
         remove_rows(run_dir / partial)  # complete tables replace the per-row logs
-    contract = store.read_arm_json(arm, ArmJson.CONTRACT_SUMMARY)
+    contract = store.read_summary(arm, ArmJson.CONTRACT_SUMMARY)
     counts = {"questions": len(per_query), "answer_rows": tables[Table.ANSWERS].height,
-              "judge_rows": tables[Table.JUDGE_VERDICTS].height, "valid": contract["valid"],
-              "judged": judge_summary["judged"]}
+              "judge_rows": tables[Table.JUDGE_VERDICTS].height, "valid": contract.valid,
+              "judged": judge_summary.judged}
     source = result_provenance(lab, tables[Table.ANSWERS], judge_summary,
-                               store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY))
-    atomic_write_json(results / "provider-provenance.json", source)
-    atomic_write_bytes(run_dir / "summary.md", summary_markdown(arm, cfg, retrieval["summary"], contract,
+                               store.read_summary(arm, ArmJson.REQUEST_JUDGE_SUMMARY))
+    atomic_write_json(results / "provider-provenance.json", source.to_json())
+    atomic_write_bytes(run_dir / "summary.md", summary_markdown(arm, cfg, retrieval.summary, contract,
                                                                 judge_summary, counts, source,
                                                                 completeness).encode("utf-8"))
     st = read_status(run_dir)
@@ -341,66 +376,71 @@ LABEL_USE_TEXT = {"oracle": "**ORACLE arm**: the generator was shown the evaluat
                             "system's."}
 
 
-def summary_markdown(arm: str, cfg: ArmConfig, retrieval: dict, contract: dict, judge: dict, counts: dict,
-                     source: dict, completeness: dict | None = None) -> str:
+def summary_markdown(arm: str, cfg: ArmConfig, retrieval: RetrievalMeasures, contract: ContractSummary,
+                     judge: JudgeSummary, counts: dict, source: Provenance, completeness: RequestCompleteness) -> str:
     use = cfg.label_use
     disclosure = LABEL_USE_TEXT.get(use, f"**Counterfactual arm** ({use.split(':', 1)[-1]}): the evaluation's labels "
                                          "were used to edit the evidence on purpose." if use != "none" else "")
-    c = completeness or {}
-    inst = c.get("request_judge") or {}
-    jm = judge.get("judge_measurement") or {}
+    c, r = completeness, retrieval
+    inst = c.request_judge
+    jm = judge.judge_measurement
+    means = {"faithfulness": (judge.mean_faithfulness, _counted(judge.faithfulness_measured, judge.faithfulness_of,
+                                                                judge.faithfulness_not_measured)),
+             "relevance": (judge.mean_relevance, _counted(judge.relevance_measured, judge.relevance_of,
+                                                          judge.relevance_not_measured)),
+             "gold_supported": (judge.mean_gold_supported, _counted(judge.gold_supported_measured,
+                                                                    judge.gold_supported_of,
+                                                                    judge.gold_supported_not_measured))}
     lines = [f"# Run of arm `{arm}`" + ("" if use == "none" else f" ({use})"), "",
              *([disclosure, ""] if disclosure else []),
              f"chunks {cfg.chunk_runes}/{cfg.overlap_runes}, {cfg.retrieval}, retrieve_k {cfg.retrieve_k}, "
              f"evidence_k {cfg.evidence_k}, context_runes {cfg.context_runes}, prompt `{cfg.prompt}`", "",
              "## Retrieval (ranked list, before evidence_k)", "",
              "| recip_rank | recall_10 | ndcg_cut_10 | success_10 | evaluated | undefined |", "|---|---|---|---|---|---|",
-             "| {recip_rank:.4f} | {recall_10:.4f} | {ndcg_cut_10:.4f} | {success_10:.4f} | {evaluated} | {undefined} |"
-             .format(**retrieval), "",
-             *([f"means over {measured_text(retrieval)} questions", ""] if "of" in retrieval else []),
+             f"| {r.recip_rank:.4f} | {r.recall_10:.4f} | {r.ndcg_cut_10:.4f} | {r.success_10:.4f} | {r.evaluated} "
+             f"| {r.undefined} |", "",
+             f"means over {_counted(r.measured, r.of, r.not_measured)} questions", "",
              "## Answer contract", "", "| total | valid | parse failures | contract failures | abstentions |",
              "|---|---|---|---|---|",
-             f"| {contract['total']} | {contract['valid']} | {contract['parse_failures']} | "
-             f"{contract['contract_failures']} | {contract['abstentions']} |", "",
+             f"| {contract.total} | {contract.valid} | {contract.parse_failures} | "
+             f"{contract.contract_failures} | {contract.abstentions} |", "",
              "## Judge", "",
-             f"judge `{judge['judge_model']}`, generator `{judge['generator_model']}`, "
-             f"same model: {judge['same_model_as_generator']}"
-             + (" (offline baseline judge, not a language model)" if judge.get("offline_baseline_judge") else ""),
-             "", f"judged {judge['judged']}, abstained {judge['abstained']}, invalid {judge['invalid']}, "
-             f"contradicts_gold {judge['contradicts_gold']}", "",
+             f"judge `{judge.judge_model}`, generator `{judge.generator_model}`, "
+             f"same model: {judge.same_model_as_generator}"
+             + (" (offline baseline judge, not a language model)" if judge.offline_baseline_judge else ""),
+             "", f"judged {judge.judged}, abstained {judge.abstained}, invalid {judge.invalid}, "
+             f"contradicts_gold {judge.contradicts_gold}", "",
              "| mean | value | measured of rows (not measured: why) |", "|---|---|---|",
-             *[f"| {n} | {judge.get(f'mean_{n}')} | {_measured(judge, n)} |" for n in JUDGE_MEANS], "",
+             *[f"| {n} | {means[n][0]} | {means[n][1]} |" for n in JUDGE_MEANS], "",
              "## Request completeness (by the request judge)", "",
-             f"request judge `{inst.get('model')}`, prompt `{inst.get('prompt')}` ({inst.get('prompt_digest')})"
-             + (" (offline baseline judge, not a language model)" if inst.get("offline_baseline") else ""), "",
-             f"{c.get('requests_measured')} measured of {c.get('requests_total')} requests"
-             + (f" (not measured: {reasons_text(c['requests_not_measured'])})" if c.get("requests_not_measured")
+             f"request judge `{inst.model}`, prompt `{inst.prompt}` ({inst.prompt_digest})"
+             + (" (offline baseline judge, not a language model)" if inst.offline_baseline else ""), "",
+             f"{c.requests_measured} measured of {c.requests_total} requests"
+             + (f" (not measured: {reasons_text(c.requests_not_measured)})" if c.requests_not_measured
                 else "") + f": answered "
-             f"{c.get('requests_answered')}, supported {c.get('requests_supported')}; questions complete "
-             f"{c.get('questions_complete')} of {c.get('questions_measured')} measured", "",
-             f"mean completeness {c.get('mean_completeness')} over {_measured(c, 'completeness')} questions", "",
-             f"self-reported by the generator (not the measurement): answered {c.get('self_reported_answered')}; "
-             f"overclaimed {c.get('overclaimed')}, underclaimed {c.get('underclaimed')}", "",
+             f"{c.requests_answered}, supported {c.requests_supported}; questions complete "
+             f"{c.questions_complete} of {c.questions_measured} measured", "",
+             f"mean completeness {c.mean_completeness} over "
+             f"{_counted(c.completeness_measured, c.completeness_of, c.completeness_not_measured)} questions", "",
+             f"self-reported by the generator (not the measurement): answered {c.self_reported_answered}; "
+             f"overclaimed {c.overclaimed}, underclaimed {c.underclaimed}", "",
              "## The judges measured", "",
              "| judge | measure | flagged | of | share |", "|---|---|---|---|---|",
-             *[f"| {j} | {m} | {jm[m][j]['flagged']} | {jm[m][j]['of']} | {jm[m][j]['share']} |"
-               for m in ("sensitivity", "false_alarms") if m in jm for j in ("gold_judge", "request_judge")], "",
+             *[f"| {j} | {m} | {share.flagged} | {share.of} | {share.share} |"
+               for m, pair in (("sensitivity", jm.sensitivity), ("false_alarms", jm.false_alarms))
+               for j, share in (("gold_judge", pair.gold_judge), ("request_judge", pair.request_judge))], "",
              "## Where the provider results came from", "",
              "A cache hit hides the provider call that produced it; the copied inputs and per-query records "
              "above are the source of truth.", "",
              "| role | provider calls | cache hits | metrics generated from |", "|---|---|---|---|",
-             *[f"| {role} | {source[role]['provider_calls']} | {source[role]['cache_hits']} | {source[role]['from']} |"
-               for role in ("answers", "judge", "request_judge") if role in source], "",
-             f"provider cache: `{source['provider_cache']}`", "", f"rows: {counts}", ""]
+             *[f"| {role} | {p.provider_calls} | {p.cache_hits} | {p.from_} |" for role, p in source.roles()], "",
+             f"provider cache: `{source.provider_cache}`", "", f"rows: {counts}", ""]
     return "\n".join(lines)
 
 
-def _measured(summary: dict, name: str) -> str:
-    """"37 measured of 50 (not measured: abstained 10, invalid 3)" from <name>_measured, _of and _not_measured."""
-    if f"{name}_of" not in summary:
-        return "-"
-    return measured_text({"measured": summary[f"{name}_measured"], "of": summary[f"{name}_of"],
-                          "not_measured": summary[f"{name}_not_measured"]})
+def _counted(measured: int, of: int, not_measured: dict[str, int]) -> str:
+    """"37 measured of 50 (not measured: abstained 10, invalid 3)"."""
+    return measured_text({"measured": measured, "of": of, "not_measured": not_measured})
 
 
 def validate_run_record(run_dir: Path, expected_rows: int, design: dict) -> list[dict]:

@@ -89,7 +89,7 @@ def _records(path: Path) -> list[dict]:
 
 def test_endpoints_write_the_log_and_the_labels_two_tabs_keep_both_and_bad_changes_are_refused(served, tmp_path):
     ann, call = served
-    i = next(k for k, it in enumerate(ann.source.items) if it == {**it, "arm": "baseline", "question": "mini-50"})
+    i = next(k for k, it in enumerate(ann.source.items) if (it.arm, it.question) == ("baseline", "mini-50"))
     # Two tabs label the same request: the later write wins in the labels file, both stay in the log.
     assert call("POST", "/api/label", {"item": i, "request": "mini-50.r1", "case": "not_answered"})[0] == 200
     status, body, _ = call("POST", "/api/label", {"item": i, "request": "mini-50.r1", "case": "answered_supported",
@@ -148,7 +148,7 @@ def test_endpoints_write_the_log_and_the_labels_two_tabs_keep_both_and_bad_chang
 
 def test_request_edits_split_merge_reword_add(served, tmp_path):
     ann, call = served
-    q = ann.source.items[0]["question"]
+    q = ann.source.items[0].question
     reqs = [r["id"] for r in ann.source.view(0)["requests"]]
     assert len(reqs) >= 2, reqs
     assert call("POST", "/api/edit", {"item": 0, "edit": "split", "from": [reqs[0]], "texts": ["part a", "part b"]})[0] \
@@ -162,8 +162,8 @@ def test_request_edits_split_merge_reword_add(served, tmp_path):
     assert status == 400 and f"has no request {reqs[0]!r} (now)" in out["error"]  # split away already
     from rag_ttc_assets.core.annotation import replay
     now = ann.requests(0, replay(ann.files.read()))
-    assert [(r["id"], r["origin"]) for r in now[:2]] == [(f"{q}.m1", "merged"), (f"{reqs[1]}.r1", "reworded")]
-    assert (now[-1]["id"], now[-1]["text"]) == (f"{q}.a1", "one more")
+    assert [(r.id, r.origin) for r in now[:2]] == [(f"{q}.m1", "merged"), (f"{reqs[1]}.r1", "reworded")]
+    assert (now[-1].id, now[-1].text) == (f"{q}.a1", "one more")
     assert call("POST", "/api/label", {"item": 0, "request": f"{q}.m1", "case": "answered_unsupported"})[0] == 200
     recs = _records(tmp_path / "labels.jsonl")
     assert [r["edit"] for r in recs if r["kind"] == "request_edit"] == ["split", "merge", "reword", "add"]
@@ -180,14 +180,14 @@ def test_pairwise_view_hides_the_arms_writes_pair_labels_as_displayed_and_judge_
     # One pair per question both arms answered; A/B drawn per question from the seed: both orders occur, and the
     # order is the same whichever way round the arms are given.
     from rag_ttc_assets.core.annotation import pair_order
-    assert [p["question"] for p in ann.pairs] == [it["question"] for it in ann.source.items if it["arm"] == "baseline"]
-    assert {p["a"] for p in ann.pairs} == {"baseline", "tight"}
-    assert all(pair_order(0, p["question"], ("tight", "baseline")) == (p["a"], p["b"]) for p in ann.pairs)
+    assert [p.question for p in ann.pairs] == [it.question for it in ann.source.items if it.arm == "baseline"]
+    assert {p.a for p in ann.pairs} == {"baseline", "tight"}
+    assert all(pair_order(0, p.question, ("tight", "baseline")) == (p.a, p.b) for p in ann.pairs)
     for p in ann.pairs:
-        assert [ann.source.items[r]["arm"] for r in p["rows"]] == [p["a"], p["b"]]
+        assert [ann.source.items[r].arm for r in p.rows] == [p.a, p.b]
     # Before labelling: both answers side by side, the arms' names nowhere on the page.
     status, page, _ = call("GET", "/pair/0")
-    answers = [(ann.source.view(r).get("contract") or {}).get("answer") for r in ann.pairs[0]["rows"]]
+    answers = [(ann.source.view(r).get("contract") or {}).get("answer") for r in ann.pairs[0].rows]
     assert status == 200 and "hidden until you label" in page and 'class="arm"' not in page
     assert "baseline" not in page and "tight" not in page
     import html as _html
@@ -211,21 +211,20 @@ def test_pairwise_view_hides_the_arms_writes_pair_labels_as_displayed_and_judge_
     assert call("POST", "/api/undo", {})[0] == 200
     status, page, _ = call("GET", "/pair/0")
     assert f"{len(ann.pairs)} of {len(ann.pairs)} pairs labelled" in page
-    assert f'arm <b class="arm">{ann.pairs[0]["a"]}</b>' in page and "names are shown now" in page
+    assert f'arm <b class="arm">{ann.pairs[0].a}</b>' in page and "names are shown now" in page
     recs = _records(tmp_path / "labels.jsonl")  # in order of their last change: pair 1's note came last
     assert len(recs) == len(ann.pairs) and len(_records(tmp_path / "labels.log.jsonl")) == len(ann.pairs) + 4
-    assert recs[-1]["question"] == ann.pairs[1]["question"]
-    recs = sorted(recs, key=lambda r: [p["question"] for p in ann.pairs].index(r["question"]))
+    assert recs[-1]["question"] == ann.pairs[1].question
+    recs = sorted(recs, key=lambda r: [p.question for p in ann.pairs].index(r["question"]))
     for k, (rec, p) in enumerate(zip(recs, ann.pairs)):
-        assert (rec["kind"], rec["question"], rec["annotator"]) == ("pair", p["question"], "ann1")
+        assert (rec["kind"], rec["question"], rec["annotator"]) == ("pair", p.question, "ann1")
         assert rec["labels"] == {"completeness": values[k]} and rec["order_seed"] == 0
         assert rec["note"] == ("B lists more steps" if k == 1 else "")
-        for side, row in zip(("a", "b"), p["rows"]):
-            arm = p[side]
+        for side, arm, row in zip(("a", "b"), (p.a, p.b), p.rows):
             binding = json.loads((ann.source.lab.store.root / "arms" / arm / "binding.json").read_text())
             answer = (ann.source.view(row).get("contract") or {}).get("answer")
             import hashlib
-            assert rec[side] == {"arm": arm, "row": p["question"], "run_id": ann.source.run_ids[arm],
+            assert rec[side] == {"arm": arm, "row": p.question, "run_id": ann.source.run_ids[arm],
                                  "answer_sha256": "sha256:" + hashlib.sha256(answer.encode()).hexdigest(),
                                  "corpus_digest": binding["corpus_digest"]}
             assert rec[side]["run_id"]
@@ -234,7 +233,7 @@ def test_pairwise_view_hides_the_arms_writes_pair_labels_as_displayed_and_judge_
     ann2 = _annotator(root, tmp_path / "labels.jsonl", "ann2", seed=1)
     flipped = 0
     for k, p in enumerate(ann2.pairs):
-        same = p["a"] == ann.pairs[k]["a"]
+        same = p.a == ann.pairs[k].a
         flipped += not same
         ann2.pair({"pair": k, "completeness": values[k] if same else -values[k]})
     assert 0 < flipped < len(ann.pairs)
@@ -259,7 +258,7 @@ def test_sample_file_orders_the_rows_and_carries_probability_and_stratum(lab, tm
                       json.dumps({"arm": "baseline", "question": "mini-01", "run_id": None, "stratum": "miss",
                                   "probability": 0.5}) + "\n", encoding="utf-8")
     ann = _annotator(root, tmp_path / "labels.jsonl", "ann1", sample)
-    assert [(it["arm"], it["question"]) for it in ann.source.items] == [("tight", "mini-03"), ("baseline", "mini-01")]
+    assert [(it.arm, it.question) for it in ann.source.items] == [("tight", "mini-03"), ("baseline", "mini-01")]
     rid = ann.source.view(0)["requests"][0]["id"]
     ann.label({"item": 0, "request": rid, "case": "not_answered"})
     (rec,) = _records(tmp_path / "labels.jsonl")
@@ -296,7 +295,7 @@ def test_budget_draws_the_sample_the_page_serves_and_its_labels_carry_the_probab
     assert lines[0].startswith("2 of ") and f"sample: {sample}" in lines[0], lines  # --labels given whole
     assert lines[2].startswith("labelling page at http://127.0.0.1:") and "4 rows of baseline, tight" in lines[2], lines
     ann = _annotator(root, tmp_path / "labels.jsonl", "ann1", sample)
-    assert [(it["arm"], it["question"], it["probability"]) for it in ann.source.items] == \
+    assert [(it.arm, it.question, it.probability) for it in ann.source.items] == \
         [(p["arm"], p["question"], p["probability"]) for p in picked]
     code, out, err = cli("annotate", "baseline", "--annotator", "a", "--budget", "2", "--sample", str(sample),
                          env=env, timeout=120)
@@ -641,7 +640,7 @@ def test_labels_check_page_lists_changed_and_gone_quotes_with_a_link_for_repair(
     ann, call = served
     corpus_file = lab[0] / "datasets" / "mini" / "corpus.json"
     before = corpus_file.read_bytes()
-    i = next(k for k, it in enumerate(ann.source.items) if it["question"] == "mini-50")
+    i = next(k for k, it in enumerate(ann.source.items) if it.question == "mini-50")
     assert call("POST", "/api/label", {"item": i, "request": "mini-50.r1", "case": "answered_supported",
                                        "quote": "The frobnicate statement rewrites the loop.",
                                        "quote_chunk_id": "frobnicate#chunk-0"})[0] == 200
