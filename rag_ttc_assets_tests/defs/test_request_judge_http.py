@@ -132,7 +132,11 @@ def test_request_judge_faults_are_not_measured_and_a_rerun_resends_only_them(lab
         assert meta["completeness/addressed"].value == f"{share:.4f} (5 of 11 requests measured)"
         from rag_ttc_assets.core.compare_metrics import question_graded
         from rag_ttc_assets.core.diagnosis_decisions import rule_completeness_readings
-        text = rule_completeness_readings("judged-remotely", {**c, "requests_graded": 0}).done("x")["text"]
+        from rag_ttc_assets.adapters.files import load_arms
+        from rag_ttc_assets.stages.diagnosis import arm_record
+        record = arm_record(store, load_arms(lab_dir / "arms.yaml")["judged-remotely"], "judged-remotely")
+        assert record.requests_graded == 0 and record.graded_completeness is None
+        text = rule_completeness_readings("judged-remotely", record).done("x")["text"]
         assert text.startswith("judged-remotely: completeness graded: not measured (no coverage; 0 of 5 measured")
         assert f"share of requests addressed {share:.3f} (5 of 11 requests measured)" in text
         graded, why = question_graded(list(outcomes.values()))

@@ -87,7 +87,9 @@ def test_cli_runs_in_two_stores_share_a_file_uri_cache(mini_lab, tmp_path):
         outs.append(_answers_and_judge_calls(Lab.from_env(home=str(tmp_path / home)), "baseline"))
     assert outs[0][0]["provider_calls"] > 0
     assert outs[1][0]["provider_calls"] == outs[1][1]["provider_calls"] == outs[1][2]["provider_calls"] == 0
-    assert {p.name for p in shared.iterdir()} == {"generation", "judging", "request_judging"}
+    # The offline baselines' sentence encodings (adapters/vector_cache) are shared there too.
+    assert {p.name for p in shared.iterdir()} == {"generation", "judging", "request_judging", "vectors"}
+    assert any((shared / "vectors").rglob("*.npz"))
     assert not (tmp_path / "store-a" / "provider_cache").exists()
 
 
