@@ -64,7 +64,9 @@ def run_targets(chunks: int = DEFAULT_CHUNKS, home: str | Path | None = None, re
 
 
 def rows(report: dict) -> list[dict]:
-    """One row per figure: name, measured (text), target (text), verdict (meets / NOT met / skipped), detail."""
+    """One row per figure: name, measured (text), target (text), verdict, detail. A target's verdict is meets, NOT
+    met or skipped; an index type's row (the approximate-search target is met when one type meets it) reads reaches
+    or short, and is not counted as a target."""
     out = []
     for name in OFFLINE:
         i = report["offline"]["items"][name]
@@ -87,7 +89,7 @@ def rows(report: dict) -> list[dict]:
             setting = ", ".join(f"{k} {v}" for k, v in b["query"].items()) or "the lab's defaults"
             out.append({"figure": f"{t} at {ann['chunks']:,} realistic rows ({setting})",
                         "measured": f"recall {b['recall_10']:.3f} at p95 {b['p95_ms']:.1f} ms", "target": goal,
-                        "verdict": "meets" if b["met"] else "NOT met",
+                        "verdict": "reaches" if b["met"] else "short",  # one type meeting it meets the target
                         "detail": f"build {r['build_s']:.1f} s"})
         out.append({"figure": "at least one index type", "measured": "yes" if met_any else "no", "target": goal,
                     "verdict": "meets" if met_any else "NOT met", "detail": ann.get("source", "")})
@@ -108,8 +110,10 @@ def format_targets(report: dict) -> str:
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     met = sum(r["verdict"] == "meets" for r in report["rows"])
-    return "\n".join([f"issue 46 targets at {report['chunks']:,} chunks: {met} of {len(report['rows'])} rows meet "
-                      "theirs (growth exponents in CPU seconds; the offline ratios in wall seconds)", *lines])
+    counted = sum(r["verdict"] in ("meets", "NOT met", "skipped") for r in report["rows"])
+    return "\n".join([f"issue 46 targets at {report['chunks']:,} chunks: {met} of {counted} met (growth exponents in "
+                      "CPU seconds, the offline ratios in wall seconds; an index type's row reads reaches or short, "
+                      "and the approximate-search target is met when one type reaches it)", *lines])
 
 
 def cmd_targets(args) -> int:
