@@ -50,7 +50,10 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from rag_ttc_assets.adapters import embeddings, torch_embeddings, vectors
 from rag_ttc_assets.adapters.store import Built
@@ -69,6 +72,69 @@ EXPONENT_TARGETS = {"admission": 1.05}
 EXPONENT_TARGET_OTHERS = 1.15  # "as linear as today": 0.94 to 1.11 from 50,000 to 1,000,000 chunks before streaming
 TARGET_STEPS = ("chunking", "representations", "tantivy", "lancedb", "retrieval", "admission")
 MIN_SECONDS_FOR_EXPONENT = 0.05  # below this a time is mostly noise; its exponent is shown in parentheses
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def to_json(self) -> dict:
+        """The JSON `--json` prints: the fields in order, `from` by its name."""
+        return self.model_dump(by_alias=True)
+
+
+class GrowthSize(_Record):
+    """One size as its child measured it (growth_child): the median seconds (wall and CPU) of each step in STEPS
+    (None: not run), every round's wall seconds, and the child's resident memory after the warm-up and at its peak."""
+
+    documents: int
+    chunks: int
+    questions: int
+    embedded: bool
+    repeat: int
+    seconds: dict[str, float | None]
+    cpu_seconds: dict[str, float | None]
+    runs: dict[str, list[float]]
+    rss_base_mb: float | None
+    peak_rss_mb: float
+    peak_over_base_mb: float | None
+    target_chunks: int | None = None  # the size asked for (run_growth); `chunks` is what the documents gave
+
+
+class Exponents(_Record):
+    """Each step's growth exponent between two consecutive sizes (and peak_over_base_mb's)."""
+
+    from_: int = Field(alias="from")
+    to: int
+    exponents: dict[str, float | None]
+
+
+class GrowthReport(_Record):
+    """`rag-ttc bench --growth`'s report (run_growth)."""
+
+    arm: str
+    chunk_runes: int
+    overlap_runes: int
+    embed_max: int
+    repeat: int
+    cpus: int | None
+    python: str
+    total_seconds: float
+    sizes: list[GrowthSize]
+    exponents: list[Exponents]
+    home: str | None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A figure issue 46 sets a target for (targets): measured (`figure`; None: not measured), its target, unit
+    (MB or exponent), and for an exponent the wall-seconds one beside it."""
+
+    name: str
+    figure: float | None
+    target: float
+    unit: str
+    wall: float | None = None
+    detail: str | None = None
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -107,7 +173,8 @@ def documents_for(chunk_targets: list[int], chunk_runes: int, overlap_runes: int
 
 
 def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: int = labs.SCALE_SEED) -> dict:
-    """In a fresh process: time every step for one size (see the module docstring); return the record."""
+    """In a fresh process: time every step for one size (see the module docstring); return the record (a
+    GrowthSize's JSON: it crosses back to the parent as JSON)."""
     import numpy as np
     import polars as pl
 
@@ -191,12 +258,11 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
     def med(name, k):
         return statistics.median(t[k] for t in runs[name]) if runs[name] else None
 
-    return {"documents": len(ds.corpus), "chunks": int(ch.manifest["info"]["chunks"]),
-            "questions": rows.height, "embedded": embed, "repeat": repeat,
-            "seconds": {s: med(s, 0) for s in STEPS}, "cpu_seconds": {s: med(s, 1) for s in STEPS},
-            "runs": {s: [t[0] for t in v] for s, v in runs.items()},
-            "rss_base_mb": rss_base, "peak_rss_mb": peak,
-            "peak_over_base_mb": (peak - rss_base) if rss_base is not None else None}
+    return GrowthSize(
+        documents=len(ds.corpus), chunks=int(ch.manifest["info"]["chunks"]), questions=rows.height, embedded=embed,
+        repeat=repeat, seconds={s: med(s, 0) for s in STEPS}, cpu_seconds={s: med(s, 1) for s in STEPS},
+        runs={s: [t[0] for t in v] for s, v in runs.items()}, rss_base_mb=rss_base, peak_rss_mb=peak,
+        peak_over_base_mb=(peak - rss_base) if rss_base is not None else None).to_json()
 
 
 def _slices(parquet: Path, columns: list[str]):
@@ -217,9 +283,9 @@ def write_size(root: str, n_docs: int) -> dict:
     return labs.scaled_spec(Path(root), n_docs).as_json()
 
 
-def _run_child(spec: dict, home: Path, embed: bool, repeat: int) -> dict:
-    return harness.run_child("growth.growth_child", [json.dumps(spec), str(home), embed, repeat], "growth",
-                           stream_stderr=True)
+def _run_child(spec: dict, home: Path, embed: bool, repeat: int) -> GrowthSize:
+    return GrowthSize.model_validate(harness.run_child(
+        "growth.growth_child", [json.dumps(spec), str(home), embed, repeat], "growth", stream_stderr=True))
 
 
 def exponent(t1: float | None, t2: float | None, n1: int, n2: int) -> float | None:
@@ -229,7 +295,7 @@ def exponent(t1: float | None, t2: float | None, n1: int, n2: int) -> float | No
 
 
 def run_growth(chunks: list[int] | None = None, embed_max: int = DEFAULT_EMBED_MAX,
-               home: str | Path | None = None, repeat: int = 3) -> dict:
+               home: str | Path | None = None, repeat: int = 3) -> GrowthReport:
     """Measure every size (smallest first); return the report with per-step exponents."""
     sizes = sorted(set(chunks or DEFAULT_CHUNKS))
     owned = home is None
@@ -251,19 +317,17 @@ def run_growth(chunks: list[int] | None = None, embed_max: int = DEFAULT_EMBED_M
                        f"{'embedding' if embed else 'random vectors, embedding not measured'}")
             root = harness.fresh_home(base, f"size-{target}")
             spec = harness.run_child("growth.write_size", [str(root), n_docs], "growth dataset")
-            rec = _run_child(spec, root / "home", embed, repeat)
-            rec["target_chunks"] = target
-            results.append(rec)
+            results.append(_run_child(spec, root / "home", embed, repeat).model_copy(update={"target_chunks": target}))
             shutil.rmtree(root, ignore_errors=True)
         exps = []
         for a, b in zip(results, results[1:]):
-            e = {s: exponent(a["seconds"][s], b["seconds"][s], a["chunks"], b["chunks"]) for s in STEPS}
-            e["peak_over_base_mb"] = exponent(a["peak_over_base_mb"], b["peak_over_base_mb"], a["chunks"], b["chunks"])
-            exps.append({"from": a["chunks"], "to": b["chunks"], "exponents": e})
-        return {"arm": labs.ARM, "chunk_runes": arms.chunk_runes, "overlap_runes": arms.overlap_runes,
-                "embed_max": embed_max, "repeat": repeat, "cpus": os.cpu_count(), "python": sys.version.split()[0],
-                "total_seconds": time.perf_counter() - started, "sizes": results, "exponents": exps,
-                "home": None if owned else str(base)}
+            e = {s: exponent(a.seconds[s], b.seconds[s], a.chunks, b.chunks) for s in STEPS}
+            e["peak_over_base_mb"] = exponent(a.peak_over_base_mb, b.peak_over_base_mb, a.chunks, b.chunks)
+            exps.append(Exponents(from_=a.chunks, to=b.chunks, exponents=e))
+        return GrowthReport(arm=labs.ARM, chunk_runes=arms.chunk_runes, overlap_runes=arms.overlap_runes,
+                            embed_max=embed_max, repeat=repeat, cpus=os.cpu_count(), python=sys.version.split()[0],
+                            total_seconds=time.perf_counter() - started, sizes=results, exponents=exps,
+                            home=None if owned else str(base))
     finally:
         if owned:
             shutil.rmtree(base, ignore_errors=True)
@@ -273,10 +337,10 @@ def _short(n: int) -> str:
     return f"{n / 1000:g}k" if n >= 1000 else str(n)
 
 
-def format_growth(report: dict) -> str:
-    sizes, exps = report["sizes"], report["exponents"]
-    head = ["step"] + [f"{s['chunks']:,}" + ("" if s["embedded"] else "*") for s in sizes] \
-        + [f"b {_short(e['from'])}-{_short(e['to'])}" for e in exps]
+def format_growth(report: GrowthReport) -> str:
+    sizes, exps = report.sizes, report.exponents
+    head = ["step"] + [f"{s.chunks:,}" + ("" if s.embedded else "*") for s in sizes] \
+        + [f"b {_short(e.from_)}-{_short(e.to)}" for e in exps]
 
     def exp_cell(e: float | None, small: bool) -> str:
         if e is None:
@@ -284,31 +348,31 @@ def format_growth(report: dict) -> str:
         text = f"{e:.2f}" + ("!" if e > SUPERLINEAR and not small else "")
         return f"({text})" if small else text
 
-    rows = [["documents"] + [f"{s['documents']:,}" for s in sizes] + [""] * len(exps),
-            ["questions"] + [str(s["questions"]) for s in sizes] + [""] * len(exps)]
+    rows = [["documents"] + [f"{s.documents:,}" for s in sizes] + [""] * len(exps),
+            ["questions"] + [str(s.questions) for s in sizes] + [""] * len(exps)]
     for step in STEPS:
-        cells = [step] + ["-" if s["seconds"][step] is None else f"{s['seconds'][step]:.3f}" for s in sizes]
+        cells = [step] + ["-" if (t := s.seconds[step]) is None else f"{t:.3f}" for s in sizes]
         for a, b, e in zip(sizes, sizes[1:], exps):
-            small = min(a["seconds"][step] or 0, b["seconds"][step] or 0) < MIN_SECONDS_FOR_EXPONENT
-            cells.append(exp_cell(e["exponents"][step], small))
+            small = min(a.seconds[step] or 0, b.seconds[step] or 0) < MIN_SECONDS_FOR_EXPONENT
+            cells.append(exp_cell(e.exponents[step], small))
         rows.append(cells)
-    rows.append(["peak_rss_mb"] + [f"{s['peak_rss_mb']:.0f}" for s in sizes] + [""] * len(exps))
-    rows.append(["peak_over_base_mb"] + [f"{s['peak_over_base_mb']:.0f}" for s in sizes]
-                + [exp_cell(e["exponents"]["peak_over_base_mb"], False) for e in exps])
+    rows.append(["peak_rss_mb"] + [f"{s.peak_rss_mb:.0f}" for s in sizes] + [""] * len(exps))
+    rows.append(["peak_over_base_mb"] + [f"{s.peak_over_base_mb:.0f}" for s in sizes]
+                + [exp_cell(e.exponents["peak_over_base_mb"], False) for e in exps])
     cells = [head] + rows
     widths = [max(len(r[c]) for r in cells) for c in range(len(head))]
     lines = ["  ".join(v.ljust(w) if c == 0 else v.rjust(w) for c, (v, w) in enumerate(zip(r, widths))).rstrip()
              for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    notes = [f"growth of the {report['arm']} arm's retrieval side ({report['chunk_runes']}/{report['overlap_runes']}-rune "
-             f"chunks), median wall seconds per step over {report['repeat']} rounds in fresh stores (embedding: "
-             f"one round), one child process per size; {report['cpus']} CPUs; "
-             f"total {report['total_seconds']:.0f} s",
+    notes = [f"growth of the {report.arm} arm's retrieval side ({report.chunk_runes}/{report.overlap_runes}-rune "
+             f"chunks), median wall seconds per step over {report.repeat} rounds in fresh stores (embedding: "
+             f"one round), one child process per size; {report.cpus} CPUs; "
+             f"total {report.total_seconds:.0f} s",
              *lines, "",
              "b a-b = growth exponent log(t_b / t_a) / log(n_b / n_a) over chunk counts: ~1 linear, ~2 quadratic; "
              f"'!' marks > {SUPERLINEAR}; (parenthesized) when a time is under {MIN_SECONDS_FOR_EXPONENT} s (noise)"]
-    if any(not s["embedded"] for s in sizes):
-        notes.append(f"* not embedded (embedding measured up to {report['embed_max']:,} chunks): LanceDB and "
+    if any(not s.embedded for s in sizes):
+        notes.append(f"* not embedded (embedding measured up to {report.embed_max:,} chunks): LanceDB and "
                      "retrieval ran on seeded random unit vectors of the model's dimension")
     notes.append("peak_rss_mb: the child's peak resident memory; peak_over_base_mb: its growth over the resident "
                  "memory after imports, the model and the question embeddings")
@@ -317,48 +381,47 @@ def format_growth(report: dict) -> str:
     return "\n".join(notes)
 
 
-def targets(report: dict) -> list[dict]:
+def targets(report: GrowthReport) -> list[Target]:
     """The figures issue 46 sets targets for, from the report: the peak at the largest size (and, below a million
     chunks, its straight-line extrapolation from the two largest sizes), and each step's whole-range exponent in
     wall and CPU seconds (the verdict on CPU seconds: a shared machine's load moves wall time, not CPU time)."""
-    sizes = report["sizes"]
+    sizes = report.sizes
     a, b = sizes[0], sizes[-1]
-    span = f"{a['chunks']:,} to {b['chunks']:,} chunks"
-    out = [{"name": f"peak_rss_mb at {b['chunks']:,} chunks", "figure": b["peak_rss_mb"], "target": PEAK_TARGET_MB,
-            "unit": "MB"}]
-    if b["chunks"] < TARGET_CHUNKS and len(sizes) > 1:
+    span = f"{a.chunks:,} to {b.chunks:,} chunks"
+    out = [Target(f"peak_rss_mb at {b.chunks:,} chunks", b.peak_rss_mb, PEAK_TARGET_MB, "MB")]
+    if b.chunks < TARGET_CHUNKS and len(sizes) > 1:
         p, q = sizes[-2], sizes[-1]
-        slope = (q["peak_rss_mb"] - p["peak_rss_mb"]) / (q["chunks"] - p["chunks"])
-        out.append({"name": f"peak_rss_mb at {TARGET_CHUNKS:,} chunks, extrapolated",
-                    "figure": q["peak_rss_mb"] + slope * (TARGET_CHUNKS - q["chunks"]), "target": PEAK_TARGET_MB,
-                    "unit": "MB", "detail": f"a line through {p['chunks']:,} and {q['chunks']:,}: "
-                                            f"{slope * 1000:.2f} MB per 1,000 chunks"})
+        slope = (q.peak_rss_mb - p.peak_rss_mb) / (q.chunks - p.chunks)
+        out.append(Target(f"peak_rss_mb at {TARGET_CHUNKS:,} chunks, extrapolated",
+                          q.peak_rss_mb + slope * (TARGET_CHUNKS - q.chunks), PEAK_TARGET_MB, "MB",
+                          detail=f"a line through {p.chunks:,} and {q.chunks:,}: {slope * 1000:.2f} MB per 1,000 "
+                                 "chunks"))
     for step in TARGET_STEPS:
-        wall = exponent(a["seconds"][step], b["seconds"][step], a["chunks"], b["chunks"])
-        cpu = exponent(a["cpu_seconds"][step], b["cpu_seconds"][step], a["chunks"], b["chunks"])
-        out.append({"name": f"{step} exponent, {span}", "figure": cpu, "wall": wall,
-                    "target": EXPONENT_TARGETS.get(step, EXPONENT_TARGET_OTHERS), "unit": "exponent"})
+        wall = exponent(a.seconds[step], b.seconds[step], a.chunks, b.chunks)
+        cpu = exponent(a.cpu_seconds[step], b.cpu_seconds[step], a.chunks, b.chunks)
+        out.append(Target(f"{step} exponent, {span}", cpu, EXPONENT_TARGETS.get(step, EXPONENT_TARGET_OTHERS),
+                          "exponent", wall=wall))
     return out
 
 
-def format_targets(report: dict) -> list[str]:
+def format_targets(report: GrowthReport) -> list[str]:
     rows = [["figure", "measured", "wall", "target", "verdict"]]
     for t in targets(report):
-        fig = t["figure"]
-        digits = 0 if t["unit"] == "MB" else 2
-        rows.append([t["name"], "-" if fig is None else f"{fig:.{digits}f}",
-                     "" if t.get("wall") is None else f"{t['wall']:.2f}", f"<= {t['target']:g}",
-                     "-" if fig is None else ("meets" if fig <= t["target"] else "NOT met")])
+        fig = t.figure
+        digits = 0 if t.unit == "MB" else 2
+        rows.append([t.name, "-" if fig is None else f"{fig:.{digits}f}",
+                     "" if t.wall is None else f"{t.wall:.2f}", f"<= {t.target:g}",
+                     "-" if fig is None else ("meets" if fig <= t.target else "NOT met")])
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return ["issue 46 targets: peak resident memory of the child (MB), and each step's growth exponent over the "
             "whole range in CPU seconds (measured; its wall-seconds exponent beside it)", *lines,
-            *[f"{t['name']}: {t['detail']}" for t in targets(report) if t.get("detail")]]
+            *[f"{t.name}: {t.detail}" for t in targets(report) if t.detail]]
 
 
 def cmd_growth(args) -> int:
     report = run_growth(parse_sizes(args.growth), embed_max=args.growth_embed_max, home=args.home,
                         repeat=args.repeat)
-    print(json.dumps(report, indent=2, default=str) if args.json else format_growth(report))
+    print(json.dumps(report.to_json(), indent=2, default=str) if args.json else format_growth(report))
     return 0

@@ -55,7 +55,7 @@ def run_targets(chunks: int = DEFAULT_CHUNKS, home: str | Path | None = None, re
         sizes = sizes or growth_sizes(chunks)
         log(f"targets: growth, sizes {sizes}")
         grown = growth.run_growth(sizes, embed_max=embed_max, home=base / "growth", repeat=repeat)
-        report = {"chunks": chunks, "offline": offline, "ann_realistic": ann, "growth": grown}
+        report = {"chunks": chunks, "offline": offline, "ann_realistic": ann, "growth": grown.to_json()}
         report["rows"] = rows(report)
         return report
     finally:
@@ -93,13 +93,13 @@ def rows(report: dict) -> list[dict]:
                         "detail": f"build {r['build_s']:.1f} s"})
         out.append({"figure": "at least one index type", "measured": "yes" if met_any else "no", "target": goal,
                     "verdict": "meets" if met_any else "NOT met", "detail": ann.get("source", "")})
-    for t in growth.targets(report["growth"]):
-        fig = t["figure"]
-        digits = 0 if t["unit"] == "MB" else 2
-        out.append({"figure": t["name"], "measured": "-" if fig is None else f"{fig:.{digits}f}",
-                    "target": f"<= {t['target']:g}",
-                    "verdict": "-" if fig is None else ("meets" if fig <= t["target"] else "NOT met"),
-                    "detail": t.get("detail") or ("" if t.get("wall") is None else f"wall {t['wall']:.2f}")})
+    for t in growth.targets(growth.GrowthReport.model_validate(report["growth"])):
+        fig = t.figure
+        digits = 0 if t.unit == "MB" else 2
+        out.append({"figure": t.name, "measured": "-" if fig is None else f"{fig:.{digits}f}",
+                    "target": f"<= {t.target:g}",
+                    "verdict": "-" if fig is None else ("meets" if fig <= t.target else "NOT met"),
+                    "detail": t.detail or ("" if t.wall is None else f"wall {t.wall:.2f}")})
     return out
 
 

@@ -46,8 +46,12 @@ def test_targets_without_the_realistic_corpus_say_what_is_missing():
                                         "detail": "9 texts"} for n in targets.OFFLINE}},
               "ann_realistic": {"chunks": 100, "k": 10, "target_recall": 0.95, "target_p95_ms": 20.0, "sets": {},
                                 "notes": ["realistic vectors skipped: RAG_TTC_HUMAN_LABELS is not set"]},
-              "growth": {"sizes": [{"chunks": 20, "peak_rss_mb": 300.0, "seconds": steps, "cpu_seconds": steps},
-                                   {"chunks": 100, "peak_rss_mb": 5000.0, "seconds": steps, "cpu_seconds": steps}]}}
+              "growth": {"arm": "baseline", "chunk_runes": 1200, "overlap_runes": 120, "embed_max": 30, "repeat": 1,
+                         "cpus": 2, "python": "3.11", "total_seconds": 9.0, "exponents": [], "home": None,
+                         "sizes": [{"documents": 1, "chunks": n, "questions": 2, "embedded": False, "repeat": 1,
+                                    "seconds": steps, "cpu_seconds": steps, "runs": {}, "rss_base_mb": 200.0,
+                                    "peak_rss_mb": peak, "peak_over_base_mb": peak - 200.0, "target_chunks": n}
+                                   for n, peak in ((20, 300.0), (100, 5000.0))]}}
     rows = {r["figure"]: r for r in targets.rows(report)}
     skipped = rows["realistic approximate search, 100 rows"]
     assert skipped["verdict"] == "skipped" and "RAG_TTC_HUMAN_LABELS" in skipped["detail"]
