@@ -41,9 +41,12 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.adapters import embeddings, vectors
 from rag_ttc_assets.adapters.wice import WiceError, read_wice
@@ -69,6 +72,75 @@ SWEEP: dict[str, list[dict]] = {
     "ivf_hnsw_sq": [{"nprobes": p, "ef": e} for e in (120, 300) for p in (5, 10, 20, 40, 80)],
     "ivf_hnsw_pq": [{"nprobes": p, "ef": 150, "refine_factor": r} for r in (1, 5) for p in (5, 10, 20, 40, 80)],
 }
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Point(_Record):
+    """One query setting of a type's sweep: the query parameters the index was searched with, recall@K of the
+    exact top K (mean over the queries), the latency percentiles, and whether it meets the target."""
+
+    query: dict[str, Any]
+    recall_10: float
+    p50_ms: float
+    p95_ms: float
+    met: bool
+
+
+class TypeResult(_Record):
+    """One index type built with the lab's defaults on a set, and its sweep."""
+
+    type: str
+    build_params: dict[str, Any]
+    build_s: float
+    index_mb: float
+    points: list[Point]
+
+
+class SetResult(_Record):
+    """One set of vectors (realistic or the hashed floor): its table, and each index type measured on it."""
+
+    rows: int
+    queries: int
+    table_write_s: float
+    table_mb: float
+    types: dict[str, TypeResult]
+
+
+class AnnReport(_Record):
+    """`rag-ttc bench --only ann_realistic`'s report (run_ann_realistic); real_rows, spread_10 and source only when
+    the realistic set ran, plot only when a curve was drawn (absent from the JSON otherwise)."""
+
+    chunks: int
+    k: int
+    target_recall: float
+    target_p95_ms: float
+    cpus: int | None
+    sets: dict[str, SetResult]
+    notes: list[str]
+    real_rows: int | None = None
+    spread_10: float | None = None
+    source: str | None = None
+    plot: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.model_dump()
+        for key in ("real_rows", "spread_10", "source", "plot"):
+            if out[key] is None:
+                del out[key]
+        return out
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """A set's source vectors: row IDs, the rows, the query vectors, and what they are (`source`)."""
+
+    ids: list[str]
+    vectors: np.ndarray
+    queries: np.ndarray
+    source: str = ""
 
 
 def _log(msg: str) -> None:
@@ -115,7 +187,7 @@ def embed_cached(texts: list[str], what: str, cache: Path | None = None) -> np.n
     return out
 
 
-def clustered(n: int, queries: int, dim: int = 384, centres: int = 50, seed: int = SEED) -> dict:
+def clustered(n: int, queries: int, dim: int = 384, centres: int = 50, seed: int = SEED) -> Vectors:
     """A stand-in for real vectors when no real corpus is at hand (the test): unit vectors around `centres` random
     centres, and queries drawn the same way (not rows of the table)."""
     rng = np.random.default_rng(seed)
@@ -125,7 +197,8 @@ def clustered(n: int, queries: int, dim: int = 384, centres: int = 50, seed: int
         v = c[rng.integers(0, centres, m)] + 0.6 * rng.standard_normal((m, dim)).astype(np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
-    return {"ids": [f"clustered-{i:06d}" for i in range(n)], "vectors": draw(n), "queries": draw(queries)}
+    return Vectors([f"clustered-{i:06d}" for i in range(n)], draw(n), draw(queries),
+                   "clustered (synthetic stand-in: 50 Gaussian centres)")
 
 
 # --- growing to N -------------------------------------------------------------------------------------------------
@@ -183,7 +256,7 @@ def _size_mb(path: Path) -> float:
 
 
 def measure_type(folder: Path, table_dir: Path, index_type: str, n: int, dim: int, qvecs: np.ndarray,
-                 exact: np.ndarray, ids: list[str], sweep: list[dict]) -> dict:
+                 exact: np.ndarray, ids: list[str], sweep: list[dict]) -> TypeResult:
     """Build `index_type` with the lab's defaults on a copy of the written table, then run every query setting."""
     dest = folder / index_type
     shutil.rmtree(dest, ignore_errors=True)
@@ -211,15 +284,15 @@ def measure_type(folder: Path, table_dir: Path, index_type: str, n: int, dim: in
             recalls.append(len(set(got) & set(exact_ids[i])) / K)
         p95 = float(np.percentile(times, 95)) * 1000
         r = float(np.mean(recalls))
-        points.append({"query": q, "recall_10": r, "p50_ms": float(np.percentile(times, 50)) * 1000, "p95_ms": p95,
-                       "met": r >= TARGET_RECALL and p95 <= TARGET_P95_MS})
+        points.append(Point(query=q, recall_10=r, p50_ms=float(np.percentile(times, 50)) * 1000, p95_ms=p95,
+                            met=r >= TARGET_RECALL and p95 <= TARGET_P95_MS))
         _log(f"{index_type} {q}: recall@10 {r:.3f}, p95 {p95:.1f} ms")
     shutil.rmtree(dest, ignore_errors=True)
-    return {"type": index_type, "build_params": params, "build_s": build_s, "index_mb": index_mb, "points": points}
+    return TypeResult(type=index_type, build_params=params, build_s=build_s, index_mb=index_mb, points=points)
 
 
 def measure_set(name: str, folder: Path, table: np.ndarray, ids: list[str], qvecs: np.ndarray,
-                types: tuple[str, ...], sweep: dict[str, list[dict]]) -> dict:
+                types: tuple[str, ...], sweep: dict[str, list[dict]]) -> SetResult:
     """Write the table once with the lab's adapter, compute the exact lists, measure each index type."""
     t0 = time.perf_counter()
     table_dir = folder / f"{name}-table"
@@ -228,83 +301,82 @@ def measure_set(name: str, folder: Path, table: np.ndarray, ids: list[str], qvec
     write_s = time.perf_counter() - t0
     exact = exact_topk(table, qvecs, K)
     _log(f"{name}: table of {len(ids)} rows written in {write_s:.0f} s; exact lists computed")
-    out = {"rows": len(ids), "queries": int(qvecs.shape[0]), "table_write_s": write_s,
-           "table_mb": _size_mb(table_dir), "types": {}}
+    table_mb = _size_mb(table_dir)
+    measured = {}
     for t in types:
         _log(f"{name}: {t}: building with the lab's defaults for {len(ids)} vectors")
-        out["types"][t] = measure_type(folder, table_dir, t, len(ids), table.shape[1], qvecs, exact, ids, sweep[t])
+        measured[t] = measure_type(folder, table_dir, t, len(ids), table.shape[1], qvecs, exact, ids, sweep[t])
     shutil.rmtree(table_dir, ignore_errors=True)
-    return out
+    return SetResult(rows=len(ids), queries=int(qvecs.shape[0]), table_write_s=write_s, table_mb=table_mb,
+                     types=measured)
 
 
 # --- the measurement ----------------------------------------------------------------------------------------------
 
 def run_ann_realistic(chunks: int, home: str | Path | None = None, source: str = "wice",
                       queries: int = QUERIES, types: tuple[str, ...] = TYPES, floor: bool = True,
-                      sweep: dict[str, list[dict]] | None = None, plot: str | Path | None = None) -> dict:
-    """The report (JSON values). `source`: `wice` (the real corpus through RAG_TTC_HUMAN_LABELS; skipped, with a
+                      sweep: dict[str, list[dict]] | None = None, plot: str | Path | None = None) -> AnnReport:
+    """The report. `source`: `wice` (the real corpus through RAG_TTC_HUMAN_LABELS; skipped, with a
     note naming the variable, when it is unset) or `clustered` (a synthetic stand-in, for the test)."""
     sweep = sweep or SWEEP
     owned = home is None
     base = Path(tempfile.mkdtemp(prefix="rag-ttc-ann-")) if owned else Path(home).expanduser().resolve()
     base.mkdir(parents=True, exist_ok=True)
-    report: dict = {"chunks": chunks, "k": K, "target_recall": TARGET_RECALL, "target_p95_ms": TARGET_P95_MS,
-                    "cpus": os.cpu_count(), "sets": {}, "notes": []}
+    sets: dict[str, SetResult] = {}
+    notes: list[str] = []
+    grown: dict[str, Any] = {}  # real_rows, spread_10 and source, when the realistic set runs
     try:
         real = None
         if source == "clustered":
-            c = clustered(min(chunks, 2_000), queries)
-            real = {"ids": c["ids"], "vectors": c["vectors"], "queries": c["queries"],
-                    "source": "clustered (synthetic stand-in: 50 Gaussian centres)"}
+            real = clustered(min(chunks, 2_000), queries)
         elif os.environ.get(ENV):
             root = Path(os.environ[ENV]).expanduser()
             ids, texts, qtexts = wice_corpus(root)
             rng = np.random.default_rng(SEED)
             qtexts = [qtexts[i] for i in sorted(rng.choice(len(qtexts), size=min(queries, len(qtexts)),
                                                              replace=False))]
-            real = {"ids": ids, "vectors": embed_cached(texts, "wice-chunks"),
-                    "queries": embed_cached(qtexts, "wice-claims"),
-                    "source": f"WiCE cited articles ({len(ids)} chunks of {CHUNK_RUNES} runes, overlap "
-                              f"{OVERLAP_RUNES}; all-MiniLM-L6-v2); queries: {len(qtexts)} WiCE claims"}
+            real = Vectors(ids, embed_cached(texts, "wice-chunks"), embed_cached(qtexts, "wice-claims"),
+                           f"WiCE cited articles ({len(ids)} chunks of {CHUNK_RUNES} runes, overlap "
+                           f"{OVERLAP_RUNES}; all-MiniLM-L6-v2); queries: {len(qtexts)} WiCE claims")
         else:
-            report["notes"].append(f"realistic vectors skipped: {ENV} is not set (it names the folder holding "
+            notes.append(f"realistic vectors skipped: {ENV} is not set (it names the folder holding "
                                    f"{WICE_FOLDER}/entailment_retrieval/claim, the WiCE data)")
         if real is not None:
-            d = spread(real["vectors"])
-            table, tids = grow(real["vectors"], real["ids"], chunks, d)
-            report["real_rows"] = len(real["ids"])
-            report["spread_10"] = d
-            report["source"] = real["source"]
-            report["sets"]["realistic"] = measure_set("realistic", base, table, tids, real["queries"], types, sweep)
+            d = spread(real.vectors)
+            table, tids = grow(real.vectors, real.ids, chunks, d)
+            grown = {"real_rows": len(real.ids), "spread_10": d, "source": real.source}
+            sets["realistic"] = measure_set("realistic", base, table, tids, real.queries, types, sweep)
             del table
         if floor:
             gen = scale.generate(chunks, queries)
             table = scale.hashing_embed(gen["words"])
-            report["sets"]["hashed"] = measure_set("hashed", base, table, scale.chunk_ids(chunks),
+            sets["hashed"] = measure_set("hashed", base, table, scale.chunk_ids(chunks),
                                                    scale.hashing_embed(gen["query_words"]), types, sweep)
             del table
+        report = AnnReport(chunks=chunks, k=K, target_recall=TARGET_RECALL, target_p95_ms=TARGET_P95_MS,
+                           cpus=os.cpu_count(), sets=sets, notes=notes, **grown)
         if plot:
             from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a curve is drawn
 
-            report["plot"] = str(plots.recall_latency_curves(plot, curves(report), TARGET_RECALL, TARGET_P95_MS,
-                                                             f"recall@10 vs p95 latency, {chunks} vectors",
-                                                             dashed=("hashed",)))
+            drawn = plots.recall_latency_curves(plot, curves(report), TARGET_RECALL, TARGET_P95_MS,
+                                                f"recall@10 vs p95 latency, {chunks} vectors", dashed=("hashed",))
+            report = report.model_copy(update={"plot": str(drawn)})
         return report
     finally:
         if owned:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def curves(report: dict) -> dict[str, list[tuple[float, float]]]:
+def curves(report: AnnReport) -> dict[str, list[tuple[float, float]]]:
     """Per set and index type, its sweep's (p95 ms, recall@10) points."""
-    return {f"{s} {t}": [(p["p95_ms"], p["recall_10"]) for p in r["points"]]
-            for s, res in report["sets"].items() for t, r in res["types"].items()}
+    return {f"{s} {t}": [(p.p95_ms, p.recall_10) for p in r.points]
+            for s, res in report.sets.items() for t, r in res.types.items()}
 
 
-def best(points: list[dict]) -> dict | None:
+def best(points: list[Point]) -> Point | None:
     """The cheapest (lowest p95) setting that meets the target, else the one of highest recall."""
-    met = [p for p in points if p["met"]]
-    return min(met, key=lambda p: p["p95_ms"]) if met else max(points, key=lambda p: p["recall_10"], default=None)
+    met = [p for p in points if p.met]
+    return min(met, key=lambda p: p.p95_ms) if met else max(points, key=lambda p: p.recall_10, default=None)
 
 
 def _f(v, digits: int = 2) -> str:
@@ -318,39 +390,41 @@ def _table(cells: list[list[str]]) -> list[str]:
     return lines
 
 
-def format_report(report: dict) -> str:
-    out = [f"{report['chunks']} vectors per set, recall@{report['k']} of the index against the exact top "
-           f"{report['k']}; target: recall@{report['k']} >= {report['target_recall']} at p95 <= "
-           f"{report['target_p95_ms']:.0f} ms; {report['cpus']} CPUs"]
-    if "source" in report:
-        out.append(f"realistic: {report['source']}; {report['real_rows']} real rows grown to {report['chunks']} "
+def format_report(report: AnnReport) -> str:
+    k = report.k
+    out = [f"{report.chunks} vectors per set, recall@{k} of the index against the exact top "
+           f"{k}; target: recall@{k} >= {report.target_recall} at p95 <= "
+           f"{report.target_p95_ms:.0f} ms; {report.cpus} CPUs"]
+    if report.source is not None:
+        out.append(f"realistic: {report.source}; {report.real_rows} real rows grown to {report.chunks} "
                    f"(each added row: a real row + Gaussian noise, renormalised); spread (median cosine distance to "
-                   f"the 10th exact neighbour among the real rows): {report['spread_10']:.4f}")
-    if "hashed" in report["sets"]:
+                   f"the 10th exact neighbour among the real rows): {report.spread_10:.4f}")
+    if "hashed" in report.sets:
         out.append("hashed (floor): bench/scale.py's generated words, hashing-idf-384 vectors, its planted queries")
-    out.extend(report["notes"])
+    out.extend(report.notes)
     cells = [["set", "type", "build_s", "index_mb", "query", "recall@10", "p50_ms", "p95_ms", "target"]]
-    for s, res in report["sets"].items():
-        for t, r in res["types"].items():
-            for i, p in enumerate(r["points"]):
-                cells.append([s, t, _f(r["build_s"], 1) if i == 0 else "", _f(r["index_mb"], 1) if i == 0 else "",
-                              json.dumps(p["query"], separators=(",", ":")), _f(p["recall_10"], 3), _f(p["p50_ms"]),
-                              _f(p["p95_ms"]), "met" if p["met"] else "NOT met"])
+    for s, res in report.sets.items():
+        for t, r in res.types.items():
+            for i, p in enumerate(r.points):
+                cells.append([s, t, _f(r.build_s, 1) if i == 0 else "", _f(r.index_mb, 1) if i == 0 else "",
+                              json.dumps(p.query, separators=(",", ":")), _f(p.recall_10, 3), _f(p.p50_ms),
+                              _f(p.p95_ms), "met" if p.met else "NOT met"])
     out.extend(["", *_table(cells), ""])
     summary = [["set", "type", "best setting", "recall@10", "p95_ms", "target"]]
-    for s, res in report["sets"].items():
-        for t, r in res["types"].items():
-            b = best(r["points"])
-            summary.append([s, t, json.dumps(b["query"], separators=(",", ":")), _f(b["recall_10"], 3),
-                            _f(b["p95_ms"]), "met" if b["met"] else "NOT met"])
+    for s, res in report.sets.items():
+        for t, r in res.types.items():
+            b = best(r.points)
+            if b is None:
+                continue
+            summary.append([s, t, json.dumps(b.query, separators=(",", ":")), _f(b.recall_10, 3),
+                            _f(b.p95_ms), "met" if b.met else "NOT met"])
     out.append("best per type (the lowest p95 that meets the target, else the highest recall):")
     out.extend(_table(summary))
-    met = [f"{s} {t}" for s, res in report["sets"].items() for t, r in res["types"].items()
-           if any(p["met"] for p in r["points"])]
+    met = [f"{s} {t}" for s, res in report.sets.items() for t, r in res.types.items() if any(p.met for p in r.points)]
     out.append("")
     out.append(f"target met by: {', '.join(met) if met else 'no index type'}")
-    if report.get("plot"):
-        out.append(f"recall-latency curve: {report['plot']}")
+    if report.plot:
+        out.append(f"recall-latency curve: {report.plot}")
     return "\n".join(out)
 
 
@@ -363,5 +437,5 @@ def cmd_ann_realistic(args) -> int:
         report = run_ann_realistic(args.chunks, home=args.home, plot=getattr(args, "plot", None))
     except WiceError as e:  # the folder RAG_TTC_HUMAN_LABELS names is not the WiCE data: say which file and field
         raise SystemExit(f"rag-ttc bench: {ENV}: {e}") from None
-    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    print(json.dumps(report.to_json(), indent=2) if args.json else format_report(report))
     return 0

@@ -55,7 +55,7 @@ def run_targets(chunks: int = DEFAULT_CHUNKS, home: str | Path | None = None, re
         sizes = sizes or growth_sizes(chunks)
         log(f"targets: growth, sizes {sizes}")
         grown = growth.run_growth(sizes, embed_max=embed_max, home=base / "growth", repeat=repeat)
-        report = {"chunks": chunks, "offline": offline, "ann_realistic": ann, "growth": grown.to_json()}
+        report = {"chunks": chunks, "offline": offline, "ann_realistic": ann.to_json(), "growth": grown.to_json()}
         report["rows"] = rows(report)
         return report
     finally:
@@ -73,26 +73,26 @@ def rows(report: dict) -> list[dict]:
         out.append({"figure": f"{name} ratio", "measured": f"{i['ratio']:.3f}", "target": i["target"],
                     "verdict": "meets" if i["verdict"] == "meets" else "NOT met",
                     "detail": f"cpu ratio {i['cpu_ratio']:.3f}; {i.get('detail', '')}"})
-    ann = report["ann_realistic"]
-    goal = f"recall@{ann['k']} >= {ann['target_recall']} at p95 <= {ann['target_p95_ms']:.0f} ms"
-    realistic = ann["sets"].get("realistic")
+    ann = ann_realistic.AnnReport.model_validate(report["ann_realistic"])
+    goal = f"recall@{ann.k} >= {ann.target_recall} at p95 <= {ann.target_p95_ms:.0f} ms"
+    realistic = ann.sets.get("realistic")
     if realistic is None:
-        out.append({"figure": f"realistic approximate search, {ann['chunks']:,} rows", "measured": "-",
-                    "target": goal, "verdict": "skipped", "detail": "; ".join(ann["notes"])})
+        out.append({"figure": f"realistic approximate search, {ann.chunks:,} rows", "measured": "-",
+                    "target": goal, "verdict": "skipped", "detail": "; ".join(ann.notes)})
     else:
         met_any = False
-        for t, r in realistic["types"].items():
-            b = ann_realistic.best(r["points"])
+        for t, r in realistic.types.items():
+            b = ann_realistic.best(r.points)
             if b is None:
                 continue
-            met_any |= bool(b["met"])
-            setting = ", ".join(f"{k} {v}" for k, v in b["query"].items()) or "the lab's defaults"
-            out.append({"figure": f"{t} at {ann['chunks']:,} realistic rows ({setting})",
-                        "measured": f"recall {b['recall_10']:.3f} at p95 {b['p95_ms']:.1f} ms", "target": goal,
-                        "verdict": "reaches" if b["met"] else "short",  # one type meeting it meets the target
-                        "detail": f"build {r['build_s']:.1f} s"})
+            met_any |= b.met
+            setting = ", ".join(f"{k} {v}" for k, v in b.query.items()) or "the lab's defaults"
+            out.append({"figure": f"{t} at {ann.chunks:,} realistic rows ({setting})",
+                        "measured": f"recall {b.recall_10:.3f} at p95 {b.p95_ms:.1f} ms", "target": goal,
+                        "verdict": "reaches" if b.met else "short",  # one type meeting it meets the target
+                        "detail": f"build {r.build_s:.1f} s"})
         out.append({"figure": "at least one index type", "measured": "yes" if met_any else "no", "target": goal,
-                    "verdict": "meets" if met_any else "NOT met", "detail": ann.get("source", "")})
+                    "verdict": "meets" if met_any else "NOT met", "detail": ann.source or ""})
     for t in growth.targets(growth.GrowthReport.model_validate(report["growth"])):
         fig = t.figure
         digits = 0 if t.unit == "MB" else 2
