@@ -349,9 +349,9 @@ def run_ann_realistic(chunks: int, home: str | Path | None = None, source: str =
             del table
         if floor:
             gen = scale.generate(chunks, queries)
-            table = scale.hashing_embed(gen["words"])
+            table = scale.hashing_embed(gen.words)
             sets["hashed"] = measure_set("hashed", base, table, scale.chunk_ids(chunks),
-                                                   scale.hashing_embed(gen["query_words"]), types, sweep)
+                                                   scale.hashing_embed(gen.query_words), types, sweep)
             del table
         report = AnnReport(chunks=chunks, k=K, target_recall=TARGET_RECALL, target_p95_ms=TARGET_P95_MS,
                            cpus=os.cpu_count(), sets=sets, notes=notes, **grown)

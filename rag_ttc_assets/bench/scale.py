@@ -31,9 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.adapters import bm25, vectors
 from rag_ttc_assets.bench import harness
@@ -84,7 +87,78 @@ def word_probabilities(n: int = VOCAB) -> np.ndarray:
     return p / p.sum()
 
 
-def generate(chunks: int, queries: int = QUERIES, seed: int = SEED) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class Generated:
+    """The generated corpus: word IDs of every chunk (chunks x WORDS), and per query its word IDs and its planted
+    target chunk (a row index)."""
+
+    words: np.ndarray
+    targets: np.ndarray
+    query_words: np.ndarray
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Built(_Record):
+    """One build in its child (build_child): seconds, and the child's peak resident memory after and before it."""
+
+    seconds: float
+    peak_mb: float
+    peak_before_build_mb: float
+
+
+class EngineRow(_Record):
+    """One engine built by the lab's adapter and by the library directly, then queried both ways (alternating);
+    recall_10_vs_exact for a vector index, index_only_mb for an approximate one (absent from the JSON otherwise)."""
+
+    engine: str
+    build_params: dict[str, Any]
+    query_params: dict[str, Any]
+    build_s: float
+    direct_build_s: float
+    build_ratio: float
+    peak_mb: float
+    direct_peak_mb: float
+    size_mb: float
+    queries: int
+    p50_ms: float
+    p95_ms: float
+    direct_p50_ms: float
+    direct_p95_ms: float
+    query_ratio: float
+    planted_success_10: float
+    recall_10_vs_exact: float | None = None
+    index_only_mb: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.model_dump()
+        for key in ("recall_10_vs_exact", "index_only_mb"):
+            if out[key] is None:
+                del out[key]
+        return out
+
+
+class ScaleReport(_Record):
+    """`rag-ttc bench --only scale`'s report (run_scale)."""
+
+    chunks: int
+    queries: int
+    dimension: int
+    embedder: str
+    seed: int
+    cpus: int | None
+    target_ratio: float
+    engines: dict[str, EngineRow]
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.model_dump()
+        out["engines"] = {k: r.to_json() for k, r in self.engines.items()}
+        return out
+
+
+def generate(chunks: int, queries: int = QUERIES, seed: int = SEED) -> Generated:
     """Word IDs of every chunk (chunks x WORDS), and per query its word IDs and its planted target chunk."""
     rng = np.random.default_rng(seed)
     words = rng.choice(VOCAB, size=(chunks, WORDS), p=word_probabilities())
@@ -92,8 +166,8 @@ def generate(chunks: int, queries: int = QUERIES, seed: int = SEED) -> dict[str,
     # The rarest words of the target (highest IDs: lowest probability), then random noise words.
     rare = np.sort(words[targets], axis=1)[:, ::-1][:, :QUERY_FROM_TARGET]
     noise = rng.choice(VOCAB, size=(len(targets), QUERY_NOISE), p=word_probabilities())
-    return {"words": words.astype(np.int32), "targets": targets.astype(np.int64),
-            "query_words": np.concatenate([rare, noise], axis=1).astype(np.int32)}
+    return Generated(words.astype(np.int32), targets.astype(np.int64),
+                     np.concatenate([rare, noise], axis=1).astype(np.int32))
 
 
 def texts(word_ids: np.ndarray) -> list[str]:
@@ -172,7 +246,7 @@ def build_child(data: str, engine: str, side: str, dest: str, params_json: str) 
         if engine != "flat":
             table.create_index("vector", config=vectors.index_config(params), name=vectors.INDEX)
     seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "peak_mb": _maxrss_mb(), "peak_before_build_mb": before}
+    return Built(seconds=seconds, peak_mb=_maxrss_mb(), peak_before_build_mb=before).model_dump()
 
 
 def _child(call: str, args: list) -> dict:
@@ -212,7 +286,7 @@ def _alternate(lab_fn, direct_fn, n: int) -> tuple[list[float], list[float], lis
     return lab_t, direct_t, lab_r, direct_r
 
 
-def query_tantivy(path: Path, gen: dict) -> dict:
+def query_tantivy(path: Path, gen: Generated) -> dict[str, Any]:
     import tantivy
 
     lab = bm25.BM25Index(path)
@@ -220,7 +294,7 @@ def query_tantivy(path: Path, gen: dict) -> dict:
     index.register_tokenizer(bm25.ANALYZER, bm25._analyzer())
     index.reload()
     searcher, analyzer, schema = index.searcher(), bm25._analyzer(), index.schema
-    questions = texts(gen["query_words"])
+    questions = texts(gen.query_words)
 
     def direct(i):
         terms = sorted(set(analyzer.analyze(questions[i])))
@@ -233,7 +307,7 @@ def query_tantivy(path: Path, gen: dict) -> dict:
     return _query_result(lab_t, direct_t, gen, lab_r, None)
 
 
-def query_lancedb(path: Path, gen: dict, qvecs: np.ndarray, query: dict) -> dict:
+def query_lancedb(path: Path, gen: Generated, qvecs: np.ndarray, query: dict) -> dict[str, Any]:
     lab = vectors.VectorIndex(path, query=query)
     table = vectors._lancedb().connect(str(path)).open_table(vectors.TABLE)
 
@@ -248,9 +322,10 @@ def query_lancedb(path: Path, gen: dict, qvecs: np.ndarray, query: dict) -> dict
     return _query_result(lab_t, direct_t, gen, lab_r, exact)
 
 
-def _query_result(lab_t, direct_t, gen, lab_r, exact) -> dict:
-    ids = chunk_ids(int(gen["words"].shape[0]))
-    planted = [ids[t] for t in gen["targets"]]
+def _query_result(lab_t, direct_t, gen: Generated, lab_r, exact) -> dict[str, Any]:
+    """The query fields of an engine's row (EngineRow: queries to recall_10_vs_exact)."""
+    ids = chunk_ids(int(gen.words.shape[0]))
+    planted = [ids[t] for t in gen.targets]
     out = {"queries": len(lab_t), "p50_ms": _percentile(lab_t, 50) * 1000, "p95_ms": _percentile(lab_t, 95) * 1000,
            "direct_p50_ms": _percentile(direct_t, 50) * 1000, "direct_p95_ms": _percentile(direct_t, 95) * 1000,
            "query_ratio": sum(lab_t) / sum(direct_t),
@@ -263,8 +338,8 @@ def _query_result(lab_t, direct_t, gen, lab_r, exact) -> dict:
 # --- the measurement --------------------------------------------------------------------------------------------
 
 def run_scale(chunks: int, home: str | Path | None = None, queries: int = QUERIES,
-              engines: tuple[str, ...] = ("tantivy", *INDEXES)) -> dict:
-    """Generate the corpus, build every engine both ways, query them; the report (JSON values)."""
+              engines: tuple[str, ...] = ("tantivy", *INDEXES)) -> ScaleReport:
+    """Generate the corpus, build every engine both ways, query them; the report."""
     owned = home is None
     base = Path(tempfile.mkdtemp(prefix="rag-ttc-scale-")) if owned else Path(home).expanduser().resolve()
     base.mkdir(parents=True, exist_ok=True)
@@ -273,12 +348,12 @@ def run_scale(chunks: int, home: str | Path | None = None, queries: int = QUERIE
         data.mkdir(exist_ok=True)
         t0 = time.perf_counter()
         gen = generate(chunks, queries)
-        np.save(data / "words.npy", gen["words"])
-        vecs = hashing_embed(gen["words"])
+        np.save(data / "words.npy", gen.words)
+        vecs = hashing_embed(gen.words)
         np.save(data / "vectors.npy", vecs)
-        qvecs = hashing_embed(gen["query_words"])
+        qvecs = hashing_embed(gen.query_words)
         del vecs
-        _log(f"generated {chunks} chunks and {len(gen['targets'])} planted queries in {time.perf_counter() - t0:.1f} s")
+        _log(f"generated {chunks} chunks and {len(gen.targets)} planted queries in {time.perf_counter() - t0:.1f} s")
         rows = {}
         for engine in engines:
             if engine == "tantivy":
@@ -286,29 +361,29 @@ def run_scale(chunks: int, home: str | Path | None = None, queries: int = QUERIE
             else:  # an INDEXES entry may set build parameters too (any `vector_index` field of its type)
                 cfg = VectorIndexConfig(type=engine, **INDEXES[engine])
                 params, query = resolve_build(cfg, chunks, DIM), query_params(cfg)
-            built = {}
+            built: dict[str, Built] = {}
             for side in ("lab", "direct"):
                 dest = base / f"{engine}-{side}"
                 shutil.rmtree(dest, ignore_errors=True)
                 _log(f"{engine}: building ({side})")
-                built[side] = _child("build_child", [str(data), engine, side, str(dest), json.dumps(params)])
+                built[side] = Built.model_validate(
+                    _child("build_child", [str(data), engine, side, str(dest), json.dumps(params)]))
             dest = base / f"{engine}-lab"
             _log(f"{engine}: {queries} queries, lab and direct alternating")
             q = (query_tantivy(dest, gen) if engine == "tantivy"
                  else query_lancedb(dest, gen, qvecs, query))
-            row = {"engine": "tantivy (BM25)" if engine == "tantivy" else f"lancedb {engine}",
-                   "build_params": params, "query_params": query,
-                   "build_s": built["lab"]["seconds"], "direct_build_s": built["direct"]["seconds"],
-                   "build_ratio": built["lab"]["seconds"] / built["direct"]["seconds"],
-                   "peak_mb": built["lab"]["peak_mb"], "direct_peak_mb": built["direct"]["peak_mb"],
-                   "size_mb": _size_mb(dest), **q}
-            if engine not in ("tantivy", "flat"):
-                row["index_only_mb"] = _size_mb(dest / f"{_table_dir()}" / "_indices")
-            rows[engine] = row
+            lab, direct = built["lab"], built["direct"]
+            rows[engine] = EngineRow(
+                engine="tantivy (BM25)" if engine == "tantivy" else f"lancedb {engine}", build_params=params,
+                query_params=query, build_s=lab.seconds, direct_build_s=direct.seconds,
+                build_ratio=lab.seconds / direct.seconds, peak_mb=lab.peak_mb, direct_peak_mb=direct.peak_mb,
+                size_mb=_size_mb(dest), **q,
+                index_only_mb=(None if engine in ("tantivy", "flat")
+                               else _size_mb(dest / f"{_table_dir()}" / "_indices")))
             for side in ("lab", "direct"):
                 shutil.rmtree(base / f"{engine}-{side}", ignore_errors=True)
-        return {"chunks": chunks, "queries": len(gen["targets"]), "dimension": DIM, "embedder": EMBEDDER,
-                "seed": SEED, "cpus": os.cpu_count(), "target_ratio": TARGET, "engines": rows}
+        return ScaleReport(chunks=chunks, queries=len(gen.targets), dimension=DIM, embedder=EMBEDDER, seed=SEED,
+                           cpus=os.cpu_count(), target_ratio=TARGET, engines=rows)
     finally:
         if owned:
             shutil.rmtree(base, ignore_errors=True)
@@ -322,25 +397,24 @@ def _f(v, digits: int = 2) -> str:
     return "-" if v is None else f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
-def format_scale(report: dict) -> str:
+def format_scale(report: ScaleReport) -> str:
     cols = ["engine", "build_s", "build_ratio", "peak_mb", "size_mb", "index_mb", "p50_ms", "p95_ms", "query_ratio",
             "recall@10_vs_exact", "planted@10", "verdict"]
     cells = [cols]
-    for r in report["engines"].values():
-        ok = r["build_ratio"] <= report["target_ratio"] and r["query_ratio"] <= report["target_ratio"]
-        cells.append([r["engine"], _f(r["build_s"]), _f(r["build_ratio"]), _f(r["peak_mb"], 0), _f(r["size_mb"], 1),
-                      _f(r.get("index_only_mb"), 1), _f(r["p50_ms"]), _f(r["p95_ms"]), _f(r["query_ratio"]),
-                      _f(r.get("recall_10_vs_exact"), 3), _f(r["planted_success_10"], 3),
-                      "met" if ok else "NOT met"])
+    for r in report.engines.values():
+        ok = r.build_ratio <= report.target_ratio and r.query_ratio <= report.target_ratio
+        cells.append([r.engine, _f(r.build_s), _f(r.build_ratio), _f(r.peak_mb, 0), _f(r.size_mb, 1),
+                      _f(r.index_only_mb, 1), _f(r.p50_ms), _f(r.p95_ms), _f(r.query_ratio),
+                      _f(r.recall_10_vs_exact, 3), _f(r.planted_success_10, 3), "met" if ok else "NOT met"])
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip() for c in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    params = [f"{r['engine']}: build {r['build_params'] or '-'}, query {r['query_params'] or '-'}"
-              for r in report["engines"].values()]
-    return "\n".join([f"{report['chunks']} generated chunks (seed {report['seed']}), {report['queries']} planted "
-                      f"queries, vectors: {report['embedder']}; {report['cpus']} CPUs", *lines, "", *params, "",
+    params = [f"{r.engine}: build {r.build_params or '-'}, query {r.query_params or '-'}"
+              for r in report.engines.values()]
+    return "\n".join([f"{report.chunks} generated chunks (seed {report.seed}), {report.queries} planted "
+                      f"queries, vectors: {report.embedder}; {report.cpus} CPUs", *lines, "", *params, "",
                       "build_ratio, query_ratio = the lab's adapter / the library called directly on the same data "
-                      f"(target <= {report['target_ratio']}); each build in a fresh child process (peak_mb is its "
+                      f"(target <= {report.target_ratio}); each build in a fresh child process (peak_mb is its "
                       "peak RSS); latencies are single queries, lab and direct alternating; recall@10_vs_exact is "
                       "the index's top 10 against a flat scan of the same table; planted@10 the planted target "
                       "in the lab's top 10"])
@@ -354,6 +428,6 @@ def cmd_scale(args) -> int:
     if args.chunks < 2:
         raise SystemExit(f"rag-ttc bench: --chunks must be at least 2, got {args.chunks}")
     report = run_scale(args.chunks, home=args.home)
-    print(json.dumps(report, indent=2) if args.json else format_scale(report))
+    print(json.dumps(report.to_json(), indent=2) if args.json else format_scale(report))
     return 0
 
