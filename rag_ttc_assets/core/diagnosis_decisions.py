@@ -15,7 +15,7 @@ from typing import Any
 
 from rag_ttc_assets.core.compare_metrics import outcome
 from rag_ttc_assets.core.compare_records import PairReport, TransitionCell
-from rag_ttc_assets.core.diagnosis_inputs import ArmRecord, DiagnosisInputs
+from rag_ttc_assets.core.diagnosis_inputs import ArmRecord, DiagnosisInputs, HumanCorrection, Interval
 from rag_ttc_assets.core.diagnosis_sentences import (MIN_PAIRED, QUALITY, Sentence, delta_kind, headline_n,
                                                      label_kind, pair_link, paired_n, shown, unmeasurable)
 
@@ -195,7 +195,7 @@ def rule_completeness_readings(arm: str, r: ArmRecord) -> Sentence:
         " requests measured).")
 
 
-def correction_outcome(judge: Mapping[str, Any] | None, corrected: Mapping[str, Any] | None) -> str:
+def correction_outcome(judge: Interval | None, corrected: Interval | None) -> str:
     """What the people's labels do to the judge's conclusion on a difference b - a: `removed` (the judge's interval
     excludes 0, the corrected one spans it), `reversed` (the corrected one excludes 0 on the other side), `holds`
     (same side), `drawn` (the judge's spans 0, the corrected one excludes it), `none` (both span 0), or
@@ -208,9 +208,9 @@ def correction_outcome(judge: Mapping[str, Any] | None, corrected: Mapping[str, 
     return "removed" if c == 0 else ("holds" if c == j else "reversed")
 
 
-def _side(d: Mapping[str, Any]) -> int:
+def _side(d: Interval) -> int:
     """1: the interval lies above 0, -1: below, 0: it spans 0."""
-    return 1 if d["low"] > 0 else (-1 if d["high"] < 0 else 0)
+    return 1 if d.low > 0 else (-1 if d.high < 0 else 0)
 
 
 OUTCOME_TEXT = {"removed": "the conclusion is removed (the corrected interval spans 0)",
@@ -220,43 +220,43 @@ OUTCOME_TEXT = {"removed": "the conclusion is removed (the corrected interval sp
                 "none": "no conclusion either way (both intervals span 0)"}
 
 
-def rule_human_correction(c: Mapping[str, Any]) -> Sentence:
+def rule_human_correction(c: HumanCorrection) -> Sentence:
     """A compared pair whose two arms both carry per-request human labels: the judge's own completeness difference
     over all its rows against the difference corrected by the labels (prediction-powered, core.ppi), and what the
     correction does to the judge's conclusion (correction_outcome). Differences read toward the arm the judge
     alone finds more complete."""
-    a, b, judge, corr = c["a"], c["b"], c.get("judge_difference"), c.get("corrected")
+    a, b, judge, corr = c.a, c.b, c.judge_difference, c.corrected
     outcome = correction_outcome(judge, corr)
-    flip = bool(judge["mean"] < 0) if judge else False  # read toward the more complete arm: x - y
+    flip = judge.mean < 0 if judge else False  # read toward the more complete arm: x - y
     x, y = (a, b) if flip else (b, a)
     k = -1 if flip else 1
 
-    def toward(d: Mapping[str, Any] | None) -> dict[str, float] | None:
-        if not d:
+    def toward(d: Interval | None) -> Interval | None:
+        if d is None:
             return None
-        lo, hi = sorted((k * d["low"], k * d["high"]))
-        return {"mean": k * d["mean"], "low": lo, "high": hi}
+        lo, hi = sorted((k * d.low, k * d.high))
+        return Interval(mean=k * d.mean, low=lo, high=hi)
 
     jd, cd = toward(judge), toward(corr)
-    s = Sentence("limit.human_correction", {"a": a, "b": b, "judge": c["judge"], "outcome": outcome,
-                                            "labelled": c.get("labelled"), "rows": c.get("rows"),
-                                            "weighting": c.get("weighting"), "estimator": c.get("estimator")})
+    s = Sentence("limit.human_correction", {"a": a, "b": b, "judge": c.judge, "outcome": outcome,
+                                            "labelled": c.labelled, "rows": c.rows, "weighting": c.weighting,
+                                            "estimator": c.estimator})
     if jd is None:
-        s.t(f"{a} vs {b}: the judge ({c['judge']}) measured too few rows of one arm whole to difference its "
+        s.t(f"{a} vs {b}: the judge ({c.judge}) measured too few rows of one arm whole to difference its "
             "completeness; ")
     else:
-        verb = (f"finds {x} more complete than {y}" if jd["low"] > 0 or jd["high"] < 0 else
+        verb = (f"finds {x} more complete than {y}" if jd.low > 0 or jd.high < 0 else
                 f"finds no difference in completeness between {x} and {y}")
-        s.t(f"The judge alone ({c['judge']}) {verb} ({x} minus {y}: ").n("judge_d", jd["mean"], "delta").t(" [").n(
-            "judge_low", jd["low"], "delta").t(", ").n("judge_high", jd["high"], "delta").t("], over ").n(
-            "rows", sum((c.get("rows") or {}).values()), "count").t(" rows); ")
-    s.t("corrected by ").n("labels", c.get("labels", 0), "count").t(" human labels (").n(
-        "labelled_a", (c.get("labelled") or {}).get(a, 0), "count").t(f" rows of {a} and ").n(
-        "labelled_b", (c.get("labelled") or {}).get(b, 0), "count").t(f" of {b} labelled)")
+        s.t(f"The judge alone ({c.judge}) {verb} ({x} minus {y}: ").n("judge_d", jd.mean, "delta").t(" [").n(
+            "judge_low", jd.low, "delta").t(", ").n("judge_high", jd.high, "delta").t("], over ").n(
+            "rows", sum(c.rows.values()), "count").t(" rows); ")
+    s.t("corrected by ").n("labels", c.labels, "count").t(" human labels (").n(
+        "labelled_a", c.labelled.get(a, 0), "count").t(f" rows of {a} and ").n(
+        "labelled_b", c.labelled.get(b, 0), "count").t(f" of {b} labelled)")
     if cd is None:
         return s.t(": not estimable (an arm has fewer than two labelled rows).")
-    return s.t(f" {x} minus {y} is ").n("corrected_d", cd["mean"], "delta").t(" [").n(
-        "corrected_low", cd["low"], "delta").t(", ").n("corrected_high", cd["high"], "delta").t(
+    return s.t(f" {x} minus {y} is ").n("corrected_d", cd.mean, "delta").t(" [").n(
+        "corrected_low", cd.low, "delta").t(", ").n("corrected_high", cd.high, "delta").t(
         f"]: {OUTCOME_TEXT[outcome]}.")
 
 

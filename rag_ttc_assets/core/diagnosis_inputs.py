@@ -4,8 +4,8 @@ and the per-arm summaries' numbers the rules use), each sweep family's (`Family`
 attributes, never string keys.
 
 The pair reports (`comparisons`) are core.compare_records.PairReport, the records `arm_comparisons` writes
-(adjusted over the sweep by core.compare.adjust_reports); the human labels' summary and corrections stay the JSON
-objects report.human makes.
+(adjusted over the sweep by core.compare.adjust_reports); the human labels' corrections of a pair are records too
+(`HumanCorrection`, report.human.pair_corrections), their summary the JSON object report.human makes.
 
 Pure: pydantic only.
 """
@@ -56,6 +56,31 @@ class ArmRecord(Record):
     requests_answered_share: float | None = None
 
 
+class Interval(Record):
+    """A difference b - a and its interval."""
+
+    mean: float
+    low: float
+    high: float
+
+
+class HumanCorrection(Record):
+    """A compared pair whose two arms both carry per-request human labels, for one request judge that scored both
+    (report.human.pair_corrections): the judge's own completeness difference b - a over all its rows, the difference
+    corrected by the labels (core.ppi; None: not estimable), and what it rests on."""
+
+    a: str
+    b: str
+    judge: str
+    judge_difference: Interval | None
+    corrected: Interval | None
+    estimator: str | None  # paired or independent (core.ppi_difference); None when not estimable
+    labels: int  # the request labels of the two arms
+    labelled: dict[str, int]  # rows labelled, per arm
+    rows: dict[str, int]  # rows the judge measured whole, per arm
+    weighting: str | None  # how the labels were weighted (core.ppi_difference: uniform, inverse-probability, ...)
+
+
 class Family(Record):
     """A sweep family of the arms file, restricted to the diagnosed arms: the parameter it sweeps, its members
     diagnosed (in the arms file's order) and not, and each member's value of the parameter."""
@@ -79,7 +104,7 @@ class DiagnosisInputs(Record):
     pages: dict[str, str] = Field(default_factory=dict)  # "pair:<a>--<b>" | "arm:<arm>": a case report's link
     all_configs: dict[str, dict[str, Any]] = Field(default_factory=dict)  # every arm of the file: its flat config
     human_labels: dict[str, Any] | None = None  # report.human's summary of the labels file read, if any
-    human_corrections: list[dict[str, Any]] = Field(default_factory=list)  # report.human.pair_corrections
+    human_corrections: list[HumanCorrection] = Field(default_factory=list)  # report.human.pair_corrections
 
 
 ArmRecords = Mapping[str, ArmRecord]  # the diagnosed arms' records by name (DiagnosisInputs.arms)

@@ -16,6 +16,7 @@ import statistics
 from pathlib import Path
 
 from rag_ttc_assets.core import human_labels as hl
+from rag_ttc_assets.core.diagnosis_inputs import HumanCorrection, Interval
 from rag_ttc_assets.core.jsonl import json_lines
 
 DEFAULT = Path("annotations") / "labels.jsonl"  # under the store's root, as `rag-ttc annotate` writes it
@@ -133,6 +134,11 @@ def corrected_difference(f: dict, y: dict, p: dict, a: str, b: str, s: dict | No
             or ppi_difference.independent_difference(f[b], f[a], y[b], y[a], p[b], p[a], s_arm=s[b], s_base=s[a]))
 
 
+def _interval(d: dict | None) -> Interval | None:
+    """A difference's mean and interval as the diagnosis reads them (the estimate's other fields stay here)."""
+    return None if not d else Interval(mean=d["mean"], low=d["low"], high=d["high"])
+
+
 def judge_difference(judge_a: list[float], judge_b: list[float], z: float = 1.959963984540054) -> dict | None:
     """b - a of the judge's own completeness over every row it measured whole, with the normal 95% interval of a
     difference of two means (independent samples, as corrected_difference reads the corrected one)."""
@@ -143,7 +149,7 @@ def judge_difference(judge_a: list[float], judge_b: list[float], z: float = 1.95
     return {"mean": d, "low": d - z * se, "high": d + z * se}
 
 
-def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> list[dict]:
+def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> list[HumanCorrection]:
     """Per compared pair whose two arms both carry per-request labels, and per request judge that scored both: the
     judge's difference b - a over all its rows, and the difference corrected by the labels (core.ppi)."""
     from rag_ttc_assets.core import ppi  # late: numpy and scipy
@@ -166,13 +172,11 @@ def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> 
             if not f[a] or not f[b]:
                 continue
             y = {arm: {q: v for q, v in human.get(arm, {}).items() if q in f[arm]} for arm in (a, b)}
-            est = corrected_difference(f, y, p, a, b, st)
-            out.append({"a": a, "b": b, "judge": name,
-                        "judge_difference": (est or {}).get("judge") or judge_difference(list(f[a].values()),
-                                                                                          list(f[b].values())),
-                        "corrected": (est or {}).get("ppi"), "estimator": (est or {}).get("estimator"),
-                        "labels": sum(1 for x in labels.labels.requests if x.arm in (a, b)),
-                        "labelled": {arm: len(y[arm]) for arm in (a, b)},
-                        "rows": {arm: len(f[arm]) for arm in (a, b)},
-                        "weighting": (est or {}).get("weighting")})
+            est = corrected_difference(f, y, p, a, b, st) or {}
+            judged = est.get("judge") or judge_difference(list(f[a].values()), list(f[b].values()))
+            out.append(HumanCorrection(
+                a=a, b=b, judge=name, judge_difference=_interval(judged), corrected=_interval(est.get("ppi")),
+                estimator=est.get("estimator"), labels=sum(1 for x in labels.labels.requests if x.arm in (a, b)),
+                labelled={arm: len(y[arm]) for arm in (a, b)}, rows={arm: len(f[arm]) for arm in (a, b)},
+                weighting=est.get("weighting")))
     return out

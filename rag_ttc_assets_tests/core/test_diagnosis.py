@@ -305,10 +305,13 @@ def test_next_experiment_combines_more_evidence_with_the_prompt_as_a_pasteable_a
 
 
 def _correction(judge, corrected):
-    return {"a": "base", "b": "wide", "judge": "request judge J", "labels": 24, "labelled": {"base": 6, "wide": 6},
-            "rows": {"base": 40, "wide": 40}, "weighting": {},
-            "judge_difference": dict(zip(("mean", "low", "high"), judge)) if judge else None,
-            "corrected": dict(zip(("mean", "low", "high"), corrected)) if corrected else None}
+    from rag_ttc_assets.core.diagnosis_inputs import HumanCorrection, Interval
+
+    return HumanCorrection(a="base", b="wide", judge="request judge J", labels=24, labelled={"base": 6, "wide": 6},
+                           rows={"base": 40, "wide": 40}, weighting="uniform", estimator=None,
+                           judge_difference=Interval(mean=judge[0], low=judge[1], high=judge[2]) if judge else None,
+                           corrected=Interval(mean=corrected[0], low=corrected[1], high=corrected[2])
+                           if corrected else None)
 
 
 @pytest.mark.parametrize("judge, corrected, outcome, more, shown", [
