@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import compare as cmp
@@ -26,10 +28,23 @@ OUT, FLOW = Table.REQUEST_OUTCOMES.c, Table.FAILURE_FLOW.c
 CTX, ANS = Table.ADMITTED_CONTEXTS.c, Table.ANSWERS.c
 
 
-def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]], dict]:
+@dataclass(frozen=True)
+class ArmContext:
+    """What a comparison reads of one arm beside its per-case values: each question's requests with their flow
+    branch (`branches`, "request:branch"), the flow indexed by request (core.flow_diff.flow_index), the evaluation
+    digest of the labels it was scored against, its flat configuration, and `reasons`: metric -> case -> why the
+    value is undefined, for every undefined one."""
+
+    branches: dict[str, list[str]]
+    flow: dict[str, tuple[str, str]]  # request_id -> (query_id, branch)
+    evaluation_digest: str | None
+    config: dict[str, Any]
+    reasons: dict[str, dict[str, str]]
+
+
+def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]], ArmContext]:
     """Per-case values of each compared metric for one arm (core.compare_metrics.case_values over its tables), and the
-    arm's context for comparisons: its `reasons`, metric -> case -> why the value is undefined, for every undefined
-    one."""
+    arm's context for comparisons (ArmContext)."""
     store = lab.store
     # question -> the judge status of its first unmeasured request (no_gold_quotes: its support was not measured)
     unmeasured: dict[str, str] = {}
@@ -48,9 +63,9 @@ def case_values(lab: Lab, arm: str) -> tuple[dict[str, dict[str, float | None]],
     branches: dict[str, list[str]] = {}
     for r in flow.iter_rows(named=True):
         branches.setdefault(r[FLOW.query_id], []).append(f"{r[FLOW.request_id]}:{r[FLOW.branch]}")
-    return values, {"branches": branches, "flow": flow_index(flow.iter_rows(named=True)),
-                    "evaluation_digest": labels_used(store, arm)["evaluation_digest"],
-                    "config": lab.arms[arm].model_dump(mode="json"), "reasons": reasons}
+    return values, ArmContext(branches=branches, flow=flow_index(flow.iter_rows(named=True)),
+                              evaluation_digest=labels_used(store, arm)["evaluation_digest"],
+                              config=lab.arms[arm].model_dump(mode="json"), reasons=reasons)
 
 
 KINDS = compare_metrics.KINDS
@@ -74,29 +89,29 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     names, per arm, why its undefined cases were not measured. Its plots: stages.diagnostics_files.pair_plots."""
     va, ctx_a = case_values(lab, a)
     vb, ctx_b = case_values(lab, b)
-    drift = compare_guards.label_drift(ctx_a["evaluation_digest"], ctx_b["evaluation_digest"], allow_label_drift)
+    drift = compare_guards.label_drift(ctx_a.evaluation_digest, ctx_b.evaluation_digest, allow_label_drift)
     instruments = {arm: lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for arm in (a, b)}
     instrument_drift = compare_guards.instrument_drift(a, instruments[a], b, instruments[b], allow_instrument_drift)
     derivation_drift(a, instruments[a].get("requests_derived"), b, instruments[b].get("requests_derived"))
     # The representations each arm's indexes were built from, as recorded when it ran.
     reps = {arm: imported.representations_record(lab, arm) for arm in (a, b)}
     era = eras.era_change(a, reps[a], b, reps[b],
-                          compare_guards.attribute_changes(ctx_a["config"], ctx_b["config"]), allow_era_change)
+                          compare_guards.attribute_changes(ctx_a.config, ctx_b.config), allow_era_change)
     core = cmp.compare_arms(a, b, va, vb, KINDS, headline, seed=seed, p_adjust=p_adjust or lab.arms.p_adjust,
                             alpha=lab.arms.alpha if alpha is None else alpha)
     # Why the dropped cases were undefined, per arm (a case absent from an arm is a missing row there).
     not_measured = {m: NotMeasured(**{
-        side: dict(sorted(Counter(ctx["reasons"][m].get(c, MISSING_ROW) for c in (va[m].keys() | vb[m].keys())
+        side: dict(sorted(Counter(ctx.reasons[m].get(c, MISSING_ROW) for c in (va[m].keys() | vb[m].keys())
                                   if values[m].get(c) is None).items()))
         for side, ctx, values in (("a", ctx_a, va), ("b", ctx_b, vb))}) for m in core.metrics}
-    branches = {row.case_id: (ctx_a["branches"].get(row.case_id, []), ctx_b["branches"].get(row.case_id, []))
+    branches = {row.case_id: (ctx_a.branches.get(row.case_id, []), ctx_b.branches.get(row.case_id, []))
                 for row in core.catastrophic}
     # A field one arm never reads (an imported arm's generator, retrieval, admission ...: its source's own) is no
     # parameter a difference can be attributed to; the supply change says the systems differ.
     unread = {arm: fields_not_read(lab.arms[arm]) for arm in (a, b)}
     skip = unread[a] | unread[b]
-    changed = compare_guards.attribute_changes({k: v for k, v in ctx_a["config"].items() if k not in skip},
-                                    {k: v for k, v in ctx_b["config"].items() if k not in skip})
+    changed = compare_guards.attribute_changes({k: v for k, v in ctx_a.config.items() if k not in skip},
+                                               {k: v for k, v in ctx_b.config.items() if k not in skip})
     tokens = core.metrics["input_tokens"]
     sets_a = {r[CTX.query_id]: frozenset(r[CTX.admitted_chunk_ids]) for r in
               supply.arm_contexts(ArmInputs(lab, a)).iter_rows(named=True)}
@@ -106,7 +121,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
     return cmp.pair_report(
         core, not_measured, branches,
         # The failure flow as a diff: per request, its branch in a against b, each cell listing its requests and cases.
-        transitions=transitions(ctx_a["flow"], ctx_b["flow"]),
+        transitions=transitions(ctx_a.flow, ctx_b.flow),
         # The headline's value per case in each arm (None: undefined there), so a case list can show every delta.
         per_case={c: {"a": va[headline].get(c), "b": vb[headline].get(c)}
                   for c in sorted(va[headline].keys() | vb[headline].keys())},
@@ -130,7 +145,7 @@ def compare_two(lab: Lab, a: str, b: str, allow_label_drift: bool = False,
                                         "completeness_not_measured", "requests_answered_share",
                                         "graded_completeness", "requests_graded")}
             for arm in (a, b) for c in [lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)]},
-        evaluation_digests={a: ctx_a["evaluation_digest"], b: ctx_b["evaluation_digest"]})
+        evaluation_digests={a: ctx_a.evaluation_digest, b: ctx_b.evaluation_digest})
 
 
 def compare_pairs(lab: Lab) -> tuple[list[PairReport], list[str]]:
