@@ -21,6 +21,7 @@ STRICT = [
     "ppi", "ppi_difference", "ppi_records", "human_labels", "judge_agreement", "claim_agreement",
     "completeness", "measured", "annotation", "compare_records", "diagnosis", "diagnosis_decisions",
     "diagnosis_findings", "diagnosis_sentences", "inspect_view", "run_report",
+    "import_mapping", "judging", "beir", "judge_measurement", "lexical_judge", "transitions", "counterfactual",
 ]
 
 

@@ -13,6 +13,7 @@ naming the file, the line and the field.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rag_ttc_assets.core.jsonl import json_lines, malformed
 
@@ -29,7 +30,7 @@ class BeirReport:
     dropped_missing: int
 
 
-def _read_jsonl(text: str, path: str) -> list[tuple[int, dict]]:
+def _read_jsonl(text: str, path: str) -> list[tuple[int, dict[str, Any]]]:
     """The records of a JSONL file with their 1-based line numbers."""
     out = []
     for n, rec, err in json_lines(text):
@@ -59,7 +60,7 @@ def _read_qrels(text: str, path: str) -> list[tuple[int, str, str, int]]:
     return rows
 
 
-def _gold_answer(query: dict, path: str, n: int) -> str | None:
+def _gold_answer(query: dict[str, Any], path: str, n: int) -> str | None:
     """The answer a query record carries in its metadata (see the module docstring), or None."""
     meta = query.get("metadata")
     if not isinstance(meta, dict):
@@ -85,7 +86,7 @@ BEIR_FILES = ("corpus.jsonl", "queries.jsonl")
 
 
 def convert(texts: dict[str, str], src: str, split: str = "test",
-            drop_missing: bool = False) -> tuple[dict, dict, BeirReport]:
+            drop_missing: bool = False) -> tuple[dict[str, Any], dict[str, Any], BeirReport]:
     """Convert the texts of a BEIR folder, keyed by relative path; return (corpus, evaluation, report).
 
     The evaluation's `corpus_digest` is left for the writer, which digests the bytes it writes.

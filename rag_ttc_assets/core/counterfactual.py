@@ -45,9 +45,9 @@ def alter(quote: str) -> tuple[str, str]:
     if m:
         return "negation", quote[: m.end()] + " not" + quote[m.end():]
     names: list[str] = []
-    for n in _NAMES.finditer(quote):
-        if n.group() not in names:
-            names.append(n.group())
+    for found in _NAMES.finditer(quote):
+        if found.group() not in names:
+            names.append(found.group())
         if len(names) == 2:
             a, b = names
             swapped = quote.replace(a, "\0").replace(b, a).replace("\0", b)

@@ -301,7 +301,7 @@ def row_name(t: ImportedTrace) -> str:
 
 
 def dataset_from_rows(traces: Sequence[ImportedTrace], source: str, fmt: str = "ragchecker"
-                      ) -> tuple[dict, dict, dict]:
+                      ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """For row formats without a corpus (RAGChecker, RAGAS): the corpus from the retrieved contexts (one document
     per distinct text, its ID the row's doc_id when it names one text, else `text-<sha12>`), and the questions.
     A question with a gold answer gets it and no requests, so its requests are derived from the gold answer
@@ -317,7 +317,7 @@ def dataset_from_rows(traces: Sequence[ImportedTrace], source: str, fmt: str = "
     if not traces:
         raise ImportSourceError(f"{source}: the file holds no rows")
     text_by_id: dict[str, str] = {}
-    documents: dict[str, dict] = {}
+    documents: dict[str, dict[str, Any]] = {}
     without_context: list[str] = []
     for t in traces:
         if not (t.question_text or "").strip():

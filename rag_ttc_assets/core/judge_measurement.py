@@ -14,6 +14,7 @@ Only contract-valid rows count (the judges see no other), and each share is over
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from rag_ttc_assets.core.contract import VALID
 from rag_ttc_assets.core.counterfactual import Planted, repeats
@@ -28,12 +29,13 @@ def quotes_verbatim(answer: str, quote: str) -> bool:
     return bool(quote.strip()) and _flat(quote) in _flat(answer)
 
 
-def _share(flagged: int, of: int) -> dict:
+def _share(flagged: int, of: int) -> dict[str, Any]:
     return {"flagged": flagged, "of": of, "share": flagged / of if of else None}
 
 
-def judge_measurement(questions: Iterable[Question], contracts: Mapping[str, dict], gold_rows: Mapping[str, dict],
-                      judgments: Mapping[str, list[dict]], planted: Mapping[str, list[Planted]]) -> dict:
+def judge_measurement(questions: Iterable[Question], contracts: Mapping[str, dict[str, Any]],
+                      gold_rows: Mapping[str, dict[str, Any]], judgments: Mapping[str, list[dict[str, Any]]],
+                      planted: Mapping[str, list[Planted]]) -> dict[str, Any]:
     """Sensitivity and false alarms of the gold judge and the request judge (see the module docstring)."""
     gold_hits = gold_n = req_hits = req_n = 0
     gold_fa = gold_fa_n = req_fa = req_fa_n = 0

@@ -7,6 +7,8 @@ separate axes and never averaged together.
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rag_ttc_assets.core.contract import load_json_object
@@ -37,7 +39,10 @@ def parse_statements(raw_text: str | None) -> list[str]:
     return [s.strip() for s in statements if s.strip()]
 
 
-def _validated(model, items: list, kind: str) -> list:
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validated(model: type[M], items: list[Any], kind: str) -> list[M]:
     """Each reply item as `model`; the first invalid one a JudgeParseError naming its place and field
     (`requests: item 2, field 'coverage': Input should be less than or equal to 1`)."""
     out = []

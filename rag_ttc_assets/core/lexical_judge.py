@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import Any
 
 import numpy as np
 
@@ -114,7 +115,7 @@ class _Unit:
 
 
 def _units(blocks: Sequence[str]) -> list[_Unit]:
-    units = []
+    units: list[_Unit] = []
     for n, block in enumerate(blocks, start=1):
         sentences = split_sentences(block)
         units.extend(_Unit(n, s) for s in sentences)
@@ -250,7 +251,7 @@ def _support_verdicts(
     recall_threshold: float,
     cosine_threshold: float,
     label: str,
-) -> tuple[list[dict], np.ndarray | None, list[_Unit]]:
+) -> tuple[list[dict[str, Any]], np.ndarray | None, list[_Unit]]:
     """One verdict per statement, plus the statement-by-unit cosine matrix for callers that need more."""
     units = _units(blocks)
     if not statements:
@@ -313,7 +314,7 @@ def verify_statements(
     question: str = "",
     recall_threshold: float = RECALL_THRESHOLD,
     cosine_threshold: float = COSINE_THRESHOLD,
-) -> tuple[list[dict], float]:
+) -> tuple[list[dict[str, Any]], float]:
     """(verdicts, answer_relevance): a statement is supported when one evidence sentence (or adjacent pair)
     holds enough of its content words *and* is close in embedding space, without a negation/number/name clash."""
     verdicts, _, _ = _support_verdicts(statements, evidence, embed, recall_threshold, cosine_threshold, "evidence")
@@ -343,7 +344,7 @@ def verify_against_gold(
     embed: Embed,
     recall_threshold: float = RECALL_THRESHOLD,
     cosine_threshold: float = COSINE_THRESHOLD,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Verdicts against gold quotes, each with `contradicts_gold`.
 
     Baseline rule, lexical and deterministic: a statement contradicts the gold when some gold sentence

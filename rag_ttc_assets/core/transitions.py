@@ -12,13 +12,14 @@ Pure: flow rows in, a JSON-able dict out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 
 ABSENT = "absent"  # the request has no flow row in that arm
 
 
-def flow_index(rows: Iterable[Mapping]) -> dict[str, tuple[str, str]]:
+def flow_index(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
     """request_id -> (query_id, branch) from failure-flow rows; a request listed twice is an error."""
     out: dict[str, tuple[str, str]] = {}
     for r in rows:
@@ -34,7 +35,7 @@ def transition_key(a: str, b: str) -> str:
     return f"{a} -> {b}"
 
 
-def transitions(flow_a: Mapping[str, tuple[str, str]], flow_b: Mapping[str, tuple[str, str]]) -> dict:
+def transitions(flow_a: Mapping[str, tuple[str, str]], flow_b: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
     """The transition matrix of two arms' flows (flow_index of each).
 
     Returns {"rows": branches of a, "columns": branches of b, "total": requests of either arm,
@@ -43,7 +44,7 @@ def transitions(flow_a: Mapping[str, tuple[str, str]], flow_b: Mapping[str, tupl
     when some request is missing from that arm.
     """
     branches = list(FLOW_BRANCHES)
-    cells: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    cells: dict[tuple[str, str], list[tuple[str, str | None]]] = {}  # (request, its case)
     for rid in sorted(flow_a.keys() | flow_b.keys()):
         qa, ba = flow_a.get(rid, (None, ABSENT))
         qb, bb = flow_b.get(rid, (None, ABSENT))
@@ -53,14 +54,14 @@ def transitions(flow_a: Mapping[str, tuple[str, str]], flow_b: Mapping[str, tupl
         cells.setdefault((ba, bb), []).append((rid, qa or qb))
     rows = branches + ([ABSENT] if any(a == ABSENT for a, _ in cells) else [])
     columns = branches + ([ABSENT] if any(b == ABSENT for _, b in cells) else [])
-    out = []
+    out: list[dict[str, Any]] = []
     for a in rows:
         for b in columns:
             members = cells.get((a, b))
             if members:
                 out.append({"a": a, "b": b, "key": transition_key(a, b), "count": len(members),
                             "requests": [rid for rid, _ in members],
-                            "cases": sorted({q for _, q in members})})
+                            "cases": sorted({q for _, q in members if q is not None})})
     total = sum(c["count"] for c in out)
     return {"rows": rows, "columns": columns, "total": total,
             "changed": sum(c["count"] for c in out if c["a"] != c["b"]), "cells": out}
