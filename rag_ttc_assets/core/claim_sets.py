@@ -12,6 +12,7 @@ files and hand in a ClaimSet.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 from rag_ttc_assets.core.human_labels import SUPPORT
@@ -45,7 +46,7 @@ class Question:
     id: str
     text: str
     targets: tuple[str, ...]  # document ids
-    requests: tuple[dict, ...]  # the evaluation's requests of the question
+    requests: tuple[dict[str, Any], ...]  # the evaluation's requests of the question
     gold_answer: str | None = None
 
 
@@ -64,7 +65,7 @@ def answer_text(claims: Sequence[Claim]) -> str:
     return "\n\n".join(c.text for c in claims)
 
 
-def dataset(cs: ClaimSet) -> tuple[dict, dict, dict]:
+def dataset(cs: ClaimSet) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(corpus, evaluation without its corpus digest, counts)."""
     corpus = {"documents": [{"id": d.id, "title": d.title, "text": d.text, "metadata": {"source": d.source}}
                             for d in cs.documents.values()]}
@@ -81,7 +82,7 @@ def dataset(cs: ClaimSet) -> tuple[dict, dict, dict]:
     return corpus, {"pilot": [], "questions": questions}, counts
 
 
-def system_rows(cs: ClaimSet, system: System) -> dict:
+def system_rows(cs: ClaimSet, system: System) -> dict[str, Any]:
     """One system's answers as RAGChecker input rows: the documents the labels were made against as the retrieved
     context, the claims (one a paragraph) as the answer."""
     text = {q.id: q.text for q in cs.questions}
@@ -95,7 +96,7 @@ def annotator(cs: ClaimSet, position: int) -> str:
     return cs.annotators[position] if cs.annotators else f"a{position + 1}"
 
 
-def labels(cs: ClaimSet) -> list[dict]:
+def labels(cs: ClaimSet) -> list[dict[str, Any]]:
     """Every label as a per-claim label (claim: 1-based position in the answer)."""
     return [{"kind": "claim", "question": qid, "arm": s.arm, "claim": k, "text": c.text, "support": lab,
              "annotator": annotator(cs, i)}
@@ -103,7 +104,7 @@ def labels(cs: ClaimSet) -> list[dict]:
             for i, lab in enumerate(c.labels)]
 
 
-def counts(cs: ClaimSet, label_rows: Sequence[Mapping]) -> dict:
+def counts(cs: ClaimSet, label_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     by_n: dict[int, int] = {}
     for s in cs.systems:
         for claims in s.answers.values():
@@ -117,7 +118,7 @@ def counts(cs: ClaimSet, label_rows: Sequence[Mapping]) -> dict:
                                for x in SUPPORT}}
 
 
-def arms(cs: ClaimSet, source_dir: str, request_judges: Sequence[str] = ()) -> dict:
+def arms(cs: ClaimSet, source_dir: str, request_judges: Sequence[str] = ()) -> dict[str, Any]:
     """The arms file: every system an imported arm over the dataset, the offline baseline judges (the support
     judge local/lexical is the one the labels measure)."""
     return summary_arms(cs.systems, source_dir, request_judges, cs.name)  # type: ignore[arg-type]

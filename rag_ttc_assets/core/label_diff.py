@@ -8,19 +8,21 @@ bookkeeping, not the label: two versions that differ only there name no label.
 
 from __future__ import annotations
 
+from typing import Any
+
 STAMPS = ("quote_sha256", "corpus_digest")
 
 
-def _short(value, n: int = 60) -> str:
+def _short(value: Any, n: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
-def _quote(e: dict) -> dict:
+def _quote(e: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in e.items() if k not in STAMPS}
 
 
-def label_differences(a: dict, b: dict) -> list[str]:
+def label_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """One line per label that differs between evaluation `a` and evaluation `b` (their parsed JSON), in `a`'s order
     and then `b`'s new questions: `question ID targets`, `request ID evidence[k]` (the document or quote changed, or
     marked stale), a gold answer, a question or request only in one."""
@@ -49,12 +51,12 @@ def label_differences(a: dict, b: dict) -> list[str]:
     return out
 
 
-def _targets(q: dict) -> str:
+def _targets(q: dict[str, Any]) -> str:
     return "[" + ", ".join(f"{t.get('doc_id')}" + (f" (stale: {t['stale']})" if t.get("stale") else "")
                            for t in q.get("targets", [])) + "]"
 
 
-def _request(rid: str, r: dict, other: dict) -> list[str]:
+def _request(rid: str, r: dict[str, Any], other: dict[str, Any]) -> list[str]:
     out = []
     ea, eb = r.get("evidence", []), other.get("evidence", [])
     for k in range(max(len(ea), len(eb))):
