@@ -46,11 +46,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.adapters import embeddings, vectors
 from rag_ttc_assets.adapters.wice import WiceError, read_wice
 from rag_ttc_assets.bench import scale
+from rag_ttc_assets.bench.records import Record
 from rag_ttc_assets.core.ann import resolve_build, resolve_query
 from rag_ttc_assets.core.arms import VectorIndexConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION, chunk_corpus
@@ -74,11 +74,7 @@ SWEEP: dict[str, list[dict]] = {
 }
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Point(_Record):
+class Point(Record):
     """One query setting of a type's sweep: the query parameters the index was searched with, recall@K of the
     exact top K (mean over the queries), the latency percentiles, and whether it meets the target."""
 
@@ -89,7 +85,7 @@ class Point(_Record):
     met: bool
 
 
-class TypeResult(_Record):
+class TypeResult(Record):
     """One index type built with the lab's defaults on a set, and its sweep."""
 
     type: str
@@ -99,7 +95,7 @@ class TypeResult(_Record):
     points: list[Point]
 
 
-class SetResult(_Record):
+class SetResult(Record):
     """One set of vectors (realistic or the hashed floor): its table, and each index type measured on it."""
 
     rows: int
@@ -109,7 +105,7 @@ class SetResult(_Record):
     types: dict[str, TypeResult]
 
 
-class AnnReport(_Record):
+class AnnReport(Record):
     """`rag-ttc bench --only ann_realistic`'s report (run_ann_realistic); real_rows, spread_10 and source only when
     the realistic set ran, plot only when a curve was drawn (absent from the JSON otherwise)."""
 
@@ -124,13 +120,7 @@ class AnnReport(_Record):
     spread_10: float | None = None
     source: str | None = None
     plot: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out = self.model_dump()
-        for key in ("real_rows", "spread_10", "source", "plot"):
-            if out[key] is None:
-                del out[key]
-        return out
+    OMIT_WHEN_NONE = ("real_rows", "spread_10", "source", "plot")
 
 
 @dataclass(frozen=True)

@@ -53,11 +53,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rag_ttc_assets.adapters import embeddings, torch_embeddings, vectors
 from rag_ttc_assets.adapters.store import Built
 from rag_ttc_assets.bench import harness, labs
+from rag_ttc_assets.bench.records import Record
 from rag_ttc_assets.core.chunking import chunk_text
 
 DEFAULT_CHUNKS = (1_000, 5_000, 10_000, 25_000, 50_000)
@@ -74,15 +75,7 @@ TARGET_STEPS = ("chunking", "representations", "tantivy", "lancedb", "retrieval"
 MIN_SECONDS_FOR_EXPONENT = 0.05  # below this a time is mostly noise; its exponent is shown in parentheses
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    def to_json(self) -> dict:
-        """The JSON `--json` prints: the fields in order, `from` by its name."""
-        return self.model_dump(by_alias=True)
-
-
-class GrowthSize(_Record):
+class GrowthSize(Record):
     """One size as its child measured it (growth_child): the median seconds (wall and CPU) of each step in STEPS
     (None: not run), every round's wall seconds, and the child's resident memory after the warm-up and at its peak."""
 
@@ -100,7 +93,7 @@ class GrowthSize(_Record):
     target_chunks: int | None = None  # the size asked for (run_growth); `chunks` is what the documents gave
 
 
-class Exponents(_Record):
+class Exponents(Record):
     """Each step's growth exponent between two consecutive sizes (and peak_over_base_mb's)."""
 
     from_: int = Field(alias="from")
@@ -108,7 +101,7 @@ class Exponents(_Record):
     exponents: dict[str, float | None]
 
 
-class GrowthReport(_Record):
+class GrowthReport(Record):
     """`rag-ttc bench --growth`'s report (run_growth)."""
 
     arm: str
@@ -135,6 +128,14 @@ class Target:
     unit: str
     wall: float | None = None
     detail: str | None = None
+
+    @property
+    def measured(self) -> str:
+        return "-" if self.figure is None else f"{self.figure:.{0 if self.unit == 'MB' else 2}f}"
+
+    @property
+    def verdict(self) -> str:
+        return "-" if self.figure is None else ("meets" if self.figure <= self.target else "NOT met")
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -407,11 +408,7 @@ def targets(report: GrowthReport) -> list[Target]:
 def format_targets(report: GrowthReport) -> list[str]:
     rows = [["figure", "measured", "wall", "target", "verdict"]]
     for t in targets(report):
-        fig = t.figure
-        digits = 0 if t.unit == "MB" else 2
-        rows.append([t.name, "-" if fig is None else f"{fig:.{digits}f}",
-                     "" if t.wall is None else f"{t.wall:.2f}", f"<= {t.target:g}",
-                     "-" if fig is None else ("meets" if fig <= t.target else "NOT met")])
+        rows.append([t.name, t.measured, "" if t.wall is None else f"{t.wall:.2f}", f"<= {t.target:g}", t.verdict])
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.adapters import bm25, vectors
 from rag_ttc_assets.bench import harness
+from rag_ttc_assets.bench.records import Record
 from rag_ttc_assets.core.ann import OVERFETCH, query_params, resolve_build
 from rag_ttc_assets.core.arms import VectorIndexConfig
 
@@ -97,11 +97,7 @@ class Generated:
     query_words: np.ndarray
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Built(_Record):
+class Built(Record):
     """One build in its child (build_child): seconds, and the child's peak resident memory after and before it."""
 
     seconds: float
@@ -109,7 +105,7 @@ class Built(_Record):
     peak_before_build_mb: float
 
 
-class EngineRow(_Record):
+class EngineRow(Record):
     """One engine built by the lab's adapter and by the library directly, then queried both ways (alternating);
     recall_10_vs_exact for a vector index, index_only_mb for an approximate one (absent from the JSON otherwise)."""
 
@@ -131,16 +127,10 @@ class EngineRow(_Record):
     planted_success_10: float
     recall_10_vs_exact: float | None = None
     index_only_mb: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out = self.model_dump()
-        for key in ("recall_10_vs_exact", "index_only_mb"):
-            if out[key] is None:
-                del out[key]
-        return out
+    OMIT_WHEN_NONE = ("recall_10_vs_exact", "index_only_mb")
 
 
-class ScaleReport(_Record):
+class ScaleReport(Record):
     """`rag-ttc bench --only scale`'s report (run_scale)."""
 
     chunks: int
@@ -151,11 +141,6 @@ class ScaleReport(_Record):
     cpus: int | None
     target_ratio: float
     engines: dict[str, EngineRow]
-
-    def to_json(self) -> dict[str, Any]:
-        out = self.model_dump()
-        out["engines"] = {k: r.to_json() for k, r in self.engines.items()}
-        return out
 
 
 def generate(chunks: int, queries: int = QUERIES, seed: int = SEED) -> Generated:

@@ -28,34 +28,30 @@ def cmd_hitrate(args) -> int:
     labels = load_dataset(lab.dataset_dir(dataset), dataset).labels
     # What admitted_contexts wrote: the hit rates at each boundary (a tool arm's: its lookups' and the oracle's).
     admission = lab.store.read_summary(args.arm, ArmJson.ADMISSION_SUMMARY)
-    rates = admission.hit_rates
-    tool = admission.lookup is not None and admission.oracle_lookup is not None
-    admitted = admission.lookup.hit_rate if admission.lookup is not None else rates.admitted.question_hit_rate
+    rates, lookup = admission.hit_rates, admission.lookup  # a tool arm's lookups (with the oracle's), or None
+    admitted = lookup.hit_rate if lookup is not None else rates.admitted.question_hit_rate
     failed = args.min_hit_rate is not None and (admitted is None or admitted < args.min_hit_rate)
     gate = None if args.min_hit_rate is None else {"min_hit_rate": args.min_hit_rate, "passed": not failed}
     if args.json:
         report = {"arm": args.arm, **rates.model_dump(mode="json"),
                   "retrieval": arm_report(lab, args.arm, STAGES["retrieval"])["retrieval"]}
-        if admission.lookup is not None:
-            report["lookup"] = admission.lookup.model_dump(mode="json")
-            report["oracle_lookup"] = None if admission.oracle_lookup is None else admission.oracle_lookup.model_dump(
-                mode="json")
+        if lookup is not None:
+            report |= admission.model_dump(mode="json", include={"lookup", "oracle_lookup"})
         print(json.dumps({**report, "gate": gate, "labels": labels}, indent=2))
         return 1 if failed else 0
     print(f"{args.arm}: {rates.questions} questions with gold evidence, {rates.requests} requests")
     if labels.get("excluded"):
         print(labels_line(labels))
-    if admission.lookup is None:  # a tool arm admits nothing before it answers: no boundary table
+    if lookup is None:  # a tool arm admits nothing before it answers: no boundary table
         print(text_table(["boundary", "question_hits", "question_hit_rate", "request_hits", "request_hit_rate"],
                          [[b, h.question_hits, h.question_hit_rate, h.request_hits, h.request_hit_rate]
                           for b, h in (("ranked", rates.ranked), ("selected", rates.selected),
                                        ("admitted", rates.admitted))]))
-    if tool:
-        print(_lookup_line("lookups of the question text, split as the product sends them (no generation)",
-                           admission.lookup))
+    else:
+        print(_lookup_line("lookups of the question text, split as the product sends them (no generation)", lookup))
         print(_lookup_line("oracle: the annotator's request texts as queries, not something the product sends",
                            admission.oracle_lookup))
     if gate:
-        what = "lookup" if admission.lookup is not None else "admitted"
+        what = "lookup" if lookup is not None else "admitted"
         print(f"gate: {what} hit rate {admitted:.4f} {'>=' if not failed else '<'} {args.min_hit_rate}")
     return 1 if failed else 0
