@@ -5,6 +5,7 @@ import json
 import pytest
 
 from rag_ttc_assets.core.compare import buckets
+from rag_ttc_assets.core.compare_records import Bucket
 from rag_ttc_assets.report.html import render, script_json
 from rag_ttc_assets.report.model import bucket_of, chunk_state, differing_chunks, segments
 from rag_ttc_assets.report.synthetic import synthetic_pair_model
@@ -45,9 +46,9 @@ def test_chunk_state_and_the_differing_chunks():
 
 def test_bucket_of_agrees_with_the_bucket_counts():
     deltas = [-1.0, -0.5, -0.3, -0.05, 0.0, 0.0, 0.1, 0.2, 0.7, 1.0, 1.5]
-    rows = [b.model_dump() for b in buckets(deltas)]
+    rows = buckets(deltas)
     labels = [bucket_of(d, rows) for d in deltas]
-    assert {b["label"]: b["count"] for b in rows if b["count"]} == {lab: labels.count(lab) for lab in set(labels)}
+    assert {b.label: b.count for b in rows if b.count} == {lab: labels.count(lab) for lab in set(labels)}
     assert bucket_of(-0.5, rows) == "loss (0.1, 0.5]" and bucket_of(1.5, rows) == "gain > 1.0"
     assert bucket_of(None, rows) is None
 
@@ -58,7 +59,7 @@ def test_synthetic_cases_carry_their_transitions():
     for case in m["cases"]:
         assert all(case["id"] in cells[k] for k in case["transitions"])
     with pytest.raises(ValueError, match="no bucket"):
-        bucket_of(0.5, [{"label": "tie", "side": "tie", "low": None, "high": None}])
+        bucket_of(0.5, [Bucket(label="tie", side="tie", low=None, high=None, count=0, sum=0.0)])
 
 
 def test_the_report_package_never_imports_dagster():

@@ -44,7 +44,7 @@ def cmd_report(args) -> int:
             json_path = out_dir / f"{args.a}--{args.b}.json"
             written = rep.to_json()
             json_path.write_text(json.dumps(written, indent=1, default=str))
-            path = write_pair(lab, written, Path(args.out) if args.out else pair_path(out_dir, args.a, args.b), labels)
+            path = write_pair(lab, rep, Path(args.out) if args.out else pair_path(out_dir, args.a, args.b), labels)
             print(f"comparison: {_shown(json_path)}")
     except (LabelDriftError, InstrumentDriftError, ReportError) as e:
         raise CliError(str(e)) from None

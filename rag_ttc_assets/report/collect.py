@@ -5,16 +5,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.report_server import annotate_url
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.annotation import annotate_command, answer_sha256
+from rag_ttc_assets.core.chunking import Chunk
+from rag_ttc_assets.core.compare_records import PairReport
 from rag_ttc_assets.core.compare_metrics import DIRECTIONS
 from rag_ttc_assets.core.completeness import judge_grades
 from rag_ttc_assets.core.derive_requests import describe
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.report import human, model
 from rag_ttc_assets.stages import supply
@@ -27,6 +31,20 @@ ANS = Table.ANSWERS.c  # the declared column names (core.tables)
 
 class ReportError(LookupError):
     """A table or archived request the report needs is missing or unreadable (names the arm, table and row)."""
+
+
+@dataclass(frozen=True)
+class ArmSide:
+    """One arm as a case report shows it: its questions, every case's view (`model.arm_case`, keyed by question
+    id), its chunks and their digest (arms of one chunking share a chunk table), and its instruments (`info`)."""
+
+    arm: str
+    questions: list[Question]
+    views: dict[str, dict]
+    chunks: list[Chunk]
+    chunks_digest: str
+    info: dict  # the page's arm header (arm_info), as the page reads it
+    title: str  # as tables show the arm
 
 
 def _by(rows, key: str = QUERY_ID.name) -> dict[str, list[dict]]:
@@ -70,13 +88,13 @@ def _human_of(lab: Lab, arm: str, labels: human.HumanLabels | None, views: dict)
         view["human"] = {rid: human.case_labels(labs, run_id, sha) for rid, labs in by_request.items()}
 
 
-def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> dict:
+def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> ArmSide:
     """Every case of one arm as `model.arm_case` sees it, the arm's questions and chunks, and its instruments; with
     `labels`, the people's labels of its cases beside the judges."""
     inputs = ArmInputs(lab, arm)
     cfg, store = inputs.cfg, lab.store
-    chunks = [c.model_dump() for c in inputs.chunk_list]
-    texts = {c["chunk_id"]: c["text"] for c in chunks}
+    chunks = list(inputs.chunk_list)
+    texts = {c.chunk_id: c.text for c in chunks}
     retrieval = _one(store.read_table(arm, Table.RETRIEVAL_ROWS).iter_rows(named=True))
     contexts = _one(supply.arm_contexts(inputs).iter_rows(named=True))
     answers = _one(store.read_table(arm, Table.ANSWERS).iter_rows(named=True))
@@ -87,7 +105,7 @@ def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> di
     coverage = _by(supply.arm_coverage(inputs).iter_rows(named=True))
     rows = list(store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True))
     if not judge_grades(rows):  # a judge that reports no coverage grades nothing: no request shows a 0
-        rows = [{**r, "coverage": None} for r in rows]
+        rows = [{**r, Table.REQUEST_OUTCOMES.c.coverage: None} for r in rows]
     outcomes = _by(rows)
     questions = inputs.questions
     views = {}
@@ -99,8 +117,8 @@ def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> di
             _sent(lab, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k,
             outcomes.get(q.id, []))
     _human_of(lab, arm, labels, views)
-    return {"arm": arm, "questions": [q.model_dump() for q in questions], "views": views, "chunks": chunks,
-            "chunks_digest": _chunks_digest(lab, inputs), "info": arm_info(lab, arm)}
+    info = arm_info(lab, arm)
+    return ArmSide(arm, list(questions), views, chunks, _chunks_digest(lab, inputs), info, info["title"])
 
 
 def _chunks_digest(lab: Lab, inputs: ArmInputs) -> str:
@@ -146,35 +164,35 @@ def png_data(path: str | Path | None) -> str | None:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
-def _chunk_sets(sides: list[dict], cases: list[dict]) -> tuple[list[dict], list[int]]:
+def _chunk_sets(sides: list[ArmSide], cases: list[dict]) -> tuple[list[dict], list[int]]:
     """One chunk table per distinct chunking (arms of the same chunking share it), and each arm's index in it."""
     sets, index, digests = [], [], []
     for i, side in enumerate(sides):
-        if side["chunks_digest"] in digests:
-            j = digests.index(side["chunks_digest"])
-            sets[j].update(model.chunk_table(side["chunks"], cases, i))
+        if side.chunks_digest in digests:
+            j = digests.index(side.chunks_digest)
+            sets[j].update(model.chunk_table(side.chunks, cases, i))
         else:
-            digests.append(side["chunks_digest"])
-            sets.append(model.chunk_table(side["chunks"], cases, i))
+            digests.append(side.chunks_digest)
+            sets.append(model.chunk_table(side.chunks, cases, i))
             j = len(sets) - 1
         index.append(j)
     return sets, index
 
 
-def pair_model(lab: Lab, comparison: dict, labels=None) -> dict:
-    """The page model of a pair report over a `compare_two` (or `arm_comparisons`) comparison; `labels` as in
-    human_labels."""
-    a, b = comparison["a"], comparison["b"]
+def pair_model(lab: Lab, report: PairReport, labels=None) -> dict:
+    """The page model of a pair report (`compare_two`'s or `arm_comparisons`'), the JSON written beside it shown
+    whole; `labels` as in human_labels."""
+    a, b = report.a, report.b
     hl = human_labels(lab, labels)
     side_a, side_b = arm_views(lab, a, hl), arm_views(lab, b, hl)
-    questions = {q["id"]: q for q in side_a["questions"] + side_b["questions"]}
-    cases = model.pair_cases(list(questions.values()), side_a["views"], side_b["views"], comparison)
+    questions = {q.id: q for q in side_a.questions + side_b.questions}
+    cases = model.pair_cases(list(questions.values()), side_a.views, side_b.views, model.PairFacts.of(report))
     sets, index = _chunk_sets([side_a, side_b], cases)
-    plots = comparison.get("plots") or {}
+    plots = report.plots or {}
     return model.finite_or_none({
-        "kind": "pair", "title": f"{side_b['info']['title']} vs {side_a['info']['title']}",
-        "arms": [{**side_a["info"], "chunk_set": index[0]}, {**side_b["info"], "chunk_set": index[1]}],
-        "comparison": comparison, "directions": DIRECTIONS, "branches": list(FLOW_BRANCHES), "chunks": sets,
+        "kind": "pair", "title": f"{side_b.title} vs {side_a.title}",
+        "arms": [{**side_a.info, "chunk_set": index[0]}, {**side_b.info, "chunk_set": index[1]}],
+        "comparison": report.to_json(), "directions": DIRECTIONS, "branches": list(FLOW_BRANCHES), "chunks": sets,
         "cases": cases, "annotate": {"command": annotate_command([a, b]), "url": annotate_url()},
         "human_labels": hl.summary() if hl else None,
         "plots": {"delta_histogram": png_data(plots.get("delta_histogram")),
@@ -187,10 +205,10 @@ def single_model(lab: Lab, arm: str, flow_png: str | Path | None = None, labels=
     human labels (human_labels), the people's label of each labelled request beside the judges."""
     hl = human_labels(lab, labels)
     side = arm_views(lab, arm, hl)
-    cases = model.arm_cases(side["questions"], side["views"])
+    cases = model.arm_cases(side.questions, side.views)
     sets, index = _chunk_sets([side], cases)
     return model.finite_or_none({
-        "kind": "arm", "title": side["info"]["title"], "arms": [{**side["info"], "chunk_set": index[0]}],
+        "kind": "arm", "title": side.title, "arms": [{**side.info, "chunk_set": index[0]}],
         "branches": list(FLOW_BRANCHES), "chunks": sets, "cases": cases,
         "annotate": {"command": annotate_command([arm]), "url": annotate_url()},
         "human_labels": hl.summary() if hl else None,

@@ -33,7 +33,7 @@ def write_comparisons(lab: Lab, out_dir: Path) -> dict:
         written = rep.to_json()
         (out_dir / f"{rep.a}--{rep.b}.json").write_text(json.dumps(written, indent=1, default=str))
         # The clickable case report of the pair, made from the JSON just written.
-        pages[f"{rep.a}--{rep.b}"] = write_pair(lab, written, pair_path(out_dir, rep.a, rep.b), labels)
+        pages[f"{rep.a}--{rep.b}"] = write_pair(lab, rep, pair_path(out_dir, rep.a, rep.b), labels)
         summary.append(summary_row(lab, rep))
     sweeps = sweep_plots(lab, out_dir)
     return {"reports": drawn, "skipped": skipped, "summary": summary, "pages": pages, "sweeps": sweeps,

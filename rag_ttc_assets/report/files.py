@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 from rag_ttc_assets.report.html import render
+
+if TYPE_CHECKING:
+    from rag_ttc_assets.core.compare_records import PairReport
 
 
 def pair_path(comparisons_dir: Path, a: str, b: str) -> Path:
@@ -13,13 +17,13 @@ def pair_path(comparisons_dir: Path, a: str, b: str) -> Path:
     return comparisons_dir / f"{a}--{b}.html"
 
 
-def write_pair(lab, comparison: dict, path: Path, labels=None) -> Path:
-    """Render the pair report of `comparison` (compare_two's dict, as written to `<a>--<b>.json`) to `path`;
+def write_pair(lab, report: PairReport, path: Path, labels=None) -> Path:
+    """Render the pair report `report` (compare_two's, as written to `<a>--<b>.json`) to `path`;
     `labels`: the human labels shown beside the judges (report.human: a HumanLabels, a file, or None for the
     store's default file when it exists)."""
     from rag_ttc_assets.report.collect import pair_model  # late: polars, for `rag-ttc report` only when it runs
 
-    atomic_write_bytes(path, render(pair_model(lab, comparison, labels)).encode("utf-8"), mode=0o644)
+    atomic_write_bytes(path, render(pair_model(lab, report, labels)).encode("utf-8"), mode=0o644)
     return path
 
 

@@ -17,20 +17,52 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
+from rag_ttc_assets.core.chunking import Chunk
+from rag_ttc_assets.core.compare_records import Bucket, CaseValues, PairReport, TransitionCell
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.tables import Table
 
 # the declared column names (core.tables)
 ROWS, CTX, COV = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c, Table.REQUEST_COVERAGE.c
 ANS, CON, JV = Table.ANSWERS.c, Table.CONTRACT_RESULTS.c, Table.JUDGE_VERDICTS.c
-FLOW, RJ = Table.FAILURE_FLOW.c, Table.REQUEST_JUDGMENTS.c
+FLOW, RJ, OUT = Table.FAILURE_FLOW.c, Table.REQUEST_JUDGMENTS.c, Table.REQUEST_OUTCOMES.c
 
 NOT_RANKED = "not ranked"
 # A ranked chunk, as a row (rank = position + 1; its document and runes are in the chunk table).
 RANKED_COLUMNS = ("chunk_id", "bm25_rank", "vector_rank", "state", "cited", "excerpt_of", "supports")
 MIN_SEGMENT = 40  # shorter chunk texts are left inline: a reference would not save anything
+
+
+class JurorVerdict(BaseModel):
+    """One juror of a request-judge panel as its judgments row keeps it (core.panel): what the case page shows."""
+
+    model_config = ConfigDict(frozen=True)  # the row keeps more (coverage, calibrated): the page shows these three
+
+    model: str
+    status: str
+    verdict: str | None
+
+
+@dataclass(frozen=True)
+class PairFacts:
+    """What a pair report's case list reads of the comparison: the headline's values per case, the catastrophic
+    cases, the transition cells and the buckets (core.compare_records.PairReport's, or a synthetic report's)."""
+
+    per_case: Mapping[str, CaseValues]
+    catastrophic: frozenset[str]
+    cells: Sequence[TransitionCell]
+    buckets: Sequence[Bucket]
+
+    @classmethod
+    def of(cls, report: PairReport) -> PairFacts:
+        return cls(report.per_case, frozenset(c.case_id for c in report.catastrophic), report.transitions.cells,
+                   report.buckets)
 
 
 def chunk_state(cid: str, context: Mapping[str, Any]) -> str:
@@ -104,13 +136,12 @@ def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mappi
             "excerpt_cites": j.get(RJ.cited_chunk_ids) or [],
             "reason": j.get(RJ.reason),
             # A panel of request judges: every juror's verdict, side by side (core.panel).
-            "jurors": [{"model": x["model"], "status": x["status"], "verdict": x["verdict"]}
-                       for x in _json_list(j.get(RJ.jurors))], "jurors_disagree": j.get(RJ.jurors_disagree)}
+            "jurors": [JurorVerdict.model_validate(x).model_dump() for x in _json_list(j.get(RJ.jurors))], "jurors_disagree": j.get(RJ.jurors_disagree)}
     # Each request's coverage as request_outcomes records it (a panel's: its calibrated mean; 0 where nothing was
     # delivered), and the question's completeness read two ways (question_readings).
     for o in outcomes:
-        if o["request_id"] in requests:
-            requests[o["request_id"]]["coverage"] = o["coverage"]
+        if o[OUT.request_id] in requests:
+            requests[o[OUT.request_id]]["coverage"] = o[OUT.coverage]
     candidates = list(context.get(CTX.admitted_chunk_ids) or []) + [r[0] for r in ranked]
     sent = [{"messages": [{"role": m.get("role"), "content": segments(_content(m), chunk_texts, candidates)}
                           for m in call.get("messages") or []],
@@ -140,11 +171,11 @@ def question_readings(outcomes: Sequence[Mapping]) -> dict | None:
     (a judge that reports none, an LLM's: not measured, never 0); None for a question without requests."""
     if not outcomes:
         return None
-    measured = [o for o in outcomes if o["measured"]]
-    covered = [float(o["coverage"]) for o in measured if o["coverage"] is not None]
+    measured = [o for o in outcomes if o[OUT.measured]]
+    covered = [float(o[OUT.coverage]) for o in measured if o[OUT.coverage] is not None]
     return {"graded": sum(covered) / len(covered) if covered else None, "graded_n": len(covered),
             "measured": len(measured), "requests": len(outcomes),
-            "addressed": sum(o["answered"] is True for o in measured) / len(measured) if measured else None}
+            "addressed": sum(o[OUT.answered] is True for o in measured) / len(measured) if measured else None}
 
 
 def _content(message: Mapping) -> str:
@@ -165,58 +196,56 @@ def differing_chunks(view_a: Mapping, view_b: Mapping) -> list[str]:
     return sorted(c for c in ka.keys() | kb.keys() if ka.get(c, missing) != kb.get(c, missing))
 
 
-def bucket_of(delta: float | None, buckets: Sequence[Mapping], tie_eps: float = 1e-12) -> str | None:
+def bucket_of(delta: float | None, buckets: Sequence[Bucket], tie_eps: float = 1e-12) -> str | None:
     """The label of the core.compare bucket a delta falls in: the tie row when |delta| <= tie_eps, else the row
     of its side with low < |delta| <= high (high None: the open top row)."""
     if delta is None:
         return None
     if abs(delta) <= tie_eps:
-        return next(b["label"] for b in buckets if b["side"] == "tie")
+        return next(b.label for b in buckets if b.side == "tie")
     side = "gain" if delta > 0 else "loss"
     for b in buckets:
-        if b["side"] == side and abs(delta) > b["low"] and (b["high"] is None or abs(delta) <= b["high"]):
-            return b["label"]
-    raise ValueError(f"delta {delta!r} falls in no bucket of {[b['label'] for b in buckets]}")
+        if b.side == side and b.low is not None and abs(delta) > b.low and (b.high is None or abs(delta) <= b.high):
+            return b.label
+    raise ValueError(f"delta {delta!r} falls in no bucket of {[b.label for b in buckets]}")
 
 
-def case_header(question: Mapping) -> dict:
+def case_header(question: Question) -> dict:
     """A case's question and requests (each with its text)."""
-    return {"id": question["id"], "question": question["text"], "answerable": question["answerable"],
-            "requests": [{"id": r["id"], "text": r["text"]} for r in question["requests"]]}
+    return {"id": question.id, "question": question.text, "answerable": question.answerable,
+            "requests": [{"id": r.id, "text": r.text} for r in question.requests]}
 
 
-def pair_cases(questions: Sequence[Mapping], views_a: Mapping[str, dict], views_b: Mapping[str, dict],
-               comparison: Mapping) -> list[dict]:
+def pair_cases(questions: Sequence[Question], views_a: Mapping[str, dict], views_b: Mapping[str, dict],
+               comparison: PairFacts) -> list[dict]:
     """The pair report's cases, in case-id order: the headline values per arm, delta, bucket, catastrophic flag,
     the transitions of its requests (the matrix cells it is in), the per-arm views and the differing chunks."""
-    per_case = comparison["per_case"]
-    catastrophic = {c["case_id"] for c in comparison["catastrophic"]}
     keys_of: dict[str, list[str]] = {}
-    for cell in comparison["transitions"]["cells"]:
-        for case in cell["cases"]:
-            keys_of.setdefault(case, []).append(cell["key"])
+    for cell in comparison.cells:
+        for case in cell.cases:
+            keys_of.setdefault(case, []).append(cell.key)
     out = []
-    for q in sorted(questions, key=lambda q: q["id"]):
-        qid = q["id"]
+    for q in sorted(questions, key=lambda q: q.id):
+        qid = q.id
         va, vb = views_a.get(qid), views_b.get(qid)
         if va is None and vb is None:
             continue
-        values = per_case.get(qid) or {}
-        a, b = values.get("a"), values.get("b")
+        values = comparison.per_case.get(qid)
+        a, b = (values.a, values.b) if values is not None else (None, None)
         delta = b - a if a is not None and b is not None else None
         changed = [k for k in keys_of.get(qid, []) if k.split(" -> ")[0] != k.split(" -> ")[1]]
         out.append({**case_header(q), "a": a, "b": b, "delta": delta,
-                    "bucket": bucket_of(delta, comparison["buckets"]), "catastrophic": qid in catastrophic,
+                    "bucket": bucket_of(delta, comparison.buckets), "catastrophic": qid in comparison.catastrophic,
                     "transitions": keys_of.get(qid, []), "changed": changed,
                     "arms": [va, vb], "differs": differing_chunks(va, vb) if va and vb else []})
     return out
 
 
-def arm_cases(questions: Sequence[Mapping], views: Mapping[str, dict]) -> list[dict]:
+def arm_cases(questions: Sequence[Question], views: Mapping[str, dict]) -> list[dict]:
     """One arm's report cases, in case-id order, with the branches of their requests."""
     out = []
-    for q in sorted(questions, key=lambda q: q["id"]):
-        view = views.get(q["id"])
+    for q in sorted(questions, key=lambda q: q.id):
+        view = views.get(q.id)
         if view is None:
             continue
         branches = sorted({r["branch"] for r in view["requests"].values()}, key=FLOW_BRANCHES.index)
@@ -224,10 +253,10 @@ def arm_cases(questions: Sequence[Mapping], views: Mapping[str, dict]) -> list[d
     return out
 
 
-def chunk_table(chunks: Sequence[Mapping], cases: Sequence[Mapping], arm_index: int) -> dict[str, list]:
+def chunk_table(chunks: Sequence[Chunk], cases: Sequence[Mapping], arm_index: int) -> dict[str, list]:
     """chunk id -> [doc_id, runes, text] for the chunks some case of arm `arm_index` ranked (each text once)."""
     used = {r[0] for c in cases if c["arms"][arm_index] for r in c["arms"][arm_index]["ranked"]}
-    return {c["chunk_id"]: [c["doc_id"], c["runes"], c["text"]] for c in chunks if c["chunk_id"] in used}
+    return {c.chunk_id: [c.doc_id, c.runes, c.text] for c in chunks if c.chunk_id in used}
 
 
 def finite_or_none(x: Any) -> Any:

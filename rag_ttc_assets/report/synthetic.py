@@ -7,7 +7,9 @@ from __future__ import annotations
 import random
 
 from rag_ttc_assets.core.compare import buckets
+from rag_ttc_assets.core.compare_records import CaseValues, Transitions
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.core.records import Question, Request
 from rag_ttc_assets.core.transitions import transitions
 from rag_ttc_assets.report import model
 
@@ -51,34 +53,38 @@ def synthetic_pair_model(n_cases: int, seed: int = 0, chunks: int = 2000) -> dic
     rng = random.Random(seed)
     chunk_ids = [f"doc-{i // 4}#chunk-{i % 4}" for i in range(chunks)]
     table = {cid: [cid.split("#")[0], 1200, " ".join(_text(rng, 15) for _ in range(8))] for cid in chunk_ids}
-    questions, flow_a, flow_b, per_case = [], {}, {}, {}
+    questions: list[Question] = []
+    flow_a, flow_b, per_case = {}, {}, {}
     for i in range(n_cases):
         qid = f"syn-{i:05d}"
         reqs = [f"{qid}.r{j}" for j in range(1, rng.randint(1, 3) + 1)]
-        questions.append({"id": qid, "text": _text(rng, 18), "answerable": True,
-                          "requests": [{"id": r, "text": _text(rng, 10)} for r in reqs]})
+        questions.append(Question(id=qid, text=_text(rng, 18), answerable=True,
+                                  requests=[Request(id=r, text=_text(rng, 10)) for r in reqs]))
         for r in reqs:
             flow_a[r] = (qid, rng.choice(FLOW_BRANCHES))
             flow_b[r] = (qid, flow_a[r][1] if rng.random() < 0.85 else rng.choice(FLOW_BRANCHES))
         a = round(rng.random(), 2)
-        per_case[qid] = {"a": a, "b": a if rng.random() < 0.8 else round(rng.random(), 2)}
-    deltas = {c: v["b"] - v["a"] for c, v in per_case.items()}
+        per_case[qid] = (a, a if rng.random() < 0.8 else round(rng.random(), 2))
+    values = {c: CaseValues(a=a, b=b) for c, (a, b) in per_case.items()}
+    deltas = {c: v.b - v.a for c, v in values.items() if v.a is not None and v.b is not None}
+    rows, matrix = buckets(list(deltas.values())), transitions(flow_a, flow_b)
+    catastrophic = [c for c, d in deltas.items() if d <= -0.5]
     comparison = {
         "a": "syn-a", "b": "syn-b", "n": n_cases, "headline": "completeness",
         "metrics": {"completeness": {"n": n_cases, "of": n_cases, "mean_a": 0.5, "mean_b": 0.5, "mean_delta": 0.0,
                                      "ci_low": -0.01, "ci_high": 0.01, "p_value": 0.5, "p_adjusted": 0.5,
                                      "significant": False, "test": "sign_flip_monte_carlo", "gains": 0, "losses": 0,
                                      "ties": n_cases}},
-        "buckets": [b.model_dump() for b in buckets(list(deltas.values()))],
-        "catastrophic": [{"case_id": c} for c, d in deltas.items() if d <= -0.5],
-        "transitions": transitions(flow_a, flow_b), "per_case": per_case, "changed_parameters": {"evidence_k": [5, 8]},
+        "buckets": [b.model_dump() for b in rows], "catastrophic": [{"case_id": c} for c in catastrophic],
+        "transitions": matrix, "per_case": {c: v.model_dump() for c, v in values.items()},
+        "changed_parameters": {"evidence_k": [5, 8]},
         "p_adjust": {"method": "holm", "method_name": "Holm step-down", "alpha": 0.05, "m": 1,
                      "family": "the metrics of this comparison"}}
     views_a, views_b = {}, {}
     for q in questions:
-        reqs = [r["id"] for r in q["requests"]]
-        views_a[q["id"]] = _view(rng, q["id"], reqs, {r: flow_a[r][1] for r in reqs}, chunk_ids)
-        views_b[q["id"]] = _view(rng, q["id"], reqs, {r: flow_b[r][1] for r in reqs}, chunk_ids)
+        reqs = [r.id for r in q.requests]
+        views_a[q.id] = _view(rng, q.id, reqs, {r: flow_a[r][1] for r in reqs}, chunk_ids)
+        views_b[q.id] = _view(rng, q.id, reqs, {r: flow_b[r][1] for r in reqs}, chunk_ids)
     arm = {"label_use": "none", "config": {}, "flow": {}, "flow_total": 0, "hit_rate": {}, "chunk_set": 0,
            "instruments": {"answer_model": "local/extractive", "judge_model": "local/lexical",
                            "request_judge_model": "local/lexical", "request_judge_prompt_digest": "sha256:0",
@@ -88,7 +94,8 @@ def synthetic_pair_model(n_cases: int, seed: int = 0, chunks: int = 2000) -> dic
     return {"kind": "pair", "title": f"synthetic: {n_cases} cases",
             "arms": [{**arm, "name": "syn-a", "title": "syn-a"}, {**arm, "name": "syn-b", "title": "syn-b"}],
             "comparison": comparison, "branches": list(FLOW_BRANCHES), "chunks": [table],
-            "cases": model.pair_cases(questions, views_a, views_b, comparison), "plots": {}}
+            "cases": model.pair_cases(questions, views_a, views_b, model.PairFacts(
+                values, frozenset(catastrophic), Transitions.model_validate(matrix).cells, rows)), "plots": {}}
 
 
 def plain_table(report: dict) -> str:
