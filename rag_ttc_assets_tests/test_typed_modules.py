@@ -20,7 +20,7 @@ STRICT = [
     "evidence_map", "lfqa", "progress", "pyramid", "representations", "usage", "wice", "diagnosis_inputs",
     "ppi", "ppi_difference", "ppi_records", "human_labels", "judge_agreement", "claim_agreement",
     "completeness", "measured", "annotation", "compare_records", "diagnosis", "diagnosis_decisions",
-    "diagnosis_findings", "diagnosis_sentences", "inspect_view", "run_report",
+    "diagnosis_findings", "diagnosis_sentences", "diagnosis_records", "inspect_view", "run_report",
     "import_mapping", "judging", "beir", "judge_measurement", "lexical_judge", "transitions", "counterfactual",
     "claim_sets", "label_diff",
 ]

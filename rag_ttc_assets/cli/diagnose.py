@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 from rag_ttc_assets.cli.common import CliError, lab_from_args
+from rag_ttc_assets.core.diagnosis_records import DiagnosisFileError, read_diagnosis
 from rag_ttc_assets.stages.diagnosis import DiagnosisError, select_arms
 from rag_ttc_assets.cli.materialize import materialize_diagnosis
 from rag_ttc_assets.report.diagnosis import diagnose_and_write
+from rag_ttc_assets.stages.comparisons import compare_pairs
 
 
 def stem_of(arms: list[str], family: str | None, all_: bool) -> str:
@@ -42,21 +44,26 @@ def cmd_diagnose(args) -> int:
 
         materialize_diagnosis()
         out_dir = lab.store.comparisons_dir
-        result = json.loads((out_dir / "diagnosis.json").read_text())
-        paths = {k: out_dir / f"diagnosis.{k}" for k in ("md", "json", "html")}
+        js = out_dir / "diagnosis.json"
+        try:
+            result = read_diagnosis(js.read_text(), str(js))
+        except DiagnosisFileError as e:
+            raise CliError(str(e)) from None
+        paths = [(k, out_dir / f"diagnosis.{k}") for k in ("md", "json", "html")]
     else:
 
-        out = diagnose_and_write(lab, arms, stem, args.baseline, labels=args.labels)
-        result, paths = out["diagnosis"], out["paths"]
+        out = diagnose_and_write(lab, arms, stem, args.baseline, labels=args.labels,
+                                 recompute=lambda: compare_pairs(lab))
+        result, paths = out.diagnosis, list(out.paths())
     if args.json:
-        print(json.dumps(result, indent=1, ensure_ascii=False))
+        print(json.dumps(result.to_json(), indent=1, ensure_ascii=False))
         return 0
-    print(paths["md"].read_text(), end="")
-    if result.get("human_labels"):  # an input the diagnosis read (report.human): which file, which bytes
-        h = result["human_labels"]
-        print(f"\nhuman labels: {h['path']} ({h['sha256']}; {h['request_labels']} per-request labels)"
-              + (f"; not read, no pair corrected: {h['not_read']}" if h.get("not_read") else ""))
-    print("\n" + "; ".join(f"{k}: {v}" for k, v in paths.items()))
+    print(paths[0][1].read_text(), end="")
+    if result.human_labels:  # an input the diagnosis read (report.human): which file, which bytes
+        h = result.human_labels
+        print(f"\nhuman labels: {h.path} ({h.sha256}; {h.request_labels} per-request labels)"
+              + (f"; not read, no pair corrected: {h.not_read}" if h.not_read else ""))
+    print("\n" + "; ".join(f"{k}: {v}" for k, v in paths))
     return 0
 
 

@@ -8,7 +8,7 @@ core.compare.adjust_reports);
 skipped: the pairs refused; baseline: the arm whose failure flow the summary reads; alpha, p_adjust; pages:
 {"pair:<a>--<b>" | "arm:<arm>": a link to that case report}; the human labels read and their pair corrections.
 
-Output, a JSON-able dict: sections of sentences, the decision table, limitations and next experiments. Every
+Output, a core.diagnosis_records.Diagnosis (diagnosis.json): sections of sentences, the decision table, limitations and next experiments. Every
 sentence comes from one rule and carries the rule's name, its inputs, its numbers (raw and as shown), the test and
 its raw and adjusted p-value when it states an effect, and the cases (question ids) and requests behind it; each
 number links to those cases in a case report. An effect is stated only when its adjusted p-value is at most alpha
@@ -20,12 +20,11 @@ core.diagnosis_decisions' (the decision table, limitations, next experiments); e
 core.diagnosis_sentences.Sentence. This module assembles them into the document's sections (`diagnose`) and renders
 diagnosis.md (`to_markdown`).
 
-Pure: records (core.diagnosis_inputs, core.compare_records) in, dicts and text out.
+Pure: records (core.diagnosis_inputs, core.compare_records) in, a record (core.diagnosis_records) and text out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from rag_ttc_assets.core.compare_records import PairReport
@@ -38,10 +37,11 @@ from rag_ttc_assets.core.diagnosis_findings import (TREND_QUANTITIES, rule_admis
                                                     rule_strongest, rule_trade_off, rule_transitions,
                                                     rule_valid_not_complete)
 from rag_ttc_assets.core.diagnosis_inputs import DiagnosisInputs, Family
+from rag_ttc_assets.core.diagnosis_records import Diagnosis, Link, WrittenSentence
 from rag_ttc_assets.core.diagnosis_sentences import MIN_PAIRED, Sentence, headline_n, label_kind, oracle_arm
 
 
-Json = dict[str, Any]  # a JSON object of diagnosis.json (a section, a sentence)
+Json = dict[str, Any]  # a section or a sentence under construction (validated into Diagnosis at the end)
 
 
 class _Doc:
@@ -63,7 +63,7 @@ class _Doc:
 
 # -- the diagnosis -------------------------------------------------------------------------------------------------
 
-def group_of(rep: PairReport, families: Mapping[str, Family]) -> str:
+def group_of(rep: PairReport, families: dict[str, Family]) -> str:
     """Which finding a pair belongs to: the family both arms are in, else the family one arm is in whose parameter
     the pair changes, else the changed parameters themselves."""
     for name, fam in families.items():
@@ -75,7 +75,7 @@ def group_of(rep: PairReport, families: Mapping[str, Family]) -> str:
     return " + ".join(sorted(rep.changed_parameters)) or "same configuration"
 
 
-def diagnose(sweep: DiagnosisInputs) -> Json:
+def diagnose(sweep: DiagnosisInputs) -> Diagnosis:
     """The diagnosis of a sweep (see the module docstring)."""
     doc = _Doc()
     arms, families = sweep.arms, sweep.families
@@ -143,11 +143,11 @@ def diagnose(sweep: DiagnosisInputs) -> Json:
         out = doc.add(nxt, s)
         out["snippet"] = snippet
         snippets[out["id"]] = snippet
-    return {"baseline": sweep.baseline, "arms": sorted(arms), "families": sorted(families),
-            "pairs": [[r.a, r.b] for r in sweep.comparisons],
-            "p_adjust": sweep.comparisons[0].p_adjust.model_dump(mode="json") if sweep.comparisons else None,
-            "alpha": sweep.alpha, "min_paired": MIN_PAIRED, "sections": doc.sections,
-            "human_labels": sweep.human_labels}
+    return Diagnosis.model_validate({
+        "baseline": sweep.baseline, "arms": sorted(arms), "families": sorted(families),
+        "pairs": [[r.a, r.b] for r in sweep.comparisons],
+        "p_adjust": sweep.comparisons[0].p_adjust.model_dump(mode="json") if sweep.comparisons else None,
+        "alpha": sweep.alpha, "min_paired": MIN_PAIRED, "sections": doc.sections, "human_labels": sweep.human_labels})
 
 
 # -- markdown -------------------------------------------------------------------------------------------------------
@@ -161,45 +161,45 @@ def md_escape(text: str) -> str:
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
 
 
-def _md_sentence(s: Mapping[str, Any]) -> str:
+def _md_sentence(s: WrittenSentence) -> str:
     out = []
-    for p in s["parts"]:
+    for p in s.parts:
         if isinstance(p, str):
             out.append(md_escape(p))
             continue
-        text = s["shown"][p["n"]]
-        link = s["links"].get(p["n"])
-        out.append(f"[{md_escape(text)}]({_href(link)})" if link else md_escape(text))
+        name = p["n"]  # a part is {"n": name} (core.diagnosis_sentences.Part)
+        link = s.links.get(name)
+        out.append(f"[{md_escape(s.shown[name])}]({_href(link)})" if link else md_escape(s.shown[name]))
     return "".join(out)
 
 
-def _href(link: Mapping[str, Any]) -> str:
+def _href(link: Link) -> str:
     from urllib.parse import quote
 
-    frag = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in link.get("filter", {}).items())
-    return quote(link["url"], safe="/:.-_~") + (f"#{frag}" if frag else "")
+    frag = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in link.filter.items())
+    return quote(link.url, safe="/:.-_~") + (f"#{frag}" if frag else "")
 
 
-def to_markdown(diagnosis: Mapping[str, Any], title: str = "Diagnosis") -> str:
+def to_markdown(diagnosis: Diagnosis, title: str = "Diagnosis") -> str:
     """diagnosis.md: each sentence a line with its rule named, each number as shown in diagnosis.json (linked to
     its cases where a case report exists); the decision table as a table; next experiments with their snippets."""
     lines = [f"# {md_escape(title)}", "",
              "Generated by rules from the run records and the paired comparisons (no language model). Each "
              "sentence names its rule; diagnosis.json holds its inputs, numbers, test, adjusted p-value and cases.",
              ""]
-    for sec in diagnosis["sections"]:
-        lines += [f"## {md_escape(sec['title'])}", ""]
-        if not sec["sentences"]:
+    for sec in diagnosis.sections:
+        lines += [f"## {md_escape(sec.title)}", ""]
+        if not sec.sentences:
             lines += ["_(nothing to state)_", ""]
             continue
-        if sec["id"] == "decisions":
+        if sec.id == "decisions":
             lines += ["| decision | rule |", "|---|---|"]
-            lines += [f"| {_md_sentence(s)} | `{s['rule']}` |" for s in sec["sentences"]]
+            lines += [f"| {_md_sentence(s)} | `{s.rule}` |" for s in sec.sentences]
             lines.append("")
             continue
-        for s in sec["sentences"]:
-            lines.append(f"- {_md_sentence(s)} (rule `{s['rule']}`, {s['id']})")
-            if s.get("snippet"):
-                lines += ["", "  ```yaml", *("  " + x for x in s["snippet"].rstrip("\n").split("\n")), "  ```", ""]
+        for s in sec.sentences:
+            lines.append(f"- {_md_sentence(s)} (rule `{s.rule}`, {s.id})")
+            if s.snippet:
+                lines += ["", "  ```yaml", *("  " + x for x in s.snippet.rstrip("\n").split("\n")), "  ```", ""]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -18,17 +18,18 @@ def diagnosis(context: AssetExecutionContext, lab: LabResource) -> MaterializeRe
     lab_ = lab.lab()
     arms = stage.select_arms(lab_.arms, lab_.store, all_=True)
     out = diagnose_and_write(lab_, arms)
-    d, paths = out["diagnosis"], out["paths"]
-    sentences = [s for sec in d["sections"] for s in sec["sentences"]]
-    summary = next(sec for sec in d["sections"] if sec["id"] == "summary")["sentences"]
+    d = out.diagnosis
+    sentences = d.sentences()
+    summary = d.section("summary")
     return MaterializeResult(metadata={
-        "arms": MetadataValue.int(len(d["arms"])), "pairs": MetadataValue.int(len(d["pairs"])),
+        "arms": MetadataValue.int(len(d.arms)), "pairs": MetadataValue.int(len(d.pairs)),
         "sentences": MetadataValue.int(len(sentences)),
-        "claims": MetadataValue.int(sum(1 for s in sentences if s["p_adjusted"] is not None)),
-        "summary": MetadataValue.md("\n".join(f"- {md_escape(s['text'])}" for s in summary)),
-        "diagnosis_md": MetadataValue.path(str(paths["md"])), "diagnosis_json": MetadataValue.path(str(paths["json"])),
-        "page": MetadataValue.path(str(paths["html"])),
+        "claims": MetadataValue.int(sum(1 for s in sentences if s.p_adjusted is not None)),
+        "summary": MetadataValue.md("\n".join(f"- {md_escape(s.text)}" for s in summary.sentences) if summary else ""),
+        "diagnosis_md": MetadataValue.path(str(out.md)), "diagnosis_json": MetadataValue.path(str(out.json)),
+        "page": MetadataValue.path(str(out.html)),
         # The people's labels it read (the store's default annotations/labels.jsonl, report.human): an input.
-        "human_labels": MetadataValue.json(d.get("human_labels") or {"path": None, "why": "no annotations/labels.jsonl"}),
+        "human_labels": MetadataValue.json(d.human_labels.model_dump(exclude_unset=True) if d.human_labels
+                                           else {"path": None, "why": "no annotations/labels.jsonl"}),
         # One click from the UI: the page over HTTP when `rag-ttc serve-reports` runs (make dev starts it).
-        **({"page_url": MetadataValue.url(url)} if (url := report_url("comparisons", paths["html"].name)) else {})})
+        **({"page_url": MetadataValue.url(url)} if (url := report_url("comparisons", out.html.name)) else {})})

@@ -3,6 +3,8 @@ the cases behind them in the pair and arm reports beside it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from rag_ttc_assets.adapters.store import atomic_write_bytes
@@ -11,8 +13,22 @@ from rag_ttc_assets.report.files import write_arm
 from rag_ttc_assets.report.html import render
 from rag_ttc_assets.report.model import finite_or_none
 from rag_ttc_assets.core.diagnosis import diagnose
+from rag_ttc_assets.core.diagnosis_records import Diagnosis
 from rag_ttc_assets.stages import diagnosis as stage
-from rag_ttc_assets.stages.comparisons import compare_pairs
+
+
+@dataclass(frozen=True)
+class WrittenDiagnosis:
+    """A diagnosis and the files it was written to (`<stem>.md`, `<stem>.json`, the page `<stem>.html`)."""
+
+    diagnosis: Diagnosis
+    md: Path
+    json: Path
+    html: Path
+    title: str
+
+    def paths(self) -> Iterator[tuple[str, Path]]:
+        yield from (("md", self.md), ("json", self.json), ("html", self.html))
 
 
 def arm_pages(lab, arms: list[str], labels=None) -> dict[str, Path]:
@@ -24,30 +40,33 @@ def arm_pages(lab, arms: list[str], labels=None) -> dict[str, Path]:
     return {a: write_arm(lab, a, folder / f"{a}.html", labels) for a in arms}
 
 
-def write_page(diagnosis: dict, path: Path, title: str) -> Path:
+def write_page(diagnosis: Diagnosis, path: Path, title: str) -> Path:
     """The diagnosis page: every sentence, its rule, its numbers linked to their cases, the decision table, the
     limitations and the next experiments' snippets. All text goes on the page as text (page.js)."""
 
     atomic_write_bytes(path, render(finite_or_none({"kind": "diagnosis", "title": title,
-                                                    "diagnosis": diagnosis})).encode("utf-8"), mode=0o644)
+                                                    "diagnosis": diagnosis.to_json()})).encode("utf-8"), mode=0o644)
     return path
 
 
 def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: str | None = None,
-                       title: str | None = None, with_arm_pages: bool = True, labels=None) -> dict:
+                       title: str | None = None, with_arm_pages: bool = True, labels=None,
+                       recompute: Callable[[], stage.Compared] | None = None) -> WrittenDiagnosis:
     """Everything a diagnosis writes into the store's comparisons/ folder: `<stem>.md`, `<stem>.json` and the page
     `<stem>.html`, whose numbers link to the pair reports beside it and to the arm reports under reports/ (written
     here for the baseline and the families' members when `with_arm_pages`). `labels`: the human labels file (None:
     the store's default annotations/labels.jsonl when it exists, report.human): the arm pages show them beside the
     judges, and each compared pair whose arms both carry labels gets the judge's completeness difference corrected
     by them (limit.human_correction); the file's sha256 is recorded in the diagnosis. Returns the diagnosis and
-    the paths."""
+    the paths. The pair reports are `arm_comparisons`' JSON files; a missing one is recomputed by `recompute`
+    when given (`rag-ttc diagnose` over some arms: stages.comparisons.compare_pairs), else listed as not compared
+    (the asset, downstream of arm_comparisons)."""
 
     store, arms_file = lab.store, lab.arms  # loaded here and handed in: the diagnosis' stages take no lab
     out_dir = store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     hl = human.read(lab, labels)
-    compared = stage.comparisons(arms_file, store, arms, recompute=lambda: compare_pairs(lab))
+    compared = stage.comparisons(arms_file, store, arms, recompute)
     base = baseline or stage.default_baseline(arms, compared[0])
     if with_arm_pages:
         linked = {base} | {a for members in arms_file.families.values() for a in members if a in arms}
@@ -59,6 +78,5 @@ def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: 
             "human_corrections": human.pair_corrections(lab, hl, [(r.a, r.b) for r in sweep.comparisons])})
     result = diagnose(sweep)
     title = title or f"Diagnosis: {len(arms)} arms, {len(sweep.comparisons)} compared pairs"
-    paths = stage.write(result, out_dir, title, stem)
-    paths["html"] = write_page(result, out_dir / f"{stem}.html", title)
-    return {"diagnosis": result, "paths": paths, "title": title}
+    md, js = stage.write(result, out_dir, title, stem)
+    return WrittenDiagnosis(result, md, js, write_page(result, out_dir / f"{stem}.html", title), title)

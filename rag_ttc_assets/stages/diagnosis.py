@@ -4,9 +4,10 @@ store's comparisons/ folder.
 
 Each function takes what it reads (the arms file, the store, an arm's config), never the lab: the asset and the CLI
 (through report.diagnosis) load them and hand them in. The paired comparisons are `arm_comparisons`' own (its JSON
-files, p-values adjusted over every pair and metric of the arms file); when one is missing they are recomputed
-exactly as that asset computes them (`recompute`: stages.comparisons.compare_pairs), never by a second statistics
-path.
+files, p-values adjusted over every pair and metric of the arms file). The `diagnosis` asset reads only those: a
+pair whose JSON is missing is listed as not compared (materialize `arm_comparisons`). `rag-ttc diagnose` over some
+arms recomputes them when one is missing, exactly as that asset computes them (`recompute`:
+stages.comparisons.compare_pairs), never by a second statistics path.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.arms_file import Arms
 from rag_ttc_assets.core.compare_records import PairReport, read_pair_report
 from rag_ttc_assets.core.diagnosis_inputs import ArmRecord, DiagnosisInputs, Family
+from rag_ttc_assets.core.diagnosis_records import Diagnosis
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.summaries import generator_label, generator_models, is_offline_baseline
 
@@ -96,17 +98,20 @@ def arm_record(store: ArtifactStore, cfg: ArmConfig, arm: str) -> ArmRecord:
 Compared = tuple[list[PairReport], list[str]]  # the pair reports, and the pairs not compared with why
 
 
-def comparisons(arms_file: Arms, store: ArtifactStore, arms: list[str], recompute: Callable[[], Compared]) -> Compared:
+def comparisons(arms_file: Arms, store: ArtifactStore, arms: list[str],
+                recompute: Callable[[], Compared] | None = None) -> Compared:
     """The pairs of `comparisons` among `arms`, as arm_comparisons wrote them (adjusted over its whole family), or
     recomputed as it computes them (`recompute`, every pair of the arms file) when a pair's JSON is missing; and
-    the pairs not compared, with why. A stored pair report is read through its model: a file with a wrong or
-    missing field fails naming the file and the field (core.compare_records.PairReportError)."""
+    the pairs not compared, with why (without `recompute`, a missing JSON is one of them). A stored pair report is
+    read through its model: a file with a wrong or missing field fails naming the file and the field
+    (core.compare_records.PairReportError)."""
     wanted = [(a, b) for a, b in arms_file.comparisons if a in arms and b in arms]
     out_dir = store.comparisons_dir
     paths = [out_dir / f"{a}--{b}.json" for a, b in wanted]
-    if all(p.exists() for p in paths):
-        reports = [read_pair_report(p.read_text(), str(p)) for p in paths]
-        skipped: list[str] = []
+    if recompute is None or all(p.exists() for p in paths):
+        reports = [read_pair_report(p.read_text(), str(p)) for p in paths if p.exists()]
+        skipped: list[str] = [f"{a} vs {b}: no pair report in {out_dir}: materialize arm_comparisons"
+                              for (a, b), p in zip(wanted, paths) if not p.exists()]
     else:
         reports, skipped = recompute()
         reports = [r for r in reports if (r.a, r.b) in wanted]
@@ -162,10 +167,10 @@ def existing_pages(arms_file: Arms, store: ArtifactStore, arms: list[str], out_d
     return pages
 
 
-def write(diagnosis: dict, out_dir: Path, title: str, stem: str = "diagnosis") -> dict[str, Path]:
-    """`<stem>.md` and `<stem>.json` (diagnosis.md, diagnosis.json) into `out_dir`."""
+def write(diagnosis: Diagnosis, out_dir: Path, title: str, stem: str = "diagnosis") -> tuple[Path, Path]:
+    """`<stem>.md` and `<stem>.json` (diagnosis.md, diagnosis.json) into `out_dir`; their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     md, js = out_dir / f"{stem}.md", out_dir / f"{stem}.json"
-    atomic_write_bytes(js, json.dumps(diagnosis, indent=1, ensure_ascii=False).encode("utf-8"), mode=0o644)
+    atomic_write_bytes(js, json.dumps(diagnosis.to_json(), indent=1, ensure_ascii=False).encode("utf-8"), mode=0o644)
     atomic_write_bytes(md, core.to_markdown(diagnosis, title).encode("utf-8"), mode=0o644)
-    return {"md": md, "json": js}
+    return md, js

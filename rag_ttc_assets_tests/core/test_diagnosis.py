@@ -97,8 +97,9 @@ def planted_and_null() -> DiagnosisInputs:
     return sweep(reports, arms)
 
 
-def sentences(d: dict, rule: str | None = None) -> list[dict]:
-    return [s for sec in d["sections"] for s in sec["sentences"] if rule is None or s["rule"] == rule]
+def sentences(d: dg.Diagnosis, rule: str | None = None) -> list[dict]:
+    """The sentences as diagnosis.json keeps them (`rule`: only that rule's)."""
+    return [s.model_dump(exclude_unset=True) for s in d.sentences(rule)]
 
 
 def test_the_planted_effect_is_claimed_and_the_null_is_not():
@@ -268,7 +269,9 @@ def _flat(x):
 @pytest.mark.parametrize("name", ["<img src=x onerror=alert(1)>", "[a](javascript:x)", "a|b*c_d`e"])
 def test_markdown_escapes_text_from_the_records(name):
     s = diagnosis_sentences.Sentence("t").t(f"case {name} ").n("x", 1, "count")
-    d = {"sections": [{"id": "summary", "title": "T", "sentences": [s.done("s1")]}]}
+    d = dg.Diagnosis.model_validate({"baseline": "b", "arms": [], "families": [], "pairs": [], "p_adjust": None,
+                                     "alpha": 0.05, "min_paired": 10, "human_labels": None,
+                                     "sections": [{"id": "summary", "title": "T", "sentences": [s.done("s1")]}]})
     md = dg.to_markdown(d)
     line = next(x for x in md.splitlines() if x.startswith("- "))
     assert not re.search(r"(?<!\\)[<\[\]|`*_]", line[2:line.rindex(" (rule")]), line

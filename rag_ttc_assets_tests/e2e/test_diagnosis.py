@@ -165,20 +165,34 @@ def test_the_page_links_a_number_to_exactly_its_cases(diagnosed):
             browser.close()
 
 
-def test_a_missing_comparison_is_recomputed_as_arm_comparisons_computes_it(diagnosed):
-    """Last in this module: it removes a comparison JSON. The diagnosis recomputes every pair as arm_comparisons
-    does (stages.comparisons.compare_pairs, adjusted over the same family), so its numbers are the asset's."""
+def test_a_missing_comparison_is_recomputed_by_the_command_and_listed_by_the_asset(diagnosed):
+    """A comparison JSON removed (and put back after). `rag-ttc diagnose A B` recomputes every pair as
+    arm_comparisons does (stages.comparisons.compare_pairs, adjusted over the same family), so its numbers are the
+    asset's; the `diagnosis` asset (`diagnose --all`) reads only what arm_comparisons wrote: the pair is a limitation
+    naming what to materialize, never recomputed by the asset."""
     root, env, _ = diagnosed
     folder = next(root.glob("home/**/comparisons"))
-    written = json.loads((folder / "baseline--evidence-k-5.json").read_text())
-    (folder / "baseline--evidence-k-5.json").unlink()
-    code, out, err = cli("diagnose", "baseline", "evidence-k-5", "--json", env=env)
-    assert code == 0, err[-4000:]
-    d = json.loads(out)
-    assert d["pairs"] == [["baseline", "evidence-k-5"]] and d["p_adjust"] == written["p_adjust"]
-    effects = [s for sec in d["sections"] for s in sec["sentences"] if s["rule"] == "pair.too_few_cases"]
-    assert effects and effects[0]["numbers"]["n"] == written["metrics"]["completeness"]["n"]
-    assert (folder / "diagnosis--baseline-evidence-k-5.md").exists()
+    path = folder / "baseline--evidence-k-5.json"
+    raw = path.read_bytes()
+    written = json.loads(raw)
+    path.unlink()
+    try:
+        code, out, err = cli("diagnose", "baseline", "evidence-k-5", "--json", env=env)
+        assert code == 0, err[-4000:]
+        d = json.loads(out)
+        assert d["pairs"] == [["baseline", "evidence-k-5"]] and d["p_adjust"] == written["p_adjust"]
+        effects = [s for sec in d["sections"] for s in sec["sentences"] if s["rule"] == "pair.too_few_cases"]
+        assert effects and effects[0]["numbers"]["n"] == written["metrics"]["completeness"]["n"]
+        assert (folder / "diagnosis--baseline-evidence-k-5.md").exists()
+        code, out, err = cli("diagnose", "--all", "--json", env=env)
+        assert code == 0, err[-4000:]
+        d = json.loads(out)
+        assert d["pairs"] == [["context-700", "context-4000"]]
+        [limit] = [s for sec in d["sections"] for s in sec["sentences"] if s["rule"] == "limit.skipped_pairs"]
+        assert limit["inputs"]["skipped"] == [f"baseline vs evidence-k-5: no pair report in {folder}: materialize "
+                                              "arm_comparisons"]
+    finally:
+        path.write_bytes(raw)
 
 
 def _by_hand(root: Path, arm: str) -> tuple[dict, dict[str, list[dict]]]:
