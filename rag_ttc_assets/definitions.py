@@ -25,7 +25,8 @@ def build_definitions(lab: Lab | None = None, provider: ProviderResource | None 
     lab = lab or Lab.from_env()
     partitions = arm_partitions(lab)
     graph.load()  # every defs module imported: every arm_asset registered, a new module's included
-    assets = [*build_assets(partitions), diagnostics.arm_comparisons, diagnosis.diagnosis, *labels.ASSETS]
+    assets = [*build_assets(partitions), diagnostics.arm_comparisons, diagnosis.arm_reports, diagnosis.diagnosis,
+              *labels.ASSETS]
     checks = build_checks(partitions)
     per_arm = [a for a in assets if a.partitions_def is not None]
     job = define_asset_job(JOB, selection=AssetSelection.assets(*per_arm) | AssetSelection.checks(*checks),
@@ -35,12 +36,15 @@ def build_definitions(lab: Lab | None = None, provider: ProviderResource | None 
                            provider_cache=str(lab.provider_cache) if lab.provider_cache is not None else None)
     comparisons = define_asset_job("comparisons_job", selection=AssetSelection.assets(diagnostics.arm_comparisons),
                                    description="Compare the arm pairs of `comparisons` and plot the sweeps.")
-    written = define_asset_job("diagnosis_job", selection=AssetSelection.assets(diagnosis.diagnosis),
-                               description="Write the diagnosis of every materialized arm and compared pair.")
+    written = define_asset_job("diagnosis_job", selection=AssetSelection.assets(diagnosis.arm_reports,
+                                                                                 diagnosis.diagnosis),
+                               description="Write the diagnosis of every materialized arm and compared pair, and "
+                                           "the case reports of the arms it links.")
     label_jobs = [define_asset_job(f"{a.key.path[-1]}_job", selection=AssetSelection.assets(a)) for a in labels.ASSETS]
     return Definitions(assets=[*assets, *config_specs(partitions)], asset_checks=checks,
                        jobs=[job, comparisons, written, *label_jobs],
-                       sensors=[config_sensor(lab, partitions)], resources={"lab": resource, "provider": provider or ProviderResource()},
+                       sensors=[config_sensor(lab, partitions)],
+                       resources={"lab": resource, "provider": provider or ProviderResource()},
                        executor=executor_from_env())  # RAG_TTC_EXECUTOR (docs/cluster.md); None: Dagster's default
 
 

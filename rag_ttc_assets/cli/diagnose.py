@@ -9,7 +9,7 @@ from rag_ttc_assets.cli.common import CliError, lab_from_args
 from rag_ttc_assets.core.diagnosis_records import DiagnosisFileError, read_diagnosis
 from rag_ttc_assets.stages.diagnosis import DiagnosisError, select_arms
 from rag_ttc_assets.cli.materialize import materialize_diagnosis
-from rag_ttc_assets.report.diagnosis import diagnose_and_write
+from rag_ttc_assets.report.diagnosis import arm_pages, diagnose_and_write
 from rag_ttc_assets.stages.comparisons import compare_pairs
 
 
@@ -53,7 +53,7 @@ def cmd_diagnose(args) -> int:
     else:
 
         out = diagnose_and_write(lab, arms, stem, args.baseline, labels=args.labels,
-                                 recompute=lambda: compare_pairs(lab))
+                                 recompute=lambda: compare_pairs(lab), pages=lambda a, hl: arm_pages(lab, a, hl))
         result, paths = out.diagnosis, list(out.paths())
     if args.json:
         print(json.dumps(result.to_json(), indent=1, ensure_ascii=False))
