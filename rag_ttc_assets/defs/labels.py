@@ -32,12 +32,11 @@ def derived_requests(context: AssetExecutionContext, config: DerivedRequestsConf
     names = config.datasets or sorted({cfg.dataset for cfg in lab_.arms.arms.values()})
     model = ModelConfig(model=config.model, api_base=config.api_base, api_key_env=config.api_key_env)
     out = [derive(lab_, name, model, budget=config.budget) for name in names]
-    rows = [{"dataset": o["dataset"], "derived_by": o["derived_by"], "questions": o["questions"],
-             "requests": o["requests"], "with_evidence": o["requests_with_evidence"],
-             "not_derived": len(o["not_derived"]), "provider_calls": o["provider_calls"],
-             "cache_hits": o["cache_hits"]} for o in out]
-    return MaterializeResult(metadata={"derived": md_table(rows), "results": MetadataValue.json(out),
-                                       "requests": sum(o["requests"] for o in out)})
+    rows = [{"dataset": o.dataset, "derived_by": o.derived_by, "questions": o.questions, "requests": o.requests,
+             "with_evidence": o.requests_with_evidence, "not_derived": len(o.not_derived),
+             "provider_calls": o.provider_calls, "cache_hits": o.cache_hits} for o in out]
+    return MaterializeResult(metadata={"derived": md_table(rows), "results": MetadataValue.json(
+        [o.model_dump() for o in out]), "requests": sum(o.requests for o in out)})
 
 
 class JudgeAgreementConfig(Config):

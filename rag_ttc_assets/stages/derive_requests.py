@@ -8,13 +8,17 @@ the dataset then names the question until a rerun (served from the cache for the
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
 from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.adapters.store import atomic_write_bytes
 from rag_ttc_assets.core import derive_requests as dr
 from rag_ttc_assets.core.arms import ModelConfig
 from rag_ttc_assets.core.contract import locate_json_object
 from rag_ttc_assets.core.progress import NO_PROGRESS
-from rag_ttc_assets.core.records import Derivation, Question
+from rag_ttc_assets.core.records import Derivation, Question, Request
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.roles import REQUEST_DERIVER
 from rag_ttc_assets.stages.calls import pooled, role_caller
@@ -24,56 +28,89 @@ DERIVED = "derived"
 PARSE_FAILURE = "parse_failure"
 
 
+class QuestionDerivation(BaseModel):
+    """One question's line of derived_requests.json: derived, or the call's fault (its requests then empty)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    status: str  # DERIVED, PARSE_FAILURE or the provider call's status
+    error: str | None
+    requests: list[dict[str, Any]]  # each a core.records.Request as JSON
+
+
+class DerivationResult(BaseModel):
+    """What `derive` wrote (the derived_requests asset's `results`): the derivation, per-status counts, requests,
+    those with evidence, the questions not derived and why, and the provider calls it made."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str
+    file: str
+    derived: dict[str, Any]  # the Derivation
+    derived_by: str  # as tables show it (core.derive_requests.describe)
+    questions: int
+    statuses: dict[str, int]
+    requests: int
+    requests_with_evidence: int
+    not_derived: dict[str, str]  # question id -> "status: error"
+    nothing_to_derive: str | None
+    provider_calls: int
+    cache_hits: int
+
+
 def _to_derive(questions: list[Question]) -> list[Question]:
     """The questions with a gold answer and no hand-written request (loaded without the derived file, their
     requests are the offline rule's)."""
     return [q for q in questions if q.requests and all(r.derived is not None for r in q.requests)]
 
 
-def derive(lab: Lab, dataset: str, model: ModelConfig, budget: int = 1000, workers: int = 4) -> dict:
+def derive(lab: Lab, dataset: str, model: ModelConfig, budget: int = 1000, workers: int = 4) -> DerivationResult:
     """Derive `dataset`'s requests with `model` (dr.OFFLINE_MODEL: the rule), write derived_requests.json, and
     return what was written: the derivation, per-status counts, requests, those with evidence, calls."""
     folder = lab.dataset_dir(dataset)
     ds = load_dataset(folder, dataset, use_derived=False)
     docs = ds.documents_by_id
     questions = _to_derive(ds.evaluation.questions)
-    calls = {"provider_calls": 0, "cache_hits": 0}
+    provider_calls = cache_hits = 0
     if model.model == dr.OFFLINE_MODEL:
         derivation = dr.OFFLINE
-        rows = [{"id": q.id, "status": DERIVED, "error": None,
-                 "requests": [r.model_dump(mode="json") for r in dr.derive_offline(q, docs)]} for q in questions]
+        rows = [QuestionDerivation(id=q.id, status=DERIVED, error=None,
+                                   requests=[r.model_dump(mode="json") for r in dr.derive_offline(q, docs)])
+                for q in questions]
     else:
         prompt = lab.prompt(PROMPT, "derive_requests")
         derivation = Derivation(method=dr.MODEL, model=model.model, prompt_digest=prompt.digest)
         caller = role_caller(REQUEST_DERIVER, lab, model=model, budget=budget)
 
-        def one(q: Question) -> dict:
+        def one(q: Question) -> QuestionDerivation:
             call = caller.call([{"role": "user", "content": prompt.render(question=q.text,
                                                                           gold_answer=q.gold_answer or "")}])
             if call.status != "ok":
-                return {"id": q.id, "status": call.status, "error": call.error, "requests": []}
+                return QuestionDerivation(id=q.id, status=call.status, error=call.error, requests=[])
             obj, why, _ = locate_json_object(call.raw_text)
             try:
                 claims = dr.parse_claims(obj) if obj is not None else None
             except dr.DerivationError as e:
                 why, claims = str(e), None
             if claims is None:
-                return {"id": q.id, "status": PARSE_FAILURE, "error": why, "requests": []}
-            return {"id": q.id, "status": DERIVED, "error": None,
-                    "requests": [r.model_dump(mode="json") for r in dr.derived_requests(q, claims, derivation, docs)]}
+                return QuestionDerivation(id=q.id, status=PARSE_FAILURE, error=why, requests=[])
+            return QuestionDerivation(id=q.id, status=DERIVED, error=None, requests=[
+                r.model_dump(mode="json") for r in dr.derived_requests(q, claims, derivation, docs)])
 
         rows = pooled(one, questions, workers, NO_PROGRESS, "deriving", "derived", "questions")
-        calls = {"provider_calls": caller.provider_calls, "cache_hits": caller.cache_hits}
-    content = dr.derived_file(ds.evaluation_digest, derivation, rows)
+        provider_calls, cache_hits = caller.provider_calls, caller.cache_hits
+    content = dr.derived_file(ds.evaluation_digest, derivation, [r.model_dump() for r in rows])
     path = folder / dr.DERIVED_FILE
     atomic_write_bytes(path, dr.dumps(content).encode("utf-8"), mode=0o644)
     statuses: dict[str, int] = {}
-    for r in rows:
-        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-    requests = [r for row in rows for r in row["requests"]]
-    return {"dataset": dataset, "file": str(path), "derived": derivation.model_dump(),
-            "derived_by": dr.describe(derivation), "questions": len(rows), "statuses": statuses,
-            "requests": len(requests), "requests_with_evidence": sum(1 for r in requests if r["evidence"]),
-            "not_derived": {r["id"]: f"{r['status']}: {r['error']}" for r in rows if r["status"] != DERIVED},
-            "nothing_to_derive": dr.nothing_to_derive(ds.evaluation.questions, dataset),
-            **calls}
+    for row in rows:
+        statuses[row.status] = statuses.get(row.status, 0) + 1
+    requests = [Request.model_validate(r) for row in rows for r in row.requests]
+    return DerivationResult(
+        dataset=dataset, file=str(path), derived=derivation.model_dump(), derived_by=dr.describe(derivation),
+        questions=len(rows), statuses=statuses, requests=len(requests),
+        requests_with_evidence=sum(1 for r in requests if r.evidence),
+        not_derived={r.id: f"{r.status}: {r.error}" for r in rows if r.status != DERIVED},
+        nothing_to_derive=dr.nothing_to_derive(ds.evaluation.questions, dataset),
+        provider_calls=provider_calls, cache_hits=cache_hits)
