@@ -18,6 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rag_ttc_assets.core.imported import Span
+from rag_ttc_assets.core.tables import Table
+
+FLOW, RJ = Table.FAILURE_FLOW.c, Table.REQUEST_JUDGMENTS.c  # the rows' declared columns
 
 NAME = "rag-ttc"
 ANNOTATOR_KIND = "CODE"  # the branch is the lab's flow, computed; the verdict's own judge is named in the metadata
@@ -41,10 +44,10 @@ def annotations(arm: str, flow: Sequence[Mapping[str, Any]], judgments: Sequence
                 ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """(annotations, skipped): one annotation per flow row whose question has a trace with a root span; the others
     listed with why (a question no trace answered has no span to annotate)."""
-    judged = {j["request_id"]: j for j in judgments}
+    judged = {j[RJ.request_id]: j for j in judgments}
     out, skipped = [], []
     for row in flow:
-        request_id, query_id = row["request_id"], row["query_id"]
+        request_id, query_id = row[FLOW.request_id], row[FLOW.query_id]
         trace_id = trace_of_question.get(query_id)
         span_id = root_of_trace.get(trace_id) if trace_id else None
         if span_id is None:
@@ -53,12 +56,12 @@ def annotations(arm: str, flow: Sequence[Mapping[str, Any]], judgments: Sequence
                             f"trace {trace_id} has no span on the server"})
             continue
         j = judged.get(request_id, {})
-        explanation = j.get("reason") or j.get("judge_error") or f"request judge status: {j.get('status')}"
+        explanation = j.get(RJ.reason) or j.get(RJ.judge_error) or f"request judge status: {j.get(RJ.status)}"
         out.append({"span_id": span_id, "name": NAME, "annotator_kind": ANNOTATOR_KIND,
                     "identifier": f"{arm}/{request_id}",
-                    "result": {"label": row["branch"], "score": 1.0 if row["supported"] else 0.0,
+                    "result": {"label": row[FLOW.branch], "score": 1.0 if row[FLOW.supported] else 0.0,
                                "explanation": explanation},
                     "metadata": {"arm": arm, "query_id": query_id, "request_id": request_id, "trace_id": trace_id,
-                                 "verdict": j.get("verdict"), "request_judge_model": j.get("request_judge_model"),
-                                 "request_judge_prompt_digest": j.get("prompt_digest")}})
+                                 "verdict": j.get(RJ.verdict), "request_judge_model": j.get(RJ.request_judge_model),
+                                 "request_judge_prompt_digest": j.get(RJ.prompt_digest)}})
     return out, skipped
