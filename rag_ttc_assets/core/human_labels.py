@@ -23,7 +23,7 @@ core.judge_agreement's (per-request and pairwise labels) and core.claim_agreemen
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, TypeGuard
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
@@ -68,6 +68,23 @@ class LabelsError(ProblemsError):
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """What the annotation page records with a per-request label (ANNOTATION_FIELDS), as a case report shows it
+    beside the label: the person's case and note, the gold quote they marked, and the run and answer they labelled
+    (an older one is flagged). Each is text when given."""
+
+    case: str | None = None
+    note: str | None = None
+    quote: str | None = None
+    quote_chunk_id: str | None = None
+    run_id: str | None = None
+    answer_sha256: str | None = None
+
+
+SHOWN_FIELDS = tuple(f.name for f in fields(Provenance))
+
+
+@dataclass(frozen=True)
 class RequestLabel:
     line: int
     arm: str
@@ -76,6 +93,7 @@ class RequestLabel:
     addressed: bool
     verdict: str | None
     annotator: str
+    provenance: Provenance = field(default=Provenance(), compare=False)  # shown beside it, never compared
 
     @property
     def item(self) -> tuple[str, str, str]:
@@ -245,7 +263,12 @@ def parse_labels(text: str, path: str, catalog: Catalog) -> Labels:
             if verdict is not None and verdict not in VERDICTS:
                 bad(n, "verdict", f"{verdict!r}: one of {list(VERDICTS)}, or leave it out")
                 continue
-            label = RequestLabel(n, arm, question, request, rec["addressed"], verdict, annotator)
+            not_text = next((f for f in SHOWN_FIELDS if rec.get(f) is not None and not isinstance(rec[f], str)), None)
+            if not_text:
+                bad(n, not_text, f"text, or leave it out; not {rec[not_text]!r}")
+                continue
+            label = RequestLabel(n, arm, question, request, rec["addressed"], verdict, annotator,
+                                 Provenance(**{f: rec.get(f) for f in SHOWN_FIELDS}))
             key = (REQUEST, annotator, label.item)
         else:
             allowed = {"kind", "question", "a", "b", "labels", "annotator"} | PAIR_ANNOTATION_FIELDS

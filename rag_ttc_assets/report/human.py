@@ -73,13 +73,12 @@ class HumanLabels:
             out["not_read"] = self.not_read
         return out
 
-    def by_case(self, arm: str) -> dict[str, dict[str, list[dict]]]:
+    def by_case(self, arm: str) -> dict[str, dict[str, list[hl.RequestLabel]]]:
         """question -> request -> the people's labels of `arm`'s answer (every annotator, in file order)."""
-        out: dict[str, dict[str, list[dict]]] = {}
-        for line, r in enumerate(self.records, 1):
-            if r.get("kind") != "request" or r.get("arm") != arm or r.get("origin", "dataset") != "dataset":
-                continue
-            out.setdefault(r["question"], {}).setdefault(r["request"], []).append({**r, "line": line})
+        out: dict[str, dict[str, list[hl.RequestLabel]]] = {}
+        for r in self.labels.requests:
+            if r.arm == arm:
+                out.setdefault(r.question, {}).setdefault(r.request, []).append(r)
         return out
 
 
@@ -98,24 +97,23 @@ def current_run_id(lab, arm: str) -> str | None:
     return _current_run_id(lab, arm)
 
 
-def case_labels(labels: list[dict], run_id: str | None, answer_sha256: str | None) -> list[dict]:
+def case_labels(labels: list[hl.RequestLabel], run_id: str | None, answer_sha256: str | None) -> list[dict]:
     """The shown fields of one request's labels: the person's case (or, for a label written by hand without one,
     its `addressed` and `verdict`), annotator, note, gold quote, and `older` when the label was made on an older run
     of the arm (its run_id is not the arm's current run) or on another answer (its answer_sha256 differs)."""
     out = []
     for r in labels:
-        older = None
-        if r.get("run_id") and run_id and r["run_id"] != run_id:
-            older = f"on an older answer: labelled on run {r['run_id']}; the row now comes from run {run_id}"
-            if r.get("answer_sha256") and answer_sha256 and r["answer_sha256"] != answer_sha256:
+        p, older = r.provenance, None
+        if p.run_id and run_id and p.run_id != run_id:
+            older = f"on an older answer: labelled on run {p.run_id}; the row now comes from run {run_id}"
+            if p.answer_sha256 and answer_sha256 and p.answer_sha256 != answer_sha256:
                 older += ", with another answer"
-        elif r.get("answer_sha256") and answer_sha256 and r["answer_sha256"] != answer_sha256:
+        elif p.answer_sha256 and answer_sha256 and p.answer_sha256 != answer_sha256:
             older = "on an older answer: the answer labelled is not the answer the arm now gives"
-        case = r.get("case") or f"addressed {str(r.get('addressed')).lower()}" + (
-            f", verdict {r['verdict']}" if r.get("verdict") else "")
-        out.append({"annotator": r.get("annotator"), "case": case, "addressed": r.get("addressed"),
-                    "verdict": r.get("verdict"), "note": r.get("note") or "", "quote": r.get("quote"),
-                    "quote_chunk_id": r.get("quote_chunk_id"), "older": older, "line": r["line"]})
+        case = p.case or f"addressed {str(r.addressed).lower()}" + (f", verdict {r.verdict}" if r.verdict else "")
+        out.append({"annotator": r.annotator, "case": case, "addressed": r.addressed, "verdict": r.verdict,
+                    "note": p.note or "", "quote": p.quote, "quote_chunk_id": p.quote_chunk_id, "older": older,
+                    "line": r.line})
     return out
 
 

@@ -274,6 +274,8 @@ def test_the_ceiling_reads_each_pair_with_a_labels_own_a_and_b_never_a_sort_of_t
      "request", "has no request 'q1.r9'"),
     ({"kind": "request", "question": "q1", "request": "q1.r1", "arm": "base", "addressed": "yes", "annotator": "x"},
      "addressed", "true or false"),
+    ({"kind": "request", "question": "q1", "request": "q1.r1", "arm": "base", "addressed": True, "annotator": "x",
+      "note": 5}, "note", "text, or leave it out; not 5"),
     ({"kind": "pair", "question": "q10", "a": {"arm": "base"}, "b": {"arm": "other"}, "labels": {"c": 1},
       "annotator": "x"}, "b.row", "has no answer row 'q10'"),
     ({"kind": "pair", "question": "q1", "a": {"arm": "base", "row": "q2"}, "b": {"arm": "other", "row": "q3"},
