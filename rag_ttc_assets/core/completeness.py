@@ -5,7 +5,8 @@ the answer text and its citations, never the generator's own request labels or `
 generator says about itself is kept beside it as self-reported, and the two are compared (calibration).
 
 Inputs are plain rows (a question's coverage rows, its contract row, its judge row or None, its request-judgment
-rows), so callers pass dicts read from Parquet.  For each request of an ANSWERABLE question, a `RequestOutcome`:
+rows), so callers pass dicts read from Parquet; they are read as records (core.answer_rows: Coverage, Contract,
+Judgment) by their tables' declared columns.  For each request of an ANSWERABLE question, a `RequestOutcome`:
 
   measured          the request judge judged it (status "judged"), or the answer was not contract-valid (an
                     abstention, a parse or contract failure, a provider fault: nothing was delivered, so nothing
@@ -48,17 +49,20 @@ answered_anyway = a valid row that is not an abstention.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
-from rag_ttc_assets.core.contract import ABSTAINED, CONTRACT_FAILURE, FREE_TEXT, VALID
+from rag_ttc_assets.core.answer_rows import Contract, Coverage, Judgment, Row, json_list
+from rag_ttc_assets.core.contract import ABSTAINED, CONTRACT_FAILURE, FREE_TEXT, VALID, RequestItem
 from rag_ttc_assets.core.judging import StatementVerdict
 from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, MeasuredMean, denominator_fields, measured_mean, reason_of
 from rag_ttc_assets.core.records import Question, Request
+from rag_ttc_assets.core.tables import Table
+
+__all__ = ["Row", "json_list"]  # re-exported: callers read rows and list columns through these names
 
 CASES = ("answered_supported", "answered_unsupported", "not_answered_evidence_admitted",
          "not_answerable_from_admitted", "not_measured", "no_gold_quotes")
@@ -68,8 +72,7 @@ Case = Literal["answered_supported", "answered_unsupported", "not_answered_evide
 _PARSED_STATUSES = frozenset({VALID, CONTRACT_FAILURE, ABSTAINED, FREE_TEXT})
 ANSWERED = (VALID, FREE_TEXT)
 JUDGED = "judged"
-# A row as read from Parquet (a coverage, contract or request-judgment row): column -> value, whatever the column holds.
-Row = dict[str, Any]
+JV, RO = Table.JUDGE_VERDICTS.c, Table.REQUEST_OUTCOMES.c
 
 
 class RequestOutcome(BaseModel):
@@ -119,60 +122,52 @@ class QuestionCompleteness(BaseModel):
     complete: bool | None  # None when a request of the question was not measured
 
 
-def json_list(value: Any) -> list[Any]:
-    """A list field as stored: a JSON string (Parquet), a list, or None."""
-    if value is None:
-        return []
-    return list(json.loads(value)) if isinstance(value, str) else list(value)
+def parsed_answer(contract: Contract | None) -> bool:
+    return contract is not None and contract.status in _PARSED_STATUSES and contract.answer is not None
 
 
-def parsed_answer(contract_row: Row | None) -> bool:
-    return (contract_row is not None and contract_row.get("status") in _PARSED_STATUSES
-            and contract_row.get("answer") is not None)
-
-
-def keyed_items(question: Question, contract_row: Row | None) -> list[Row]:
+def keyed_items(question: Question, contract: Contract | None) -> list[RequestItem]:
     """The answer's request items, when they are keyed to this question's requests (by id or exact text).
 
     Items a model keyed to its own decomposition of the question (no item names a labelled request)
     cannot be attributed to requests; the answer is then read as a whole (top-level citations and
     lexical attribution), as for an answer without items.
     """
-    if contract_row is None or not parsed_answer(contract_row):
+    if contract is None or not parsed_answer(contract):
         return []
-    items = json_list(contract_row.get("request_items"))
+    items = list(contract.request_items)
     keys = {r.id for r in question.requests} | {r.text for r in question.requests}
-    return items if any(it.get("request") in keys for it in items) else []
+    return items if any(it.request in keys for it in items) else []
 
 
-def coverage_by_request(question: Question, coverage_rows: Iterable[Row]) -> dict[str, Row]:
-    """Coverage row per request id; a request without one arrived nowhere (nothing ranked)."""
+def coverage_by_request(question: Question, coverage_rows: Iterable[Row | Coverage]) -> dict[str, Coverage]:
+    """Coverage per request id (rows as read, or records); a request without one arrived nowhere (nothing ranked)."""
     ids = {r.id for r in question.requests}
-    out: dict[str, Row] = {rid: {"query_id": question.id, "request_id": rid, "has_evidence": False,
-                                 "supporting_chunk_ids": [], "ranked": False, "selected": False, "admitted": False}
-                           for rid in ids}
+    out = {rid: Coverage.nothing(question.id, rid) for rid in ids}
     seen: set[str] = set()
-    for i, row in enumerate(coverage_rows):
-        if row["query_id"] != question.id or row["request_id"] not in ids:
-            raise ValueError(f"coverage_rows[{i}]: request {row['query_id']}/{row['request_id']} is not a request "
+    for i, given in enumerate(coverage_rows):
+        c = given if isinstance(given, Coverage) else Coverage.of(given)
+        if c.query_id != question.id or c.request_id not in ids:
+            raise ValueError(f"coverage_rows[{i}]: request {c.query_id}/{c.request_id} is not a request "
                              f"of question {question.id!r}; pass only that question's coverage rows")
-        if row["request_id"] in seen:
-            raise ValueError(f"coverage_rows[{i}]: second coverage row for request {row['request_id']!r}")
-        seen.add(row["request_id"])
-        if (row["admitted"] and not row["selected"]) or (row["selected"] and not row["ranked"]):
-            raise ValueError(f"coverage_rows[{i}] ({row['request_id']}): admitted implies selected implies ranked, "
-                             f"got ranked={row['ranked']} selected={row['selected']} admitted={row['admitted']}")
-        out[row["request_id"]] = {**row, "supporting_chunk_ids": json_list(row.get("supporting_chunk_ids"))}
+        if c.request_id in seen:
+            raise ValueError(f"coverage_rows[{i}]: second coverage row for request {c.request_id!r}")
+        seen.add(c.request_id)
+        if (c.admitted and not c.selected) or (c.selected and not c.ranked):
+            raise ValueError(f"coverage_rows[{i}] ({c.request_id}): admitted implies selected implies ranked, "
+                             f"got ranked={c.ranked} selected={c.selected} admitted={c.admitted}")
+        out[c.request_id] = c
     return out
 
 
-def answer_citations(contract_row: Row | None) -> set[str]:
+def answer_citations(contract_row: Row | Contract | None) -> set[str]:
     """Every chunk the answer cites, top level and request items (contract-valid: admitted chunks only)."""
-    if contract_row is None:
+    contract = _contract(contract_row)
+    if contract is None:
         return set()
-    cites = set(json_list(contract_row.get("citation_chunk_ids")))
-    for it in json_list(contract_row.get("request_items")):
-        cites |= set(json_list(it.get("citation_chunk_ids")))
+    cites = set(contract.citation_chunk_ids)
+    for it in contract.request_items:
+        cites |= set(it.citation_chunk_ids)
     return cites
 
 
@@ -189,66 +184,76 @@ def gold_numbers(question: Question, request_id: str) -> set[int]:
 
 
 def gold_verdicts(judge_row: Row | None) -> list[StatementVerdict]:
+    """The gold judge's verdicts of an answer's judge_verdicts row."""
     if judge_row is None:
         return []
-    return [StatementVerdict.model_validate(v) for v in json_list(judge_row.get("gold_verdicts"))]
+    return [StatementVerdict.model_validate(v) for v in json_list(judge_row.get(JV.gold_verdicts))]
 
 
 def _flat(text: str | None) -> str:
     return " ".join(str(text or "").split())
 
 
-def self_report(question: Question, request: Request, contract_row: Row | None,
-                judgment: Row | None = None) -> tuple[bool | None, bool | None]:
+def self_report(question: Question, request: Request, contract_row: Row | Contract | None,
+                judgment_row: Row | Judgment | None = None) -> tuple[bool | None, bool | None]:
     """(self_reported_answered, self_reported_supported): what the generator claims about this request.
 
     Keyed items (an oracle arm) speak per request. Items in the model's own words are attributed through the
     request judge's excerpt: the claim is that of the item(s) holding it. A request the judge found no excerpt for
-    is unattributable (None) unless every item is disowned. An answer without items claims the whole question."""
-    status = contract_row.get("status") if contract_row else None
+    is unattributable (None) unless every item is disowned. An answer without items claims the whole question.
+    The rows as read from their tables, or their records (core.answer_rows)."""
+    contract = _contract(contract_row)
+    judgment = judgment_row if judgment_row is None or isinstance(judgment_row, Judgment) else Judgment.of(judgment_row)
+    status = contract.status if contract else None
     if status == ABSTAINED:
         return False, False
-    if status != VALID or contract_row is None or contract_row.get("answer") is None:  # VALID: a row was read
+    if status != VALID or contract is None or contract.answer is None:  # VALID: a row was read
         return None, None
-    keyed = keyed_items(question, contract_row)
+    keyed = keyed_items(question, contract)
     if keyed:
-        mine = [it for it in keyed if it.get("request") in (request.id, request.text)]
-        claimed = any(it.get("supported") is True and str(it.get("answer") or "").strip() for it in mine)
-        cites = any(json_list(it.get("citation_chunk_ids")) for it in mine if it.get("supported") is True)
+        mine = [it for it in keyed if it.request in (request.id, request.text)]
+        claimed = any(it.supported and it.answer.strip() for it in mine)
+        cites = any(it.citation_chunk_ids for it in mine if it.supported)
         return claimed, claimed and cites
-    items = json_list(contract_row.get("request_items"))
+    items = contract.request_items
     if not items:
-        claimed = contract_row.get("abstained") is not True
-        return claimed, claimed and bool(json_list(contract_row.get("citation_chunk_ids")))
-    if not any(it.get("supported") is True for it in items):
+        claimed = contract.abstained is not True
+        return claimed, claimed and bool(contract.citation_chunk_ids)
+    if not any(it.supported for it in items):
         return False, False
-    excerpt = _flat((judgment or {}).get("excerpt")) if (judgment or {}).get("status") == JUDGED else ""
-    holding = [it for it in items if excerpt and (a := _flat(it.get("answer"))) and (a in excerpt or excerpt in a)]
+    excerpt = _flat(judgment.excerpt) if judgment is not None and judgment.status == JUDGED else ""
+    holding = [it for it in items if excerpt and (a := _flat(it.answer)) and (a in excerpt or excerpt in a)]
     if not holding:
         return None, None
-    claimed = any(it.get("supported") is True for it in holding)
-    return claimed, claimed and any(json_list(it.get("citation_chunk_ids")) for it in holding
-                                    if it.get("supported") is True)
+    claimed = any(it.supported for it in holding)
+    return claimed, claimed and any(it.citation_chunk_ids for it in holding if it.supported)
 
 
-def judgments_by_request(question: Question, judgment_rows: Iterable[Row]) -> dict[str, Row]:
-    out: dict[str, Row] = {}
-    for i, row in enumerate(judgment_rows):
-        if row["query_id"] != question.id or row["request_id"] not in {r.id for r in question.requests}:
-            raise ValueError(f"request_judgments[{i}]: request {row['query_id']}/{row['request_id']} is not a request "
+def judgments_by_request(question: Question, judgment_rows: Iterable[Row | Judgment]) -> dict[str, Judgment]:
+    out: dict[str, Judgment] = {}
+    for i, given in enumerate(judgment_rows):
+        j = given if isinstance(given, Judgment) else Judgment.of(given)
+        if j.query_id != question.id or j.request_id not in {r.id for r in question.requests}:
+            raise ValueError(f"request_judgments[{i}]: request {j.query_id}/{j.request_id} is not a request "
                              f"of question {question.id!r}; pass only that question's judgment rows")
-        out[row["request_id"]] = row
+        out[j.request_id] = j
     return out
 
 
-def request_outcomes(question: Question, coverage_rows: Iterable[Row], contract_row: Row | None,
-                     judgment_rows: Iterable[Row]) -> list[RequestOutcome]:
+def _contract(row: Row | Contract | None) -> Contract | None:
+    return row if row is None or isinstance(row, Contract) else Contract.of(row)
+
+
+def request_outcomes(question: Question, coverage_rows: Iterable[Row | Coverage], contract_row: Row | Contract | None,
+                     judgment_rows: Iterable[Row | Judgment]) -> list[RequestOutcome]:
+    """Each request's outcome; the rows as read from their tables, or their records (core.answer_rows)."""
     if not question.answerable:
         raise ValueError(f"question {question.id!r} is unanswerable: use abstention_outcome")
     coverage = coverage_by_request(question, coverage_rows)
     judgments = judgments_by_request(question, judgment_rows)
-    contract_status = contract_row.get("status") if contract_row else "no_answer_row"
-    cited_by_answer = answer_citations(contract_row)
+    contract = _contract(contract_row)
+    contract_status = contract.status if contract else "no_answer_row"
+    cited_by_answer = answer_citations(contract)
     out: list[RequestOutcome] = []
     for req in question.requests:
         cov = coverage[req.id]
@@ -263,22 +268,22 @@ def request_outcomes(question: Question, coverage_rows: Iterable[Row], contract_
         under: bool | None
         case: Case
         j = judgments.get(req.id)
-        admitted = bool(cov["admitted"])
-        if j is not None and j["status"] == JUDGED:
-            status, measured, answered = JUDGED, True, bool(j["addressed"])
-            cited = answered and any(c in cov["supporting_chunk_ids"] and c in cited_by_answer
-                                     for c in json_list(j.get("cited_chunk_ids")))
-            verdict = j.get("verdict")
-            covered = j.get("coverage")
+        admitted = bool(cov.admitted)
+        if j is not None and j.status == JUDGED:
+            status, measured, answered = JUDGED, True, bool(j.addressed)
+            cited = answered and any(c in cov.supporting_chunk_ids and c in cited_by_answer
+                                     for c in j.cited_chunk_ids)
+            verdict = j.verdict
+            covered = j.coverage
         elif contract_status not in ANSWERED:
             # Nothing was delivered: measured as not answered, whatever a judge would have said.
             # A contract row's status is a str (a row without one fails RequestOutcome's validation below).
             status = contract_status  # type: ignore[assignment]  # Parquet rows are untyped
             measured, answered, cited, verdict, covered = True, False, False, None, 0.0
         else:
-            status = j["status"] if j is not None else "no_request_judgment"
+            status = j.status if j is not None else "no_request_judgment"
             measured, answered, cited, verdict, covered = False, None, None, None, None
-        claimed, claimed_supported = self_report(question, req, contract_row, j)
+        claimed, claimed_supported = self_report(question, req, contract, j)
         if measured:
             supported = bool(answered and cited and admitted)
             contradicts = verdict == "contradicts"
@@ -303,12 +308,13 @@ def request_outcomes(question: Question, coverage_rows: Iterable[Row], contract_
     return out
 
 
-def abstention_outcome(question: Question, contract_row: Row | None) -> AbstentionOutcome:
+def abstention_outcome(question: Question, contract_row: Row | Contract | None) -> AbstentionOutcome:
     if question.answerable:
         raise ValueError(f"question {question.id!r} is answerable: use request_outcomes")
-    status = contract_row.get("status") if contract_row else None
-    items = json_list(contract_row.get("request_items")) if contract_row and parsed_answer(contract_row) else []
-    abstained = status == ABSTAINED or (bool(items) and all(it.get("supported") is False for it in items))
+    contract = _contract(contract_row)
+    status = contract.status if contract else None
+    items = contract.request_items if contract and parsed_answer(contract) else ()
+    abstained = status == ABSTAINED or (bool(items) and all(not it.supported for it in items))
     return AbstentionOutcome(query_id=question.id, abstained=abstained, correct_abstention=abstained,
                              answered_anyway=status in ANSWERED and not abstained)
 
@@ -367,13 +373,17 @@ def judge_grades(outcomes: Iterable[RequestOutcome | Row]) -> bool:
     """Whether the request judge reports a coverage: some request it judged has one, or it judged none. A judge that
     reports none (an LLM's) grades nothing, not even the requests nothing was delivered for (their 0.0 is the
     offline judges' reading of an empty answer): its graded completeness is not measured, never 0. Rows are
-    RequestOutcome or request_outcomes dicts."""
-    judged = [o for o in outcomes if _get(o, "measured") and _get(o, "judge_status") == JUDGED]
-    return not judged or any(_get(o, "coverage") is not None for o in judged)
+    RequestOutcome or request_outcomes table rows."""
+    graded = [_graded(o) for o in outcomes]
+    judged = [coverage for measured, status, coverage in graded if measured and status == JUDGED]
+    return not judged or any(coverage is not None for coverage in judged)
 
 
-def _get(o: RequestOutcome | Row, name: str) -> Any:
-    return o[name] if isinstance(o, dict) else getattr(o, name)
+def _graded(o: RequestOutcome | Row) -> tuple[bool, str, float | None]:
+    """(measured, judge_status, coverage) of an outcome, or of a request_outcomes row."""
+    if isinstance(o, RequestOutcome):
+        return o.measured, o.judge_status, o.coverage
+    return o[RO.measured], o[RO.judge_status], o[RO.coverage]
 
 
 def graded_totals(outcomes: Iterable[RequestOutcome]) -> GradedTotals:

@@ -47,11 +47,12 @@ including those with no ranked list at all.  Request level: admitted requests ov
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from typing import Literal
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from rag_ttc_assets.core.answer_rows import Contract, Coverage, Judgment, Row
 from rag_ttc_assets.core.completeness import (
     RequestOutcome,
     coverage_by_request,
@@ -63,6 +64,9 @@ from rag_ttc_assets.core.completeness import (
 from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, NO_ANSWER_SPAN, NO_TRACE, VALID
 from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, measured_mean
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.tables import Table
+
+JV = Table.JUDGE_VERDICTS.c
 
 FLOW_BRANCHES = ("no_trace", "no_retrieval_span", "not_retrieved", "missed_by_ann", "cut_by_evidence_k",
                  "cut_by_reranker", "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure",
@@ -71,6 +75,7 @@ FLOW_BRANCHES = ("no_trace", "no_retrieval_span", "not_retrieved", "missed_by_an
 IMPORTED_BRANCHES = ("no_trace", "no_retrieval_span", "cut_by_reranker", "not_in_prompt", "no_answer_span")
 LAB_BOUNDARY = {"cut_by_reranker": "cut_by_evidence_k", "not_in_prompt": "omitted_by_context"}
 QUALITIES = ("acceptable", "wrong", "unanswered", "not_measured")
+Quality = Literal["acceptable", "wrong", "unanswered", "not_measured"]
 Branch = Literal["no_trace", "no_retrieval_span", "not_retrieved", "missed_by_ann", "cut_by_evidence_k",
                  "cut_by_reranker", "no_answer_span", "omitted_by_context", "not_in_prompt", "contract_failure",
                  "not_measured", "not_addressed", "admitted_not_cited", "judged_unsupported", "ok"]
@@ -86,40 +91,55 @@ class FlowRow(BaseModel):
     answered: bool | None
     supported: bool | None
     contradicts_gold: bool | None
-    quality: Literal["acceptable", "wrong", "unanswered", "not_measured"]
+    quality: Quality
 
 
-def _judged_unsupported(question: Question, request_id: str, judge_row: dict | None) -> bool:
-    if judge_row is None or judge_row.get("judged") is not True:
+class Accounted(Protocol):
+    """What the branch accounting reads of a flow row or a lookup case."""
+
+    @property
+    def branch(self) -> str: ...
+
+    @property
+    def quality(self) -> str: ...
+
+
+def _judged_unsupported(question: Question, request_id: str, judge_row: Row | None) -> bool:
+    """The gold judge (the answer's judge_verdicts row) found none of the request's gold texts supported."""
+    if judge_row is None or judge_row.get(JV.judged) is not True:
         return False
     verdicts = gold_verdicts(judge_row)
     if verdicts:
         mine = gold_numbers(question, request_id)
         return not any(v.supported and mine & set(v.evidence) for v in verdicts)
-    faith = judge_row.get("faithfulness")
+    faith = judge_row.get(JV.faithfulness)
     return faith is None or faith == 0
 
 
-def flow_branch(question: Question, coverage_row: dict, contract_row: dict | None, judge_row: dict | None,
-                outcome: RequestOutcome, imported: bool = False, retrieval_status: str = "ok") -> str:
+def flow_branch(question: Question, coverage_row: Row | Coverage, contract_row: Row | Contract | None,
+                judge_row: Row | None, outcome: RequestOutcome, imported: bool = False,
+                retrieval_status: str = "ok") -> Branch:
     """The branch of the request that `coverage_row` names, given its completeness outcome. `imported`: the arm's
-    rows come from another system's traces (its branch names; `retrieval_status` from its retrieval row)."""
-    status = contract_row["status"] if contract_row is not None else None
+    rows come from another system's traces (its branch names; `retrieval_status` from its retrieval row). The
+    coverage and contract rows as read from their tables, or their records (core.answer_rows)."""
+    given = coverage_row if isinstance(coverage_row, Coverage) else Coverage.of(coverage_row)
+    contract = contract_row if contract_row is None or isinstance(contract_row, Contract) else Contract.of(contract_row)
+    status = contract.status if contract is not None else None
     if imported and (status == NO_TRACE or retrieval_status == NO_TRACE):
         return "no_trace"
     if imported and retrieval_status == "no_retrieval_span":
         return "no_retrieval_span"
-    cov = coverage_by_request(question, [coverage_row])[coverage_row["request_id"]]
-    if not cov["ranked"]:
+    cov = coverage_by_request(question, [given])[given.request_id]
+    if not cov.ranked:
         # Only an approximate index's rows carry exact_ranked (core.admission.coverage_rows): None elsewhere.
-        return "missed_by_ann" if cov.get("exact_ranked") else "not_retrieved"
-    if not cov["selected"]:
+        return "missed_by_ann" if cov.exact_ranked else "not_retrieved"
+    if not cov.selected:
         return "cut_by_reranker" if imported else "cut_by_evidence_k"
     if imported and status == NO_ANSWER_SPAN:  # no LLM span: what its prompt held is unknown
         return "no_answer_span"
-    if not cov["admitted"]:
+    if not cov.admitted:
         return "not_in_prompt" if imported else "omitted_by_context"
-    if contract_row is None or not parsed_answer(contract_row) or status not in (VALID, ABSTAINED, FREE_TEXT):
+    if contract is None or not parsed_answer(contract) or status not in (VALID, ABSTAINED, FREE_TEXT):
         return "contract_failure"
     if not outcome.measured:
         return "not_measured"
@@ -127,12 +147,12 @@ def flow_branch(question: Question, coverage_row: dict, contract_row: dict | Non
         return "not_addressed"
     if not outcome.cited_supporting:
         return "admitted_not_cited"
-    if outcome.contradicts_gold or _judged_unsupported(question, cov["request_id"], judge_row):
+    if outcome.contradicts_gold or _judged_unsupported(question, cov.request_id, judge_row):
         return "judged_unsupported"
     return "ok"
 
 
-def quality(o: RequestOutcome) -> str:
+def quality(o: RequestOutcome) -> Quality:
     if not o.measured:
         return "not_measured"
     if o.contradicts_gold or (o.answered and o.supported is False):
@@ -142,22 +162,23 @@ def quality(o: RequestOutcome) -> str:
     return "acceptable" if o.answered else "unanswered"
 
 
-def flow_rows(question: Question, coverage_rows: Iterable[dict], contract_row: dict | None,
-              judge_row: dict | None, judgment_rows: Iterable[dict] = (), imported: bool = False,
+def flow_rows(question: Question, coverage_rows: Iterable[Row], contract_row: Row | None,
+              judge_row: Row | None, judgment_rows: Iterable[Row | Judgment] = (), imported: bool = False,
               retrieval_status: str = "ok") -> list[FlowRow]:
     """One row per request of an answerable question; missing coverage rows count as nothing ranked."""
     coverage = coverage_by_request(question, coverage_rows)
+    contract = None if contract_row is None else Contract.of(contract_row)
     out = []
-    for o in request_outcomes(question, coverage.values(), contract_row, judgment_rows):
+    for o in request_outcomes(question, coverage.values(), contract, judgment_rows):
         out.append(FlowRow(query_id=o.query_id, request_id=o.request_id,
-                           branch=flow_branch(question, coverage[o.request_id], contract_row, judge_row, o,
+                           branch=flow_branch(question, coverage[o.request_id], contract, judge_row, o,
                                               imported, retrieval_status),
                            admitted=o.evidence_admitted, answered=o.answered, supported=o.supported,
                            contradicts_gold=o.contradicts_gold, quality=quality(o)))
     return out
 
 
-def branch_accounting(items: list, branches: Iterable[str]) -> tuple[dict[str, int], dict[str, dict[str, int]], bool]:
+def branch_accounting(items: Sequence[Accounted], branches: Iterable[str]) -> tuple[dict[str, int], dict[str, dict[str, int]], bool]:
     """Items (each with `branch` and `quality`) per branch, and per branch per answer quality, every branch and
     quality present; and whether each branch's qualities add up to its count. Shared by the failure flow
     (requests) and the lookup flow (cases)."""
@@ -169,7 +190,7 @@ def branch_accounting(items: list, branches: Iterable[str]) -> tuple[dict[str, i
     return counts, accounting, all(sum(accounting[b].values()) == counts[b] for b in counts)
 
 
-def flow_table(rows: Iterable[FlowRow]) -> dict:
+def flow_table(rows: Iterable[FlowRow]) -> dict[str, Any]:
     """Requests per branch (every branch present), the total, and per branch acceptable/wrong/unanswered."""
     rows = list(rows)
     counts, accounting, accounting_closes = branch_accounting(rows, FLOW_BRANCHES)
@@ -182,7 +203,7 @@ def flow_table(rows: Iterable[FlowRow]) -> dict:
     }
 
 
-def hit_rate(rows: Iterable[FlowRow], without_gold_quotes: Collection[tuple[str, str]] = ()) -> dict:
+def hit_rate(rows: Iterable[FlowRow], without_gold_quotes: Collection[tuple[str, str]] = ()) -> dict[str, Any]:
     """Retrieval hit rate over every case given: question hit = all its requests' evidence admitted.
 
     A case whose evidence never arrived is a miss, not an unmeasured row. A request with no gold quote

@@ -10,7 +10,59 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 STAMPS = ("quote_sha256", "corpus_digest")
+
+
+class _Label(BaseModel):
+    """A labels version's part as written (strict: no value is coerced). Its fields are those of core.records', but
+    none is checked beyond its type: a version is compared as it is, and `given` is the part as its file states it
+    (the fields it sets), so two parts differ exactly when their JSON does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    def given(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True, exclude=set(STAMPS))
+
+
+class LabelTarget(_Label):
+    doc_id: str
+    relevance: int = 1
+    stale: str | None = None
+
+
+class LabelQuote(_Label):
+    doc_id: str
+    quote: str
+    quote_sha256: str | None = None
+    corpus_digest: str | None = None
+    stale: str | None = None
+
+
+class LabelRequest(_Label):
+    id: str
+    text: str | None = None
+    evidence: list[LabelQuote] = Field(default_factory=list)
+    gold_answer: str | None = None
+    derived: dict[str, Any] | None = None
+
+
+class LabelQuestion(_Label):
+    id: str
+    text: str | None = None
+    answerable: bool = True
+    targets: list[LabelTarget] = Field(default_factory=list)
+    requests: list[LabelRequest] = Field(default_factory=list)
+    gold_answer: str | None = None
+
+
+class Labels(_Label):
+    """A labels version (an evaluation.json, parsed)."""
+
+    corpus_digest: str | None = None
+    pilot: list[str] = Field(default_factory=list)
+    questions: list[LabelQuestion] = Field(default_factory=list)
 
 
 def _short(value: Any, n: int = 60) -> str:
@@ -18,29 +70,26 @@ def _short(value: Any, n: int = 60) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
-def _quote(e: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in e.items() if k not in STAMPS}
-
-
-def label_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """One line per label that differs between evaluation `a` and evaluation `b` (their parsed JSON), in `a`'s order
-    and then `b`'s new questions: `question ID targets`, `request ID evidence[k]` (the document or quote changed, or
-    marked stale), a gold answer, a question or request only in one."""
-    qa = {q.get("id"): q for q in a.get("questions", [])}
-    qb = {q.get("id"): q for q in b.get("questions", [])}
+def label_differences(a: dict[str, Any] | Labels, b: dict[str, Any] | Labels) -> list[str]:
+    """One line per label that differs between evaluation `a` and evaluation `b` (their parsed JSON, or Labels), in
+    `a`'s order and then `b`'s new questions: `question ID targets`, `request ID evidence[k]` (the document or quote
+    changed, or marked stale), a gold answer, a question or request only in one."""
+    la = a if isinstance(a, Labels) else Labels.model_validate(a)
+    lb = b if isinstance(b, Labels) else Labels.model_validate(b)
+    qa = {q.id: q for q in la.questions}
+    qb = {q.id: q for q in lb.questions}
     out: list[str] = []
     for qid, q in qa.items():
         if qid not in qb:
             out.append(f"question {qid!r}: only in a's labels")
             continue
         other = qb[qid]
-        if q.get("targets", []) != other.get("targets", []):
+        if [t.given() for t in q.targets] != [t.given() for t in other.targets]:
             out.append(f"question {qid!r} targets: {_targets(q)} -> {_targets(other)}")
-        if q.get("gold_answer") != other.get("gold_answer"):
-            out.append(f"question {qid!r} gold_answer: {_short(q.get('gold_answer'))} -> "
-                       f"{_short(other.get('gold_answer'))}")
-        ra = {r.get("id"): r for r in q.get("requests", [])}
-        rb = {r.get("id"): r for r in other.get("requests", [])}
+        if q.gold_answer != other.gold_answer:
+            out.append(f"question {qid!r} gold_answer: {_short(q.gold_answer)} -> {_short(other.gold_answer)}")
+        ra = {r.id: r for r in q.requests}
+        rb = {r.id: r for r in other.requests}
         for rid, r in ra.items():
             if rid not in rb:
                 out.append(f"request {rid!r}: only in a's labels")
@@ -51,31 +100,30 @@ def label_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return out
 
 
-def _targets(q: dict[str, Any]) -> str:
-    return "[" + ", ".join(f"{t.get('doc_id')}" + (f" (stale: {t['stale']})" if t.get("stale") else "")
-                           for t in q.get("targets", [])) + "]"
+def _targets(q: LabelQuestion) -> str:
+    return "[" + ", ".join(f"{t.doc_id}" + (f" (stale: {t.stale})" if t.stale else "") for t in q.targets) + "]"
 
 
-def _request(rid: str, r: dict[str, Any], other: dict[str, Any]) -> list[str]:
+def _request(rid: str, r: LabelRequest, other: LabelRequest) -> list[str]:
     out = []
-    ea, eb = r.get("evidence", []), other.get("evidence", [])
+    ea, eb = r.evidence, other.evidence
     for k in range(max(len(ea), len(eb))):
-        x = _quote(ea[k]) if k < len(ea) else None
-        y = _quote(eb[k]) if k < len(eb) else None
-        if x == y:
+        x = ea[k] if k < len(ea) else None
+        y = eb[k] if k < len(eb) else None
+        if (x and x.given()) == (y and y.given()):
             continue
         where = f"request {rid!r} evidence[{k}]"
         if x is None or y is None:
             out.append(f"{where}: only in {'b' if x is None else 'a'}'s labels")
             continue
         what = []
-        if x.get("doc_id") != y.get("doc_id"):
-            what.append(f"document {x.get('doc_id')} -> {y.get('doc_id')}")
-        if x.get("quote") != y.get("quote"):
-            what.append(f"quote {_short(x.get('quote'), 40)} -> {_short(y.get('quote'), 40)}")
-        if x.get("stale") != y.get("stale"):
-            what.append(f"stale: {x.get('stale') or 'no'} -> {y.get('stale') or 'no'}")
+        if x.doc_id != y.doc_id:
+            what.append(f"document {x.doc_id} -> {y.doc_id}")
+        if x.quote != y.quote:
+            what.append(f"quote {_short(x.quote, 40)} -> {_short(y.quote, 40)}")
+        if x.stale != y.stale:
+            what.append(f"stale: {x.stale or 'no'} -> {y.stale or 'no'}")
         out.append(f"{where}: " + ("; ".join(what) or "other fields changed"))
-    if r.get("gold_answer") != other.get("gold_answer"):
-        out.append(f"request {rid!r} gold_answer: {_short(r.get('gold_answer'))} -> {_short(other.get('gold_answer'))}")
+    if r.gold_answer != other.gold_answer:
+        out.append(f"request {rid!r} gold_answer: {_short(r.gold_answer)} -> {_short(other.gold_answer)}")
     return out

@@ -29,11 +29,113 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypedDict, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from rag_ttc_assets.core.answer_rows import Judgment, Row, json_list
+from rag_ttc_assets.core.tables import Table
+
+RJ = Table.REQUEST_JUDGMENTS.c
 AGGREGATIONS = ("majority", "all", "any", "mean")
 JUDGED = "judged"
 PANEL_RULES = "panel-rules/2"
 CALIBRATED_THRESHOLD = 0.5
+
+
+class JurorVote(BaseModel):
+    """A juror's verdict on one request as the panel keeps it (the `jurors` JSON of a request_judgments row)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    status: str
+    addressed: bool | None
+    verdict: str | None
+    coverage: float | None = None
+    # Kept since PANEL_RULES /2: a store written before has none (not the same as None: `mean` cannot be recomputed).
+    calibrated_coverage: float | None = None
+    reason: str | None = None
+    judge_error: str | None = None
+
+    @property
+    def calibrated_kept(self) -> bool:
+        return "calibrated_coverage" in self.model_fields_set
+
+
+class PanelRow(BaseModel):
+    """The panel's verdict on one request: its request_judgments row's judge fields, each juror's kept beside."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    jurors: list[JurorVote]
+    jurors_measured: int
+    jurors_disagree: bool
+    status: str
+    addressed: bool | None
+    verdict: str | None
+    coverage: float | None
+    excerpt: str | None
+    cited_chunk_ids: list[str] = Field(default_factory=list)
+    reason: str | None
+    judge_error: str | None
+
+
+class Recombined(TypedDict):
+    """The panel's `addressed` and `verdict` under another aggregation (recombine)."""
+    addressed: bool
+    verdict: str
+
+
+class Agreement(TypedDict):
+    """The jurors' agreement (agreement)."""
+    jurors: list[str]
+    requests: int
+    all_measured: int
+    fleiss_kappa: float | None
+    krippendorff_alpha: float | None
+    jurors_disagree: int
+
+
+class JudgeSensitive(TypedDict):
+    """The requests whose failure-flow branch depends on the juror (judge_sensitive)."""
+    requests: int
+    of: int
+    request_ids: list[str]
+    line: str
+
+
+@dataclass(frozen=True)
+class _JurorRow:
+    """A juror's request_judgments row, as the panel reads it."""
+
+    status: str
+    addressed: bool | None
+    verdict: str | None
+    coverage: float | None
+    excerpt: str | None
+    cited_chunk_ids: list[str] | None
+    reason: str | None
+    judge_error: str | None
+
+    @classmethod
+    def of(cls, row: Row) -> _JurorRow:
+        return cls(status=row[RJ.status], addressed=row[RJ.addressed], verdict=row[RJ.verdict],
+                   coverage=row.get(RJ.coverage), excerpt=row.get(RJ.excerpt),
+                   cited_chunk_ids=row.get(RJ.cited_chunk_ids), reason=row[RJ.reason],
+                   judge_error=row.get(RJ.judge_error))
+
+
+class _Vote(Protocol):
+    @property
+    def addressed(self) -> bool | None: ...
+
+    @property
+    def verdict(self) -> str | None: ...
+
+
+V = TypeVar("V", bound=_Vote)
 
 
 def address_threshold(model: str, has_gold: bool) -> float | None:
@@ -83,63 +185,67 @@ def aggregate(votes: Sequence[bool], aggregation: str, calibrated: Sequence[floa
     raise ValueError(f"unknown aggregation {aggregation!r}; one of {list(AGGREGATIONS)}")
 
 
-def combine(jurors: Sequence[str], rows: Sequence[dict], aggregation: str,
-            thresholds: Sequence[float | None] | None = None) -> dict:
-    """The panel's row for one request from each juror's row (same order as `jurors`); `thresholds`: each juror's
-    `addressed` threshold for this request (address_threshold; None: no calibrated coverage)."""
-    thresholds = list(thresholds) if thresholds is not None else [None] * len(jurors)
-    kept = [{"model": m, "status": r["status"], "addressed": r["addressed"], "verdict": r["verdict"],
-             "coverage": r.get("coverage"),
-             "calibrated_coverage": (calibrate(r.get("coverage"), t, r["addressed"]) if r["status"] == JUDGED
-                                     else None),
-             "reason": r["reason"], "judge_error": r.get("judge_error")}
-            for m, r, t in zip(jurors, rows, thresholds, strict=True)]
-    measured = [(i, r) for i, r in enumerate(rows) if r["status"] == JUDGED]
-    out = {"jurors": kept, "jurors_measured": len(measured),
-           "jurors_disagree": len({bool(r["addressed"]) for _, r in measured}) > 1}
+def combine(jurors: Sequence[str], rows: Sequence[Row], aggregation: str,
+            thresholds: Sequence[float | None] | None = None) -> PanelRow:
+    """The panel's row for one request from each juror's request_judgments row (same order as `jurors`);
+    `thresholds`: each juror's `addressed` threshold for this request (address_threshold; None: no calibrated
+    coverage)."""
+    limits = list(thresholds) if thresholds is not None else [None] * len(jurors)
+    read = [_JurorRow.of(r) for r in rows]
+    kept = [JurorVote(model=m, status=r.status, addressed=r.addressed, verdict=r.verdict, coverage=r.coverage,
+                      calibrated_coverage=(calibrate(r.coverage, t, r.addressed) if r.status == JUDGED else None),
+                      reason=r.reason, judge_error=r.judge_error)
+            for m, r, t in zip(jurors, read, limits, strict=True)]
+    measured = [(i, r) for i, r in enumerate(read) if r.status == JUDGED]
+    disagree = len({bool(r.addressed) for _, r in measured}) > 1
     if not measured:
-        first = rows[0]
-        return {**out, "status": first["status"], "addressed": None, "verdict": None, "coverage": None, "excerpt": None,
-                "cited_chunk_ids": [], "reason": None, "judge_error": first.get("judge_error")}
-    calibrated = [kept[i]["calibrated_coverage"] for i, _ in measured]
+        first = read[0]
+        return PanelRow(jurors=kept, jurors_measured=0, jurors_disagree=disagree, status=first.status,
+                        addressed=None, verdict=None, coverage=None, excerpt=None, cited_chunk_ids=[], reason=None,
+                        judge_error=first.judge_error)
+    calibrated = [kept[i].calibrated_coverage for i, _ in measured]
     addressed, verdict, source = _decide(measured, calibrated, aggregation)
-    votes = ", ".join(f"{jurors[i]} {'yes' if r['addressed'] else 'no'}"
-                      + (f" {calibrated[k]:.2f}" if aggregation == "mean" and calibrated[k] is not None else "")
+    votes = ", ".join(f"{jurors[i]} {'yes' if r.addressed else 'no'}"
+                      + (f" {c:.2f}" if aggregation == "mean" and (c := calibrated[k]) is not None else "")
                       for k, (i, r) in enumerate(measured))
     if aggregation == "mean":
-        scores = [float(bool(r["addressed"])) if c is None else c
+        scores = [float(bool(r.addressed)) if c is None else c
                   for (_, r), c in zip(measured, calibrated, strict=True)]
         mean = sum(scores) / len(scores)
         votes += f"; calibrated mean {_shown(mean)} {'>=' if addressed else '<'} {CALIBRATED_THRESHOLD:.2f}"
     # The panel's coverage: its measured jurors' calibrated mean, when every one of them has one (an LLM's has not).
-    coverage = (round(sum(calibrated) / len(calibrated), 4) if all(c is not None for c in calibrated) else None)
-    return {**out, "status": JUDGED, "addressed": addressed, "verdict": verdict, "coverage": coverage,
-            "excerpt": source["excerpt"] if addressed else "",
-            "cited_chunk_ids": list(source["cited_chunk_ids"] or []) if addressed else [],
-            "reason": f"{aggregation} of {len(measured)} juror(s) ({votes}): {source['reason']}", "judge_error": None}
+    known = [c for c in calibrated if c is not None]
+    coverage = round(sum(known) / len(known), 4) if len(known) == len(calibrated) else None
+    return PanelRow(jurors=kept, jurors_measured=len(measured), jurors_disagree=disagree, status=JUDGED,
+                    addressed=addressed, verdict=verdict, coverage=coverage,
+                    excerpt=source.excerpt if addressed else "",
+                    cited_chunk_ids=list(source.cited_chunk_ids or []) if addressed else [],
+                    reason=f"{aggregation} of {len(measured)} juror(s) ({votes}): {source.reason}", judge_error=None)
 
 
-def _decide(measured: Sequence[tuple[int, dict]], calibrated: Sequence[float | None], aggregation: str
-            ) -> tuple[bool, str, dict]:
+def _decide(measured: Sequence[tuple[int, V]], calibrated: Sequence[float | None], aggregation: str
+            ) -> tuple[bool, str, V]:
     """(addressed, verdict, the juror row the verdict comes from) over the measured jurors' (index, row)."""
-    addressed = aggregate([bool(r["addressed"]) for _, r in measured], aggregation, calibrated)
-    yes = [(i, r) for i, r in measured if r["addressed"]]
+    addressed = aggregate([bool(r.addressed) for _, r in measured], aggregation, calibrated)
+    yes = [(i, r) for i, r in measured if r.addressed]
     if addressed:
-        counts = Counter(r["verdict"] for _, r in yes)
-        verdict = max(counts, key=lambda v: (counts[v], -next(i for i, r in yes if r["verdict"] == v)))
-        return True, verdict, next(r for _, r in yes if r["verdict"] == verdict)
-    return False, "not_addressed", next((r for _, r in measured if not r["addressed"]), measured[0][1])
+        counts = Counter(r.verdict for _, r in yes)
+        verdict = max(counts, key=lambda v: (counts[v], -next(i for i, r in yes if r.verdict == v)))
+        return True, verdict, next(r for _, r in yes if r.verdict == verdict)  # type: ignore[return-value]
+    return False, "not_addressed", next((r for _, r in measured if not r.addressed), measured[0][1])
 
 
-def recombine(kept: Sequence[dict], aggregation: str) -> dict | None:
+def recombine(kept: Sequence[Mapping[str, Any] | JurorVote], aggregation: str) -> Recombined | None:
     """The panel's `addressed` and `verdict` for one request under `aggregation`, from its jurors' kept rows (the
-    `jurors` of a request_judgments row: no juror judges again); None when no juror measured it. `mean` needs each
-    measured juror's calibrated coverage as kept (a store written before PANEL_RULES /2 has none: None)."""
-    measured = [(i, j) for i, j in enumerate(kept) if j["status"] == JUDGED]
+    `jurors` of a request_judgments row, parsed, or JurorVotes: no juror judges again); None when no juror measured
+    it. `mean` needs each measured juror's calibrated coverage as kept (a store written before PANEL_RULES /2 has
+    none: None)."""
+    votes = [j if isinstance(j, JurorVote) else JurorVote.model_validate(j) for j in kept]
+    measured = [(i, j) for i, j in enumerate(votes) if j.status == JUDGED]
     if not measured:
         return None
-    calibrated = [j.get("calibrated_coverage") for _, j in measured]
-    if aggregation == "mean" and any("calibrated_coverage" not in j for _, j in measured):
+    calibrated = [j.calibrated_coverage for _, j in measured]
+    if aggregation == "mean" and not all(j.calibrated_kept for _, j in measured):
         return None
     addressed, verdict, _ = _decide(measured, calibrated, aggregation)
     return {"addressed": addressed, "verdict": verdict}
@@ -151,47 +257,50 @@ def _shown(x: float) -> str:
     return f"{x:.4f}" if round(x, 2) == CALIBRATED_THRESHOLD and x != CALIBRATED_THRESHOLD else f"{x:.2f}"
 
 
-def _finite(x) -> float | None:
+def _finite(x: Any) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
 
 
-def agreement(jurors: Sequence[str], votes: Sequence[Sequence[bool | None]]) -> dict:
+def agreement(jurors: Sequence[str], votes: Sequence[Sequence[bool | None]]) -> Agreement:
     """Fleiss' kappa and Krippendorff's alpha of the jurors' `addressed` (one row per request, one column per juror,
     None where that juror did not measure it)."""
     import krippendorff
     import numpy as np
-    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa  # type: ignore[import-untyped]
 
     complete = [v for v in votes if all(x is not None for x in v)]
     some = [v for v in votes if sum(x is not None for x in v) >= 2]
-    out = {"jurors": list(jurors), "requests": len(votes), "all_measured": len(complete),
-           "fleiss_kappa": None, "krippendorff_alpha": None,
-           "jurors_disagree": sum(1 for v in votes if len({x for x in v if x is not None}) > 1)}
+    kappa: float | None = None
+    alpha: float | None = None
     if complete:
-        table, _ = aggregate_raters(np.array([[int(x) for x in v] for v in complete]), n_cat=2)
+        table, _ = aggregate_raters(np.array([[int(bool(x)) for x in v] for v in complete]), n_cat=2)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out["fleiss_kappa"] = _finite(fleiss_kappa(table, method="fleiss"))
+            kappa = _finite(fleiss_kappa(table, method="fleiss"))
     if some:
         data = np.array([[np.nan if x is None else float(x) for x in v] for v in some]).T  # raters x units
         if len({x for v in some for x in v if x is not None}) > 1:
-            out["krippendorff_alpha"] = _finite(krippendorff.alpha(reliability_data=data,
-                                                                    level_of_measurement="nominal"))
-    return out
+            alpha = _finite(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+    return {"jurors": list(jurors), "requests": len(votes), "all_measured": len(complete),
+            "fleiss_kappa": kappa, "krippendorff_alpha": alpha,
+            "jurors_disagree": sum(1 for v in votes if len({x for x in v if x is not None}) > 1)}
 
 
-def juror_view(rows: Sequence[dict], index: int) -> list[dict]:
-    """The request rows as juror `index` alone judged them (its status, addressed, verdict): what the flow would be
-    had that juror decided."""
+def juror_view(rows: Sequence[Row], index: int) -> list[Judgment]:
+    """The request_judgments rows (their `jurors` JSON, or parsed) as juror `index` alone judged them (its status,
+    addressed, verdict): what the flow would be had that juror decided."""
     out = []
     for r in rows:
-        j = r["jurors"][index]
-        out.append({**r, "status": j["status"], "addressed": j["addressed"], "verdict": j["verdict"]})
+        j = JurorVote.model_validate(json_list(r[RJ.jurors])[index])
+        row = Judgment.of(r)
+        out.append(Judgment(query_id=row.query_id, request_id=row.request_id, status=j.status, addressed=j.addressed,
+                            excerpt=row.excerpt, cited_chunk_ids=row.cited_chunk_ids, verdict=j.verdict,
+                            coverage=row.coverage))
     return out
 
 
 def judge_sensitive(branches: Sequence[Mapping[str, str]], measured: Sequence[Mapping[str, bool]],
-                    requests: Sequence[str]) -> dict:
+                    requests: Sequence[str]) -> JudgeSensitive:
     """The requests whose failure-flow branch depends on which juror decided: `branches[j]` is each request's branch
     had juror j alone judged, `measured[j]` whether juror j measured it; over the jurors that measured a request,
     more than one branch. Of all `requests` of the flow."""

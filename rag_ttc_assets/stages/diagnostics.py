@@ -113,7 +113,7 @@ def _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flo
         rows = [f for q in questions if q.answerable
                 for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id), view.get(q.id, []))]
         branches.append({f.request_id: f.branch for f in rows})
-        measured.append({r["request_id"]: r["status"] == "judged" for rs in view.values() for r in rs})
+        measured.append({r.request_id: r.status == "judged" for rs in view.values() for r in rs})
     return panel.judge_sensitive(branches, measured, [f.request_id for f in flows])
 
 

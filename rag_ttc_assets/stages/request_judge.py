@@ -204,7 +204,7 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
         gold = has_gold.get((first["query_id"], first["request_id"]), True)
         combined = panel.combine(models, votes, cfg.request_judge_aggregation,
                                  [learned_threshold if m == LEARNED else panel.address_threshold(m, gold)
-                                  for m in models])
+                                  for m in models]).model_dump()
         row = {**first, **{k: v for k, v in combined.items() if k != "jurors"}, "request_judge_model": name,
                "jurors": json.dumps(combined["jurors"], ensure_ascii=False)}
         for k in (RJ.judge_provider_calls, RJ.judge_cache_hits):

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from rag_ttc_assets.core.answer_rows import Coverage
 from rag_ttc_assets.core.completeness import (
     AbstentionOutcome,
     QuestionCompleteness,
@@ -277,7 +278,8 @@ def test_missing_coverage_row_means_nothing_arrived() -> None:
     assert [(o.evidence_admitted, o.cited_supporting, o.case) for o in out] == [
         (True, True, "answered_supported"), (False, False, "answered_unsupported"),
         (False, False, "not_answerable_from_admitted"), (False, False, "not_answerable_from_admitted")]
-    assert coverage_by_request(Q, [])["q1.r3"] == cov("q1.r3", [], ranked=False, selected=False, admitted=False)
+    assert coverage_by_request(Q, [])["q1.r3"] == Coverage.of(cov("q1.r3", [], ranked=False, selected=False,
+                                                                  admitted=False))
 
 
 def test_coverage_and_judgment_rows_are_checked() -> None:

@@ -28,21 +28,21 @@ def test_a_jurors_fault_is_its_own_not_measured_never_a_vote():
     rows = [_row(addressed=False), _row("judge_server_error"), _row(addressed=True, verdict="contradicts")]
     out = panel.combine(J, rows, "majority")
     # Two jurors measured it, one yes one no: no majority; they disagree; the faulted juror is kept as it was.
-    assert out["status"] == "judged" and out["addressed"] is False and out["verdict"] == "not_addressed"
-    assert out["jurors_measured"] == 2 and out["jurors_disagree"] is True
-    assert [j["status"] for j in out["jurors"]] == ["judged", "judge_server_error", "judged"]
+    assert out.status == "judged" and out.addressed is False and out.verdict == "not_addressed"
+    assert out.jurors_measured == 2 and out.jurors_disagree is True
+    assert [j.status for j in out.jurors] == ["judged", "judge_server_error", "judged"]
     anyof = panel.combine(J, rows, "any")
-    assert anyof["addressed"] is True and anyof["verdict"] == "contradicts" and anyof["cited_chunk_ids"] == ["c1"]
-    assert "any of 2 juror(s) (local/lexical no, openai/x yes)" in anyof["reason"]
+    assert anyof.addressed is True and anyof.verdict == "contradicts" and anyof.cited_chunk_ids == ["c1"]
+    assert "any of 2 juror(s) (local/lexical no, openai/x yes)" in anyof.reason
     # Nobody measured it: the panel did not either.
     none = panel.combine(J[:2], [_row("judge_timeout"), _row("judge_parse_failure")], "all")
-    assert none["status"] == "judge_timeout" and none["addressed"] is None and none["jurors_disagree"] is False
+    assert none.status == "judge_timeout" and none.addressed is None and none.jurors_disagree is False
 
 
 def test_the_verdict_is_the_one_most_yes_jurors_gave():
     rows = [_row(verdict="contradicts"), _row(verdict="consistent"), _row(verdict="consistent")]
-    assert panel.combine(J, rows, "majority")["verdict"] == "consistent"
-    assert panel.combine(J[:2], rows[:2], "majority")["verdict"] == "contradicts"  # a tie: the earlier juror
+    assert panel.combine(J, rows, "majority").verdict == "consistent"
+    assert panel.combine(J[:2], rows[:2], "majority").verdict == "contradicts"  # a tie: the earlier juror
 
 
 def test_fleiss_kappa_and_krippendorff_alpha_against_hand_computed_values():
@@ -69,11 +69,11 @@ def test_judge_sensitive_counts_the_requests_whose_branch_depends_on_the_juror()
 def test_the_panels_coverage_is_its_measured_jurors_mean_and_none_when_one_reports_none():
     rows = [{**_row(addressed=False), "coverage": 0.4}, _row("judge_timeout"), {**_row(), "coverage": 0.8}]
     out = panel.combine(J, rows, "majority", [0.5, 0.5, 0.5])  # at a threshold of 0.5 calibrated is the coverage
-    assert out["coverage"] == pytest.approx(0.6)  # the faulted juror is no vote and no coverage
-    assert [j["coverage"] for j in out["jurors"]] == [0.4, None, 0.8]
+    assert out.coverage == pytest.approx(0.6)  # the faulted juror is no vote and no coverage
+    assert [j.coverage for j in out.jurors] == [0.4, None, 0.8]
     llm = [{**_row(), "coverage": 0.8}, _row()]  # an LLM juror reports none: the panel has no coverage
-    assert panel.combine(J[:2], llm, "majority", [0.5, None])["coverage"] is None
-    assert panel.combine(J[:2], [_row("judge_timeout"), _row("judge_timeout")], "all")["coverage"] is None
+    assert panel.combine(J[:2], llm, "majority", [0.5, None]).coverage is None
+    assert panel.combine(J[:2], [_row("judge_timeout"), _row("judge_timeout")], "all").coverage is None
 
 
 def test_calibrate_puts_each_jurors_own_threshold_at_one_half_monotone_and_by_hand():
@@ -108,23 +108,23 @@ def test_the_panels_coverage_is_the_calibrated_mean_and_mean_aggregates_it():
     rows = [{**_row(addressed=False), "coverage": 0.45}, {**_row(), "coverage": 0.55}, {**_row(), "coverage": 0.70}]
     cal = [0.45, 0.55, round(0.5 + 0.05 * 0.5 / 0.35, 4)]
     out = panel.combine(jurors, rows, "mean", [0.5, 0.5, 0.65])
-    assert [j["calibrated_coverage"] for j in out["jurors"]] == pytest.approx(cal)
-    assert [j["coverage"] for j in out["jurors"]] == [0.45, 0.55, 0.70]  # the raw coverage kept beside
-    assert out["coverage"] == pytest.approx(round(sum(cal) / 3, 4))  # not the raw mean, 0.5667
-    assert out["addressed"] is True and "calibrated mean 0.52 >= 0.50" in out["reason"]
+    assert [j.calibrated_coverage for j in out.jurors] == pytest.approx(cal)
+    assert [j.coverage for j in out.jurors] == [0.45, 0.55, 0.70]  # the raw coverage kept beside
+    assert out.coverage == pytest.approx(round(sum(cal) / 3, 4))  # not the raw mean, 0.5667
+    assert out.addressed is True and "calibrated mean 0.52 >= 0.50" in out.reason
     # The raw mean would call this not addressed: bertscore's 0.60 is below its own threshold.
     low = [{**_row(addressed=False), "coverage": 0.45}, {**_row(), "coverage": 0.55},
            {**_row(addressed=False), "coverage": 0.60}]
     got = panel.combine(jurors, low, "mean", [0.5, 0.5, 0.65])
-    assert got["addressed"] is False and got["verdict"] == "not_addressed"
-    assert got["coverage"] == pytest.approx(round((0.45 + 0.55 + round(0.6 * 0.5 / 0.65, 4)) / 3, 4))
+    assert got.addressed is False and got.verdict == "not_addressed"
+    assert got.coverage == pytest.approx(round((0.45 + 0.55 + round(0.6 * 0.5 / 0.65, 4)) / 3, 4))
     # An LLM juror (no threshold): no calibrated coverage, its vote counts 1 or 0 in `mean`, the panel has no coverage.
     llm = panel.combine(["local/lexical", "openai/x"], [{**_row(addressed=False), "coverage": 0.4}, _row()], "mean",
                         [0.5, None])
-    assert llm["jurors"][1]["calibrated_coverage"] is None and llm["coverage"] is None
-    assert llm["addressed"] is True  # (0.4 + 1) / 2 = 0.7
+    assert llm.jurors[1].calibrated_coverage is None and llm.coverage is None
+    assert llm.addressed is True  # (0.4 + 1) / 2 = 0.7
     # Without thresholds (as before): no calibrated coverage.
-    assert panel.combine(jurors[:2], rows[:2], "majority")["coverage"] is None
+    assert panel.combine(jurors[:2], rows[:2], "majority").coverage is None
 
 
 @pytest.mark.parametrize("cal, want", [([0.4, 0.6], True), ([0.3, 0.6], False), ([0.5], True), ([0.49], False)])
