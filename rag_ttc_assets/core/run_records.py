@@ -3,7 +3,8 @@ gives, `config.json`, the post-run validation's checks.
 
 `status.json` is rewritten as a run goes (opened, marked interrupted, failed, complete), each writer adding its fields
 after those already written: `RunStatus` keeps the order its file had, `with_` appends the fields it sets as a dict
-update would, and `to_json` gives the fields in that order, so the file stays what the writers wrote. Pure: pydantic.
+update would, and `to_json` gives the fields in that order, so the file stays what the writers wrote. `ProviderCalls`: a role's
+calls, which the run record's provenance and `rag-ttc run`'s report read. Pure: pydantic.
 """
 
 from __future__ import annotations
@@ -14,6 +15,24 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from rag_ttc_assets.core.judge_summaries import JudgeSummary
+
+
+class ProviderCalls(BaseModel):
+    """One role's provider calls over its rows (stages.generation.calls_summary): calls made, cache hits, tokens,
+    latency and cost; `to_json` in this order (the report's `calls.answers`, the answers asset's metadata)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    provider_calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    mean_input_tokens: float
+    p95_latency_s: float
+    cost_usd: float
+    unpriced_rows: int
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump()
 
 
 class RunStatus(BaseModel):

@@ -277,7 +277,7 @@ def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: JudgeSumma
     a = calls_summary(answers)
     return Provenance(
         provider_cache=str(lab.provider_cache_root),
-        answers=RoleProvenance.of(a["provider_calls"], a["cache_hits"], False),
+        answers=RoleProvenance.of(a.provider_calls, a.cache_hits, False),
         judge=RoleProvenance.of(judge_summary.provider_calls, judge_summary.cache_hits,
                                 judge_summary.offline_baseline_judge),
         request_judge=None if request_judge is None else RoleProvenance.of(

@@ -22,7 +22,7 @@ from rag_ttc_assets_tests.conftest import REPO
 def _answers_and_judge_calls(lab: Lab, arm: str) -> tuple[dict, dict, dict]:
     from rag_ttc_assets.stages.generation import calls_summary
 
-    answers = calls_summary(lab.store.read_table(arm, "answers"))
+    answers = calls_summary(lab.store.read_table(arm, "answers")).to_json()
     judged = lab.store.read_arm_json(arm, "judge_summary.json")
     requests = lab.store.read_arm_json(arm, "request_judge_summary.json")
     return answers, {k: judged[k] for k in ("provider_calls", "cache_hits")}, \

@@ -103,7 +103,7 @@ def test_the_imported_trace_of_an_app_that_does_what_a_lab_arm_does_diagnoses_ex
     assert {r["provider_turns"] for r in imp_answers.values()} == {0}
     # The lab called nothing for the imported answers: none counts as a provider call (the lab arm's all do).
     calls = {a: calls_summary(store.read_table(a, "answers")) for a in ("app-lab", "app-imported")}
-    assert (calls["app-imported"]["provider_calls"], calls["app-lab"]["provider_calls"]) == (0, len(lab_answers))
+    assert (calls["app-imported"].provider_calls, calls["app-lab"].provider_calls) == (0, len(lab_answers))
 
     contract = {a: store.read_arm_json(a, "contract_summary.json") for a in ("app-lab", "app-imported")}
     for k in ("total", "valid", "parse_failures", "contract_failures", "abstentions", "contract_failure_reasons"):
