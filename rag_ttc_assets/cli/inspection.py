@@ -37,10 +37,10 @@ def cmd_runs(args) -> int:
 
         runs = list_runs(lab, args.arm, status_of)
     if args.json:
-        print(json.dumps(runs, indent=2))
+        print(json.dumps([r.to_json() for r in runs], indent=2))
         return 0
-    rows = [[r["arm"], r["status"], r["started_at"], r["counts"].get("answer_rows"), r["counts"].get("valid"),
-             sum(r["partial_rows"].values()) if r["partial_rows"] else None, r.get("failed_step"), r["run_dir"]]
+    rows = [[r.arm, r.status, r.started_at, r.counts.get("answer_rows"), r.counts.get("valid"),
+             sum(r.partial_rows.values()) if r.partial_rows else None, r.failed_step, r.run_dir]
             for r in runs]
     print(text_table(["arm", "status", "started_at", "answer_rows", "valid", "partial_rows", "failed_step",
                       "run_dir"], rows)

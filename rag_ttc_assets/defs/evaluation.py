@@ -162,14 +162,13 @@ def run_record(context: AssetExecutionContext, lab: LabResource) -> MaterializeR
 def post_run_validation(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
     arm = lab.inputs(context)
     cfg = arm.cfg
-    runs = [r for r in records.list_runs(arm.lab, arm.arm) if r["status"] == records.COMPLETE]
+    runs = [r for r in records.list_runs(arm.lab, arm.arm) if r.status == records.COMPLETE]
     if not runs:
         return AssetCheckResult(passed=False, metadata={"detail": "no complete run record"})
     expected = len(arm.questions)
 
-    results = records.validate_run_record(records.run_path(arm.lab, runs[-1]["run_dir"]), expected,
-                                             {"generator": None if cfg.supply == "imported" else cfg.generator.model,
-                                              "judge": cfg.judge.model})
-    return AssetCheckResult(passed=all(r["passed"] for r in results),
-                            metadata={"run_dir": MetadataValue.path(runs[-1]["run_dir"]),
-                                      "steps": md_table(results)})
+    results = records.validate_run_record(records.run_path(arm.lab, runs[-1].run_dir), expected,
+                                          None if cfg.supply == "imported" else cfg.generator.model, cfg.judge.model)
+    return AssetCheckResult(passed=all(r.passed for r in results),
+                            metadata={"run_dir": MetadataValue.path(runs[-1].run_dir),
+                                      "steps": md_table([r.model_dump() for r in results])})

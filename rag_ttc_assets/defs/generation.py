@@ -43,7 +43,7 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
     statuses = dict(df.group_by(ANS.status).len().iter_rows())
     return MaterializeResult(
         metadata={
-            "dagster/row_count": df.height, **numbers(calls),
+            "dagster/row_count": df.height, **numbers(calls.to_json()),
             "model": cfg.generator.model, "provider_role": ANSWERS.name,
             "offline_baseline": MetadataValue.bool(df[ANS.offline_baseline].all() if df.height else False),
             "prompt": prompt.name, "prompt_digest": prompt.digest,

@@ -84,7 +84,7 @@ def _current_run_id(lab, arm: str) -> str | None:
     """The Dagster run id of the arm's last complete run record (the run whose rows the page shows)."""
     root = runs_root(lab, arm)
     done = [read_status(d) for d in sorted(root.glob("*"))] if root.is_dir() else []
-    done = [s for s in done if s.get("status") == "complete"]
-    return done[-1].get("dagster_run_id") if done else None
+    done = [s for s in done if s.status == "complete"]
+    return done[-1].dagster_run_id if done else None
 
 

@@ -21,6 +21,7 @@ from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, measured_text
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.run_records import ProviderCalls
 from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.adapters.table_types import table_frame
@@ -86,7 +87,7 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
 
 
 
-def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
+def calls_summary(df: pl.DataFrame, prefix: str = "") -> ProviderCalls:
     import polars as pl
 
     cache = df[prefix + "cache_hit"]
@@ -94,15 +95,15 @@ def calls_summary(df: pl.DataFrame, prefix: str = "") -> dict:
     latencies = sorted(made[prefix + "latency_s"].to_list())
     if prefix + "provider_turns" in df.columns:  # an imported answer (provider_turns 0): the lab called nothing
         made = made.filter(pl.col(prefix + "provider_turns") > 0)
-    return {
-        "provider_calls": made.height, "cache_hits": int(cache.sum()),
-        "input_tokens": int(df[prefix + "input_tokens"].fill_null(0).sum()),
-        "output_tokens": int(df[prefix + "output_tokens"].fill_null(0).sum()),
-        "mean_input_tokens": float(df[prefix + "input_tokens"].fill_null(0).mean() or 0.0),
-        "p95_latency_s": float(latencies[int(0.95 * (len(latencies) - 1))]) if latencies else 0.0,
-        "cost_usd": float(df[prefix + "cost_usd"].fill_null(0).sum()),
-        "unpriced_rows": int(df[prefix + "cost_usd"].is_null().sum()),
-    }
+    return ProviderCalls(
+        provider_calls=made.height, cache_hits=int(cache.sum()),
+        input_tokens=int(df[prefix + "input_tokens"].fill_null(0).sum()),
+        output_tokens=int(df[prefix + "output_tokens"].fill_null(0).sum()),
+        mean_input_tokens=float(df[prefix + "input_tokens"].fill_null(0).mean() or 0.0),
+        p95_latency_s=float(latencies[int(0.95 * (len(latencies) - 1))]) if latencies else 0.0,
+        cost_usd=float(df[prefix + "cost_usd"].fill_null(0).sum()),
+        unpriced_rows=int(df[prefix + "cost_usd"].is_null().sum()),
+    )
 
 
 def contract(answers: pl.DataFrame) -> pl.DataFrame:

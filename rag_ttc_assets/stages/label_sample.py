@@ -28,8 +28,8 @@ def arm_rows(lab, arm: str) -> list[ls.Row]:
                 for r in lab.store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True)}
     except FileNotFoundError:
         flow = {}
-    runs = [r for r in list_runs(lab, arm) if r.get("dagster_run_id")]
-    run_id = runs[-1]["dagster_run_id"] if runs else ""
+    runs = [r.dagster_run_id for r in list_runs(lab, arm) if r.dagster_run_id]
+    run_id = runs[-1] if runs else ""
     by_q: dict[str, list[dict]] = {}
     for r in rj.iter_rows(named=True):
         by_q.setdefault(r[RJ.query_id], []).append(r)

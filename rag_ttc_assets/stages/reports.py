@@ -44,7 +44,7 @@ def _answers(lab: Lab, arm: str, report: dict) -> None:
     report["response_format"] = lab.arms[arm].response_format
     report["supply"] = lab.arms[arm].supply
     answers = lab.store.read_table(arm, Table.ANSWERS)
-    report["calls"] = {"answers": calls_summary(answers)}
+    report["calls"] = {"answers": calls_summary(answers).to_json()}
     # An imported arm's: the system's own model, as its traces name it (self-reported).
     report["generator_model"] = generator_label(lab.arms[arm], answers[ANS.model].to_list())
 

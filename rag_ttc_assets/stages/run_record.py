@@ -17,14 +17,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from rag_ttc_assets.adapters.object_store import remote_root
 from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, atomic_write_json
-from rag_ttc_assets.core.arm_summaries import ContractSummary, RetrievalMeasures
+from rag_ttc_assets.core.arm_summaries import ContractSummary, RetrievalMeasures, RetrievalSummary, problems
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.judge_summaries import JudgeSummary, RequestCompleteness, RequestJudgeSummary
 from rag_ttc_assets.core.measured import measured_text, reasons_text
+from rag_ttc_assets.core.run_records import (AnswerRole, ModelAssignments, RunCheck, RunConfig, RunEntry, RunFailure,
+                                             RunJudgeSummary, RunStatus)
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
 from rag_ttc_assets.core.summaries import generator_label, generator_models
 from rag_ttc_assets.core.usage import unused
@@ -56,11 +58,19 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def read_status(run_dir: Path) -> dict:
+def read_status(run_dir: Path) -> RunStatus:
     try:
-        return json.loads((run_dir / STATUS).read_text(encoding="utf-8"))
+        fields = json.loads((run_dir / STATUS).read_text(encoding="utf-8"))
     except (FileNotFoundError, json.JSONDecodeError):
-        return {"status": INTERRUPTED, "reason": "no readable status.json"}
+        return RunStatus.of({"status": INTERRUPTED, "reason": "no readable status.json"})
+    try:
+        return RunStatus.of(fields)
+    except ValidationError as e:
+        return RunStatus.of({"status": INTERRUPTED, "reason": f"no readable status.json: {problems(e)}"})
+
+
+def _write_status(run_dir: Path, status: RunStatus) -> None:
+    atomic_write_json(run_dir / STATUS, status.to_json())
 
 
 def _alive(pid: int | None, host: str | None) -> bool:
@@ -87,13 +97,13 @@ def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
     root = runs_root(lab, arm)
     for d in sorted(root.glob("*")) if root.is_dir() else []:
         st = read_status(d)
-        if st.get("status") != RUNNING or st.get("dagster_run_id") == current_run_id:
+        if st.status != RUNNING or st.dagster_run_id == current_run_id:
             continue
-        dagster_status = status_of(st["dagster_run_id"]) if status_of and st.get("dagster_run_id") else None
+        dagster_status = status_of(st.dagster_run_id) if status_of and st.dagster_run_id else None
         # Steps may run in other processes (multiprocess executor): Dagster's word wins over the pid.
         if dagster_status in ("STARTED", "QUEUED", "STARTING", "NOT_STARTED", "CANCELING"):
             continue
-        if dagster_status is None and _alive(st.get("pid"), st.get("host")):
+        if dagster_status is None and _alive(st.pid, st.host):
             continue
         rows = {name: count_rows(d / name) for name in PARTIALS}
         status, reason = {
@@ -101,8 +111,8 @@ def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
             # A run of fewer stages ended as asked: not killed, but no run record either.
             "SUCCESS": (PARTIAL, "the run succeeded without its run_record step (a --stage run)"),
         }.get(dagster_status, (INTERRUPTED, "the process ended without completing the run record"))
-        atomic_write_json(d / STATUS, {**st, "status": status, "detected_at": _now(),
-                                       "dagster_status": dagster_status, "reason": reason, "partial_rows": rows})
+        _write_status(d, st.with_(status=status, detected_at=_now(), dagster_status=dagster_status, reason=reason,
+                                  partial_rows=rows))
         marked.append(d)
     return marked
 
@@ -112,15 +122,15 @@ def open_run(lab: Lab, arm: str, dagster_run_id: str, status_of, stage: str) -> 
     root = runs_root(lab, arm)
     for d in root.glob(f"*-{dagster_run_id[:8]}") if root.is_dir() else []:
         st = read_status(d)
-        if st.get("dagster_run_id") == dagster_run_id:
-            atomic_write_json(d / STATUS, {**st, "stage": stage, "updated_at": _now()})
+        if st.dagster_run_id == dagster_run_id:
+            _write_status(d, st.with_(stage=stage, updated_at=_now()))
             return d
     mark_interrupted(lab, arm, dagster_run_id, status_of)
     d = root / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{dagster_run_id[:8]}"
     (d / "results").mkdir(parents=True, exist_ok=True)
-    atomic_write_json(d / STATUS, {"status": RUNNING, "arm": arm, "dagster_run_id": dagster_run_id,
+    _write_status(d, RunStatus.of({"status": RUNNING, "arm": arm, "dagster_run_id": dagster_run_id,
                                    "started_at": _now(), "stage": stage, "pid": os.getpid(),
-                                   "host": socket.gethostname()})
+                                   "host": socket.gethostname()}))
     return d
 
 
@@ -132,22 +142,22 @@ def record_unfinished(lab: Lab, arm: str, dagster_run_id: str, stage: str, statu
     stale and are not run again."""
     root = runs_root(lab, arm)
     run_dir = next((d for d in (root.glob(f"*-{dagster_run_id[:8]}") if root.is_dir() else [])
-                    if read_status(d).get("dagster_run_id") == dagster_run_id), None)
+                    if read_status(d).dagster_run_id == dagster_run_id), None)
     if run_dir is None:
         run_dir = root / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{dagster_run_id[:8]}"
         (run_dir / "results").mkdir(parents=True, exist_ok=True)
-        st = {"arm": arm, "dagster_run_id": dagster_run_id, "started_at": _now(), "pid": os.getpid(),
-              "host": socket.gethostname()}
+        st = RunStatus.of({"arm": arm, "dagster_run_id": dagster_run_id, "started_at": _now(), "pid": os.getpid(),
+                           "host": socket.gethostname()})
     else:
         st = read_status(run_dir)
-    step = failure.get("step")
-    reason = failure.get("reason") or (f"step {step} failed" if step else "the run failed outside its steps")
-    atomic_write_json(run_dir / STATUS, {
-        **st, "status": status, "stage": stage, "finished_at": _now(), "reason": reason,
-        "failed_step": step, "exception": failure.get("exception"), "error": failure.get("error"),
-        "steps_succeeded": failure.get("steps_succeeded", []),
-        "partial_rows": {name: count_rows(run_dir / name) for name in PARTIALS},
-        "exit_code": 130 if status == INTERRUPTED else 1})
+    f = RunFailure.model_validate(failure)
+    step = f.step
+    reason = f.reason or (f"step {step} failed" if step else "the run failed outside its steps")
+    _write_status(run_dir, st.with_(
+        status=status, stage=stage, finished_at=_now(), reason=reason,
+        failed_step=step, exception=f.exception, error=f.error, steps_succeeded=f.steps_succeeded,
+        partial_rows={name: count_rows(run_dir / name) for name in PARTIALS},
+        exit_code=130 if status == INTERRUPTED else 1))
     return run_dir
 
 
@@ -156,18 +166,19 @@ def run_path(lab: Lab, run_dir: str):
     return Path(run_dir) if lab.local else remote_root(run_dir)
 
 
-def list_runs(lab: Lab, arm: str | None = None, status_of=None) -> list[dict]:
+def list_runs(lab: Lab, arm: str | None = None, status_of=None) -> list[RunEntry]:
     arms = [arm] if arm else sorted(p.name for p in (lab.home / "runs").glob("*") if p.is_dir())
     out = []
     for a in arms:
         mark_interrupted(lab, a, status_of=status_of)
         for d in sorted(runs_root(lab, a).glob("*")):
             st = read_status(d)
-            out.append({"arm": a, "run_dir": str(d), "status": st.get("status"), "started_at": st.get("started_at"),
-                        "dagster_run_id": st.get("dagster_run_id"), "counts": st.get("counts", {}),
-                        "partial_rows": st.get("partial_rows", {}),
-                        **({k: st.get(k) for k in ("failed_step", "exception", "error", "reason")}
-                           if st.get("status") in (FAILED, INTERRUPTED) else {})})
+            failed = st.status in (FAILED, INTERRUPTED)
+            out.append(RunEntry(arm=a, run_dir=str(d), status=st.status, started_at=st.started_at,
+                                dagster_run_id=st.dagster_run_id, counts=st.counts or {},
+                                partial_rows=st.partial_rows or {},
+                                **(dict(failed_step=st.failed_step, exception=st.exception, error=st.error,
+                                        reason=st.reason) if failed else {})))
     return out
 
 
@@ -266,7 +277,7 @@ def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: JudgeSumma
     a = calls_summary(answers)
     return Provenance(
         provider_cache=str(lab.provider_cache_root),
-        answers=RoleProvenance.of(a["provider_calls"], a["cache_hits"], False),
+        answers=RoleProvenance.of(a.provider_calls, a.cache_hits, False),
         judge=RoleProvenance.of(judge_summary.provider_calls, judge_summary.cache_hits,
                                 judge_summary.offline_baseline_judge),
         request_judge=None if request_judge is None else RoleProvenance.of(
@@ -280,17 +291,17 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     store = lab.store
     answer_models = store.read_table(arm, Table.ANSWERS)[ANS.model].to_list()  # an imported arm's generator
     (run_dir / "inputs" / "prompts").mkdir(parents=True, exist_ok=True)
-    atomic_write_json(run_dir / "config.json", {
-        "arm": arm, "effective_config": cfg.model_dump(mode="json"), "fingerprints": fingerprints,
-        "corpus_digest": ds.corpus_digest, "evaluation_digest": ds.evaluation_digest,
-        "model_assignments": {"generator": generator_label(cfg, answer_models), "judge": cfg.judge.model,
-                              "request_judge": cfg.request_judge.model,
-                              "same_model": cfg.judge.model in generator_models(cfg, answer_models)},
+    atomic_write_json(run_dir / "config.json", RunConfig(
+        arm=arm, effective_config=cfg.model_dump(mode="json"), fingerprints=fingerprints,
+        corpus_digest=ds.corpus_digest, evaluation_digest=ds.evaluation_digest,
+        model_assignments=ModelAssignments(generator=generator_label(cfg, answer_models), judge=cfg.judge.model,
+                                           request_judge=cfg.request_judge.model,
+                                           same_model=cfg.judge.model in generator_models(cfg, answer_models)),
         # What of the evaluation's labels reached the generator: none, oracle, or counterfactual:<kind>.
-        "label_use": cfg.label_use,
-        "arms_file": str(lab.arms_file),
+        label_use=cfg.label_use,
+        arms_file=str(lab.arms_file),
         # Where the answers and verdicts were cached: another store's cache (RAG_TTC_PROVIDER_CACHE) may have served them.
-        "provider_cache": str(lab.provider_cache_root)})
+        provider_cache=str(lab.provider_cache_root)).model_dump(mode="json"))
     atomic_write_bytes(run_dir / "inputs" / "corpus.json", Path(ds.corpus_path).read_bytes())
     atomic_write_bytes(run_dir / "inputs" / "evaluation.json", Path(ds.evaluation_path).read_bytes())
     for field, kind in prompt_fields(cfg).items():
@@ -365,9 +376,7 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     atomic_write_bytes(run_dir / "summary.md", summary_markdown(arm, cfg, retrieval.summary, contract,
                                                                 judge_summary, counts, source,
                                                                 completeness).encode("utf-8"))
-    st = read_status(run_dir)
-    atomic_write_json(run_dir / STATUS, {**st, "status": COMPLETE, "finished_at": _now(), "counts": counts,
-                                         "exit_code": 0})
+    _write_status(run_dir, read_status(run_dir).with_(status=COMPLETE, finished_at=_now(), counts=counts, exit_code=0))
     return counts
 
 
@@ -443,34 +452,38 @@ def _counted(measured: int, of: int, not_measured: dict[str, int]) -> str:
     return measured_text({"measured": measured, "of": of, "not_measured": not_measured})
 
 
-def validate_run_record(run_dir: Path, expected_rows: int, design: dict) -> list[dict]:
-    """The seed's post-run validation sequence (section 10.4), one result per step."""
+def validate_run_record(run_dir: Path, expected_rows: int, generator: str | None, judge_model: str) -> list[RunCheck]:
+    """The seed's post-run validation sequence (section 10.4), one result per step: the design's generator (None:
+    an imported arm's, the system's own) and judge."""
     st = read_status(run_dir)
-    checks = [("status complete, exit 0", st.get("status") == COMPLETE and st.get("exit_code") == 0,
-               f"status {st.get('status')}, exit {st.get('exit_code')}")]
+    checks = [("status complete, exit 0", st.status == COMPLETE and st.exit_code == 0,
+               f"status {st.status}, exit {st.exit_code}")]
+
+    def read(name: str) -> str:
+        return (run_dir / name).read_text(encoding="utf-8")
+
     try:
-        per_query = (run_dir / "results" / "per-query.jsonl").read_text(encoding="utf-8").splitlines()
-        contract = json.loads((run_dir / "results" / "answer-contract-summary.json").read_text(encoding="utf-8"))
-        retrieval = json.loads((run_dir / "results" / "retrieval-summary.json").read_text(encoding="utf-8"))
-        judge = json.loads((run_dir / "results" / "judge-summary.json").read_text(encoding="utf-8"))
-        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-        answers = json.loads((run_dir / "results" / "generated-answers.json").read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError) as e:
-        return [*[{"check": c, "passed": p, "detail": d} for c, p, d in checks],
-                {"check": "run record files present", "passed": False, "detail": str(e)}]
+        per_query = read("results/per-query.jsonl").splitlines()
+        contract = ContractSummary.model_validate_json(read("results/answer-contract-summary.json"))
+        rs = RetrievalSummary.model_validate_json(read("results/retrieval-summary.json")).summary
+        # A judge summary without its judge configuration or same-model flag fails here, as a file not present.
+        judge = RunJudgeSummary.model_validate_json(read("results/judge-summary.json"))
+        config = RunConfig.model_validate_json(read("config.json"))
+        answers = TypeAdapter(list[AnswerRole]).validate_json(read("results/generated-answers.json"))
+    except (FileNotFoundError, ValidationError) as e:
+        return [*[RunCheck(check=c, passed=p, detail=d) for c, p, d in checks],
+                RunCheck(check="run record files present", passed=False, detail=str(e))]
     checks.append(("expected answer rows", len(per_query) == expected_rows == len(answers),
                    f"{len(per_query)} per-query rows, {len(answers)} answers, expected {expected_rows}"))
-    rs = retrieval["summary"]
     checks.append(("retrieval and contract totals match the evaluation",
-                   rs["evaluated"] + rs["undefined"] == expected_rows == contract["total"],
-                   f"retrieval {rs['evaluated']}+{rs['undefined']}, contract total {contract['total']}"))
+                   rs.evaluated + rs.undefined == expected_rows == contract.total,
+                   f"retrieval {rs.evaluated}+{rs.undefined}, contract total {contract.total}"))
     # An imported arm's generator is the system's own (design generator None): its model is what its traces say.
-    roles_ok = all(design["generator"] in (None, a["model"]) and a["provider_role"] == "generator" for a in answers)
+    roles_ok = all(generator in (None, a.model) and a.provider_role == "generator" for a in answers)
     checks.append(("provider model and role match the design",
-                   roles_ok and judge["judge_model"] == design["judge"],
-                   f"generator {design['generator']}, judge {design['judge']}"))
+                   roles_ok and judge.judge_model == judge_model,
+                   f"generator {generator}, judge {judge_model}"))
     checks.append(("judge configuration and same-model limitation recorded",
-                   "same_model_as_generator" in judge and "judge_config" in judge
-                   and config["model_assignments"]["same_model"] == judge["same_model_as_generator"],
-                   f"same_model_as_generator {judge.get('same_model_as_generator')}"))
-    return [{"check": c, "passed": bool(p), "detail": d} for c, p, d in checks]
+                   config.model_assignments.same_model == judge.same_model_as_generator,
+                   f"same_model_as_generator {judge.same_model_as_generator}"))
+    return [RunCheck(check=c, passed=bool(p), detail=d) for c, p, d in checks]

@@ -22,7 +22,7 @@ from rag_ttc_assets_tests.conftest import REPO
 def _answers_and_judge_calls(lab: Lab, arm: str) -> tuple[dict, dict, dict]:
     from rag_ttc_assets.stages.generation import calls_summary
 
-    answers = calls_summary(lab.store.read_table(arm, "answers"))
+    answers = calls_summary(lab.store.read_table(arm, "answers")).to_json()
     judged = lab.store.read_arm_json(arm, "judge_summary.json")
     requests = lab.store.read_arm_json(arm, "request_judge_summary.json")
     return answers, {k: judged[k] for k in ("provider_calls", "cache_hits")}, \
@@ -43,8 +43,8 @@ def test_two_stores_share_one_fsspec_provider_cache(mini_lab, tmp_path, monkeypa
         with DagsterInstance.ephemeral() as instance:
             assert job.execute_in_process(partition_key="baseline", instance=instance).success
         runs[home] = _answers_and_judge_calls(lab, "baseline")
-        (record,) = [r for r in list_runs(lab, "baseline") if r["status"] == COMPLETE]
-        run_dir = Path(record["run_dir"])
+        (record,) = [r for r in list_runs(lab, "baseline") if r.status == COMPLETE]
+        run_dir = Path(record.run_dir)
         assert json.loads((run_dir / "config.json").read_text())["provider_cache"] == uri
         # The run record states where its metrics came from (the seed's section 10.2).
         source = json.loads((run_dir / "results" / "provider-provenance.json").read_text())

@@ -103,7 +103,7 @@ def test_the_imported_trace_of_an_app_that_does_what_a_lab_arm_does_diagnoses_ex
     assert {r["provider_turns"] for r in imp_answers.values()} == {0}
     # The lab called nothing for the imported answers: none counts as a provider call (the lab arm's all do).
     calls = {a: calls_summary(store.read_table(a, "answers")) for a in ("app-lab", "app-imported")}
-    assert (calls["app-imported"]["provider_calls"], calls["app-lab"]["provider_calls"]) == (0, len(lab_answers))
+    assert (calls["app-imported"].provider_calls, calls["app-lab"].provider_calls) == (0, len(lab_answers))
 
     contract = {a: store.read_arm_json(a, "contract_summary.json") for a in ("app-lab", "app-imported")}
     for k in ("total", "valid", "parse_failures", "contract_failures", "abstentions", "contract_failure_reasons"):
@@ -189,8 +189,8 @@ def test_an_imported_arms_generator_is_the_systems_model_as_its_traces_name_it_n
         assert (judge["generator_model"], judge["same_model_as_generator"]) == ("imported: openai/fake-model", same)
         # The request judge (local/lexical in both) is never the system's model.
         assert lab.store.read_arm_json(arm, "request_judge_summary.json")["same_model_as_generator"] is False
-        [run] = [r for r in records.list_runs(lab, arm) if r["status"] == records.COMPLETE]
-        assigned = json.loads((records.run_path(lab, run["run_dir"]) / "config.json").read_text())["model_assignments"]
+        [run] = [r for r in records.list_runs(lab, arm) if r.status == records.COMPLETE]
+        assigned = json.loads((records.run_path(lab, run.run_dir) / "config.json").read_text())["model_assignments"]
         assert (assigned["generator"], assigned["same_model"]) == ("imported: openai/fake-model", same)
         record = arm_record(lab.store, lab.arms[arm], arm)
         assert (record.generator_model, record.same_model, record.offline_generator) == (
