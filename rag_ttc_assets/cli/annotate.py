@@ -132,7 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
         except AnnotationError as e:
             self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})
             return
-        self._json(HTTPStatus.OK, {"ok": True, "seq": change["seq"]})
+        self._json(HTTPStatus.OK, {"ok": True, "seq": change.seq})
 
     def log_message(self, format, *args):  # noqa: A002
         pass

@@ -9,7 +9,9 @@ import html
 import json
 import re
 from rag_ttc_assets.cli.annotate_session import Annotator
+from rag_ttc_assets.cli.annotate_view import RowView, ShownLabel, ShownPair
 from rag_ttc_assets.core.annotation import CASES, PAIR_SCALE, answer_sha256, replay
+from rag_ttc_assets.core.inspect_view import RequestView
 
 E = html.escape
 
@@ -47,32 +49,33 @@ def _chunk(cid: str, text: str, answer: str, cited: bool) -> str:
             f'<div class="chunk-text" data-chunk="{E(cid)}">{body}</div></div>')
 
 
-def _judge(req: dict) -> str:
-    j = req.get("request_judge")
-    if not j:
+def _judge(req: RequestView) -> str:
+    j = req.request_judge
+    if j is None:
         return "the judge did not judge this request"
-    return (f"{E(str(j.get('request_judge_model')))}: addressed {E(str(j.get('addressed')))}, verdict "
-            f"{E(str(j.get('verdict')))}; {E(str(j.get('reason') or ''))}")
+    return (f"{E(str(j.request_judge_model))}: addressed {E(str(j.addressed))}, verdict "
+            f"{E(str(j.verdict))}; {E(str(j.reason or ''))}")
 
 
 def render_item(ann: Annotator, i: int, nonce: str) -> str:
     state = replay(ann.files.read())
-    item, v = ann.source.items[i], ann.source.view(i)
+    item, raw = ann.source.items[i], ann.source.view(i)
+    v = RowView.of(raw)
     prog = ann.progress(state)
-    answer = (v.get("contract") or {}).get("answer") or ""
-    judged = {r["id"]: r for r in v["requests"]}
-    cited = set(v["cited_chunk_ids"])
+    answer = v.answer_text
+    judged = {r.id: r for r in v.requests}
+    cited = set(v.cited_chunk_ids)
     reqs_html = []
     for r in ann.requests(i, state):
-        lab = state.labels.get((ann.annotator, item.arm, item.question, r.id))
+        lab = ShownLabel.of(state.labels.get((ann.annotator, item.arm, item.question, r.id)))
         older = ""
-        if lab and lab.get("run_id") != ann.source.run_ids[item.arm]:
-            older = (f'<div class="older">labelled on an older run ({E(str(lab.get("run_id")))}); the row now comes '
+        if lab and lab.run_id != ann.source.run_ids[item.arm]:
+            older = (f'<div class="older">labelled on an older run ({E(str(lab.run_id))}); the row now comes '
                      f'from run {E(str(ann.source.run_ids[item.arm]))}'
-                     f'{" with another answer" if lab.get("answer_sha256") != answer_sha256(v) else ""}: '
+                     f'{" with another answer" if lab.answer_sha256 != answer_sha256(raw) else ""}: '
                      'the label is kept</div>')
-        quote = (f'<div>gold quote ({E(lab["quote_chunk_id"])}): <span class="quote">{E(lab["quote"])}</span></div>'
-                 if lab and lab.get("quote") else "")
+        quote = (f'<div>gold quote ({E(lab.quote_chunk_id)}): <span class="quote">{E(lab.quote)}</span></div>'
+                 if lab and lab.quote else "")
         judge = ""
         if lab:
             judge = ('<button type="button" class="reveal">show the judge\'s verdict</button>'
@@ -83,16 +86,16 @@ def render_item(ann: Annotator, i: int, nonce: str) -> str:
         reqs_html.append(
             f'<div class="req" data-request="{E(r.id)}" data-labelled="{1 if lab else 0}">'
             f'<div><b>{E(r.id)}</b>{origin}: <span class="rtext">{E(r.text)}</span></div>'
-            f'<div class="cases">{_case_buttons(lab and lab["case"])}</div>{quote}{older}'
-            f'<div><input class="note" placeholder="note" value="{E((lab or {}).get("note") or "")}" size="60">'
+            f'<div class="cases">{_case_buttons(lab.case if lab else None)}</div>{quote}{older}'
+            f'<div><input class="note" placeholder="note" value="{E((lab.note if lab else None) or "")}" size="60">'
             ' <button type="button" class="save-note">save note</button>'
             ' <button type="button" class="use-quote">use selection as gold quote</button>'
             ' <button type="button" class="split">split</button> <button type="button" class="reword">reword</button>'
             ' <label><input type="checkbox" class="pick"> merge</label></div>'
             f'{judge}</div>')
-    admitted = [c for c in v["admitted_chunk_ids"] if c in v["chunks"]]
-    omitted = [c for c in v["chunks"] if c not in admitted]
-    citations = ", ".join(E(c) for c in v["cited_chunk_ids"]) or "none"
+    admitted = [c for c in v.admitted_chunk_ids if c in v.chunks]
+    omitted = [c for c in v.chunks if c not in admitted]
+    citations = ", ".join(E(c) for c in v.cited_chunk_ids) or "none"
     sample = (f' &middot; stratum {E(str(item.stratum))}, probability {E(str(item.probability))}'
               if item.probability is not None else "")
     n = len(ann.source.items)
@@ -102,15 +105,15 @@ def render_item(ann: Annotator, i: int, nonce: str) -> str:
 <a href="/">resume</a><a href="/labels-check">labels check</a>{'<a href="/pairwise" id="pairwise">pairwise view</a>' if ann.pairs else ''}
 <span class="progress" id="progress">{E(ann.annotator)}: {prog.requests_labelled} of {prog.requests} requests labelled, {prog.rows_done} of {prog.rows} rows done</span></nav>
 <p>row {i + 1} of {n}: arm <b>{E(item.arm)}</b>, question <b>{E(item.question)}</b>{sample}</p>
-<div class="q" id="question">{E(v['question']['text'])}</div>
+<div class="q" id="question">{E(v.question.text)}</div>
 <h3>Answer, as the user saw it</h3><div class="answer" id="answer">{E(answer)}</div>
 <p>citations: {citations}</p>
 <h3>Requests</h3><p><small>keys: 1-4 the four cases of the focused request, j/k next/previous row, u undo, up/down arrows move between requests</small></p>
 <div class="msg" id="msg" role="alert"></div>
 <div id="requests">{''.join(reqs_html)}</div>
 <p><button type="button" id="add">add a request</button> <button type="button" id="merge">merge the ticked requests</button> <button type="button" id="undo">undo (u)</button></p>
-<h3>Admitted chunks</h3><div id="admitted">{''.join(_chunk(c, v['chunks'][c], answer, c in cited) for c in admitted)}</div>
-<details id="omitted"><summary>retrieved but not admitted ({len(omitted)})</summary>{''.join(_chunk(c, v['chunks'][c], answer, False) for c in omitted)}</details>
+<h3>Admitted chunks</h3><div id="admitted">{''.join(_chunk(c, v.chunks[c], answer, c in cited) for c in admitted)}</div>
+<details id="omitted"><summary>retrieved but not admitted ({len(omitted)})</summary>{''.join(_chunk(c, v.chunks[c], answer, False) for c in omitted)}</details>
 <script nonce="{nonce}">{SCRIPT}</script></body></html>"""
 
 
@@ -178,21 +181,20 @@ def render_pair(ann: Annotator, k: int, nonce: str) -> str:
     state = replay(ann.files.read())
     p, n = ann.pairs[k], len(ann.pairs)
     prog = ann.pair_progress(state)
-    lab = state.pairs.get(ann.pair_key(p))
-    views = [ann.source.view(r) for r in p.rows]
+    lab = ShownPair.of(state.pairs.get(ann.pair_key(p)))
+    views = [RowView.of(ann.source.view(r)) for r in p.rows]
     cols = []
     for side, arm, v in zip(("A", "B"), (p.a, p.b), views):
-        answer = (v.get("contract") or {}).get("answer") or ""
         name = f' &middot; arm <b class="arm">{E(arm)}</b>' if lab else ""
         cols.append(f'<div class="side" id="side-{side.lower()}"><h3>Answer {side}{name}</h3>'
-                    f'<div class="answer">{E(answer)}</div>'
-                    f'<p>citations: {", ".join(E(c) for c in v["cited_chunk_ids"]) or "none"}</p></div>')
-    chosen = lab["completeness"] if lab else None
+                    f'<div class="answer">{E(v.answer_text)}</div>'
+                    f'<p>citations: {", ".join(E(c) for c in v.cited_chunk_ids) or "none"}</p></div>')
+    chosen = lab.completeness if lab else None
     buttons = "".join(f'<button type="button" class="pv{" on" if v == chosen else ""}" data-value="{v}" '
                       f'title="key {key}">{key} {E(t)}</button> ' for key, (v, t) in PAIR_SCALE.items())
     shown = ("the arms' names are shown now that you have labelled this pair" if lab else
              "the arms' names are hidden until you label this pair")
-    reqs = "".join(f"<li>{E(r['text'])}</li>" for r in views[0]["requests"])
+    reqs = "".join(f"<li>{E(r.text)}</li>" for r in views[0].requests)
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>pairwise {E(p.question)}</title>
 <style>{STYLE}.pair{{display:flex;gap:12px}}.side{{flex:1;min-width:0}}button.pv.on{{background:#2a6df4;color:#fff}}</style>
 </head><body data-pair="{k}" data-pairs="{n}" data-labelled="{1 if lab else 0}">
@@ -200,12 +202,12 @@ def render_pair(ann: Annotator, k: int, nonce: str) -> str:
 <a href="/pairwise">resume</a><a href="/item/{p.rows[0]}">per-request view</a>
 <span class="progress" id="progress">{E(ann.annotator)}: {prog.pairs_labelled} of {prog.pairs} pairs labelled</span></nav>
 <p>pair {k + 1} of {n}: question <b>{E(p.question)}</b> &middot; {shown}</p>
-<div class="q" id="question">{E(views[0]['question']['text'])}</div>
-<details><summary>the question's requests ({len(views[0]['requests'])})</summary><ul>{reqs}</ul></details>
+<div class="q" id="question">{E(views[0].question.text)}</div>
+<details><summary>the question's requests ({len(views[0].requests)})</summary><ul>{reqs}</ul></details>
 <h3>Which answer is more complete?</h3><p><small>keys: 1-5 the scale, j/k next/previous pair, u undo</small></p>
 <div class="msg" id="msg" role="alert"></div>
 <div id="scale">{buttons}</div>
-<p><input id="note" placeholder="note" value="{E((lab or {}).get("note") or "")}" size="60"> <button type="button" id="save-note">save note</button>
+<p><input id="note" placeholder="note" value="{E((lab.note if lab else None) or "")}" size="60"> <button type="button" id="save-note">save note</button>
 <button type="button" id="undo">undo (u)</button></p>
 <div class="pair">{''.join(cols)}</div>
 <script nonce="{nonce}">{PAIR_SCRIPT}</script></body></html>"""

@@ -14,25 +14,65 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
+from rag_ttc_assets.cli.annotate_view import RowView, ShownLabel, ShownPair
 from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, PAIR, UNDO, AnnotationError, answer_sha256,
                                             current_labels, edit_requests, locate_quote, pair_order, pair_value,
                                             Record, parse_log, replay, requests_now)
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(BaseModel):
     """One of a question's requests as the annotator sees it now (core.annotation.requests_now): the dataset's, or
     one an edit made (`origin` split, merged, reworded, added; `sources` the requests it was made from)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     text: str
     origin: str
-    sources: list[str]
+    sources: list[str] = Field(alias="from")
 
     @classmethod
     def of(cls, r: Record) -> Request:
-        return cls(r["id"], r["text"], r["origin"], r["from"])
+        return cls.model_validate(r)
+
+
+class Body(BaseModel):
+    """What the page POSTs (a JSON object): the row or pair it is about and the change's fields. Each field is
+    checked where it is used, with the message the page shows; a field the body does not have is None, and
+    `has(name)` tells a field left out from one sent as null. Fields the page does not send are ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    item: Any = None
+    request: Any = None
+    case: Any = None
+    note: Any = None
+    quote: Any = None
+    quote_chunk_id: Any = None
+    edit: Any = None
+    sources: Any = Field(default=None, alias="from")
+    texts: Any = None
+    pair: Any = None
+    completeness: Any = None
+
+    @classmethod
+    def of(cls, body: Record) -> Body:
+        return cls.model_validate(body)
+
+    def has(self, name: str) -> bool:
+        return name in self.model_fields_set
+
+
+@dataclass(frozen=True)
+class Logged:
+    """A change as the log holds it: its number and time, and the whole line written (`line`: the JSON object)."""
+
+    seq: int
+    at: str
+    line: Record
 
 
 @dataclass(frozen=True)
@@ -82,13 +122,14 @@ class LabelFiles:
             return []
         return parse_log(text, str(self.log))[0]
 
-    def append(self, change: dict) -> dict:
+    def append(self, change: Record) -> Logged:
         with self._thread_lock, open(self.lock_path, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 log = self.read()
-                change = {"seq": max((c["seq"] for c in log), default=0) + 1,
-                          "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), **change}
+                seq = max((c["seq"] for c in log), default=0) + 1
+                at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+                change = {"seq": seq, "at": at, **change}
                 line = (json.dumps(change, ensure_ascii=False) + "\n").encode("utf-8")
                 fd = os.open(self.log, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 try:
@@ -103,7 +144,7 @@ class LabelFiles:
                 atomic_write_bytes(self.labels, current_labels(log).encode("utf-8"), mode=0o644)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
-        return change
+        return Logged(seq, at, change)
 
 
 class Annotator:
@@ -116,6 +157,7 @@ class Annotator:
         self.pairwise, self.seed = pairwise, seed  # `/` opens the pairwise view; the seed of its A/B order
         # The pairwise view (two arms): per question both arms answered, the rows of its answers as shown, (a, b).
         self.pairs: list[Pair] = []
+        self._rows: dict[int, RowView] = {}
         if len(source.arms) == 2:
             where = {(it.arm, it.question): i for i, it in enumerate(source.items)}
             for it in source.items:
@@ -126,9 +168,15 @@ class Annotator:
 
     def requests(self, i: int, state) -> list[Request]:
         item = self.source.items[i]
-        v = self.source.view(i)
+        dataset = [{"id": r.id, "text": r.text} for r in self.row(i).requests]
         edits = state.edits.get((self.annotator, item.question), [])
-        return [Request.of(r) for r in requests_now(item.question, v["requests"], edits)]
+        return [Request.of(r) for r in requests_now(item.question, dataset, edits)]
+
+    def row(self, i: int) -> RowView:
+        """Row i's view (Source.view, read once) as its record."""
+        if i not in self._rows:  # two threads may both build it: the same record
+            self._rows[i] = RowView.of(self.source.view(i))
+        return self._rows[i]
 
     def progress(self, state) -> Progress:
         done_q, labelled, total = 0, 0, 0
@@ -156,80 +204,85 @@ class Annotator:
         return next((k for k, p in enumerate(self.pairs) if self.pair_key(p) not in state.pairs), 0)
 
     # --- changes -----------------------------------------------------------------------------------------
-    def _item(self, body: dict) -> int:
-        i = body.get("item")
+    def _item(self, body: Body) -> int:
+        i = body.item
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(self.source.items):
             raise AnnotationError(f"item: {i!r} is not a row of this page (0 to {len(self.source.items) - 1})")
         return i
 
-    def label(self, body: dict) -> dict:
+    def label(self, raw: Record) -> Logged:
+        body = Body.of(raw)
         i = self._item(body)
-        item, v = self.source.items[i], self.source.view(i)
+        item, v = self.source.items[i], self.row(i)
         state = replay(self.files.read())
         reqs = {r.id: r for r in self.requests(i, state)}
-        rid = body.get("request")
+        rid = body.request
         if rid not in reqs:
             raise AnnotationError(f"request: question {item.question!r} has no request {rid!r}")
         req = reqs[rid]
         key = (self.annotator, item.arm, item.question, rid)
         before = state.labels.get(key, {})
-        case = body.get("case", before.get("case"))
+        shown = ShownLabel.of(before)  # the label this one replaces: its case and note stay unless sent
+        case = body.case if body.has("case") else (shown.case if shown else None)
         if case not in CASES:
             raise AnnotationError(f"case: {case!r}: pick one of the four cases first (keys 1-4: "
                                   f"{', '.join(CASES)})")
-        note = body.get("note", before.get("note", ""))
+        note = body.note if body.has("note") else (shown.note if shown else "")
         change = {"op": LABEL, "annotator": self.annotator, "arm": item.arm, "question": item.question,
                   "request": rid, "case": case, "note": note,
                   "origin": req.origin, "request_text": req.text, "from": req.sources,
                   "run_id": self.source.run_ids[item.arm], "row": item.question,
-                  "answer_sha256": answer_sha256(v), "corpus_digest": self.source.corpus[item.arm],
-                  "chunk_ids": list(v["admitted_chunk_ids"]),
+                  "answer_sha256": answer_sha256(self.source.view(i)),
+                  "corpus_digest": self.source.corpus[item.arm],
+                  "chunk_ids": list(v.admitted_chunk_ids),
                   "probability": item.probability, "stratum": item.stratum}
         if not isinstance(note, str):
             raise AnnotationError("note: a text")
-        if "quote" in body:
-            if body["quote"] is None:
+        if body.has("quote"):
+            if body.quote is None:
                 change.update(quote=None, quote_chunk_id=None, quote_doc_id=None)
             else:
-                cid = locate_quote(body["quote"], body.get("quote_chunk_id"), v["chunks"])
-                change.update(quote=body["quote"], quote_chunk_id=cid, quote_doc_id=v["chunk_doc"][cid])
+                cid = locate_quote(body.quote, body.quote_chunk_id, v.chunks)
+                change.update(quote=body.quote, quote_chunk_id=cid, quote_doc_id=v.chunk_doc[cid])
         else:
             change.update({k: before.get(k) for k in ("quote", "quote_chunk_id", "quote_doc_id")})
         return self.files.append(change)
 
-    def edit(self, body: dict) -> dict:
+    def edit(self, raw: Record) -> Logged:
+        body = Body.of(raw)
         i = self._item(body)
         item = self.source.items[i]
         state = replay(self.files.read())
         known = {r.id: r.text for r in self.requests(i, state)}
         taken = set(known) | {r["id"] for e in state.edits.get((self.annotator, item.question), [])
-                              for r in e["into"]} | {r["id"] for r in self.source.view(i)["requests"]}
-        sources = body.get("from") or []
-        texts = body.get("texts") or []
+                              for r in e["into"]} | {r.id for r in self.row(i).requests}
+        sources = body.sources or []
+        texts = body.texts or []
         if not isinstance(sources, list) or not isinstance(texts, list):
             raise AnnotationError("from, texts: lists")
-        into = edit_requests(item.question, body.get("edit"), sources, texts, known, taken)
+        into = edit_requests(item.question, body.edit, sources, texts, known, taken)
         return self.files.append({"op": EDIT, "annotator": self.annotator, "question": item.question,
-                                  "edit": body["edit"], "from": sources, "into": into,
+                                  "edit": body.edit, "from": sources, "into": into,
                                   "corpus_digest": self.source.corpus[item.arm]})
 
-    def pair(self, body: dict) -> dict:
+    def pair(self, raw: Record) -> Logged:
         """A pairwise label: which of the two answers shown (a left, b right) is more complete, -2..2."""
-        k = body.get("pair")
+        body = Body.of(raw)
+        k = body.pair
         if not self.pairs:
             raise AnnotationError("pair: the pairwise view needs two arms that answered the same questions")
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(self.pairs):
             raise AnnotationError(f"pair: {k!r} is not a pair of this page (0 to {len(self.pairs) - 1})")
         p = self.pairs[k]
         state = replay(self.files.read())
-        before = state.pairs.get(self.pair_key(p), {})
-        if "completeness" in body:
-            value = pair_value(body["completeness"])
+        before = ShownPair.of(state.pairs.get(self.pair_key(p)))  # the pair's label this one replaces
+        if body.has("completeness"):
+            value = pair_value(body.completeness)
         elif before:
-            value = before["completeness"]
+            value = before.completeness
         else:
             raise AnnotationError("completeness: pick which answer is more complete first (keys 1-5)")
-        note = body.get("note", before.get("note", ""))
+        note = body.note if body.has("note") else (before.note if before else "")
         if not isinstance(note, str):
             raise AnnotationError("note: a text")
         sides = {}
@@ -240,7 +293,7 @@ class Annotator:
         return self.files.append({"op": PAIR, "annotator": self.annotator, "question": p.question, **sides,
                                   "completeness": value, "note": note, "order_seed": self.seed})
 
-    def undo(self, body: dict) -> dict:
+    def undo(self, raw: Record) -> Logged:
         state = replay(self.files.read())
         if not any(c["annotator"] == self.annotator for c in state.active):
             raise AnnotationError(f"undo: nothing of {self.annotator!r} to undo")

@@ -17,6 +17,7 @@ from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.defs.stage_results import Comparisons, CompletenessResult, FlowResult
 from rag_ttc_assets.report.comparisons import write_comparisons
 from rag_ttc_assets.report.text import p_adjust_text
 from rag_ttc_assets.defs.indexes import unused_result
@@ -36,11 +37,11 @@ FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
     arm = lab.inputs(context)
-    d = stage.completeness(arm)
-    arm.write_table(Table.REQUEST_OUTCOMES, d["requests"])
-    arm.write_table(Table.QUESTION_COMPLETENESS, d["questions"])
-    arm.write_table(Table.ABSTENTION_OUTCOMES, d["abstentions"])
-    totals = d["completeness"]
+    d = CompletenessResult.of(stage.completeness(arm))
+    arm.write_table(Table.REQUEST_OUTCOMES, d.requests)
+    arm.write_table(Table.QUESTION_COMPLETENESS, d.questions)
+    arm.write_table(Table.ABSTENTION_OUTCOMES, d.abstentions)
+    totals = d.completeness
     digest = arm.write_arm_json(ArmJson.REQUEST_COMPLETENESS, totals)
     c = arm.store.read_summary(arm.arm, ArmJson.REQUEST_COMPLETENESS)  # as written, through its model
     inst = c.request_judge
@@ -74,22 +75,23 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = lab.inputs(context)
-    d = stage.failure_flow(arm)
-    arm.write_table(Table.FAILURE_FLOW, d["flow"])
-    s = d["flow_summary"]
-    lookup_md = {}
+    d = FlowResult.of(stage.failure_flow(arm))
+    arm.write_table(Table.FAILURE_FLOW, d.flow)
+    s = d.flow_summary
     if "lookup_flow" in s:
-        arm.write_table(Table.LOOKUP_CASES, d["lookup_cases"])
-        lf = s["lookup_flow"]
-        lookup_md = {**numbers(lf, prefix="lookup/"),
-                     "lookup_flow": md_table([{"branch": b, "cases": lf[b], **lf["accounting"][b]}
-                                              for b in LOOKUP_BRANCHES])}
+        arm.write_table(Table.LOOKUP_CASES, d.lookup_cases)
     digest = arm.write_arm_json(ArmJson.FAILURE_FLOW, s)
     fs = arm.store.read_summary(arm.arm, ArmJson.FAILURE_FLOW)  # as written, through its model
+    lookup_md = {}
+    if fs.lookup_flow is not None:  # a tool arm's lookups: per branch, its cases and their answers' qualities
+        lf, by_branch = fs.lookup_flow.model_dump(), fs.lookup_flow.accounting.model_dump()
+        lookup_md = {**numbers(lf, prefix="lookup/"),
+                     "lookup_flow": md_table([{"branch": b, "cases": lf[b], **by_branch[b]}
+                                              for b in LOOKUP_BRANCHES])}
     png = flow_bars(arm.lab, [arm.arm], arm.store.arm_path(arm.arm, "failure-flow.png"))
     accounting = fs.accounting.model_dump()  # branch -> its answers' qualities, by the branch's name
     rows = [{"branch": b, "requests": s[b], **accounting[b]} for b in FLOW_BRANCHES]
-    worst = _worst_cases(arm.lab, arm.arm, d["flow"])
+    worst = _worst_cases(arm.lab, arm.arm, d.flow)
     hit = fs.hit_rate
     return MaterializeResult(
         metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": fs.total,
@@ -161,18 +163,18 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
     out_dir = lab_.store.comparisons_dir
-    c = write_comparisons(lab_, out_dir)
-    reports, summary, sweeps, flow_png = c["reports"], c["summary"], c["sweeps"], c["flow_png"]
-    pages = {f"report/{name}": MetadataValue.path(str(path)) for name, path in c["pages"].items()}
-    pages.update({f"report_url/{name}": MetadataValue.url(url) for name, path in c["pages"].items()
+    c = Comparisons.of(write_comparisons(lab_, out_dir))
+    reports, summary, sweeps, flow_png = c.reports, c.summary, c.sweeps, c.flow_png
+    pages = {f"report/{name}": MetadataValue.path(str(path)) for name, path in c.pages.items()}
+    pages.update({f"report_url/{name}": MetadataValue.url(url) for name, path in c.pages.items()
                   if (url := report_url("comparisons", Path(path).name))})  # rag-ttc serve-reports
     return MaterializeResult(metadata={
-        "comparisons": md_table(summary), "skipped": MetadataValue.json(c["skipped"]),
+        "comparisons": md_table(summary), "skipped": MetadataValue.json(c.skipped),
         # The adjustment is over every pair and metric above: significant is read on the adjusted p-value.
         "p_adjust": p_adjust_text(reports[0]) if reports else f"{lab_.arms.p_adjust} (no pair compared)",
         "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)), **pages,
         # The people's labels the pair reports show (the store's default labels file, report.human): an input.
-        "human_labels": MetadataValue.json(c["human_labels"] or {"path": None, "why": "no annotations/labels.jsonl"}),
+        "human_labels": MetadataValue.json(c.human_labels or {"path": None, "why": "no annotations/labels.jsonl"}),
         **({"failure_flow_plot": MetadataValue.md(_image(flow_png))} if flow_png else {}),
         **{f"sweep_{f}": MetadataValue.md(_image(Path(p), f"sweep {f}"))
            for f, p in sweeps.items()},

@@ -8,6 +8,7 @@ from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.annotation import annotate_command
 from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.core.judge_summaries import Instrument
 from rag_ttc_assets.core.summaries import generator_models, has_support_judge
 from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
@@ -73,20 +74,23 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource, provider
     digest = arm.write_table(Table.REQUEST_JUDGMENTS, df)
     s = request_judge.request_judge_summary(df)
     panel = request_judge.panel_summary(cfg, df)
-    inst = request_judge.instrument(cfg, prompt, arm.questions, entailed)
+    instrument = request_judge.instrument(cfg, prompt, arm.questions, entailed)
+    inst = Instrument.model_validate(instrument)  # the instrument as the summary's model reads it
     generators = generator_models(cfg, arm.table(Table.ANSWERS)[Table.ANSWERS.c.model].to_list())
-    same = bool(set(generators) & set(inst["jurors"] if panel else [inst["model"]]))
-    arm.write_arm_json(ArmJson.REQUEST_JUDGE_SUMMARY, {**s, "request_judge": inst, "label_use": cfg.label_use,
-                                                       "same_model_as_generator": same,
+    same = bool(set(generators) & set((inst.jurors or []) if panel else [inst.model]))
+    arm.write_arm_json(ArmJson.REQUEST_JUDGE_SUMMARY, {**s, "request_judge": instrument,
+                                                       "label_use": cfg.label_use, "same_model_as_generator": same,
                                                        **({"panel": panel} if panel else {})})
+    rs = arm.store.read_summary(arm.arm, ArmJson.REQUEST_JUDGE_SUMMARY)  # as written, through its model
     return MaterializeResult(
-        metadata={"dagster/row_count": df.height, "request_judge_model": inst["model"],
-                  "prompt_digest": inst["prompt_digest"],
-                  "offline_baseline_judge": MetadataValue.bool(inst["offline_baseline"]),
-                  "label_use": cfg.label_use, "requests_derived": describe(inst["requests_derived"]),
-                  "statuses": MetadataValue.json(s["statuses"]),
-                  "verdicts": MetadataValue.json(s["verdicts"]), "provider_calls": s["provider_calls"],
-                  "cache_hits": s["cache_hits"], "incomplete_rows": s["not_measured"], "table_digest": digest,
+        metadata={"dagster/row_count": df.height, "request_judge_model": inst.model,
+                  "prompt_digest": inst.prompt_digest,
+                  "offline_baseline_judge": MetadataValue.bool(inst.offline_baseline),
+                  "label_use": cfg.label_use, "requests_derived": describe(inst.requests_derived and
+                                                                            inst.requests_derived.model_dump()),
+                  "statuses": MetadataValue.json(rs.statuses),
+                  "verdicts": MetadataValue.json(rs.verdicts.model_dump()), "provider_calls": rs.provider_calls,
+                  "cache_hits": rs.cache_hits, "incomplete_rows": rs.not_measured, "table_digest": digest,
                   **({"panel": MetadataValue.json(panel)} if panel else {}),
                   # the labelling page of this arm's answers (docs/annotate.md), and its address when one is known
                   "annotate": annotate_command([arm.arm]),
@@ -103,27 +107,28 @@ def judge_summary(context: AssetExecutionContext, lab: LabResource) -> Materiali
     arm = lab.inputs(context)
     cfg = arm.cfg
     s = stage.judge_summary(cfg, arm.table(Table.JUDGE_VERDICTS), arm.table(Table.ANSWERS))
-    s["judge_measurement"] = stage.measure_judges(cfg, arm.questions, *(arm.table(t) for t in (
+    jm = stage.measure_judges(cfg, arm.questions, *(arm.table(t) for t in (
         Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS, Table.REQUEST_JUDGMENTS, Table.ADMITTED_CONTEXTS)))
-    rjs = arm.arm_json(ArmJson.REQUEST_JUDGE_SUMMARY)
-    s["request_judge_model"] = rjs["request_judge"]["model"]
-    if rjs.get("panel"):  # a panel of request judges: the jurors' Fleiss' kappa and Krippendorff's alpha
-        s["request_judge_panel"] = rjs["panel"]
+    rjs = arm.store.read_summary(arm.arm, ArmJson.REQUEST_JUDGE_SUMMARY)
+    # a panel of request judges: the jurors' Fleiss' kappa and Krippendorff's alpha
+    panel = rjs.panel.model_dump() if rjs.panel else None
+    s = {**s, "judge_measurement": jm, "request_judge_model": rjs.request_judge.model,
+         **({"request_judge_panel": panel} if panel else {})}
     digest = arm.write_arm_json(ArmJson.JUDGE_SUMMARY, s)
-    jm = s["judge_measurement"]
+    js = arm.store.read_summary(arm.arm, ArmJson.JUDGE_SUMMARY)  # as written, through its model
     return MaterializeResult(
         metadata={**numbers({k: v for k, v in s.items() if v is not None and not isinstance(v, (dict, str))}),
                   "judge_measurement": md_table([{"judge": j, "measure": m, **jm[m][j]}
                                                  for m in ("sensitivity", "false_alarms")
                                                  for j in ("gold_judge", "request_judge")]),
                   "label_use": cfg.label_use,
-                  **({"request_judge_panel": md_table([{k: v for k, v in s["request_judge_panel"].items()
+                  **({"request_judge_panel": md_table([{k: v for k, v in panel.items()
                                                         if not isinstance(v, (list, dict))}])}
-                     if s.get("request_judge_panel") else {}),
-                  "judge_model": s["judge_model"], "generator_model": s["generator_model"],
-                  "same_model_as_generator": MetadataValue.bool(s["same_model_as_generator"]),
-                  "offline_baseline_judge": MetadataValue.bool(s["offline_baseline_judge"]),
-                  "statuses": MetadataValue.json(s["statuses"]),
+                     if panel else {}),
+                  "judge_model": js.judge_model, "generator_model": js.generator_model,
+                  "same_model_as_generator": MetadataValue.bool(js.same_model_as_generator),
+                  "offline_baseline_judge": MetadataValue.bool(js.offline_baseline_judge),
+                  "statuses": MetadataValue.json(js.statuses),
                   **stage.denominator_metadata(s),
                   "summary": md_table([{k: s[k] for k in ("answer_rows", "judged", "abstained", "invalid",
                                                           "mean_faithfulness", "mean_relevance",
@@ -138,9 +143,9 @@ def judge_keeps_every_row(context: AssetCheckExecutionContext, lab: LabResource)
     store = lab.lab().store
     arm = context.partition_key
     n_answers = store.read_table(arm, Table.CONTRACT_RESULTS).height
-    s = store.read_arm_json(arm, ArmJson.JUDGE_SUMMARY)
-    return AssetCheckResult(passed=s["answer_rows"] == n_answers == sum(s["statuses"].values()),
-                            metadata={"answer_rows": n_answers, "judge_rows": s["answer_rows"]})
+    s = store.read_summary(arm, ArmJson.JUDGE_SUMMARY)
+    return AssetCheckResult(passed=s.answer_rows == n_answers == sum(s.statuses.values()),
+                            metadata={"answer_rows": n_answers, "judge_rows": s.answer_rows})
 
 
 @arm_asset(group=GROUP, kinds={"json"}, deps=("judge_summary", "retrieval_summary", "contract_summary",

@@ -9,6 +9,7 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSev
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
+from rag_ttc_assets.core.arm_summaries import ImportMapping
 from rag_ttc_assets.core.dataset import dataset_counts, labels_line, sha256_digest
 from rag_ttc_assets.core.label_check import check_labels
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
@@ -60,6 +61,7 @@ def labels(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
         "corpus_digest": ds.corpus_digest, "corpus_file": str(ds.corpus_path),
         "evaluation_file": str(ds.evaluation_path),
         "labels": ds.labels})  # how many labels it measured with, and which it left out as stale
+    counts = arm.store.read_summary(arm.arm, ArmJson.LABELS).labels  # as written, through its model
     return MaterializeResult(
         metadata={
             "dataset": cfg.dataset,
@@ -69,10 +71,9 @@ def labels(context: AssetExecutionContext, lab: LabResource) -> MaterializeResul
             "labels_digest": digest,
             **numbers(dataset_counts(ds)),
             # Labels `rag-ttc labels update` marked stale are out of every measurement: the UI says how many.
-            "labels": labels_line(ds.labels) if ds.labels.get("excluded") else
-            f"{ds.labels.get('labels', 0)} of {ds.labels.get('labels', 0)} labels current",
-            **numbers({"labels_current": ds.labels.get("current", 0),
-                       "labels_excluded": ds.labels.get("excluded", 0)}),
+            "labels": labels_line(ds.labels) if counts.excluded else
+            f"{counts.labels} of {counts.labels} labels current",
+            **numbers({"labels_current": counts.current, "labels_excluded": counts.excluded}),
         },
         data_version=version_of(sha256_digest(digest.encode())),
     )
@@ -88,22 +89,23 @@ def imported_source(context: AssetExecutionContext, lab: LabResource) -> Materia
         return unused_result(arm.unused[artifacts.IMPORTED_SOURCE.name])
     # Read, parsed and mapped before anything is written: a bad file fails here, naming file, trace and field.
     read = imported.read_import(arm.lab.arms_file, arm.cfg, arm.dataset, arm.questions)
-    m = read["mapping"]
+    mapping = read["mapping"]
+    m = ImportMapping.model_validate(mapping)  # the mapping as import_mapping.json's model reads it
     arm.write_table(Table.IMPORTED_CHUNKS, read["chunks"])
     arm.write_table(Table.IMPORTED_ROWS, read["rows"])
     if read["records"] is not None:
         arm.write_arm_json(ArmJson.IMPORTED_SPANS, read["records"])
-    arm.write_arm_json(ArmJson.IMPORT_MAPPING, m)
-    where = ({"source_file": MetadataValue.path(m["source_file"])} if m["source_file"] else
-             {"endpoint": MetadataValue.url(m["endpoint"]), "project": m["project"], "spans": m["spans"]})
+    arm.write_arm_json(ArmJson.IMPORT_MAPPING, mapping)
+    where = ({"source_file": MetadataValue.path(m.source_file)} if m.source_file else
+             {"endpoint": MetadataValue.url(m.endpoint), "project": m.project, "spans": m.spans})
     return MaterializeResult(
-        metadata={"used_by_arm": MetadataValue.bool(True), **where, "source_digest": m["source_digest"],
-                  "format": m["format"], "answer_format": m["answer_format"], "citation_style": m["citation_style"],
-                  **numbers({k: v for k, v in m.items() if isinstance(v, int) and not isinstance(v, bool)}),
-                  "unmatched_trace_ids": MetadataValue.json(m["unmatched_trace_ids"]),
-                  "unanswered_question_ids": MetadataValue.json(m["unanswered_question_ids"]),
-                  "external_document_ids": MetadataValue.json(m["external_document_ids"])},
-        data_version=version_of(m["source_digest"] + arm.dataset.evaluation_digest + arm.dataset.corpus_digest),
+        metadata={"used_by_arm": MetadataValue.bool(True), **where, "source_digest": m.source_digest,
+                  "format": m.format, "answer_format": m.answer_format, "citation_style": m.citation_style,
+                  **numbers({k: v for k, v in mapping.items() if isinstance(v, int) and not isinstance(v, bool)}),
+                  "unmatched_trace_ids": MetadataValue.json(m.unmatched_trace_ids),
+                  "unanswered_question_ids": MetadataValue.json(m.unanswered_question_ids),
+                  "external_document_ids": MetadataValue.json(m.external_document_ids)},
+        data_version=version_of(m.source_digest + arm.dataset.evaluation_digest + arm.dataset.corpus_digest),
     )
 
 
@@ -133,12 +135,15 @@ def representations(context: AssetExecutionContext, lab: LabResource, provider: 
     record = {k: info.get(k) for k in REPRESENTATION_RECORD}
     arm.write_arm_json(ArmJson.REPRESENTATIONS,
                        {**record, "content_digest": built.content_digest, "key_digest": built.key_digest})
+    rep = arm.store.read_summary(arm.arm, ArmJson.REPRESENTATIONS)  # as written, through its model
     meta = artifact_metadata(built, {"chunks": arm.chunks.content_digest})
-    meta.update({k: MetadataValue.text(str(record[k])) for k in ("builder", "builder_model", "era", "prompt_digest")},
-                offline_baseline=MetadataValue.bool(bool(record["offline_baseline"])),
-                statuses=MetadataValue.json(record["statuses"] or {}),
+    texts = {"builder": rep.builder, "builder_model": rep.builder_model, "era": rep.era,
+             "prompt_digest": rep.prompt_digest}
+    meta.update({k: MetadataValue.text(str(v)) for k, v in texts.items()},
+                offline_baseline=MetadataValue.bool(rep.offline_baseline),
+                statuses=MetadataValue.json(rep.statuses),
                 # Rows a rerun should retry (provider faults, budget stops): `rag-ttc run` re-runs the asset for them.
-                incomplete_rows=MetadataValue.int(int(record["retryable"] or 0)))
+                incomplete_rows=MetadataValue.int(rep.retryable))
     return MaterializeResult(metadata=meta, data_version=version_of(built.content_digest))
 
 
@@ -146,12 +151,12 @@ def representations(context: AssetExecutionContext, lab: LabResource, provider: 
            description="the evaluation names the digest of the exact corpus bytes it was run with")
 def digest_binding(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
     lab_, _ = lab.arm(context.partition_key)
-    binding = lab_.store.read_arm_json(context.partition_key, ArmJson.LABELS)
-    evaluation = json.loads(Path(binding["evaluation_file"]).read_text(encoding="utf-8"))
-    actual = sha256_digest(Path(binding["corpus_file"]).read_bytes())
-    return AssetCheckResult(passed=evaluation.get("corpus_digest") == actual == binding["corpus_digest"],
+    binding = lab_.store.read_summary(context.partition_key, ArmJson.LABELS)
+    evaluation = json.loads(Path(binding.evaluation_file).read_text(encoding="utf-8"))
+    actual = sha256_digest(Path(binding.corpus_file).read_bytes())
+    return AssetCheckResult(passed=evaluation.get("corpus_digest") == actual == binding.corpus_digest,
                             metadata={"evaluation_corpus_digest": str(evaluation.get("corpus_digest")),
-                                      "corpus_file_digest": actual, "recorded_digest": binding["corpus_digest"]})
+                                      "corpus_file_digest": actual, "recorded_digest": binding.corpus_digest})
 
 
 @arm_check(asset="labels",
@@ -159,11 +164,11 @@ def digest_binding(context: AssetCheckExecutionContext, lab: LabResource) -> Ass
                        "ambiguous, none marked stale (rag-ttc labels check lists them)")
 def labels_current(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
     lab_, _ = lab.arm(context.partition_key)
-    binding = lab_.store.read_arm_json(context.partition_key, ArmJson.LABELS)
-    cbytes = Path(binding["corpus_file"]).read_bytes()
-    evaluation = json.loads(Path(binding["evaluation_file"]).read_text(encoding="utf-8"))
-    report = check_labels(binding["dataset"], evaluation, binding["evaluation_file"],
-                          json.loads(cbytes)["documents"], binding["corpus_file"], sha256_digest(cbytes))
+    binding = lab_.store.read_summary(context.partition_key, ArmJson.LABELS)
+    cbytes = Path(binding.corpus_file).read_bytes()
+    evaluation = json.loads(Path(binding.evaluation_file).read_text(encoding="utf-8"))
+    report = check_labels(binding.dataset, evaluation, binding.evaluation_file,
+                          json.loads(cbytes)["documents"], binding.corpus_file, sha256_digest(cbytes))
     person = report.needs_person
     return AssetCheckResult(
         passed=not person and not report.problems, severity=AssetCheckSeverity.WARN,

@@ -10,10 +10,12 @@ observation's metadata saying which field changed. docs/staleness.md says why th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from dagster import (AssetKey, AssetObservation, AssetRecordsFilter, AssetSpec, DagsterEventType, DagsterInstance,
                      DefaultSensorStatus, MetadataValue, PartitionsDefinition, SensorEvaluationContext, SensorResult,
                      SkipReason, sensor)
+from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.defs import graph
 from rag_ttc_assets.defs.dagster_private import stale_status_resolver
@@ -24,6 +26,36 @@ REMOVED = "removed"  # the data version of an arm no longer in the arms file
 DATA_VERSION_TAG = "dagster/data_version"
 
 
+class ConfigState(BaseModel):
+    """An asset's configuration as one arm reads it: the observation's `state` metadata. An arm no longer in the arms
+    file is only its `removed` fingerprint and why (`arm`). Read back from an older observation, a field it lacks is
+    its default (nothing to compare), a field it has that this version does not is ignored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fingerprint: str | None = None
+    arm: str | None = None  # a removed arm's only
+    code_version: str | None = None
+    config: dict[str, Any] = {}
+    inputs: dict[str, Any] = {}
+    upstream: dict[str, Any] = {}
+    unused: dict[str, Any] = {}
+
+    def to_json(self) -> dict[str, Any]:
+        """The observation's metadata: the fields in this order, `unused` only when some artifact is unused."""
+        if self.fingerprint == REMOVED:
+            return {"fingerprint": self.fingerprint, "arm": self.arm}
+        return {"fingerprint": self.fingerprint, "code_version": self.code_version, "config": self.config,
+                "inputs": self.inputs, "upstream": self.upstream, **({"unused": self.unused} if self.unused else {})}
+
+
+class StaleStatus(NamedTuple):
+    """Dagster's stale status of an asset partition (FRESH, STALE, MISSING) and its root causes, as text."""
+
+    state: str
+    causes: list[str]
+
+
 def config_specs(partitions_def: PartitionsDefinition) -> list[AssetSpec]:
     """One observed source per per-arm asset: the arm's configuration as that asset reads it."""
     return [AssetSpec(config_key(s.name), partitions_def=partitions_def, group_name=CONFIG_GROUP, kinds={"yaml"},
@@ -32,40 +64,38 @@ def config_specs(partitions_def: PartitionsDefinition) -> list[AssetSpec]:
             for s in SPECS]
 
 
-def arm_state(lab: Lab, arm: str) -> dict[str, dict]:
+def arm_state(lab: Lab, arm: str) -> dict[str, ConfigState]:
     """Per asset of `arm`: its fingerprint and what it is made of, as observation metadata; an arm the arms
     file no longer has is `removed`."""
     if arm not in lab.arms.arms:
-        return {s.name: {"fingerprint": REMOVED, "arm": f"removed from {lab.arms_file.name}"} for s in SPECS}
+        return {s.name: ConfigState(fingerprint=REMOVED, arm=f"removed from {lab.arms_file.name}") for s in SPECS}
     cfg = lab.arms[arm]
     inputs = lab.fingerprint_inputs(cfg)
     fps = fingerprints(cfg, inputs)
-    return {s.name: {"fingerprint": fps[s.name], "code_version": s.code_version,
-                     "config": s.field_values(cfg),
-                     "inputs": s.inputs_of(cfg, inputs),
-                     "upstream": {d: fps[d] for d in s.deps},
-                     **({"unused": unused} if (unused := s.unused(cfg)) else {})} for s in SPECS}
+    return {s.name: ConfigState(fingerprint=fps[s.name], code_version=s.code_version, config=s.field_values(cfg),
+                                inputs=s.inputs_of(cfg, inputs), upstream={d: fps[d] for d in s.deps},
+                                unused=s.unused(cfg)) for s in SPECS}
 
 
-def what_changed(before: dict | None, now: dict) -> str:
+def what_changed(before: ConfigState | None, now: ConfigState) -> str:
     """One line naming what differs between two observations of an asset's configuration."""
     if before is None:
         return "first observation"
-    if now["fingerprint"] == REMOVED:
-        return f"arm {now['arm']}"
-    if before.get("fingerprint") == REMOVED:
+    if now.fingerprint == REMOVED:
+        return f"arm {now.arm}"
+    if before.fingerprint == REMOVED:
         return "arm back in the arms file"
     out = []
-    if before.get("code_version") != now["code_version"]:
-        out.append(f"code_version: {before.get('code_version')} -> {now['code_version']}")
-    for f, v in now["config"].items():
-        if before.get("config", {}).get(f, v) != v:
-            out.append(f"{f}: {_short(before['config'][f])} -> {_short(v)}")
-    out += [f"{f} file changed" for f, v in now["inputs"].items() if before.get("inputs", {}).get(f, v) != v]
-    was, unused = before.get("unused", {}), now.get("unused", {})
+    if before.code_version != now.code_version:
+        out.append(f"code_version: {before.code_version} -> {now.code_version}")
+    for f, v in now.config.items():
+        if before.config.get(f, v) != v:
+            out.append(f"{f}: {_short(before.config[f])} -> {_short(v)}")
+    out += [f"{f} file changed" for f, v in now.inputs.items() if before.inputs.get(f, v) != v]
+    was, unused = before.unused, now.unused
     out += [f"{a}: used_by_arm {str(a not in was).lower()} -> {str(a not in unused).lower()}"
             for a in sorted(set(was) ^ set(unused))]
-    out += [f"upstream {d} changed" for d, v in now["upstream"].items() if before.get("upstream", {}).get(d, v) != v]
+    out += [f"upstream {d} changed" for d, v in now.upstream.items() if before.upstream.get(d, v) != v]
     return "; ".join(out) or "fingerprint changed"
 
 
@@ -85,7 +115,7 @@ def pending_observations(instance: DagsterInstance, lab: Lab, arms: Sequence[str
         for arm in arms:
             now = states[arm][s.name]
             last = latest.get(arm, {}).get(DATA_VERSION_TAG)
-            if last == now["fingerprint"]:
+            if last == now.fingerprint:
                 continue
             before = None
             if last is not None:
@@ -93,16 +123,16 @@ def pending_observations(instance: DagsterInstance, lab: Lab, arms: Sequence[str
                                                      limit=1).records[0]
                 before = _state_of(record.asset_observation.metadata)
             changed = what_changed(before, now)
-            out.append(AssetObservation(key, partition=arm, tags={DATA_VERSION_TAG: now["fingerprint"]},
+            out.append(AssetObservation(key, partition=arm, tags={DATA_VERSION_TAG: now.fingerprint},
                                         description=changed,
-                                        metadata={"changed": changed, FINGERPRINT: now["fingerprint"],
-                                                  "state": MetadataValue.json(now)}))
+                                        metadata={"changed": changed, FINGERPRINT: now.fingerprint,
+                                                  "state": MetadataValue.json(now.to_json())}))
     return out
 
 
-def _state_of(metadata) -> dict | None:
+def _state_of(metadata) -> ConfigState | None:
     state = metadata.get("state")
-    return state.value if state is not None else None
+    return ConfigState.model_validate(state.value) if state is not None else None
 
 
 def observe(instance: DagsterInstance, lab: Lab, arms: Sequence[str]) -> int:
@@ -132,12 +162,14 @@ def config_sensor(lab: Lab, partitions_def: PartitionsDefinition):
     return arm_config_sensor
 
 
-def dagster_status(instance: DagsterInstance, asset_graph, arm: str, names: Sequence[str]) -> dict[str, tuple]:
+def dagster_status(instance: DagsterInstance, asset_graph, arm: str, names: Sequence[str]
+                   ) -> dict[str, StaleStatus]:
     """Per asset of `names`: Dagster's stale status for the `arm` partition and its root causes, as text: what the
     UI's partition view shows."""
     resolver = stale_status_resolver(instance, asset_graph)
-    return {n: (resolver.get_status(AssetKey(n), arm).value,
-                [_cause_text(instance, c) for c in resolver.get_stale_root_causes(AssetKey(n), arm)]) for n in names}
+    return {n: StaleStatus(resolver.get_status(AssetKey(n), arm).value,
+                           [_cause_text(instance, c) for c in resolver.get_stale_root_causes(AssetKey(n), arm)])
+            for n in names}
 
 
 def to_run(instance: DagsterInstance, lab: Lab, asset_graph, arm: str, names: Sequence[str],
@@ -151,7 +183,7 @@ def to_run(instance: DagsterInstance, lab: Lab, asset_graph, arm: str, names: Se
     deps = graph.deps()
     why: dict[str, str] = {}
     for name in names:
-        state, causes = status[name]
+        state, causes = status[name].state, status[name].causes
         upstream = [d for d in deps[name] if d in why]
         if force:
             why[name] = "forced (--force)"
