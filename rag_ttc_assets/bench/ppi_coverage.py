@@ -34,6 +34,7 @@ import numpy as np
 
 from rag_ttc_assets.bench.harness import log
 from rag_ttc_assets.bench.labs import LabSpec
+from rag_ttc_assets.bench.records import Record
 from rag_ttc_assets.bench.registry import measurement
 from rag_ttc_assets.core.label_sampling import allocate
 
@@ -46,6 +47,48 @@ LFQA_QUESTIONS = 30
 COVERAGE_TARGET, WIDTH_TARGET = 0.94, 1.0
 BIAS = 0.15
 JUDGES = {"+0.15": 0.05, "+0.15, noisy": 0.25}  # name -> the sd of the judge's noise around Y + BIAS
+
+
+class Setting(Record):
+    """One setting of the study (a judge, a sampling, n labels): the share of `repeats` samples whose
+    prediction-powered interval held the truth (and the human-only interval's), the mean widths and their ratio."""
+
+    setting: str
+    n: int
+    repeats: int
+    truth: float
+    coverage: float
+    human_coverage: float
+    ppi_width: float
+    human_width: float
+    width_ratio: float
+    meets: bool
+
+
+class LfqaRows(Record):
+    """The LFQA slice as the study reads it (lfqa_rows, and its cache file): per claim `y` the share of its labels
+    supported and `f` the support judge's verdict (1/0); claims the judge dropped, labels read, the cache key, the
+    slice's questions and answers."""
+
+    y: list[float]
+    f: list[float]
+    dropped: int
+    labels: int
+    key: str
+    questions: int
+    answers: int
+
+
+class LfqaAbout(Record):
+    """What `ppi_coverage_lfqa` measured (lfqa_study): the slice, its claims, the judge's supported share, the truth."""
+
+    questions: int
+    answers: int
+    claims: int
+    dropped: int
+    labels: int
+    judge_mean: float
+    truth: float
 
 
 def constructed_set(seed: int = SEED, rows: int = ROWS) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -89,18 +132,18 @@ def _stratified_samples(rng: np.random.Generator, f: np.ndarray, n: int, reps: i
     return labelled, prob
 
 
-def _summary(name: str, truth: float, n: int, ppi: tuple, human: tuple) -> dict:
+def _summary(name: str, truth: float, n: int, ppi: tuple, human: tuple) -> Setting:
     (_, lo, hi), (_, hlo, hhi) = ppi, human
     coverage = float(np.mean((lo <= truth) & (truth <= hi)))
     ratio = float(np.mean(hi - lo) / np.mean(hhi - hlo))
-    return {"setting": name, "n": n, "repeats": int(lo.size), "truth": float(truth), "coverage": coverage,
-            "human_coverage": float(np.mean((hlo <= truth) & (truth <= hhi))),
-            "ppi_width": float(np.mean(hi - lo)), "human_width": float(np.mean(hhi - hlo)), "width_ratio": ratio,
-            "meets": coverage >= COVERAGE_TARGET and ratio < WIDTH_TARGET}
+    return Setting(setting=name, n=n, repeats=int(lo.size), truth=float(truth), coverage=coverage,
+                   human_coverage=float(np.mean((hlo <= truth) & (truth <= hhi))),
+                   ppi_width=float(np.mean(hi - lo)), human_width=float(np.mean(hhi - hlo)), width_ratio=ratio,
+                   meets=coverage >= COVERAGE_TARGET and ratio < WIDTH_TARGET)
 
 
 def study(y: np.ndarray, judges: dict[str, np.ndarray], sizes=SIZES, reps: int = REPEATS, seed: int = SEED,
-          stratified: bool = True, ppi: Callable | None = None, ppi_weighted: Callable | None = None) -> list[dict]:
+          stratified: bool = True, ppi: Callable | None = None, ppi_weighted: Callable | None = None) -> list[Setting]:
     """Per judge, n and sampling: coverage of the truth (the mean of `y` over every row) by the prediction-powered
     95% interval over `reps` samples, and its width over the human-only interval's at the same n (the classical
     interval of n labels drawn uniformly). `ppi` / `ppi_weighted` replace core/ppi.py's uniform and stratified
@@ -111,7 +154,7 @@ def study(y: np.ndarray, judges: dict[str, np.ndarray], sizes=SIZES, reps: int =
     ppi = ppi or core_ppi.ppi_mean
     ppi_weighted = ppi_weighted or core_ppi.ppi_mean_stratified
     truth = float(y.mean())
-    out = []
+    out: list[Setting] = []
     for name, f in judges.items():
         for n in sizes:
             rng = np.random.default_rng([seed, n])
@@ -126,28 +169,30 @@ def study(y: np.ndarray, judges: dict[str, np.ndarray], sizes=SIZES, reps: int =
     return out
 
 
-def constructed_study(seed: int = SEED, reps: int = REPEATS, **kw) -> list[dict]:
+def constructed_study(seed: int = SEED, reps: int = REPEATS, **kw) -> list[Setting]:
     y, judges = constructed_set(seed)
     return study(y, judges, reps=reps, seed=seed, **kw)
 
 
-def _line(r: dict) -> str:
-    return (f"{r['setting']}, n={r['n']}: coverage {r['coverage']:.3f} (target >= {COVERAGE_TARGET:g}, human-only "
-            f"{r['human_coverage']:.3f}); width ratio {r['width_ratio']:.3f} (target < {WIDTH_TARGET:g}; PPI "
-            f"{r['ppi_width']:.3f}, human-only {r['human_width']:.3f}): {'meets' if r['meets'] else 'MISSES'}")
+def _line(r: Setting) -> str:
+    return (f"{r.setting}, n={r.n}: coverage {r.coverage:.3f} (target >= {COVERAGE_TARGET:g}, human-only "
+            f"{r.human_coverage:.3f}); width ratio {r.width_ratio:.3f} (target < {WIDTH_TARGET:g}; PPI "
+            f"{r.ppi_width:.3f}, human-only {r.human_width:.3f}): {'meets' if r.meets else 'MISSES'}")
 
 
-def _item(name: str, rows: list[dict], seconds: float, cpu: float, what: str, **extra) -> dict:
-    worst_cov = min((r["coverage"] for r in rows), default=float("nan"))
-    worst_ratio = max((r["width_ratio"] for r in rows), default=float("nan"))
+def _item(name: str, rows: list[Setting], seconds: float, cpu: float, what: str,
+          about: LfqaAbout | None = None) -> dict:
+    worst_cov = min((r.coverage for r in rows), default=float("nan"))
+    worst_ratio = max((r.width_ratio for r in rows), default=float("nan"))
+    extra = about.to_json() if about is not None else {}
     return {"name": name, "product_s": seconds, "reference_s": None, "ratio": worst_ratio, "ratio_kind": "width",
             "product_cpu_s": cpu, "reference_cpu_s": None, "cpu_ratio": None,
             "target": f"coverage >= {COVERAGE_TARGET:g}, width < {WIDTH_TARGET:g}", "target_op": None,
-            "target_value": None, "verdict": "meets" if all(r["meets"] for r in rows) else "misses",
+            "target_value": None, "verdict": "meets" if all(r.meets for r in rows) else "misses",
             "product": what, "reference": "the human-only (classical) interval at the same n",
             "product_runs": [seconds], "reference_runs": [], "product_cpu_runs": [cpu], "reference_cpu_runs": [],
-            "settings": rows, "notes": [_line(r) for r in rows],
-            "detail": f"{len(rows)} settings x {rows[0]['repeats'] if rows else 0} samples; worst coverage {worst_cov:.3f}, "
+            "settings": [r.to_json() for r in rows], "notes": [_line(r) for r in rows],
+            "detail": f"{len(rows)} settings x {rows[0].repeats if rows else 0} samples; worst coverage {worst_cov:.3f}, "
                       f"worst width ratio {worst_ratio:.3f}", **extra}
 
 
@@ -179,14 +224,13 @@ def _lfqa_key(root: Path, limit: int | None) -> str:
     return h.hexdigest()[:16]
 
 
-def lfqa_rows(root: Path, limit: int | None = LFQA_QUESTIONS) -> dict:
-    """{"y": per claim the share of its labels supported, "f": the support judge's verdict (1/0), "dropped": claims
-    the judge did not measure, "labels": labels read} for the six systems' answers to the first `limit` questions
-    (None: all 100); from the cache when the set, the slice and the judge are unchanged."""
+def lfqa_rows(root: Path, limit: int | None = LFQA_QUESTIONS) -> LfqaRows:
+    """The six systems' answers to the first `limit` questions (None: all 100) as the study reads them (LfqaRows);
+    from the cache when the set, the slice and the judge are unchanged."""
     key = _lfqa_key(root, limit)
     path = cache_dir() / f"lfqa-{key}.json"
     if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
+        return LfqaRows.model_validate_json(path.read_text(encoding="utf-8"))
     from rag_ttc_assets.adapters.embeddings import encode_memoized  # late: loads the embedding model
     from rag_ttc_assets.adapters.lfqa import read_lfqa  # late: only with the set at hand
     from rag_ttc_assets.core.claim_agreement import claim_verdicts  # late: only with the set at hand
@@ -194,7 +238,9 @@ def lfqa_rows(root: Path, limit: int | None = LFQA_QUESTIONS) -> dict:
     from rag_ttc_assets.core.lexical_judge import extract_claims, verify_statements  # late: only with the set at hand
 
     cs = read_lfqa(root, limit=limit)
-    y, f, dropped, labels = [], [], 0, 0
+    y: list[float] = []
+    f: list[float] = []
+    dropped, labels = 0, 0
     for system in cs.systems:
         log(f"ppi_coverage_lfqa: judging {system.arm} ({len(system.answers)} answers; cached afterwards)")
         for q, claims in system.answers.items():
@@ -208,23 +254,22 @@ def lfqa_rows(root: Path, limit: int | None = LFQA_QUESTIONS) -> dict:
                     continue
                 y.append(sum(lab == "supported" for lab in c.labels) / len(c.labels))
                 f.append(1.0 if judged[k]["supported"] else 0.0)
-    out = {"y": y, "f": f, "dropped": dropped, "labels": labels, "key": key, "questions": len(cs.questions),
-           "answers": sum(len(s.answers) for s in cs.systems)}
+    out = LfqaRows(y=y, f=f, dropped=dropped, labels=labels, key=key, questions=len(cs.questions),
+                   answers=sum(len(s.answers) for s in cs.systems))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(out), encoding="utf-8")
+    tmp.write_text(json.dumps(out.to_json()), encoding="utf-8")
     tmp.replace(path)
     return out
 
 
 def lfqa_study(root: Path, reps: int = REPEATS, seed: int = SEED, sizes=SIZES, limit: int | None = LFQA_QUESTIONS,
-               **kw) -> tuple[list[dict], dict]:
+               **kw) -> tuple[list[Setting], LfqaAbout]:
     data = lfqa_rows(root, limit)
-    y, f = np.asarray(data["y"]), np.asarray(data["f"])
+    y, f = np.asarray(data.y), np.asarray(data.f)
     rows = study(y, {"support judge local/lexical": f}, sizes=sizes, reps=reps, seed=seed, **kw)
-    return rows, {"questions": data["questions"], "answers": data["answers"], "claims": int(y.size),
-                  "dropped": data["dropped"], "labels": data["labels"],
-                  "judge_mean": float(f.mean()), "truth": float(y.mean())}
+    return rows, LfqaAbout(questions=data.questions, answers=data.answers, claims=int(y.size), dropped=data.dropped,
+                           labels=data.labels, judge_mean=float(f.mean()), truth=float(y.mean()))
 
 
 @measurement("ppi_coverage_lfqa")
@@ -242,10 +287,10 @@ def bench_ppi_coverage_lfqa(spec: LabSpec, base: Path, repeat: int) -> dict:
     except (OSError, ValueError) as e:  # the adapter's LfqaError names the file, the record and the field
         raise SystemExit(f"rag-ttc: error: bench ppi_coverage_lfqa: {HUMAN_LABELS_ENV}={root}: {e}") from None
     item = _item("ppi_coverage_lfqa", rows, time.perf_counter() - t, time.process_time() - c,
-                 "core.ppi on LFQA-Verification's claims, the support judge local/lexical", **about)
+                 "core.ppi on LFQA-Verification's claims, the support judge local/lexical", about)
     item["notes"].insert(0, f"LFQA-Verification (Chen et al., 2023), the six systems' answers to its first "
-                            f"{about['questions']} questions: {about['answers']} answers, {about['claims']} claims "
-                            f"measured ({about['dropped']} dropped by the judge), {about['labels']} labels; truth (the "
-                            f"share of labels supported, per claim, averaged) {about['truth']:.3f}, the judge's "
-                            f"supported share {about['judge_mean']:.3f}")
+                            f"{about.questions} questions: {about.answers} answers, {about.claims} claims "
+                            f"measured ({about.dropped} dropped by the judge), {about.labels} labels; truth (the "
+                            f"share of labels supported, per claim, averaged) {about.truth:.3f}, the judge's "
+                            f"supported share {about.judge_mean:.3f}")
     return item

@@ -51,7 +51,7 @@ def test_an_estimator_without_the_rectifier_fails_the_same_check():
         return mean, mean - (theta - lo), mean + (hi - theta)
 
     rows = ppi_coverage.constructed_study(sizes=(50,), ppi=judge_only, ppi_weighted=judge_only_weighted)
-    assert len(rows) == 4 and all(s["coverage"] < 0.94 and not s["meets"] for s in rows)  # +0.15, uncorrected
+    assert len(rows) == 4 and all(s.coverage < 0.94 and not s.meets for s in rows)  # +0.15, uncorrected
 
 
 def test_lfqa_slice_rows_are_the_labels_and_the_judge(tmp_path, monkeypatch):
@@ -68,12 +68,12 @@ def test_lfqa_slice_rows_are_the_labels_and_the_judge(tmp_path, monkeypatch):
     first = sorted({rec["question_id"] for recs in files for rec in recs})[:1]
     labels = [lab for recs in files for rec in recs if rec["question_id"] in first
               for a in rec["annotations"] for lab in a["labels"]]
-    assert about["labels"] == len(labels) and about["questions"] == 1 and about["answers"] == 6
-    assert about["claims"] + about["dropped"] == len(labels) // 3
-    assert 0 <= about["judge_mean"] <= 1 and 0 < about["truth"] < 1
-    assert [(s["setting"], s["n"], s["repeats"]) for s in rows] == [
+    assert about.labels == len(labels) and about.questions == 1 and about.answers == 6
+    assert about.claims + about.dropped == len(labels) // 3
+    assert 0 <= about.judge_mean <= 1 and 0 < about.truth < 1
+    assert [(s.setting, s.n, s.repeats) for s in rows] == [
         ("judge support judge local/lexical, uniform", 20, 1000), ("judge support judge local/lexical, stratified", 20, 1000)]
-    assert all(0 <= s["coverage"] <= 1 and s["width_ratio"] > 0 for s in rows)
+    assert all(0 <= s.coverage <= 1 and s.width_ratio > 0 for s in rows)
 
 
 def test_a_folder_without_the_set_is_a_clear_error_naming_the_variable_and_the_file(tmp_path, monkeypatch):
