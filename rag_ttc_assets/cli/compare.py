@@ -108,18 +108,18 @@ def cmd_compare(args) -> int:
               f"({inst['requests_derived']['requests']} requests of {inst['requests_derived']['questions']} "
               "questions; labels for the judges only)")
     print(rep.representation_era.line + (" (--allow-era-change)" if rep.representation_era.allowed else ""))
-    read = {arm: c.model_dump() for arm, c in rep.completeness_measured.items()}
     print("completeness measured: " + "; ".join(
-        f"{arm} {m['requests_measured']} of {m['requests_total']} requests, {m['questions_measured']} of "
-        f"{m['questions_total']} questions"
+        f"{arm} {m.requests_measured} of {m.requests_total} requests, {m.questions_measured} of "
+        f"{m.questions_total} questions"
         # Not measured for a reason the request judge is not (no gold quotes): why, and what was measured.
-        + (f" ({not_measured_text(m['completeness_not_measured'])}; answered {m['requests_answered']} of "
-           f"{m['requests_measured']} requests)" if (m.get("completeness_not_measured") or {}).get(NO_GOLD_QUOTES)
-           else "")
-        for arm, m in read.items()))
+        + (f" ({not_measured_text(m.completeness_not_measured)}; answered {m.requests_answered} of "
+           f"{m.requests_measured} requests)"
+           if m.completeness_not_measured and m.completeness_not_measured.get(NO_GOLD_QUOTES) else "")
+        for arm, m in rep.completeness_measured.items()))
     # Completeness read two ways, graded first (docs/judges.md), each with its N of M.
     print("completeness read graded (mean coverage) and as the share addressed: " + "; ".join(
-        f"{arm} graded {graded_text(m)}, addressed {addressed_text(m)}" for arm, m in read.items()))
+        f"{arm} graded {graded_text(m.model_dump())}, addressed {addressed_text(m.model_dump())}"
+        for arm, m in rep.completeness_measured.items()))
     if rep.completeness_corrected:
         print(corrected_line(rep.completeness_corrected))
     for arm, use in rep.label_use.items():
