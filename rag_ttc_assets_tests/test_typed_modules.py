@@ -14,6 +14,7 @@ from rag_ttc_assets_tests.conftest import REPO
 pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -c constraints.txt -e '.[test]'")
 
 STRICT = [
+    "accept_records", "derivation_result",
     "arm_summaries", "judge_summaries", "judge_inputs", "arms", "artifacts", "tables", "contract", "records", "label_sampling",
     "compare_guards", "phoenix_source", "prompt_markup", "prompts", "response_formats", "jsonl", "trec_files",
     "ann", "chunking", "contextual", "entailment", "eras", "fusion", "metrics", "multiple_testing",

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
+from rag_ttc_assets.core.accept_records import EstimateNFirst, EstimateNLast, JudgeInterval
 from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 
 DECIDED = {"accept": "ACCEPT: the {c}% interval lies above 0 ({arm} is more complete than {base})",
@@ -22,10 +23,10 @@ def labels_path(lab, given: str | None) -> Path:
     return Path(given).expanduser().resolve() if given else default_labels(lab)
 
 
-def _iv(e: dict | None) -> str:
-    if not e or e.get("low") is None:
+def _iv(e: EstimateNFirst | EstimateNLast | JudgeInterval) -> str:
+    if e.low is None:
         return "-"
-    return f"{e['mean']:+.3f} [{e['low']:+.3f}, {e['high']:+.3f}]"
+    return f"{e.mean:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
 
 
 def cmd_accept(args) -> int:
@@ -40,51 +41,51 @@ def cmd_accept(args) -> int:
         lab.arms[arm]
     path = labels_path(lab, args.labels)
     try:
-        rep = accept(lab, args.arm, args.against, path, args.alpha, args.allow_instrument_drift)
+        report = accept(lab, args.arm, args.against, path, args.alpha, args.allow_instrument_drift)
     except (InstrumentDriftError, LabelDriftError) as e:
         raise CliError(str(e)) from None
     if args.json:
-        print(json.dumps(rep, indent=2, default=str))
+        print(json.dumps(report.to_json(), indent=2, default=str))
         return 0
     conf = round(100 * (1 - args.alpha))
     arm, base = args.arm, args.against
-    print(f"accept {arm} against {base}: {rep['measure']}, {arm} - {base}; "
-          f"{rep['judge_rater'][arm]}" + ("" if rep["judge_rater"][arm] == rep["judge_rater"][base] else
-                                          f" / {rep['judge_rater'][base]}"))
-    print(f"labels: {rep['labels_file']} ({rep['labelled_per_arm'][arm]} rows of {arm}, "
-          f"{rep['labelled_per_arm'][base]} of {base} labelled; {rep['weighting']})")
-    print(f"estimator: {rep['estimator_why']}")
-    left = {a: k for a, k in rep["rows_not_measured_whole"].items() if k}
+    rep, pr = report.difference, report.projection
+    print(f"accept {arm} against {base}: {rep.measure}, {arm} - {base}; "
+          f"{rep.judge_rater[arm]}" + ("" if rep.judge_rater[arm] == rep.judge_rater[base] else
+                                          f" / {rep.judge_rater[base]}"))
+    print(f"labels: {rep.labels_file} ({rep.labelled_per_arm[arm]} rows of {arm}, "
+          f"{rep.labelled_per_arm[base]} of {base} labelled; {rep.weighting})")
+    print(f"estimator: {rep.estimator_why}")
+    left = {a: k for a, k in rep.rows_not_measured_whole.items() if k}
     if left:
         print("rows the judge did not measure (a request's judgment failed), left out: "
               + ", ".join(f"{a} {k}" for a, k in left.items()))
     print(text_table(["reading", "rows", f"difference [{conf}% CI]", "decision"], [
-        ["judge alone (all rows)", rep["judge"]["n"], _iv(rep["judge"]), rep["judge_decision"]],
-        ["people alone (labelled rows)", rep["human"]["n"], _iv(rep["human"]), rep["human_decision"]],
-        ["prediction-powered (judge corrected by the labels)", rep["ppi"]["n"], _iv(rep["ppi"]), rep["decision"]]]))
-    print(DECIDED[rep["decision"]].format(c=conf, arm=arm, base=base))
-    pr = rep["projection"]
-    print(f"interval width now {pr['width_now']:.3f} with n = {rep['labelled']}; it decides below "
-          f"{pr['width_that_decides']:.3f} (twice |estimate|); {pr['formula']}")
-    if pr["labels_needed"] is None:
-        print(pr["why_none"])
-    elif rep["decision"] != "undecided":
-        print(f"decided with {rep['labelled']} labelled rows (the projection's threshold: {pr['labels_needed']})")
+        ["judge alone (all rows)", rep.judge.n, _iv(rep.judge), rep.judge_decision],
+        ["people alone (labelled rows)", rep.human.n, _iv(rep.human), rep.human_decision],
+        ["prediction-powered (judge corrected by the labels)", rep.ppi.n, _iv(rep.ppi), rep.decision]]))
+    print(DECIDED[rep.decision].format(c=conf, arm=arm, base=base))
+    print(f"interval width now {pr.width_now:.3f} with n = {rep.labelled}; it decides below "
+          f"{pr.width_that_decides:.3f} (twice |estimate|); {pr.formula}")
+    if pr.labels_needed is None:
+        print(pr.why_none)
+    elif rep.decision != "undecided":
+        print(f"decided with {rep.labelled} labelled rows (the projection's threshold: {pr.labels_needed})")
     else:
-        print(f"labels that would decide: n = {pr['labels_needed']} labelled rows"
-              + (" (in both arms)" if rep["estimator"] == "paired" else " (in each arm)")
-              + f", {pr['more_labels']} more than now, if the estimate and the variances hold"
-              + ("" if pr["reachable"] else f"; more than the {rep['rows']} rows there are: not reachable on this set"))
-    hn = pr["human_labels_needed"]
-    print("people alone would need: " + (f"n = {hn}" + ("" if hn <= rep["rows"] else
-                                                        f" (more than the {rep['rows']} rows there are)")
+        print(f"labels that would decide: n = {pr.labels_needed} labelled rows"
+              + (" (in both arms)" if rep.estimator == "paired" else " (in each arm)")
+              + f", {pr.more_labels} more than now, if the estimate and the variances hold"
+              + ("" if pr.reachable else f"; more than the {rep.rows} rows there are: not reachable on this set"))
+    hn = pr.human_labels_needed
+    print("people alone would need: " + (f"n = {hn}" + ("" if hn <= rep.rows else
+                                                        f" (more than the {rep.rows} rows there are)")
                                          if hn else "no number of labels (their estimate is 0)"))
-    unmeasured = {a: q for a, q in rep["labels_on_rows_not_measured"].items() if q}
+    unmeasured = {a: q for a, q in rep.labels_on_rows_not_measured.items() if q}
     if unmeasured:
         print("labels on rows the judge did not measure whole (left out): "
               + "; ".join(f"{a}: {', '.join(q)}" for a, q in unmeasured.items()))
-    print(f"plot: {rep['plot']}")
-    print(f"written: {rep['report']}")
+    print(f"plot: {report.plot}")
+    print(f"written: {report.report}")
     return 0
 
 

@@ -6,6 +6,8 @@ import json
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import compare_all
+from rag_ttc_assets.core.accept_records import (EstimateNFirst, EstimateNLast, IndependentDifference, JudgeInterval,
+                                                PairedDifference)
 from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
 from rag_ttc_assets.core.eras import EraChangeError
@@ -18,7 +20,7 @@ def _num(value: float | None, spec: str, unit: str = "") -> str:
     return "not measured" if value is None else format(value, spec) + unit
 
 
-def corrected(lab, args) -> dict:
+def corrected(lab, args) -> PairedDifference | IndependentDifference:
     """B - A in completeness (the share of requests addressed) corrected by the human labels of `--labels`
     (stages/accept.py): the judge's difference, the people's, and the prediction-powered one with its 95% interval.
     The drift checks were compare_two's."""
@@ -29,16 +31,16 @@ def corrected(lab, args) -> dict:
                                 check_drift=False)
 
 
-def _iv(e: dict) -> str:
-    return f"{e['mean']:+.3f} [{e['low']:+.3f}, {e['high']:+.3f}]"
+def _iv(e: EstimateNFirst | EstimateNLast | JudgeInterval) -> str:
+    return f"{e.mean:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
 
 
-def corrected_line(c: dict) -> str:
+def corrected_line(c: PairedDifference | IndependentDifference) -> str:
     """The completeness line's corrected reading, beside the judge's own."""
-    return (f"completeness as the share addressed, {c['arm']} - {c['baseline']} (95% CI): judge {_iv(c['judge'])} "
-            f"over {c['judge']['n']} rows; corrected by {c['labelled']} human labels (prediction-powered, "
-            f"{c['estimator']}): {_iv(c['ppi'])} ({c['decision']}); people alone {_iv(c['human'])}; "
-            f"labels {c['labels_file']}")
+    return (f"completeness as the share addressed, {c.arm} - {c.baseline} (95% CI): judge {_iv(c.judge)} "
+            f"over {c.judge.n} rows; corrected by {c.labelled} human labels (prediction-powered, "
+            f"{c.estimator}): {_iv(c.ppi)} ({c.decision}); people alone {_iv(c.human)}; "
+            f"labels {c.labels_file}")
 
 
 def cmd_compare(args) -> int:
@@ -106,18 +108,18 @@ def cmd_compare(args) -> int:
               f"({inst['requests_derived']['requests']} requests of {inst['requests_derived']['questions']} "
               "questions; labels for the judges only)")
     print(rep.representation_era.line + (" (--allow-era-change)" if rep.representation_era.allowed else ""))
-    read = {arm: c.model_dump() for arm, c in rep.completeness_measured.items()}
     print("completeness measured: " + "; ".join(
-        f"{arm} {m['requests_measured']} of {m['requests_total']} requests, {m['questions_measured']} of "
-        f"{m['questions_total']} questions"
+        f"{arm} {m.requests_measured} of {m.requests_total} requests, {m.questions_measured} of "
+        f"{m.questions_total} questions"
         # Not measured for a reason the request judge is not (no gold quotes): why, and what was measured.
-        + (f" ({not_measured_text(m['completeness_not_measured'])}; answered {m['requests_answered']} of "
-           f"{m['requests_measured']} requests)" if (m.get("completeness_not_measured") or {}).get(NO_GOLD_QUOTES)
-           else "")
-        for arm, m in read.items()))
+        + (f" ({not_measured_text(m.completeness_not_measured)}; answered {m.requests_answered} of "
+           f"{m.requests_measured} requests)"
+           if m.completeness_not_measured and m.completeness_not_measured.get(NO_GOLD_QUOTES) else "")
+        for arm, m in rep.completeness_measured.items()))
     # Completeness read two ways, graded first (docs/judges.md), each with its N of M.
     print("completeness read graded (mean coverage) and as the share addressed: " + "; ".join(
-        f"{arm} graded {graded_text(m)}, addressed {addressed_text(m)}" for arm, m in read.items()))
+        f"{arm} graded {graded_text(m.model_dump())}, addressed {addressed_text(m.model_dump())}"
+        for arm, m in rep.completeness_measured.items()))
     if rep.completeness_corrected:
         print(corrected_line(rep.completeness_corrected))
     for arm, use in rep.label_use.items():

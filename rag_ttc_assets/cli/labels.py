@@ -9,6 +9,7 @@ from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.cli.common import CliError, dagster_home, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import failure_text, open_instance
 from rag_ttc_assets.stages.judge_agreement import disagreements, tables
+from rag_ttc_assets.core.derivation_result import DerivationResult
 from rag_ttc_assets.core.derive_requests import describe, nothing_to_derive
 
 SHOWN_DISAGREEMENTS = 20  # a public set has tens of thousands; the report file keeps them all
@@ -40,17 +41,17 @@ def cmd_derive_requests(args) -> int:
         raise CliError(why)
     config = {"datasets": [args.dataset], "model": args.model, "api_base": args.api_base,
               "api_key_env": args.api_key_env, "budget": args.budget}
-    out = materialize_label_asset("derived_requests", config)["results"][0]
+    out = DerivationResult.model_validate(materialize_label_asset("derived_requests", config)["results"][0])
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(json.dumps(out.to_json(), indent=2))
         return 0
-    print(f"{out['dataset']}: {out['requests']} requests derived for {out['questions']} questions by "
-          f"{out['derived_by']} ({out['requests_with_evidence']} with an evidence quote in the question's targets); "
-          f"provider calls {out['provider_calls']}, cache hits {out['cache_hits']}")
-    print(f"written: {out['file']} (labels: the judges and metrics read them, never the generator)")
-    if out["not_derived"]:
+    print(f"{out.dataset}: {out.requests} requests derived for {out.questions} questions by "
+          f"{out.derived_by} ({out.requests_with_evidence} with an evidence quote in the question's targets); "
+          f"provider calls {out.provider_calls}, cache hits {out.cache_hits}")
+    print(f"written: {out.file} (labels: the judges and metrics read them, never the generator)")
+    if out.not_derived:
         print("not derived (rerun to retry; finished questions come from the provider cache):")
-        print(text_table(["question", "why"], sorted(out["not_derived"].items())))
+        print(text_table(["question", "why"], sorted(out.not_derived.items())))
     return 0
 
 

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from rag_ttc_assets.core.accept_records import CorrectedDifference
+
 
 class Record(BaseModel):
     """A comparison record: no undeclared field, never changed once built (model_copy(update=...) makes another)."""
@@ -260,7 +262,7 @@ class PairReport(Record):
     completeness_measured: dict[str, CompletenessRead]
     evaluation_digests: dict[str, str | None]  # arm -> the labels' digest it was measured on
     labels_differ: dict[str, Any] | None = None  # `rag-ttc compare` with label drift: which labels differ
-    completeness_corrected: dict[str, Any] | None = None  # `rag-ttc compare --labels`: corrected by people
+    completeness_corrected: CorrectedDifference | None = None  # `rag-ttc compare --labels`: corrected by people
     plots: dict[str, str] | None = None  # stages.diagnostics_files.pair_plots: plot name -> path
 
     def to_json(self) -> dict[str, Any]:

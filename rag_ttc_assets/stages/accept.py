@@ -17,6 +17,8 @@ from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
 from rag_ttc_assets.core import compare_guards
 from rag_ttc_assets.core import human_labels as hl
 from rag_ttc_assets.core import ppi, ppi_difference
+from rag_ttc_assets.core.accept_records import (CORRECTED_DIFFERENCE, AcceptReport, IndependentDifference,
+                                                PairedDifference, Projection)
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.judge_agreement import catalog, row_completeness
 from rag_ttc_assets.stages.reports import labels_used
@@ -65,7 +67,8 @@ def _judge_rows(lab: Lab, arms: set[str]) -> dict[str, tuple[str, dict[str, floa
 
 
 def corrected_difference(lab: Lab, arm: str, base: str, labels_path: Path, alpha: float = 0.05,
-                         allow_instrument_drift: bool = False, check_drift: bool = True) -> dict:
+                         allow_instrument_drift: bool = False, check_drift: bool = True
+                         ) -> PairedDifference | IndependentDifference:
     """ARM - BASELINE: the judge's difference over all rows, the people's over the labelled rows, the
     prediction-powered one with its interval (paired where both arms answer the same questions and at least two of
     them are labelled in both; else each arm's own estimate, independent), and the decision each supports.
@@ -107,32 +110,35 @@ def corrected_difference(lab: Lab, arm: str, base: str, labels_path: Path, alpha
         raise _problem(labels_path, "fewer than two labelled rows the judge measured in arm(s) "
                                     + ", ".join(f"{x!r} ({len(y[x])})" for x in short)
                                     + ": no interval can be drawn; label more rows")
-    return {"arm": arm, "baseline": base, "labels_file": str(labels_path), "alpha": alpha, "measure": WHAT,
+    return CORRECTED_DIFFERENCE.validate_python({
+            "arm": arm, "baseline": base, "labels_file": str(labels_path), "alpha": alpha, "measure": WHAT,
             "judge_rater": {x: judged[x][0] for x in (arm, base)},
             "instruments": instruments, "estimator_why": why,
             "labelled_per_arm": {x: len(y[x]) for x in (arm, base)},
             "rows_not_measured_whole": {x: judged[x][2] for x in (arm, base)},
             "labels_on_rows_not_measured": not_measured, **est,
             "decision": ppi_difference.decision(est["ppi"]), "judge_decision": ppi_difference.decision(est["judge"]),
-            "human_decision": ppi_difference.decision(est["human"])}
+            "human_decision": ppi_difference.decision(est["human"])})
 
 
-def projection(est: dict, alpha: float) -> dict:
+def projection(est: PairedDifference | IndependentDifference, alpha: float) -> Projection:
     """How many labelled rows would make the decision: the projected width of the corrected and the people-only
     interval as n grows (core.ppi_difference.projected_width), and the smallest n at which one of that width around the
     current estimate excludes 0 (core.ppi_difference.labels_needed)."""
-    n, big_n = est["labelled"], est["rows"]
-    mean, hmean = est["ppi"]["mean"], est["human"]["mean"]
+    n, big_n = est.labelled, est.rows
+    mean, hmean = est.ppi.mean, est.human.mean
     # The variances as the estimator realised them: se_now^2 = fixed + rect / n_now, so that width(n_now) is the
     # interval's own width. With uniform labels rect is var_n(r) exactly; weighted by the sampling probabilities
     # it carries their design effect (projecting more labels drawn the same way). The quantile is Student's t with
     # the Satterthwaite degrees of freedom, as the estimators draw it (core.ppi_difference.projected_width).
-    fixed, fixed_df = est["variance"]["fixed"], est["variance"].get("fixed_df", float("inf"))
-    se, hse = est["ppi"]["se"], est["human"]["se"]
+    fixed, fixed_df = est.variance.fixed, est.variance.fixed_df
+    se, hse = est.ppi.se, est.human.se
+    if se is None or hse is None:  # two labelled rows at least (corrected_difference): never taken
+        raise ValueError("an estimate without a standard error: no width to project")
     rect = max(0.0, n * (se ** 2 - fixed))
-    var = {"fixed": fixed, "fixed_df": fixed_df, "rectifier": rect, "human": n * hse ** 2}
+    human_var = n * hse ** 2
     needed = ppi_difference.labels_needed(mean, fixed, rect, alpha, fixed_df)
-    needed_h = ppi_difference.labels_needed(hmean, 0.0, var["human"], alpha)
+    needed_h = ppi_difference.labels_needed(hmean, 0.0, human_var, alpha)
     why_none = None
     if needed is None:
         q = ppi.quantile(alpha, fixed_df)
@@ -141,35 +147,42 @@ def projection(est: dict, alpha: float) -> dict:
                     f"(t*sqrt(var_f/N) = {q * fixed ** 0.5:.4f} >= |estimate| {abs(mean):.4f})")
     top = max(big_n, n * 2, min(needed or 0, 20 * max(big_n, 1)), 10)
     ns = list(range(2, top + 1, max(1, (top - 2) // 200)))
-    return {"labels_needed": needed, "more_labels": None if needed is None else max(0, needed - n),
+    return Projection.model_validate({
+            "labels_needed": needed, "more_labels": None if needed is None else max(0, needed - n),
             "reachable": needed is not None and needed <= big_n, "why_none": why_none,
-            "human_labels_needed": needed_h, "width_now": est["ppi"]["high"] - est["ppi"]["low"],
+            "human_labels_needed": needed_h, "width_now": _width(est),
             "width_that_decides": 2 * abs(mean),
             "formula": "width(n) = 2 t sqrt(var_f/N + var_rect/n), t of the Satterthwaite degrees of freedom",
-            "variances": var,
+            "variances": {"fixed": fixed, "fixed_df": fixed_df, "rectifier": rect, "human": human_var},
             "curve": {"n": ns,
                       "ppi": [float(w) for w in ppi_difference.projected_width(fixed, rect, ns, alpha, fixed_df)],
-                      "human": [float(w) for w in ppi_difference.projected_width(0.0, var["human"], ns, alpha)]}}
+                      "human": [float(w) for w in ppi_difference.projected_width(0.0, human_var, ns, alpha)]}})
+
+
+def _width(est: PairedDifference | IndependentDifference) -> float:
+    """The corrected interval's width now."""
+    if est.ppi.high is None or est.ppi.low is None:  # two labelled rows at least: never taken
+        raise ValueError("an estimate without an interval: no width")
+    return est.ppi.high - est.ppi.low
 
 
 def accept(lab: Lab, arm: str, base: str, labels_path: Path, alpha: float = 0.05,
-           allow_instrument_drift: bool = False) -> dict:
+           allow_instrument_drift: bool = False) -> AcceptReport:
     """The acceptance report: corrected_difference and its projection, the width plot and the JSON written in
     the store's comparisons folder (paths in `plot` and `report`)."""
     from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a plot is drawn
 
-    rep = corrected_difference(lab, arm, base, labels_path, alpha, allow_instrument_drift)
-    rep["projection"] = projection(rep, alpha)
+    est = corrected_difference(lab, arm, base, labels_path, alpha, allow_instrument_drift)
+    pr = projection(est, alpha)
     out_dir = lab.store.comparisons_dir
     if hasattr(out_dir, "mkdir"):
         out_dir.mkdir(parents=True, exist_ok=True)
-    pr = rep["projection"]
-    rep["plot"] = str(plots.interval_widths(
-        out_dir / f"{base}--{arm}-accept-width.png", pr["curve"]["n"],
-        {"prediction-powered (judge + labels)": pr["curve"]["ppi"], "people alone": pr["curve"]["human"]},
-        rep["labelled"], pr["width_that_decides"],
+    plot = str(plots.interval_widths(
+        out_dir / f"{base}--{arm}-accept-width.png", pr.curve.n,
+        {"prediction-powered (judge + labels)": pr.curve.ppi, "people alone": pr.curve.human},
+        est.labelled, pr.width_that_decides,
         f"accept {arm} vs {base}: {round(100 * (1 - alpha))}% interval width of the completeness difference"))
     path = out_dir / f"{base}--{arm}-accept.json"
-    rep["report"] = str(path)
-    atomic_write_bytes(path, json.dumps(rep, indent=1, default=str).encode("utf-8"), mode=0o644)
+    rep = AcceptReport(difference=est, projection=pr, plot=plot, report=str(path))
+    atomic_write_bytes(path, json.dumps(rep.to_json(), indent=1, default=str).encode("utf-8"), mode=0o644)
     return rep
