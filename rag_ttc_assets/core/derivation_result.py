@@ -1,5 +1,5 @@
 """What `derive-requests` wrote for one dataset (stages.derive_requests.derive, through the `derived_requests`
-asset's `results` metadata), as `rag-ttc derive-requests` reads it: its JSON the dict the stage returns, field for
+asset's `results` metadata), as the stage returns it and `rag-ttc derive-requests` reads it back: field for
 field and in its order. No logic."""
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from rag_ttc_assets.adapters.store import atomic_write_bytes
 from rag_ttc_assets.core import derive_requests as dr
 from rag_ttc_assets.core.arms import ModelConfig
 from rag_ttc_assets.core.contract import locate_json_object
+from rag_ttc_assets.core.derivation_result import DerivationResult
 from rag_ttc_assets.core.progress import NO_PROGRESS
 from rag_ttc_assets.core.records import Derivation, Question, Request
 from rag_ttc_assets.lab import Lab
@@ -37,26 +38,6 @@ class QuestionDerivation(BaseModel):
     status: str  # DERIVED, PARSE_FAILURE or the provider call's status
     error: str | None
     requests: list[dict[str, Any]]  # each a core.records.Request as JSON
-
-
-class DerivationResult(BaseModel):
-    """What `derive` wrote (the derived_requests asset's `results`): the derivation, per-status counts, requests,
-    those with evidence, the questions not derived and why, and the provider calls it made."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    dataset: str
-    file: str
-    derived: dict[str, Any]  # the Derivation
-    derived_by: str  # as tables show it (core.derive_requests.describe)
-    questions: int
-    statuses: dict[str, int]
-    requests: int
-    requests_with_evidence: int
-    not_derived: dict[str, str]  # question id -> "status: error"
-    nothing_to_derive: str | None
-    provider_calls: int
-    cache_hits: int
 
 
 def _to_derive(questions: list[Question]) -> list[Question]:
