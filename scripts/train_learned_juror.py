@@ -80,7 +80,7 @@ def set_features(folder: Path, cache: Path | None, max_articles: int | None) -> 
             x, judged = lj.features(requests, summary, [], [(summary, [])], encode_memoized, content_word_vectors)
             xs.append(x)
             ys += [lab.present for lab in system.labels[a]]
-            addressed.append(np.array([[j["addressed"] for j in js] for js in judged], dtype=bool).T)
+            addressed.append(np.array([[j.addressed for j in js] for js in judged], dtype=bool).T)
             answer_of += [n_answers] * len(requests)
             reference.append(gold_answer_recall(rs.references[a], summary) or 0.0)
             question.append(articles.index(a))

@@ -13,11 +13,19 @@ A rune is a Unicode code point (Go's rune), so runes(text) = len(text) in Python
 from __future__ import annotations
 
 import random
-from typing import Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core import counterfactual
+from rag_ttc_assets.core.answer_rows import Coverage, Row
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.tables import Table
+
+# The admitted_contexts rows, read by the table's declared column names.
+CTX = Table.ADMITTED_CONTEXTS.c
 
 EvidenceOrder = Literal["ranked", "reversed", "shuffled"]
 
@@ -81,8 +89,8 @@ def admit_complete_chunks(chunks: list[tuple[str, str]], max_runes: int) -> Admi
 
 # --- one arm's admitted context per question, and what it covered (data in, data out) --------------------------
 
-def context_row(cfg, query_id: str, ranked_chunk_ids: list[str], chunk_text: dict[str, str], question=None,
-                support: dict[str, list[str]] | None = None) -> dict:
+def context_row(cfg: ArmConfig, query_id: str, ranked_chunk_ids: list[str], chunk_text: Mapping[str, str],
+                question: Question | None = None, support: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
     """One question's admitted context: the evidence_k cut, the evidence order, then whole-chunk admission under
     context_runes (`cfg`: the arm's ArmConfig).
 
@@ -121,8 +129,9 @@ def context_row(cfg, query_id: str, ranked_chunk_ids: list[str], chunk_text: dic
     }
 
 
-def coverage_rows(questions, support: dict[str, list[str]], ranked: dict[str, set[str]],
-                  contexts: dict[str, dict], exact_ranked: dict[str, set[str]] | None = None) -> list[dict]:
+def coverage_rows(questions: Iterable[Question], support: Mapping[str, list[str]], ranked: Mapping[str, set[str]],
+                  contexts: Mapping[str, Row], exact_ranked: Mapping[str, set[str]] | None = None
+                  ) -> list[dict[str, Any]]:
     """Per request: is a supporting chunk ranked, selected, admitted (chunk level). `ranked` and `contexts` are
     per question ID: the ranked chunk IDs (for preloaded and tool arms, what was in context) and the context row.
     `exact_ranked`, for an arm with an approximate vector index (core.ann): the ranked list it would have had with
@@ -136,50 +145,67 @@ def coverage_rows(questions, support: dict[str, list[str]], ranked: dict[str, se
                 "query_id": q.id, "request_id": req.id, "has_evidence": bool(sup),
                 "supporting_chunk_ids": sup,
                 "ranked": any(s in ranked[q.id] for s in sup),
-                "selected": any(s in c["selected_chunk_ids"] for s in sup),
-                "admitted": any(s in c["admitted_chunk_ids"] for s in sup),
+                "selected": any(s in c[CTX.selected_chunk_ids] for s in sup),
+                "admitted": any(s in c[CTX.admitted_chunk_ids] for s in sup),
                 "exact_ranked": (None if exact_ranked is None or q.id not in exact_ranked
                                  else any(s in exact_ranked[q.id] for s in sup)),
             })
     return rows
 
 
-def admission_summary(coverage: list[dict], contexts: list[dict], supply: str = "retrieval") -> dict:
+def _with_evidence(coverage: Iterable[Row | Coverage]) -> list[Coverage]:
+    """The coverage rows (as read, or records) of the requests with gold evidence."""
+    return [c for c in (r if isinstance(r, Coverage) else Coverage.of(r) for r in coverage) if c.has_evidence]
+
+
+def _mean(xs: list[int]) -> float:
+    return float(sum(xs) / len(xs)) if xs else 0.0
+
+
+def admission_summary(coverage: Iterable[Row | Coverage], contexts: list[Row], supply: str = "retrieval"
+                      ) -> dict[str, Any]:
     """The admission boundary in numbers: omissions, admitted chunks and runes, requests ranked/selected/admitted.
-    A tool arm admits nothing before generation: its lookup flow (failure_flow) reports what the lookups supplied."""
-    with_ev = [r for r in coverage if r["has_evidence"]]
+    A tool arm admits nothing before generation: its lookup flow (failure_flow) reports what the lookups supplied.
+    `contexts`: the admitted_contexts rows."""
+    with_ev = _with_evidence(coverage)
     n = 0 if supply == "tool" else len(with_ev)
-    omitted = [len(c["omitted_chunk_ids"]) for c in contexts]
-    mean = (lambda xs: float(sum(xs) / len(xs)) if xs else 0.0)
+    omitted = [len(c[CTX.omitted_chunk_ids]) for c in contexts]
+    mean = _mean
     return {
         "supply": supply,
         "queries": len(contexts),
         "queries_with_omissions": sum(1 for o in omitted if o > 0),
         "omitted_chunks": sum(omitted),
-        "mean_admitted_chunks": mean([len(c["admitted_chunk_ids"]) for c in contexts]),
-        "mean_used_runes": mean([c["used_runes"] for c in contexts]),
-        "max_runes": max((c["max_runes"] for c in contexts), default=0),
+        "mean_admitted_chunks": mean([len(c[CTX.admitted_chunk_ids]) for c in contexts]),
+        "mean_used_runes": mean([c[CTX.used_runes] for c in contexts]),
+        "max_runes": max((c[CTX.max_runes] for c in contexts), default=0),
         "requests_with_evidence": n,
-        "requests_ranked": sum(r["ranked"] for r in with_ev),
-        "requests_selected": sum(r["selected"] for r in with_ev),
-        "requests_admitted": sum(r["admitted"] for r in with_ev),
-        "admission_coverage": float(sum(r["admitted"] for r in with_ev) / n) if n else None,
+        "requests_ranked": sum(r.ranked for r in with_ev),
+        "requests_selected": sum(r.selected for r in with_ev),
+        "requests_admitted": sum(r.admitted for r in with_ev),
+        "admission_coverage": float(sum(r.admitted for r in with_ev) / n) if n else None,
     }
 
 
 BOUNDARIES = ("ranked", "selected", "admitted")
 
 
-def hit_rates(coverage: list[dict]) -> dict:
-    """Hit rate over all cases at each boundary (ranked, selected, admitted), from the coverage rows of the
-    requests with gold evidence: a question is a hit when every one of its requests is; no generation involved."""
-    with_ev = [r for r in coverage if r["has_evidence"]]
-    out: dict = {"questions": len({r["query_id"] for r in with_ev}), "requests": len(with_ev)}
+def _at(c: Coverage, boundary: str) -> bool:
+    """Whether a supporting chunk of the request reached `boundary` (one of BOUNDARIES)."""
+    return {"ranked": c.ranked, "selected": c.selected, "admitted": c.admitted}[boundary]
+
+
+def hit_rates(coverage: Iterable[Row | Coverage]) -> dict[str, Any]:
+    """Hit rate over all cases at each boundary (ranked, selected, admitted), from the coverage rows (as read, or
+    records) of the requests with gold evidence: a question is a hit when every one of its requests is; no
+    generation involved."""
+    with_ev = _with_evidence(coverage)
+    out: dict[str, Any] = {"questions": len({r.query_id for r in with_ev}), "requests": len(with_ev)}
     for boundary in BOUNDARIES:
         hits: dict[str, bool] = {}
         for r in with_ev:
-            hits[r["query_id"]] = hits.get(r["query_id"], True) and r[boundary]
-        n_req = sum(r[boundary] for r in with_ev)
+            hits[r.query_id] = hits.get(r.query_id, True) and _at(r, boundary)
+        n_req = sum(_at(r, boundary) for r in with_ev)
         out[boundary] = {"question_hits": sum(hits.values()),
                          "question_hit_rate": sum(hits.values()) / len(hits) if hits else None,
                          "request_hits": n_req, "request_hit_rate": n_req / len(with_ev) if with_ev else None}

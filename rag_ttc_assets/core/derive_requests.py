@@ -22,14 +22,17 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol, TypedDict
+
+from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.records import Derivation, Evaluation, Evidence, Question, Request
 from rag_ttc_assets.core.text import content_words, split_sentences, stem
 
 DERIVED_FILE = "derived_requests.json"
 OFFLINE_MODEL = "local/claims-v1"
-RULE = "rule"
-MODEL = "model"
+RULE: Literal["rule"] = "rule"
+MODEL: Literal["model"] = "model"
 OFFLINE = Derivation(method=RULE, model=OFFLINE_MODEL, prompt_digest=None)
 MIN_CLAIM_WORDS = 2
 # A target-document sentence holding this share of a claim's content-word stems is its evidence quote.
@@ -206,7 +209,54 @@ def parse_claims(obj: object) -> list[str]:
     return claims
 
 
-def derivation_of(questions: Sequence[Question]) -> dict | None:
+class RequestsDerived(TypedDict):
+    """How an evaluation's requests were derived, as the request judge's instrument records it (derivation_of; read
+    back as core.judge_summaries.Derivation)."""
+    method: str
+    model: str
+    prompt_digest: str | None
+    requests_digest: str
+    questions: int
+    requests: int
+
+
+class DerivedRequests(BaseModel):
+    """An instrument's `requests_derived` as read back (RequestsDerived; core.judge_summaries.Derivation is the
+    stored summary's model): the derivation, and what it gave when recorded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: str
+    model: str
+    prompt_digest: str | None = None
+    requests_digest: str | None = None
+    questions: int | None = None
+    requests: int | None = None
+
+
+class _Derived(Protocol):
+    """What describe and derivation_drift read of a derivation: a request's (core.records.Derivation) or an
+    instrument's (core.judge_summaries.Derivation)."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def prompt_digest(self) -> str | None: ...
+
+
+# A derivation as given: a record, or an instrument's `requests_derived` as read from its JSON; None: hand-written.
+Given = Derivation | DerivedRequests | Mapping[str, Any] | None
+
+
+def _derived(d: Given) -> _Derived | None:
+    return DerivedRequests.model_validate(d) if isinstance(d, Mapping) else d
+
+
+def derivation_of(questions: Sequence[Question]) -> RequestsDerived | None:
     """How an evaluation's derived requests were derived: {method, model, prompt_digest, requests_digest (of the
     derived requests themselves), questions, requests}, one derivation per evaluation (None when none is derived)."""
     seen = {r.derived for q in questions for r in q.requests if r.derived is not None}
@@ -217,33 +267,35 @@ def derivation_of(questions: Sequence[Question]) -> dict | None:
     d = seen.pop()
     derived = [r.model_dump(mode="json") for q in questions for r in q.requests if r.derived]
     digest = "sha256:" + hashlib.sha256(json.dumps(derived, sort_keys=True).encode()).hexdigest()
-    return {**d.model_dump(), "requests_digest": digest,
+    return {"method": d.method, "model": d.model, "prompt_digest": d.prompt_digest, "requests_digest": digest,
             "questions": sum(1 for q in questions if any(r.derived for r in q.requests)),
             "requests": sum(1 for q in questions for r in q.requests if r.derived)}
 
 
-def describe(d: Derivation | Mapping | None) -> str:
+def describe(given: Given) -> str:
     """"none", "rule local/claims-v1" or "model openai/gpt-x (prompt sha256:abcd…)"."""
+    d = _derived(given)
     if d is None:
         return "none"
-    d = d.model_dump() if isinstance(d, Derivation) else d
-    prompt = f" (prompt {d['prompt_digest'][:19]}…)" if d.get("prompt_digest") else ""
-    return f"{d['method']} {d['model']}{prompt}"
+    prompt = f" (prompt {d.prompt_digest[:19]}…)" if d.prompt_digest else ""
+    return f"{d.method} {d.model}{prompt}"
 
 
-def _key(d: Mapping | None) -> tuple | None:
-    return None if d is None else (d.get("method"), d.get("model"), d.get("prompt_digest"))
+def _key(given: Given) -> tuple[str, str, str | None] | None:
+    d = _derived(given)
+    return None if d is None else (d.method, d.model, d.prompt_digest)
 
 
-def _requests_key(d: Mapping | None) -> str | None:
-    return None if d is None else d.get("requests_digest")
+def _requests_key(given: Given) -> str | None:
+    d = _derived(given)
+    return d.requests_digest if isinstance(d, DerivedRequests) else None
 
 
 class DerivationDriftError(ValueError):
     """Two arms' requests were derived differently (or one arm's were derived and the other's hand-written)."""
 
 
-def derivation_drift(arm_a: str, derived_a: Mapping | None, arm_b: str, derived_b: Mapping | None) -> None:
+def derivation_drift(arm_a: str, derived_a: Given, arm_b: str, derived_b: Given) -> None:
     """Raise DerivationDriftError naming both arms' derivations when they differ (method, model or prompt), or
     when the same derivation gave different requests (a model's reply changed, the gold answers were edited)."""
     if _key(derived_a) == _key(derived_b):
@@ -262,7 +314,7 @@ def derivation_drift(arm_a: str, derived_a: Mapping | None, arm_b: str, derived_
 
 # -- the derived-requests file -------------------------------------------------------------------------------------
 
-def derived_file(evaluation_digest: str, derivation: Derivation, rows: Sequence[dict]) -> dict:
+def derived_file(evaluation_digest: str, derivation: Derivation, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The content of derived_requests.json: per question its status ("derived" or the call's fault) and requests."""
     return {"evaluation_digest": evaluation_digest, "derived": derivation.model_dump(), "questions": list(rows)}
 
@@ -289,7 +341,7 @@ def apply_derivation(evaluation: Evaluation, evaluation_digest: str, documents: 
 
 
 def _read_file(file: object, evaluation: Evaluation, evaluation_digest: str, documents: Mapping[str, str],
-               problems: list, dataset: str = "<dataset>") -> dict[str, list[Request]]:
+               problems: list[tuple[str, str, str]], dataset: str = "<dataset>") -> dict[str, list[Request]]:
     if not isinstance(file, dict):
         problems.append(("(top level)", "(file)", "not a JSON object"))
         return {}
@@ -339,5 +391,5 @@ def _read_file(file: object, evaluation: Evaluation, evaluation_digest: str, doc
     return out
 
 
-def dumps(content: dict) -> str:
+def dumps(content: dict[str, Any]) -> str:
     return json.dumps(content, indent=1, ensure_ascii=False) + "\n"

@@ -37,9 +37,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import NDArray
 
+from rag_ttc_assets.core.judging import RequestJudgment
 from rag_ttc_assets.core.lexical_judge import _negation_clash, _numbers, compared
 from rag_ttc_assets.core.request_judge import (Embed, LabelledRequest, WordVectors, _verdict, judge_requests,
                                               judge_requests_soft, judge_requests_whole)
@@ -49,6 +52,21 @@ MODEL = "local/learned"
 FORMAT = "learned-juror/1"  # the parameters file's layout
 FEATURES = ("lexical_coverage", "whole_coverage", "bertscore_recall", "contradicts", "numbers_found", "names_found",
             "negation_mismatch", "request_words", "answer_words")
+
+
+class LearnedReply(TypedDict):
+    """One request's judgment as the learned juror replies it (the judge_requests reply contract,
+    core.judging.RequestJudgment, in the offline jurors' key order)."""
+    request: str
+    addressed: bool
+    excerpt: str
+    cited_chunk_ids: list[str]
+    verdict: str
+    coverage: float
+    reason: str
+
+
+Jurors = tuple[list[RequestJudgment], list[RequestJudgment], list[RequestJudgment]]
 
 
 class LearnedJurorError(ValueError):
@@ -67,21 +85,22 @@ class LearnedJuror:
     threshold: float
     digest: str  # sha256 of the file's bytes
     file: str  # the file's name, for messages and the instrument
-    meta: dict  # training set, data commit, rules version, ...
+    meta: dict[str, Any]  # training set, data commit, rules version, ...
 
-    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+    def probabilities(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
         """P(addressed) per row of a (n, len(features)) matrix."""
         z = (np.asarray(rows, dtype=float) - np.array(self.mean)) / np.array(self.scale)
         logit = z @ np.array(self.coefficients) + self.intercept
-        return 1.0 / (1.0 + np.exp(-logit))
+        p: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-logit))
+        return p
 
-    def instrument(self) -> dict:
+    def instrument(self) -> dict[str, Any]:
         """What identifies the fitted juror: its file's digest and what it was fitted on."""
         return {"parameters": self.file, "digest": self.digest, "format": FORMAT,
                 **{k: self.meta[k] for k in ("version", "trained_on", "rules") if k in self.meta}}
 
 
-def _numbers_of(xs, path: Path, field: str, n: int) -> tuple[float, ...]:
+def _numbers_of(xs: Any, path: Path, field: str, n: int) -> tuple[float, ...]:
     if not isinstance(xs, list) or len(xs) != n:
         raise LearnedJurorError(f"{path}: field '{field}': expected a list of {n} numbers (one per feature), got "
                                 f"{_kind(xs)}")
@@ -91,7 +110,7 @@ def _numbers_of(xs, path: Path, field: str, n: int) -> tuple[float, ...]:
     return tuple(float(x) for x in xs)
 
 
-def _kind(x) -> str:
+def _kind(x: Any) -> str:
     return f"a list of {len(x)}" if isinstance(x, list) else repr(x)
 
 
@@ -150,25 +169,30 @@ def _share_found(wanted: set[str], found: set[str]) -> float:
 
 def features(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
              passages: Sequence[tuple[str, list[str]]], embed: Embed, word_vectors: WordVectors
-             ) -> tuple[np.ndarray, tuple[list[dict], list[dict], list[dict]]]:
+             ) -> tuple[np.ndarray, Jurors]:
     """The FEATURES of every request, one row each, with the lexical, coverage and BERTScore jurors' judgments (read
-    for the verdict, excerpt and citations)."""
-    lexical = judge_requests(requests, answer_text, citations, passages, embed)
-    whole = judge_requests_whole(requests, answer_text, citations, embed)
-    soft = judge_requests_soft(requests, answer_text, citations, passages, embed, word_vectors)
+    for the verdict, excerpt and citations: their replies, as RequestJudgment)."""
+    lexical = _read(judge_requests(requests, answer_text, citations, passages, embed))
+    whole = _read(judge_requests_whole(requests, answer_text, citations, embed))
+    soft = _read(judge_requests_soft(requests, answer_text, citations, passages, embed, word_vectors))
     answer_numbers, answer_names = set(_numbers(answer_text)), {w.lower() for w in tokens(answer_text)}
     answer_words = math.log1p(len(content_words(answer_text)))
     rows = []
     for r, lex, wh, so in zip(requests, lexical, whole, soft, strict=True):
         gold = " ".join(r.gold) or r.text
-        window = lex["excerpt"] if lex["addressed"] else ""
-        rows.append([lex["coverage"] or 0.0, wh["coverage"] or 0.0, so["coverage"] or 0.0,
-                     float(lex["verdict"] == "contradicts"),
+        window = lex.excerpt if lex.addressed else ""
+        rows.append([lex.coverage or 0.0, wh.coverage or 0.0, so.coverage or 0.0,
+                     float(lex.verdict == "contradicts"),
                      _share_found(set(_numbers(gold)), answer_numbers),
                      _share_found(_names(gold), answer_names),
                      float(bool(window) and bool(_negation_clash(window, gold))),
                      math.log1p(len(content_words(gold))), answer_words])
     return np.array(rows, dtype=float).reshape(len(requests), len(FEATURES)), (lexical, whole, soft)
+
+
+def _read(replies: list[dict[str, Any]]) -> list[RequestJudgment]:
+    """An offline juror's replies (the judge_requests reply contract) as records."""
+    return [RequestJudgment.model_validate(r) for r in replies]
 
 
 def _described(x: np.ndarray) -> str:
@@ -178,7 +202,7 @@ def _described(x: np.ndarray) -> str:
 
 def judge_requests_learned(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
                            passages: Sequence[tuple[str, list[str]]], embed: Embed, word_vectors: WordVectors,
-                           juror: LearnedJuror) -> list[dict]:
+                           juror: LearnedJuror) -> list[LearnedReply]:
     """One judgment per request, in the judge_requests reply contract: addressed when the model's probability reaches
     its threshold, `coverage` that probability; the excerpt and citations those of the first juror that found it
     addressed (lexical, BERTScore, whole-answer coverage), else the whole answer; verdict as the lexical judge checks
@@ -189,13 +213,14 @@ def judge_requests_learned(requests: Sequence[LabelledRequest], answer_text: str
     x, (lexical, whole, soft) = features(requests, answer_text, citations, passages, embed, word_vectors)
     probability = juror.probabilities(x)
     t = juror.threshold
-    out = []
+    out: list[LearnedReply] = []
     for r, row, p, lex, wh, so in zip(requests, x, probability.tolist(), lexical, whole, soft, strict=True):
         measured = f"probability {compared(p, t)} ({_described(row)})"
-        if lex["verdict"] == "contradicts":
-            out.append({**lex, "coverage": _share(p, t),
+        if lex.verdict == "contradicts":
+            out.append({"request": lex.request, "addressed": lex.addressed, "excerpt": lex.excerpt,
+                        "cited_chunk_ids": lex.cited_chunk_ids, "verdict": lex.verdict, "coverage": _share(p, t),
                         "reason": f"{measured}, and contradicts the gold whatever that probability, by the lexical "
-                                  f"reading: {lex['reason']}"})
+                                  f"reading: {lex.reason}"})
             continue
         if p < t:
             out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
@@ -203,8 +228,8 @@ def judge_requests_learned(requests: Sequence[LabelledRequest], answer_text: str
             continue
         # The excerpt of the first juror that found the request addressed; none did: the whole answer. Checked
         # against the gold as the lexical judge checks its excerpt (request_judge._verdict).
-        found = next((j for j in (lex, so, wh) if j["addressed"]), None)
-        excerpt, cites = ((found["excerpt"], found["cited_chunk_ids"]) if found is not None
+        found = next((j for j in (lex, so, wh) if j.addressed), None)
+        excerpt, cites = ((found.excerpt, found.cited_chunk_ids) if found is not None
                           else (answer_text.strip(), list(citations)))
         verdict, reason = _verdict(r, excerpt, f"addressed: {measured}", embed)
         out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": cites,
