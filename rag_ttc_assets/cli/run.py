@@ -110,13 +110,11 @@ def run_tables(reports: dict[str, dict]) -> str:
     out = []
     rows = []
 
-    as_read = {n: (ArmView.of(rep), rep) for n, rep in reports.items()}
-    named = {n + "".join(f" ({x})" for x in (
+    as_read = {n: ArmView.of(rep) for n, rep in reports.items()}
+    views = {n + "".join(f" ({x})" for x in (
         v.label_use if v.label_use != "none" else None,
-        f"requests derived: {describe_derivation(v.requests_derived)}" if v.requests_derived else None) if x): (v, rep)
-        for n, (v, rep) in as_read.items()}
-    views = {n: v for n, (v, _) in named.items()}
-    reports = {n: rep for n, (_, rep) in named.items()}  # reply_tables reads them as written
+        f"requests derived: {describe_derivation(v.requests_derived)}" if v.requests_derived else None) if x): v
+        for n, v in as_read.items()}
     for n, rep in views.items():
         r, adm = rep.retrieval or RetrievalView(), rep.admission or AdmissionView()
         # No question had targets (evaluated 0): the measures are not 0 but undefined ('-'; `undefined` counts them).
@@ -268,8 +266,8 @@ def run_tables(reports: dict[str, dict]) -> str:
         out.append(text_table(["arm", "supply", "mean_input_tokens", "p95_latency_s", "escalated", "lookups",
                            *LOOKUP_BRANCHES, "lookup_hit_rate", "wrong_on_misses"], rows))
 
-    if reply_tables.wanted(reports):
-        out.append(reply_tables.reply_tables(reports, text_table))
+    if reply_tables.wanted(views):
+        out.append(reply_tables.reply_tables(views, text_table))
 
     if any(is_offline_baseline(rep.generator_model or "") for rep in views.values()):
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "
