@@ -58,7 +58,7 @@ def cmd_run(args) -> int:
     # at the end, and the command exits 1.
     runs = materialize_arms(names, args.stage, args.force, verbose=args.verbose, keep_going=True)
     failed = {n: r["failed"] for n, r in runs.items() if "failed" in r}
-    reports = {n: {**arm_report(lab, n, STAGES[args.stage]), **runs[n]} for n in names if n not in failed}
+    reports = {n: {**arm_report(lab, n, STAGES[args.stage]).to_json(), **runs[n]} for n in names if n not in failed}
     if args.json:
         print(json.dumps({"arms": reports, "not_finished": {n: {"run_id": runs[n]["run_id"], **f}
                                                            for n, f in failed.items()}}, indent=2, default=str))
