@@ -4,44 +4,46 @@ replies were not all clean JSON or some arm's generator is a language model, not
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rag_ttc_assets.core.contract import PARSED_FROM
+from rag_ttc_assets.core.run_report import ArmView, ContractView, JudgeView, RequestJudgeView
 from rag_ttc_assets.core.summaries import is_offline_baseline
 
 
-def wanted(reports: dict[str, dict]) -> bool:
-    def unclean(rep: dict) -> bool:
-        c = rep.get("contract") or {}
-        return bool(c.get("parse_failures") or c.get("contract_failures")
-                    or any(n for k, n in (c.get("parsed_from") or {}).items() if k != "json"))
+def wanted(reports: Mapping[str, ArmView]) -> bool:
+    def unclean(c: ContractView) -> bool:
+        return bool(c.parse_failures or c.contract_failures
+                    or any(n for k, n in (c.parsed_from or {}).items() if k != "json"))
 
-    return any("contract" in rep and (unclean(rep) or not is_offline_baseline(str(rep.get("generator_model", ""))))
+    return any(rep.contract is not None and (unclean(rep.contract)
+                                             or not is_offline_baseline(str(rep.generator_model or "")))
                for rep in reports.values())
 
 
-def _counts(counts: dict | None) -> str:
+def _counts(counts: Mapping[str, int] | None) -> str:
     """"a 3, b 1", or "-" when there is nothing to count."""
     shown = [f"{k} {v}" for k, v in (counts or {}).items() if v]
     return ", ".join(shown) or "-"
 
 
-def reply_tables(reports: dict[str, dict], text_table) -> str:
+def reply_tables(reports: Mapping[str, ArmView], text_table) -> str:
     rows = []
     for n, rep in reports.items():
-        c = rep.get("contract") or {}
-        found = c.get("parsed_from") or {}
-        no_object = c.get("parse_failures")
-        rows.append([n, rep.get("response_format"), *[found.get(k, 0) for k in PARSED_FROM], no_object,
-                     _counts(c.get("contract_failure_reasons")), _counts(c.get("provider_faults"))])
+        c = rep.contract or ContractView()
+        found = c.parsed_from or {}
+        rows.append([n, rep.response_format, *[found.get(k, 0) for k in PARSED_FROM], c.parse_failures,
+                     _counts(c.contract_failure_reasons), _counts(c.provider_faults)])
     out = ["answers: where each reply's JSON object was found (none: a parse failure), contract failures by reason:\n"
            + text_table(["arm", "response_format", *PARSED_FROM, "none", "contract_failure_reasons",
                          "provider_faults"], rows)]
-    if any("judge" in rep for rep in reports.values()):
+    if any(rep.judge is not None for rep in reports.values()):
         rows = []
         for n, rep in reports.items():
-            j, rj = rep.get("judge") or {}, rep.get("request_judge") or {}
-            rows.append([n, j.get("same_model_as_generator"), _counts(j.get("statuses")), _counts(j.get("parsed_from")),
-                         rj.get("same_model_as_generator"), _counts(rj.get("statuses")), _counts(rj.get("verdicts")),
-                         _counts(rj.get("parsed_from"))])
+            j, rj = rep.judge or JudgeView(), rep.request_judge or RequestJudgeView()
+            rows.append([n, j.same_model_as_generator, _counts(j.statuses), _counts(j.parsed_from),
+                         rj.same_model_as_generator, _counts(rj.statuses), _counts(rj.verdicts),
+                         _counts(rj.parsed_from)])
         out.append("judges: row statuses, where each judge reply's object was found; same_model: the judge is the "
                    "generator's model:\n"
                    + text_table(["arm", "judge_same_model", "judge_statuses", "judge_parsed_from",

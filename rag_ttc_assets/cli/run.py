@@ -6,6 +6,9 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.adapters.learned_juror import load_parameters, uses_learned_juror
 from rag_ttc_assets.adapters.store import StoreError
@@ -27,6 +30,29 @@ from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets.stages.reports import arm_report
 from rag_ttc_assets.core.derive_requests import describe as describe_derivation
+
+
+class ArmFailure(BaseModel):
+    """A failed arm's run as cli.materialize.run_failure says it, with its run record and its steps' messages."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    step: str | None
+    exception: str | None
+    error: str
+    failed_steps: list[str | None]
+    steps_succeeded: list[str]
+    run_record: str
+    text: str
+
+
+class ArmRun(BaseModel):
+    """One arm's run as cli.materialize.materialize_arms gives it: its run, the assets it ran and why, its failure."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    run_id: str | None
+    ran: list[str]
+    why: dict[str, Any]
+    failed: ArmFailure | None = None
 
 
 def _juror_faults(faults: Mapping[str, int]) -> str:
@@ -56,18 +82,20 @@ def cmd_run(args) -> int:
         os.environ.setdefault("LANCEDB_LOG", "error")
     # Every arm runs; one whose run fails is recorded (its run record says the step and the error) and named
     # at the end, and the command exits 1.
-    runs = materialize_arms(names, args.stage, args.force, verbose=args.verbose, keep_going=True)
-    failed = {n: r["failed"] for n, r in runs.items() if "failed" in r}
-    reports = {n: {**arm_report(lab, n, STAGES[args.stage]), **runs[n]} for n in names if n not in failed}
+    materialized = materialize_arms(names, args.stage, args.force, verbose=args.verbose, keep_going=True)
+    runs = {n: ArmRun.model_validate(r) for n, r in materialized.items()}
+    failed = {n: r.failed for n, r in runs.items() if r.failed is not None}
+    reports = {n: {**arm_report(lab, n, STAGES[args.stage]).to_json(), **materialized[n]}
+               for n in names if n not in failed}
     if args.json:
-        print(json.dumps({"arms": reports, "not_finished": {n: {"run_id": runs[n]["run_id"], **f}
+        print(json.dumps({"arms": reports, "not_finished": {n: {"run_id": runs[n].run_id, **f.model_dump()}
                                                            for n, f in failed.items()}}, indent=2, default=str))
     elif reports:  # with no arm finished, the error below says it all
         for n in names:
             rep = runs[n]
-            print(f"{n}: " + (f"FAILED at step {rep['failed']['step']} in run {rep['run_id']} (run record "
-                              f"{rep['failed']['run_record']})" if n in failed
-                              else f"ran {len(rep['ran'])} asset(s) in run {rep['run_id']}" if rep["ran"]
+            print(f"{n}: " + (f"FAILED at step {rep.failed.step} in run {rep.run_id} (run record "
+                              f"{rep.failed.run_record})" if rep.failed is not None
+                              else f"ran {len(rep.ran)} asset(s) in run {rep.run_id}" if rep.ran
                               else "up to date, nothing to run"))
         print()
         print(run_tables(reports))
@@ -89,15 +117,17 @@ def check_learned_juror(lab, names: list[str]) -> None:
         raise CliError(f"the learned juror (local/learned) cannot run: {e}") from None
 
 
-def not_finished_text(failed: dict[str, dict], runs: dict[str, dict], of: int, stage: str = "all") -> str:
+def not_finished_text(failed: Mapping[str, ArmFailure | dict[str, Any]], runs: Mapping[str, ArmRun | dict[str, Any]],
+                      of: int, stage: str = "all") -> str:
     """Each arm whose run failed: its run and failed steps with the exceptions' messages (`failure_text`); with
     more than one arm asked for, then the list of those not finished, which step, and the command that reruns
     them (the steps that succeeded are not run again, nor the provider calls whose results were cached)."""
-    blocks = [f"arm {n!r}: run {runs[n]['run_id']} failed:\n{f['text']}" for n, f in failed.items()]
+    fails = {n: ArmFailure.model_validate(f) for n, f in failed.items()}  # cli.sweep's: as materialize_arms gave
+    blocks = [f"arm {n!r}: run {ArmRun.model_validate(runs[n]).run_id} failed:\n{f.text}" for n, f in fails.items()]
     if of > 1:
         blocks.append(f"{len(failed)} of {of} arms not finished (the others finished): "
-                      + ", ".join(f"{n} (step {f['step']})" if f.get("step") else f"{n} (outside its steps)"
-                                  for n, f in failed.items())
+                      + ", ".join(f"{n} (step {f.step})" if f.step else f"{n} (outside its steps)"
+                                  for n, f in fails.items())
                       + "; each one's run record says the step and the error (rag-ttc runs ARM); rerun them with "
                       + "`rag-ttc run " + " ".join(failed) + ("" if stage == "all" else f" --stage {stage}")
                       + "`: the finished steps and the provider results already cached are reused")
@@ -110,13 +140,11 @@ def run_tables(reports: dict[str, dict]) -> str:
     out = []
     rows = []
 
-    as_read = {n: (ArmView.of(rep), rep) for n, rep in reports.items()}
-    named = {n + "".join(f" ({x})" for x in (
+    as_read = {n: ArmView.of(rep) for n, rep in reports.items()}
+    views = {n + "".join(f" ({x})" for x in (
         v.label_use if v.label_use != "none" else None,
-        f"requests derived: {describe_derivation(v.requests_derived)}" if v.requests_derived else None) if x): (v, rep)
-        for n, (v, rep) in as_read.items()}
-    views = {n: v for n, (v, _) in named.items()}
-    reports = {n: rep for n, (_, rep) in named.items()}  # reply_tables reads them as written
+        f"requests derived: {describe_derivation(v.requests_derived)}" if v.requests_derived else None) if x): v
+        for n, v in as_read.items()}
     for n, rep in views.items():
         r, adm = rep.retrieval or RetrievalView(), rep.admission or AdmissionView()
         # No question had targets (evaluated 0): the measures are not 0 but undefined ('-'; `undefined` counts them).
@@ -268,8 +296,8 @@ def run_tables(reports: dict[str, dict]) -> str:
         out.append(text_table(["arm", "supply", "mean_input_tokens", "p95_latency_s", "escalated", "lookups",
                            *LOOKUP_BRANCHES, "lookup_hit_rate", "wrong_on_misses"], rows))
 
-    if reply_tables.wanted(reports):
-        out.append(reply_tables.reply_tables(reports, text_table))
+    if reply_tables.wanted(views):
+        out.append(reply_tables.reply_tables(views, text_table))
 
     if any(is_offline_baseline(rep.generator_model or "") for rep in views.values()):
         out.append("local/extractive and local/lexical are offline baselines (extractive answerer, lexical judge), "

@@ -108,6 +108,8 @@ class ContractView:
     escalated: int | None = None
     provider_faults: Mapping[str, int] | None = None
     mean_answer_chars: Number | None = None
+    parsed_from: Mapping[str, int] | None = None  # cli.reply_tables: where each reply's object was found
+    contract_failure_reasons: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,8 @@ class JudgeView:
     relevance_of: int | None = None
     relevance_not_measured: Mapping[str, int] | None = None
     contradicts_gold: int | None = None
+    statuses: Mapping[str, int] | None = None  # cli.reply_tables: the rows' statuses, where each reply was found
+    parsed_from: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,10 @@ class RequestJudgeView:
     unpriced_rows: int | None = None
     request_judge: InstrumentView | None = None
     panel: PanelView | None = None
+    same_model_as_generator: bool | None = None  # cli.reply_tables: these four
+    statuses: Mapping[str, int] | None = None
+    verdicts: Mapping[str, int] | None = None
+    parsed_from: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -272,6 +280,7 @@ class ArmView:
     admission: AdmissionView | None = None
     representations: RepresentationsView | None = None
     contract: ContractView | None = None
+    response_format: str | None = None
     supply: str | None = None
     generator_model: str | None = None
     calls: CallsSection | None = None

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import Table
 from rag_ttc_assets.core.inspect_view import (AnnLists, AnswerView, ContractView, InspectView, JudgeView, QuestionView,
                                               RankedChunk, RequestJudgeRow, RequestJudgeView, RequestView, Sent)
+from rag_ttc_assets.core.juror_records import KeptJuror
 from rag_ttc_assets.core.panel import panel_name
 from rag_ttc_assets.core.summaries import NO_JUDGE
 from rag_ttc_assets.lab import Lab
@@ -206,6 +207,11 @@ def _coverage(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def _jurors(jurors: list[dict[str, Any]]) -> list[KeptJuror]:
+    """A request's jurors, as the view holds the request_judgments row's `jurors` column (core.panel.combine)."""
+    return [KeptJuror.model_validate(j) for j in jurors]
+
+
 def _juror_coverage(value: float | None) -> str:
     """A juror's coverage as _coverage, to more decimals where two would put it on the other side of an offline
     juror's threshold (0.6499 is not shown "0.65" beside a not_addressed at 0.65)."""
@@ -329,16 +335,16 @@ def to_markdown(view: InspectView) -> str:
                 f"{rj.reason or rj.judge_error} |" for r, rj in judged]
         out += ["", completeness_line(v.requests)]
         # A panel's jurors' kept verdicts, as the request_judgments row's `jurors` column holds them (core.panel).
-        jurors = [j["model"] for j in judged[0][1].jurors]
+        jurors = [j.model for j in _jurors(judged[0][1].jurors)]
         if jurors:  # a panel: every juror's verdict side by side, and where they disagree
             out += ["", "**Jurors** side by side (a juror's fault is its own not-measured, never a vote)", "",
                     "| request | " + " | ".join(jurors) + " | jurors disagree |", "|---|" + "---|" * (len(jurors) + 1)]
             out += [f"| {r.id} | " + " | ".join(
-                (f"{j['verdict']}" + (f" (coverage {_juror_coverage(j.get('coverage'))}"
-                                      + (f", calibrated {_coverage(j['calibrated_coverage'])}"
-                                         if j.get("calibrated_coverage") is not None else "") + ")"
-                                      if j.get("coverage") is not None else "")
-                 if j["status"] == "judged" else f"not measured ({j['status']})")
-                for j in rj.jurors) + f" | {rj.jurors_disagree} |"
+                (f"{j.verdict}" + (f" (coverage {_juror_coverage(j.coverage)}"
+                                   + (f", calibrated {_coverage(j.calibrated_coverage)}"
+                                      if j.calibrated_coverage is not None else "") + ")"
+                                   if j.coverage is not None else "")
+                 if j.status == "judged" else f"not measured ({j.status})")
+                for j in _jurors(rj.jurors)) + f" | {rj.jurors_disagree} |"
                 for r, rj in judged]
     return "\n".join(out)

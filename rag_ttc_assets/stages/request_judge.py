@@ -27,6 +27,7 @@ from rag_ttc_assets.core.roles import REQUEST_JUDGE
 from rag_ttc_assets.stages.calls import Caller, pooled
 from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.derive_requests import derivation_of
+from rag_ttc_assets.core.juror_records import kept_jurors
 from rag_ttc_assets.core.panel import panel_name
 from rag_ttc_assets.adapters.learned_juror import MODEL as LEARNED, load_parameters, uses_learned_juror
 from rag_ttc_assets.adapters.table_types import table_frame
@@ -217,18 +218,16 @@ def judge_panel(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFra
 
 def panel_summary(cfg: ArmConfig, df: pl.DataFrame) -> dict | None:
     """The jurors' agreement (core.panel.agreement), or None for one request judge."""
-    import json
-
     if not cfg.request_judges or RJ.jurors not in df.columns:
         return None
-    votes = [[j["addressed"] if j["status"] == JUDGED else None for j in json.loads(v)]
-             for v in df[RJ.jurors].to_list()]
+    rows = [kept_jurors(v) for v in df[RJ.jurors].to_list()]
+    votes = [[j.addressed if j.status == JUDGED else None for j in row] for row in rows]
     votes = [v for v in votes if any(x is not None for x in v)]  # rows no juror judged (not contract-valid) out
     # Each juror's faults (judge_* statuses: its own not-measured, never a vote).
     faults = {m: 0 for m in (j.model for j in cfg.request_judges)}
-    for v in df[RJ.jurors].to_list():
-        for j in json.loads(v):
-            faults[j["model"]] += j["status"].startswith("judge_")
+    for row in rows:
+        for j in row:
+            faults[j.model] += j.status.startswith("judge_")
     return {**panel.agreement([j.model for j in cfg.request_judges], votes),
             "aggregation": cfg.request_judge_aggregation, "juror_not_measured": faults}
 

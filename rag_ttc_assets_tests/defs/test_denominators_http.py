@@ -94,7 +94,7 @@ def test_every_mean_carries_its_denominator_and_the_reasons(lab_dir):
     from rag_ttc_assets.defs.graph import STAGES
     from rag_ttc_assets.stages.reports import arm_report
 
-    table = run_tables({ARM: arm_report(lab, ARM, STAGES["all"])})
+    table = run_tables({ARM: arm_report(lab, ARM, STAGES["all"]).to_json()})
     judge_line = next(line for line in table.splitlines() if line.startswith(ARM) and "openai/judge" in line)
     assert re.search(r"0\.7500\s+2/8\s+0\.7500\s+2/8\s+abstained 2, judge_error 2, budget 1, no_statements 1",
                      judge_line), \

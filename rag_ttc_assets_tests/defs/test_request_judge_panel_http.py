@@ -223,7 +223,7 @@ def test_a_juror_that_measures_nothing_is_said_in_the_run_table_and_judge_agreem
     judged = [r for r in rows if r["status"] == "judged"]
     assert judged and all(json.loads(r["jurors"])[1]["status"].startswith("judge_") for r in judged)
 
-    printed = run_tables({"panel-silent": arm_report(lab, "panel-silent", STAGES["all"])}).splitlines()
+    printed = run_tables({"panel-silent": arm_report(lab, "panel-silent", STAGES["all"]).to_json()}).splitlines()
     [header] = [ln for ln in printed if ln.startswith("arm ") and "juror_not_measured" in ln]
     [line] = [ln for ln in printed if ln.startswith("panel-silent ") and "judge-sensitive" in ln]
     panel = dict(zip(re.split(r"\s{2,}", header.strip()), re.split(r"\s{2,}", line.strip()), strict=True))
