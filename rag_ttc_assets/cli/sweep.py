@@ -143,6 +143,56 @@ class _RunLogs(_Answer):
     events: list[_Event] = []
 
 
+class _GraphQLError(_Answer):
+    """One of a GraphQL answer's `errors`: its message, or (without one) the error as the server sent it."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    message: Any = None
+
+    def text(self) -> str:
+        return self.message if self.has_message() else str(self.model_dump(exclude_unset=True))
+
+    def has_message(self) -> bool:
+        return "message" in self.model_fields_set
+
+
+class _Envelope(_Answer):
+    """A GraphQL answer: its `data`, and the `errors` that make it fail."""
+
+    data: Any = None
+    errors: list[_GraphQLError] | None = None
+
+
+class _LaunchData(_Answer):
+    launched: dict[str, Any] = Field(alias="launchPartitionBackfill")
+
+
+class _BackfillData(_Answer):
+    backfill: dict[str, Any] = Field(alias="partitionBackfillOrError")
+
+
+class _LogsData(_Answer):
+    logs: dict[str, Any] = Field(alias="logsForRun")
+
+
+class _Failed(_Answer):
+    """cli.materialize.materialize_arms's `failed` of an arm: the step that failed (None: outside the steps) and the
+    run record written."""
+
+    step: str | None = None
+    run_record: str
+
+
+class _ArmRun(_Answer):
+    """cli.materialize.materialize_arms's result for one arm: its run (None: nothing to run), the assets it ran, and
+    what failed."""
+
+    run_id: str | None
+    ran: list[str]
+    failed: _Failed | None = None
+
+
 @dataclass(frozen=True)
 class Waited:
     """A finished backfill and each arm's status (`partition_statuses`)."""
@@ -188,9 +238,10 @@ class GraphQLClient:
                              f"or pass --url, or run the sweep in this process with --local") from None
         except json.JSONDecodeError:
             raise SweepError(f"{self.url}/graphql did not answer JSON: is this the Dagster webserver?") from None
-        if answer.get("errors"):
-            raise SweepError("GraphQL error: " + "; ".join(e.get("message", str(e)) for e in answer["errors"]))
-        return answer["data"]
+        envelope = _Envelope.model_validate(answer)
+        if envelope.errors:
+            raise SweepError("GraphQL error: " + "; ".join(e.text() for e in envelope.errors))
+        return envelope.data
 
 
 def family_arms(args, local: bool) -> list[str]:
@@ -215,7 +266,8 @@ def backfill_params(family: str, arms: list[str], stage: str, in_process: bool =
 
 
 def launch_backfill(gql: GraphQLClient, family: str, arms: list[str], stage: str, in_process: bool = False) -> str:
-    answer = gql(LAUNCH, {"params": backfill_params(family, arms, stage, in_process)})["launchPartitionBackfill"]
+    answer = _LaunchData.model_validate(gql(LAUNCH, {"params": backfill_params(family, arms, stage,
+                                                                                in_process)})).launched
     result = _Launched.model_validate(answer)
     if result.typename != "LaunchBackfillSuccess" or result.backfill_id is None:
         said = answer if result.message is None else result.message
@@ -224,7 +276,7 @@ def launch_backfill(gql: GraphQLClient, family: str, arms: list[str], stage: str
 
 
 def backfill_state(gql: GraphQLClient, backfill_id: str) -> Backfill:
-    answer = gql(BACKFILL, {"id": backfill_id})["partitionBackfillOrError"]
+    answer = _BackfillData.model_validate(gql(BACKFILL, {"id": backfill_id})).backfill
     kind = _OrError.model_validate(answer)
     if kind.typename != "PartitionBackfill":
         raise SweepError(f"backfill {backfill_id}: {kind.typename}: {answer if kind.message is None else kind.message}")
@@ -293,7 +345,7 @@ def wait_for_backfill(gql: GraphQLClient, backfill_id: str, arms: list[str], ass
 
 def run_failures(gql: GraphQLClient, run_id: str) -> list[str]:
     """`step KEY: message` for each failed step of a run (the cause's message when there is one)."""
-    logs = _RunLogs.model_validate(gql(STEP_FAILURES, {"id": run_id})["logsForRun"])
+    logs = _RunLogs.model_validate(_LogsData.model_validate(gql(STEP_FAILURES, {"id": run_id})).logs)
     out = []
     for ev in logs.events:
         if ev.typename == "ExecutionStepFailureEvent":
@@ -372,16 +424,17 @@ def _sweep_local(args) -> int:
         print(f"[{n}/{len(arms)}] {arm} ...", file=progress, flush=True)
         started = time.monotonic()
         r = runs[arm] = materialize_arms([arm], args.stage, keep_going=True)[arm]
+        run = _ArmRun.model_validate(r)
         seconds = round(time.monotonic() - started, 1)
-        if "failed" in r:
-            failed[arm] = r["failed"]
+        if run.failed is not None:
+            failed[arm] = r["failed"]  # as materialize_arms gave it: cli.run.not_finished_text reads it
             report[arm] = {**r, "status": "FAILURE", "seconds": seconds}
-            where = f"at step {r['failed']['step']}" if r["failed"].get("step") else "outside its steps"
-            print(f"[{n}/{len(arms)}] {arm} -> FAILURE {where} in run {r['run_id']} (run record "
-                  f"{r['failed']['run_record']}; {seconds} s)", file=progress, flush=True)
+            where = f"at step {run.failed.step}" if run.failed.step else "outside its steps"
+            print(f"[{n}/{len(arms)}] {arm} -> FAILURE {where} in run {run.run_id} (run record "
+                  f"{run.failed.run_record}; {seconds} s)", file=progress, flush=True)
             continue
         report[arm] = {**r, "status": "SUCCESS", "seconds": seconds}
-        what = f"ran {len(r['ran'])} asset(s) in run {r['run_id']}" if r["ran"] else "up to date, nothing to run"
+        what = f"ran {len(run.ran)} asset(s) in run {run.run_id}" if run.ran else "up to date, nothing to run"
         print(f"[{n}/{len(arms)}] {arm} -> SUCCESS: {what} ({seconds} s)", file=progress, flush=True)
     if args.json:
         print(json.dumps({"family": args.family, "stage": args.stage, "local": True, "arms": report}, indent=2,

@@ -54,3 +54,18 @@ class Comparisons:
     @classmethod
     def of(cls, d: dict[str, Any]) -> Comparisons:
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class ImportRead:
+    """An imported arm's source read and mapped (stages.imported.read_import): its chunks and rows (polars frames),
+    import_mapping.json's mapping, and a Phoenix server's span records as read (None for a file)."""
+
+    chunks: Any
+    rows: Any
+    mapping: dict[str, Any]
+    records: list[dict[str, Any]] | None
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> ImportRead:
+        return cls(**d)
