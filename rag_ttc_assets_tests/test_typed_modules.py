@@ -22,7 +22,7 @@ STRICT = [
     "completeness", "measured", "annotation", "compare_records", "diagnosis", "diagnosis_decisions",
     "diagnosis_findings", "diagnosis_sentences", "inspect_view", "run_report",
     "import_mapping", "judging", "beir", "judge_measurement", "lexical_judge", "transitions", "counterfactual",
-    "claim_sets", "label_diff",
+    "claim_sets", "label_diff", "agreement_records",
 ]
 
 
