@@ -14,16 +14,16 @@ from rag_ttc_assets_tests.conftest import REPO
 pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -c constraints.txt -e '.[test]'")
 
 STRICT = [
-    "accept_records", "derivation_result",
-    "arm_summaries", "judge_summaries", "judge_inputs", "arms", "artifacts", "tables", "contract", "records", "label_sampling",
-    "compare_guards", "phoenix_source", "prompt_markup", "prompts", "response_formats", "jsonl", "trec_files",
-    "ann", "chunking", "contextual", "entailment", "eras", "fusion", "metrics", "multiple_testing",
-    "evidence_map", "lfqa", "progress", "pyramid", "representations", "usage", "wice", "diagnosis_inputs",
-    "ppi", "ppi_difference", "ppi_records", "human_labels", "judge_agreement", "claim_agreement",
+    "accept_records", "derivation_result", "arm_summaries", "judge_summaries", "judge_inputs", "arms", "artifacts",
+    "tables", "contract", "records", "label_sampling", "compare_guards", "phoenix_source", "prompt_markup", "prompts",
+    "response_formats", "jsonl", "trec_files", "ann", "chunking", "contextual", "entailment", "eras", "fusion",
+    "metrics", "multiple_testing", "evidence_map", "lfqa", "progress", "pyramid", "representations", "usage", "wice",
+    "diagnosis_inputs", "ppi", "ppi_difference", "ppi_records", "human_labels", "judge_agreement", "claim_agreement",
     "completeness", "measured", "annotation", "compare_records", "diagnosis", "diagnosis_decisions",
-    "diagnosis_findings", "diagnosis_sentences", "diagnosis_records", "inspect_view", "run_report",
-    "import_mapping", "judging", "beir", "judge_measurement", "lexical_judge", "transitions", "counterfactual",
-    "claim_sets", "label_diff", "answer_rows", "flow", "panel", "learned_judge", "compare_metrics", "admission", "derive_requests",
+    "diagnosis_findings", "diagnosis_sentences", "diagnosis_records", "inspect_view", "run_report", "import_mapping",
+    "judging", "beir", "judge_measurement", "lexical_judge", "transitions", "counterfactual", "claim_sets",
+    "label_diff", "answer_rows", "flow", "panel", "learned_judge", "compare_metrics", "admission", "derive_requests",
+    "agreement_records", "run_records", "juror_records",
 ]
 
 

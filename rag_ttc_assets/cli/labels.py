@@ -8,6 +8,7 @@ import json
 from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.cli.common import CliError, dagster_home, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import failure_text, open_instance
+from rag_ttc_assets.core.agreement_records import read_report
 from rag_ttc_assets.stages.judge_agreement import disagreements, tables
 from rag_ttc_assets.core.derivation_result import DerivationResult
 from rag_ttc_assets.core.derive_requests import describe, nothing_to_derive
@@ -63,18 +64,18 @@ def cmd_judge_agreement(args) -> int:
     if not path.is_file():
         raise CliError(f"{path}: labels file not found")
     meta = materialize_label_asset("judge_agreement", {"labels": str(path), "seed": args.seed})
-    report = json.loads(Path(meta["report"]).read_text(encoding="utf-8"))
+    report = read_report(Path(meta["report"]).read_text(encoding="utf-8"), meta["report"])
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(report.to_json(), indent=2))
         return 0
 
-    for arm, d in report["requests_derived"].items():
+    for arm, d in report.requests_derived.items():
         if d:
             print(f"arm {arm}: {d['requests']} requests of {d['questions']} questions were derived from gold answers "
                   f"by {describe(d)} (labels, for the judges only)")
-    edits = report.get("request_edits") or {}
-    if edits.get("edits") or edits.get("labels_not_compared"):
-        print(f"request annotation: {edits['edits']} request edits, {edits['labels_not_compared']} labels of requests "
+    edits = report.request_edits
+    if edits.edits or edits.labels_not_compared:
+        print(f"request annotation: {edits.edits} request edits, {edits.labels_not_compared} labels of requests "
               "an annotator added, split, merged or reworded (no judge measured them: not compared)")
     for title, cols, rows in tables(report):
         print(title)
@@ -86,8 +87,8 @@ def cmd_judge_agreement(args) -> int:
         more = f"; the first {len(shown)} shown, all in the report (--all-disagreements)" if len(shown) < len(d) else ""
         print(f"requests the judge and a person disagree on ({len(d)}{more}):")
         print(text_table(["rater", "arm", "question", "request", "annotator", "human", "judge", "judge's reason"],
-                         [[x["rater"], x["arm"], x["question"], x["request"], x["annotator"], x["human"], x["judge"],
-                           x["judge_reason"]] for x in shown]))
+                         [[x.rater, x.arm, x.question, x.request, x.annotator, x.human, x.judge, x.judge_reason]
+                          for x in shown]))
     print(f"report: {meta['report']}")
     return 0
 

@@ -60,11 +60,12 @@ def judge_agreement(context: AssetExecutionContext, config: JudgeAgreementConfig
         enumerate(stage.tables(report), 1)}
     return MaterializeResult(metadata={**meta, "report": MetadataValue.path(str(path)),
                                        # the first ones; every one is in the report file
-                                       "disagreements": MetadataValue.json(stage.disagreements(report)[:50]),
+                                       "disagreements": MetadataValue.json(
+                                           [d.to_json() for d in stage.disagreements(report)[:50]]),
                                        "disagreements_total": MetadataValue.int(len(stage.disagreements(report))),
-                                       "arms": MetadataValue.json(report["arms"]),
+                                       "arms": MetadataValue.json(report.arms),
                                        "requests_derived": MetadataValue.json(
-                                           {a: describe(d) for a, d in report["requests_derived"].items()})})
+                                           {a: describe(d) for a, d in report.requests_derived.items()})})
 
 
 ASSETS = [derived_requests, judge_agreement]

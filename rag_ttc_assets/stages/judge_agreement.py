@@ -20,6 +20,10 @@ from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
 from rag_ttc_assets.core import human_labels as hl
 from rag_ttc_assets.core import judge_agreement as ja
 from rag_ttc_assets.core import panel
+from rag_ttc_assets.core.agreement_records import (AgreementReport, Bootstrap, ClaimLabels, CompletenessEstimate,
+                                                   Confusion, CorrelationRow, Estimate, Majority, PairAspect,
+                                                   PanelAggregation, RaterDisagreement, RequestCompleteness,
+                                                   RequestEdits, RequestLabels, counted_aggregations, validated)
 from rag_ttc_assets.core.claim_agreement import claim_agreement, claim_verdicts
 from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, VALID
 from rag_ttc_assets.lab import Lab
@@ -278,7 +282,7 @@ def reference_scores(lab: Lab, arms: set[str]) -> dict[tuple, float | None]:
     return scores
 
 
-def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
+def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> AgreementReport:
     """Read and check the labels, score every judge that measured their rows, and return the report."""
     if not labels_path.is_file():
         raise hl.LabelsError([hl.LabelProblem(str(labels_path), "(file)", "(file)", "file not found")])
@@ -288,46 +292,48 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> dict:
             | {c.arm for c in labels.claims})
     per_request, pairwise = judge_scores(lab, arms)
     reference = reference_scores(lab, arms)
-    report = {"labels_file": str(labels_path), "arms": sorted(arms), "seed": seed,
-              "bootstrap": {"resamples": ja.BOOTSTRAP_RESAMPLES, "confidence": ja.CONFIDENCE, "method": "percentile"},
-              "request_labels": ja.request_agreement(labels.requests, per_request) if labels.requests else None,
-              "request_completeness": (ja.completeness_agreement(labels.requests, per_request, seed,
-                                                                 references={ja.REFERENCE: reference})
-                                       if labels.requests else None),
-              "pair_labels": (ja.pair_agreement(labels.pairs, pairwise, seed,
-                                                references={ja.REFERENCE: {"completeness": reference}})
-                              if labels.pairs else None),
-              "claim_labels": (claim_agreement(labels.claims, *claim_scores(lab, labels.claims), seed)
-                               if labels.claims else None),
-              # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
-              "requests_derived": {arm: requests_derived(lab, arm) for arm in sorted(arms)},
-              # The annotation page's request annotation: edits and the labels of edited requests, which no judge
-              # measured, are counted and left out of every statistic.
-              "request_edits": {"edits": labels.request_edits, "labels_not_compared": labels.edited_request_labels}}
-    report["panel_aggregations"] = ja.aggregation_choice(report)
+    request_labels = ja.request_agreement(labels.requests, per_request) if labels.requests else None
+    request_completeness = (ja.completeness_agreement(labels.requests, per_request, seed,
+                                                      references={ja.REFERENCE: reference})
+                            if labels.requests else None)
+    pair_labels = (ja.pair_agreement(labels.pairs, pairwise, seed,
+                                     references={ja.REFERENCE: {"completeness": reference}}) if labels.pairs else None)
     # Prediction-powered completeness (core/ppi.py): each request judge's completeness corrected by the labels.
     from rag_ttc_assets.core import ppi  # late: numpy and scipy, which the code location never imports
 
     records = [json.loads(x) for x in labels_path.read_text(encoding="utf-8").splitlines() if x.strip()]
-    report["completeness_estimates"] = ppi.arm_estimates(
-        labels.requests, row_completeness(lab, arms, pairwise),
-        ppi.recorded_sampling(records)) if labels.requests else []
-    # A candidate aggregation's disagreements are counted, not listed: the panel's own (and its jurors') are.
-    for r in (report["request_labels"] or {}).get("rows", []):
-        if r["rater"].startswith(ja.AGGREGATION):
-            r["disagreements"] = len(r["disagreements"])
-    return report
+    estimates = ppi.arm_estimates(labels.requests, row_completeness(lab, arms, pairwise),
+                                  ppi.recorded_sampling(records)) if labels.requests else []
+    rl = validated(RequestLabels, request_labels)
+    return AgreementReport(
+        labels_file=str(labels_path), arms=sorted(arms), seed=seed,
+        bootstrap=Bootstrap(resamples=ja.BOOTSTRAP_RESAMPLES, confidence=ja.CONFIDENCE, method="percentile"),
+        # A candidate aggregation's disagreements are counted, not listed: the panel's own (and its jurors') are.
+        request_labels=rl.model_copy(update={"rows": counted_aggregations(rl.rows)}) if rl is not None else None,
+        request_completeness=validated(RequestCompleteness, request_completeness),
+        pair_labels=None if pair_labels is None else {k: PairAspect.model_validate(v) for k, v in pair_labels.items()},
+        claim_labels=validated(ClaimLabels, claim_agreement(labels.claims, *claim_scores(lab, labels.claims), seed)
+                               if labels.claims else None),
+        # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
+        requests_derived={arm: requests_derived(lab, arm) for arm in sorted(arms)},
+        # The annotation page's request annotation: edits and the labels of edited requests, which no judge
+        # measured, are counted and left out of every statistic.
+        request_edits=RequestEdits(edits=labels.request_edits, labels_not_compared=labels.edited_request_labels),
+        panel_aggregations=[PanelAggregation.model_validate(p) for p in ja.aggregation_choice(
+            {"request_labels": request_labels, "request_completeness": request_completeness,
+             "pair_labels": pair_labels})],
+        completeness_estimates=[CompletenessEstimate.model_validate(e) for e in estimates])
 
 
-def write(lab: Lab, report: dict) -> Path:
-    path = lab.store.root / "judge_agreement" / f"{Path(report['labels_file']).stem}.json"
+def write(lab: Lab, report: AgreementReport) -> Path:
+    path = lab.store.root / "judge_agreement" / f"{Path(report.labels_file).stem}.json"
     if hasattr(path.parent, "mkdir"):
         path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, json.dumps(report, indent=1, default=str).encode("utf-8"), mode=0o644)
+    atomic_write_bytes(path, json.dumps(report.to_json(), indent=1, default=str).encode("utf-8"), mode=0o644)
     return path
 
 
-def _f(v) -> str:
+def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
@@ -336,49 +342,57 @@ def _by(annotators: list[str]) -> str:
     return ", ".join(annotators) if len(annotators) <= 6 else f"{len(annotators)} annotators"
 
 
-def _ceiling(part: dict, what: str) -> str:
+def _ceiling(part: RequestLabels | PairAspect | ClaimLabels, what: str) -> str:
     """The title's ceiling clause: which annotators could be compared, and why there is none when none could."""
-    unshared = part.get("annotator_pairs_sharing_no_item", 0)
-    measured = sum(1 for r in part["rows"] if r["kind"] == "ceiling")
+    unshared = part.annotator_pairs_sharing_no_item
+    measured = sum(1 for r in part.rows if r.kind == "ceiling")
     if not measured:
         return "no ceiling: no two annotators labelled the same item"
     return f"ceiling: {what}" + (f" ({measured} pairs of annotators who labelled items in common; {unshared} pairs "
                                  "shared none)" if unshared else "")
 
 
-def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
+def _correlations(r: CorrelationRow) -> list[object]:
+    """A row's n, Pearson and Spearman with their intervals."""
+    return [r.n, *(x for c in (r.pearson, r.spearman) for x in (_f(c.r), f"[{_f(c.ci_low)}, {_f(c.ci_high)}]"))]
+
+
+def _against_majority(m: Majority) -> list[list[object]]:
+    return [[r.rater, r.kind, r.against, r.n, _f(r.kappa), _f(r.accuracy), _confusion(r.confusion), r.not_measured,
+             r.ties_skipped] for r in m.rows]
+
+
+Shown = tuple[str, list[str], list[list[object]]]  # a table: title, columns, rows
+
+
+def tables(report: AgreementReport) -> list[Shown]:
     """The report as (title, columns, rows) tables: the asset's metadata and the command's output."""
-    out = []
-    rl = report.get("request_labels")
+    out: list[Shown] = []
+    rl = report.request_labels
     # One annotator (a set of aggregated labels, one per item): no ceiling to measure, said in the titles.
-    single = bool(rl) and len(rl["annotators"]) == 1
-    no_ceiling = f"no ceiling: one annotator ({rl['annotators'][0]}), one label per item" if single else ""
-    if rl:
-        rows = [[r["rater"], r["kind"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
-                 _confusion(r["confusion"]), r["not_measured"],
-                 r["disagreements"] if isinstance(r["disagreements"], int) else len(r["disagreements"])]
-                for r in rl["rows"]]
-        out.append((f"per-request labels ({rl['labels']} labels by {_by(rl['annotators'])}): `addressed`, "
+    single = rl is not None and len(rl.annotators) == 1
+    no_ceiling = f"no ceiling: one annotator ({rl.annotators[0]}), one label per item" if rl and single else ""
+    if rl is not None:
+        rows = [[r.rater, r.kind, r.n, _f(r.kappa), _f(r.accuracy), _confusion(r.confusion), r.not_measured,
+                 r.disagreement_count()] for r in rl.rows]
+        out.append((f"per-request labels ({rl.labels} labels by {_by(rl.annotators)}): `addressed`, "
                     "Cohen's kappa and accuracy; " + (no_ceiling or _ceiling(rl, "the annotators with each other")),
                     ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)",
                      "not_measured", "disagreements"], rows))
-        m = rl.get("majority")
-        if m and m["rows"] and m["items_with_two_or_more_labels"]:
-            out.append((f"per-request labels against the majority ({m['items_with_two_or_more_labels']} of "
-                        f"{m['items']} items labelled by two or more annotators; ties skipped): the judges against "
+        m = rl.majority
+        if m.rows and m.items_with_two_or_more_labels:
+            out.append((f"per-request labels against the majority ({m.items_with_two_or_more_labels} of "
+                        f"{m.items} items labelled by two or more annotators; ties skipped): the judges against "
                         "the majority label; then, like for like, each human label against the majority of the "
                         "item's other labels (ceiling) and each judge against that same majority",
                         ["rater", "kind", "against", "n", "kappa", "accuracy",
                          "confusion (majority/rater: TT TF FT FF)", "not_measured", "ties_skipped"],
-                        [[r["rater"], r["kind"], r["against"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
-                          _confusion(r["confusion"]), r["not_measured"], r["ties_skipped"]] for r in m["rows"]]))
-    rc = report.get("request_completeness")
-    if rc and any(rc["levels"].values()):
-        rows = [[level, r["rater"], r["kind"], r["against"], r["n"], _f(r["pearson"]["r"]),
-                 f"[{_f(r['pearson']['ci_low'])}, {_f(r['pearson']['ci_high'])}]", _f(r["spearman"]["r"]),
-                 f"[{_f(r['spearman']['ci_low'])}, {_f(r['spearman']['ci_high'])}]", r["not_measured"]]
-                for level, rs in rc["levels"].items() for r in rs]
-        out.append((f"completeness from the per-request labels ({rc['rows']} answers of {rc['arms']} arms): the share "
+                        _against_majority(m)))
+    rc = report.request_completeness
+    if rc and (rc.levels.answer or rc.levels.arm):
+        rows = [[level, r.rater, r.kind, r.against, *_correlations(r), r.not_measured]
+                for level, rs in rc.levels.items() for r in rs]
+        out.append((f"completeness from the per-request labels ({rc.rows} answers of {rc.arms} arms): the share "
                     "of an answer's labelled requests addressed (a rater marked (graded): the mean of their "
                     "coverage), per answer and per arm (the mean over its answers); "
                     + ("Pearson and Spearman against the labels'; " + no_ceiling if single else
@@ -387,85 +401,83 @@ def tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                     + "; reference: the plain content-word recall of the gold answer by the whole answer, no judge",
                     ["level", "rater", "kind", "against", "n", "pearson", "pearson 95% CI", "spearman",
                      "spearman 95% CI", "not_measured"], rows))
-    for aspect, a in (report.get("pair_labels") or {}).items():
-        rows = [[r["rater"], r["kind"], r["n"], _f(r["pearson"]["r"]),
-                 f"[{_f(r['pearson']['ci_low'])}, {_f(r['pearson']['ci_high'])}]", _f(r["spearman"]["r"]),
-                 f"[{_f(r['spearman']['ci_low'])}, {_f(r['spearman']['ci_high'])}]", r["not_measured"],
-                 r["pearson"].get("why") or ""]
-                for r in a["rows"]]
-        note = "" if a["judged"] else " (no lab judge scores this aspect: the ceiling only)"
-        out.append((f"pairwise preferences, {aspect} ({a['labels']} labels by {_by(a['annotators'])}): the "
+    for aspect, a in (report.pair_labels or {}).items():
+        rows = [[r.rater, r.kind, *_correlations(r), r.not_measured, r.pearson.why or ""] for r in a.rows]
+        note = "" if a.judged else " (no lab judge scores this aspect: the ceiling only)"
+        out.append((f"pairwise preferences, {aspect} ({a.labels} labels by {_by(a.annotators)}): the "
                     "judge's score(b) - score(a) against the human label (-2..2; completeness: the share of the "
                     "row's requests addressed, (graded): their mean coverage); "
-                    f"{_ceiling(a, 'the annotators with each other')}{note}" + ("; reference: the plain content-word recall of the gold answer, no judge"
-                                      if any(r["kind"] == "reference" for r in a["rows"]) else ""),
+                    f"{_ceiling(a, 'the annotators with each other')}{note}"
+                    + ("; reference: the plain content-word recall of the gold answer, no judge"
+                       if any(r.kind == "reference" for r in a.rows) else ""),
                     ["rater", "kind", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",
                      "not_measured", "undefined because"], rows))
     return out + estimate_tables(report) + _aggregation_tables(report) + claim_tables(report)
 
 
-def _interval(e: dict | None) -> str:
-    if not e:
+def _interval(e: Estimate | None) -> str:
+    if e is None:
         return "-"
-    if e.get("low") is None:
-        return f"{_f(e['mean'])} (one row: no interval)"
-    return f"{_f(e['mean'])} [{_f(e['low'])}, {_f(e['high'])}]"
+    if e.low is None:
+        return f"{_f(e.mean)} (one row: no interval)"
+    return f"{_f(e.mean)} [{_f(e.low)}, {_f(e.high)}]"
 
 
-def estimate_tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
+def estimate_tables(report: AgreementReport) -> list[Shown]:
     """The judge's completeness corrected by the labels, per arm and judge (core/ppi.py)."""
-    est = report.get("completeness_estimates") or []
+    est = report.completeness_estimates
     if not est:
         return []
-    rows = [[e["arm"], e["rater"], e["rows"], e["labelled"], _f(e["judge"]["mean"]), _interval(e["human"]), _interval(e["ppi"]), e["weighting"] or "-"] for e in est]
+    rows: list[list[object]] = [[e.arm, e.rater, e.rows, e.labelled, _f(e.judge.mean), _interval(e.human),
+                                 _interval(e.ppi), e.weighting or "-"] for e in est]
     return [("completeness corrected by the labels: the judge's over all its rows, the people's over the labelled "
              "rows, and the prediction-powered estimate (Angelopoulos et al., Science 2023) with 95% intervals",
              ["arm", "judge", "rows", "labelled", "judge", "human [95% CI]", "corrected [95% CI]", "weighting"],
              rows)]
 
 
-def _aggregation_tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
-    out = []
-    for p in report.get("panel_aggregations") or []:
-        rows = [[r["aggregation"], *(_f(r[m]) for m in p["measures"]), r["best_on"]] for r in p["rows"]]
-        if any(v is not None for v in p["graded"].values()):
-            rows.append(["(graded: calibrated mean coverage)", *(_f(p["graded"][m]) for m in p["measures"]), "-"])
-        out.append((f"panel aggregations of {p['panel']}, each from the jurors' kept verdicts (no juror judged "
+def _aggregation_tables(report: AgreementReport) -> list[Shown]:
+    out: list[Shown] = []
+    for p in report.panel_aggregations:
+        rows: list[list[object]] = [[r.aggregation, *(_f(r.measures[m]) for m in p.measures), r.best_on]
+                                    for r in p.rows]
+        if any(v is not None for v in p.graded.values()):
+            rows.append(["(graded: calibrated mean coverage)", *(_f(p.graded[m]) for m in p.measures), "-"])
+        out.append((f"panel aggregations of {p.panel}, each from the jurors' kept verdicts (no juror judged "
                     "again), against these labels (the measures of the tables above); best on these labels: "
-                    f"{p['best'] or 'none (no measure defined)'}",
-                    ["aggregation", *p["measures"], "best on"], rows))
+                    f"{p.best or 'none (no measure defined)'}",
+                    ["aggregation", *p.measures, "best on"], rows))
     return out
 
 
-def claim_tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
+def claim_tables(report: AgreementReport) -> list[Shown]:
     """The per-claim support labels' tables: per claim (every label, then against the majority), and per answer."""
-    cl = report.get("claim_labels")
+    cl = report.claim_labels
     if not cl:
         return []
-    single = len(cl["annotators"]) == 1
-    ceiling = (f"no ceiling: one annotator ({cl['annotators'][0]}), one label per claim" if single
+    single = len(cl.annotators) == 1
+    ceiling = (f"no ceiling: one annotator ({cl.annotators[0]}), one label per claim" if single
                else _ceiling(cl, "the annotators with each other"))
-    out = [(f"per-claim support labels ({cl['labels']} labels by {_by(cl['annotators'])}; "
-            + ", ".join(f"{k} {v:.3f}" for k, v in cl["support_shares"].items())
-            + "): the support judge's verdict on each claim (all its statements in the claim supported) against "
-            "the label read as supported or not (partially supported: not), Cohen's kappa and accuracy; " + ceiling,
-            ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)", "not_measured",
-             "disagreements"],
-            [[r["rater"], r["kind"], r["n"], _f(r["kappa"]), _f(r["accuracy"]), _confusion(r["confusion"]),
-              r["not_measured"], len(r["disagreements"])] for r in cl["rows"]])]
-    m = cl["majority"]
-    if m["rows"] and m["items_with_two_or_more_labels"]:
-        out.append((f"per-claim support labels against the majority ({m['items_with_two_or_more_labels']} of "
-                    f"{m['items']} claims labelled by two or more annotators; ties skipped): the judges against the "
+    out: list[Shown] = [
+        (f"per-claim support labels ({cl.labels} labels by {_by(cl.annotators)}; "
+         + ", ".join(f"{k} {v:.3f}" for k, v in cl.support_shares.items())
+         + "): the support judge's verdict on each claim (all its statements in the claim supported) against "
+         "the label read as supported or not (partially supported: not), Cohen's kappa and accuracy; " + ceiling,
+         ["rater", "kind", "n", "kappa", "accuracy", "confusion (human/judge: TT TF FT FF)", "not_measured",
+          "disagreements"],
+         [[r.rater, r.kind, r.n, _f(r.kappa), _f(r.accuracy), _confusion(r.confusion), r.not_measured,
+           len(r.disagreements)] for r in cl.rows])]
+    m = cl.majority
+    if m.rows and m.items_with_two_or_more_labels:
+        out.append((f"per-claim support labels against the majority ({m.items_with_two_or_more_labels} of "
+                    f"{m.items} claims labelled by two or more annotators; ties skipped): the judges against the "
                     "majority label; then, like for like, each label against the majority of the claim's other "
                     "labels (ceiling) and each judge against that same majority",
                     ["rater", "kind", "against", "n", "kappa", "accuracy", "confusion (majority/rater: TT TF FT FF)",
-                     "not_measured", "ties_skipped"],
-                    [[r["rater"], r["kind"], r["against"], r["n"], _f(r["kappa"]), _f(r["accuracy"]),
-                      _confusion(r["confusion"]), r["not_measured"], r["ties_skipped"]] for r in m["rows"]]))
-    a = cl["answers"]
-    if a["rows"]:
-        out.append((f"faithfulness per answer from the per-claim labels ({a['answers']} answers): the support judge's "
+                     "not_measured", "ties_skipped"], _against_majority(m)))
+    a = cl.answers
+    if a.rows:
+        out.append((f"faithfulness per answer from the per-claim labels ({a.answers} answers): the support judge's "
                     "faithfulness (its supported share of the answer's statements) against the share of the "
                     "answer's claims the majority finds supported, Pearson and Spearman; "
                     + ("no ceiling: one label per claim" if single else
@@ -473,19 +485,16 @@ def claim_tables(report: dict) -> list[tuple[str, list[str], list[list]]]:
                        "against that same majority"),
                     ["rater", "kind", "against", "n", "pearson", "pearson 95% CI", "spearman", "spearman 95% CI",
                      "not_measured"],
-                    [[r["rater"], r["kind"], r["against"], r["n"], _f(r["pearson"]["r"]),
-                      f"[{_f(r['pearson']['ci_low'])}, {_f(r['pearson']['ci_high'])}]", _f(r["spearman"]["r"]),
-                      f"[{_f(r['spearman']['ci_low'])}, {_f(r['spearman']['ci_high'])}]", r["not_measured"]]
-                     for r in a["rows"]]))
+                    [[r.rater, r.kind, r.against, *_correlations(r), r.not_measured] for r in a.rows]))
     return out
 
 
-def _confusion(c: dict | None) -> str:
+def _confusion(c: Confusion | None) -> str:
     if not c:
         return "-"
     return " ".join(str(c[h][j]) for h in ("True", "False") for j in ("True", "False"))
 
 
-def disagreements(report: dict) -> list[dict]:
-    return [{"rater": r["rater"], **d} for r in (report.get("request_labels") or {}).get("rows", [])
-            if isinstance(r["disagreements"], list) for d in r["disagreements"]]
+def disagreements(report: AgreementReport) -> list[RaterDisagreement]:
+    """Every listed disagreement of the per-request labels, with its rater."""
+    return report.disagreements()

@@ -322,8 +322,20 @@ def test_annotators_who_labelled_nothing_in_common_give_no_ceiling_row_and_are_c
     ceiling = [r for r in rep["rows"] if r["kind"] == "ceiling"]
     assert [(r["rater"], r["n"]) for r in ceiling] == [("expert1 vs expert2", 1)]
     assert rep["annotator_pairs_sharing_no_item"] == 10 * 9 // 2 - 1
-    title = tables({"request_labels": rep})[0][0]
+    title = tables(_report(rep))[0][0]
     assert "by 10 annotators" in title and "1 pairs of annotators who labelled items in common; 44 pairs" in title
     alone = ja.request_agreement(hl.parse_labels(_lines(recs[:10]), "labels.jsonl", CAT).requests, {})
     assert not [r for r in alone["rows"] if r["kind"] == "ceiling"]
-    assert "no ceiling: no two annotators labelled the same item" in tables({"request_labels": alone})[0][0]
+    assert "no ceiling: no two annotators labelled the same item" in tables(_report(alone))[0][0]
+
+
+def _report(request_labels):
+    """A report with only per-request labels (stages.judge_agreement.tables reads a whole one)."""
+    from rag_ttc_assets.core.agreement_records import AgreementReport
+
+    return AgreementReport.model_validate({
+        "labels_file": "labels.jsonl", "arms": ["base"], "seed": 0,
+        "bootstrap": {"resamples": ja.BOOTSTRAP_RESAMPLES, "confidence": ja.CONFIDENCE, "method": "percentile"},
+        "request_labels": request_labels, "request_completeness": None, "pair_labels": None, "claim_labels": None,
+        "requests_derived": {}, "request_edits": {"edits": 0, "labels_not_compared": 0}, "panel_aggregations": [],
+        "completeness_estimates": []})

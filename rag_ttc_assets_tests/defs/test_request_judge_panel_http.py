@@ -235,7 +235,7 @@ def test_a_juror_that_measures_nothing_is_said_in_the_run_table_and_judge_agreem
                                           "arm": "panel-silent", "addressed": r["addressed"], "annotator": "a1"}) + "\n"
                               for r in judged))
     report = agreement(lab, labels)
-    by_rater = {r["rater"]: r for r in report["request_labels"]["rows"]}
+    by_rater = {r["rater"]: r for r in report.to_json()["request_labels"]["rows"]}
     assert (by_rater["juror openai/silent"]["n"], by_rater["juror openai/silent"]["not_measured"]) == (0, len(judged))
     assert (by_rater["juror local/lexical"]["n"], by_rater["juror local/lexical"]["kappa"]) == (len(judged), 1.0)
     printed = [row for _, _, table_rows in tables(report) for row in table_rows if row[0] == "juror openai/silent"]
