@@ -14,7 +14,7 @@ from rag_ttc_assets.bench.harness import Target, alternate, item, timed
 from rag_ttc_assets.bench.labs import LabSpec
 from rag_ttc_assets.bench.registry import measurement
 from rag_ttc_assets.core.dataset import sha256_digest
-from rag_ttc_assets.core.label_check import check_labels
+from rag_ttc_assets.core.label_check import CheckReport, check_labels
 
 DOCS, LABELS, SEED, EDITED = 50_000, 100_000, 45, 0.15
 # A smaller case (`LABELS,DOCS`), for a test of the measurement's shape: the bench's own figure is the default size.
@@ -72,19 +72,21 @@ def bench_label_check(spec: LabSpec, base: Path, repeat: int) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     edits = synthetic_labels(folder, n_docs, n_labels)
     cpath, epath = folder / "corpus.json", folder / "evaluation.json"
-    box: dict = {}
+    report: CheckReport | None = None  # the product's, from the last round
 
     def read():
         cbytes = cpath.read_bytes()
         return cbytes, json.loads(cbytes), json.loads(epath.read_bytes())
 
     def product():
+        nonlocal report
         cbytes, corpus, evaluation = read()
-        box["report"] = check_labels("bench", evaluation, str(epath), corpus["documents"], str(cpath),
+        report = check_labels("bench", evaluation, str(epath), corpus["documents"], str(cpath),
                                      sha256_digest(cbytes))
 
     prod, ref = alternate("label_check", timed(product), timed(read), repeat)
-    counts = box["report"].counts
+    assert report is not None  # alternate() ran the product
+    counts = report.counts
     return item("label_check", prod, ref, "cost", Target("<=", 100.0),
                 f"core.label_check.check_labels after reading both files ({n_labels} labels, {n_docs} documents, "
                 f"{sum(edits.values())} labelled passages edited)",

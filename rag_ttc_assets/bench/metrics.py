@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
 from rag_ttc_assets.bench.harness import Target, alternate, item, timed
 from rag_ttc_assets.bench.labs import LabSpec
 from rag_ttc_assets.bench.registry import measurement
-from rag_ttc_assets.core.metrics import DEFAULT_MEASURES
+from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MetricsResult
 
 METRIC_QUERIES, METRIC_DOCS, METRIC_SEED = 10_000, 100, 20_251_129
 # Each timed side evaluates the case this many times (about 1.5 s a side here): a half-second side swung the ratio
@@ -42,31 +41,35 @@ def bench_metrics(spec: LabSpec, base: Path, repeat: int) -> dict:
     from rag_ttc_assets.adapters.trec_eval import evaluate  # late: pytrec_eval loads only when this runs
 
     qrels, run = synthetic_metrics_case()
-    box: dict[str, Any] = {}
+    ours: MetricsResult | None = None  # the product's result (adapters.trec_eval), from the last pass
+    theirs: dict[str, float] = {}  # pytrec_eval's means, from the last pass
 
     def product():
+        nonlocal ours
         for _ in range(METRIC_PASSES):
-            box["product"] = evaluate(qrels, run)
+            ours = evaluate(qrels, run)
 
     def reference():
+        nonlocal theirs
         for _ in range(METRIC_PASSES):
             # pytrec_eval called directly, its means taken as its own docs show (compute_aggregated_measure).
             per_query = pytrec_eval.RelevanceEvaluator(qrels, set(DEFAULT_MEASURES)).evaluate(run)
             names = next(iter(per_query.values()))
-            box["reference"] = {m: pytrec_eval.compute_aggregated_measure(m, [v[m] for v in per_query.values()])
+            theirs = {m: pytrec_eval.compute_aggregated_measure(m, [v[m] for v in per_query.values()])
                                 for m in names}
 
     product(), reference()  # warm-up: the first evaluator of a process pays pytrec_eval's set-up
     prod, ref = alternate("metrics", timed(product), timed(reference), repeat)
-    ours, theirs = box["product"].measures, box["reference"]
-    if set(ours) != set(theirs):
-        raise RuntimeError(f"metrics: the product reports {sorted(ours)}, pytrec_eval {sorted(theirs)}")
-    diff = max(abs(theirs[m] - ours[m]) for m in theirs)
+    assert ours is not None  # product() ran: the warm-up
+    measures = ours.measures
+    if set(measures) != set(theirs):
+        raise RuntimeError(f"metrics: the product reports {sorted(measures)}, pytrec_eval {sorted(theirs)}")
+    diff = max(abs(theirs[m] - measures[m]) for m in theirs)
     return item("metrics", prod, ref, "cost", Target("<=", 1.1),
                 f"adapters.trec_eval.evaluate ({METRIC_QUERIES} queries x {METRIC_DOCS} docs, graded qrels; "
                 f"{METRIC_PASSES} passes)",
                 "pytrec_eval.RelevanceEvaluator + compute_aggregated_measure (same data, same measures, passes)",
-                queries=METRIC_QUERIES, passes=METRIC_PASSES, evaluated=box["product"].evaluated,
+                queries=METRIC_QUERIES, passes=METRIC_PASSES, evaluated=ours.evaluated,
                 max_mean_abs_diff=diff,
-                detail=f"{box['product'].evaluated} queries x {METRIC_PASSES} passes; max |mean diff| vs pytrec_eval "
+                detail=f"{ours.evaluated} queries x {METRIC_PASSES} passes; max |mean diff| vs pytrec_eval "
                        f"{diff:.1e}")

@@ -14,8 +14,26 @@ from rag_ttc_assets.adapters import (bm25 as bm25_adapter, embeddings, onnx_embe
                                      vectors as vec_adapter)
 from rag_ttc_assets.bench.harness import Stopwatch, Target, Timing, alternate, fmt, item, log, ratio_of, timed
 from rag_ttc_assets.bench.labs import ARM, LabSpec, Prepared, prepare
+from rag_ttc_assets.bench.records import Record
 from rag_ttc_assets.bench.registry import measurement
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
+from rag_ttc_assets.core.tables import Table
+
+ROWS = Table.RETRIEVAL_ROWS.c  # the retrieval rows' declared columns (core.tables)
+
+
+class Agreement(Record):
+    """An ONNX model's cosine agreement with the torch encode over the texts: mean and lowest."""
+
+    mean: float
+    min: float
+
+
+class RetrievalFigures(Record):
+    """An arm's retrieval metrics the onnx_embedding bench reports (or their difference from the torch arm's)."""
+
+    recall_10: float
+    ndcg_cut_10: float
 
 
 def reference_retrieve(p: Prepared) -> dict[str, list[str]]:
@@ -69,18 +87,21 @@ def bench_retrieval(spec: LabSpec, base: Path, repeat: int) -> dict:
     p = prepare(lab)
     if p.cfg.retrieval != "rrf":
         raise RuntimeError(f"arm {ARM!r} must use rrf retrieval for this measurement")
-    box: dict[str, Any] = {}
+    product_rows: Any = None
+    reference_lists: dict[str, list[str]] = {}
 
     def product():
-        box["product"] = retrieve(p.cfg, p.ds, p.bm25, p.vectors, p.qemb, p.chunk_docs)
+        nonlocal product_rows
+        product_rows = retrieve(p.cfg, p.ds, p.bm25, p.vectors, p.qemb, p.chunk_docs)
 
     def reference():
-        box["reference"] = reference_retrieve(p)
+        nonlocal reference_lists
+        reference_lists = reference_retrieve(p)
 
     product(), reference()  # warm-up: imports, page cache, LanceDB's first connection
     prod, ref = alternate("retrieval", timed(product), timed(reference), repeat)
-    got = dict(zip(box["product"]["query_id"].to_list(), box["product"]["ranked_chunk_ids"].to_list()))
-    identical = got == box["reference"]
+    got = dict(zip(product_rows[ROWS.query_id].to_list(), product_rows[ROWS.ranked_chunk_ids].to_list()))
+    identical = got == reference_lists
     notes = [] if identical else ["product and reference ranked lists differ"]
     return item("retrieval", prod, ref, "cost", Target("<=", 1.25),
                 "stages.retrieval.retrieve (all questions, baseline arm)",
@@ -103,17 +124,20 @@ def bench_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
     model = torch_embeddings.load(cfg.embedding_model)  # the one model object both sides use
     # encode's own default batch size: build_vectors calls it without one.
     batch = inspect.signature(embeddings.encode).parameters["batch_size"].default
-    box: dict[str, Any] = {}
+    product_vectors: Any = None
+    reference_vectors: Any = None
 
     def product():
-        box["product"] = embeddings.encode(texts, cfg.embedding_model)
+        nonlocal product_vectors
+        product_vectors = embeddings.encode(texts, cfg.embedding_model)
 
     def reference():
-        box["reference"] = model.encode(texts, batch_size=batch, normalize_embeddings=True, show_progress_bar=False)
+        nonlocal reference_vectors
+        reference_vectors = model.encode(texts, batch_size=batch, normalize_embeddings=True, show_progress_bar=False)
 
     model.encode(texts[:batch], batch_size=batch, normalize_embeddings=True, show_progress_bar=False)  # warm-up
     prod, ref = alternate("embedding", timed(product), timed(reference), repeat)
-    diff = float(np.max(np.abs(box["product"] - np.asarray(box["reference"], dtype=np.float32))))
+    diff = float(np.max(np.abs(product_vectors - np.asarray(reference_vectors, dtype=np.float32))))
     return item("embedding", prod, ref, "throughput", Target(">=", 0.9),
                 f"adapters.embeddings.encode ({len(texts)} representation texts)",
                 f"SentenceTransformer.encode (batch_size={batch}, normalized, same model object)",
@@ -151,7 +175,7 @@ def bench_onnx_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
             built[model] = oe.ensure_model(model, lab.store)
         log(f"onnx_embedding: {model} {'found' if built[model].cache_hit else 'built'} in {sw.wall:.1f}s")
     encoders = {m: oe.load(m, lab.store) for m in oe.MODELS}
-    box: dict[str, Any] = {}
+    encoded: dict[str, Any] = {}  # side name -> its vectors, from the last round
     sides: list[tuple[str, Callable[[], Any]]] = [
         ("torch", lambda: embeddings.encode(texts, cfg.embedding_model, batch_size=batch)),
         (oe.ONNX_FP32, lambda: encoders[oe.ONNX_FP32].encode(texts, batch_size=batch)),
@@ -165,21 +189,22 @@ def bench_onnx_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
         for name, fn in sides[i % 3:] + sides[:i % 3]:
             gc.collect()
             with Stopwatch() as sw:
-                box[name] = fn()
+                encoded[name] = fn()
             runs[name].append(sw.timing)
             log(f"onnx_embedding: {name} {sw.wall:.3f}s wall, {sw.cpu:.3f}s CPU (round {i + 1}/{repeat})")
-    ref = np.asarray(box["torch"], dtype=np.float32)
-    cosine = {}
+    ref = np.asarray(encoded["torch"], dtype=np.float32)
+    cosine: dict[str, Agreement] = {}
     for m in oe.MODELS:
-        c = np.sum(box[m] * ref, axis=1)
-        cosine[m] = {"mean": float(c.mean()), "min": float(c.min())}
-    metrics_by_arm, ranked = {}, {}
+        c = np.sum(encoded[m] * ref, axis=1)
+        cosine[m] = Agreement(mean=float(c.mean()), min=float(c.min()))
+    metrics_by_arm: dict[str, RetrievalFigures] = {}
+    ranked = {}
     for arm in (ARM, *ONNX_ARMS):  # the stages export and read the ONNX models in this lab's store
         p = prepare(lab, arm)
         rows = retrieve(p.cfg, p.ds, p.bm25, p.vectors, p.qemb, p.chunk_docs)
         summary = retrieval_metrics(arm_questions(p.cfg, p.ds), rows)["summary"]
-        metrics_by_arm[arm] = {k: summary[k] for k in ("recall_10", "ndcg_cut_10")}
-        ranked[arm] = rows["ranked_chunk_ids"].to_list()
+        metrics_by_arm[arm] = RetrievalFigures(recall_10=summary["recall_10"], ndcg_cut_10=summary["ndcg_cut_10"])
+        ranked[arm] = rows[ROWS.ranked_chunk_ids].to_list()
     same_lists = {arm: sum(a == b for a, b in zip(ranked[ARM], ranked[arm])) / max(len(ranked[ARM]), 1)
                   for arm in ONNX_ARMS}
 
@@ -189,7 +214,9 @@ def bench_onnx_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
     int8_ratio = ratio_of("throughput", med(oe.ONNX_INT8, 0), med("torch", 0))
     int8_cpu_ratio = ratio_of("throughput", med(oe.ONNX_INT8, 1), med("torch", 1))
     fp32_ratio = ratio_of("throughput", med(oe.ONNX_FP32, 0), med("torch", 0))
-    diff = {arm: {k: metrics_by_arm[arm][k] - metrics_by_arm[ARM][k] for k in ("recall_10", "ndcg_cut_10")}
+    torch_figures = metrics_by_arm[ARM]
+    diff = {arm: RetrievalFigures(recall_10=metrics_by_arm[arm].recall_10 - torch_figures.recall_10,
+                                  ndcg_cut_10=metrics_by_arm[arm].ndcg_cut_10 - torch_figures.ndcg_cut_10)
             for arm in ONNX_ARMS}
     return item("onnx_embedding", runs[oe.ONNX_FP32], runs["torch"], "throughput", None,
                 f"ONNX Runtime fp32 ({len(texts)} representation texts, batch {batch})",
@@ -198,9 +225,11 @@ def bench_onnx_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
                 int8_s=med(oe.ONNX_INT8, 0), int8_ratio=int8_ratio, int8_cpu_ratio=int8_cpu_ratio,
                 int8_runs=[t[0] for t in runs[oe.ONNX_INT8]], int8_cpu_runs=[t[1] for t in runs[oe.ONNX_INT8]],
                 export={m: {"cache_hit": b.cache_hit, **b.manifest["info"]} for m, b in built.items()},
-                cosine=cosine, retrieval=metrics_by_arm, retrieval_diff=diff, identical_ranked_lists=same_lists,
+                cosine={m: a.to_json() for m, a in cosine.items()},
+                retrieval={arm: f.to_json() for arm, f in metrics_by_arm.items()},
+                retrieval_diff={arm: f.to_json() for arm, f in diff.items()}, identical_ranked_lists=same_lists,
                 detail=(f"fp32 x{fmt(fp32_ratio)}, int8 x{fmt(int8_ratio)} (cpu x{fmt(int8_cpu_ratio)}); cosine "
-                        f"fp32 {cosine[oe.ONNX_FP32]['mean']:.4f}/{cosine[oe.ONNX_FP32]['min']:.4f}, int8 "
-                        f"{cosine[oe.ONNX_INT8]['mean']:.4f}/{cosine[oe.ONNX_INT8]['min']:.4f} (mean/min); "
-                        + "; ".join(f"{arm} recall_10 {diff[arm]['recall_10']:+.4f} ndcg_cut_10 "
-                                    f"{diff[arm]['ndcg_cut_10']:+.4f}" for arm in ONNX_ARMS)))
+                        f"fp32 {cosine[oe.ONNX_FP32].mean:.4f}/{cosine[oe.ONNX_FP32].min:.4f}, int8 "
+                        f"{cosine[oe.ONNX_INT8].mean:.4f}/{cosine[oe.ONNX_INT8].min:.4f} (mean/min); "
+                        + "; ".join(f"{arm} recall_10 {diff[arm].recall_10:+.4f} ndcg_cut_10 "
+                                    f"{diff[arm].ndcg_cut_10:+.4f}" for arm in ONNX_ARMS)))

@@ -22,14 +22,40 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rag_ttc_assets.bench import ann_realistic, growth
+from rag_ttc_assets.bench.ann_realistic import AnnReport
+from rag_ttc_assets.bench.growth import GrowthReport
 from rag_ttc_assets.bench.harness import log
 from rag_ttc_assets.bench.labs import LabSpec, bundled_spec
+from rag_ttc_assets.bench.records import Record
 from rag_ttc_assets.bench.registry import measurements
 
 OFFLINE = ("offline_answers", "offline_judging")
 DEFAULT_CHUNKS = 1_000_000
+
+
+class TargetRow(Record):
+    """A row of the targets table: the figure, what was measured and its target (text), the verdict (meets, NOT met
+    or skipped for a target; reaches or short for an index type's row), a detail."""
+
+    figure: str
+    measured: str
+    target: str
+    verdict: str
+    detail: str
+
+
+class TargetsReport(Record):
+    """`rag-ttc bench --targets`'s report (run_targets): the offline baselines' bench items (harness.item), the
+    approximate-search and growth reports, and the table's rows."""
+
+    chunks: int
+    offline: dict[str, Any]
+    ann_realistic: AnnReport
+    growth: GrowthReport
+    rows: list[TargetRow]
 
 
 def growth_sizes(chunks: int) -> list[int]:
@@ -40,7 +66,7 @@ def growth_sizes(chunks: int) -> list[int]:
 def run_targets(chunks: int = DEFAULT_CHUNKS, home: str | Path | None = None, repeat: int = 1,
                 spec: LabSpec | None = None, ann_source: str = "wice",
                 ann_types: tuple[str, ...] = ("ivf_sq", "ivf_rq", "ivf_pq"), sizes: list[int] | None = None,
-                embed_max: int = growth.DEFAULT_EMBED_MAX) -> dict:
+                embed_max: int = growth.DEFAULT_EMBED_MAX) -> TargetsReport:
     """The three measurements' reports and the rows of the targets table (`rows`)."""
     owned = home is None
     base = Path(tempfile.mkdtemp(prefix="rag-ttc-targets-")) if owned else Path(home).expanduser().resolve()
@@ -55,30 +81,28 @@ def run_targets(chunks: int = DEFAULT_CHUNKS, home: str | Path | None = None, re
         sizes = sizes or growth_sizes(chunks)
         log(f"targets: growth, sizes {sizes}")
         grown = growth.run_growth(sizes, embed_max=embed_max, home=base / "growth", repeat=repeat)
-        report = {"chunks": chunks, "offline": offline, "ann_realistic": ann.to_json(), "growth": grown.to_json()}
-        report["rows"] = rows(report)
-        return report
+        return TargetsReport(chunks=chunks, offline=offline, ann_realistic=ann, growth=grown,
+                             rows=rows(offline, ann, grown))
     finally:
         if owned:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def rows(report: dict) -> list[dict]:
+def rows(offline: dict[str, Any], ann: AnnReport, grown: GrowthReport) -> list[TargetRow]:
     """One row per figure: name, measured (text), target (text), verdict, detail. A target's verdict is meets, NOT
     met or skipped; an index type's row (the approximate-search target is met when one type meets it) reads reaches
     or short, and is not counted as a target."""
     out = []
     for name in OFFLINE:
-        i = report["offline"]["items"][name]
-        out.append({"figure": f"{name} ratio", "measured": f"{i['ratio']:.3f}", "target": i["target"],
-                    "verdict": "meets" if i["verdict"] == "meets" else "NOT met",
-                    "detail": f"cpu ratio {i['cpu_ratio']:.3f}; {i.get('detail', '')}"})
-    ann = ann_realistic.AnnReport.model_validate(report["ann_realistic"])
+        i = offline["items"][name]  # a bench item (harness.item)
+        out.append(TargetRow(figure=f"{name} ratio", measured=f"{i['ratio']:.3f}", target=i["target"],
+                             verdict="meets" if i["verdict"] == "meets" else "NOT met",
+                             detail=f"cpu ratio {i['cpu_ratio']:.3f}; {i.get('detail', '')}"))
     goal = f"recall@{ann.k} >= {ann.target_recall} at p95 <= {ann.target_p95_ms:.0f} ms"
     realistic = ann.sets.get("realistic")
     if realistic is None:
-        out.append({"figure": f"realistic approximate search, {ann.chunks:,} rows", "measured": "-",
-                    "target": goal, "verdict": "skipped", "detail": "; ".join(ann.notes)})
+        out.append(TargetRow(figure=f"realistic approximate search, {ann.chunks:,} rows", measured="-",
+                             target=goal, verdict="skipped", detail="; ".join(ann.notes)))
     else:
         met_any = False
         for t, r in realistic.types.items():
@@ -87,27 +111,27 @@ def rows(report: dict) -> list[dict]:
                 continue
             met_any |= b.met
             setting = ", ".join(f"{k} {v}" for k, v in b.query.items()) or "the lab's defaults"
-            out.append({"figure": f"{t} at {ann.chunks:,} realistic rows ({setting})",
-                        "measured": f"recall {b.recall_10:.3f} at p95 {b.p95_ms:.1f} ms", "target": goal,
-                        "verdict": "reaches" if b.met else "short",  # one type meeting it meets the target
-                        "detail": f"build {r.build_s:.1f} s"})
-        out.append({"figure": "at least one index type", "measured": "yes" if met_any else "no", "target": goal,
-                    "verdict": "meets" if met_any else "NOT met", "detail": ann.source or ""})
-    for t in growth.targets(growth.GrowthReport.model_validate(report["growth"])):
-        out.append({"figure": t.name, "measured": t.measured, "target": f"<= {t.target:g}", "verdict": t.verdict,
-                    "detail": t.detail or ("" if t.wall is None else f"wall {t.wall:.2f}")})
+            out.append(TargetRow(figure=f"{t} at {ann.chunks:,} realistic rows ({setting})",
+                                 measured=f"recall {b.recall_10:.3f} at p95 {b.p95_ms:.1f} ms", target=goal,
+                                 verdict="reaches" if b.met else "short",  # one type meeting it meets the target
+                                 detail=f"build {r.build_s:.1f} s"))
+        out.append(TargetRow(figure="at least one index type", measured="yes" if met_any else "no", target=goal,
+                             verdict="meets" if met_any else "NOT met", detail=ann.source or ""))
+    for t in growth.targets(grown):
+        out.append(TargetRow(figure=t.name, measured=t.measured, target=f"<= {t.target:g}", verdict=t.verdict,
+                             detail=t.detail or ("" if t.wall is None else f"wall {t.wall:.2f}")))
     return out
 
 
-def format_targets(report: dict) -> str:
+def format_targets(report: TargetsReport) -> str:
     cells = [["figure", "measured", "target", "verdict", "detail"]]
-    cells += [[r["figure"], r["measured"], r["target"], r["verdict"], r["detail"]] for r in report["rows"]]
+    cells += [[r.figure, r.measured, r.target, r.verdict, r.detail] for r in report.rows]
     widths = [max(len(r[c]) for r in cells) for c in range(len(cells[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    met = sum(r["verdict"] == "meets" for r in report["rows"])
-    counted = sum(r["verdict"] in ("meets", "NOT met", "skipped") for r in report["rows"])
-    return "\n".join([f"issue 46 targets at {report['chunks']:,} chunks: {met} of {counted} met (growth exponents in "
+    met = sum(r.verdict == "meets" for r in report.rows)
+    counted = sum(r.verdict in ("meets", "NOT met", "skipped") for r in report.rows)
+    return "\n".join([f"issue 46 targets at {report.chunks:,} chunks: {met} of {counted} met (growth exponents in "
                       "CPU seconds, the offline ratios in wall seconds; an index type's row reads reaches or short, "
                       "and the approximate-search target is met when one type reaches it)", *lines])
 
@@ -119,5 +143,5 @@ def cmd_targets(args) -> int:
     if chunks < 2 * ann_realistic.K:
         raise SystemExit(f"rag-ttc bench: --chunks must be at least {2 * ann_realistic.K}, got {chunks}")
     report = run_targets(chunks, home=args.home, repeat=args.repeat or 1, embed_max=args.growth_embed_max)
-    print(json.dumps(report, indent=2, default=str) if args.json else format_targets(report))
+    print(json.dumps(report.to_json(), indent=2, default=str) if args.json else format_targets(report))
     return 0

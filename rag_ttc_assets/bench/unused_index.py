@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from rag_ttc_assets.bench.harness import QUIET, Stopwatch, Target, alternate, fresh_home, item
 from rag_ttc_assets.bench.registry import measurement
@@ -31,13 +32,16 @@ def bench_unused_index(spec, base: Path, repeat: int) -> dict:
 
     from rag_ttc_assets.definitions import JOB, build_definitions  # late: dagster, polars load only when this runs
 
-    counter = {"n": 0}
-    seen: dict = {}
+    runs = 0  # a fresh home per run: side-1, side-2, ...
+    seen_steps: dict[str, float] = {}  # the product side's last run: step key -> seconds
+    seen_built: list[str] = []  # ... the cache folders it built
+    vector_index_metadata: dict[str, Any] = {}  # ... and vector_index's used_by_arm / unused_reason
 
     def materialize(side: str, timed: tuple[str, ...]):
         """A fresh store, then `timed` in one run of the job."""
-        counter["n"] += 1
-        home = fresh_home(base / "unused_index", f"{side}-{counter['n']}")
+        nonlocal runs
+        runs += 1
+        home = fresh_home(base / "unused_index", f"{side}-{runs}")
         lab = spec.lab(home)
         job = build_definitions(lab).resolve_job_def(JOB)
         with DagsterInstance.ephemeral() as instance:
@@ -57,10 +61,11 @@ def bench_unused_index(spec, base: Path, repeat: int) -> dict:
     without = tuple(a for a in stage if a not in UNREAD)
 
     def product():
-        timing, result, steps, built = materialize("stage", stage)
-        seen.update(steps=steps, built=built, vector_index={
+        nonlocal seen_steps, seen_built, vector_index_metadata
+        timing, result, seen_steps, seen_built = materialize("stage", stage)
+        vector_index_metadata = {
             k: v.value for k, v in result.asset_materializations_for_node("vector_index")[0].metadata.items()
-            if k in ("used_by_arm", "unused_reason")})
+            if k in ("used_by_arm", "unused_reason")}
         return timing
 
     def reference():
@@ -71,12 +76,12 @@ def bench_unused_index(spec, base: Path, repeat: int) -> dict:
     product()
     prod, ref = alternate("unused_index", product, reference, repeat)
     cfg = spec.lab(base / "shared").arms[ARM]
-    steps = seen["steps"]
+    steps = seen_steps
     return item("unused_index", prod, ref, "cost", Target("<=", TARGET),
                 f"{ARM}'s retrieval stage ({', '.join(stage)}), one run of the job, cold store",
                 f"the same run without {', '.join(UNREAD)} ({', '.join(without)}), cold store",
-                arm=ARM, unused=unused(cfg), built=seen["built"], step_s=steps,
+                arm=ARM, unused=unused(cfg), built=seen_built, step_s=steps,
                 product_assets=list(stage), reference_assets=list(without),
-                vector_index_metadata=seen["vector_index"],
+                vector_index_metadata=vector_index_metadata,
                 detail=f"vector_index step {steps.get('vector_index', 0):.3f}s (used_by_arm false), bm25_index step "
                        f"{steps.get('bm25_index', 0):.3f}s, retrieval_rows step {steps.get('retrieval_rows', 0):.3f}s")
