@@ -63,8 +63,12 @@ def test_the_diagnosis_page_puts_record_text_on_the_page_as_text(tmp_path):
     s = Sentence("exec.baseline_flow").t(f"arm {PLANT} loses ").n("lost", 3, "count", {
         "url": "pair.html", "filter": {"cases": PLANT}}).about([PLANT, "q-1"]).done("s1")
     s["snippet"] = f"arms:\n  x: {{prompt: '{PLANT}'}}\n"
-    d = {"alpha": 0.05, "sections": [{"id": "summary", "title": f"Summary {PLANT}", "sentences": [s]},
-                                     {"id": "decisions", "title": "Decision table", "sentences": []}]}
+    from rag_ttc_assets.core.diagnosis_records import Diagnosis
+
+    d = Diagnosis.model_validate({
+        "baseline": "b", "arms": [], "families": [], "pairs": [], "p_adjust": None, "alpha": 0.05, "min_paired": 10,
+        "human_labels": None, "sections": [{"id": "summary", "title": f"Summary {PLANT}", "sentences": [s]},
+                                           {"id": "decisions", "title": "Decision table", "sentences": []}]})
     path = write_page(d, tmp_path / "diagnosis.html", f"title {PLANT}")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)

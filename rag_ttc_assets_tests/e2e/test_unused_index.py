@@ -152,9 +152,9 @@ def test_the_observation_of_a_switched_arm_names_what_it_now_reads(lab):
     from rag_ttc_assets.defs.staleness import arm_state, what_changed
 
     before = arm_state(lab, "bm25-only")
-    assert before["vector_index"]["unused"] == {
+    assert before["vector_index"].unused == {
         "vector_index": "retrieval: bm25: its retrieval rows search the Tantivy index only"}
-    assert "unused" not in before["bm25_index"]
+    assert "unused" not in before["bm25_index"].to_json()
     # `baseline` is the same arm with retrieval rrf: what its vector_index observation would say after the edit.
     assert what_changed(before["vector_index"], arm_state(lab, "baseline")["vector_index"]) == \
         "vector_index: used_by_arm false -> true"
