@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, Valid
     model_validator
 
 from rag_ttc_assets.core.judge_agreement import AGGREGATION, AGGREGATION_MEASURES
+from rag_ttc_assets.core.records import invalid_fields
 
 # The confusion matrix of two raters: the first's label -> the second's label -> count, labels as strings
 # ("True"/"False"; a verdict's or a support label's own names).
@@ -365,6 +366,5 @@ def read_report(text: str, source: str) -> AgreementReport:
     try:
         return AgreementReport.model_validate(json.loads(text))
     except ValidationError as e:
-        where = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(the whole file)'}: {err['msg']}"
-                          for err in e.errors())
+        where = invalid_fields(e)
         raise AgreementReportError(f"{source}: not a judge-agreement report: {where}") from None

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rag_ttc_assets.core.accept_records import CorrectedDifference
+from rag_ttc_assets.core.records import invalid_fields
 
 
 class Record(BaseModel):
@@ -288,6 +289,5 @@ def read_pair_report(text: str, source: str) -> PairReport:
     try:
         return PairReport.model_validate(json.loads(text))
     except ValidationError as e:
-        where = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(the whole file)'}: {err['msg']}"
-                          for err in e.errors())
+        where = invalid_fields(e)
         raise PairReportError(f"{source}: not a pair report: {where}") from None

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from rag_ttc_assets.core.records import invalid_fields
 
 
 class Record(BaseModel):
@@ -96,6 +97,5 @@ def read_diagnosis(text: str, source: str) -> Diagnosis:
     except (ValidationError, ValueError) as e:
         if not isinstance(e, ValidationError):
             raise DiagnosisFileError(f"{source}: not JSON: {e}") from None
-        where = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(the whole file)'}: {err['msg']}"
-                          for err in e.errors())
+        where = invalid_fields(e)
         raise DiagnosisFileError(f"{source}: not a diagnosis: {where}") from None

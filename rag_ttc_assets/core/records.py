@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class Record(BaseModel):
@@ -75,3 +75,9 @@ class Evaluation(Record):
     corpus_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     pilot: list[str] = Field(default_factory=list)
     questions: list[Question]
+
+
+def invalid_fields(e: ValidationError) -> str:
+    """Where a stored JSON file failed its model, as every reader names it: `field.path: message; ...`."""
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(the whole file)'}: {err['msg']}"
+                     for err in e.errors())
