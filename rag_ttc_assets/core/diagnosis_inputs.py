@@ -81,6 +81,15 @@ class HumanCorrection(Record):
     weighting: str | None  # how the labels were weighted (core.ppi_difference: uniform, inverse-probability, ...)
 
 
+class LabelCorrections(Record):
+    """What the `label_corrections` asset hands the diagnosis (report.human.corrections): the labels file read
+    (report.human's summary; None: no labels file) and, per compared pair whose arms both carry per-request labels and
+    per request judge that scored both, the judge's completeness difference corrected by the people's labels."""
+
+    human_labels: dict[str, Any] | None = None
+    corrections: list[HumanCorrection] = Field(default_factory=list)
+
+
 class Family(Record):
     """A sweep family of the arms file, restricted to the diagnosed arms: the parameter it sweeps, its members
     diagnosed (in the arms file's order) and not, and each member's value of the parameter."""

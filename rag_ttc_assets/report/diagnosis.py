@@ -14,6 +14,7 @@ from rag_ttc_assets.report.html import render
 from rag_ttc_assets.report.model import finite_or_none
 from rag_ttc_assets.core.arms_file import Arms
 from rag_ttc_assets.core.diagnosis import diagnose
+from rag_ttc_assets.core.diagnosis_inputs import DiagnosisInputs, LabelCorrections
 from rag_ttc_assets.core.diagnosis_records import Diagnosis
 from rag_ttc_assets.stages import diagnosis as stage
 
@@ -67,34 +68,59 @@ def write_page(diagnosis: Diagnosis, path: Path, title: str) -> Path:
     return path
 
 
-def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: str | None = None,
-                       title: str | None = None, labels=None, recompute: Callable[[], stage.Compared] | None = None,
-                       pages: ArmPages | None = None) -> WrittenDiagnosis:
-    """Everything a diagnosis writes into the store's comparisons/ folder: `<stem>.md`, `<stem>.json` and the page
-    `<stem>.html`, whose numbers link to the pair reports beside it and to the arm reports under reports/ that exist
-    (`pages`, when given, writes those of the baseline and the families' members first: `rag-ttc diagnose`; the
-    `diagnosis` asset links those its upstream `arm_reports` wrote). `labels`: the human labels file (None:
-    the store's default annotations/labels.jsonl when it exists, report.human): the arm pages show them beside the
-    judges, and each compared pair whose arms both carry labels gets the judge's completeness difference corrected
-    by them (limit.human_correction); the file's sha256 is recorded in the diagnosis. Returns the diagnosis and
-    the paths. The pair reports are `arm_comparisons`' JSON files; a missing one is recomputed by `recompute`
-    when given (`rag-ttc diagnose` over some arms: stages.comparisons.compare_pairs), else listed as not compared
-    (the asset, downstream of arm_comparisons)."""
+def label_corrections(lab, arms: list[str]) -> LabelCorrections:
+    """What the `label_corrections` asset writes: the store's default labels file read (report.human) and the
+    judges' completeness differences it corrects, over the pairs `arm_comparisons` compared among `arms`."""
+    reports, _ = stage.comparisons(lab.arms, lab.store, arms)
+    return human.corrections(lab, human.read(lab, None), [(r.a, r.b) for r in reports])
 
+
+def diagnosis_inputs(lab, arms: list[str], compared: stage.Compared, corrections: LabelCorrections,
+                     baseline: str | None = None, pages: ArmPages | None = None,
+                     labels: human.HumanLabels | None = None) -> DiagnosisInputs:
+    """The sweep a diagnosis reads (the `diagnosis_inputs` asset, `rag-ttc diagnose`): `arms`' records from the
+    store, the pairs `compared` (stage.comparisons), the baseline, the links to the case reports that exist
+    (`pages`, when given, writes those of the baseline and the families' members first, with `labels` beside the
+    judges) and the people's `corrections` (label_corrections): labels reach the diagnosis only here, never a
+    generator or a retrieval."""
     store, arms_file = lab.store, lab.arms  # loaded here and handed in: the diagnosis' stages take no lab
     out_dir = store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
-    hl = human.read(lab, labels)
-    compared = stage.comparisons(arms_file, store, arms, recompute)
     base = baseline or stage.default_baseline(arms, compared[0])
     if pages is not None:
-        pages(linked_arms(arms_file, arms, base), hl)
+        pages(linked_arms(arms_file, arms, base), labels)
     sweep = stage.gather(arms_file, store, arms, compared, base, stage.existing_pages(arms_file, store, arms, out_dir))
-    if hl is not None:  # labels reach the diagnosis only here, never a generator or a retrieval
-        sweep = sweep.model_copy(update={
-            "human_labels": hl.summary(),
-            "human_corrections": human.pair_corrections(lab, hl, [(r.a, r.b) for r in sweep.comparisons])})
-    result = diagnose(sweep)
-    title = title or f"Diagnosis: {len(arms)} arms, {len(sweep.comparisons)} compared pairs"
-    md, js = stage.write(result, out_dir, title, stem)
-    return WrittenDiagnosis(result, md, js, write_page(result, out_dir / f"{stem}.html", title), title)
+    if corrections.human_labels is None:
+        return sweep
+    return sweep.model_copy(update={"human_labels": corrections.human_labels,
+                                    "human_corrections": corrections.corrections})
+
+
+def default_title(diagnosis: Diagnosis) -> str:
+    return f"Diagnosis: {len(diagnosis.arms)} arms, {len(diagnosis.pairs)} compared pairs"
+
+
+def write_diagnosis(diagnosis: Diagnosis, out_dir: Path, stem: str = "diagnosis",
+                    title: str | None = None) -> WrittenDiagnosis:
+    """`<stem>.md`, `<stem>.json` and the page `<stem>.html` into `out_dir` (the store's comparisons/ folder), whose
+    numbers link to the pair reports beside it and to the arm reports under reports/."""
+    title = title or default_title(diagnosis)
+    md, js = stage.write(diagnosis, out_dir, title, stem)
+    return WrittenDiagnosis(diagnosis, md, js, write_page(diagnosis, out_dir / f"{stem}.html", title), title)
+
+
+def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: str | None = None,
+                       title: str | None = None, labels=None, recompute: Callable[[], stage.Compared] | None = None,
+                       pages: ArmPages | None = None) -> WrittenDiagnosis:
+    """`rag-ttc diagnose` over some arms: what the assets label_corrections, diagnosis_inputs and diagnosis do, in
+    one call. `labels`: the human labels file (None: the store's default annotations/labels.jsonl when it exists,
+    report.human): the arm pages show them beside the judges, and each compared pair whose arms both carry labels
+    gets the judge's completeness difference corrected by them (limit.human_correction); the file's sha256 is
+    recorded in the diagnosis. The pair reports are `arm_comparisons`' JSON files; a missing one is recomputed by
+    `recompute` when given (stages.comparisons.compare_pairs), else listed as not compared."""
+
+    hl = human.read(lab, labels)
+    compared = stage.comparisons(lab.arms, lab.store, arms, recompute)
+    corrections = human.corrections(lab, hl, [(r.a, r.b) for r in compared[0]])
+    sweep = diagnosis_inputs(lab, arms, compared, corrections, baseline, pages, hl)
+    return write_diagnosis(diagnose(sweep), lab.store.comparisons_dir, stem, title)

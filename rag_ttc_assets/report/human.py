@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from rag_ttc_assets.core import human_labels as hl
-from rag_ttc_assets.core.diagnosis_inputs import HumanCorrection, Interval
+from rag_ttc_assets.core.diagnosis_inputs import HumanCorrection, Interval, LabelCorrections
 from rag_ttc_assets.core.jsonl import json_lines
 
 DEFAULT = Path("annotations") / "labels.jsonl"  # under the store's root, as `rag-ttc annotate` writes it
@@ -178,3 +178,11 @@ def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> 
                 labelled={arm: len(y[arm]) for arm in (a, b)}, rows={arm: len(f[arm]) for arm in (a, b)},
                 weighting=est.get("weighting")))
     return out
+
+
+def corrections(lab, labels: HumanLabels | None, pairs: list[tuple[str, str]]) -> LabelCorrections:
+    """What a diagnosis reads of the labels (the `label_corrections` asset, `rag-ttc diagnose`): the file read and
+    the corrected differences of the compared `pairs` (pair_corrections); nothing when there is no labels file."""
+    if labels is None:
+        return LabelCorrections()
+    return LabelCorrections(human_labels=labels.summary(), corrections=pair_corrections(lab, labels, pairs))

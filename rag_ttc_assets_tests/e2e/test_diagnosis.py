@@ -195,6 +195,50 @@ def test_a_missing_comparison_is_recomputed_by_the_command_and_listed_by_the_ass
         path.write_bytes(raw)
 
 
+def test_the_diagnosis_receives_its_inputs_as_a_record_and_a_bad_one_is_named(diagnosed):
+    """The sweep's assets hand each other typed records (defs.io_managers): `diagnosis_inputs` writes what the
+    diagnosis reads as diagnosis_inputs.json, `diagnosis` takes that record and nothing else. Materialized alone
+    (as from the UI, `dagster asset materialize --select diagnosis`) it writes the same diagnosis from the record;
+    a record edited by hand fails naming the file and the field, and the diagnosis written before is kept."""
+    import subprocess
+    import sys
+
+    from rag_ttc_assets_tests.support.reliability import _env
+
+    root, env, _ = diagnosed
+    written = root / "comparisons-all"  # as `diagnose --all` wrote them (the fixture)
+    inputs = json.loads((written / "diagnosis_inputs.json").read_text())
+    d = json.loads((written / "diagnosis.json").read_text())
+    assert sorted(inputs["arms"]) == d["arms"] and inputs["baseline"] == d["baseline"]
+    assert [[r["a"], r["b"]] for r in inputs["comparisons"]] == d["pairs"]
+    assert json.loads((written / "label_corrections.json").read_text()) == {"human_labels": None, "corrections": []}
+    folder = next(root.glob("home/**/comparisons"))
+    record, out_json = folder / "diagnosis_inputs.json", folder / "diagnosis.json"
+    raw = record.read_bytes()
+    record.write_bytes((written / "diagnosis_inputs.json").read_bytes())
+
+    def materialize_diagnosis_alone() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dagster", "asset", "materialize", "--select", "diagnosis",
+                               "-m", "rag_ttc_assets.definitions"], capture_output=True, text=True, env=_env(env),
+                              timeout=600)
+
+    try:
+        proc = materialize_diagnosis_alone()
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        assert json.loads(out_json.read_text()) == d  # the same diagnosis, from the record alone
+        before = out_json.read_bytes()
+        edited = dict(inputs)
+        edited["base_line"] = edited.pop("baseline")
+        record.write_text(json.dumps(edited))
+        proc = materialize_diagnosis_alone()
+        assert proc.returncode != 0
+        said = proc.stdout + proc.stderr
+        assert f"{record}: not a DiagnosisInputs" in said and "baseline: Field required" in said, said[-4000:]
+        assert out_json.read_bytes() == before  # nothing written from a bad record
+    finally:
+        record.write_bytes(raw)
+
+
 def _by_hand(root: Path, arm: str) -> tuple[dict, dict[str, list[dict]]]:
     """An arm's completeness read two ways, recomputed by hand from its request_outcomes rows: graded (the mean
     coverage of the measured requests with one) and the share of the measured requests answered; and its rows by
