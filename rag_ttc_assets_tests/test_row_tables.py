@@ -84,13 +84,13 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
         out[name] = df
 
     read = imported.read_import(lab.arms_file, arm.cfg, arm.dataset, arm.questions)
-    write(Table.IMPORTED_CHUNKS, read["chunks"])
-    write(Table.IMPORTED_ROWS, read["rows"])
+    write(Table.IMPORTED_CHUNKS, read.chunks)
+    write(Table.IMPORTED_ROWS, read.rows)
     write(Table.RETRIEVAL_ROWS, imported.retrieval_rows(arm.table(Table.IMPORTED_ROWS), arm.chunk_docs))
     contexts, coverage, _ = retrieval.admitted_contexts(arm)
     write(Table.ADMITTED_CONTEXTS, contexts)
     write(Table.REQUEST_COVERAGE, coverage)
-    write(Table.ANSWERS, imported.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), read["mapping"]["source_digest"]))
+    write(Table.ANSWERS, imported.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), read.mapping["source_digest"]))
     write(Table.CONTRACT_RESULTS, imported.contract(arm.cfg, arm.table(Table.ANSWERS), arm.chunk_text))
     prompts = {"statements": arm.prompt("judge_statements_prompt"), "verdicts": arm.prompt("judge_verdicts_prompt"),
                "gold": arm.prompt("judge_gold_prompt")}
@@ -101,10 +101,10 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
         arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), arm.prompt("judge_requests_prompt"),
         role_caller(REQUEST_JUDGE, lab, arm.cfg)))
     d = diagnostics.completeness(arm)
-    write(Table.REQUEST_OUTCOMES, d["requests"])
-    write(Table.QUESTION_COMPLETENESS, d["questions"])
-    write(Table.ABSTENTION_OUTCOMES, d["abstentions"])
-    write(Table.FAILURE_FLOW, diagnostics.failure_flow(arm)["flow"])
+    write(Table.REQUEST_OUTCOMES, d.requests)
+    write(Table.QUESTION_COMPLETENESS, d.questions)
+    write(Table.ABSTENTION_OUTCOMES, d.abstentions)
+    write(Table.FAILURE_FLOW, diagnostics.failure_flow(arm).flow)
 
     # A tool arm's lookup cases, from the same rows: the rare cases made no lookup, the ordinary ones found theirs.
     tool = ArmInputs(lab, "tool")
@@ -117,7 +117,7 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     answers = arm.table(Table.ANSWERS).drop(Table.ANSWERS.c.trace_id)
     tool.write_table(Table.ANSWERS, answers.with_columns(pl.Series(
         "lookups", [calls.get(q, "[]") for q in answers[Table.ANSWERS.c.query_id]], dtype=pl.String)))
-    lookups = diagnostics.failure_flow(tool)["lookup_cases"]
+    lookups = diagnostics.failure_flow(tool).lookup_cases
     tool.write_table(Table.LOOKUP_CASES, lookups)
     out[Table.LOOKUP_CASES] = lookups
     return out

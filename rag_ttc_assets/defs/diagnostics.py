@@ -17,7 +17,6 @@ from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.defs.stage_results import Comparisons, CompletenessResult, FlowResult
 from rag_ttc_assets.report.comparisons import write_comparisons
 from rag_ttc_assets.report.text import p_adjust_text
 from rag_ttc_assets.defs.indexes import unused_result
@@ -37,7 +36,7 @@ FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
     arm = lab.inputs(context)
-    d = CompletenessResult.of(stage.completeness(arm))
+    d = stage.completeness(arm)
     arm.write_table(Table.REQUEST_OUTCOMES, d.requests)
     arm.write_table(Table.QUESTION_COMPLETENESS, d.questions)
     arm.write_table(Table.ABSTENTION_OUTCOMES, d.abstentions)
@@ -75,7 +74,7 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = lab.inputs(context)
-    d = FlowResult.of(stage.failure_flow(arm))
+    d = stage.failure_flow(arm)
     arm.write_table(Table.FAILURE_FLOW, d.flow)
     s = d.flow_summary
     if "lookup_flow" in s:
@@ -163,7 +162,7 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
     out_dir = lab_.store.comparisons_dir
-    c = Comparisons.of(write_comparisons(lab_, out_dir))
+    c = write_comparisons(lab_, out_dir)
     reports, summary, sweeps, flow_png = c.reports, c.summary, c.sweeps, c.flow_png
     pages = {f"report/{name}": MetadataValue.path(str(path)) for name, path in c.pages.items()}
     pages.update({f"report_url/{name}": MetadataValue.url(url) for name, path in c.pages.items()

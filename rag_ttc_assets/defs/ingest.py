@@ -17,7 +17,6 @@ from rag_ttc_assets.core.roles import PROVIDER_POOL
 from rag_ttc_assets.defs.meta import artifact_metadata, artifact_result, numbers, version_of
 from rag_ttc_assets.defs.indexes import unused_result
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
-from rag_ttc_assets.defs.stage_results import ImportRead
 from rag_ttc_assets.defs.resources import LabResource, ProviderResource
 from rag_ttc_assets.lab import LABELS_INPUT
 from rag_ttc_assets.stages import imported, ingest
@@ -89,7 +88,7 @@ def imported_source(context: AssetExecutionContext, lab: LabResource) -> Materia
     if arm.cfg.supply != "imported":
         return unused_result(arm.unused[artifacts.IMPORTED_SOURCE.name])
     # Read, parsed and mapped before anything is written: a bad file fails here, naming file, trace and field.
-    read = ImportRead.of(imported.read_import(arm.lab.arms_file, arm.cfg, arm.dataset, arm.questions))
+    read = imported.read_import(arm.lab.arms_file, arm.cfg, arm.dataset, arm.questions)
     mapping = read.mapping
     m = ImportMapping.model_validate(mapping)  # the mapping as import_mapping.json's model reads it
     arm.write_table(Table.IMPORTED_CHUNKS, read.chunks)

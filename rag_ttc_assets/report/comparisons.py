@@ -5,7 +5,9 @@ failure-flow bars of every arm, the summary rows its metadata shows, and the hum
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rag_ttc_assets.core.compare_records import PairReport
 from rag_ttc_assets.core.measured import addressed_text, graded_text
@@ -17,7 +19,22 @@ from rag_ttc_assets.stages.comparisons import arm_title, compare_pairs
 from rag_ttc_assets.stages.diagnostics_files import flow_bars, pair_plots, sweep_plots
 
 
-def write_comparisons(lab: Lab, out_dir: Path) -> dict:
+@dataclass(frozen=True)
+class Comparisons:
+    """What `arm_comparisons` wrote (write_comparisons): the pair reports drawn, the pairs refused, one summary row
+    per pair, the pages and sweep plots written, the failure-flow bars of every arm (None: none drawn) and the
+    people's labels the reports show (None: none)."""
+
+    reports: list[PairReport]
+    skipped: list[str]
+    summary: list[dict[str, Any]]
+    pages: dict[str, Path]
+    sweeps: dict[str, Any]
+    flow_png: Path | None
+    human_labels: dict[str, Any] | None
+
+
+def write_comparisons(lab: Lab, out_dir: Path) -> Comparisons:
     """What `arm_comparisons` writes into `out_dir`: every pair's comparison JSON and its case report, the sweep
     curves of every family and the failure-flow bars of every arm; returns the reports, the pairs refused, one
     summary row per pair, the pages and plots written."""
@@ -36,9 +53,9 @@ def write_comparisons(lab: Lab, out_dir: Path) -> dict:
         pages[f"{rep.a}--{rep.b}"] = write_pair(lab, rep, pair_path(out_dir, rep.a, rep.b), labels)
         summary.append(summary_row(lab, rep))
     sweeps = sweep_plots(lab, out_dir)
-    return {"reports": drawn, "skipped": skipped, "summary": summary, "pages": pages, "sweeps": sweeps,
-            "flow_png": flow_bars(lab, lab.arms.names, out_dir / "failure-flow-all-arms.png"),
-            "human_labels": labels.summary() if labels else None}
+    return Comparisons(reports=drawn, skipped=skipped, summary=summary, pages=pages, sweeps=sweeps,
+                       flow_png=flow_bars(lab, lab.arms.names, out_dir / "failure-flow-all-arms.png"),
+                       human_labels=labels.summary() if labels else None)
 
 
 def summary_row(lab: Lab, rep: PairReport) -> dict:

@@ -6,7 +6,8 @@ Comparisons between arms are in stages/comparisons.py, the plots in stages/diagn
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from rag_ttc_assets.adapters.store import Table
 from rag_ttc_assets.adapters.table_types import table_frame
@@ -24,6 +25,30 @@ from rag_ttc_assets.stages.resolve import ArmInputs
 
 if TYPE_CHECKING:
     import polars as pl
+
+
+
+@dataclass(frozen=True)
+class CompletenessResult:
+    """What `completeness` hands the `request_completeness` asset: per request, per question and per abstention
+    (polars frames of Table.REQUEST_OUTCOMES, QUESTION_COMPLETENESS, ABSTENTION_OUTCOMES) and the totals of
+    request_completeness.json (checked by its model when written)."""
+
+    requests: pl.DataFrame
+    questions: pl.DataFrame
+    abstentions: pl.DataFrame
+    completeness: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """What `failure_flow` hands the `failure_flow` asset: the flow rows and a tool arm's lookup cases (polars frames
+    of Table.FAILURE_FLOW, LOOKUP_CASES) and failure_flow.json's summary (checked by its model when written)."""
+
+    flow: pl.DataFrame
+    lookup_cases: pl.DataFrame
+    flow_summary: dict[str, Any]
+
 
 # the declared column names (core.tables)
 ROWS, CTX, COV = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c, Table.REQUEST_COVERAGE.c
@@ -55,7 +80,7 @@ def request_instrument(lab: Lab, cfg, questions=None) -> dict:
     return instrument(cfg, lab.prompt(cfg.judge_requests_prompt, "judge_requests"), questions, entailed)
 
 
-def completeness(arm: ArmInputs) -> dict:
+def completeness(arm: ArmInputs) -> CompletenessResult:
     """Request and question completeness (from the request judge), abstention outcomes and totals for one arm
     (`arm`: the asset's resolver)."""
     cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
@@ -71,16 +96,14 @@ def completeness(arm: ArmInputs) -> dict:
         contexts = {r[CTX.query_id]: r for r in arm.table(Table.ADMITTED_CONTEXTS).iter_rows(named=True)}
         totals["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
                                                           cov_by_q, judged)
-    return {
-        "requests": table_frame(Table.REQUEST_OUTCOMES, [o.model_dump() for o in outcomes]),
-        "questions": table_frame(Table.QUESTION_COMPLETENESS,
-                                 [q.model_dump() for q in question_completeness(outcomes)]),
-        "abstentions": table_frame(Table.ABSTENTION_OUTCOMES, [a.model_dump() for a in abstentions]),
-        "completeness": totals,
-    }
+    return CompletenessResult(
+        requests=table_frame(Table.REQUEST_OUTCOMES, [o.model_dump() for o in outcomes]),
+        questions=table_frame(Table.QUESTION_COMPLETENESS, [q.model_dump() for q in question_completeness(outcomes)]),
+        abstentions=table_frame(Table.ABSTENTION_OUTCOMES, [a.model_dump() for a in abstentions]),
+        completeness=totals)
 
 
-def failure_flow(arm: ArmInputs) -> dict:
+def failure_flow(arm: ArmInputs) -> FlowResult:
     """Flow rows (one per request of an answerable question), their totals, and a tool arm's lookup flow
     (`arm`: the asset's resolver)."""
     cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
@@ -101,8 +124,9 @@ def failure_flow(arm: ArmInputs) -> dict:
             qualities.setdefault(f.query_id, []).append(f.quality)
         cases = lookup_cases(questions, supply.read_lookups(arm.table(Table.ANSWERS)), qualities)
         summary["lookup_flow"] = lookup_flow(cases)
-    return {"flow": table_frame(Table.FAILURE_FLOW, [f.model_dump() for f in flows]),
-            "lookup_cases": table_frame(Table.LOOKUP_CASES, [c.model_dump() for c in cases]), "flow_summary": summary}
+    return FlowResult(flow=table_frame(Table.FAILURE_FLOW, [f.model_dump() for f in flows]),
+                      lookup_cases=table_frame(Table.LOOKUP_CASES, [c.model_dump() for c in cases]),
+                      flow_summary=summary)
 
 
 def _judge_sensitive(cfg, questions, cov_by_q, contracts, judged, judgments, flows) -> dict:

@@ -5,8 +5,9 @@ from it with no provider call."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import Chunk
@@ -38,9 +39,20 @@ def source_path(arms_file: Path, cfg: ArmConfig) -> Path:
     return p if p.is_absolute() else Path(arms_file).parent / p
 
 
-def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Question]) -> dict:
-    """Read, parse and map the arm's source: {"chunks": DataFrame, "rows": DataFrame, "mapping": dict, "records":
-    the Phoenix server's span records as read (None for a file)}. Raises core.imported.ImportSourceError naming the
+@dataclass(frozen=True)
+class ImportRead:
+    """An imported arm's source read and mapped (read_import): its chunks and rows (polars frames of
+    Table.IMPORTED_CHUNKS, IMPORTED_ROWS), import_mapping.json's mapping (checked by its model, core.import_mapping.
+    ImportMapping) and a Phoenix server's span records as read (None for a file)."""
+
+    chunks: pl.DataFrame
+    rows: pl.DataFrame
+    mapping: dict[str, Any]
+    records: list[dict[str, Any]] | None
+
+
+def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Question]) -> ImportRead:
+    """Read, parse and map the arm's source (ImportRead). Raises core.imported.ImportSourceError naming the
     file (or the server and project), the trace or row, and the field; nothing is written."""
     src = cfg.source
     if src.server:  # a Phoenix project, read with Phoenix's own client; bound by its span IDs and their content
@@ -83,7 +95,7 @@ def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Qu
     }
     chunks = table_frame(Table.IMPORTED_CHUNKS, [{**m.chunk.model_dump(), "matched_by": m.matched_by} for m in matches])
     table = table_frame(Table.IMPORTED_ROWS, [r.__dict__ for r in rows])
-    return {"chunks": chunks, "rows": table, "mapping": summary, "records": records}
+    return ImportRead(chunks=chunks, rows=table, mapping=summary, records=records)
 
 
 
