@@ -66,10 +66,15 @@ def test_two_stores_share_one_fsspec_provider_cache(mini_lab, tmp_path, monkeypa
     assert b_judge["provider_calls"] == 0 and b_judge["cache_hits"] > 0
     assert b_requests["provider_calls"] == 0 and b_requests["cache_hits"] > 0
     fs, root = fsspec.core.url_to_fs(uri)
-    entries = fs.find(root)
-    assert len(entries) == a_answers["provider_calls"] + b_judge["cache_hits"] + b_requests["cache_hits"]
-    assert {e.split("/")[len(root.rstrip("/").split("/"))] for e in entries} == {"generation", "judging",
-                                                                                 "request_judging"}
+    depth = len(root.rstrip("/").split("/"))
+    by_kind: dict[str, int] = {}
+    for e in fs.find(root):
+        by_kind[e.split("/")[depth]] = by_kind.get(e.split("/")[depth], 0) + 1
+    # One entry per reply; beside them the embedding cache (`vectors`), written only by the process that embeds the
+    # mini corpus first (an earlier test in the same process may have), so not counted.
+    calls = {k: n for k, n in by_kind.items() if k != "vectors"}
+    assert calls == {"generation": a_answers["provider_calls"], "judging": b_judge["cache_hits"],
+                     "request_judging": b_requests["cache_hits"]}, by_kind
     fs.rm(root, recursive=True)
 
 
