@@ -11,6 +11,7 @@ from rag_ttc_assets.core.accept_records import (EstimateNFirst, EstimateNLast, I
 from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
 from rag_ttc_assets.core.eras import EraChangeError
+from rag_ttc_assets.core.judge_summaries import Instrument
 from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, addressed_text, graded_text, not_measured_text
 from rag_ttc_assets.report.text import p_adjust_text, paired_text
 
@@ -97,16 +98,16 @@ def cmd_compare(args) -> int:
               "versions; " + drift_text(rep.labels_differ, args.a, args.b))
     for arm, fields in rep.not_read.items():
         print(f"not compared, the lab's own settings {arm} never reads (its source's): {', '.join(fields)}")
-    inst, inst_b = rep.instruments[args.a], rep.instruments[args.b]
-    print(f"request judge: {inst['model']} (prompt {inst['prompt']}, {inst['prompt_digest'][:19]}…"
-          + (f", rules {inst['rules']}" if inst.get("rules") else "") + ")"
+    # Each arm's request judge as its request_completeness.json stores it (core.judge_summaries.Instrument).
+    inst, inst_b = (Instrument.model_validate(rep.instruments[arm]) for arm in (args.a, args.b))
+    print(f"request judge: {inst.model} (prompt {inst.prompt}, {inst.prompt_digest[:19]}…"
+          + (f", rules {inst.rules}" if inst.rules else "") + ")"
           + (f"; INSTRUMENT DRIFT allowed ({', '.join(rep.instrument_drift)} differ: "
-             f"{args.b} {inst_b['model']}, {inst_b['prompt_digest'][:19]}…)"
+             f"{args.b} {inst_b.model}, {inst_b.prompt_digest[:19]}…)"
              if rep.instrument_drift else "; the same for both arms"))
-    if inst.get("requests_derived"):
-        print(f"requests: derived from gold answers by {describe(inst['requests_derived'])}, the same for both arms "
-              f"({inst['requests_derived']['requests']} requests of {inst['requests_derived']['questions']} "
-              "questions; labels for the judges only)")
+    if derived := inst.requests_derived:
+        print(f"requests: derived from gold answers by {describe(derived)}, the same for both arms "
+              f"({derived.requests} requests of {derived.questions} questions; labels for the judges only)")
     print(rep.representation_era.line + (" (--allow-era-change)" if rep.representation_era.allowed else ""))
     print("completeness measured: " + "; ".join(
         f"{arm} {m.requests_measured} of {m.requests_total} requests, {m.questions_measured} of "
