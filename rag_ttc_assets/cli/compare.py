@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import compare_all
@@ -14,6 +17,19 @@ from rag_ttc_assets.core.eras import EraChangeError
 from rag_ttc_assets.core.judge_summaries import Instrument
 from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, addressed_text, graded_text, not_measured_text
 from rag_ttc_assets.report.text import p_adjust_text, paired_text
+
+
+class ComparisonsRun(BaseModel):
+    """What `compare --all` prints of the `arm_comparisons` run (cli.materialize.compare_all: the materialization's
+    metadata values by key, as defs/diagnostics.arm_comparisons writes them, and the run id); the pages' keys
+    (`report/<pair>`) and the rest are kept as extra fields, in their order."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    comparisons: str  # the pairs' table (markdown)
+    skipped: list[str]  # refused pairs, each with why
+    p_adjust: str  # how the p-values were adjusted
+    sweep_plots: dict[str, Any]  # family -> its sweep plot
 
 
 def _num(value: float | None, spec: str, unit: str = "") -> str:
@@ -61,10 +77,11 @@ def cmd_compare(args) -> int:
         if args.json:
             print(json.dumps(out, indent=2, default=str))
         else:
-            print(out["comparisons"])
-            print(f"\np-values adjusted by {out['p_adjust']}; significant: adjusted p <= alpha")
-            print("skipped: " + ("; ".join(out["skipped"]) or "none"))
-            print("sweep plots: " + ", ".join(f"{k}: {v}" for k, v in out["sweep_plots"].items()))
+            run = ComparisonsRun.model_validate(out)
+            print(run.comparisons)
+            print(f"\np-values adjusted by {run.p_adjust}; significant: adjusted p <= alpha")
+            print("skipped: " + ("; ".join(run.skipped) or "none"))
+            print("sweep plots: " + ", ".join(f"{k}: {v}" for k, v in run.sweep_plots.items()))
             print("case reports: " + (", ".join(v for k, v in out.items() if k.startswith("report/")) or "none"))
         return 0
     if not (args.a and args.b):
