@@ -158,7 +158,7 @@ def cmd_import_outputs(args) -> int:
     atomic_write_bytes(dest / EVALUATION_FILE, ebytes)
     arm = {"dataset": dest.name, "supply": "imported",
            "source": {"file": str(src), "format": args.format, "answer_format": "free_text"}}
-    out = {"dest": str(dest), **counts.to_json(), "corpus_digest": digest, "arm": arm}
+    out = {"dest": str(dest), **counts.model_dump(), "corpus_digest": digest, "arm": arm}
     c = counts
     lines = [f"wrote {c.documents} documents (the retrieved contexts) and {c.questions} questions "
              f"({c.gold_answers} with a gold answer) into {dest}.",
@@ -258,7 +258,7 @@ def cmd_convert_realsumm(args) -> int:
     r = _write_converted(out, realsumm.DATASET, rs, judges, header, lambda c: realsumm.readme(rs, c, str(src)),
                          realsumm.INSTRUCTION, "REALSumm (CNN/DailyMail)",
                          "positions within a HIT (a1..a4), not persistent people")
-    print_result(r.to_json(), args.json,
+    print_result(r.model_dump(), args.json,
                  f"wrote {out}: {r.documents} articles and {r.questions} questions with "
                  f"{r.requests} requests (the reference summaries' SCUs; {r.requests_with_quote} with a "
                  f"verbatim evidence quote) in datasets/{realsumm.DATASET}, {r.systems} systems as imported "
@@ -286,7 +286,7 @@ def cmd_convert_pyramid(args) -> int:
                          f"Lite2-3Pyramid {src.name}",
                          "the set's aggregated labels, one per item (annotator 'majority'): no annotator ceiling",
                          pyramid.ANNOTATOR)
-    print_result(r.to_json(), args.json,
+    print_result(r.model_dump(), args.json,
                  f"wrote {out}: {r.documents} documents and {r.questions} questions with "
                  f"{r.requests} requests (the reference summaries' SCUs; {r.requests_with_quote} with "
                  f"a verbatim evidence quote) in datasets/{args.name}, {r.systems} systems as imported arms "

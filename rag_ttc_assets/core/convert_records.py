@@ -3,15 +3,13 @@ about the dataset they wrote, one pydantic model each, its fields in the order o
 
 `ImportCounts` is core.import_mapping.dataset_from_rows' counts, read into a record where the command reads them
 (a renamed count fails there, naming the field); `ConvertedSet` is what a convert-* command wrote: core.realsumm's
-counts of the set, the arms and the written dataset's corpus digest. `to_json()` is the JSON object printed, key for
-key and in the same order as the dicts they replace.
+counts of the set, the arms and the written dataset's corpus digest. `model_dump()` is the JSON object printed, key
+for key and in the same order as the dicts they replace.
 
 Pure: pydantic only, no I/O.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,9 +18,6 @@ class Record(BaseModel):
     """Strict types, no undeclared field, never changed once built."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump()
 
 
 class ImportCounts(Record):
