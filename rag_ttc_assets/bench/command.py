@@ -12,13 +12,14 @@ from pathlib import Path
 
 import rag_ttc_assets.bench as bench
 from rag_ttc_assets.bench import growth, scale, targets
+from rag_ttc_assets.bench.bench_report import BenchReport
 from rag_ttc_assets.bench.harness import fmt, log
 from rag_ttc_assets.bench.labs import bundled_spec, scaled_spec
 from rag_ttc_assets.bench.registry import measurements, names
 
 
 def run_bench(only: list[str] | None = None, repeat: int = 3, home: str | Path | None = None,
-              scale: int | None = None) -> dict:
+              scale: int | None = None) -> BenchReport:
     """Run the selected measurements (all by default, in the documented order); return the report."""
     known = measurements()
     selected = list(dict.fromkeys(only)) if only else list(known)
@@ -37,24 +38,25 @@ def run_bench(only: list[str] | None = None, repeat: int = 3, home: str | Path |
         for name in selected:
             log(f"{name}: start")
             items[name] = known[name](spec, base, repeat)
-        return {"dataset": spec.dataset, "scale": scale, "repeat": repeat, "home": None if owned else str(base),
-                "python": sys.version.split()[0], "cpus": os.cpu_count(), "items": items}
+        return BenchReport(dataset=spec.dataset, scale=scale, repeat=repeat, home=None if owned else str(base),
+                           python=sys.version.split()[0], cpus=os.cpu_count(), items=items)
     finally:
         if owned:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def format_table(report: dict) -> str:
+def format_table(report: BenchReport) -> str:
     cols = ["name", "product_s", "reference_s", "ratio", "kind", "target", "verdict", "cpu_ratio", "detail"]
-    rows = [[i["name"], i["product_s"], i["reference_s"], i["ratio"], i["ratio_kind"], i["target"], i["verdict"],
-             i["cpu_ratio"], i.get("detail", "")] for i in report["items"].values()]
+    measured = report.measured()
+    rows = [[i.name, i.product_s, i.reference_s, i.ratio, i.ratio_kind, i.target, i.verdict, i.cpu_ratio, i.detail]
+            for i in measured]
     cells = [cols] + [[fmt(v) for v in r] for r in rows]
     widths = [max(len(r[c]) for r in cells) for c in range(len(cols))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    head = (f"dataset {report['dataset']}" + (f" (synthetic, {report['scale']} documents)" if report["scale"] else "")
-            + f"; repeat {report['repeat']} (medians); {report['cpus']} CPUs")
-    notes = [f"{i['name']}: {n}" for i in report["items"].values() for n in i.get("notes", [])]
+    head = (f"dataset {report.dataset}" + (f" (synthetic, {report.scale} documents)" if report.scale else "")
+            + f"; repeat {report.repeat} (medians); {report.cpus} CPUs")
+    notes = [f"{i.name}: {n}" for i in measured for n in i.notes]
     return "\n".join([head, *lines, *(["", *notes] if notes else []),
                       "", "cost ratio = product / reference seconds; throughput ratio = reference / product seconds;",
                       "the verdict is on wall time; cpu_ratio is the same ratio of this process's CPU seconds, "
@@ -77,7 +79,7 @@ def cmd_bench(args) -> int:
 
         return ann_realistic.cmd_ann_realistic(args)
     report = run_bench(only=args.only, repeat=args.repeat, home=args.home, scale=args.scale)
-    print(json.dumps(report, indent=2, default=str) if args.json else format_table(report))
+    print(json.dumps(report.to_json(), indent=2, default=str) if args.json else format_table(report))
     return 0
 
 

@@ -4,6 +4,7 @@ work without it (the asset bodies called directly, one arm's build, `import dags
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import os
 import resource
@@ -14,9 +15,9 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 from rag_ttc_assets.adapters import torch_embeddings
 from rag_ttc_assets.bench.harness import QUIET, Stopwatch, Target, Timing, alternate, fmt, fresh_home, item, log
@@ -38,12 +39,11 @@ def bench_k_sweep(spec: LabSpec, base: Path, repeat: int) -> dict:
     family = spec.lab(base / "shared").arms.family(K_FAMILY)
     one = family[0]
     torch_embeddings.load(spec.lab(base / "shared").arms[one].embedding_model)  # the model load is no store's cost
-    counter = {"n": 0}
+    stores = itertools.count(1)  # a fresh store per run, numbered
 
     def side(arms: list[str]) -> Callable[[], Timing]:
         def run() -> Timing:
-            counter["n"] += 1
-            home = fresh_home(base / "k_sweep", f"store-{counter['n']}")
+            home = fresh_home(base / "k_sweep", f"store-{next(stores)}")
             lab = spec.lab(home)
             job = build_definitions(lab).resolve_job_def(JOB)
             selection = [AssetKey(a) for a in STAGES["retrieval"]]
@@ -123,6 +123,24 @@ def direct_arm_graph(lab: Lab, arm: str, assets: tuple[str, ...] | None = None, 
 
 
 NOOP_LAYOUTS = ("as_built", "checks_in_assets", "one_step")
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """A figure of each no-op layout, in NOOP_LAYOUTS' order (`asdict` is the JSON object, keyed by layout)."""
+
+    as_built: float
+    checks_in_assets: float
+    one_step: float
+
+
+@dataclass
+class Checked:
+    """What each side of `dagster_overhead` last found: the job's success, check verdicts and succeeded steps; the
+    direct calls' check verdicts."""
+
+    product: tuple[bool, dict[str, bool], int] | None = None
+    reference: dict[str, bool] | None = None
 
 
 def noop_graph_job(assets: tuple[str, ...] | None, layout: str = "as_built"):
@@ -205,17 +223,17 @@ def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
     materialize(lab, [ARM], None)
     job = build_definitions(lab).resolve_job_def(JOB)
     resource = lab_resource(lab)
-    out: dict[str, Any] = {}
+    out: list[tuple[list[Timing], list[Timing], Checked, int]] = []  # the whole graph, then the retrieval graph
     for label, assets in (("whole graph", None), ("retrieval graph", STAGES["retrieval"])):
         selection = [AssetKey(a) for a in assets] if assets is not None else None
-        box: dict[str, Any] = {}
+        box = Checked()
 
         def product() -> Timing:
             with DagsterInstance.ephemeral() as instance:
                 with Stopwatch() as sw:
                     result = job.execute_in_process(run_config=QUIET, partition_key=ARM, asset_selection=selection,
                                                     instance=instance)
-            box["product"] = (result.success, job_checks(result),
+            box.product = (result.success, job_checks(result),
                               len([e for e in result.all_events if e.event_type_value == "STEP_SUCCESS"]))
             return sw.timing
 
@@ -223,26 +241,27 @@ def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
 
         def reference() -> Timing:
             with Stopwatch() as sw:
-                box["reference"] = direct_arm_graph(lab, ARM, resource=resource, steps=steps)
+                box.reference = direct_arm_graph(lab, ARM, resource=resource, steps=steps)
             return sw.timing
 
         direct_arm_graph(lab, ARM, assets)  # warm-up of the direct path (first calls pay lazy imports)
-        out[label] = (*alternate(f"dagster_overhead ({label})", product, reference, repeat), box,
-                      len(graph_steps(assets)))
-    (prod, ref, box, n_steps), (rprod, rref, _, r_steps) = out["whole graph"], out["retrieval graph"]
-    ok, job_checks, job_steps = box["product"]
+        out.append((*alternate(f"dagster_overhead ({label})", product, reference, repeat), box,
+                    len(graph_steps(assets))))
+    (prod, ref, box, n_steps), (rprod, rref, _, r_steps) = out
+    assert box.product is not None
+    ok, job_checks, job_steps = box.product
     retrieval = item("dagster_overhead_retrieval", rprod, rref, "cost", None, "", "")
     ref_s = statistics.median(t[0] for t in ref)
-    floors = {layout: noop_floor(None, layout, repeat) for layout in NOOP_LAYOUTS}
+    floors = Layouts(*(noop_floor(None, layout, repeat) for layout in NOOP_LAYOUTS))
     # The ratio these bodies would have if Dagster cost no more than its no-op floor, per layout.
-    reachable = {layout: (ref_s + f) / ref_s for layout, f in floors.items()}
-    floor_s, best = floors["as_built"], reachable["as_built"]
+    reachable = Layouts(*((ref_s + f) / ref_s for f in astuple(floors)))
+    floor_s, best = floors.as_built, reachable.as_built
     return item("dagster_overhead", prod, ref, "cost", Target("<=", 1.3),
                 f"arm_job, every asset and check of {ARM!r} ({n_steps} steps), warm caches, ephemeral instance",
                 "the same asset and check bodies called directly in dependency order, same store",
                 steps=n_steps, job_steps_succeeded=job_steps, job_success=ok, job_checks=job_checks,
-                direct_checks=box["reference"], checks_agree=job_checks == box["reference"],
-                noop_floor_s=floors, noop_floor_ratio=reachable,
+                direct_checks=box.reference, checks_agree=job_checks == box.reference,
+                noop_floor_s=asdict(floors), noop_floor_ratio=asdict(reachable),
                 retrieval_graph={k: retrieval[k] for k in ("product_s", "reference_s", "ratio", "cpu_ratio",
                                                            "product_runs", "reference_runs")}
                 | {"steps": r_steps, "noop_floor_s": noop_floor(STAGES["retrieval"], "as_built", repeat)},
@@ -253,7 +272,7 @@ def bench_dagster_overhead(spec: LabSpec, base: Path, repeat: int) -> dict:
                        "would reach if Dagster cost no more than that floor"],
                 detail=(f"{n_steps} steps, warm caches; Dagster {_per_step(prod, ref, n_steps)} ms/step, its no-op "
                         f"floor {floor_s / n_steps * 1000:.0f} ms/step (best reachable x{best:.3f}; checks in assets "
-                        f"x{reachable['checks_in_assets']:.3f}; one step x{reachable['one_step']:.3f}); retrieval "
+                        f"x{reachable.checks_in_assets:.3f}; one step x{reachable.one_step:.3f}); retrieval "
                         f"graph alone ({r_steps} steps) x{fmt(retrieval['ratio'])}"))
 
 

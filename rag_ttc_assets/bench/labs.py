@@ -11,6 +11,7 @@ from typing import Any
 
 from rag_ttc_assets.bench.harness import QUIET
 from rag_ttc_assets.core.dataset import sha256_digest
+from rag_ttc_assets.core.records import Corpus, Document, Evaluation
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab
 
 DATASET = "pyref"
@@ -56,37 +57,36 @@ def write_scaled_dataset(dest: Path, n_docs: int, source: Path = PROJECT_ROOT / 
     to a question, at the bundled grade, when it contains a paragraph of one of the question's
     bundled target documents (at most 10 per question, lowest document numbers first).
     """
-    corpus = json.loads((source / "corpus.json").read_text(encoding="utf-8"))
-    evaluation = json.loads((source / "evaluation.json").read_text(encoding="utf-8"))
-    paragraphs = [(d["id"], d.get("title", ""), p) for d in corpus["documents"]
-                  for p in d["text"].split("\n\n") if p.strip()]
+    corpus = Corpus.model_validate_json((source / "corpus.json").read_bytes())
+    evaluation = Evaluation.model_validate_json((source / "evaluation.json").read_bytes())
+    paragraphs = [(d.id, d.title, p) for d in corpus.documents for p in d.text.split("\n\n") if p.strip()]
     rng = random.Random(seed)
-    docs, sources_of = [], []
+    docs: list[Document] = []
+    sources_of = []
     for i in range(n_docs):
         picked = [paragraphs[rng.randrange(len(paragraphs))] for _ in range(rng.randint(2, 6))]
         sources = list(dict.fromkeys(src for src, _, _ in picked))
-        docs.append({"id": f"synth-{i:06d}", "title": picked[0][1], "text": "\n\n".join(p for _, _, p in picked),
-                     "metadata": {"sources": sources}})
+        docs.append(Document(id=f"synth-{i:06d}", title=picked[0][1], text="\n\n".join(p for _, _, p in picked),
+                             metadata={"sources": sources}))
         sources_of.append(sources)
     by_source: dict[str, list[int]] = {}
     for i, sources in enumerate(sources_of):
         for s in sources:
             by_source.setdefault(s, []).append(i)
     questions = []
-    for q in evaluation["questions"]:
+    for q in evaluation.questions:
         grade: dict[int, int] = {}
-        for t in q.get("targets", []):
-            if t.get("relevance", 1) > 0:
-                for i in by_source.get(t["doc_id"], []):
-                    grade[i] = max(grade.get(i, 0), t.get("relevance", 1))
-        targets = [{"doc_id": docs[i]["id"], "relevance": grade[i]} for i in sorted(grade)[:10]]
-        questions.append({"id": q["id"], "text": q["text"], "answerable": q.get("answerable", True),
-                          "targets": targets,
-                          "requests": [{"id": r["id"], "text": r["text"], "evidence": []} for r in q["requests"]],
-                          "gold_answer": q.get("gold_answer")})
+        for t in q.targets:
+            if t.relevance > 0:
+                for i in by_source.get(t.doc_id, []):
+                    grade[i] = max(grade.get(i, 0), t.relevance)
+        targets = [{"doc_id": docs[i].id, "relevance": grade[i]} for i in sorted(grade)[:10]]
+        questions.append({"id": q.id, "text": q.text, "answerable": q.answerable, "targets": targets,
+                          "requests": [{"id": r.id, "text": r.text, "evidence": []} for r in q.requests],
+                          "gold_answer": q.gold_answer})
     dest.mkdir(parents=True, exist_ok=True)
-    cbytes = (json.dumps({"documents": docs}, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
-    ev = {"corpus_digest": sha256_digest(cbytes), "pilot": evaluation.get("pilot", []), "questions": questions}
+    cbytes = (json.dumps(Corpus(documents=docs).model_dump(), ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    ev = {"corpus_digest": sha256_digest(cbytes), "pilot": evaluation.pilot, "questions": questions}
     (dest / "corpus.json").write_bytes(cbytes)
     (dest / "evaluation.json").write_text(json.dumps(ev, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return dest

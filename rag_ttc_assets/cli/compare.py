@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import compare_all
@@ -11,8 +14,22 @@ from rag_ttc_assets.core.accept_records import (EstimateNFirst, EstimateNLast, I
 from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
 from rag_ttc_assets.core.eras import EraChangeError
+from rag_ttc_assets.core.judge_summaries import Instrument
 from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, addressed_text, graded_text, not_measured_text
 from rag_ttc_assets.report.text import p_adjust_text, paired_text
+
+
+class ComparisonsRun(BaseModel):
+    """What `compare --all` prints of the `arm_comparisons` run (cli.materialize.compare_all: the materialization's
+    metadata values by key, as defs/diagnostics.arm_comparisons writes them, and the run id); the pages' keys
+    (`report/<pair>`) and the rest are kept as extra fields, in their order."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    comparisons: str  # the pairs' table (markdown)
+    skipped: list[str]  # refused pairs, each with why
+    p_adjust: str  # how the p-values were adjusted
+    sweep_plots: dict[str, Any]  # family -> its sweep plot
 
 
 def _num(value: float | None, spec: str, unit: str = "") -> str:
@@ -60,10 +77,11 @@ def cmd_compare(args) -> int:
         if args.json:
             print(json.dumps(out, indent=2, default=str))
         else:
-            print(out["comparisons"])
-            print(f"\np-values adjusted by {out['p_adjust']}; significant: adjusted p <= alpha")
-            print("skipped: " + ("; ".join(out["skipped"]) or "none"))
-            print("sweep plots: " + ", ".join(f"{k}: {v}" for k, v in out["sweep_plots"].items()))
+            run = ComparisonsRun.model_validate(out)
+            print(run.comparisons)
+            print(f"\np-values adjusted by {run.p_adjust}; significant: adjusted p <= alpha")
+            print("skipped: " + ("; ".join(run.skipped) or "none"))
+            print("sweep plots: " + ", ".join(f"{k}: {v}" for k, v in run.sweep_plots.items()))
             print("case reports: " + (", ".join(v for k, v in out.items() if k.startswith("report/")) or "none"))
         return 0
     if not (args.a and args.b):
@@ -97,16 +115,16 @@ def cmd_compare(args) -> int:
               "versions; " + drift_text(rep.labels_differ, args.a, args.b))
     for arm, fields in rep.not_read.items():
         print(f"not compared, the lab's own settings {arm} never reads (its source's): {', '.join(fields)}")
-    inst, inst_b = rep.instruments[args.a], rep.instruments[args.b]
-    print(f"request judge: {inst['model']} (prompt {inst['prompt']}, {inst['prompt_digest'][:19]}…"
-          + (f", rules {inst['rules']}" if inst.get("rules") else "") + ")"
+    # Each arm's request judge as its request_completeness.json stores it (core.judge_summaries.Instrument).
+    inst, inst_b = (Instrument.model_validate(rep.instruments[arm]) for arm in (args.a, args.b))
+    print(f"request judge: {inst.model} (prompt {inst.prompt}, {inst.prompt_digest[:19]}…"
+          + (f", rules {inst.rules}" if inst.rules else "") + ")"
           + (f"; INSTRUMENT DRIFT allowed ({', '.join(rep.instrument_drift)} differ: "
-             f"{args.b} {inst_b['model']}, {inst_b['prompt_digest'][:19]}…)"
+             f"{args.b} {inst_b.model}, {inst_b.prompt_digest[:19]}…)"
              if rep.instrument_drift else "; the same for both arms"))
-    if inst.get("requests_derived"):
-        print(f"requests: derived from gold answers by {describe(inst['requests_derived'])}, the same for both arms "
-              f"({inst['requests_derived']['requests']} requests of {inst['requests_derived']['questions']} "
-              "questions; labels for the judges only)")
+    if derived := inst.requests_derived:
+        print(f"requests: derived from gold answers by {describe(derived)}, the same for both arms "
+              f"({derived.requests} requests of {derived.questions} questions; labels for the judges only)")
     print(rep.representation_era.line + (" (--allow-era-change)" if rep.representation_era.allowed else ""))
     print("completeness measured: " + "; ".join(
         f"{arm} {m.requests_measured} of {m.requests_total} requests, {m.questions_measured} of "

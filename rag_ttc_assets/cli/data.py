@@ -19,6 +19,7 @@ from rag_ttc_assets.core import pyramid, realsumm
 from rag_ttc_assets.core.arms import ENTAILMENT
 from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
+from rag_ttc_assets.core.convert_records import ConvertedSet, ImportCounts
 from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetError, dataset_counts,
                                         dataset_name_problem, labels_line, parse_dataset, sha256_digest)
 from rag_ttc_assets.core.derive_requests import DERIVED_FILE
@@ -96,9 +97,8 @@ def cmd_metrics(args) -> int:
     except MeasureError as e:
         raise CliError(f"-m: {e}") from None
     out = {"measures": result.measures, "evaluated": result.evaluated,
-           "undefined": len(result.undefined_query_ids), "undefined_query_ids": result.undefined_query_ids}
-    if args.per_query:
-        out["per_query"] = result.per_query
+           "undefined": len(result.undefined_query_ids), "undefined_query_ids": result.undefined_query_ids,
+           **({"per_query": result.per_query} if args.per_query else {})}
     print(json.dumps(out, indent=2, sort_keys=True))
     return 0
 
@@ -112,14 +112,15 @@ def cmd_import_beir(args) -> int:
     texts = {name: _read(str(src / name)) for name in (*BEIR_FILES, f"qrels/{args.split}.tsv")}
     corpus, evaluation, report = convert(texts, str(src), args.split, args.drop_missing)
     cbytes = (json.dumps(corpus, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
-    evaluation = {"corpus_digest": sha256_digest(cbytes), **evaluation}
+    digest = sha256_digest(cbytes)
+    evaluation = {"corpus_digest": digest, **evaluation}
     # The corpus first, the evaluation last: a folder with only a corpus is visibly incomplete.
     atomic_write_bytes(dest / "corpus.json", cbytes)
     atomic_write_bytes(dest / "evaluation.json",
                        (json.dumps(evaluation, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
     out = {"dest": str(dest), "documents": report.documents, "questions": report.questions,
            "judgments": report.judgments, "dropped_missing": report.dropped_missing,
-           "corpus_digest": evaluation["corpus_digest"]}
+           "corpus_digest": digest}
     print_result(out, args.json, f"imported {report.documents} documents, {report.questions} questions, "
                            f"{report.judgments} judgments ({report.dropped_missing} dropped: missing document) "
                            f"into {dest}")
@@ -137,11 +138,13 @@ def cmd_import_outputs(args) -> int:
         raise CliError(f"{src}: file not found")
     try:
         rows = read_source(src.read_bytes(), str(src), args.format)
-        corpus, evaluation, counts = dataset_from_rows(rows, str(src), args.format)
+        corpus, evaluation, made = dataset_from_rows(rows, str(src), args.format)
     except ImportSourceError as e:
         raise CliError(str(e)) from None
+    counts = ImportCounts.model_validate(made)
     cbytes = (json.dumps(corpus, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
-    evaluation = {"corpus_digest": sha256_digest(cbytes), **evaluation}
+    digest = sha256_digest(cbytes)
+    evaluation = {"corpus_digest": digest, **evaluation}
     ebytes = (json.dumps(evaluation, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
     try:  # the dataset as `validate` will read it (its derived requests by the offline rule), before any write
         parse_dataset(dest.name, dest / CORPUS_FILE, dest / EVALUATION_FILE, cbytes, ebytes)
@@ -153,25 +156,26 @@ def cmd_import_outputs(args) -> int:
     # Nothing is written unless the whole file read; the corpus first, the evaluation last.
     atomic_write_bytes(dest / CORPUS_FILE, cbytes)
     atomic_write_bytes(dest / EVALUATION_FILE, ebytes)
-    out = {"dest": str(dest), **counts, "corpus_digest": evaluation["corpus_digest"],
-           "arm": {"dataset": dest.name, "supply": "imported",
-                   "source": {"file": str(src), "format": args.format, "answer_format": "free_text"}}}
-    lines = [f"wrote {counts['documents']} documents (the retrieved contexts) and {counts['questions']} questions "
-             f"({counts['gold_answers']} with a gold answer) into {dest}.",
-             f"requests: {counts['questions_with_derived_requests']} questions have them derived from their gold "
-             f"answer ({counts['derived_requests_offline']} by the offline rule local/claims-v1 until "
+    arm = {"dataset": dest.name, "supply": "imported",
+           "source": {"file": str(src), "format": args.format, "answer_format": "free_text"}}
+    out = {"dest": str(dest), **counts.model_dump(), "corpus_digest": digest, "arm": arm}
+    c = counts
+    lines = [f"wrote {c.documents} documents (the retrieved contexts) and {c.questions} questions "
+             f"({c.gold_answers} with a gold answer) into {dest}.",
+             f"requests: {c.questions_with_derived_requests} questions have them derived from their gold "
+             f"answer ({c.derived_requests_offline} by the offline rule local/claims-v1 until "
              f"`rag-ttc derive-requests {dest.name}` writes {dest / DERIVED_FILE}; add --model to derive them with a "
-             f"model); {counts['questions_as_one_request'] - counts['gold_answers_without_claim']} without a gold "
-             "answer" + (f" and {counts['gold_answers_without_claim']} whose gold answer holds no claim (too short "
-                         "to split)" if counts["gold_answers_without_claim"] else "")
+             f"model); {c.questions_as_one_request - c.gold_answers_without_claim} without a gold "
+             "answer" + (f" and {c.gold_answers_without_claim} whose gold answer holds no claim (too short "
+                         "to split)" if c.gold_answers_without_claim else "")
              + " have one request, the whole question.",
              "no gold quotes: requests have no supporting chunk until quotes are added."]
-    if counts["rows_without_context"]:
-        first = counts["rows_without_context_first"]
-        lines.append(f"{counts['rows_without_context']} of {counts['questions']} rows have no retrieved context "
-                     f"({', '.join(first)}{', ...' if counts['rows_without_context'] > len(first) else ''}): "
+    if c.rows_without_context:
+        first = c.rows_without_context_first
+        lines.append(f"{c.rows_without_context} of {c.questions} rows have no retrieved context "
+                     f"({', '.join(first)}{', ...' if c.rows_without_context > len(first) else ''}): "
                      "those questions retrieved nothing.")
-    lines.append(f"an imported arm over it: {json.dumps(out['arm'])}")
+    lines.append(f"an imported arm over it: {json.dumps(arm)}")
     print_result(out, args.json, "\n".join(lines))
     return 0
 
@@ -209,10 +213,11 @@ def _convert_args(args, read: Callable[[Path, list[str] | None], realsumm.RealSu
 
 
 def _write_converted(out: Path, name: str, rs: realsumm.RealSumm, judges: list[str], header: str,
-                     readme: Callable[[dict], str], instruction: str, source: str,
-                     annotator: str | None = None) -> dict:
+                     readme: Callable[[dict], str], instruction: str, source: str, annotators: str,
+                     annotator: str | None = None) -> ConvertedSet:
     """A converted set (core.realsumm's mapping) written as a lab folder: datasets/<name>, systems/<arm>.json,
-    arms.yaml, README.md and labels.jsonl; the counts and the written dataset's corpus digest returned.
+    arms.yaml, README.md and labels.jsonl; the counts and the written dataset's corpus digest returned, with
+    `annotators` (what the labels' annotators are).
     Everything was read and checked before this is called; the arms file and the labels are written last."""
     corpus, evaluation, counts = realsumm.dataset(rs, source, instruction)
     cbytes = (json.dumps(corpus, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
@@ -234,7 +239,8 @@ def _write_converted(out: Path, name: str, rs: realsumm.RealSumm, judges: list[s
     atomic_write_bytes(out / "labels.jsonl", "".join(json.dumps(r) + "\n" for r in labels).encode("utf-8"),
                        mode=0o644)
     ds = load_dataset(dest)  # what was written is a valid dataset
-    return {"out": str(out), **counts, "arms": [s.arm for s in rs.systems], "corpus_digest": ds.corpus_digest}
+    return ConvertedSet.model_validate({"out": str(out), **counts, "arms": [s.arm for s in rs.systems],
+                                        "corpus_digest": ds.corpus_digest, "annotators": annotators})
 
 
 def _next_steps(out: Path, rs: realsumm.RealSumm) -> str:
@@ -249,16 +255,16 @@ def cmd_convert_realsumm(args) -> int:
     src, out, rs, judges = _convert_args(args, read_realsumm, RealSummError)
     header = (f"# REALSumm converted by `rag-ttc convert-realsumm` from {src}\n# {realsumm.CITATION}\n"
               "# Each system of the set is an imported arm; the labels are in labels.jsonl (README.md).\n")
-    result = _write_converted(out, realsumm.DATASET, rs, judges, header, lambda c: realsumm.readme(rs, c, str(src)),
-                              realsumm.INSTRUCTION, "REALSumm (CNN/DailyMail)")
-    result["annotators"] = "positions within a HIT (a1..a4), not persistent people"
-    print_result(result, args.json,
-                 f"wrote {out}: {result['documents']} articles and {result['questions']} questions with "
-                 f"{result['requests']} requests (the reference summaries' SCUs; {result['requests_with_quote']} with a "
-                 f"verbatim evidence quote) in datasets/{realsumm.DATASET}, {result['systems']} systems as imported "
-                 f"arms ({result['summaries']} summaries) in arms.yaml, {result['labels']} crowd labels on "
-                 f"{result['labelled_items']} items in labels.jsonl (items by label count: "
-                 + ", ".join(f"{k} labels: {v}" for k, v in result["items_by_label_count"].items()) + ").\n"
+    r = _write_converted(out, realsumm.DATASET, rs, judges, header, lambda c: realsumm.readme(rs, c, str(src)),
+                         realsumm.INSTRUCTION, "REALSumm (CNN/DailyMail)",
+                         "positions within a HIT (a1..a4), not persistent people")
+    print_result(r.model_dump(), args.json,
+                 f"wrote {out}: {r.documents} articles and {r.questions} questions with "
+                 f"{r.requests} requests (the reference summaries' SCUs; {r.requests_with_quote} with a "
+                 f"verbatim evidence quote) in datasets/{realsumm.DATASET}, {r.systems} systems as imported "
+                 f"arms ({r.summaries} summaries) in arms.yaml, {r.labels} crowd labels on "
+                 f"{r.labelled_items} items in labels.jsonl (items by label count: "
+                 + ", ".join(f"{k} labels: {v}" for k, v in r.items_by_label_count.items()) + ").\n"
                  "The annotators a1..a4 are positions within one HIT (one article and one summary), not persistent "
                  "people: the crowd files have no worker IDs (README.md in the folder).\n" + _next_steps(out, rs))
     return 0
@@ -275,15 +281,16 @@ def cmd_convert_pyramid(args) -> int:
     header = (f"# {args.name}: a Lite2-3Pyramid data folder converted by `rag-ttc convert-pyramid` from {src}\n"
               f"# {pyramid.CITATION}\n"
               "# Each system of the set is an imported arm; the labels are in labels.jsonl (README.md).\n")
-    result = _write_converted(out, args.name, rs, judges, header,
-                              lambda c: pyramid.readme(args.name, rs, c, str(src)), pyramid.INSTRUCTION,
-                              f"Lite2-3Pyramid {src.name}", pyramid.ANNOTATOR)
-    result["annotators"] = "the set's aggregated labels, one per item (annotator 'majority'): no annotator ceiling"
-    print_result(result, args.json,
-                 f"wrote {out}: {result['documents']} documents and {result['questions']} questions with "
-                 f"{result['requests']} requests (the reference summaries' SCUs; {result['requests_with_quote']} with "
-                 f"a verbatim evidence quote) in datasets/{args.name}, {result['systems']} systems as imported arms "
-                 f"({result['summaries']} summaries) in arms.yaml, {result['labels']} labels in labels.jsonl.\n"
+    r = _write_converted(out, args.name, rs, judges, header,
+                         lambda c: pyramid.readme(args.name, rs, c, str(src)), pyramid.INSTRUCTION,
+                         f"Lite2-3Pyramid {src.name}",
+                         "the set's aggregated labels, one per item (annotator 'majority'): no annotator ceiling",
+                         pyramid.ANNOTATOR)
+    print_result(r.model_dump(), args.json,
+                 f"wrote {out}: {r.documents} documents and {r.questions} questions with "
+                 f"{r.requests} requests (the reference summaries' SCUs; {r.requests_with_quote} with "
+                 f"a verbatim evidence quote) in datasets/{args.name}, {r.systems} systems as imported arms "
+                 f"({r.summaries} summaries) in arms.yaml, {r.labels} labels in labels.jsonl.\n"
                  "The labels are the set's aggregated labels, one per (summary, SCU): there is no annotator ceiling "
                  "(README.md in the folder).\n" + _next_steps(out, rs))
     return 0

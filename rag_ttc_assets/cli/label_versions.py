@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
@@ -19,6 +21,7 @@ from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, Problem, 
                                          sha256_digest)
 from rag_ttc_assets.core.label_check import (NEEDS_PERSON, PLACE_MIN, RELOCATE_MIN, CheckReport, LabelCheckError,
                                              check_human_labels, check_labels, updated_evaluation)
+from rag_ttc_assets.core.label_log import places, relocated
 from rag_ttc_assets.core.records import Corpus, Evaluation
 
 VERSIONS_DIR = "labels"
@@ -33,8 +36,20 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _load(folder: Path, name: str) -> tuple[CheckReport, bytes, bytes, dict]:
-    """Check the dataset folder's labels; the report, the bytes read (evaluation, corpus) and the raw evaluation."""
+@dataclass(frozen=True)
+class Loaded:
+    """A dataset folder's labels checked (`_load`): the report, and what it was made from."""
+
+    report: CheckReport
+    evaluation_bytes: bytes
+    corpus_bytes: bytes
+    evaluation: dict[str, Any]  # evaluation.json as read (updated_evaluation makes the next version from it)
+    documents: list[dict[str, Any]]  # corpus.json's documents as read
+
+
+def _load(folder: Path, name: str) -> Loaded:
+    """Check the dataset folder's labels; the report, the bytes read (evaluation, corpus), the raw evaluation and the
+    corpus's documents."""
     cpath, epath = folder / CORPUS_FILE, folder / EVALUATION_FILE
     problems: list[Problem] = []
     cbytes, craw = _decode_json(cpath, _read(cpath), problems)
@@ -45,19 +60,20 @@ def _load(folder: Path, name: str) -> tuple[CheckReport, bytes, bytes, dict]:
         _parse(Evaluation, eraw, epath, "questions", problems)
     if problems:
         raise LabelCheckError(problems)
-    report = check_labels(name, eraw, str(epath), craw["documents"], str(cpath), sha256_digest(cbytes))
+    documents = craw["documents"]
+    report = check_labels(name, eraw, str(epath), documents, str(cpath), sha256_digest(cbytes))
     # A file edited while the check ran: the report would describe neither version; nothing is trusted or written.
     for path, data in ((epath, ebytes), (cpath, cbytes)):
         if _read(path) != data:
             raise CliError(f"{path}: changed while the labels were checked (read {sha256_digest(data)[:19]}…, now "
                            f"{sha256_digest(_read(path) or b'')[:19]}…); nothing was written: rerun the command")
-    return report, ebytes, cbytes, eraw
+    return Loaded(report, ebytes, cbytes, eraw, documents)
 
 
 def check_dataset(folder: Path, name: str) -> CheckReport:
     """The dataset folder's labels checked against its corpus (`labels check`'s report; the annotation page's
     /labels-check lists its changed and gone ones)."""
-    return _load(folder, name)[0]
+    return _load(folder, name).report
 
 
 DERIVED_FILE = "derived_requests.json"
@@ -65,7 +81,8 @@ NOT_CHECKED = ("human labels (judge-agreement's JSON Lines file, the annotation 
                "file outside the dataset folder that `labels check` is not given")
 
 
-def derived_report(folder: Path, name: str, eraw: dict, craw: dict, cbytes: bytes) -> CheckReport | str | None:
+def derived_report(folder: Path, name: str, eraw: dict, documents: list[dict], cbytes: bytes
+                   ) -> CheckReport | str | None:
     """The gold quotes of the dataset's derived requests (derived_requests.json) classified like the evaluation's;
     None without such a file; a sentence when it cannot be read (`rag-ttc validate` names the problem)."""
     path = folder / DERIVED_FILE
@@ -77,7 +94,7 @@ def derived_report(folder: Path, name: str, eraw: dict, craw: dict, cbytes: byte
         rows = [{"id": row["id"], "requests": row.get("requests") or [], "targets": []}
                 for row in file["questions"] if row.get("status") == "derived"]
         return check_labels(f"{name} {DERIVED_FILE}", {"corpus_digest": eraw.get("corpus_digest"), "questions": rows},
-                            str(path), craw["documents"], str(folder / CORPUS_FILE), sha256_digest(cbytes))
+                            str(path), documents, str(folder / CORPUS_FILE), sha256_digest(cbytes))
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         return (f"{path}: not checked, it cannot be read ({type(e).__name__}: {e}); `rag-ttc validate {name}` names "
                 "the problem")
@@ -121,29 +138,29 @@ def print_report(report: CheckReport, folder: Path) -> None:
                 print(f"\n{r.label} ({r.doc_id}), changed: [-was-] {{+now+}}\n  {r.diff}")
             elif r.status == "ambiguous":
                 print(f"\n{r.label}: {_short(r.quote)!r} is in {len(r.places)} places:")
-                for p in r.places:
-                    print(f"  {p['doc_id']} at {p['start']}")
+                for p in places(r.places):
+                    print(f"  {p.doc_id} at {p.start}")
     for p in report.problems:
         print(f"problem: {p}")
     print(f"\n{report.dataset}: {report.summary()}")
 
 
-def human_report(path: str, name: str, craw: dict, cbytes: bytes, folder: Path) -> CheckReport:
+def human_report(path: str, name: str, documents: list[dict], cbytes: bytes, folder: Path) -> CheckReport:
     """The gold quotes of a human labels file (`--human`, the annotation page's labels) against the corpus."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise CliError(f"--human {path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
-    return check_human_labels(f"{name} human labels {Path(path).name}", text, path, craw["documents"],
+    return check_human_labels(f"{name} human labels {Path(path).name}", text, path, documents,
                               str(folder / CORPUS_FILE), sha256_digest(cbytes))
 
 
 def cmd_labels_check(args) -> int:
     folder, name = _folder(args)
-    report, _, cbytes, eraw = _load(folder, name)
-    craw = json.loads(cbytes)
-    derived = derived_report(folder, name, eraw, craw, cbytes)
-    human = human_report(args.human, name, craw, cbytes, folder) if args.human else None
+    loaded = _load(folder, name)
+    report, cbytes, eraw = loaded.report, loaded.corpus_bytes, loaded.evaluation
+    derived = derived_report(folder, name, eraw, loaded.documents, cbytes)
+    human = human_report(args.human, name, loaded.documents, cbytes, folder) if args.human else None
     if args.json:
         print(json.dumps({**report.to_json(),
                           "derived_requests": derived.to_json() if isinstance(derived, CheckReport) else derived,
@@ -187,7 +204,8 @@ def _create(path: Path, data: bytes) -> None:
 
 def cmd_labels_update(args) -> int:
     folder, name = _folder(args)
-    report, ebytes, _, eraw = _load(folder, name)
+    loaded = _load(folder, name)
+    report, ebytes, eraw = loaded.report, loaded.evaluation_bytes, loaded.evaluation
     if report.problems:
         raise CliError("labels not updated:\n" + "\n".join(f"  - {p}" for p in report.problems))
     new, log = updated_evaluation(eraw, report)
@@ -220,8 +238,8 @@ def cmd_labels_update(args) -> int:
     atomic_write_bytes(epath, data)
     print(f"{name}: {report.summary()}")
     if log:
-        print(text_table(["label", "how", "from", "to"], [[x["label"], x["how"], x["from"]["doc_id"],
-                                                           x["to"]["doc_id"]] for x in log]))
+        print(text_table(["label", "how", "from", "to"], [[x.label, x.how, x.was.doc_id, x.now.doc_id]
+                                                          for x in relocated(log)]))
 
     def rel(p: Path) -> Path:  # the dataset's own paths, as its folder names them
         return p.relative_to(folder.parent)
