@@ -23,7 +23,7 @@ STRICT = [
     "diagnosis_findings", "diagnosis_sentences", "diagnosis_records", "inspect_view", "run_report", "import_mapping",
     "judging", "beir", "judge_measurement", "lexical_judge", "transitions", "counterfactual", "claim_sets",
     "label_diff", "answer_rows", "flow", "panel", "learned_judge", "compare_metrics", "admission", "derive_requests",
-    "agreement_records", "run_records", "juror_records",
+    "agreement_records", "run_records", "juror_records", "convert_records", "label_log",
 ]
 
 
