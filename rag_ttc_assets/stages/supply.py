@@ -285,6 +285,4 @@ def _scored_lookups(arm, queries_of) -> dict:
             calls.append(LookupCall(call_id=call_id, query=query, result_chunk_ids=hits,
                                     result_doc_ids=[lookup.chunk_docs[c] for c in hits]))
         logs[q.id] = calls
-    flow = lookup_flow(lookup_cases(questions, logs, {}))
-    return {k: v for k, v in flow.items() if k not in ("accounting", "accounting_closes", "wrong_on_misses",
-                                                       "acceptable_on_misses", "wrong_on_hits")}
+    return lookup_flow(lookup_cases(questions, logs, {})).counts().model_dump()
