@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -64,6 +64,17 @@ class LookupCall(BaseModel):
     result_chunk_ids: list[str]
     result_doc_ids: list[str]
     error: str | None = None
+
+
+class ToolCall(BaseModel):
+    """One tool call of a provider reply (stages.calls.Call.tool_calls, as adapters.llm reads it from the reply):
+    its id, the tool it names and its arguments as the model wrote them."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str
+    name: str | None
+    arguments: Any  # the JSON text the model wrote (parse_lookup_arguments reads it), sent back as it came
 
 
 def parse_lookup_arguments(arguments: str | dict | None) -> tuple[str | None, str | None]:
