@@ -72,7 +72,7 @@ class LabelledRequest:
 
 class Judged(BaseModel):
     """One offline judgment, in the judge_requests reply contract (core.judging.RequestJudgment reads it): the
-    judges build these, and reply with their `model_dump()`, the fields in this order."""
+    offline request judges return these; their reply is each one's `model_dump()`, the fields in this order."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -200,13 +200,8 @@ def _verdict(request: LabelledRequest, excerpt: str, measured: str, embed: Embed
 
 
 def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
-                   passages: Sequence[tuple[str, list[str]]], embed: Embed) -> list[dict]:
+                   passages: Sequence[tuple[str, list[str]]], embed: Embed) -> list[Judged]:
     """One judgment per request, in the judge_requests reply contract (core.judging.RequestJudgment)."""
-    return [j.model_dump() for j in _judge_requests(requests, answer_text, citations, passages, embed)]
-
-
-def _judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
-                    passages: Sequence[tuple[str, list[str]]], embed: Embed) -> list[Judged]:
     sentences = extract_statements(answer_text)
     windows = _windows(sentences)
     parts = _parts(sentences)
@@ -244,7 +239,7 @@ def _judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citat
 
 
 def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
-                         embed: Embed) -> list[dict]:
+                         embed: Embed) -> list[Judged]:
     """The whole-answer coverage juror (`local/coverage`), a second offline request judge with another blind spot:
     a request is addressed when the answer as a whole (all its sentences together) covers >= ADDRESS_RECALL of one
     gold text's content-word stems, weighted as above (term_weights; without gold material, >= REQUEST_TERM_RECALL
@@ -288,7 +283,7 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
             reason = f"{measured}; " + (found.reason if found else f"consistent: in the answer, {NO_CLASH}")
         out.append(Judged(request=r.id, addressed=True, excerpt=excerpt, cited_chunk_ids=list(citations),
                           verdict=verdict, coverage=_share(covered, threshold), reason=reason))
-    return [j.model_dump() for j in out]  # the reply's JSON objects
+    return out
 
 
 def soft_recall(gold: tuple[list[str], np.ndarray], window: tuple[list[str], np.ndarray],
@@ -310,7 +305,7 @@ def soft_recall(gold: tuple[list[str], np.ndarray], window: tuple[list[str], np.
 
 def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
                         passages: Sequence[tuple[str, list[str]]], embed: Embed,
-                        word_vectors: WordVectors) -> list[dict]:
+                        word_vectors: WordVectors) -> list[Judged]:
     """The BERTScore juror (`local/bertscore`), an offline request judge that reads words in context rather than
     their spelling: the sentence-window judge's rules (judge_requests) with soft_recall in place of the content-word
     recall, so "a physician purchased the automobile" covers "a doctor bought the car" (not every paraphrase: "revenue
@@ -331,7 +326,7 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
     # are then the same words to it, as to the word-reading jurors.
     vectors = dict(zip(texts, word_vectors([normalize(t) for t in texts]), strict=True)) if texts else {}
     window_vectors = [_joined([vectors[s] for s in part]) for part in parts]
-    lexical = {j.request: j for j in _judge_requests(requests, answer_text, citations, passages, embed)}
+    lexical = {j.request: j for j in judge_requests(requests, answer_text, citations, passages, embed)}
     out: list[Judged] = []
     for r, gold in zip(requests, golds, strict=True):
         w = weights if r.gold else {}
@@ -361,7 +356,7 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
         out.append(Judged(request=r.id, addressed=True, excerpt=excerpt,
                           cited_chunk_ids=passage_citations(parts[best], passages, citations),
                           verdict=verdict, coverage=_share(covered, SOFT_ADDRESS_RECALL), reason=reason))
-    return [j.model_dump() for j in out]  # the reply's JSON objects
+    return out
 
 
 def _joined(parts: list[tuple[list[str], np.ndarray]]) -> tuple[list[str], np.ndarray]:
