@@ -87,9 +87,9 @@ def offline_judges():
 def sent(tmp_path_factory, offline_judges) -> tuple[list[tuple[str, JudgeInput | None]], pl.DataFrame, pl.DataFrame]:
     caller = Recording(tmp_path_factory.mktemp("provider_cache"))
     cfg = ArmConfig()
-    prompts = {"statements": _prompt("judge-statements-v1", "judge_statements"),
-               "verdicts": _prompt("judge-verdicts-v1", "judge_verdicts"),
-               "gold": _prompt("judge-gold-v1", "judge_gold")}
+    prompts = generation.JudgePrompts(statements=_prompt("judge-statements-v1", "judge_statements"),
+                                      verdicts=_prompt("judge-verdicts-v1", "judge_verdicts"),
+                                      gold=_prompt("judge-gold-v1", "judge_gold"))
     verdicts = generation.judge(cfg, [QUESTION], CONTRACTS, CONTEXTS, CHUNK_TEXT, prompts, caller)
     judgments = request_judge.judge_requests(cfg, [QUESTION], CONTRACTS,
                                              _prompt("judge-requests-v1", "judge_requests"), caller)

@@ -92,8 +92,8 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     write(Table.REQUEST_COVERAGE, coverage)
     write(Table.ANSWERS, imported.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), read.mapping["source_digest"]))
     write(Table.CONTRACT_RESULTS, imported.contract(arm.cfg, arm.table(Table.ANSWERS), arm.chunk_text))
-    prompts = {"statements": arm.prompt("judge_statements_prompt"), "verdicts": arm.prompt("judge_verdicts_prompt"),
-               "gold": arm.prompt("judge_gold_prompt")}
+    prompts = generation.JudgePrompts(statements=arm.prompt("judge_statements_prompt"),
+                                      verdicts=arm.prompt("judge_verdicts_prompt"), gold=arm.prompt("judge_gold_prompt"))
     write(Table.JUDGE_VERDICTS, generation.judge(arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS),
                                                  supply.arm_contexts(arm), arm.chunk_text, prompts,
                                                  role_caller(JUDGE, lab, arm.cfg)))

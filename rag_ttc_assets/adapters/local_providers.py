@@ -169,7 +169,7 @@ class LexicalJudge(_RecordJudge):
         if isinstance(case, JudgeRequests):
             judged = judge_requests(_labelled(case), case.answer_text, list(case.citations), _passages(case),
                                     self._embed)
-            return json.dumps({"requests": judged}, ensure_ascii=False)
+            return json.dumps({"requests": [j.model_dump() for j in judged]}, ensure_ascii=False)
         if isinstance(case, ExtractStatements):
             return json.dumps({"statements": extract_claims(_answer_text(case.answer))}, ensure_ascii=False)
         if isinstance(case, VerifyStatements):
@@ -205,7 +205,8 @@ class CoverageJuror(_RequestJuror):
     name = COVERAGE
 
     def judge(self, labelled: list[LabelledRequest], case: JudgeRequests) -> list[dict]:
-        return judge_requests_whole(labelled, case.answer_text, list(case.citations), self._embed)
+        return [j.model_dump() for j in judge_requests_whole(labelled, case.answer_text, list(case.citations),
+                                                             self._embed)]
 
 
 class BertScoreJuror(_RequestJuror):
@@ -219,8 +220,8 @@ class BertScoreJuror(_RequestJuror):
         self._word_vectors = word_vectors or content_word_vectors
 
     def judge(self, labelled: list[LabelledRequest], case: JudgeRequests) -> list[dict]:
-        return judge_requests_soft(labelled, case.answer_text, list(case.citations), _passages(case), self._embed,
-                                   self._word_vectors)
+        return [j.model_dump() for j in judge_requests_soft(labelled, case.answer_text, list(case.citations),
+                                                            _passages(case), self._embed, self._word_vectors)]
 
 
 class LearnedJuror(_RequestJuror):

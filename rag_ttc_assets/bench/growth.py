@@ -60,6 +60,8 @@ from rag_ttc_assets.adapters.store import Built
 from rag_ttc_assets.bench import harness, labs
 from rag_ttc_assets.bench.records import Record
 from rag_ttc_assets.core.chunking import chunk_text
+from rag_ttc_assets.core.corpus_table import parse_corpus
+from rag_ttc_assets.core.tables import Table
 
 DEFAULT_CHUNKS = (1_000, 5_000, 10_000, 25_000, 50_000)
 DEFAULT_EMBED_MAX = 10_000
@@ -161,11 +163,13 @@ def documents_for(chunk_targets: list[int], chunk_runes: int, overlap_runes: int
     with tempfile.TemporaryDirectory(prefix="rag-ttc-growth-cal-") as tmp:
         while True:
             path = labs.write_scaled_dataset(Path(tmp) / f"cal-{n_docs}", n_docs)
-            docs = json.loads((path / "corpus.json").read_text(encoding="utf-8"))["documents"]
+            corpus = parse_corpus((path / "corpus.json").read_bytes())
+            if corpus is None:
+                raise ValueError(f"{path / 'corpus.json'}: the synthetic corpus does not parse as a corpus")
             out: dict[int, tuple[int, int]] = {}
             total, pending = 0, sorted(chunk_targets)
-            for i, d in enumerate(docs, start=1):
-                total += len(chunk_text(d["id"], d["text"], chunk_runes, overlap_runes))
+            for i, (doc_id, text) in enumerate(corpus.id_texts(), start=1):
+                total += len(chunk_text(doc_id, text, chunk_runes, overlap_runes))
                 while pending and total >= pending[0]:
                     out[pending.pop(0)] = (i, total)
                 if not pending:
@@ -249,7 +253,7 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
             questions = stage.arm_questions(cfg, ds)
             docs = {ev.doc_id for q in questions for r in q.requests for ev in r.evidence}
             support = coverage.request_support(ds, questions, ingest.read_chunks(ch, docs))
-            ranked = {c for ids in rows["ranked_chunk_ids"].to_list() for c in ids}
+            ranked = {c for ids in rows[Table.RETRIEVAL_ROWS.c.ranked_chunk_ids].to_list() for c in ids}
             contexts = stage.admit(cfg, rows, ingest.chunk_texts(ch, ranked), questions, support)
             return coverage.request_coverage(questions, support, rows, contexts)
 
@@ -322,8 +326,8 @@ def run_growth(chunks: list[int] | None = None, embed_max: int = DEFAULT_EMBED_M
             shutil.rmtree(root, ignore_errors=True)
         exps = []
         for a, b in zip(results, results[1:]):
-            e = {s: exponent(a.seconds[s], b.seconds[s], a.chunks, b.chunks) for s in STEPS}
-            e["peak_over_base_mb"] = exponent(a.peak_over_base_mb, b.peak_over_base_mb, a.chunks, b.chunks)
+            e = {**{s: exponent(a.seconds[s], b.seconds[s], a.chunks, b.chunks) for s in STEPS},
+                 "peak_over_base_mb": exponent(a.peak_over_base_mb, b.peak_over_base_mb, a.chunks, b.chunks)}
             exps.append(Exponents(from_=a.chunks, to=b.chunks, exponents=e))
         return GrowthReport(arm=labs.ARM, chunk_runes=arms.chunk_runes, overlap_runes=arms.overlap_runes,
                             embed_max=embed_max, repeat=repeat, cpus=os.cpu_count(), python=sys.version.split()[0],

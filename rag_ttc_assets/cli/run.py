@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -342,7 +342,7 @@ def representation_table(reps: dict[str, RepresentationsView], describe) -> str:
     """Who built each arm's representations, and how many rows were not built (indexed as chunk text alone)."""
     return "representations (the text indexed and embedded; the generator sees the chunk text alone):\n" + text_table(
         ["arm", "representation", "builder", "not_built", "statuses", "provider_calls", "cache_hits"],
-        [[n, r.representation, describe(asdict(r)), r.not_built,
+        [[n, r.representation, describe(r), r.not_built,
           " ".join(f"{k} {v}" for k, v in (r.statuses or {}).items()), r.provider_calls, r.cache_hits]
          for n, r in reps.items()])
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rag_ttc_assets.core.accept_records import CorrectedDifference
+from rag_ttc_assets.core.label_drift import LabelDrift
 from rag_ttc_assets.core.records import invalid_fields
 
 
@@ -262,7 +263,7 @@ class PairReport(Record):
     label_use: dict[str, str]  # arm -> none, oracle, counterfactual-...
     completeness_measured: dict[str, CompletenessRead]
     evaluation_digests: dict[str, str | None]  # arm -> the labels' digest it was measured on
-    labels_differ: dict[str, Any] | None = None  # `rag-ttc compare` with label drift: which labels differ
+    labels_differ: LabelDrift | None = None  # `rag-ttc compare` with label drift: which labels differ
     completeness_corrected: CorrectedDifference | None = None  # `rag-ttc compare --labels`: corrected by people
     plots: dict[str, str] | None = None  # stages.diagnostics_files.pair_plots: plot name -> path
 

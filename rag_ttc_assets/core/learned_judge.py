@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from rag_ttc_assets.core.judging import RequestJudgment
 from rag_ttc_assets.core.lexical_judge import _negation_clash, _numbers, compared
-from rag_ttc_assets.core.request_judge import (Embed, LabelledRequest, WordVectors, _verdict, judge_requests,
+from rag_ttc_assets.core.request_judge import (Embed, Judged, LabelledRequest, WordVectors, _verdict, judge_requests,
                                               judge_requests_soft, judge_requests_whole)
 from rag_ttc_assets.core.text import content_words, split_sentences, tokens
 
@@ -190,9 +190,9 @@ def features(requests: Sequence[LabelledRequest], answer_text: str, citations: l
     return np.array(rows, dtype=float).reshape(len(requests), len(FEATURES)), (lexical, whole, soft)
 
 
-def _read(replies: list[dict[str, Any]]) -> list[RequestJudgment]:
-    """An offline juror's replies (the judge_requests reply contract) as records."""
-    return [RequestJudgment.model_validate(r) for r in replies]
+def _read(replies: list[Judged]) -> list[RequestJudgment]:
+    """An offline juror's judgments as their replies read (the judge_requests reply contract)."""
+    return [RequestJudgment.model_validate(r.model_dump()) for r in replies]
 
 
 def _described(x: np.ndarray) -> str:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.extractive import QUESTION_WORDS
 from rag_ttc_assets.core.lexical_judge import (GOLD_SAME_CLAIM_COSINE, GOLD_SAME_CLAIM_RECALL, compared, conflict,
@@ -67,6 +68,36 @@ class LabelledRequest:
     @property
     def gold(self) -> list[str]:
         return [*self.quotes, *([self.gold_answer] if self.gold_answer else [])]
+
+
+class Judged(BaseModel):
+    """One offline judgment, in the judge_requests reply contract (core.judging.RequestJudgment reads it): the
+    offline request judges return these; their reply is each one's `model_dump()`, the fields in this order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request: str
+    addressed: bool
+    excerpt: str
+    cited_chunk_ids: list[str]
+    verdict: str
+    coverage: float
+    reason: str
+
+
+class GoldCheck(BaseModel):
+    """What lexical_judge.verify_against_gold finds of one statement, as the request judges read it: whether it
+    makes a gold sentence's claim changed, and the reason it says (its other fields are the gold judge's)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    contradicts_gold: bool
+    reason: str
+
+
+def gold_checks(statements: list[str], gold: list[str], embed: Embed) -> list[GoldCheck]:
+    """lexical_judge.verify_against_gold of `statements` against `gold`, read as GoldCheck records."""
+    return [GoldCheck.model_validate(v) for v in verify_against_gold(statements, gold, embed)]
 
 
 def _parts(sentences: list[str]) -> list[list[str]]:
@@ -114,7 +145,7 @@ def _coverage(request: LabelledRequest, text: str, weights: dict[str, float]) ->
     return max(weighted_recall(normal_stems(g), text, weights) for g in gold)
 
 
-def _contradiction(request: LabelledRequest, sentences: list[str], embed: Embed) -> tuple[int, dict] | None:
+def _contradiction(request: LabelledRequest, sentences: list[str], embed: Embed) -> tuple[int, GoldCheck] | None:
     """The first answer sentence that makes one of the request's gold claims with a negation, number or name changed
     (verify_against_gold), as (its index, the check); None. Only sentences that share most of a gold sentence's words
     and clash with it lexically are embedded, so a request nothing contradicts costs no model call."""
@@ -123,8 +154,8 @@ def _contradiction(request: LabelledRequest, sentences: list[str], embed: Embed)
                   if any(recall(s, g) >= GOLD_SAME_CLAIM_RECALL and conflict(s, g) for g in gold_sentences)]
     if not candidates:
         return None
-    checks = verify_against_gold([sentences[i] for i in candidates], request.gold, embed)
-    return next(((i, c) for i, c in zip(candidates, checks, strict=True) if c["contradicts_gold"]), None)
+    checks = gold_checks([sentences[i] for i in candidates], request.gold, embed)
+    return next(((i, c) for i, c in zip(candidates, checks, strict=True) if c.contradicts_gold), None)
 
 
 def _share(x: float, threshold: float) -> float:
@@ -162,20 +193,20 @@ def _verdict(request: LabelledRequest, excerpt: str, measured: str, embed: Embed
     verdict (the contradiction rule's finding, never the support check's unrelated thresholds)."""
     if not request.gold:
         return "not_verifiable", f"{measured}; nothing to verify it against"
-    check = verify_against_gold([excerpt], request.gold, embed)[0]
-    if check["contradicts_gold"]:
-        return "contradicts", f"{measured}; {check['reason']}"
+    check = gold_checks([excerpt], request.gold, embed)[0]
+    if check.contradicts_gold:
+        return "contradicts", f"{measured}; {check.reason}"
     return "consistent", f"{measured}; consistent: in the excerpt, {NO_CLASH}"
 
 
 def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
-                   passages: Sequence[tuple[str, list[str]]], embed: Embed) -> list[dict]:
+                   passages: Sequence[tuple[str, list[str]]], embed: Embed) -> list[Judged]:
     """One judgment per request, in the judge_requests reply contract (core.judging.RequestJudgment)."""
     sentences = extract_statements(answer_text)
     windows = _windows(sentences)
     parts = _parts(sentences)
     weights = term_weights(requests)
-    out = []
+    out: list[Judged] = []
     for r in requests:
         threshold = ADDRESS_RECALL if r.gold else REQUEST_TERM_RECALL
         scores = [_coverage(r, w, weights) for w in windows]
@@ -187,28 +218,28 @@ def judge_requests(requests: Sequence[LabelledRequest], answer_text: str, citati
             clash = _contradiction(r, sentences, embed) if r.gold else None
             if clash is not None:
                 i, check = clash
-                out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
-                            "cited_chunk_ids": passage_citations([sentences[i]], passages, citations),
-                            "verdict": "contradicts", "coverage": _share(scores[i], threshold),
-                            "reason": f"covers {shown(scores[i], threshold)} of gold (< {threshold:.2f}), but makes "
-                                      f"its claim changed; {check['reason']}"})
+                out.append(Judged(request=r.id, addressed=True, excerpt=sentences[i],
+                                  cited_chunk_ids=passage_citations([sentences[i]], passages, citations),
+                                  verdict="contradicts", coverage=_share(scores[i], threshold),
+                                  reason=f"covers {shown(scores[i], threshold)} of gold (< {threshold:.2f}), but "
+                                         f"makes its claim changed; {check.reason}"))
                 continue
-            out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                        "verdict": "not_addressed", "coverage": _share(covered, threshold),
-                        "reason": f"no answer sentence covers {threshold:.2f} of {against} (best "
-                                  f"{compared(covered, threshold)})"})
+            out.append(Judged(request=r.id, addressed=False, excerpt="", cited_chunk_ids=[],
+                              verdict="not_addressed", coverage=_share(covered, threshold),
+                              reason=f"no answer sentence covers {threshold:.2f} of {against} (best "
+                                     f"{compared(covered, threshold)})"))
             continue
         excerpt = windows[best]
         cites = passage_citations(parts[best], passages, citations)
         verdict, reason = _verdict(r, excerpt, f"covers {shown(scores[best], threshold)} of {against} (>= "
                                                f"{threshold:.2f})", embed)
-        out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": cites,
-                    "verdict": verdict, "coverage": _share(scores[best], threshold), "reason": reason})
+        out.append(Judged(request=r.id, addressed=True, excerpt=excerpt, cited_chunk_ids=cites,
+                          verdict=verdict, coverage=_share(scores[best], threshold), reason=reason))
     return out
 
 
 def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
-                         embed: Embed) -> list[dict]:
+                         embed: Embed) -> list[Judged]:
     """The whole-answer coverage juror (`local/coverage`), a second offline request judge with another blind spot:
     a request is addressed when the answer as a whole (all its sentences together) covers >= ADDRESS_RECALL of one
     gold text's content-word stems, weighted as above (term_weights; without gold material, >= REQUEST_TERM_RECALL
@@ -221,7 +252,7 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
     sentences = extract_statements(answer_text)
     whole = " ".join(sentences)
     weights = term_weights(requests)
-    out = []
+    out: list[Judged] = []
     for r in requests:
         threshold = ADDRESS_RECALL if r.gold else REQUEST_TERM_RECALL
         covered = _coverage(r, whole, weights) if sentences else 0.0
@@ -229,17 +260,17 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
         clash = _contradiction(r, sentences, embed) if r.gold and covered < threshold else None
         if clash is not None:
             i, check = clash
-            out.append({"request": r.id, "addressed": True, "excerpt": sentences[i],
-                        "cited_chunk_ids": list(citations), "verdict": "contradicts",
-                        "coverage": _share(covered, threshold),
-                        "reason": f"the whole answer covers {shown(covered, threshold)} of gold (< {threshold:.2f}), "
-                                  f"but a sentence makes its claim changed; {check['reason']}"})
+            out.append(Judged(request=r.id, addressed=True, excerpt=sentences[i],
+                              cited_chunk_ids=list(citations), verdict="contradicts",
+                              coverage=_share(covered, threshold),
+                              reason=f"the whole answer covers {shown(covered, threshold)} of gold (< "
+                                     f"{threshold:.2f}), but a sentence makes its claim changed; {check.reason}"))
             continue
         if covered < threshold:
-            out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                        "verdict": "not_addressed", "coverage": _share(covered, threshold),
-                        "reason": f"the whole answer covers {shown(covered, threshold)} of {against} (< "
-                                  f"{threshold:.2f})"})
+            out.append(Judged(request=r.id, addressed=False, excerpt="", cited_chunk_ids=[],
+                              verdict="not_addressed", coverage=_share(covered, threshold),
+                              reason=f"the whole answer covers {shown(covered, threshold)} of {against} (< "
+                                     f"{threshold:.2f})"))
             continue
         wanted = frozenset().union(*(normal_stems(g) for g in (r.gold or [r.text])))
         excerpt = " ".join(s for s in sentences if wanted & normal_stems(s))
@@ -247,12 +278,11 @@ def judge_requests_whole(requests: Sequence[LabelledRequest], answer_text: str, 
         if not r.gold:
             verdict, reason = "not_verifiable", f"{measured}; nothing to verify it against"
         else:
-            checks = verify_against_gold(sentences, r.gold, embed)
-            clash = next((c for c in checks if c["contradicts_gold"]), None)
-            verdict = "contradicts" if clash else "consistent"
-            reason = f"{measured}; " + (clash["reason"] if clash else f"consistent: in the answer, {NO_CLASH}")
-        out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": list(citations),
-                    "verdict": verdict, "coverage": _share(covered, threshold), "reason": reason})
+            found = next((c for c in gold_checks(sentences, r.gold, embed) if c.contradicts_gold), None)
+            verdict = "contradicts" if found else "consistent"
+            reason = f"{measured}; " + (found.reason if found else f"consistent: in the answer, {NO_CLASH}")
+        out.append(Judged(request=r.id, addressed=True, excerpt=excerpt, cited_chunk_ids=list(citations),
+                          verdict=verdict, coverage=_share(covered, threshold), reason=reason))
     return out
 
 
@@ -275,7 +305,7 @@ def soft_recall(gold: tuple[list[str], np.ndarray], window: tuple[list[str], np.
 
 def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
                         passages: Sequence[tuple[str, list[str]]], embed: Embed,
-                        word_vectors: WordVectors) -> list[dict]:
+                        word_vectors: WordVectors) -> list[Judged]:
     """The BERTScore juror (`local/bertscore`), an offline request judge that reads words in context rather than
     their spelling: the sentence-window judge's rules (judge_requests) with soft_recall in place of the content-word
     recall, so "a physician purchased the automobile" covers "a doctor bought the car" (not every paraphrase: "revenue
@@ -296,8 +326,8 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
     # are then the same words to it, as to the word-reading jurors.
     vectors = dict(zip(texts, word_vectors([normalize(t) for t in texts]), strict=True)) if texts else {}
     window_vectors = [_joined([vectors[s] for s in part]) for part in parts]
-    lexical = {j["request"]: j for j in judge_requests(requests, answer_text, citations, passages, embed)}
-    out = []
+    lexical = {j.request: j for j in judge_requests(requests, answer_text, citations, passages, embed)}
+    out: list[Judged] = []
     for r, gold in zip(requests, golds, strict=True):
         w = weights if r.gold else {}
         scores = [max(soft_recall(vectors[g], wv, w) for g in gold) for wv in window_vectors]
@@ -308,23 +338,24 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
         # closest to the gold's: an answer that states both would read consistent. So what the lexical judge reads as
         # contradicting (its excerpt's check, or a sentence making the claim changed) is contradicting here too.
         lex = lexical[r.id]
-        if lex["verdict"] == "contradicts":
-            out.append({**lex, "coverage": _share(covered, SOFT_ADDRESS_RECALL),
-                        "reason": f"soft-covers {shown(covered, SOFT_ADDRESS_RECALL)} of gold, and contradicts it "
-                                  f"whatever that coverage, by the lexical reading: {lex['reason']}"})
+        if lex.verdict == "contradicts":
+            out.append(lex.model_copy(update={
+                "coverage": _share(covered, SOFT_ADDRESS_RECALL),
+                "reason": f"soft-covers {shown(covered, SOFT_ADDRESS_RECALL)} of gold, and contradicts it whatever "
+                          f"that coverage, by the lexical reading: {lex.reason}"}))
             continue
         if covered < SOFT_ADDRESS_RECALL:
-            out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                        "verdict": "not_addressed", "coverage": _share(covered, SOFT_ADDRESS_RECALL),
-                        "reason": f"no answer sentence soft-covers {SOFT_ADDRESS_RECALL:.2f} of {against} "
-                                  f"(best {compared(covered, SOFT_ADDRESS_RECALL)})"})
+            out.append(Judged(request=r.id, addressed=False, excerpt="", cited_chunk_ids=[],
+                              verdict="not_addressed", coverage=_share(covered, SOFT_ADDRESS_RECALL),
+                              reason=f"no answer sentence soft-covers {SOFT_ADDRESS_RECALL:.2f} of {against} "
+                                     f"(best {compared(covered, SOFT_ADDRESS_RECALL)})"))
             continue
         excerpt = windows[best]
         verdict, reason = _verdict(r, excerpt, f"soft-covers {shown(covered, SOFT_ADDRESS_RECALL)} of {against} "
                                                f"(>= {SOFT_ADDRESS_RECALL:.2f}; BERTScore recall, MiniLM)", embed)
-        out.append({"request": r.id, "addressed": True, "excerpt": excerpt,
-                    "cited_chunk_ids": passage_citations(parts[best], passages, citations),
-                    "verdict": verdict, "coverage": _share(covered, SOFT_ADDRESS_RECALL), "reason": reason})
+        out.append(Judged(request=r.id, addressed=True, excerpt=excerpt,
+                          cited_chunk_ids=passage_citations(parts[best], passages, citations),
+                          verdict=verdict, coverage=_share(covered, SOFT_ADDRESS_RECALL), reason=reason))
     return out
 
 

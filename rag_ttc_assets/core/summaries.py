@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from rag_ttc_assets.core import judging
-from rag_ttc_assets.core.contract import (FREE_TEXT, NO_ANSWER, PARSED_FROM, VALID, contract_sums_close,
+from rag_ttc_assets.core.contract import (ABSTAINED, FREE_TEXT, NO_ANSWER, PARSED_FROM, VALID, contract_sums_close,
                                           summarize_contract)
-from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, denominator_fields, gold_reason, measured_mean, reason_of
+from rag_ttc_assets.core.measured import (NO_SUPPORT_JUDGE, MeasuredMean, denominator_fields, gold_reason, measured_mean,
+                                          reason_of)
 from rag_ttc_assets.core.tables import Table
 
 # The rows each summary reads, by their tables' declared column names.
@@ -72,18 +74,27 @@ def contract_summary(results: list[dict]) -> dict:
             "sums_close": contract_sums_close(s)}
 
 
-def judge_denominators(verdicts: list[dict]) -> dict[str, dict]:
+@dataclass(frozen=True)
+class JudgeDenominators:
+    """The support judge's three means over every answer row, each with its denominator (judge_denominators)."""
+
+    faithfulness: MeasuredMean
+    relevance: MeasuredMean
+    gold_supported: MeasuredMean
+
+
+def judge_denominators(verdicts: list[dict]) -> JudgeDenominators:
     """core.measured.measured_mean of faithfulness, relevance and gold support over every answer row, each
     unmeasured row counted under the reason its status gives (invalid, abstained, judge_error, budget, ...)."""
     rows = {r[JV.query_id]: r for r in verdicts}
     reasons = {q: reason_of(r[JV.status]) for q, r in rows.items()}
-    return {
-        "faithfulness": measured_mean({q: r[JV.faithfulness] for q, r in rows.items()}, reasons),
-        "relevance": measured_mean({q: r[JV.answer_relevance] for q, r in rows.items()}, reasons),
-        "gold_supported": measured_mean({q: r[JV.gold_supported] for q, r in rows.items()},
-                                        {q: gold_reason(r[JV.status], r[JV.judge_error]) if r[JV.gold_supported] is None
-                                         else None for q, r in rows.items()}),
-    }
+    return JudgeDenominators(
+        faithfulness=measured_mean({q: r[JV.faithfulness] for q, r in rows.items()}, reasons),
+        relevance=measured_mean({q: r[JV.answer_relevance] for q, r in rows.items()}, reasons),
+        gold_supported=measured_mean({q: r[JV.gold_supported] for q, r in rows.items()},
+                                     {q: gold_reason(r[JV.status], r[JV.judge_error]) if r[JV.gold_supported] is None
+                                      else None for q, r in rows.items()}),
+    )
 
 
 def generator_models(cfg, answer_models: Iterable[str | None]) -> tuple[str, ...]:
@@ -114,7 +125,7 @@ def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]
     return {
         "answer_rows": len(verdicts),
         "judged": sum(1 for r in verdicts if r[JV.judged]),
-        "abstained": statuses.get("abstained", 0),
+        "abstained": statuses[ABSTAINED],  # a Counter: 0 when none
         # An imported arm's questions the system never answered (no_trace, no_answer_span) are unanswered, and a
         # row no support judge was asked about (`judge: none`) unjudged: neither is an invalid answer.
         "invalid": sum(n for s, n in statuses.items() if s not in ("judged", "no_statements", "abstained",
@@ -124,15 +135,15 @@ def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]
         "support_judge": has_support_judge(cfg),
         "judge_failures": sum(n for s, n in statuses.items() if s.startswith("judge_")),
         "statuses": dict(statuses),
-        "mean_faithfulness": m["faithfulness"]["mean"],
-        **denominator_fields("faithfulness", m["faithfulness"]),
-        "mean_relevance": m["relevance"]["mean"],
-        **denominator_fields("relevance", m["relevance"]),
+        "mean_faithfulness": m.faithfulness["mean"],
+        **denominator_fields("faithfulness", m.faithfulness),
+        "mean_relevance": m.relevance["mean"],
+        **denominator_fields("relevance", m.relevance),
         "gold_judged": len(gold),
         # Without a support judge no answer was read against the gold: not measured, never 0.
         "contradicts_gold": sum(1 for r in gold if r[JV.contradicts_gold]) if has_support_judge(cfg) else None,
-        "mean_gold_supported": m["gold_supported"]["mean"],
-        **denominator_fields("gold_supported", m["gold_supported"]),
+        "mean_gold_supported": m.gold_supported["mean"],
+        **denominator_fields("gold_supported", m.gold_supported),
         "judge_model": cfg.judge.model,
         "generator_model": generator_label(cfg, answer_models),
         "same_model_as_generator": cfg.judge.model in generator_models(cfg, answer_models),

@@ -23,11 +23,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from rag_ttc_assets.core.arm_summaries import LookupCounts
 from rag_ttc_assets.core.flow import branch_accounting
+from rag_ttc_assets.core.judge_summaries import LookupAccounting
 from rag_ttc_assets.core.records import Document, Question
 from rag_ttc_assets.core.text import split_requests
 
@@ -62,6 +64,17 @@ class LookupCall(BaseModel):
     result_chunk_ids: list[str]
     result_doc_ids: list[str]
     error: str | None = None
+
+
+class ToolCall(BaseModel):
+    """One tool call of a provider reply (stages.calls.Call.tool_calls, as adapters.llm reads it from the reply):
+    its id, the tool it names and its arguments as the model wrote them."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str
+    name: str | None
+    arguments: Any  # the JSON text the model wrote (parse_lookup_arguments reads it), sent back as it came
 
 
 def parse_lookup_arguments(arguments: str | dict | None) -> tuple[str | None, str | None]:
@@ -180,28 +193,60 @@ def lookup_cases(questions: Iterable[Question], lookups: dict[str, list[LookupCa
     return out
 
 
-def lookup_flow(cases: Iterable[LookupCase]) -> dict:
+class LookupBranches(BaseModel):
+    """Cases per branch of LOOKUP_BRANCHES."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    no_call: int
+    empty_results: int
+    wrong_document: int
+    correct_document: int
+
+
+class LookupFlowReport(LookupBranches):
+    """core.supply.lookup_flow: the lookup flow of a tool arm's cases; `model_dump()` is the failure flow's
+    `lookup_flow` (core.judge_summaries.LookupFlow reads it back), its fields in this order."""
+
+    cases: int
+    called: int
+    lookup_calls: int
+    hits: int
+    hit_rate: float | None  # hits over every case; None without a case
+    misses: int
+    wrong_on_misses: int
+    acceptable_on_misses: int
+    wrong_on_hits: int
+    accounting: LookupAccounting  # per branch, the cases by answer quality
+    closes: bool  # no-calls + calls = cases; empty + wrong + correct = calls
+    accounting_closes: bool  # each branch's qualities add up to its cases
+
+    def counts(self) -> LookupCounts:
+        """The flow without its answer-quality accounting: what a lookup scored with no generation has."""
+        return LookupCounts.model_validate(self.model_dump(include=set(LookupCounts.model_fields)))
+
+
+def lookup_flow(cases: Iterable[LookupCase]) -> LookupFlowReport:
     """Cases per branch (every branch present), wrong answers per branch, hit rate over all cases, closure."""
     cases = list(cases)
     counts, accounting, accounting_closes = branch_accounting(cases, LOOKUP_BRANCHES)
-    called = len(cases) - counts["no_call"]
-    hits = counts["correct_document"]
-    misses = len(cases) - hits
-    wrong_on_misses = sum(accounting[b]["wrong"] for b in LOOKUP_BRANCHES if b != "correct_document")
-    return {
-        **counts,
-        "cases": len(cases),
-        "called": called,
-        "lookup_calls": sum(c.calls for c in cases),
-        "hits": hits,
-        "hit_rate": hits / len(cases) if cases else None,
-        "misses": misses,
-        "wrong_on_misses": wrong_on_misses,
-        "acceptable_on_misses": sum(accounting[b]["acceptable"] for b in LOOKUP_BRANCHES if b != "correct_document"),
-        "wrong_on_hits": accounting["correct_document"]["wrong"],
-        "accounting": accounting,
+    n, acc = LookupBranches.model_validate(counts), LookupAccounting.model_validate(accounting)
+    called = len(cases) - n.no_call
+    hits = n.correct_document
+    missed = (acc.no_call, acc.empty_results, acc.wrong_document)
+    return LookupFlowReport(
+        **n.model_dump(),
+        cases=len(cases),
+        called=called,
+        lookup_calls=sum(c.calls for c in cases),
+        hits=hits,
+        hit_rate=hits / len(cases) if cases else None,
+        misses=len(cases) - hits,
+        wrong_on_misses=sum(q.wrong for q in missed),
+        acceptable_on_misses=sum(q.acceptable for q in missed),
+        wrong_on_hits=acc.correct_document.wrong,
+        accounting=acc,
         # The seed's identities: no-calls + calls = cases; empty + wrong + correct = calls; each branch's answers.
-        "closes": counts["no_call"] + called == len(cases)
-        and counts["empty_results"] + counts["wrong_document"] + counts["correct_document"] == called,
-        "accounting_closes": accounting_closes,
-    }
+        closes=n.no_call + called == len(cases) and n.empty_results + n.wrong_document + n.correct_document == called,
+        accounting_closes=accounting_closes,
+    )

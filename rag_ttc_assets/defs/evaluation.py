@@ -29,8 +29,8 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource, provider: P
     """Statements and per-statement verdicts for valid rows; invalid rows and abstentions kept unjudged."""
     arm = lab.inputs(context)
     cfg = arm.cfg
-    prompts = {"statements": arm.prompt("judge_statements_prompt"), "verdicts": arm.prompt("judge_verdicts_prompt"),
-               "gold": arm.prompt("judge_gold_prompt")}
+    prompts = stage.JudgePrompts(statements=arm.prompt("judge_statements_prompt"),
+                                 verdicts=arm.prompt("judge_verdicts_prompt"), gold=arm.prompt("judge_gold_prompt"))
     # Statements, verdicts and the gold judge's verdicts; none with `judge: none` (no support judge is called).
     caller = provider.caller(JUDGE, arm.lab, cfg) if has_support_judge(cfg) else None
     run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "judge")

@@ -49,6 +49,26 @@ class JurorVerdict(BaseModel):
     verdict: str | None
 
 
+class SentMessage(BaseModel):
+    """One message of a provider call as the message archive keeps it (the OpenAI format litellm was sent): its
+    role and content (a text, or structured parts); its other fields (tool calls, ids) are not shown."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    role: str | None = None
+    content: Any = None
+
+
+class SentCall(BaseModel):
+    """One provider call's request as the message archive keeps it (store.messages): its messages and the tools
+    it offered."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    messages: list[SentMessage] | None = None
+    tools: Any = None
+
+
 @dataclass(frozen=True)
 class PairFacts:
     """What a pair report's case list reads of the comparison: the headline's values per case, the catastrophic
@@ -126,6 +146,9 @@ def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mappi
                            chunk_state(cid, context),
                            cid in cited, sorted(excerpt.get(cid, [])), sorted(supports.get(cid, []))])
     by_request = {j[RJ.request_id]: j for j in judgments}
+    # Each request's coverage as request_outcomes records it (a panel's: its calibrated mean; 0 where nothing was
+    # delivered), and the question's completeness read two ways (question_readings).
+    coverage_of = {o[OUT.request_id]: o[OUT.coverage] for o in outcomes}
     requests = {}
     for f in flows:
         j = by_request.get(f[FLOW.request_id], {})
@@ -136,16 +159,14 @@ def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mappi
             "excerpt_cites": j.get(RJ.cited_chunk_ids) or [],
             "reason": j.get(RJ.reason),
             # A panel of request judges: every juror's verdict, side by side (core.panel).
-            "jurors": [JurorVerdict.model_validate(x).model_dump() for x in _json_list(j.get(RJ.jurors))], "jurors_disagree": j.get(RJ.jurors_disagree)}
-    # Each request's coverage as request_outcomes records it (a panel's: its calibrated mean; 0 where nothing was
-    # delivered), and the question's completeness read two ways (question_readings).
-    for o in outcomes:
-        if o[OUT.request_id] in requests:
-            requests[o[OUT.request_id]]["coverage"] = o[OUT.coverage]
+            "jurors": [JurorVerdict.model_validate(x).model_dump() for x in _json_list(j.get(RJ.jurors))],
+            "jurors_disagree": j.get(RJ.jurors_disagree),
+            **({"coverage": coverage_of[f[FLOW.request_id]]} if f[FLOW.request_id] in coverage_of else {})}
     candidates = list(context.get(CTX.admitted_chunk_ids) or []) + [r[0] for r in ranked]
-    sent = [{"messages": [{"role": m.get("role"), "content": segments(_content(m), chunk_texts, candidates)}
-                          for m in call.get("messages") or []],
-             "tools": call.get("tools")} for call in messages_sent or []]
+    calls = [SentCall.model_validate(call) for call in messages_sent or []]
+    sent = [{"messages": [{"role": m.role, "content": segments(_content(m), chunk_texts, candidates)}
+                          for m in call.messages or []],
+             "tools": call.tools} for call in calls]
     return {
         "ranked": ranked, "evidence_k": evidence_k, "used_runes": context.get(CTX.used_runes),
         "max_runes": context.get(CTX.max_runes), "selected": list(context.get(CTX.selected_chunk_ids) or []),
@@ -178,8 +199,8 @@ def question_readings(outcomes: Sequence[Mapping]) -> dict | None:
             "addressed": sum(o[OUT.answered] is True for o in measured) / len(measured) if measured else None}
 
 
-def _content(message: Mapping) -> str:
-    content = message.get("content")
+def _content(message: SentMessage) -> str:
+    content = message.content
     if isinstance(content, str):
         return content
     return json.dumps(content, ensure_ascii=False)  # structured content (parts, tool calls): shown as JSON

@@ -123,7 +123,7 @@ def failure_flow(arm: ArmInputs) -> FlowResult:
         for f in flows:
             qualities.setdefault(f.query_id, []).append(f.quality)
         cases = lookup_cases(questions, supply.read_lookups(arm.table(Table.ANSWERS)), qualities)
-        summary["lookup_flow"] = lookup_flow(cases)
+        summary["lookup_flow"] = lookup_flow(cases).model_dump()
     return FlowResult(flow=table_frame(Table.FAILURE_FLOW, [f.model_dump() for f in flows]),
                       lookup_cases=table_frame(Table.LOOKUP_CASES, [c.model_dump() for c in cases]),
                       flow_summary=summary)

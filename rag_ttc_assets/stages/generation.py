@@ -7,6 +7,7 @@ what it finished; the Parquet table is written once the stage completes.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.core import judging, summaries
@@ -149,8 +150,38 @@ def _parsed_call(call: Call, parse):
         return "judge_parse_failure", str(e)
 
 
+@dataclass(frozen=True)
+class JudgePrompts:
+    """The support judge's prompts: statements, their verdicts against the admitted evidence, against the gold."""
+
+    statements: Prompt
+    verdicts: Prompt
+    gold: Prompt
+
+    def items(self) -> list[tuple[str, Prompt]]:
+        """(name, prompt) of each, in JUDGE_CALLS order (the judge asset's prompt_digests)."""
+        return [("statements", self.statements), ("verdicts", self.verdicts), ("gold", self.gold)]
+
+
+@dataclass(frozen=True)
+class SupportVerdicts:
+    """What the support judge found of one valid answer (_judge_valid): a judge_verdicts row's judged fields, each
+    as the row holds it when the judge stopped before it (a fault, no statements, a gold judge's failure)."""
+
+    status: str
+    judged: bool = False
+    statements: list[str] = field(default_factory=list)
+    verdicts: str = "[]"  # JSON: the statement verdicts
+    faithfulness: float | None = None
+    answer_relevance: float | None = None
+    gold_verdicts: str = "[]"  # JSON: the verdicts against the gold
+    gold_supported: float | None = None
+    contradicts_gold: bool | None = None
+    judge_error: str | None = None
+
+
 def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, contexts: pl.DataFrame,
-          chunk_text: dict[str, str], prompts: dict[str, Prompt], caller: Caller | None,
+          chunk_text: dict[str, str], prompts: JudgePrompts, caller: Caller | None,
           log: RowLog | None = None, progress: Progress = NO_PROGRESS) -> pl.DataFrame:
     """Statements, then verdicts against the admitted evidence, then verdicts against the gold evidence.
 
@@ -165,23 +196,27 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
 
     def one(c: dict) -> dict:
         q = qs[c[CON.query_id]]
-        row = {"query_id": q.id, "status": c[CON.status], "judged": False, "statements": [], "verdicts": "[]",
-               "faithfulness": None, "answer_relevance": None, "gold_verdicts": "[]", "gold_supported": None,
-               "contradicts_gold": None, "judge_error": None, "judge_model": cfg.judge.model}
         calls: list[Call] = []
         if c[CON.status] in (VALID, FREE_TEXT) and not support_judge:
-            row["status"] = NO_SUPPORT_JUDGE
+            found = SupportVerdicts(status=NO_SUPPORT_JUDGE)
         elif c[CON.status] in (VALID, FREE_TEXT):
-            row.update(_judge_valid(q, c[CON.answer], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
-                                    prompts, caller, calls, cfg.response_format))
-        row["judge_parsed_from"] = parsed_from(calls, JUDGE_CALLS)
-        # An offline judge (local/lexical) calls no provider: its calls are not provider calls.
-        row["judge_provider_calls"] = (0 if caller is None or caller.offline_baseline
-                                       else sum(k.counts_as_provider_call for k in calls))
-        row["judge_cache_hits"] = sum(k.cache_hit for k in calls)
-        row["judge_input_tokens"] = sum(k.input_tokens or 0 for k in calls)
-        row["judge_output_tokens"] = sum(k.output_tokens or 0 for k in calls)
-        row["judge_messages_digests"] = [k.messages_digest for k in calls]  # what each judge call was sent
+            found = _judge_valid(q, c[CON.answer], [t for _, t in evidence_pairs(ctx[q.id], chunk_text)],
+                                 prompts, caller, calls, cfg.response_format)
+        else:  # not contract-valid: its status kept, unjudged
+            found = SupportVerdicts(status=c[CON.status])
+        row = {"query_id": q.id, "status": found.status, "judged": found.judged, "statements": found.statements,
+               "verdicts": found.verdicts, "faithfulness": found.faithfulness,
+               "answer_relevance": found.answer_relevance, "gold_verdicts": found.gold_verdicts,
+               "gold_supported": found.gold_supported, "contradicts_gold": found.contradicts_gold,
+               "judge_error": found.judge_error, "judge_model": cfg.judge.model,
+               "judge_parsed_from": parsed_from(calls, JUDGE_CALLS),
+               # An offline judge (local/lexical) calls no provider: its calls are not provider calls.
+               "judge_provider_calls": (0 if caller is None or caller.offline_baseline
+                                        else sum(k.counts_as_provider_call for k in calls)),
+               "judge_cache_hits": sum(k.cache_hit for k in calls),
+               "judge_input_tokens": sum(k.input_tokens or 0 for k in calls),
+               "judge_output_tokens": sum(k.output_tokens or 0 for k in calls),
+               "judge_messages_digests": [k.messages_digest for k in calls]}  # what each judge call was sent
         if log is not None:
             log.write(row)
         return row
@@ -199,7 +234,7 @@ def judge(cfg: ArmConfig, questions: list[Question], contracts: pl.DataFrame, co
     return table_frame(Table.JUDGE_VERDICTS, rows)
 
 
-def _statement_chain(q: Question, answer: str, evidence: list[str], prompts: dict[str, Prompt], mode: str):
+def _statement_chain(q: Question, answer: str, evidence: list[str], prompts: JudgePrompts, mode: str):
     """(first call's messages, its response_format, the chain): `_judge_valid`'s calls for one answer in its order,
     through a `reply` that stands for the judge (Caller.prefetch)."""
     def chain(reply) -> None:
@@ -213,39 +248,39 @@ def _statement_chain(q: Question, answer: str, evidence: list[str], prompts: dic
             if gold:
                 reply(VerifyAgainstGold.of(q.text, statements, gold))
 
-    first = [{"role": "user", "content": prompts["statements"].render(question=q.text, answer=answer)}]
+    first = [{"role": "user", "content": prompts.statements.render(question=q.text, answer=answer)}]
     return first, response_format(mode, "statements"), chain
 
 
-def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[str, Prompt], caller: Caller,
-                 calls: list[Call], mode: str) -> dict:
+def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: JudgePrompts, caller: Caller,
+                 calls: list[Call], mode: str) -> SupportVerdicts:
     # Each call is handed the records its prompt is rendered from (core.judge_inputs): an offline judge reads those.
-    call = caller.call([{"role": "user", "content": prompts["statements"].render(question=q.text, answer=answer)}],
+    call = caller.call([{"role": "user", "content": prompts.statements.render(question=q.text, answer=answer)}],
                        response_format=response_format(mode, "statements"),
                        judge_input=ExtractStatements.of(q.text, answer))
     calls.append(call)
     status, statements = _parsed_call(call, judging.parse_statements)
     if status != "ok":
-        return {"status": status, "judge_error": statements if isinstance(statements, str) else call.error}
+        return SupportVerdicts(status=status, judge_error=statements if isinstance(statements, str) else call.error)
     if not statements:
-        return {"status": "no_statements", "judged": True}
+        return SupportVerdicts(status="no_statements", judged=True)
     block = statements_block(statements)
-    call = caller.call([{"role": "user", "content": prompts["verdicts"].render(
+    call = caller.call([{"role": "user", "content": prompts.verdicts.render(
         question=q.text, statements=block, evidence=numbered_block("evidence", evidence))}],
         response_format=response_format(mode, "verdicts"),
         judge_input=VerifyStatements.of(q.text, statements, evidence))
     calls.append(call)
     status, parsed = _parsed_call(call, lambda raw: judging.parse_verdicts(raw, len(statements)))
     if status != "ok":
-        return {"status": status, "statements": statements,
-                "judge_error": parsed if isinstance(parsed, str) else call.error}
+        return SupportVerdicts(status=status, statements=statements,
+                               judge_error=parsed if isinstance(parsed, str) else call.error)
     verdicts, relevance = parsed
-    out = {"status": "judged", "judged": True, "statements": statements,
-           "verdicts": json.dumps([v.model_dump(exclude={"contradicts_gold"}) for v in verdicts]),
-           "faithfulness": judging.faithfulness(verdicts), "answer_relevance": relevance}
+    out = SupportVerdicts(status="judged", judged=True, statements=statements,
+                          verdicts=json.dumps([v.model_dump(exclude={"contradicts_gold"}) for v in verdicts]),
+                          faithfulness=judging.faithfulness(verdicts), answer_relevance=relevance)
     gold = [text for _, text in gold_texts(q)]
     if gold:
-        call = caller.call([{"role": "user", "content": prompts["gold"].render(
+        call = caller.call([{"role": "user", "content": prompts.gold.render(
             question=q.text, statements=block, gold=numbered_block("gold", gold))}],
             response_format=response_format(mode, "gold_verdicts"),
             judge_input=VerifyAgainstGold.of(q.text, statements, gold))
@@ -253,10 +288,10 @@ def _judge_valid(q: Question, answer: str, evidence: list[str], prompts: dict[st
         status, parsed = _parsed_call(call, lambda raw: judging.parse_verdicts(raw, len(statements), gold=True))
         if status == "ok":
             gv, _ = parsed
-            out.update(gold_verdicts=json.dumps([v.model_dump() for v in gv]),
-                       gold_supported=judging.faithfulness(gv), contradicts_gold=any(v.contradicts_gold for v in gv))
+            out = replace(out, gold_verdicts=json.dumps([v.model_dump() for v in gv]),
+                          gold_supported=judging.faithfulness(gv), contradicts_gold=any(v.contradicts_gold for v in gv))
         else:
-            out["judge_error"] = f"gold judge: {parsed if isinstance(parsed, str) else call.error}"
+            out = replace(out, judge_error=f"gold judge: {parsed if isinstance(parsed, str) else call.error}")
     return out
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rag_ttc_assets.core.dataset import sha256_digest
+from rag_ttc_assets.core.label_drift import LabelDrift
 from rag_ttc_assets.core.label_diff import label_differences
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.reports import labels_used
@@ -37,30 +38,30 @@ def _candidates(lab: Lab, arm: str) -> list[Path]:
             *sorted(runs.glob("*/inputs/evaluation.json"), reverse=True)]
 
 
-def labels_that_differ(lab: Lab, a: str, b: str) -> dict:
+def labels_that_differ(lab: Lab, a: str, b: str) -> LabelDrift:
     """Each arm's labels digest and the file holding that version, and the labels that differ between them (None,
     with why, when a version is kept nowhere the lab looks)."""
     digests = {arm: labels_used(lab.store, arm)["evaluation_digest"] for arm in (a, b)}
     files = {arm: find_version(digests[arm], _candidates(lab, arm)) for arm in (a, b)}
-    out = {"digests": digests, "files": {k: str(v) if v else None for k, v in files.items()}, "differ": None}
-    if missing := [arm for arm in (a, b) if files[arm] is None]:
-        out["why_not"] = (f"the labels version of {' and '.join(missing)} is kept neither in the dataset "
+    named = {k: str(v) if v else None for k, v in files.items()}
+    found = {arm: path for arm, path in files.items() if path is not None}
+    if missing := [arm for arm in (a, b) if arm not in found]:
+        return LabelDrift(digests=digests, files=named, differ=None,
+                          why_not=f"the labels version of {' and '.join(missing)} is kept neither in the dataset "
                           "(evaluation.json, labels/) nor in a run record: the labels that differ cannot be named")
-        return out
-    ev = {arm: json.loads(files[arm].read_text(encoding="utf-8")) for arm in (a, b)}
-    out["differ"] = label_differences(ev[a], ev[b])
-    return out
+    ev = {arm: json.loads(path.read_text(encoding="utf-8")) for arm, path in found.items()}
+    return LabelDrift(digests=digests, files=named, differ=label_differences(ev[a], ev[b]))
 
 
-def drift_text(drift: dict, a: str, b: str) -> str:
+def drift_text(drift: LabelDrift, a: str, b: str) -> str:
     """The lines naming the labels that differ (a is `a`'s version, b is `b`'s)."""
-    if drift["differ"] is None:
-        return drift["why_not"]
-    if not drift["differ"]:
+    if drift.differ is None:
+        return str(drift.why_not)
+    if not drift.differ:
         return (f"no label differs between {a}'s labels and {b}'s: the versions differ only in the hashes and corpus "
                 "binding `rag-ttc labels update` stamps")
-    lines = [f"labels that differ ({len(drift['differ'])}; a: {a}'s version, b: {b}'s):"]
-    lines += [f"  {d}" for d in drift["differ"][:SHOWN]]
-    if len(drift["differ"]) > SHOWN:
-        lines.append(f"  … and {len(drift['differ']) - SHOWN} more (--json lists every one)")
+    lines = [f"labels that differ ({len(drift.differ)}; a: {a}'s version, b: {b}'s):"]
+    lines += [f"  {d}" for d in drift.differ[:SHOWN]]
+    if len(drift.differ) > SHOWN:
+        lines.append(f"  … and {len(drift.differ) - SHOWN} more (--json lists every one)")
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.response_formats import answer_reply, response_format
-from rag_ttc_assets.core.supply import (LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCall, lookup_cases, lookup_flow,
+from rag_ttc_assets.core.supply import (LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCall, ToolCall, lookup_cases, lookup_flow,
                                         lookup_queries, parse_lookup_arguments, seamless_offsets, title_index)
 from rag_ttc_assets.stages.calls import Call, Caller
 from rag_ttc_assets.stages.coverage import request_coverage, request_support
@@ -125,20 +125,24 @@ class Lookup:
         # would also stall the threads that only need the Tantivy searcher.
         vector = embeddings.encode([query], self.cfg.embedding_model, store=self.store)[0] if self.vi is not None else None
         with self._lock:  # one searcher and one LanceDB handle shared by the worker threads
-            lists: dict[str, list[str]] = {}
-            if self.bm is not None:
-                lists["bm25"] = [c for c, _ in self.bm.search(query, self.depth)]
-            if self.vi is not None:
-                lists["vector"] = [c for c, _ in self.vi.search(vector, self.depth)]
+            bm25 = [c for c, _ in self.bm.search(query, self.depth)] if self.bm is not None else []
+            dense = [c for c, _ in self.vi.search(vector, self.depth)] if self.vi is not None else []
         if self.cfg.retrieval == "rrf":
-            return [h.chunk_id for h in rrf(lists, k=self.cfg.rrf_k, limit=self.cfg.lookup_top_n)]
-        return lists[self.cfg.retrieval][: self.cfg.lookup_top_n]
+            return [h.chunk_id for h in rrf({"bm25": bm25, "vector": dense}, k=self.cfg.rrf_k,
+                                            limit=self.cfg.lookup_top_n)]
+        return (bm25 if self.cfg.retrieval == "bm25" else dense)[: self.cfg.lookup_top_n]
+
+
+def tool_calls(call: Call) -> list[ToolCall]:
+    """The reply's tool calls as records (none when it called no tool)."""
+    return [ToolCall.model_validate(t) for t in call.tool_calls or []]
 
 
 def _assistant_turn(call: Call) -> dict:
+    """The reply as the conversation's assistant message (the OpenAI format litellm forwards)."""
     return {"role": "assistant", "content": call.raw_text,
-            "tool_calls": [{"id": t["id"], "type": "function",
-                            "function": {"name": t["name"], "arguments": t["arguments"]}} for t in call.tool_calls or []]}
+            "tool_calls": [{"id": t.id, "type": "function", "function": {"name": t.name, "arguments": t.arguments}}
+                           for t in tool_calls(call)]}
 
 
 def tool_conversation(cfg: ArmConfig, q: Question, prompt: Prompt, index_text: str, caller: Caller,
@@ -163,17 +167,17 @@ def tool_conversation(cfg: ArmConfig, q: Question, prompt: Prompt, index_text: s
         if call.status != "ok" or not call.tool_calls:
             break
         messages.append(_assistant_turn(call))
-        for t in call.tool_calls:
-            query, error = (parse_lookup_arguments(t["arguments"]) if t["name"] == LOOKUP_TOOL_NAME
-                            else (None, f"unknown tool {t['name']!r}; the only tool is {LOOKUP_TOOL_NAME!r}"))
+        for t in tool_calls(call):
+            query, error = (parse_lookup_arguments(t.arguments) if t.name == LOOKUP_TOOL_NAME
+                            else (None, f"unknown tool {t.name!r}; the only tool is {LOOKUP_TOOL_NAME!r}"))
             hits = lookup.search(query) if query is not None else []
-            log.append(LookupCall(call_id=t["id"], query=query if query is not None else str(t["arguments"])[:200],
+            log.append(LookupCall(call_id=t.id, query=query if query is not None else str(t.arguments)[:200],
                                   result_chunk_ids=hits, result_doc_ids=[lookup.chunk_docs[c] for c in hits],
                                   error=error))
             supplied += [c for c in hits if c not in supplied]
             content = (f"error: {error}" if error else
                        evidence_block([(c, chunk_text[c]) for c in hits]) if hits else NO_RESULTS)
-            messages.append({"role": "tool", "tool_call_id": t["id"], "content": content})
+            messages.append({"role": "tool", "tool_call_id": t.id, "content": content})
     return calls, log, supplied
 
 
@@ -285,6 +289,4 @@ def _scored_lookups(arm, queries_of) -> dict:
             calls.append(LookupCall(call_id=call_id, query=query, result_chunk_ids=hits,
                                     result_doc_ids=[lookup.chunk_docs[c] for c in hits]))
         logs[q.id] = calls
-    flow = lookup_flow(lookup_cases(questions, logs, {}))
-    return {k: v for k, v in flow.items() if k not in ("accounting", "accounting_closes", "wrong_on_misses",
-                                                       "acceptable_on_misses", "wrong_on_hits")}
+    return lookup_flow(lookup_cases(questions, logs, {})).counts().model_dump()

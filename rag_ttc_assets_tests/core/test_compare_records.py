@@ -9,6 +9,7 @@ import json
 import pytest
 
 from rag_ttc_assets.core.compare_records import OPTIONAL, PairReport, PairReportError, read_pair_report
+from rag_ttc_assets.core.label_drift import LabelDrift
 from rag_ttc_assets_tests.core.test_diagnosis import report, values
 
 FIRST = ["a", "b", "n", "metrics", "buckets", "catastrophic", "p_adjust", "transitions", "per_case",
@@ -36,6 +37,19 @@ def test_the_json_written_reads_back_as_the_same_report_key_for_key():
     drawn = rep.model_copy(update={"plots": {"buckets": "base--wide-buckets.png"}})
     assert list(drawn.to_json()) == FIRST + ["plots"] and set(OPTIONAL) - set(drawn.to_json()) == {
         "labels_differ", "completeness_corrected"}
+
+
+@pytest.mark.parametrize("drift", [
+    LabelDrift(digests={"base": "sha256:a", "wide": "sha256:b"}, files={"base": "e.json", "wide": "f.json"},
+               differ=["question q1 targets"]),
+    LabelDrift(digests={"base": "sha256:a", "wide": "sha256:b"}, files={"base": None, "wide": "f.json"}, differ=None,
+               why_not="the labels version of base is kept neither in the dataset"),
+])
+def test_the_labels_that_differ_are_written_in_their_order_and_read_back(drift):
+    rep = _pair().model_copy(update={"labels_differ": drift})
+    out = rep.to_json()
+    assert list(out["labels_differ"]) == ["digests", "files", "differ"] + (["why_not"] if drift.why_not else [])
+    assert read_pair_report(json.dumps(out), "base--wide.json") == rep
 
 
 @pytest.mark.parametrize("edit, field", [

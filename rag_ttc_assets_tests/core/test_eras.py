@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag_ttc_assets.core.eras import EraChangeError, describe, era_change
+from rag_ttc_assets.core.eras import Builder, EraChangeError, describe, era_change
 
 TITLED = {"representation": "titled", "builder": "titled/1", "builder_model": None, "builder_prompt": None,
           "prompt_digest": None, "era": "titled/1", "offline_baseline": False}
@@ -14,15 +14,15 @@ LLM = {**LOCAL, "builder_model": "openai/gpt-4o-mini", "era": "2024-07", "offlin
 
 def test_same_representations_say_so():
     out = era_change("a", TITLED, "b", dict(TITLED), ["chunk_runes"], allow=False)
-    assert out["differ"] == [] and not out["allowed"]
-    assert out["line"] == "representations: the same builder and era for both arms (titled/1 (era titled/1))"
+    assert out.differ == [] and not out.allowed
+    assert out.line == "representations: the same builder and era for both arms (titled/1 (era titled/1))"
 
 
 def test_a_representation_change_alone_is_stated_not_refused():
     out = era_change("baseline", TITLED, "ctx", LOCAL, ["representation"], allow=False)
-    assert out["differ"] == ["builder", "builder_model", "prompt_digest", "era"] and out["confounded"] == []
-    assert "representations differ" in out["line"] and "offline baseline" in out["line"]
-    assert "era local/contextual" in out["line"] and "includes the representation change" in out["line"]
+    assert out.differ == ["builder", "builder_model", "prompt_digest", "era"] and out.confounded == []
+    assert "representations differ" in out.line and "offline baseline" in out.line
+    assert "era local/contextual" in out.line and "includes the representation change" in out.line
 
 
 def test_an_era_change_with_chunking_is_refused_naming_both_and_the_flag():
@@ -37,11 +37,11 @@ def test_an_era_change_with_chunking_is_refused_naming_both_and_the_flag():
 
 def test_allowed_it_goes_on_and_the_line_says_why_nothing_is_attributed():
     out = era_change("ctx", LOCAL, "ctx-llm", LLM, ["prompt", "chunk_runes"], allow=True)
-    assert out["allowed"] and out["confounded"] == ["chunk_runes", "prompt"]
-    assert out["line"].endswith("not attributable to chunking or the prompt alone")
+    assert out.allowed and out.confounded == ["chunk_runes", "prompt"]
+    assert out.line.endswith("not attributable to chunking or the prompt alone")
 
 
 def test_describe():
-    assert describe(TITLED) == "titled/1 (era titled/1)"
-    assert describe(LLM) == ("contextual/1 by openai/gpt-4o-mini (prompt representation-context-v1 sha256:abababab…; "
+    assert describe(Builder.model_validate(TITLED)) == "titled/1 (era titled/1)"
+    assert describe(Builder.model_validate(LLM)) == ("contextual/1 by openai/gpt-4o-mini (prompt representation-context-v1 sha256:abababab…; "
                              "era 2024-07)")

@@ -16,7 +16,7 @@ from rag_ttc_assets.core.lexical_judge import (COSINE_THRESHOLD, GOLD_SAME_CLAIM
                                               RECALL_THRESHOLD, compared, shown, verify_against_gold,
                                               verify_statements)
 from rag_ttc_assets.core.request_judge import (ADDRESS_RECALL, REQUEST_TERM_RECALL, SOFT_ADDRESS_RECALL,
-                                               LabelledRequest, judge_requests, judge_requests_soft,
+                                               Judged, LabelledRequest, judge_requests, judge_requests_soft,
                                                judge_requests_whole)
 from rag_ttc_assets_tests.core.test_request_judge import bag_of_words, word_vectors
 
@@ -80,8 +80,8 @@ def _case(seed: int) -> tuple[list[LabelledRequest], str]:
     return requests, " ".join(answer)
 
 
-def _check_request_reason(j: dict, threshold: float, judge: str) -> None:
-    reason, verdict = j["reason"], j["verdict"]
+def _check_request_reason(j: Judged, threshold: float, judge: str) -> None:
+    reason, verdict = j.reason, j.verdict
     where = f"{judge}: {verdict}: {reason!r}"
     for x, op, t in COMPARISON.findall(reason):
         assert _holds(x, op, t), where
@@ -89,22 +89,22 @@ def _check_request_reason(j: dict, threshold: float, judge: str) -> None:
     # The first coverage the reason names is the judgment's own.
     first = BEST.search(reason) if verdict == "not_addressed" else None
     first = first or re.search(r"covers (\d+\.\d+)", reason)
-    assert abs(float(first.group(1)) - j["coverage"]) <= 0.0051, where
+    assert abs(float(first.group(1)) - j.coverage) <= 0.0051, where
     if verdict != "contradicts":  # decided by the coverage against the threshold: that comparison, written
         coverage = COVERS.search(reason) or BEST.search(reason)
         assert coverage, where
         x, op, t = coverage.groups()
         assert float(t) == threshold and _holds(x, op, t), where
     if verdict == "not_addressed":
-        assert not j["addressed"] and op == "<" and "contradicts" not in reason, where
+        assert not j.addressed and op == "<" and "contradicts" not in reason, where
     elif verdict == "contradicts":
         # Decided by the contradiction rule, whatever the coverage: the same claim, both numbers reaching theirs.
         same = SAME_CLAIM.search(reason)
-        assert j["addressed"] and same and "contradicts gold" in reason, where
+        assert j.addressed and same and "contradicts gold" in reason, where
         c, cop, ct, r, rop, rt = same.groups()
         assert (cop, float(ct), rop, float(rt)) == (">=", GOLD_SAME_CLAIM_COSINE, ">=", GOLD_SAME_CLAIM_RECALL), where
     else:  # consistent, not_verifiable: addressed by the coverage, and nothing in the reason reads below a threshold
-        assert j["addressed"] and op == ">=" and " < " not in reason, where
+        assert j.addressed and op == ">=" and " < " not in reason, where
         assert ("consistent: " in reason) == (verdict == "consistent"), where
         assert ("nothing to verify it against" in reason) == (verdict == "not_verifiable"), where
 
@@ -122,7 +122,7 @@ def test_every_request_judges_reason_states_the_comparison_that_decided_its_verd
                 threshold = (SOFT_ADDRESS_RECALL if judge == "local/bertscore" else
                              ADDRESS_RECALL if r.gold else REQUEST_TERM_RECALL)
                 _check_request_reason(j, threshold, judge)
-                seen[(judge, j["verdict"])] = seen.get((judge, j["verdict"]), 0) + 1
+                seen[(judge, j.verdict)] = seen.get((judge, j.verdict), 0) + 1
     # The generated cases reach every verdict of every judge (so the property is checked on each).
     for judge in ("local/lexical", "local/coverage", "local/bertscore"):
         for verdict in ("consistent", "not_addressed", "not_verifiable", "contradicts"):

@@ -103,7 +103,7 @@ def test_acceptable_on_misses_counts_only_acceptable_cases():
         lookups[q.id] = {"no_call": [], "empty_results": [_call([])], "wrong_document": [_call(["other"])],
                          "correct_document": [_call(["gold"])]}[branch]
         qualities[q.id] = request_qualities
-    flow = lookup_flow(lookup_cases(questions, lookups, qualities))
+    flow = lookup_flow(lookup_cases(questions, lookups, qualities)).model_dump()
     assert (flow["misses"], flow["wrong_on_misses"], flow["acceptable_on_misses"]) == (5, 1, 2)
     assert flow["accounting"]["wrong_document"] == {"acceptable": 0, "wrong": 0, "unanswered": 1, "not_measured": 1}
     assert flow["accounting_closes"]
@@ -125,7 +125,10 @@ def test_lookup_flow_reproduces_the_seeds_accounting():
         qualities[q.id] = [quality]
     questions.append(Question(id="unanswerable", text="?", answerable=False))
     cases = lookup_cases(questions, lookups, qualities)
-    flow = lookup_flow(cases)
+    flow = lookup_flow(cases).model_dump()
+    assert list(flow) == [*LOOKUP_BRANCHES, "cases", "called", "lookup_calls", "hits", "hit_rate", "misses",
+                          "wrong_on_misses", "acceptable_on_misses", "wrong_on_hits", "accounting", "closes",
+                          "accounting_closes"]  # the failure flow's lookup_flow, key for key
     assert {b: flow[b] for b in LOOKUP_BRANCHES} == {"no_call": 22, "empty_results": 5, "wrong_document": 22,
                                                      "correct_document": 251}
     assert flow["cases"] == 300 and flow["called"] == 278
@@ -137,5 +140,5 @@ def test_lookup_flow_reproduces_the_seeds_accounting():
 
 
 def test_lookup_flow_of_nothing_is_empty_not_an_error():
-    flow = lookup_flow([])
+    flow = lookup_flow([]).model_dump()
     assert flow["cases"] == 0 and flow["hit_rate"] is None and flow["closes"]
