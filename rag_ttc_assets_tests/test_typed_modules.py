@@ -24,6 +24,7 @@ STRICT = [
     "judging", "beir", "judge_measurement", "lexical_judge", "transitions", "counterfactual", "claim_sets",
     "label_diff", "answer_rows", "flow", "panel", "learned_judge", "compare_metrics", "admission", "derive_requests",
     "agreement_records", "run_records", "juror_records", "convert_records", "label_log",
+    "label_drift",
 ]
 
 
