@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.contract import (FREE_TEXT, NO_ANSWER, PARSED_FROM, VALID, contract_sums_close,
                                           summarize_contract)
-from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, denominator_fields, gold_reason, measured_mean, reason_of
+from rag_ttc_assets.core.measured import (NO_SUPPORT_JUDGE, MeasuredMean, denominator_fields, gold_reason, measured_mean,
+                                          reason_of)
 from rag_ttc_assets.core.tables import Table
 
 # The rows each summary reads, by their tables' declared column names.
@@ -72,7 +73,7 @@ def contract_summary(results: list[dict]) -> dict:
             "sums_close": contract_sums_close(s)}
 
 
-def judge_denominators(verdicts: list[dict]) -> dict[str, dict]:
+def judge_denominators(verdicts: list[dict]) -> dict[str, MeasuredMean]:
     """core.measured.measured_mean of faithfulness, relevance and gold support over every answer row, each
     unmeasured row counted under the reason its status gives (invalid, abstained, judge_error, budget, ...)."""
     rows = {r[JV.query_id]: r for r in verdicts}
@@ -124,14 +125,14 @@ def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]
         "support_judge": has_support_judge(cfg),
         "judge_failures": sum(n for s, n in statuses.items() if s.startswith("judge_")),
         "statuses": dict(statuses),
-        "mean_faithfulness": m["faithfulness"]["mean"],
+        "mean_faithfulness": m["faithfulness"].mean,
         **denominator_fields("faithfulness", m["faithfulness"]),
-        "mean_relevance": m["relevance"]["mean"],
+        "mean_relevance": m["relevance"].mean,
         **denominator_fields("relevance", m["relevance"]),
         "gold_judged": len(gold),
         # Without a support judge no answer was read against the gold: not measured, never 0.
         "contradicts_gold": sum(1 for r in gold if r[JV.contradicts_gold]) if has_support_judge(cfg) else None,
-        "mean_gold_supported": m["gold_supported"]["mean"],
+        "mean_gold_supported": m["gold_supported"].mean,
         **denominator_fields("gold_supported", m["gold_supported"]),
         "judge_model": cfg.judge.model,
         "generator_model": generator_label(cfg, answer_models),

@@ -212,7 +212,7 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
     # The means are over the evaluated questions: N measured of M, the others without targets.
     m = measured_mean({q.id: None if q.id in undefined_ids else (per_query[q.id] or {}).get("recip_rank")
                        for q in questions}, {q: unmeasured.get(q, NO_TARGETS) for q in undefined})
-    summary.update({"measured": m["measured"], "of": m["of"], "not_measured": m["not_measured"]})
+    summary.update({"measured": m.measured, "of": m.of, "not_measured": m.not_measured})
     summary.update(ann_summary(questions, retrieval_rows))
     return {"summary": summary, "per_query": per_query}
 
@@ -227,8 +227,8 @@ def ann_summary(questions: list[Question], retrieval_rows: pl.DataFrame) -> dict
     by_q = dict(zip(retrieval_rows[ROWS.query_id].to_list(), retrieval_rows[ROWS.ann_recall_k].to_list()))
     m = measured_mean({q.id: by_q.get(q.id) for q in questions},
                       {q.id: "no exact vector list" for q in questions if by_q.get(q.id) is None})
-    return {"ann_recall_k": m["mean"], "ann_recall_measured": m["measured"], "ann_recall_of": m["of"],
-            "ann_recall_not_measured": m["not_measured"]}
+    return {"ann_recall_k": m.mean, "ann_recall_measured": m.measured, "ann_recall_of": m.of,
+            "ann_recall_not_measured": m.not_measured}
 
 
 def admission_summary(coverage: pl.DataFrame, contexts: pl.DataFrame, supply: str = "retrieval") -> dict:
