@@ -136,7 +136,7 @@ def cmd_compare(args) -> int:
         for arm, m in rep.completeness_measured.items()))
     # Completeness read two ways, graded first (docs/judges.md), each with its N of M.
     print("completeness read graded (mean coverage) and as the share addressed: " + "; ".join(
-        f"{arm} graded {graded_text(m.model_dump())}, addressed {addressed_text(m.model_dump())}"
+        f"{arm} graded {graded_text(m)}, addressed {addressed_text(m)}"
         for arm, m in rep.completeness_measured.items()))
     if rep.completeness_corrected:
         print(corrected_line(rep.completeness_corrected))

@@ -440,7 +440,7 @@ def completeness_totals(outcomes: Iterable[RequestOutcome], abstention_outcomes:
         # same, and the requests without gold quotes).
         "requests_not_measured": dict(sorted(Counter(reason_of(o.judge_status) for o in outcomes
                                                      if not o.measured).items())),
-        "requests_support_not_measured": by_request["not_measured"],
-        "mean_completeness": by_question["mean"],
+        "requests_support_not_measured": by_request.not_measured,
+        "mean_completeness": by_question.mean,
         **denominator_fields("completeness", by_question),
     }

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, TypedDict
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rag_ttc_assets.core.records import Derivation, Evaluation, Evidence, Question, Request
 from rag_ttc_assets.core.text import content_words, split_sentences, stem
@@ -197,12 +197,22 @@ def derive_offline(question: Question, documents: Mapping[str, str]) -> list[Req
     return derived_requests(question, split_claims(question.gold_answer or ""), OFFLINE, documents)
 
 
+class ClaimsReply(BaseModel):
+    """A derive-requests reply object: its `claims` list (each item checked by parse_claims); other keys ignored."""
+
+    model_config = ConfigDict(frozen=True, strict=True)
+
+    claims: list[object]
+
+
 def parse_claims(obj: object) -> list[str]:
     """The claims of a derive-requests reply object ({"claims": ["...", ...]}); DerivationError says what is wrong."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("claims"), list):
-        raise DerivationError('the reply is not an object with a "claims" list')
-    claims = [" ".join(c.split()) for c in obj["claims"] if isinstance(c, str) and c.strip()]
-    if len(claims) != len(obj["claims"]):
+    try:
+        reply = ClaimsReply.model_validate(obj)
+    except ValidationError:
+        raise DerivationError('the reply is not an object with a "claims" list') from None
+    claims = [" ".join(c.split()) for c in reply.claims if isinstance(c, str) and c.strip()]
+    if len(claims) != len(reply.claims):
         raise DerivationError('every item of "claims" must be a non-empty string')
     if not claims:
         raise DerivationError('"claims" is empty')

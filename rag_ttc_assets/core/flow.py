@@ -225,9 +225,9 @@ def hit_rate(rows: Iterable[FlowRow], without_gold_quotes: Collection[tuple[str,
     requests = measured_mean({k: None if k in without else float(r.admitted) for k, r in zip(keys, rows)},
                              {k: NO_GOLD_QUOTES for k in keys if k in without})
     return {
-        "hits": sum(1 for h in question_hit.values() if h), "cases": len(question_hit), "hit_rate": questions["mean"],
-        "measured": questions["measured"], "of": questions["of"], "not_measured": questions["not_measured"],
+        "hits": sum(1 for h in question_hit.values() if h), "cases": len(question_hit), "hit_rate": questions.mean,
+        "measured": questions.measured, "of": questions.of, "not_measured": questions.not_measured,
         "request_hits": sum(r.admitted for k, r in zip(keys, rows) if k not in without), "request_cases": len(rows),
-        "request_hit_rate": requests["mean"], "request_measured": requests["measured"], "request_of": requests["of"],
-        "request_not_measured": requests["not_measured"],
+        "request_hit_rate": requests.mean, "request_measured": requests.measured, "request_of": requests.of,
+        "request_not_measured": requests.not_measured,
     }

@@ -3,11 +3,12 @@ others were not measured.
 
 A mean over "the rows the judge happened to return" hides the rows it did not: an abstention, an invalid answer, a
 judge fault and a budget stop are different reasons, and none of them is a low score.  `measured_mean` takes one
-value per row (None where the row was not measured) and one reason per unmeasured row, and returns
+value per row (None where the row was not measured) and one reason per unmeasured row, and returns a MeasuredMean
 
-    {"mean": mean of the measured values or None, "measured": N, "of": M, "not_measured": {reason: count}}
+    mean (of the measured values, or None), measured (N), of (M), not_measured ({reason: count})
 
-with measured + sum(not_measured.values()) == of, always: a row without a value must have a reason.
+with measured + sum(not_measured.values()) == of, always: a row without a value must have a reason. The text
+functions read any record with those attributes (Counted), or a request completeness summary's (CompletenessTotals).
 
 `reason_of(status)` is the one mapping from a row status (contract, provider, judge or request-judge status) to
 its reason; None means the status is a measured one:
@@ -34,7 +35,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 INVALID, ABSTAINED, NO_STATEMENTS, BUDGET = "invalid", "abstained", "no_statements", "budget"
 JUDGE_ERROR, MISSING_ROW, FAULT = "judge_error", "missing_row", "fault"
@@ -78,13 +80,56 @@ def gold_reason(status: str, judge_error: str | None) -> str | None:
     return JUDGE_ERROR if judge_error else NO_GOLD
 
 
-class MeasuredMean(TypedDict):
-    """A mean over the measured rows (`measured_mean`): None when no row was; `measured` of `of` rows, and the
-    count of each reason the others were not."""
-    mean: float | None
+class Counted(Protocol):
+    """N of M: `measured` rows of `of`, and the count of each reason the others were not (a MeasuredMean, Counts, or
+    a stored summary with these fields)."""
+
+    @property
+    def measured(self) -> int: ...
+
+    @property
+    def of(self) -> int: ...
+
+    @property
+    def not_measured(self) -> Mapping[str, int]: ...
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Counted, from the numbers a summary stores under its own names."""
+
     measured: int
     of: int
     not_measured: dict[str, int]
+
+
+@dataclass(frozen=True)
+class MeasuredMean(Counts):
+    """A mean over the measured rows (`measured_mean`): None when no row was; `measured` of `of` rows, and the
+    count of each reason the others were not."""
+
+    mean: float | None
+
+
+class CompletenessTotals(Protocol):
+    """What graded_text and addressed_text read of an arm's request completeness (its request_completeness.json, as
+    core.judge_summaries.RequestCompleteness or core.compare_records.CompletenessRead reads it; None: a file written
+    before the field existed)."""
+
+    @property
+    def requests_measured(self) -> int | None: ...
+
+    @property
+    def requests_total(self) -> int | None: ...
+
+    @property
+    def requests_graded(self) -> int | None: ...
+
+    @property
+    def graded_completeness(self) -> float | None: ...
+
+    @property
+    def requests_answered_share(self) -> float | None: ...
 
 
 def measured_mean(values_by_row: Mapping[Any, float | None], reason_by_row: Mapping[Any, str | None]) -> MeasuredMean:
@@ -111,13 +156,13 @@ def measured_mean(values_by_row: Mapping[Any, float | None], reason_by_row: Mapp
     extra = [r for r in reason_by_row if r not in values_by_row]
     if extra:
         raise ValueError(f"row {extra[0]!r}: a reason for a row that has no value entry")
-    return {"mean": math.fsum(measured) / len(measured) if measured else None, "measured": len(measured),
-            "of": len(values_by_row), "not_measured": dict(sorted(not_measured.items()))}
+    return MeasuredMean(mean=math.fsum(measured) / len(measured) if measured else None, measured=len(measured),
+                        of=len(values_by_row), not_measured=dict(sorted(not_measured.items())))
 
 
-def denominator_fields(name: str, m: Mapping[str, Any]) -> dict[str, Any]:
+def denominator_fields(name: str, m: Counted) -> dict[str, Any]:
     """{name_measured, name_of, name_not_measured} for a summary, beside its mean_<name> key."""
-    return {f"{name}_measured": m["measured"], f"{name}_of": m["of"], f"{name}_not_measured": m["not_measured"]}
+    return {f"{name}_measured": m.measured, f"{name}_of": m.of, f"{name}_not_measured": m.not_measured}
 
 
 def reasons_text(not_measured: Mapping[str, int]) -> str:
@@ -135,24 +180,24 @@ def not_measured_text(not_measured: Mapping[str, int]) -> str:
     return "not measured: " + (", ".join(k.replace("_", " ") for k, _ in items) or "no rows")
 
 
-def measured_text(m: Mapping[str, Any]) -> str:
+def measured_text(m: Counted) -> str:
     """"37 measured of 50 (not measured: abstained 10, invalid 3)"."""
-    return (f"{m['measured']} measured of {m['of']}"
-            + (f" (not measured: {reasons_text(m['not_measured'])})" if any(m["not_measured"].values()) else ""))
+    return (f"{m.measured} measured of {m.of}"
+            + (f" (not measured: {reasons_text(m.not_measured)})" if any(m.not_measured.values()) else ""))
 
 
-def graded_text(totals: Mapping[str, Any]) -> str:
+def graded_text(totals: CompletenessTotals) -> str:
     """The graded reading as a sentence shows it, with its N of M: "0.6123 (mean coverage, 40 of 42 measured requests
     graded)"; a judge that reports no coverage (an LLM's): "not measured (no coverage)", never 0."""
-    measured, graded = totals.get("requests_measured") or 0, totals.get("requests_graded") or 0
-    if totals.get("graded_completeness") is None:
+    measured, graded = totals.requests_measured or 0, totals.requests_graded or 0
+    if totals.graded_completeness is None:
         return (("not measured (no coverage)" if measured else "not measured")
                 + f" ({graded} of {measured} measured requests graded)")
-    return f"{totals['graded_completeness']:.4f} (mean coverage, {graded} of {measured} measured requests graded)"
+    return f"{totals.graded_completeness:.4f} (mean coverage, {graded} of {measured} measured requests graded)"
 
 
-def addressed_text(totals: Mapping[str, Any]) -> str:
+def addressed_text(totals: CompletenessTotals) -> str:
     """The share of the measured requests addressed, with its N of M (measured of all requests)."""
-    measured, total = totals.get("requests_measured") or 0, totals.get("requests_total") or 0
-    share = totals.get("requests_answered_share")
+    measured, total = totals.requests_measured or 0, totals.requests_total or 0
+    share = totals.requests_answered_share
     return ("not measured" if share is None else f"{share:.4f}") + f" ({measured} of {total} requests measured)"

@@ -65,7 +65,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm  # type: ignore[import-untyped]
 from scipy.stats import t as student_t
 
-from rag_ttc_assets.core.ppi_records import ArmEstimate, CompletenessEstimates, DifferenceRecord, EstimateRecord
+from rag_ttc_assets.core.ppi_records import (ArmEstimate, CompletenessEstimates, DifferenceRecord, EstimateRecord,
+                                             JudgeMean)
 
 if TYPE_CHECKING:
     from rag_ttc_assets.core.human_labels import RequestLabel
@@ -93,6 +94,18 @@ class Estimate:
 
     def as_dict(self) -> EstimateRecord:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n, "se": self.se, "df": self.df}
+
+
+@dataclass(frozen=True)
+class Stored:
+    """An estimate as a report stores it (EstimateRecord), read by attribute: low, high and se are None for a single
+    labelled row, df None where the normal quantile applies."""
+    mean: float
+    low: float | None
+    high: float | None
+    n: int
+    se: float | None
+    df: float | None
 
 
 def _z(alpha: float) -> float:
@@ -342,18 +355,22 @@ def completeness_estimates(judge: Mapping[str, float], human: Mapping[str, float
     unknown = sorted(set(human) - set(judge))
     big_n, n = len(rows), len(labelled_rows)
     f = np.array([judge[r] for r in rows], dtype=float)
-    out: CompletenessEstimates = {"rows": big_n, "labelled": n, "unjudged_labels": unknown,
-           "judge": {"mean": float(f.mean()) if big_n else None, "n": big_n},
-           "human": None, "ppi": None, "weighting": None}
+    judge_mean: JudgeMean = {"mean": float(f.mean()) if big_n else None, "n": big_n}
+
+    def estimates(human: EstimateRecord | None = None, ppi: EstimateRecord | None = None,
+                  weighting: str | None = None) -> CompletenessEstimates:
+        return {"rows": big_n, "labelled": n, "unjudged_labels": unknown, "judge": judge_mean, "human": human,
+                "ppi": ppi, "weighting": weighting}
+
     if n == 0:
-        return out
+        return estimates()
     y_lab = np.array([human[r] for r in labelled_rows], dtype=float)
     probs: Mapping[str, float] = probability or {}
     st: Mapping[str, str] = strata or {}
-    out["weighting"] = weighting = _weighting(labelled_rows, probs, st)
+    weighting = _weighting(labelled_rows, probs, st)
     if n < 2:
-        out["human"] = {"mean": float(y_lab.mean()), "low": None, "high": None, "n": n, "se": None, "df": None}
-        return out
+        return estimates({"mean": float(y_lab.mean()), "low": None, "high": None, "n": n, "se": None, "df": None},
+                         None, weighting)
     if weighting.startswith("uniform"):
         h = human_uniform(y_lab)
         p = ppi_uniform(f, y_lab, np.array([judge[r] for r in labelled_rows]))
@@ -366,9 +383,7 @@ def completeness_estimates(judge: Mapping[str, float], human: Mapping[str, float
             h, p = human_stratified(y, xi, s, pi), ppi_stratified(f, y, xi, s, pi)
         else:
             h, p = human_bernoulli(y, xi, pi), ppi_bernoulli(f, y, xi, pi)
-    out["human"] = estimate_of(h, n, alpha)
-    out["ppi"] = estimate_of(p, n, alpha)
-    return out
+    return estimates(estimate_of(h, n, alpha), estimate_of(p, n, alpha), weighting)
 
 
 def difference_estimate(a: CompletenessEstimates, b: CompletenessEstimates,
@@ -385,13 +400,13 @@ def difference_estimate(a: CompletenessEstimates, b: CompletenessEstimates,
 def difference_of(ea: EstimateRecord, eb: EstimateRecord, alpha: float) -> DifferenceRecord:
     """a - b of two independent estimates (estimate_of records): se in quadrature, df by Satterthwaite. ValueError
     when either has no standard error (a single labelled row)."""
-    sa, sb = ea["se"], eb["se"]
-    if sa is None or sb is None:
+    a, b = Stored(**ea), Stored(**eb)
+    if a.se is None or b.se is None:
         raise ValueError("an estimate of one labelled row has no standard error: no difference to draw")
-    va, vb = sa ** 2, sb ** 2
-    df = satterthwaite([(va, np.inf if ea["df"] is None else ea["df"]), (vb, np.inf if eb["df"] is None else eb["df"])])
+    va, vb = a.se ** 2, b.se ** 2
+    df = satterthwaite([(va, np.inf if a.df is None else a.df), (vb, np.inf if b.df is None else b.df)])
     se = float(np.sqrt(va + vb))
-    d = ea["mean"] - eb["mean"]
+    d = a.mean - b.mean
     q = float(quantile(alpha, df))
     return {"mean": float(d), "low": float(d - q * se), "high": float(d + q * se), "se": se,
             "df": _finite(float(df))}

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from rag_ttc_assets.core import judging
 from rag_ttc_assets.core.contract import (ABSTAINED, FREE_TEXT, NO_ANSWER, PARSED_FROM, VALID, contract_sums_close,
                                           summarize_contract)
-from rag_ttc_assets.core.measured import (NO_SUPPORT_JUDGE, MeasuredMean, denominator_fields, gold_reason, measured_mean,
-                                          reason_of)
+from rag_ttc_assets.core.measured import (NO_SUPPORT_JUDGE, MeasuredMean, denominator_fields, gold_reason,
+                                          measured_mean, reason_of)
 from rag_ttc_assets.core.tables import Table
 
 # The rows each summary reads, by their tables' declared column names.
@@ -135,14 +135,14 @@ def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]
         "support_judge": has_support_judge(cfg),
         "judge_failures": sum(n for s, n in statuses.items() if s.startswith("judge_")),
         "statuses": dict(statuses),
-        "mean_faithfulness": m.faithfulness["mean"],
+        "mean_faithfulness": m.faithfulness.mean,
         **denominator_fields("faithfulness", m.faithfulness),
-        "mean_relevance": m.relevance["mean"],
+        "mean_relevance": m.relevance.mean,
         **denominator_fields("relevance", m.relevance),
         "gold_judged": len(gold),
         # Without a support judge no answer was read against the gold: not measured, never 0.
         "contradicts_gold": sum(1 for r in gold if r[JV.contradicts_gold]) if has_support_judge(cfg) else None,
-        "mean_gold_supported": m.gold_supported["mean"],
+        "mean_gold_supported": m.gold_supported.mean,
         **denominator_fields("gold_supported", m.gold_supported),
         "judge_model": cfg.judge.model,
         "generator_model": generator_label(cfg, answer_models),

@@ -12,7 +12,7 @@ from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.measured import addressed_text, graded_text
-from rag_ttc_assets.core.measured import measured_text, reasons_text
+from rag_ttc_assets.core.measured import Counts, measured_text, reasons_text
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
@@ -50,11 +50,11 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
                               + (f" (not measured: {reasons_text(c.requests_not_measured)})"
                                  if c.requests_not_measured else ""),
                   "completeness/measured": measured_text(
-                      {"measured": c.completeness_measured, "of": c.completeness_of,
-                       "not_measured": c.completeness_not_measured}) + " questions",
+                      Counts(measured=c.completeness_measured, of=c.completeness_of,
+                             not_measured=c.completeness_not_measured)) + " questions",
                   # Completeness read two ways, graded first (docs/judges.md), each with its N of M.
-                  "completeness/graded": graded_text(totals),
-                  "completeness/addressed": addressed_text(totals),
+                  "completeness/graded": graded_text(c),
+                  "completeness/addressed": addressed_text(c),
                   "request_judge_model": inst.model, "request_judge_prompt_digest": inst.prompt_digest,
                   "offline_baseline_judge": MetadataValue.bool(inst.offline_baseline),
                   "label_use": c.label_use,
@@ -96,8 +96,7 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
         metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": fs.total,
                   **numbers(hit.model_dump(), prefix="hit_rate/"),
                   # Every case counts (a case whose evidence never arrived is a miss), so nothing is left unmeasured.
-                  "hit_rate/measured": measured_text({"measured": hit.measured, "of": hit.of,
-                                                      "not_measured": hit.not_measured}) + " questions",
+                  "hit_rate/measured": measured_text(hit) + " questions",
                   "flow": md_table(rows), "supply": fs.supply, **lookup_md,
                   "worst_cases": MetadataValue.md(worst or "_(no failing requests)_"),
                   "plot": MetadataValue.md(_image(png)) if png else "no flow",

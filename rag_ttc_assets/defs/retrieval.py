@@ -4,6 +4,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
+from rag_ttc_assets.core.arm_summaries import RetrievalMeasures
 from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset
@@ -60,7 +61,7 @@ def retrieval_summary(context: AssetExecutionContext, lab: LabResource) -> Mater
             **numbers(s),
             "metric_definitions": s["metric_definitions"],
             "undefined_query_ids": MetadataValue.json(s["undefined_query_ids"]),
-            "measured": measured_text(s) + " questions",
+            "measured": measured_text(RetrievalMeasures.model_validate(s)) + " questions",
             "summary": md_table([{k: s[k] for k in ("recip_rank", "recall_10", "ndcg_cut_10", "success_10",
                                                     "evaluated", "undefined")}]),
         },

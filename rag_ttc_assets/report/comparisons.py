@@ -63,7 +63,7 @@ def summary_row(lab: Lab, rep: PairReport) -> dict:
     read graded first, then the share addressed, each with its N of M and in the words of the run table and
     `rag-ttc compare A B` (docs/judges.md: graded agrees with people best); then valid and completeness."""
     m, g = rep.metrics, rep.metrics["graded_completeness"]
-    read = {arm: c.model_dump() for arm, c in rep.completeness_measured.items()}
+    read = rep.completeness_measured
     valid, comp = m["valid"], m["completeness"]
     return {"a": arm_title(lab, rep.a), "b": arm_title(lab, rep.b), "n": rep.n,
             "graded_a": graded_text(read[rep.a]), "graded_b": graded_text(read[rep.b]),

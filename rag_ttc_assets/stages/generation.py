@@ -18,7 +18,7 @@ from rag_ttc_assets.core.contract import (ABSTAINED, ESCALATED, FREE_TEXT, VALID
 from rag_ttc_assets.core.counterfactual import Planted
 from rag_ttc_assets.core.judge_inputs import ExtractStatements, VerifyAgainstGold, VerifyStatements
 from rag_ttc_assets.core.judge_measurement import judge_measurement
-from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, measured_text
+from rag_ttc_assets.core.measured import NO_SUPPORT_JUDGE, Counts, measured_text
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt, evidence_block, label_values, numbered_block, statements_block
 from rag_ttc_assets.core.records import Question
@@ -300,8 +300,8 @@ JUDGE_MEANS = ("faithfulness", "relevance", "gold_supported")
 
 def denominator_metadata(summary: dict) -> dict[str, str]:
     """"<name>/measured": "37 measured of 50 (not measured: abstained 10, invalid 3)" for each judge mean."""
-    return {f"{n}/measured": measured_text({"measured": summary[f"{n}_measured"], "of": summary[f"{n}_of"],
-                                            "not_measured": summary[f"{n}_not_measured"]}) for n in JUDGE_MEANS}
+    return {f"{n}/measured": measured_text(Counts(measured=summary[f"{n}_measured"], of=summary[f"{n}_of"],
+                                                 not_measured=summary[f"{n}_not_measured"])) for n in JUDGE_MEANS}
 
 
 def judge_summary(cfg: ArmConfig, verdicts: pl.DataFrame, answers: pl.DataFrame) -> dict:

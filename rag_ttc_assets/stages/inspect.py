@@ -13,11 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.store import Table
+from rag_ttc_assets.core.counterfactual import Planted
 from rag_ttc_assets.core.inspect_view import (AnnLists, AnswerView, ContractView, InspectView, JudgeView, QuestionView,
                                               RankedChunk, RequestJudgeRow, RequestJudgeView, RequestView, Sent)
+from rag_ttc_assets.core.judging import StatementVerdict
 from rag_ttc_assets.core.juror_records import KeptJuror
 from rag_ttc_assets.core.panel import panel_name
+from rag_ttc_assets.core.records import Target
 from rag_ttc_assets.core.summaries import NO_JUDGE
+from rag_ttc_assets.core.supply import LookupCall
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.resolve import ArmInputs
@@ -251,8 +255,8 @@ def to_markdown(view: InspectView) -> str:
     q = v.question
     out = [f"### {q.id} in arm `{v.arm}`" + ("" if v.label_use == "none" else f" ({v.label_use})"), "",
            f"> {q.text}", "",
-           f"answerable: {q.answerable}; targets: " + ", ".join(f"{t['doc_id']} ({t['relevance']})"
-                                                                for t in q.targets), "",
+           f"answerable: {q.answerable}; targets: " + ", ".join(f"{t.doc_id} ({t.relevance})"
+                                                                for t in map(Target.model_validate, q.targets)), "",
            "**Requests** (first failing boundary)", "", "| request | text | branch | answered | supported |",
            "|---|---|---|---|---|"]
     out += [f"| {r.id} | {r.text} | {r.branch} | {r.answered} | {r.supported} |" for r in v.requests]
@@ -261,8 +265,8 @@ def to_markdown(view: InspectView) -> str:
             "| rank | chunk | doc | runes | bm25 | vector | state | cited |", "|---|---|---|---|---|---|---|---|"]
     if v.withheld_chunk_ids:
         out.insert(-3, f"withheld (counterfactual): {', '.join(v.withheld_chunk_ids)}")
-    for p in v.planted:  # core.counterfactual's planted claims, as the admitted_contexts row holds them
-        out.insert(-3, f"planted {p['chunk_id']} ({p['kind']}): {p['planted']!r} instead of {p['original']!r}")
+    for p in map(Planted.model_validate, v.planted):  # core.counterfactual's, as the admitted_contexts row holds them
+        out.insert(-3, f"planted {p.chunk_id} ({p.kind}): {p.planted!r} instead of {p.original!r}")
     out += [f"| {r.rank} | {r.chunk_id} | {r.doc_id} | {r.runes} | {r.bm25_rank} | "
             f"{r.vector_rank} | {r.state} | {'yes' if r.cited else ''} |" for r in v.ranked]
     if v.ann:
@@ -286,8 +290,8 @@ def to_markdown(view: InspectView) -> str:
         out += ["", f"**Lookups** ({len(v.lookups)} calls)" if v.lookups else "**Lookups**: no call", ""]
         if v.lookups:  # the answers row's lookups, as the tool loop recorded them (stages.supply)
             out += ["| call | query | results | documents |", "|---|---|---|---|"]
-            out += [f"| {c['call_id']} | {c['query']} | {', '.join(c['result_chunk_ids']) or '(empty)'} | "
-                    f"{', '.join(c['result_doc_ids'])} |" for c in v.lookups]
+            out += [f"| {c.call_id} | {c.query} | {', '.join(c.result_chunk_ids) or '(empty)'} | "
+                    f"{', '.join(c.result_doc_ids)} |" for c in map(LookupCall.model_validate, v.lookups)]
     unanswered = v.answer is not None and v.supply == "imported" and v.answer.status in UNANSWERED
     if unanswered and v.answer is not None:
         # The system never answered: no answer, no call, nothing sent; not a provider status.
@@ -318,8 +322,8 @@ def to_markdown(view: InspectView) -> str:
         out += ["", f"**Judge** `{j.model}`: {j.status}, faithfulness {j.faithfulness}, "
                     f"contradicts_gold {j.contradicts_gold}", "", _sent_line(j), ""]
         # The judge_verdicts row's verdicts (core.judging), as parsed.
-        out += [f"- [{x['statement']}] {'supported' if x['supported'] else 'UNSUPPORTED'}: {x['text']} — "
-                f"{x.get('reason', '')}" for x in j.verdicts]
+        out += [f"- [{x.statement}] {'supported' if x.supported else 'UNSUPPORTED'}: {x.text} — {x.reason}"
+                for x in map(StatementVerdict.model_validate, j.verdicts)]
     judged = [(r, r.request_judge) for r in v.requests if r.request_judge]
     if judged:
         out += ["", f"**Request judge** `{v.request_judge.model}` (the instrument: the answer text and its "

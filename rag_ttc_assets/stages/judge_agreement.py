@@ -26,7 +26,10 @@ from rag_ttc_assets.core.agreement_records import (AgreementReport, Bootstrap, C
                                                    RequestEdits, RequestLabels, counted_aggregations, validated)
 from rag_ttc_assets.core.claim_agreement import claim_agreement, claim_verdicts
 from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, VALID
+from rag_ttc_assets.core.judging import StatementVerdict
+from rag_ttc_assets.core.juror_records import kept_jurors
 from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.stages.panel_raters import aggregation_name, aggregation_row_scores, juror_raters, juror_row_scores
 from rag_ttc_assets.stages.reports import recorded_request_judge, requests_derived
 from rag_ttc_assets.stages.resolve import ArmInputs
 
@@ -55,11 +58,6 @@ def catalog(lab: Lab) -> hl.Catalog:
 
 def _request_judge_name(row: dict) -> str:
     return f"request judge {row[RJ.request_judge_model]} ({(row[RJ.prompt_digest] or '')[:19]}…)"
-
-
-def _aggregation_name(models: list[str], aggregation: str, digest: str) -> str:
-    """A candidate aggregation of a panel's jurors, recombined from their kept verdicts (core.panel.recombine)."""
-    return f"{ja.AGGREGATION}{panel.panel_name(models, aggregation)} ({digest[:19]}…)"
 
 
 def _split_by_rules(scores: dict[str, dict], rules: dict[str, str | None]) -> dict[str, dict]:
@@ -94,7 +92,7 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
 
 def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     per_request: dict[str, dict] = {}
-    jurors: dict[tuple[str, str], dict] = {}  # (juror model, prompt digest) -> its scores (_juror_raters)
+    jurors: dict[tuple[str, str], dict] = {}  # (juror model, prompt digest) -> its scores (panel_raters.juror_raters)
     # (juror model, prompt digest) -> aspect -> (arm, row) -> score: a panel's juror scores pairwise completeness as
     # the request judge does, from its own verdicts on the row's requests.
     juror_pairs: dict[tuple[str, str], dict] = {}
@@ -116,19 +114,19 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                 elif r[RJ.status].startswith("judge_"):  # its fault (not a row it was never asked about)
                     per_request.setdefault(name, {})
                 kept = json.loads(r.get(RJ.jurors) or "[]")
+                votes = kept_jurors(r.get(RJ.jurors) or "[]")
                 if kept:  # every aggregation the panel could have used, from its jurors' kept verdicts
-                    models = [j["model"] for j in kept]
+                    models = [j.model for j in votes]
                     for agg in panel.AGGREGATIONS:
                         got = panel.recombine(kept, agg)
-                        scored = per_request.setdefault(_aggregation_name(models, agg, r[RJ.prompt_digest] or ""), {})
+                        scored = per_request.setdefault(aggregation_name(models, agg, r[RJ.prompt_digest] or ""), {})
                         if got is not None:
                             scored[(arm, r[RJ.query_id], r[RJ.request_id])] = {**got, "reason": None, "coverage": None}
-                for j in kept:  # a panel's jurors are judges of those rows too
-                    juror = jurors.setdefault((j["model"], r[RJ.prompt_digest] or ""), {})
-                    if j["status"] == JUDGED:
+                for j in votes:  # a panel's jurors are judges of those rows too
+                    juror = jurors.setdefault((j.model, r[RJ.prompt_digest] or ""), {})
+                    if j.status == JUDGED:
                         juror[(arm, r[RJ.query_id], r[RJ.request_id])] = {
-                            "addressed": j["addressed"], "verdict": j["verdict"], "reason": j["reason"],
-                            "coverage": j.get("coverage")}
+                            "addressed": j.addressed, "verdict": j.verdict, "reason": j.reason, "coverage": j.coverage}
                 by_row.setdefault(r[RJ.query_id], []).append(r)
             for qid, rows in by_row.items():
                 name = _request_judge_name(rows[0])
@@ -138,9 +136,9 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                 graded = ja.graded_share([{"coverage": r.get(RJ.coverage)} for r in rows]) if measured else None
                 if graded is not None:  # only a judge that reports coverage is read graded
                     pairwise.setdefault(name + ja.GRADED, {}).setdefault("completeness", {})[(arm, qid)] = graded
-                for name, share in _aggregation_row_scores(rows):
+                for name, share in aggregation_row_scores(rows):
                     pairwise.setdefault(name, {}).setdefault("completeness", {})[(arm, qid)] = share
-                for key, share, graded in _juror_row_scores(rows):
+                for key, share, graded in juror_row_scores(rows):
                     by_aspect = juror_pairs.setdefault(key, {})
                     by_aspect.setdefault("completeness", {})[(arm, qid)] = share
                     if graded is not None:
@@ -152,11 +150,11 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
         for r in jv.iter_rows(named=True):
             name = f"support judge {r[JV.judge_model]}"
             pairwise.setdefault(name, {}).setdefault("faithfulness", {})[(arm, r[JV.query_id])] = r[JV.faithfulness]
-    for name, by_aspect in _juror_raters(juror_pairs).items():
+    for name, by_aspect in juror_raters(juror_pairs).items():
         pairwise[name] = {"completeness": by_aspect.get("completeness", {})}
         if by_aspect.get("completeness" + ja.GRADED):  # a juror that reports coverage is read graded too
             pairwise[name + ja.GRADED] = {"completeness": by_aspect["completeness" + ja.GRADED]}
-    return {**per_request, **_juror_raters(jurors)}, pairwise
+    return {**per_request, **juror_raters(jurors)}, pairwise
 
 
 def abstained_rows(lab: Lab, arm: str) -> dict[str, float]:
@@ -189,51 +187,6 @@ def row_completeness(lab: Lab, arms: set[str], pairwise: dict | None = None) -> 
             if name.startswith("request judge") and not name.endswith(ja.GRADED) and "completeness" in aspects}
 
 
-def _aggregation_row_scores(rows: list[dict]):
-    """Per candidate aggregation of a panel (_aggregation_name), the share of one answer row's requests it finds
-    addressed from the jurors' kept verdicts; None unless it decides every one of them."""
-    kept = [json.loads(r.get(RJ.jurors) or "[]") for r in rows]
-    if not kept or not all(kept):
-        return
-    models = [j["model"] for j in kept[0]]
-    for agg in panel.AGGREGATIONS:
-        got = [panel.recombine(k, agg) for k in kept]
-        share = (sum(bool(g["addressed"]) for g in got) / len(got)) if all(g is not None for g in got) else None
-        yield _aggregation_name(models, agg, rows[0][RJ.prompt_digest] or ""), share
-
-
-def _juror_row_scores(rows: list[dict]):
-    """Per juror of a panel that judged one answer row's requests, (its key (model, prompt digest), the share of the
-    row's requests it found addressed, their mean coverage): each None unless it judged every one of them, as the
-    request judge's own score of the row (a juror that reports no coverage: graded None)."""
-    per: dict[tuple[str, str], list[dict | None]] = {}
-    entries = []
-    for r in rows:
-        by_model = {j["model"]: j for j in json.loads(r.get(RJ.jurors) or "[]")}
-        entries.append((r[RJ.prompt_digest] or "", by_model))
-        for model in by_model:
-            per.setdefault((model, r[RJ.prompt_digest] or ""), [])
-    for key in per:
-        per[key] = [by_model.get(key[0]) if digest == key[1] else None for digest, by_model in entries]
-    for key, judged in per.items():
-        if any(j is None or j["status"] != JUDGED for j in judged):
-            yield key, None, None
-            continue
-        share = sum(bool(j["addressed"]) for j in judged) / len(judged)
-        yield key, share, ja.graded_share(judged)
-
-
-def _juror_raters(jurors: dict[tuple[str, str], dict]) -> dict[str, dict]:
-    """A panel's jurors judge with the arm's request judge prompt: a juror model that judged under one prompt digest
-    is the rater `juror <model>`; one that judged under more than one (arms whose prompts differ) is one rater per
-    digest, named with it as the request judge is, never pooled."""
-    digests: dict[str, int] = {}
-    for model, _ in jurors:
-        digests[model] = digests.get(model, 0) + 1
-    return {(f"juror {model}" if digests[model] == 1 else f"juror {model} ({digest[:19]}…)"): scores
-            for (model, digest), scores in jurors.items()}
-
-
 def claim_scores(lab: Lab, labels: list[hl.ClaimLabel]) -> tuple[dict, dict]:
     """(per claim: support judge -> (arm, question, claim) -> {supported, reason} (core.claim_agreement.
     claim_verdicts), per answer: support judge -> (arm, question) -> its faithfulness), for the labelled answers.
@@ -256,9 +209,9 @@ def claim_scores(lab: Lab, labels: list[hl.ClaimLabel]) -> tuple[dict, dict]:
             if row not in claims or not r[JV.judged]:
                 continue
             statements = list(r[JV.statements] or [])
-            verdicts = [{"text": statements[v["statement"] - 1] if 0 < v["statement"] <= len(statements) else "",
-                         "supported": v["supported"], "reason": v.get("reason")}
-                        for v in json.loads(r[JV.verdicts] or "[]")]
+            verdicts = [{"text": statements[v.statement - 1] if 0 < v.statement <= len(statements) else "",
+                         "supported": v.supported, "reason": v.reason}
+                        for v in map(StatementVerdict.model_validate, json.loads(r[JV.verdicts] or "[]"))]
             for k, verdict in claim_verdicts(sorted(claims[row]), verdicts).items():
                 scored[(*row, k)] = verdict
     return per_claim, per_answer

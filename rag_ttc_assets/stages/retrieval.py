@@ -8,6 +8,7 @@ under the rune budget. Retrieval metrics read only the ranked list, so evidence_
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters import trec_eval
@@ -17,6 +18,7 @@ from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core import admission, ann, artifacts, metrics, usage
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
+from rag_ttc_assets.core.counterfactual import Planted
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.measured import NO_TARGETS, measured_mean
@@ -68,29 +70,54 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
             exact_hits = {q.id: h for q, h in zip(questions, vi.search_many(matrix, depth, exact=True))}
     rows = []
     for q in questions:
-        lists: dict[str, list[tuple[str, float]]] = {}
-        if bm is not None:
-            lists["bm25"] = bm.search(q.text, depth)
-        if vi is not None:
-            lists["vector"] = vector_hits[q.id]
+        bm25_hits = bm.search(q.text, depth) if bm is not None else None
+        vector = vector_hits[q.id] if vi is not None else None
+        lists = {s: hits for s, hits in (("bm25", bm25_hits), ("vector", vector)) if hits is not None}
         ranked = _ranked(cfg, lists)
         ids = [c for c, _ in ranked]
-        row = {"query_id": q.id, "retrieval": cfg.retrieval, "retrieve_k": cfg.retrieve_k,
-               "ranked_chunk_ids": ids, "ranked_doc_ids": [chunk_docs[c] for c in ids],
-               "scores": [float(s) for _, s in ranked]}
-        for source in ("bm25", "vector"):
-            pos = {c: (i + 1, s) for i, (c, s) in enumerate(lists.get(source, []))}
-            row[f"{source}_ranks"] = [pos[c][0] if c in pos else None for c in ids]
-            row[f"{source}_scores"] = [float(pos[c][1]) if c in pos else None for c in ids]
-        row.update(dict.fromkeys(ANN_COLUMNS))
-        if approximate:
+        bm25_ranks, bm25_scores = _positions(ids, bm25_hits)
+        vector_ranks, vector_scores = _positions(ids, vector)
+        row = RetrievalRow(query_id=q.id, retrieval=cfg.retrieval, retrieve_k=cfg.retrieve_k, ranked_chunk_ids=ids,
+                           ranked_doc_ids=[chunk_docs[c] for c in ids], scores=[float(s) for _, s in ranked],
+                           bm25_ranks=bm25_ranks, bm25_scores=bm25_scores, vector_ranks=vector_ranks,
+                           vector_scores=vector_scores)
+        if approximate and vector is not None:
             exact = exact_hits[q.id]
-            row["vector_chunk_ids"] = [c for c, _ in lists["vector"][: cfg.retrieve_k]]
-            row["exact_vector_chunk_ids"] = [c for c, _ in exact[: cfg.retrieve_k]]
-            row["exact_ranked_chunk_ids"] = [c for c, _ in _ranked(cfg, {**lists, "vector": exact})]
-            row["ann_recall_k"] = ann.ann_recall(row["vector_chunk_ids"], row["exact_vector_chunk_ids"])
-        rows.append(row)
+            approx_ids = [c for c, _ in vector[: cfg.retrieve_k]]
+            exact_ids = [c for c, _ in exact[: cfg.retrieve_k]]
+            row = replace(row, vector_chunk_ids=approx_ids, exact_vector_chunk_ids=exact_ids,
+                          exact_ranked_chunk_ids=[c for c, _ in _ranked(cfg, {**lists, "vector": exact})],
+                          ann_recall_k=ann.ann_recall(approx_ids, exact_ids))
+        rows.append(vars(row))
     return table_frame(Table.RETRIEVAL_ROWS, rows, *ANN_COLUMNS)
+
+
+@dataclass(frozen=True)
+class RetrievalRow:
+    """One retrieval_rows row as `retrieve` builds it: the ranked list, each source's rank and score of every
+    ranked chunk (None: that source did not return it), and an approximate index's lists (None for an exact arm)."""
+
+    query_id: str
+    retrieval: str
+    retrieve_k: int
+    ranked_chunk_ids: list[str]
+    ranked_doc_ids: list[str]
+    scores: list[float]
+    bm25_ranks: list[int | None]
+    bm25_scores: list[float | None]
+    vector_ranks: list[int | None]
+    vector_scores: list[float | None]
+    vector_chunk_ids: list[str] | None = None
+    exact_vector_chunk_ids: list[str] | None = None
+    exact_ranked_chunk_ids: list[str] | None = None
+    ann_recall_k: float | None = None
+
+
+def _positions(ids: list[str], hits: list[tuple[str, float]] | None) -> tuple[list[int | None], list[float | None]]:
+    """Each ranked chunk's rank (1-based) and score in one source's list; None where the source did not return it
+    (or the arm does not search that source)."""
+    pos = {c: (i + 1, s) for i, (c, s) in enumerate(hits or [])}
+    return [pos[c][0] if c in pos else None for c in ids], [float(pos[c][1]) if c in pos else None for c in ids]
 
 
 # The approximate index's columns of the retrieval rows (null for an exact arm).
@@ -180,7 +207,8 @@ def admit(cfg: ArmConfig, retrieval_rows: pl.DataFrame, chunk_text: dict[str, st
 def evidence_pairs(context_row: dict, chunk_text: dict[str, str]) -> list[tuple[str, str]]:
     """(chunk_id, text) of the admitted evidence, in prompt order, planted chunks included; a preloaded document's
     chunks drop the runes they share with the previous chunk (evidence_offsets), so it is pasted once, whole."""
-    planted = {p["chunk_id"]: p["planted"] for p in json.loads(context_row.get(CTX.planted) or "[]")}
+    planted = {p.chunk_id: p.planted
+               for p in map(Planted.model_validate, json.loads(context_row.get(CTX.planted) or "[]"))}
     ids = context_row[CTX.admitted_chunk_ids]
     offsets = context_row.get(CTX.evidence_offsets) or [0] * len(ids)
     return [(c, planted[c] if c in planted else chunk_text[c][o:]) for c, o in zip(ids, offsets)]
@@ -212,7 +240,7 @@ def retrieval_metrics(questions: list[Question], retrieval_rows: pl.DataFrame,
     # The means are over the evaluated questions: N measured of M, the others without targets.
     m = measured_mean({q.id: None if q.id in undefined_ids else (per_query[q.id] or {}).get("recip_rank")
                        for q in questions}, {q: unmeasured.get(q, NO_TARGETS) for q in undefined})
-    summary.update({"measured": m["measured"], "of": m["of"], "not_measured": m["not_measured"]})
+    summary.update({"measured": m.measured, "of": m.of, "not_measured": m.not_measured})
     summary.update(ann_summary(questions, retrieval_rows))
     return {"summary": summary, "per_query": per_query}
 
@@ -227,8 +255,8 @@ def ann_summary(questions: list[Question], retrieval_rows: pl.DataFrame) -> dict
     by_q = dict(zip(retrieval_rows[ROWS.query_id].to_list(), retrieval_rows[ROWS.ann_recall_k].to_list()))
     m = measured_mean({q.id: by_q.get(q.id) for q in questions},
                       {q.id: "no exact vector list" for q in questions if by_q.get(q.id) is None})
-    return {"ann_recall_k": m["mean"], "ann_recall_measured": m["measured"], "ann_recall_of": m["of"],
-            "ann_recall_not_measured": m["not_measured"]}
+    return {"ann_recall_k": m.mean, "ann_recall_measured": m.measured, "ann_recall_of": m.of,
+            "ann_recall_not_measured": m.not_measured}
 
 
 def admission_summary(coverage: pl.DataFrame, contexts: pl.DataFrame, supply: str = "retrieval") -> dict:

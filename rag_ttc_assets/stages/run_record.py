@@ -24,7 +24,7 @@ from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, at
 from rag_ttc_assets.core.arm_summaries import ContractSummary, RetrievalMeasures, RetrievalSummary, problems
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.judge_summaries import JudgeSummary, RequestCompleteness, RequestJudgeSummary
-from rag_ttc_assets.core.measured import measured_text, reasons_text
+from rag_ttc_assets.core.measured import Counts, measured_text, reasons_text
 from rag_ttc_assets.core.run_records import (AnswerRole, ModelAssignments, RunCheck, RunConfig, RunEntry, RunFailure,
                                              RunJudgeSummary, RunStatus)
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
@@ -449,7 +449,7 @@ def summary_markdown(arm: str, cfg: ArmConfig, retrieval: RetrievalMeasures, con
 
 def _counted(measured: int, of: int, not_measured: dict[str, int]) -> str:
     """"37 measured of 50 (not measured: abstained 10, invalid 3)"."""
-    return measured_text({"measured": measured, "of": of, "not_measured": not_measured})
+    return measured_text(Counts(measured=measured, of=of, not_measured=not_measured))
 
 
 def validate_run_record(run_dir: Path, expected_rows: int, generator: str | None, judge_model: str) -> list[RunCheck]:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag_ttc_assets.core.measured import gold_reason, measured_mean, measured_text, reason_of
+from rag_ttc_assets.core.measured import MeasuredMean, gold_reason, measured_mean, measured_text, reason_of
 
 
 @pytest.mark.parametrize(("status", "reason"), [
@@ -28,16 +28,16 @@ def test_mean_denominator_and_reasons() -> None:
     values = {"a": 1.0, "b": 0.5, "c": None, "d": None, "e": 0.0, "f": None}
     reasons = {"c": "abstained", "d": "abstained", "f": "judge_error"}
     # (1.0 + 0.5 + 0.0) / 3 = 0.5, over 3 of 6.
-    assert measured_mean(values, reasons) == {"mean": 0.5, "measured": 3, "of": 6,
-                                              "not_measured": {"abstained": 2, "judge_error": 1}}
+    assert measured_mean(values, reasons) == MeasuredMean(mean=0.5, measured=3, of=6,
+                                                          not_measured={"abstained": 2, "judge_error": 1})
     assert measured_text(measured_mean(values, reasons)) == \
         "3 measured of 6 (not measured: abstained 2, judge_error 1)"
 
 
 def test_nothing_measured_has_no_mean() -> None:
-    assert measured_mean({"a": None}, {"a": "fault"}) == {"mean": None, "measured": 0, "of": 1,
-                                                          "not_measured": {"fault": 1}}
-    assert measured_mean({}, {}) == {"mean": None, "measured": 0, "of": 0, "not_measured": {}}
+    assert measured_mean({"a": None}, {"a": "fault"}) == MeasuredMean(mean=None, measured=0, of=1,
+                                                                      not_measured={"fault": 1})
+    assert measured_mean({}, {}) == MeasuredMean(mean=None, measured=0, of=0, not_measured={})
     assert measured_text(measured_mean({"a": 1.0}, {})) == "1 measured of 1"
 
 

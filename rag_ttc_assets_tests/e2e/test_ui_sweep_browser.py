@@ -222,6 +222,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         from rag_ttc_assets.core.measured import addressed_text, graded_text
         from rag_ttc_assets.report.text import era_text, paired_text, significant_metrics
 
+        read = typed.completeness_measured
         assert cells == [ARMS[0], ARMS[1], str(report["n"]), graded_text(read[ARMS[0]]), graded_text(read[ARMS[1]]),
                          f"{g['mean_delta']:.4f}", paired_text(typed.metrics["graded_completeness"]),
                          f"{g['p_value']:.4f}", f"{g['p_adjusted']:.4f}",
