@@ -203,7 +203,7 @@ def test_a_verbatim_gold_quote_is_never_flagged_contradicting_by_either_judge(em
                         for v in verify_against_gold(claims, gold, embed) if v["contradicts_gold"]]
             # The request judge on the requests the quote is gold evidence of (as judge_measurement counts them).
             own = [r for r in labelled if quote in r.quotes]
-            flagged += [(qid, "request judge", r.id, j.get("reason"))
+            flagged += [(qid, "request judge", r.id, j.reason)
                         for r, j in zip(own, judge_requests(own, quote, [], [], embed), strict=True)
-                        if j.get("verdict") == "contradicts"]
+                        if j.verdict == "contradicts"]
     assert flagged == []
