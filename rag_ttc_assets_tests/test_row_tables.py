@@ -58,7 +58,7 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     first RARE questions are all of one rare kind; each written through the store, which checks the declaration."""
     from rag_ttc_assets.core.roles import JUDGE, REQUEST_JUDGE
     from rag_ttc_assets.lab import Lab
-    from rag_ttc_assets.stages import diagnostics, generation, imported, request_judge, retrieval, supply
+    from rag_ttc_assets.stages import diagnostics, imported, request_judge, retrieval, statement_judge, supply
     from rag_ttc_assets.stages.calls import role_caller
     from rag_ttc_assets.stages.resolve import ArmInputs
 
@@ -92,9 +92,9 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     write(Table.REQUEST_COVERAGE, coverage)
     write(Table.ANSWERS, imported.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), read.mapping["source_digest"]))
     write(Table.CONTRACT_RESULTS, imported.contract(arm.cfg, arm.table(Table.ANSWERS), arm.chunk_text))
-    prompts = generation.JudgePrompts(statements=arm.prompt("judge_statements_prompt"),
+    prompts = statement_judge.JudgePrompts(statements=arm.prompt("judge_statements_prompt"),
                                       verdicts=arm.prompt("judge_verdicts_prompt"), gold=arm.prompt("judge_gold_prompt"))
-    write(Table.JUDGE_VERDICTS, generation.judge(arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS),
+    write(Table.JUDGE_VERDICTS, statement_judge.judge(arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS),
                                                  supply.arm_contexts(arm), arm.chunk_text, prompts,
                                                  role_caller(JUDGE, lab, arm.cfg)))
     write(Table.REQUEST_JUDGMENTS, request_judge.judge_requests(

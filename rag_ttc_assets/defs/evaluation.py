@@ -14,7 +14,7 @@ from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check, fingerprints
 from rag_ttc_assets.defs.resources import LabResource, ProviderResource
-from rag_ttc_assets.stages import generation as stage
+from rag_ttc_assets.stages import statement_judge as stage
 from rag_ttc_assets.stages import request_judge, supply
 from rag_ttc_assets.stages import run_record as records
 
