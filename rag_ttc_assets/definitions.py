@@ -8,7 +8,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from dagster import AssetSelection, Definitions, define_asset_job  # noqa: E402
 
-from rag_ttc_assets.defs import diagnosis, diagnostics, graph, labels  # noqa: E402
+from rag_ttc_assets.defs import diagnostics, graph, labels  # noqa: E402
 from rag_ttc_assets.defs.executors import executor_from_env  # noqa: E402
 from rag_ttc_assets.defs.io_managers import DiagnosisIOManager, RecordIOManager  # noqa: E402
 from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
@@ -26,7 +26,7 @@ def build_definitions(lab: Lab | None = None, provider: ProviderResource | None 
     lab = lab or Lab.from_env()
     partitions = arm_partitions(lab)
     graph.load()  # every defs module imported: every arm_asset registered, a new module's included
-    assets = [*build_assets(partitions), diagnostics.arm_comparisons, *diagnosis.ASSETS, *labels.ASSETS]
+    assets = [*build_assets(partitions), diagnostics.arm_comparisons, *diagnostics.DIAGNOSIS_ASSETS, *labels.ASSETS]
     checks = build_checks(partitions)
     per_arm = [a for a in assets if a.partitions_def is not None]
     job = define_asset_job(JOB, selection=AssetSelection.assets(*per_arm) | AssetSelection.checks(*checks),
@@ -36,7 +36,7 @@ def build_definitions(lab: Lab | None = None, provider: ProviderResource | None 
                            provider_cache=str(lab.provider_cache) if lab.provider_cache is not None else None)
     comparisons = define_asset_job("comparisons_job", selection=AssetSelection.assets(diagnostics.arm_comparisons),
                                    description="Compare the arm pairs of `comparisons` and plot the sweeps.")
-    written = define_asset_job("diagnosis_job", selection=AssetSelection.assets(*diagnosis.ASSETS),
+    written = define_asset_job("diagnosis_job", selection=AssetSelection.assets(*diagnostics.DIAGNOSIS_ASSETS),
                                description="Write the diagnosis of every materialized arm and compared pair, and "
                                            "the case reports of the arms it links.")
     label_jobs = [define_asset_job(f"{a.key.path[-1]}_job", selection=AssetSelection.assets(a)) for a in labels.ASSETS]

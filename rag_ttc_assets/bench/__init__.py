@@ -38,11 +38,11 @@ Measurements (``--only NAME``, repeatable):
 - ``report``: headless Chromium rendering the case report of 5,000 synthetic cases (first screen painted) vs a
   plain HTML table of the same rows, same browser (``bench/report.py``).  Target cost <= 2.
 - ``import``: an imported arm's OTLP JSON (10,000 traces of 20 documents) read, parsed and mapped to questions, corpus
-  and ranked / selected / in-the-prompt rows (``core.imported``, ``core.import_mapping``) vs ``json.load`` of the same
-  file and one pass over its spans (``bench/imported.py``).  Target cost <= 3.
+  and ranked / selected / in-the-prompt rows (``core.import_source``, ``core.import_mapping``) vs ``json.load`` of the
+  same file and one pass over its spans (``bench/import_reading.py``).  Target cost <= 3.
 
 One module per theme (``retrieval.py``: retrieval, embedding, onnx_embedding; ``dagster_jobs.py``: k_sweep,
-dagster_overhead, code_location_import; ``metrics.py``, ``memory.py``, ``unused_index.py``, ``report.py``, ``imported.py``), each
+dagster_overhead, code_location_import; ``metrics.py``, ``memory.py``, ``unused_index.py``, ``report.py``, ``import_reading.py``), each
 registering its measurements with ``registry.measurement``; the harness (``harness.py``), the labs (``labs.py``)
 and the command (``command.py``) beside them; ``--growth`` in ``growth.py``; ``--only scale --chunks N`` (Tantivy and
 each LanceDB index type at N generated chunks, the lab's calls against the libraries called directly; it runs alone,

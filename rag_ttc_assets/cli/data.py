@@ -26,7 +26,7 @@ from rag_ttc_assets.core.derive_requests import DERIVED_FILE
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
 from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
 from rag_ttc_assets.core.import_mapping import dataset_from_rows
-from rag_ttc_assets.core.imported import ImportSourceError, read_source
+from rag_ttc_assets.core.import_source import ImportSourceError, read_source
 
 
 def cmd_validate(args) -> int:

@@ -7,9 +7,9 @@ import hashlib
 import json
 from rag_ttc_assets.cli.common import CliError, lab_from_args
 from rag_ttc_assets.core.diagnosis_records import DiagnosisFileError, read_diagnosis
-from rag_ttc_assets.stages.diagnosis import DiagnosisError, select_arms
+from rag_ttc_assets.stages.diagnosis_gather import DiagnosisError, select_arms
 from rag_ttc_assets.cli.materialize import materialize_diagnosis
-from rag_ttc_assets.report.diagnosis import arm_pages, diagnose_and_write
+from rag_ttc_assets.report.diagnosis_page import arm_pages, diagnose_and_write
 from rag_ttc_assets.stages.comparisons import compare_pairs
 
 

@@ -133,7 +133,7 @@ class ImportMapping(Summary):
 
 class ImportedSpans(RootModel[list[dict[str, Any]]]):
     """A Phoenix project's span records as its REST API returned them (the server's shape, not the lab's:
-    core.imported.phoenix_spans reads and checks them)."""
+    core.import_source.phoenix_spans reads and checks them)."""
 
 
 # --- representations.json (defs/ingest.py: representations; core.representations.RECORD) -------------------------

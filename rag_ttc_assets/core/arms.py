@@ -79,7 +79,7 @@ def _as_juror(v: Any) -> Any:
 
 
 class ImportedSource(Frozen):
-    """Where an imported arm's retrieval rows, admitted contexts and answers come from (core.imported): a file of
+    """Where an imported arm's retrieval rows, admitted contexts and answers come from (core.import_source): a file of
     another system's traces (OTLP JSON of OpenInference spans) or rows (RAGChecker, RAGAS), relative to the arms
     file, or a running Phoenix server's project (`format: phoenix`, `endpoint`, `project`), and how to read its
     answers."""

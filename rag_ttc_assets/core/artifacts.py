@@ -122,7 +122,7 @@ CORPUS_BINDING = Artifact("corpus_binding", "binding/2", ("dataset",))
 # The dataset's labels (evaluation.json, derived_requests.json): their own digest, read only by the assets that
 # read labels (registry.arm_asset `reads`), so a `rag-ttc labels update` leaves the corpus side current.
 LABELS = Artifact("labels", "labels/1", ("dataset",))
-# An imported arm's source file (core.imported), bound by the digest of its bytes; unused by every other arm.
+# An imported arm's source file (core.import_source), bound by the digest of its bytes; unused by every other arm.
 IMPORTED_SOURCE = Artifact("imported_source", "imported/1", ("source",), ("source_digest", "evaluation_digest"),
                            optional=True, decided_by=("supply",))
 CHUNKS = Artifact("chunks", CHUNKER_VERSION, ("chunk_runes", "overlap_runes"), ("corpus_digest",),

@@ -1,6 +1,6 @@
 """What the written diagnosis (core.diagnosis) reads, as records: each arm's (`ArmRecord`: the configuration values
 and the per-arm summaries' numbers the rules use), each sweep family's (`Family`), and the whole sweep
-(`DiagnosisInputs`). stages.diagnosis.gather builds them from the arms file and the store; the rules read their
+(`DiagnosisInputs`). stages.diagnosis_gather.gather builds them from the arms file and the store; the rules read their
 attributes, never string keys.
 
 The pair reports (`comparisons`) are core.compare_records.PairReport, the records `arm_comparisons` writes
@@ -27,7 +27,7 @@ class Record(BaseModel):
 
 
 class ArmRecord(Record):
-    """One arm as the rules read it (stages.diagnosis.arm_record): its configuration, instruments, failure flow
+    """One arm as the rules read it (stages.diagnosis_gather.arm_record): its configuration, instruments, failure flow
     (with the cases and requests of each branch), contract, retrieval, admission and completeness numbers."""
 
     label_use: str  # none, oracle, counterfactual-...: an oracle is an upper bound, a counterfactual a test

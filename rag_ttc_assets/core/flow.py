@@ -24,7 +24,7 @@ FIRST boundary at which its support disappeared.  Every request lands in exactly
                       against the admitted evidence, or no statements at all.
   ok                  otherwise, including rows whose statement-judge call failed (a judge failure is no verdict).
 
-An imported arm (core.imported: another system's traces) names its boundaries after what the trace shows, in the
+An imported arm (core.import_source: another system's traces) names its boundaries after what the trace shows, in the
 same order: `no_trace` (the system never answered the question) and `no_retrieval_span` (the trace has no RETRIEVER
 span: retrieval was not measured, never counted as not_retrieved) first, then not_retrieved (the RETRIEVER span's
 documents), `cut_by_reranker` (retrieved, not in the RERANKER span's output), `no_answer_span` (selected, but the

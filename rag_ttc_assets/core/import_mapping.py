@@ -1,4 +1,4 @@
-"""Imported records (core.imported's ImportedTrace) mapped onto the evaluation's questions and the corpus, then
+"""Imported records (core.import_source's ImportedTrace) mapped onto the evaluation's questions and the corpus, then
 made the lab's rows: per question its ranked, selected and admitted chunks and its answer (ImportedRow), the
 citations of a free-text answer, and for row formats without a corpus, the dataset built from the rows.
 
@@ -22,7 +22,7 @@ from typing import Any
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.contract import NO_TRACE
 from rag_ttc_assets.core.derive_requests import split_claims
-from rag_ttc_assets.core.imported import ImportedTrace, ImportSourceError, SourceDocument
+from rag_ttc_assets.core.import_source import ImportedTrace, ImportSourceError, SourceDocument
 
 # Row statuses of an imported question (beside the contract's own): no LLM span, no RETRIEVER span, no trace at all.
 NO_RETRIEVAL_SPAN = "no_retrieval_span"

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rag_ttc_assets.core.imported import Span
+from rag_ttc_assets.core.import_source import Span
 from rag_ttc_assets.core.tables import Table
 
 FLOW, RJ = Table.FAILURE_FLOW.c, Table.REQUEST_JUDGMENTS.c  # the rows' declared columns

@@ -1,5 +1,5 @@
 """A Phoenix server's spans: the span records Phoenix's REST API returns, read into the Span records the OTLP
-reader makes (core.imported), so everything after is shared; and the digest that binds what was read.
+reader makes (core.import_source), so everything after is shared; and the digest that binds what was read.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from rag_ttc_assets.core.imported import SPAN_KIND, ImportSourceError, Span
+from rag_ttc_assets.core.import_source import SPAN_KIND, ImportSourceError, Span
 
 # Phoenix's REST API (`GET /v1/projects/{project}/spans`, phoenix.client's `spans.get_spans`) returns each span as
 # {"context": {"trace_id", "span_id"}, "parent_id", "name", "span_kind", "start_time", "end_time" (ISO 8601, to the

@@ -131,7 +131,7 @@ class Table:
     """
 
     IMPORTED_CHUNKS = TableName(
-        "imported_chunks", "an imported arm's documents, as its chunks (core.imported)",
+        "imported_chunks", "an imported arm's documents, as its chunks (core.import_source)",
         _("chunk_id", "str", "the chunk's id"), _("doc_id", "str", "the corpus document it was matched to"),
         _("ordinal", "int", "its position in the document's chunks"), _("text", "str", "the chunk's text"),
         _("runes", "int", "its length in runes"), _("start", "int", "its first rune in the document"),

@@ -1,15 +1,22 @@
-"""Diagnostics: request-level completeness, the failure flow, and case-by-case arm comparisons."""
+"""Diagnostics: request-level completeness, the failure flow, and case-by-case arm comparisons; then the written
+diagnosis of the sweep, in four assets: the case reports of the arms it links (`arm_reports`), the people's labels'
+corrections (`label_corrections`), what it reads (`diagnosis_inputs`: every materialized arm's records and the pairs
+`arm_comparisons` compared) and the rules over it (`diagnosis`). The last three hand each other typed records
+(defs.io_managers): `diagnosis` takes its `DiagnosisInputs` and nothing else."""
 
 
 import base64
 from pathlib import Path
 
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
-                     MetadataValue, asset)
+                     MetadataValue, Output, asset)
 
 from rag_ttc_assets.adapters.report_server import report_url
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.core.diagnosis import diagnose, md_escape
+from rag_ttc_assets.core.diagnosis_inputs import DiagnosisInputs, LabelCorrections
+from rag_ttc_assets.core.diagnosis_records import Diagnosis
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.measured import addressed_text, graded_text
 from rag_ttc_assets.core.measured import Counts, measured_text, reasons_text
@@ -17,9 +24,11 @@ from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
+from rag_ttc_assets.report import diagnosis_page as page
 from rag_ttc_assets.report.comparisons import write_comparisons
 from rag_ttc_assets.report.text import p_adjust_text
 from rag_ttc_assets.defs.indexes import unused_result
+from rag_ttc_assets.stages import diagnosis_gather as gather
 from rag_ttc_assets.stages import diagnostics as stage
 from rag_ttc_assets.stages import imported
 from rag_ttc_assets.stages.diagnostics_files import flow_bars
@@ -177,3 +186,69 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
         **{f"sweep_{f}": MetadataValue.md(_image(Path(p), f"sweep {f}"))
            for f, p in sweeps.items()},
     })
+
+
+@asset(group_name=GROUP, kinds={"python", "html"}, deps=["arm_comparisons"], code_version="arm_reports/1")
+def arm_reports(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
+    """The case reports of the arms the diagnosis links (its baseline, every family's members), labels beside."""
+
+    lab_ = lab.lab()
+    arms = gather.select_arms(lab_.arms, lab_.store, all_=True)
+    pages, hl = page.arm_reports(lab_, arms)
+    return MaterializeResult(metadata={
+        "arms": MetadataValue.json(sorted(pages)),
+        **{f"report/{a}": MetadataValue.path(str(p)) for a, p in pages.items()},
+        **{f"report_url/{a}": MetadataValue.url(url) for a, p in pages.items()
+           if (url := report_url("reports", p.name))},  # rag-ttc serve-reports
+        # The people's labels the pages show (the store's default annotations/labels.jsonl, report.human): an input.
+        "human_labels": MetadataValue.json(hl.summary() if hl else
+                                           {"path": None, "why": "no annotations/labels.jsonl"})})
+
+
+@asset(group_name=GROUP, kinds={"python", "json"}, deps=["arm_comparisons"], io_manager_key="records",
+       code_version="label_corrections/1")
+def label_corrections(context: AssetExecutionContext, lab: LabResource) -> Output[LabelCorrections]:
+    """The people's labels read (the store's annotations/labels.jsonl) and the judges' differences they correct."""
+
+    lab_ = lab.lab()
+    out = page.label_corrections(lab_, gather.select_arms(lab_.arms, lab_.store, all_=True))
+    return Output(out, metadata={
+        # The people's labels it read (report.human): an input, its sha256 recorded.
+        "human_labels": MetadataValue.json(out.human_labels or {"path": None, "why": "no annotations/labels.jsonl"}),
+        "pairs_corrected": MetadataValue.json(sorted({f"{c.a} vs {c.b}" for c in out.corrections})),
+        "corrections": MetadataValue.int(len(out.corrections))})
+
+
+@asset(group_name=GROUP, kinds={"python", "json"}, deps=["arm_comparisons", "arm_reports"], io_manager_key="records",
+       code_version="diagnosis_inputs/1")
+def diagnosis_inputs(context: AssetExecutionContext, lab: LabResource,
+                     label_corrections: LabelCorrections) -> Output[DiagnosisInputs]:
+    """What the diagnosis reads: every materialized arm's records, the compared pairs, the labels' corrections."""
+
+    lab_ = lab.lab()
+    arms = gather.select_arms(lab_.arms, lab_.store, all_=True)
+    sweep = page.diagnosis_inputs(lab_, arms, gather.comparisons(lab_.arms, lab_.store, arms), label_corrections)
+    return Output(sweep, metadata={
+        "arms": MetadataValue.json(sorted(sweep.arms)), "baseline": MetadataValue.text(sweep.baseline),
+        "pairs": MetadataValue.json([f"{r.a} vs {r.b}" for r in sweep.comparisons]),
+        "skipped": MetadataValue.json(sweep.skipped), "pages": MetadataValue.int(len(sweep.pages))})
+
+
+@asset(group_name=GROUP, kinds={"python", "html"}, io_manager_key="diagnosis_files", code_version="diagnosis/1")
+def diagnosis(context: AssetExecutionContext, diagnosis_inputs: DiagnosisInputs) -> Output[Diagnosis]:
+    """The seed's written diagnosis, generated by rules: every sentence linked to its cases."""
+
+    d = diagnose(diagnosis_inputs)
+    sentences = d.sentences()
+    summary = d.section("summary")
+    return Output(d, metadata={
+        "arms": MetadataValue.int(len(d.arms)), "pairs": MetadataValue.int(len(d.pairs)),
+        "sentences": MetadataValue.int(len(sentences)),
+        "claims": MetadataValue.int(sum(1 for s in sentences if s.p_adjusted is not None)),
+        "summary": MetadataValue.md("\n".join(f"- {md_escape(s.text)}" for s in summary.sentences) if summary else ""),
+        # The people's labels it read (the store's default annotations/labels.jsonl, report.human): an input.
+        "human_labels": MetadataValue.json(d.human_labels.model_dump(exclude_unset=True) if d.human_labels
+                                           else {"path": None, "why": "no annotations/labels.jsonl"})})
+
+
+DIAGNOSIS_ASSETS = [arm_reports, label_corrections, diagnosis_inputs, diagnosis]

@@ -62,7 +62,7 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
 
 
 def imported_answers_result(arm, df: "pl.DataFrame", mapping: dict, digest: str) -> MaterializeResult:
-    """An imported arm's answers materialization: the system's LLM span outputs (core.imported)."""
+    """An imported arm's answers materialization: the system's LLM span outputs (core.import_source)."""
     statuses = dict(df.group_by(ANS.status).len().iter_rows())
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "provider_calls": 0, "supply": arm.cfg.supply,

@@ -1,4 +1,4 @@
-"""Imported arms (core.imported, core.import_mapping) in the lab's tables: the source file read and mapped once
+"""Imported arms (core.import_source, core.import_mapping) in the lab's tables: the source file read and mapped once
 (`imported_source`), then the retrieval rows, admitted contexts, answers and contract results every lab arm has, built
 from it with no provider call."""
 
@@ -15,7 +15,7 @@ from rag_ttc_assets.core.contract import FREE_TEXT, NO_ANSWER_SPAN, NO_TRACE, ch
 from rag_ttc_assets.core.dataset import Dataset, sha256_digest
 from rag_ttc_assets.core.import_mapping import (NO_RETRIEVAL_SPAN, citations, imported_rows, map_documents,
                                                 map_traces, without_citations)
-from rag_ttc_assets.core.imported import ImportSourceError, read_source, traces_of
+from rag_ttc_assets.core.import_source import ImportSourceError, read_source, traces_of
 from rag_ttc_assets.core.phoenix_source import phoenix_digest, phoenix_spans
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE
@@ -52,7 +52,7 @@ class ImportRead:
 
 
 def read_import(arms_file: Path, cfg: ArmConfig, ds: Dataset, questions: list[Question]) -> ImportRead:
-    """Read, parse and map the arm's source (ImportRead). Raises core.imported.ImportSourceError naming the
+    """Read, parse and map the arm's source (ImportRead). Raises core.import_source.ImportSourceError naming the
     file (or the server and project), the trace or row, and the field; nothing is written."""
     src = cfg.source
     if src.server:  # a Phoenix project, read with Phoenix's own client; bound by its span IDs and their content

@@ -62,7 +62,7 @@ class ArmInputs:
     # --- shared artifacts ---------------------------------------------------------------------------------
     @property
     def imported(self) -> bool:
-        """Whether the arm's chunks, ranked lists and answers come from another system (core.imported)."""
+        """Whether the arm's chunks, ranked lists and answers come from another system (core.import_source)."""
         return self.cfg.supply == "imported"
 
     @cached_property

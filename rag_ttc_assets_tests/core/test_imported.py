@@ -1,4 +1,4 @@
-"""core.imported and core.import_mapping: OTLP JSON of OpenInference spans, RAGChecker and RAGAS rows into records;
+"""core.import_source and core.import_mapping: OTLP JSON of OpenInference spans, RAGChecker and RAGAS rows into records;
 the mapping to questions and the corpus, stated and counted; what the prompt held; citations of free text; errors
 naming file, trace, field."""
 
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from rag_ttc_assets.core import import_mapping as imap
-from rag_ttc_assets.core import imported as imp
+from rag_ttc_assets.core import import_source as imp
 from rag_ttc_assets.core.evidence_map import request_support
 from rag_ttc_assets.core.records import Evidence, Question, Request
 
@@ -287,7 +287,7 @@ def test_a_null_response_is_an_answer_of_nothing_and_a_refusal_says_null_or_miss
     as '(missing)', a word that was not true); a field that is there but null, or absent, is said as such."""
     import json
 
-    from rag_ttc_assets.core.imported import ImportSourceError, ragas_rows, ragchecker_rows
+    from rag_ttc_assets.core.import_source import ImportSourceError, ragas_rows, ragchecker_rows
 
     row = {"query_id": "q1", "query": "What is x?", "gt_answer": "X is y.", "response": None,
            "retrieved_context": [{"doc_id": "d1", "text": "X is y."}]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_ttc_assets.core import imported, phoenix_annotations, phoenix_source
+from rag_ttc_assets.core import import_source as imported, phoenix_annotations, phoenix_source
 from rag_ttc_assets.core.arms import ImportedSource
 
 

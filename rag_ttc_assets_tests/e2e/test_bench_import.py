@@ -5,9 +5,9 @@ import json
 import subprocess
 import sys
 
-from rag_ttc_assets.bench import imported
+from rag_ttc_assets.bench import import_reading as imported
 from rag_ttc_assets.core import import_mapping as imap
-from rag_ttc_assets.core import imported as imp
+from rag_ttc_assets.core import import_source as imp
 
 
 def test_the_synthetic_export_reads_back_as_its_traces():
@@ -23,7 +23,7 @@ def test_the_synthetic_export_reads_back_as_its_traces():
 
 
 def test_bench_only_import_reports_a_ratio_against_its_target(tmp_path):
-    code = ("import sys, json; from rag_ttc_assets.bench import imported; imported.TRACES = 200; "
+    code = ("import sys, json; from rag_ttc_assets.bench import import_reading as imported; imported.TRACES = 200; "
             "from rag_ttc_assets.bench.command import cmd_bench, add_parser; import argparse; "
             "p = argparse.ArgumentParser(); s = p.add_subparsers(); add_parser(s); "
             "a = p.parse_args(['bench', '--only', 'import', '--repeat', '1', '--json', '--home', sys.argv[1]]); "

@@ -161,7 +161,7 @@ def test_an_imported_arms_generator_is_the_systems_model_as_its_traces_name_it_n
     summaries, the run record's model assignments (its post-run validation passing) and the diagnosis."""
     from rag_ttc_assets.lab import Lab
     from rag_ttc_assets.stages import run_record as records
-    from rag_ttc_assets.stages.diagnosis import arm_record
+    from rag_ttc_assets.stages.diagnosis_gather import arm_record
 
     root, srv, _, _ = traced
     source = {"file": "traces/app.json", "format": "otlp_json", "answer_format": "contract"}

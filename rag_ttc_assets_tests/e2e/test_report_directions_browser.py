@@ -58,7 +58,7 @@ PLANT = '<img src="x" onerror="window.__pwned = 1"><script>window.__pwned = 2</s
 
 def test_the_diagnosis_page_puts_record_text_on_the_page_as_text(tmp_path):
     from rag_ttc_assets.core.diagnosis_sentences import Sentence
-    from rag_ttc_assets.report.diagnosis import write_page
+    from rag_ttc_assets.report.diagnosis_page import write_page
 
     s = Sentence("exec.baseline_flow").t(f"arm {PLANT} loses ").n("lost", 3, "count", {
         "url": "pair.html", "filter": {"cases": PLANT}}).about([PLANT, "q-1"]).done("s1")

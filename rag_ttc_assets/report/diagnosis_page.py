@@ -16,7 +16,7 @@ from rag_ttc_assets.core.arms_file import Arms
 from rag_ttc_assets.core.diagnosis import diagnose
 from rag_ttc_assets.core.diagnosis_inputs import DiagnosisInputs, LabelCorrections
 from rag_ttc_assets.core.diagnosis_records import Diagnosis
-from rag_ttc_assets.stages import diagnosis as stage
+from rag_ttc_assets.stages import diagnosis_gather as stage
 
 
 @dataclass(frozen=True)

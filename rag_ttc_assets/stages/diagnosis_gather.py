@@ -3,7 +3,7 @@ core.diagnosis_inputs' records, hand them to core.diagnosis, and write diagnosis
 store's comparisons/ folder.
 
 Each function takes what it reads (the arms file, the store, an arm's config), never the lab: the asset and the CLI
-(through report.diagnosis) load them and hand them in. The paired comparisons are `arm_comparisons`' own (its JSON
+(through report.diagnosis_page) load them and hand them in. The paired comparisons are `arm_comparisons`' own (its JSON
 files, p-values adjusted over every pair and metric of the arms file). The `diagnosis` asset reads only those: a
 pair whose JSON is missing is listed as not compared (materialize `arm_comparisons`). `rag-ttc diagnose` over some
 arms recomputes them when one is missing, exactly as that asset computes them (`recompute`:
