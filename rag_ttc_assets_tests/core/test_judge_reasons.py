@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from rag_ttc_assets.core.juror_records import KeptJuror
 from rag_ttc_assets.core.lexical_judge import (COSINE_THRESHOLD, GOLD_SAME_CLAIM_COSINE, GOLD_SAME_CLAIM_RECALL,
                                               RECALL_THRESHOLD, compared, shown, verify_against_gold,
                                               verify_statements)
@@ -80,8 +81,10 @@ def _case(seed: int) -> tuple[list[LabelledRequest], str]:
     return requests, " ".join(answer)
 
 
-def _check_request_reason(j: Judged, threshold: float, judge: str) -> None:
-    reason, verdict = j.reason, j.verdict
+def _check_request_reason(j: Judged | KeptJuror, threshold: float, judge: str) -> None:
+    """A request judgment's reason agrees with its verdict: an offline judge's reply (Judged), or a panel juror's row as
+    stored (KeptJuror)."""
+    reason, verdict = j.reason or "", j.verdict
     where = f"{judge}: {verdict}: {reason!r}"
     for x, op, t in COMPARISON.findall(reason):
         assert _holds(x, op, t), where

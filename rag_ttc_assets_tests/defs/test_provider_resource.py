@@ -104,7 +104,7 @@ def test_a_swapped_provider_resource_answers_the_arm(tmp_path, monkeypatch):
     with FakeOpenAIServer(answer_from_prompt) as server:
         result = materialize(assets, partition_key="remote", instance=DagsterInstance.ephemeral(),
                              selection=[AssetKey(a) for a in upto],
-                             resources={"lab": defs.resources["lab"],
+                             resources={**defs.resources,  # the lab and the sweep's I/O managers
                                         "provider": LoopbackProvider(base_url=server.base_url)})
         sent = [r["body"] for r in server.requests]
     assert result.success

@@ -21,6 +21,7 @@ import re
 
 import polars as pl
 
+from rag_ttc_assets.core.juror_records import kept_jurors
 from rag_ttc_assets.core.lexical_judge import COSINE_THRESHOLD, RECALL_THRESHOLD
 from rag_ttc_assets.core.request_judge import ADDRESS_RECALL, REQUEST_TERM_RECALL, SOFT_ADDRESS_RECALL
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
@@ -89,13 +90,13 @@ def _check_every_reason(store, arm: str, gold: dict[str, bool]) -> dict[str, int
     for r in pl.read_parquet(store / arm / "request_judgments.parquet").iter_rows(named=True):
         if r["status"] != "judged":
             continue
-        for j in json.loads(r["jurors"] or "[]"):
-            if j["status"] != "judged":
+        for j in kept_jurors(r["jurors"] or "[]"):  # each juror's row, read through its model
+            if j.status != "judged":
                 continue
-            threshold = (SOFT_ADDRESS_RECALL if j["model"] == "local/bertscore"
+            threshold = (SOFT_ADDRESS_RECALL if j.model == "local/bertscore"
                          else ADDRESS_RECALL if gold[r["request_id"]] else REQUEST_TERM_RECALL)
-            _check_request_reason(j, threshold, j["model"])
-            seen[j["verdict"]] = seen.get(j["verdict"], 0) + 1
+            _check_request_reason(j, threshold, j.model)
+            seen[j.verdict] = seen.get(j.verdict, 0) + 1
         # The panel's reason is the reason of a juror that gave the panel's verdict: its comparisons agree with it.
         panel = {"verdict": r["verdict"], "addressed": r["addressed"], "reason": r["reason"].split("): ", 1)[1]}
         for x, op, t in COMPARISON.findall(panel["reason"]):
