@@ -235,8 +235,9 @@ class LearnedJuror(_RequestJuror):
         self._word_vectors = word_vectors or content_word_vectors
 
     def judge(self, labelled: list[LabelledRequest], case: JudgeRequests) -> list[dict]:
-        return judge_requests_learned(labelled, case.answer_text, list(case.citations), _passages(case), self._embed,
-                                      self._word_vectors, load_parameters())
+        return [j.model_dump() for j in judge_requests_learned(labelled, case.answer_text, list(case.citations),
+                                                               _passages(case), self._embed, self._word_vectors,
+                                                               load_parameters())]
 
 
 class ContextualBuilder(_Baseline):

@@ -37,7 +37,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,18 +52,6 @@ MODEL = "local/learned"
 FORMAT = "learned-juror/1"  # the parameters file's layout
 FEATURES = ("lexical_coverage", "whole_coverage", "bertscore_recall", "contradicts", "numbers_found", "names_found",
             "negation_mismatch", "request_words", "answer_words")
-
-
-class LearnedReply(TypedDict):
-    """One request's judgment as the learned juror replies it (the judge_requests reply contract,
-    core.judging.RequestJudgment, in the offline jurors' key order)."""
-    request: str
-    addressed: bool
-    excerpt: str
-    cited_chunk_ids: list[str]
-    verdict: str
-    coverage: float
-    reason: str
 
 
 Jurors = tuple[list[RequestJudgment], list[RequestJudgment], list[RequestJudgment]]
@@ -202,7 +190,7 @@ def _described(x: np.ndarray) -> str:
 
 def judge_requests_learned(requests: Sequence[LabelledRequest], answer_text: str, citations: list[str],
                            passages: Sequence[tuple[str, list[str]]], embed: Embed, word_vectors: WordVectors,
-                           juror: LearnedJuror) -> list[LearnedReply]:
+                           juror: LearnedJuror) -> list[Judged]:
     """One judgment per request, in the judge_requests reply contract: addressed when the model's probability reaches
     its threshold, `coverage` that probability; the excerpt and citations those of the first juror that found it
     addressed (lexical, BERTScore, whole-answer coverage), else the whole answer; verdict as the lexical judge checks
@@ -213,18 +201,18 @@ def judge_requests_learned(requests: Sequence[LabelledRequest], answer_text: str
     x, (lexical, whole, soft) = features(requests, answer_text, citations, passages, embed, word_vectors)
     probability = juror.probabilities(x)
     t = juror.threshold
-    out: list[LearnedReply] = []
+    out: list[Judged] = []
     for r, row, p, lex, wh, so in zip(requests, x, probability.tolist(), lexical, whole, soft, strict=True):
         measured = f"probability {compared(p, t)} ({_described(row)})"
         if lex.verdict == "contradicts":
-            out.append({"request": lex.request, "addressed": lex.addressed, "excerpt": lex.excerpt,
-                        "cited_chunk_ids": lex.cited_chunk_ids, "verdict": lex.verdict, "coverage": _share(p, t),
-                        "reason": f"{measured}, and contradicts the gold whatever that probability, by the lexical "
-                                  f"reading: {lex.reason}"})
+            out.append(lex.model_copy(update={
+                "coverage": _share(p, t),
+                "reason": f"{measured}, and contradicts the gold whatever that probability, by the lexical reading: "
+                          f"{lex.reason}"}))
             continue
         if p < t:
-            out.append({"request": r.id, "addressed": False, "excerpt": "", "cited_chunk_ids": [],
-                        "verdict": "not_addressed", "coverage": _share(p, t), "reason": f"not addressed: {measured}"})
+            out.append(Judged(request=r.id, addressed=False, excerpt="", cited_chunk_ids=[], verdict="not_addressed",
+                              coverage=_share(p, t), reason=f"not addressed: {measured}"))
             continue
         # The excerpt of the first juror that found the request addressed; none did: the whole answer. Checked
         # against the gold as the lexical judge checks its excerpt (request_judge._verdict).
@@ -232,8 +220,8 @@ def judge_requests_learned(requests: Sequence[LabelledRequest], answer_text: str
         excerpt, cites = ((found.excerpt, found.cited_chunk_ids) if found is not None
                           else (answer_text.strip(), list(citations)))
         verdict, reason = _verdict(r, excerpt, f"addressed: {measured}", embed)
-        out.append({"request": r.id, "addressed": True, "excerpt": excerpt, "cited_chunk_ids": cites,
-                    "verdict": verdict, "coverage": _share(p, t), "reason": reason})
+        out.append(Judged(request=r.id, addressed=True, excerpt=excerpt, cited_chunk_ids=cites, verdict=verdict,
+                          coverage=_share(p, t), reason=reason))
     return out
 
 

@@ -195,7 +195,7 @@ def test_a_verdict_is_its_probability_against_the_threshold_and_its_reason_says_
     answer = "The bridge opens in May. Tickets cost 50 dollars. The river is called Wear."
     out = lj.judge_requests_learned(requests, answer, ["c1"], [(answer, ["c1"])],
                                     lambda texts: np.ones((len(texts), 4)), _vectors, juror)
-    got = {j["request"]: j for j in out}
+    got = {j.request: j.model_dump() for j in out}  # the reply each becomes (LearnedJuror.judge)
     assert got["q.r1"]["addressed"] and got["q.r1"]["verdict"] == "consistent"
     assert got["q.r1"]["reason"].startswith("addressed: probability 0.99 >= 0.50 (lexical 1.00, whole answer 1.00")
     assert got["q.r1"]["excerpt"] == "The bridge opens in May."
@@ -205,7 +205,7 @@ def test_a_verdict_is_its_probability_against_the_threshold_and_its_reason_says_
     assert got["q.r3"]["verdict"] == "contradicts" and got["q.r3"]["addressed"]
     assert "and contradicts the gold whatever that probability" in got["q.r3"]["reason"]
     assert got["q.r4"]["verdict"] in ("not_verifiable", "not_addressed")
-    for j in out:
+    for j in got.values():
         assert j["coverage"] == pytest.approx(1 / (1 + np.exp(-(10 * float(
             re.search(r"lexical (\d\.\d\d)", j["reason"]).group(1)) - 5))), abs=0.06)
 
