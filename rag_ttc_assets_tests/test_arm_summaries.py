@@ -153,7 +153,7 @@ def test_a_typed_reader_reads_what_the_dicts_held(mini_lab):
         mini_lab.store.write_arm_json(member, name, summaries[name])
     c, r, a, d = (summaries[n] for n in (ArmJson.CONTRACT_SUMMARY, ArmJson.RETRIEVAL_SUMMARY,
                                          ArmJson.ADMISSION_SUMMARY, ArmJson.REQUEST_COMPLETENESS))
-    parameter, rows = sweep_rows(mini_lab, "context")  # the other member has no summaries: left out
+    parameter, rows = sweep_rows(mini_lab.store, mini_lab.arms, "context")  # the other member has no summaries: left out
     assert (parameter, rows) == ("context_runes", [{
         "arm": member, "context_runes": mini_lab.arms[member].context_runes, "valid": c["valid"],
         "recall_10": r["summary"]["recall_10"], "requests_supported": d["requests_supported"],

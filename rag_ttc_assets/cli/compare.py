@@ -61,7 +61,7 @@ def corrected_line(c: PairedDifference | IndependentDifference) -> str:
 
 
 def cmd_compare(args) -> int:
-    from rag_ttc_assets.stages.comparisons import arm_title, compare_two  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.comparisons import arm_title, compare_two, read_pair  # late: polars loads only when this runs
     from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
     from rag_ttc_assets.stages.label_drift import drift_text, labels_that_differ  # late: polars
 
@@ -93,9 +93,9 @@ def cmd_compare(args) -> int:
     out_dir = lab.store.comparisons_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        rep = compare_two(lab, args.a, args.b, args.allow_label_drift, headline=args.headline,
-                          allow_instrument_drift=args.allow_instrument_drift, p_adjust=args.p_adjust,
-                          alpha=args.alpha, allow_era_change=args.allow_era_change)
+        rep = compare_two(read_pair(lab.store, lab.arms, args.a, args.b), args.allow_label_drift,
+                          headline=args.headline, allow_instrument_drift=args.allow_instrument_drift,
+                          p_adjust=args.p_adjust, alpha=args.alpha, allow_era_change=args.allow_era_change)
     except LabelDriftError as e:  # which labels differ, so a person can judge whether the comparison still holds
         raise CliError(f"{e}\n{drift_text(labels_that_differ(lab, args.a, args.b), args.a, args.b)}") from None
     except (InstrumentDriftError, EraChangeError, DerivationDriftError) as e:
@@ -108,7 +108,8 @@ def cmd_compare(args) -> int:
     if args.json:
         print(json.dumps(rep.to_json(), indent=2, default=str))
         return 0
-    print(f"{arm_title(lab, args.b)} vs {arm_title(lab, args.a)}: {rep.n} paired cases; changed: "
+    title_a, title_b = (arm_title(lab.store, arm, lab.arms[arm]) for arm in (args.a, args.b))
+    print(f"{title_b} vs {title_a}: {rep.n} paired cases; changed: "
           + ", ".join(f"{k} {v[0]} -> {v[1]}" for k, v in rep.changed_parameters.items()))
     if rep.label_drift:
         print(f"LABEL DRIFT allowed (--allow-label-drift): {args.a} and {args.b} were measured on different labels "

@@ -53,7 +53,7 @@ def cmd_diagnose(args) -> int:
     else:
 
         out = diagnose_and_write(lab, arms, stem, args.baseline, labels=args.labels,
-                                 recompute=lambda: compare_pairs(lab), pages=lambda a, hl: arm_pages(lab, a, hl))
+                                 recompute=lambda: compare_pairs(lab.store, lab.arms), pages=lambda a, hl: arm_pages(lab, a, hl))
         result, paths = out.diagnosis, list(out.paths())
     if args.json:
         print(json.dumps(result.to_json(), indent=1, ensure_ascii=False))

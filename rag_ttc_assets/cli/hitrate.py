@@ -34,7 +34,7 @@ def cmd_hitrate(args) -> int:
     gate = None if args.min_hit_rate is None else {"min_hit_rate": args.min_hit_rate, "passed": not failed}
     if args.json:
         report = {"arm": args.arm, **rates.model_dump(mode="json"),
-                  "retrieval": arm_report(lab, args.arm, STAGES["retrieval"]).retrieval}
+                  "retrieval": arm_report(lab.store, args.arm, lab.arms[args.arm], STAGES["retrieval"]).retrieval}
         if lookup is not None:
             report |= admission.model_dump(mode="json", include={"lookup", "oracle_lookup"})
         print(json.dumps({**report, "gate": gate, "labels": labels}, indent=2))

@@ -22,7 +22,7 @@ def _shown(path: Path) -> str:
 
 def cmd_report(args) -> int:
     from rag_ttc_assets.report.collect import ReportError  # late: polars loads only when this runs
-    from rag_ttc_assets.stages.comparisons import compare_two  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.comparisons import compare_two, read_pair  # late: polars loads only when this runs
     from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
     from rag_ttc_assets.report import human  # late: reads the labels with polars tables when this runs
 
@@ -38,7 +38,8 @@ def cmd_report(args) -> int:
         else:
             out_dir = lab.store.comparisons_dir
             out_dir.mkdir(parents=True, exist_ok=True)
-            rep = pair_plots(compare_two(lab, args.a, args.b, args.allow_label_drift, headline=args.headline,
+            rep = pair_plots(compare_two(read_pair(lab.store, lab.arms, args.a, args.b), args.allow_label_drift,
+                                         headline=args.headline,
                                          allow_instrument_drift=args.allow_instrument_drift), out_dir)
             # The JSON the page was made from, beside it: the page's numbers can be checked against it.
             json_path = out_dir / f"{args.a}--{args.b}.json"

@@ -85,7 +85,7 @@ def cmd_run(args) -> int:
     materialized = materialize_arms(names, args.stage, args.force, verbose=args.verbose, keep_going=True)
     runs = {n: ArmRun.model_validate(r) for n, r in materialized.items()}
     failed = {n: r.failed for n, r in runs.items() if r.failed is not None}
-    reports = {n: {**arm_report(lab, n, STAGES[args.stage]).to_json(), **materialized[n]}
+    reports = {n: {**arm_report(lab.store, n, lab.arms[n], STAGES[args.stage]).to_json(), **materialized[n]}
                for n in names if n not in failed}
     if args.json:
         print(json.dumps({"arms": reports, "not_finished": {n: {"run_id": runs[n].run_id, **f.model_dump()}

@@ -96,7 +96,7 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
         lookup_md = {**numbers(lf, prefix="lookup/"),
                      "lookup_flow": md_table([{"branch": b, "cases": lf[b], **by_branch[b]}
                                               for b in LOOKUP_BRANCHES])}
-    png = flow_bars(arm.lab, [arm.arm], arm.store.arm_path(arm.arm, "failure-flow.png"))
+    png = flow_bars(arm.store, {arm.arm: arm.cfg}, arm.store.arm_path(arm.arm, "failure-flow.png"))
     accounting = fs.accounting.model_dump()  # branch -> its answers' qualities, by the branch's name
     rows = [{"branch": b, "requests": s[b], **accounting[b]} for b in FLOW_BRANCHES]
     worst = _worst_cases(arm.lab, arm.arm, d.flow)

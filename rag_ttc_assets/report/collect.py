@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.report_server import annotate_url
-from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Built, Table
 from rag_ttc_assets.core.annotation import annotate_command, answer_sha256
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.compare_records import PairReport
@@ -58,11 +58,11 @@ def _one(rows) -> dict[str, dict]:
     return {r[QUERY_ID.name]: r for r in rows}
 
 
-def _sent(lab: Lab, arm: str, qid: str, digests) -> list[dict]:
+def _sent(store: ArtifactStore, arm: str, qid: str, digests) -> list[dict]:
     sent = []
     for i, d in enumerate(digests or []):
         try:
-            sent.append(lab.store.messages.get(d))
+            sent.append(store.messages.get(d))
         except (MessageArchiveError, ValueError) as e:
             raise ReportError(f"arm {arm!r}, table 'answers', row {qid!r}, field 'messages_digests'[{i}]: {e}") from None
     return sent
@@ -114,18 +114,19 @@ def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> Ar
         views[q.id] = model.arm_case(
             retrieval.get(q.id), contexts.get(q.id), contracts.get(q.id), answer, judges.get(q.id),
             flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
-            _sent(lab, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k,
+            _sent(store, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k,
             outcomes.get(q.id, []))
     _human_of(lab, arm, labels, views)
     info = arm_info(lab, arm)
-    return ArmSide(arm, list(questions), views, chunks, _chunks_digest(lab, inputs), info, info["title"])
+    return ArmSide(arm, list(questions), views, chunks, _chunks_digest(inputs.chunks, chunks), info, info["title"])
 
 
-def _chunks_digest(lab: Lab, inputs: ArmInputs) -> str:
-    """The chunks' content digest; an imported arm's chunks are its imported documents (their table's digest)."""
-    if inputs.chunks is not None:
-        return inputs.chunks.content_digest
-    return "sha256:" + hashlib.sha256(json.dumps([c.model_dump() for c in inputs.chunk_list], sort_keys=True)
+def _chunks_digest(built: Built | None, chunks: list[Chunk]) -> str:
+    """The chunks' content digest (the built chunks'; None for an imported arm, whose chunks are its imported
+    documents: their list's digest)."""
+    if built is not None:
+        return built.content_digest
+    return "sha256:" + hashlib.sha256(json.dumps([c.model_dump() for c in chunks], sort_keys=True)
                                       .encode()).hexdigest()
 
 
@@ -141,7 +142,7 @@ def arm_info(lab: Lab, arm: str) -> dict:
     completeness = lab.store.read_summary(arm, ArmJson.REQUEST_COMPLETENESS)
     judge = completeness.request_judge
     derived = judge.requests_derived
-    return {"name": arm, "title": arm_title(lab, arm), "label_use": cfg.label_use,
+    return {"name": arm, "title": arm_title(lab.store, arm, cfg), "label_use": cfg.label_use,
             "config": cfg.model_dump(mode="json"),
             "instruments": {"answer_model": cfg.generator.model, "judge_model": cfg.judge.model,
                             "request_judge_model": judge.model,

@@ -5,6 +5,7 @@ failure-flow bars of every arm, the summary rows its metadata shows, and the hum
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ def write_comparisons(lab: Lab, out_dir: Path) -> Comparisons:
     curves of every family and the failure-flow bars of every arm; returns the reports, the pairs refused, one
     summary row per pair, the pages and plots written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    reports, skipped = compare_pairs(lab)
+    reports, skipped = compare_pairs(lab.store, lab.arms)
     # The people's labels shown in the pair reports: the store's default labels file when it exists (report.human).
     labels = human.read(lab, None)
     summary, pages = [], {}
@@ -51,21 +52,23 @@ def write_comparisons(lab: Lab, out_dir: Path) -> Comparisons:
         (out_dir / f"{rep.a}--{rep.b}.json").write_text(json.dumps(written, indent=1, default=str))
         # The clickable case report of the pair, made from the JSON just written.
         pages[f"{rep.a}--{rep.b}"] = write_pair(lab, rep, pair_path(out_dir, rep.a, rep.b), labels)
-        summary.append(summary_row(lab, rep))
-    sweeps = sweep_plots(lab, out_dir)
+        summary.append(summary_row(rep, {arm: arm_title(lab.store, arm, lab.arms[arm]) for arm in (rep.a, rep.b)}))
+    sweeps = sweep_plots(lab.store, lab.arms, out_dir)
     return Comparisons(reports=drawn, skipped=skipped, summary=summary, pages=pages, sweeps=sweeps,
-                       flow_png=flow_bars(lab, lab.arms.names, out_dir / "failure-flow-all-arms.png"),
+                       flow_png=flow_bars(lab.store, {n: lab.arms[n] for n in lab.arms.names},
+                                          out_dir / "failure-flow-all-arms.png"),
                        human_labels=labels.summary() if labels else None)
 
 
-def summary_row(lab: Lab, rep: PairReport) -> dict:
+def summary_row(rep: PairReport, titles: Mapping[str, str]) -> dict:
     """One compared pair as the summary table shows it (`rag-ttc compare --all`, the asset's metadata): completeness
     read graded first, then the share addressed, each with its N of M and in the words of the run table and
-    `rag-ttc compare A B` (docs/judges.md: graded agrees with people best); then valid and completeness."""
+    `rag-ttc compare A B` (docs/judges.md: graded agrees with people best); then valid and completeness. `titles`: each
+    arm's name as tables show it (stages.comparisons.arm_title)."""
     m, g = rep.metrics, rep.metrics["graded_completeness"]
     read = rep.completeness_measured
     valid, comp = m["valid"], m["completeness"]
-    return {"a": arm_title(lab, rep.a), "b": arm_title(lab, rep.b), "n": rep.n,
+    return {"a": titles[rep.a], "b": titles[rep.b], "n": rep.n,
             "graded_a": graded_text(read[rep.a]), "graded_b": graded_text(read[rep.b]),
             # No case graded in both arms (a judge that reports no coverage): said, never 0 or a blank.
             "graded_delta": "not measured" if g.mean_delta is None else g.mean_delta,

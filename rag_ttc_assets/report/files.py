@@ -32,6 +32,6 @@ def write_arm(lab, arm: str, path: Path, labels=None) -> Path:
     from rag_ttc_assets.report.collect import single_model  # late: polars, for `rag-ttc report` only when it runs
     from rag_ttc_assets.stages.diagnostics_files import flow_bars  # late: polars, as above
 
-    png = flow_bars(lab, [arm], path.with_suffix(".flow.png"))
+    png = flow_bars(lab.store, {arm: lab.arms[arm]}, path.with_suffix(".flow.png"))
     atomic_write_bytes(path, render(single_model(lab, arm, png, labels)).encode("utf-8"), mode=0o644)
     return path

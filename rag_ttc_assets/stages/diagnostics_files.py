@@ -4,28 +4,31 @@ the arms' failure_flow.json hold)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from rag_ttc_assets.adapters.store import ArmJson
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.arms_file import Arms
 from rag_ttc_assets.core.compare_records import PairReport
 from rag_ttc_assets.core.flow import FLOW_BRANCHES
-from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.comparisons import arm_title, sweep_rows
 
 SWEEP_SERIES = ["valid", "recall_10", "requests_supported", "graded_completeness", "omitted_chunks"]
 
 
-def flow_bars(lab: Lab, arms: list[str], path: Path) -> Path | None:
-    """The failure-flow bars of `arms` (those with a failure flow) written to `path`; None when none has one."""
+def flow_bars(store: ArtifactStore, arms: Mapping[str, ArmConfig], path: Path) -> Path | None:
+    """The failure-flow bars of `arms` (name -> configuration, in order; those with a failure flow in `store`)
+    written to `path`; None when none has one."""
     from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a plot is drawn
 
     flows = {}
-    for arm in arms:
+    for arm, cfg in arms.items():
         try:
-            s = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
+            s = store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
         except FileNotFoundError:
             continue
-        flows[arm_title(lab, arm)] = {b: s[b] for b in FLOW_BRANCHES}
+        flows[arm_title(store, arm, cfg)] = {b: s[b] for b in FLOW_BRANCHES}
     return plots.failure_flow_bars(path, flows, list(FLOW_BRANCHES)) if flows else None
 
 
@@ -51,13 +54,14 @@ def pair_plots(report: PairReport, plots_dir: Path) -> PairReport:
     return report.model_copy(update={"plots": drawn})
 
 
-def sweep_plots(lab: Lab, out_dir: Path) -> dict[str, str]:
-    """Each sweep family's curves (its materialized members) as `sweep-<family>.png`: family -> path."""
+def sweep_plots(store: ArtifactStore, arms: Arms, out_dir: Path) -> dict[str, str]:
+    """Each sweep family's curves (of the arms file's `arms`; its members materialized in `store`) as
+    `sweep-<family>.png`: family -> path."""
     from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a plot is drawn
 
     sweeps = {}
-    for family in lab.arms.families:
-        parameter, rows = sweep_rows(lab, family)
+    for family in arms.families:
+        parameter, rows = sweep_rows(store, arms, family)
         if rows:
             sweeps[family] = str(plots.sweep_curves(out_dir / f"sweep-{family}.png", parameter, rows, SWEEP_SERIES,
                                                     f"sweep {family}: {parameter}"))

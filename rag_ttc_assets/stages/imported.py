@@ -20,7 +20,7 @@ from rag_ttc_assets.core.phoenix_source import phoenix_digest, phoenix_spans
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE
 from rag_ttc_assets.adapters import phoenix
-from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Table
 from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core import phoenix_annotations
 
@@ -179,12 +179,11 @@ def contract(cfg: ArmConfig, answers_df: pl.DataFrame, chunk_text: dict[str, str
     return table_frame(Table.CONTRACT_RESULTS, rows)
 
 
-def representations_record(lab, arm: str) -> dict:
+def representations_record(store: ArtifactStore, arm: str, cfg: ArmConfig) -> dict:
     """What an arm's representations were (ArmJson.REPRESENTATIONS); an imported arm's are the system's own, read
     from its traces, not the lab's (its representations asset builds nothing)."""
-    cfg = lab.arms[arm]
     if cfg.supply != "imported":
-        return lab.store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
+        return store.read_arm_json(arm, ArmJson.REPRESENTATIONS)
     return {"representation": "imported", "builder": "the imported system", "builder_model": None,
             "prompt_digest": None, "era": f"imported:{cfg.source.file}", "offline_baseline": False}
 

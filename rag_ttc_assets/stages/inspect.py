@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
-from rag_ttc_assets.adapters.store import Table
+from rag_ttc_assets.adapters.store import ArtifactStore, Table
 from rag_ttc_assets.core.counterfactual import Planted
 from rag_ttc_assets.core.inspect_view import (AnnLists, AnswerView, ContractView, InspectView, JudgeView, QuestionView,
                                               RankedChunk, RequestJudgeRow, RequestJudgeView, RequestView, Sent)
@@ -48,14 +48,14 @@ def _row(df: pl.DataFrame, table: TableName, qid: str) -> dict | None:
     return rows[0] if rows else None
 
 
-def _messages_sent(lab: Lab, arm: str, qid: str, table: str, digests: list[str] | None, field: str) -> Sent:
+def _messages_sent(store: ArtifactStore, arm: str, qid: str, table: str, digests: list[str] | None, field: str) -> Sent:
     """The digests and the `{"messages", "tools"}` each call was sent (None: the table predates them)."""
     if digests is None:
         return Sent(messages_digests=None, messages_sent=None)
     sent = []
     for i, d in enumerate(digests):
         try:
-            sent.append(lab.store.messages.get(d))
+            sent.append(store.messages.get(d))
         except (MessageArchiveError, ValueError) as e:
             raise InspectError(f"arm {arm!r}, table {table!r}, row {qid!r}, field {field!r}[{i}]: {e}") from None
     return Sent(messages_digests=list(digests), messages_sent=sent)
@@ -117,14 +117,14 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> InspectView:
     # each once.
     sent_digests = list(dict.fromkeys(r[RJ.judge_messages_digest] for r in judged.values()
                                       if r.get(RJ.judge_messages_digest)))
-    request_judge_sent = (_messages_sent(lab, arm, qid, Table.REQUEST_JUDGMENTS, sent_digests,
+    request_judge_sent = (_messages_sent(store, arm, qid, Table.REQUEST_JUDGMENTS, sent_digests,
                                          RJ.judge_messages_digest)
                           if sent_digests else Sent(messages_digests=[], messages_sent=[]))
     answer = (optional.get(Table.ANSWERS) or [None])[0]
     judge = (optional.get(Table.JUDGE_VERDICTS) or [None])[0]
-    answer_sent = (_messages_sent(lab, arm, qid, Table.ANSWERS, answer.get(ANS.messages_digests), ANS.messages_digests)
+    answer_sent = (_messages_sent(store, arm, qid, Table.ANSWERS, answer.get(ANS.messages_digests), ANS.messages_digests)
                    if answer else None)
-    judge_sent = (_messages_sent(lab, arm, qid, Table.JUDGE_VERDICTS, judge.get(JV.judge_messages_digests),
+    judge_sent = (_messages_sent(store, arm, qid, Table.JUDGE_VERDICTS, judge.get(JV.judge_messages_digests),
                                  JV.judge_messages_digests) if judge else None)
     return InspectView(
         arm=arm, label_use=cfg.label_use,

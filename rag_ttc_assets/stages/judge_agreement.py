@@ -79,7 +79,7 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     """(per-request: judge -> (arm, question, request) -> {addressed, verdict, reason},
         pairwise: judge -> aspect -> (arm, row) -> score or None)."""
     per_request, pairwise = _judge_scores(lab, arms)
-    rules = {arm: recorded_request_judge(lab, arm).get("rules") for arm in arms}
+    rules = {arm: recorded_request_judge(lab.store, arm).get("rules") for arm in arms}
     per_request = _split_by_rules(per_request, rules)
     split: dict[str, dict] = {}
     for name, aspects in pairwise.items():
@@ -268,7 +268,7 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> AgreementReport:
         claim_labels=validated(ClaimLabels, claim_agreement(labels.claims, *claim_scores(lab, labels.claims), seed)
                                if labels.claims else None),
         # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
-        requests_derived={arm: requests_derived(lab, arm) for arm in sorted(arms)},
+        requests_derived={arm: requests_derived(lab.store, arm) for arm in sorted(arms)},
         # The annotation page's request annotation: edits and the labels of edited requests, which no judge
         # measured, are counted and left out of every statistic.
         request_edits=RequestEdits(edits=labels.request_edits, labels_not_compared=labels.edited_request_labels),

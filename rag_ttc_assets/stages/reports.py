@@ -6,15 +6,15 @@ from collections.abc import Collection
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Table
+from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.run_records import ProviderCalls
 from rag_ttc_assets.core.summaries import generator_label
-from rag_ttc_assets.lab import Lab
 
 ANS = Table.ANSWERS.c  # the declared column names (core.tables)
 
 
-def labels_used(store, arm: str) -> dict:
+def labels_used(store: ArtifactStore, arm: str) -> dict:
     """The labels `arm` ran with (the `labels` asset's record); an arm run before that asset existed recorded them
     in its corpus binding."""
     try:
@@ -52,24 +52,25 @@ class ArmReport:
                 if getattr(self, f.name) is not None or f.name in always}
 
 
-def _retrieval(lab: Lab, arm: str, report: ArmReport) -> None:
-    r = lab.store.read_summary(arm, ArmJson.RETRIEVAL_SUMMARY).summary
+def _retrieval(store: ArtifactStore, arm: str, cfg: ArmConfig, report: ArmReport) -> None:
+    r = store.read_summary(arm, ArmJson.RETRIEVAL_SUMMARY).summary
     report.retrieval = {"recip_rank": r.recip_rank, "recall_10": r.recall_10, "ndcg_cut_10": r.ndcg_cut_10,
                         "success_10": r.success_10, "evaluated": r.evaluated, "undefined": r.undefined}
     if r.ann_recall_of is not None:  # an approximate vector index's own measure (core.ann), with its N
         report.retrieval.update(ann_recall_k=r.ann_recall_k, ann_recall_measured=r.ann_recall_measured,
                                 ann_recall_of=r.ann_recall_of)
-    report.admission = lab.store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
+    report.admission = store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
     from rag_ttc_assets.stages.imported import representations_record  # late: polars; as in _answers below
 
-    report.representations = representations_record(lab, arm)
+    report.representations = representations_record(store, arm, cfg)
 
 
-def _answers(lab: Lab, arm: str, report: ArmReport, calls: dict[str, ProviderCalls]) -> None:
+def _answers(store: ArtifactStore, arm: str, cfg: ArmConfig, report: ArmReport,
+             calls: dict[str, ProviderCalls]) -> None:
     # late: polars, pytrec_eval; the CLI reads arm reports without them
     from rag_ttc_assets.stages.generation import calls_summary
 
-    c = lab.store.read_summary(arm, ArmJson.CONTRACT_SUMMARY)
+    c = store.read_summary(arm, ArmJson.CONTRACT_SUMMARY)
     report.contract = {"total": c.total, "valid": c.valid, "parse_failures": c.parse_failures,
                        "contract_failures": c.contract_failures, "contract_failure_reasons": c.contract_failure_reasons,
                        "abstentions": c.abstentions, "escalated": c.escalated, "provider_faults": c.provider_faults,
@@ -77,17 +78,18 @@ def _answers(lab: Lab, arm: str, report: ArmReport, calls: dict[str, ProviderCal
                        "free_text": c.free_text,
                        # a summary written before the no-answer counts: 0, as it always read
                        "no_answer": c.no_answer if "no_answer" in c.model_fields_set else 0}
-    report.response_format = lab.arms[arm].response_format
-    report.supply = lab.arms[arm].supply
-    answers = lab.store.read_table(arm, Table.ANSWERS)
+    report.response_format = cfg.response_format
+    report.supply = cfg.supply
+    answers = store.read_table(arm, Table.ANSWERS)
     calls["answers"] = calls_summary(answers)
     report.calls = {}
     # An imported arm's: the system's own model, as its traces name it (self-reported).
-    report.generator_model = generator_label(lab.arms[arm], answers[ANS.model].to_list())
+    report.generator_model = generator_label(cfg, answers[ANS.model].to_list())
 
 
-def _judges(lab: Lab, arm: str, report: ArmReport, calls: dict[str, ProviderCalls]) -> None:
-    j = lab.store.read_summary(arm, ArmJson.JUDGE_SUMMARY)
+def _judges(store: ArtifactStore, arm: str, cfg: ArmConfig, report: ArmReport,
+            calls: dict[str, ProviderCalls]) -> None:
+    j = store.read_summary(arm, ArmJson.JUDGE_SUMMARY)
     # Each mean with its denominator and the reasons the other rows were not measured.
     report.judge = {"judged": j.judged, "abstained": j.abstained, "invalid": j.invalid,
                     "judge_failures": j.judge_failures, "mean_faithfulness": j.mean_faithfulness,
@@ -104,8 +106,8 @@ def _judges(lab: Lab, arm: str, report: ArmReport, calls: dict[str, ProviderCall
     if report.calls is None:
         report.calls = {}
     report.judge_measurement = j.judge_measurement.model_dump()
-    report.request_judge = lab.store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY)
-    rj = lab.store.read_summary(arm, ArmJson.REQUEST_JUDGE_SUMMARY)
+    report.request_judge = store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY)
+    rj = store.read_summary(arm, ArmJson.REQUEST_JUDGE_SUMMARY)
     calls["request_judge"] = _counted_calls(rj.provider_calls, rj.cache_hits)
 
 
@@ -115,9 +117,10 @@ def _counted_calls(provider_calls: int, cache_hits: int) -> ProviderCalls:
                          mean_input_tokens=0.0, p95_latency_s=0.0, cost_usd=0.0, unpriced_rows=0)
 
 
-def _flow(lab: Lab, arm: str, report: ArmReport, calls: dict[str, ProviderCalls]) -> None:
-    report.completeness = lab.store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
-    f = lab.store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
+def _flow(store: ArtifactStore, arm: str, cfg: ArmConfig, report: ArmReport,
+          calls: dict[str, ProviderCalls]) -> None:
+    report.completeness = store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
+    f = store.read_arm_json(arm, ArmJson.FAILURE_FLOW)
     # As written, its accounting last.
     report.flow = {**{k: v for k, v in f.items() if k != "accounting"}, "accounting": f["accounting"]}
 
@@ -126,39 +129,39 @@ def _flow(lab: Lab, arm: str, report: ArmReport, calls: dict[str, ProviderCalls]
 SECTIONS = (("contract_summary", _answers), ("judge_summary", _judges), ("failure_flow", _flow))
 
 
-def recorded_request_judge(lab: Lab, arm: str) -> dict:
+def recorded_request_judge(store: ArtifactStore, arm: str) -> dict:
     """The arm's request judge as an instrument, as its request judge summary recorded it when its request judgments
     were written (stages.request_judge.instrument); {} when not judged yet."""
     try:
-        return lab.store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY).get("request_judge") or {}
+        return store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY).get("request_judge") or {}
     except FileNotFoundError:
         return {}
 
 
-def requests_derived(lab: Lab, arm: str) -> dict | None:
+def requests_derived(store: ArtifactStore, arm: str) -> dict | None:
     """How the requests the arm's request judge measured were derived from gold answers, as recorded when it ran
     (None: hand-written, or not judged yet)."""
-    return recorded_request_judge(lab, arm).get("requests_derived")
+    return recorded_request_judge(store, arm).get("requests_derived")
 
 
-def arm_report(lab: Lab, arm: str, upto: Collection[str]) -> ArmReport:
+def arm_report(store: ArtifactStore, arm: str, cfg: ArmConfig, upto: Collection[str]) -> ArmReport:
     """The summaries of `arm` its assets wrote, read from the store: those of the assets in `upto` (the assets a
     `rag-ttc run --stage` materialized, defs.graph.STAGES); retrieval's whenever present. A summary not written
-    yet leaves its section (from that summary on) out."""
-    report = ArmReport(label_use=lab.arms[arm].label_use, requests_derived=requests_derived(lab, arm))
+    yet leaves its section (from that summary on) out. `cfg`: the arm's configuration (the arms file's)."""
+    report = ArmReport(label_use=cfg.label_use, requests_derived=requests_derived(store, arm))
     try:  # the labels the arm ran with, and those `rag-ttc labels update` marked stale and it left out
-        report.labels = labels_used(lab.store, arm).get("labels") or {}
+        report.labels = labels_used(store, arm).get("labels") or {}
     except FileNotFoundError:
         pass
     try:
-        _retrieval(lab, arm, report)
+        _retrieval(store, arm, cfg, report)
     except FileNotFoundError:
         pass
     calls: dict[str, ProviderCalls] = {}  # each role's, in the order read
     for needs, read in SECTIONS:
         if needs in upto:
             try:
-                read(lab, arm, report, calls)
+                read(store, arm, cfg, report, calls)
             except FileNotFoundError:
                 pass
     if report.calls is not None:

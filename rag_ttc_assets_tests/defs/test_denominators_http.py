@@ -94,7 +94,7 @@ def test_every_mean_carries_its_denominator_and_the_reasons(lab_dir):
     from rag_ttc_assets.defs.graph import STAGES
     from rag_ttc_assets.stages.reports import arm_report
 
-    table = run_tables({ARM: arm_report(lab, ARM, STAGES["all"]).to_json()})
+    table = run_tables({ARM: arm_report(lab.store, ARM, lab.arms[ARM], STAGES["all"]).to_json()})
     judge_line = next(line for line in table.splitlines() if line.startswith(ARM) and "openai/judge" in line)
     assert re.search(r"0\.7500\s+2/8\s+0\.7500\s+2/8\s+abstained 2, judge_error 2, budget 1, no_statements 1",
                      judge_line), \
@@ -110,9 +110,9 @@ def test_every_mean_carries_its_denominator_and_the_reasons(lab_dir):
     assert stored["faithfulness_not_measured"] == reasons
 
     # The comparison report: faithfulness paired over 2 of 8 cases, the 6 others undefined in both arms, and why.
-    from rag_ttc_assets.stages.comparisons import compare_two
+    from rag_ttc_assets.stages.comparisons import compare_two, read_pair
 
-    rep = compare_two(lab, ARM, ARM)
+    rep = compare_two(read_pair(lab.store, lab.arms, ARM, ARM))
     f = rep.metrics["faithfulness"]
     assert (f.n, f.of, f.undefined_a, f.undefined_b, f.undefined_both) == (2, 8, 0, 0, 6)
     assert f.not_measured.model_dump() == {"a": reasons, "b": reasons}

@@ -43,7 +43,7 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
     from rag_ttc_assets.core.compare_guards import InstrumentDriftError
     from rag_ttc_assets.definitions import build_definitions
     from rag_ttc_assets.lab import Lab
-    from rag_ttc_assets.stages.comparisons import compare_two
+    from rag_ttc_assets.stages.comparisons import compare_two, read_pair
     from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
 
     write_mini_lab(tmp_path, monkeypatch, {"mini-03": " FAULT:bad_request"})  # the lenient juror faults there
@@ -173,12 +173,12 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
     assert inst["model"] == "panel[mean]: local/lexical, local/coverage, local/bertscore"
     assert inst["panel_rules"] == "panel-rules/2" and inst["aggregation"] == "mean"
     with pytest.raises(InstrumentDriftError, match="instrument drift"):
-        compare_two(lab, "offline-panel", "offline-mean")
+        compare_two(read_pair(lab.store, lab.arms, "offline-panel", "offline-mean"))
 
     # A pair whose panels differ (or a panel against one judge) is instrument drift.
     for a, b in (("panel-all", "panel-any"), ("lexical", "panel-all")):
         with pytest.raises(InstrumentDriftError, match="instrument drift"):
-            compare_two(lab, a, b)
+            compare_two(read_pair(lab.store, lab.arms, a, b))
 
 
 @pytest.mark.parametrize("arm, says", [
@@ -223,7 +223,8 @@ def test_a_juror_that_measures_nothing_is_said_in_the_run_table_and_judge_agreem
     judged = [r for r in rows if r["status"] == "judged"]
     assert judged and all(json.loads(r["jurors"])[1]["status"].startswith("judge_") for r in judged)
 
-    printed = run_tables({"panel-silent": arm_report(lab, "panel-silent", STAGES["all"]).to_json()}).splitlines()
+    report = arm_report(lab.store, "panel-silent", lab.arms["panel-silent"], STAGES["all"])
+    printed = run_tables({"panel-silent": report.to_json()}).splitlines()
     [header] = [ln for ln in printed if ln.startswith("arm ") and "juror_not_measured" in ln]
     [line] = [ln for ln in printed if ln.startswith("panel-silent ") and "judge-sensitive" in ln]
     panel = dict(zip(re.split(r"\s{2,}", header.strip()), re.split(r"\s{2,}", line.strip()), strict=True))
