@@ -11,6 +11,7 @@ from pathlib import Path
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.report_server import annotate_url
 from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Built, Table
+from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.annotation import annotate_command, answer_sha256
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.compare_records import PairReport
@@ -74,12 +75,11 @@ def human_labels(lab: Lab, labels) -> human.HumanLabels | None:
     return labels if isinstance(labels, human.HumanLabels) else human.read(lab, labels)
 
 
-def _human_of(lab: Lab, arm: str, labels: human.HumanLabels | None, views: dict) -> None:
+def _human_of(arm: str, labels: human.HumanLabels | None, run_id: str | None, views: dict) -> None:
     """Each case's people's labels beside its judges (view["human"]: request -> labels), each flagged when made on
-    an older run or another answer of the arm."""
+    an older run (the arm's rows now come from run `run_id`) or another answer of the arm."""
     if labels is None:
         return
-    run_id = human.current_run_id(lab, arm)
     for qid, by_request in labels.by_case(arm).items():
         view = views.get(qid)
         if view is None:
@@ -116,8 +116,12 @@ def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> Ar
             flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
             _sent(store, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k,
             outcomes.get(q.id, []))
-    _human_of(lab, arm, labels, views)
-    info = arm_info(lab, arm)
+    _human_of(arm, labels, human.current_run_id(lab, arm) if labels is not None else None, views)
+    prompts = {}
+    for field, kind in prompt_fields(cfg).items():
+        p = lab.prompt(getattr(cfg, field), kind)
+        prompts[field] = {"name": p.name, "digest": p.digest}
+    info = arm_info(store, arm, cfg, prompts)
     return ArmSide(arm, list(questions), views, chunks, _chunks_digest(inputs.chunks, chunks), info, info["title"])
 
 
@@ -130,19 +134,15 @@ def _chunks_digest(built: Built | None, chunks: list[Chunk]) -> str:
                                       .encode()).hexdigest()
 
 
-def arm_info(lab: Lab, arm: str) -> dict:
-    """The arm's name as tables show it, its configuration, instruments (answer model, judges, prompt digests,
-    oracle or not), its failure flow, hit rate and the N measured of M of its completeness."""
-    cfg = lab.arms[arm]
-    prompts = {}
-    for field, kind in prompt_fields(cfg).items():
-        p = lab.prompt(getattr(cfg, field), kind)
-        prompts[field] = {"name": p.name, "digest": p.digest}
-    flow = lab.store.read_summary(arm, ArmJson.FAILURE_FLOW)
-    completeness = lab.store.read_summary(arm, ArmJson.REQUEST_COMPLETENESS)
+def arm_info(store: ArtifactStore, arm: str, cfg: ArmConfig, prompts: dict[str, dict[str, str]]) -> dict:
+    """The arm's name as tables show it, its configuration `cfg`, instruments (answer model, judges, the digests of
+    its `prompts`: field -> name and digest, oracle or not), its failure flow, hit rate and the N measured of M of
+    its completeness, read from `store`."""
+    flow = store.read_summary(arm, ArmJson.FAILURE_FLOW)
+    completeness = store.read_summary(arm, ArmJson.REQUEST_COMPLETENESS)
     judge = completeness.request_judge
     derived = judge.requests_derived
-    return {"name": arm, "title": arm_title(lab.store, arm, cfg), "label_use": cfg.label_use,
+    return {"name": arm, "title": arm_title(store, arm, cfg), "label_use": cfg.label_use,
             "config": cfg.model_dump(mode="json"),
             "instruments": {"answer_model": cfg.generator.model, "judge_model": cfg.judge.model,
                             "request_judge_model": judge.model,
@@ -180,12 +180,10 @@ def _chunk_sets(sides: list[ArmSide], cases: list[dict]) -> tuple[list[dict], li
     return sets, index
 
 
-def pair_model(lab: Lab, report: PairReport, labels=None) -> dict:
+def pair_model(report: PairReport, side_a: ArmSide, side_b: ArmSide, hl: human.HumanLabels | None) -> dict:
     """The page model of a pair report (`compare_two`'s or `arm_comparisons`'), the JSON written beside it shown
-    whole; `labels` as in human_labels."""
+    whole; its arms a and b as arm_views read them, with the human labels `hl` (human_labels)."""
     a, b = report.a, report.b
-    hl = human_labels(lab, labels)
-    side_a, side_b = arm_views(lab, a, hl), arm_views(lab, b, hl)
     questions = {q.id: q for q in side_a.questions + side_b.questions}
     cases = model.pair_cases(list(questions.values()), side_a.views, side_b.views, model.PairFacts.of(report))
     sets, index = _chunk_sets([side_a, side_b], cases)
@@ -201,11 +199,11 @@ def pair_model(lab: Lab, report: PairReport, labels=None) -> dict:
                   "graded_delta_histogram": png_data(plots.get("graded_delta_histogram"))}})
 
 
-def single_model(lab: Lab, arm: str, flow_png: str | Path | None = None, labels=None) -> dict:
-    """The page model of one arm's report: its failure flow (and plot), hit rate, and its cases by branch; with
-    human labels (human_labels), the people's label of each labelled request beside the judges."""
-    hl = human_labels(lab, labels)
-    side = arm_views(lab, arm, hl)
+def single_model(side: ArmSide, flow_png: str | Path | None = None, hl: human.HumanLabels | None = None) -> dict:
+    """The page model of one arm's report (`side`, as arm_views read it): its failure flow (and plot), hit rate, and
+    its cases by branch; with human labels `hl` (human_labels), the people's label of each labelled request beside
+    the judges."""
+    arm = side.arm
     cases = model.arm_cases(side.questions, side.views)
     sets, index = _chunk_sets([side], cases)
     return model.finite_or_none({

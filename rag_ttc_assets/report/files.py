@@ -21,17 +21,21 @@ def write_pair(lab, report: PairReport, path: Path, labels=None) -> Path:
     """Render the pair report `report` (compare_two's, as written to `<a>--<b>.json`) to `path`;
     `labels`: the human labels shown beside the judges (report.human: a HumanLabels, a file, or None for the
     store's default file when it exists)."""
-    from rag_ttc_assets.report.collect import pair_model  # late: polars, for `rag-ttc report` only when it runs
+    from rag_ttc_assets.report.collect import arm_views, human_labels, pair_model  # late: polars, when it runs
 
-    atomic_write_bytes(path, render(pair_model(lab, report, labels)).encode("utf-8"), mode=0o644)
+    hl = human_labels(lab, labels)
+    side_a, side_b = arm_views(lab, report.a, hl), arm_views(lab, report.b, hl)
+    atomic_write_bytes(path, render(pair_model(report, side_a, side_b, hl)).encode("utf-8"), mode=0o644)
     return path
 
 
 def write_arm(lab, arm: str, path: Path, labels=None) -> Path:
     """Render one arm's report (its failure-flow plot written beside it) to `path`; `labels` as in write_pair."""
-    from rag_ttc_assets.report.collect import single_model  # late: polars, for `rag-ttc report` only when it runs
+    from rag_ttc_assets.report.collect import arm_views, human_labels, single_model  # late: polars, when it runs
     from rag_ttc_assets.stages.diagnostics_files import flow_bars  # late: polars, as above
 
     png = flow_bars(lab.store, {arm: lab.arms[arm]}, path.with_suffix(".flow.png"))
-    atomic_write_bytes(path, render(single_model(lab, arm, png, labels)).encode("utf-8"), mode=0o644)
+    hl = human_labels(lab, labels)
+    side = arm_views(lab, arm, hl)
+    atomic_write_bytes(path, render(single_model(side, png, hl)).encode("utf-8"), mode=0o644)
     return path
