@@ -20,7 +20,7 @@ def labels_path(lab, given: str | None) -> Path:
     """--labels FILE, or the store's annotations/labels.jsonl (where `rag-ttc annotate` writes)."""
     from rag_ttc_assets.stages.accept import default_labels  # late: polars loads only when this runs
 
-    return Path(given).expanduser().resolve() if given else default_labels(lab)
+    return Path(given).expanduser().resolve() if given else default_labels(lab.store)
 
 
 def _iv(e: EstimateNFirst | EstimateNLast | JudgeInterval) -> str:
@@ -30,7 +30,7 @@ def _iv(e: EstimateNFirst | EstimateNLast | JudgeInterval) -> str:
 
 
 def cmd_accept(args) -> int:
-    from rag_ttc_assets.stages.accept import accept  # late: polars, numpy and matplotlib load only when this runs
+    from rag_ttc_assets.stages.accept import accept, read_correction  # late: polars, numpy, matplotlib: only here
 
     lab = lab_from_args(args)
     if not 0 < args.alpha < 1:
@@ -41,7 +41,8 @@ def cmd_accept(args) -> int:
         lab.arms[arm]
     path = labels_path(lab, args.labels)
     try:
-        report = accept(lab, args.arm, args.against, path, args.alpha, args.allow_instrument_drift)
+        inputs = read_correction(lab.store, lab.arms_file, lab.datasets_dir, lab.arms, args.arm, args.against, path)
+        report = accept(inputs, lab.store.comparisons_dir, args.alpha, args.allow_instrument_drift)
     except (InstrumentDriftError, LabelDriftError) as e:
         raise CliError(str(e)) from None
     if args.json:

@@ -15,6 +15,7 @@ from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftE
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
 from rag_ttc_assets.core.eras import EraChangeError
 from rag_ttc_assets.core.judge_summaries import Instrument
+from rag_ttc_assets.core.label_drift import LabelDrift
 from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, addressed_text, graded_text, not_measured_text
 from rag_ttc_assets.report.text import p_adjust_text, paired_text
 
@@ -42,10 +43,20 @@ def corrected(lab, args) -> PairedDifference | IndependentDifference:
     (stages/accept.py): the judge's difference, the people's, and the prediction-powered one with its 95% interval.
     The drift checks were compare_two's."""
     from rag_ttc_assets.cli.accept import labels_path  # late: only with --labels
-    from rag_ttc_assets.stages.accept import corrected_difference  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.accept import corrected_difference, read_correction  # late: polars loads only here
 
-    return corrected_difference(lab, args.b, args.a, labels_path(lab, args.labels or None), 0.05,
-                                check_drift=False)
+    return corrected_difference(read_correction(lab.store, lab.arms_file, lab.datasets_dir, lab.arms, args.b, args.a,
+                                                labels_path(lab, args.labels or None), check_drift=False), 0.05)
+
+
+def labels_differ(lab, a: str, b: str) -> LabelDrift:
+    """The labels that differ between two arms' labels versions (stages/label_drift.py), read where the lab keeps
+    them: each arm's dataset folder and its run records."""
+    from rag_ttc_assets.stages.label_drift import labels_that_differ, read_label_versions  # late: polars
+    from rag_ttc_assets.stages.run_record import runs_root  # late: the stages load only when this runs
+
+    folders = {arm: (lab.dataset_dir(lab.arms[arm].dataset), runs_root(lab, arm)) for arm in (a, b)}
+    return labels_that_differ(read_label_versions(lab.store, folders), a, b)
 
 
 def _iv(e: EstimateNFirst | EstimateNLast | JudgeInterval) -> str:
@@ -63,7 +74,7 @@ def corrected_line(c: PairedDifference | IndependentDifference) -> str:
 def cmd_compare(args) -> int:
     from rag_ttc_assets.stages.comparisons import arm_title, compare_two, read_pair  # late: polars loads only when this runs
     from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
-    from rag_ttc_assets.stages.label_drift import drift_text, labels_that_differ  # late: polars
+    from rag_ttc_assets.stages.label_drift import drift_text  # late: polars
 
     lab = lab_from_args(args)
     if args.all:
@@ -97,11 +108,11 @@ def cmd_compare(args) -> int:
                           headline=args.headline, allow_instrument_drift=args.allow_instrument_drift,
                           p_adjust=args.p_adjust, alpha=args.alpha, allow_era_change=args.allow_era_change)
     except LabelDriftError as e:  # which labels differ, so a person can judge whether the comparison still holds
-        raise CliError(f"{e}\n{drift_text(labels_that_differ(lab, args.a, args.b), args.a, args.b)}") from None
+        raise CliError(f"{e}\n{drift_text(labels_differ(lab, args.a, args.b), args.a, args.b)}") from None
     except (InstrumentDriftError, EraChangeError, DerivationDriftError) as e:
         raise CliError(str(e)) from None
     if rep.label_drift:
-        rep = rep.model_copy(update={"labels_differ": labels_that_differ(lab, args.a, args.b)})
+        rep = rep.model_copy(update={"labels_differ": labels_differ(lab, args.a, args.b)})
     if args.labels is not None:  # explicit only: a labelling round in progress never changes compare's numbers
         rep = rep.model_copy(update={"completeness_corrected": corrected(lab, args)})
     rep = pair_plots(rep, out_dir)

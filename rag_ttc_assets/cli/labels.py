@@ -9,7 +9,7 @@ from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.cli.common import CliError, dagster_home, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import failure_text, open_instance
 from rag_ttc_assets.core.agreement_records import read_report
-from rag_ttc_assets.stages.judge_agreement import disagreements, tables
+from rag_ttc_assets.stages.judge_agreement import tables
 from rag_ttc_assets.core.derivation_result import DerivationResult
 from rag_ttc_assets.core.derive_requests import describe, nothing_to_derive
 
@@ -81,7 +81,7 @@ def cmd_judge_agreement(args) -> int:
         print(title)
         print(text_table(cols, rows))
         print()
-    d = disagreements(report)
+    d = report.disagreements()
     if d:
         shown = d if args.all_disagreements else d[:SHOWN_DISAGREEMENTS]
         more = f"; the first {len(shown)} shown, all in the report (--all-disagreements)" if len(shown) < len(d) else ""

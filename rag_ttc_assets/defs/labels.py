@@ -53,16 +53,17 @@ def judge_agreement(context: AssetExecutionContext, config: JudgeAgreementConfig
     from pathlib import Path
 
     lab_ = lab.lab()
-    report = stage.agreement(lab_, Path(config.labels).expanduser().resolve(), config.seed)
-    path = stage.write(lab_, report)
+    report = stage.agreement(stage.read_agreement_inputs(lab_.store, lab_.arms_file, lab_.datasets_dir, lab_.arms,
+                                                         Path(config.labels).expanduser().resolve()), config.seed)
+    path = stage.write(lab_.store, report)
     meta = {f"table_{i}": MetadataValue.md(f"{title}\n\n" + md_table(
         [dict(zip(cols, row, strict=True)) for row in rows]).value) for i, (title, cols, rows) in
         enumerate(stage.tables(report), 1)}
     return MaterializeResult(metadata={**meta, "report": MetadataValue.path(str(path)),
                                        # the first ones; every one is in the report file
                                        "disagreements": MetadataValue.json(
-                                           [d.to_json() for d in stage.disagreements(report)[:50]]),
-                                       "disagreements_total": MetadataValue.int(len(stage.disagreements(report))),
+                                           [d.to_json() for d in report.disagreements()[:50]]),
+                                       "disagreements_total": MetadataValue.int(len(report.disagreements())),
                                        "arms": MetadataValue.json(report.arms),
                                        "requests_derived": MetadataValue.json(
                                            {a: describe(d) for a, d in report.requests_derived.items()})})

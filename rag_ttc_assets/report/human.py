@@ -42,7 +42,7 @@ class HumanLabels:
     refused naming file, line and field), its records, and its sha256."""
 
     def __init__(self, lab, path: Path, strict: bool = True):
-        from rag_ttc_assets.stages.judge_agreement import catalog  # late: polars, which the code location never loads
+        from rag_ttc_assets.stages.judge_agreement import catalog, read_arm_rows  # late: polars (never in the code location)
 
         raw = path.read_bytes()
         self.path = path
@@ -50,7 +50,8 @@ class HumanLabels:
         self.not_read: str | None = None
         try:
             text = raw.decode("utf-8")
-            self.labels = hl.parse_labels(text, str(path), catalog(lab))
+            self.labels = hl.parse_labels(text, str(path), catalog(read_arm_rows(lab.store, lab.datasets_dir, lab.arms),
+                                                                  lab.arms_file))
         except (hl.LabelsError, UnicodeDecodeError) as e:
             if strict:
                 if isinstance(e, UnicodeDecodeError):
@@ -151,14 +152,14 @@ def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> 
     """Per compared pair whose two arms both carry per-request labels, and per request judge that scored both: the
     judge's difference b - a over all its rows, and the difference corrected by the labels (core.ppi)."""
     from rag_ttc_assets.core import ppi  # late: numpy and scipy
-    from rag_ttc_assets.stages.judge_agreement import row_completeness  # late: polars
+    from rag_ttc_assets.stages.judge_agreement import read_judgments, row_completeness  # late: polars
 
     labelled = {lab_.arm for lab_ in labels.labels.requests}
     wanted = [(a, b) for a, b in pairs if a in labelled and b in labelled]
     if not wanted:
         return []
     # The judge's completeness of each row as `accept` and `judge-agreement` read it (abstentions 0).
-    judges = row_completeness(lab, {x for p in wanted for x in p})
+    judges = row_completeness(read_judgments(lab.store, {x for p in wanted for x in p}))
     human = ppi.human_row_completeness(labels.labels.requests)
     sampling = ppi.recorded_sampling(labels.records)
     out = []

@@ -11,49 +11,80 @@ rectifier compares like with like. This module only reads: the labels reach no g
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, atomic_write_bytes
 from rag_ttc_assets.core import compare_guards
 from rag_ttc_assets.core import human_labels as hl
 from rag_ttc_assets.core import ppi, ppi_difference
 from rag_ttc_assets.core.accept_records import (CORRECTED_DIFFERENCE, AcceptReport, IndependentDifference,
                                                 PairedDifference, Projection)
-from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages.judge_agreement import catalog, row_completeness
+from rag_ttc_assets.core.arms_file import Arms
+from rag_ttc_assets.stages.judge_agreement import ArmJudgments, catalog, read_arm_rows, read_judgments, row_completeness
 from rag_ttc_assets.stages.reports import labels_used
 
 WHAT = "completeness (the share of a row's requests addressed)"
 
 
-def default_labels(lab: Lab) -> Path:
+def default_labels(store: ArtifactStore) -> Path:
     """Where `rag-ttc annotate` writes labels unless told otherwise."""
-    return lab.store.root / "annotations" / "labels.jsonl"
+    return store.root / "annotations" / "labels.jsonl"
 
 
 def _problem(path: Path, msg: str, record: str = "(file)", fld: str = "(file)") -> hl.LabelsError:
     return hl.LabelsError([hl.LabelProblem(str(path), record, fld, msg)])
 
 
-def read_labels(lab: Lab, path: Path) -> tuple[hl.Labels, list[dict]]:
-    """The checked labels (core.human_labels.parse_labels) and the raw records (their probabilities)."""
-    if not path.is_file():
+@dataclass(frozen=True)
+class CorrectionInputs:
+    """What corrected_difference reads for ARM - BASELINE: each arm's request judge as an instrument (as its request
+    completeness summary recorded it), the labels digest each ran with (None: not read, no drift check), the labels
+    file's text (None: no such file) and the catalog it is checked against (None: not read, the file being missing or
+    empty), and what the judges recorded of both arms (stages.judge_agreement.read_judgments)."""
+
+    arm: str
+    base: str
+    labels_file: Path
+    instruments: dict[str, Any]
+    evaluation_digests: dict[str, str] | None
+    labels_text: str | None
+    catalog: hl.Catalog | None
+    judgments: dict[str, ArmJudgments]
+
+
+def read_correction(store: ArtifactStore, arms_file: Path, datasets_dir: Path, arms: Arms, arm: str, base: str,
+                    labels_path: Path, check_drift: bool = True) -> CorrectionInputs:
+    """What corrected_difference reads of the store and the labels file; the labels digests only to `check_drift`."""
+    instruments = {x: store.read_arm_json(x, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for x in (arm, base)}
+    digests = {x: labels_used(store, x)["evaluation_digest"] for x in (base, arm)} if check_drift else None
+    text = labels_path.read_text(encoding="utf-8") if labels_path.is_file() else None
+    cat = catalog(read_arm_rows(store, datasets_dir, arms), arms_file) if text and text.strip() else None
+    return CorrectionInputs(arm, base, labels_path, instruments, digests, text, cat, read_judgments(store, {arm, base}))
+
+
+def checked_labels(path: Path, text: str | None, cat: hl.Catalog | None) -> tuple[hl.Labels, list[dict]]:
+    """The labels file's checked labels (core.human_labels.parse_labels) and its raw records (their probabilities);
+    LabelsError when the file is missing, empty or bad."""
+    if text is None:
         raise _problem(path, "labels file not found (label rows with `rag-ttc annotate`, or pass --labels FILE)")
-    text = path.read_text(encoding="utf-8")
     if not text.strip():
         raise _problem(path, "the labels file is empty: no labels to correct the judge with")
-    labels = hl.parse_labels(text, str(path), catalog(lab))
+    if cat is None:  # read_correction reads the catalog whenever the file has labels
+        raise ValueError(f"{path}: labels without the catalog of arms to check them against")
+    labels = hl.parse_labels(text, str(path), cat)
     records = [json.loads(x) for x in text.splitlines() if x.strip()]
     return labels, records
 
 
-def _judge_rows(lab: Lab, arms: set[str]) -> dict[str, tuple[str, dict[str, float], int]]:
+def _judge_rows(judgments: dict[str, ArmJudgments]) -> dict[str, tuple[str, dict[str, float], int]]:
     """arm -> (the request judge's rater name, question -> its completeness of the row, how many rows it did not
     measure), as every labelled correction reads it (stages.judge_agreement.row_completeness: abstentions 0, a row
     with a failed request left out and counted); of several request judges, the one that measured most rows."""
-    judges = row_completeness(lab, arms)
+    judges = row_completeness(judgments)
     out = {}
-    for arm in arms:
+    for arm in judgments:
         best = None
         for name, by_row in judges.items():
             scored = {q: s for (a, q), s in by_row.items() if a == arm}
@@ -66,21 +97,19 @@ def _judge_rows(lab: Lab, arms: set[str]) -> dict[str, tuple[str, dict[str, floa
     return out
 
 
-def corrected_difference(lab: Lab, arm: str, base: str, labels_path: Path, alpha: float = 0.05,
-                         allow_instrument_drift: bool = False, check_drift: bool = True
+def corrected_difference(inputs: CorrectionInputs, alpha: float = 0.05, allow_instrument_drift: bool = False
                          ) -> PairedDifference | IndependentDifference:
     """ARM - BASELINE: the judge's difference over all rows, the people's over the labelled rows, the
     prediction-powered one with its interval (paired where both arms answer the same questions and at least two of
     them are labelled in both; else each arm's own estimate, independent), and the decision each supports.
     Refused, as `compare` refuses, when the arms' request judges differ (instrument drift) or their labels
-    versions do (label drift)."""
-    instruments = {x: lab.store.read_arm_json(x, ArmJson.REQUEST_COMPLETENESS)["request_judge"] for x in (arm, base)}
-    if check_drift:
+    versions do (label drift), unless read without its labels digests (read_correction's check_drift)."""
+    arm, base, labels_path, instruments = inputs.arm, inputs.base, inputs.labels_file, inputs.instruments
+    if inputs.evaluation_digests is not None:
         compare_guards.instrument_drift(base, instruments[base], arm, instruments[arm], allow_instrument_drift)
-        compare_guards.label_drift(labels_used(lab.store, base)["evaluation_digest"],
-                        labels_used(lab.store, arm)["evaluation_digest"], False)
-    labels, records = read_labels(lab, labels_path)
-    judged = _judge_rows(lab, {arm, base})
+        compare_guards.label_drift(inputs.evaluation_digests[base], inputs.evaluation_digests[arm], False)
+    labels, records = checked_labels(labels_path, inputs.labels_text, inputs.catalog)
+    judged = _judge_rows(inputs.judgments)
     f = {x: judged[x][1] for x in (arm, base)}
     human = ppi.human_row_completeness([lb for lb in labels.requests if lb.arm in (arm, base)])
     for x in (arm, base):
@@ -166,15 +195,15 @@ def _width(est: PairedDifference | IndependentDifference) -> float:
     return est.ppi.high - est.ppi.low
 
 
-def accept(lab: Lab, arm: str, base: str, labels_path: Path, alpha: float = 0.05,
+def accept(inputs: CorrectionInputs, out_dir: Path, alpha: float = 0.05,
            allow_instrument_drift: bool = False) -> AcceptReport:
     """The acceptance report: corrected_difference and its projection, the width plot and the JSON written in
-    the store's comparisons folder (paths in `plot` and `report`)."""
+    `out_dir`, the store's comparisons folder (paths in `plot` and `report`)."""
     from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a plot is drawn
 
-    est = corrected_difference(lab, arm, base, labels_path, alpha, allow_instrument_drift)
+    est = corrected_difference(inputs, alpha, allow_instrument_drift)
     pr = projection(est, alpha)
-    out_dir = lab.store.comparisons_dir
+    arm, base = inputs.arm, inputs.base
     if hasattr(out_dir, "mkdir"):
         out_dir.mkdir(parents=True, exist_ok=True)
     plot = str(plots.interval_widths(

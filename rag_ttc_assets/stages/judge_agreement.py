@@ -14,45 +14,108 @@ answer (claim_scores).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from rag_ttc_assets.adapters.store import Table, atomic_write_bytes
+from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Table, atomic_write_bytes
 from rag_ttc_assets.core import human_labels as hl
 from rag_ttc_assets.core import judge_agreement as ja
 from rag_ttc_assets.core import panel
 from rag_ttc_assets.core.agreement_records import (AgreementReport, Bootstrap, ClaimLabels, CompletenessEstimate,
                                                    Confusion, CorrelationRow, Estimate, Majority, PairAspect,
-                                                   PanelAggregation, RaterDisagreement, RequestCompleteness,
+                                                   PanelAggregation, RequestCompleteness,
                                                    RequestEdits, RequestLabels, counted_aggregations, validated)
 from rag_ttc_assets.core.claim_agreement import claim_agreement, claim_verdicts
+from rag_ttc_assets.core.arms_file import Arms
 from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, VALID
+from rag_ttc_assets.core.judge_summaries import Instrument
 from rag_ttc_assets.core.judging import StatementVerdict
 from rag_ttc_assets.core.juror_records import kept_jurors
-from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.stages.panel_raters import aggregation_name, aggregation_row_scores, juror_raters, juror_row_scores
-from rag_ttc_assets.stages.reports import recorded_request_judge, requests_derived
-from rag_ttc_assets.stages.resolve import ArmInputs
+from rag_ttc_assets.stages.retrieval import arm_questions
+
+if TYPE_CHECKING:
+    import polars as pl
 
 JUDGED = "judged"
 
 ANS, CON, RJ, JV = Table.ANSWERS.c, Table.CONTRACT_RESULTS.c, Table.REQUEST_JUDGMENTS.c, Table.JUDGE_VERDICTS.c  # the declared column names (core.tables)
 
 
-def catalog(lab: Lab) -> hl.Catalog:
+@dataclass(frozen=True)
+class ArmRows:
+    """An arm of the arms file: its questions, the rows it answered, its contract results (None: not written yet)."""
+    questions: list[Question]
+    answered: set[str]
+    contract: pl.DataFrame | None
+
+
+@dataclass(frozen=True)
+class ArmJudgments:
+    """What the judges recorded of an arm, and its request judge as its summary recorded it (None: not written yet)."""
+    request_judgments: pl.DataFrame | None
+    judge_verdicts: pl.DataFrame | None
+    request_judge: Instrument | None
+
+
+@dataclass(frozen=True)
+class AgreementInputs:
+    """The labels file checked against every arm (its labels, raw records), and the judges' records of its arms."""
+    labels_file: Path
+    labels: hl.Labels
+    records: list[dict[str, Any]]
+    rows: dict[str, ArmRows]  # every arm of the arms file
+    judgments: dict[str, ArmJudgments]  # the labelled arms
+
+
+def _table(store: ArtifactStore, arm: str, name: str) -> pl.DataFrame | None:
+    return store.read_table(arm, name) if store.table_path(arm, name).is_file() else None  # None: not written yet
+
+
+def read_arm_rows(store: ArtifactStore, datasets_dir: Path, arms: Arms) -> dict[str, ArmRows]:
+    """Every arm of the arms file: its questions (as stages.resolve.ArmInputs reads them) and its answer tables."""
+    out = {}
+    for arm in arms.names:
+        answers, con = _table(store, arm, Table.ANSWERS), _table(store, arm, Table.CONTRACT_RESULTS)
+        out[arm] = ArmRows(arm_questions(arms[arm], load_dataset(datasets_dir / arms[arm].dataset, arms[arm].dataset)),
+                           set() if answers is None else set(answers[ANS.query_id].to_list()),
+                           None if con is None else con.select(CON.query_id, CON.status, CON.answer))
+    return out
+
+
+def read_judgments(store: ArtifactStore, arms: Iterable[str]) -> dict[str, ArmJudgments]:
+    """What the judges recorded of each of `arms` (their request judge summaries read through their model)."""
+    summary = ArmJson.REQUEST_JUDGE_SUMMARY
+    return {arm: ArmJudgments(_table(store, arm, Table.REQUEST_JUDGMENTS), _table(store, arm, Table.JUDGE_VERDICTS),
+                              store.read_summary(arm, summary).request_judge
+                              if store.arm_path(arm, summary).is_file() else None) for arm in sorted(arms)}
+
+
+def read_agreement_inputs(store: ArtifactStore, arms_file: Path, datasets_dir: Path, arms: Arms,
+                          labels_path: Path) -> AgreementInputs:
+    """The labels file read and checked against the arms file's arms, and the judges' records of the arms it labels."""
+    if not labels_path.is_file():
+        raise hl.LabelsError([hl.LabelProblem(str(labels_path), "(file)", "(file)", "file not found")])
+    rows, text = read_arm_rows(store, datasets_dir, arms), labels_path.read_text(encoding="utf-8")
+    labels = hl.parse_labels(text, str(labels_path), catalog(rows, arms_file))
+    pairs = {side[0] for p in labels.pairs for side in (p.a, p.b)}
+    labelled = {x.arm for xs in (labels.requests, labels.claims) for x in xs} | pairs
+    return AgreementInputs(labels_path, labels, [json.loads(x) for x in text.splitlines() if x.strip()], rows,
+                           read_judgments(store, labelled))
+
+
+def catalog(rows: dict[str, ArmRows], arms_file: Path) -> hl.Catalog:
     """Every arm of the arms file with its questions' request ids and the answer rows it has written."""
-    cat = hl.Catalog(unknown_arm_hint=f" in {lab.arms_file}")
-    for arm in lab.arms.names:
-        inputs = ArmInputs(lab, arm)
-        cat.questions[arm] = {q.id: {r.id for r in q.requests} for q in inputs.questions}
-        try:
-            cat.rows[arm] = set(lab.store.read_table(arm, Table.ANSWERS)[ANS.query_id].to_list())
-        except FileNotFoundError:
-            cat.rows[arm] = set()
-        try:  # the answers' texts, where a per-claim label's text must occur
-            con = lab.store.read_table(arm, Table.CONTRACT_RESULTS)
-            cat.answers[arm] = {r[CON.query_id]: r[CON.answer] or "" for r in con.iter_rows(named=True)}
-        except FileNotFoundError:
-            pass
+    cat = hl.Catalog(unknown_arm_hint=f" in {arms_file}")
+    for arm, got in rows.items():
+        cat.questions[arm] = {q.id: {r.id for r in q.requests} for q in got.questions}
+        cat.rows[arm] = got.answered
+        if got.contract is not None:  # the answers' texts, where a per-claim label's text must occur
+            cat.answers[arm] = {r[CON.query_id]: r[CON.answer] or "" for r in got.contract.iter_rows(named=True)}
     return cat
 
 
@@ -75,11 +138,11 @@ def _split_by_rules(scores: dict[str, dict], rules: dict[str, str | None]) -> di
     return out
 
 
-def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
+def judge_scores(judgments: dict[str, ArmJudgments]) -> tuple[dict, dict]:
     """(per-request: judge -> (arm, question, request) -> {addressed, verdict, reason},
-        pairwise: judge -> aspect -> (arm, row) -> score or None)."""
-    per_request, pairwise = _judge_scores(lab, arms)
-    rules = {arm: recorded_request_judge(lab.store, arm).get("rules") for arm in arms}
+        pairwise: judge -> aspect -> (arm, row) -> score or None), over the arms of `judgments`."""
+    per_request, pairwise = _judge_scores(judgments)
+    rules = {arm: j.request_judge.rules if j.request_judge else None for arm, j in judgments.items()}
     per_request = _split_by_rules(per_request, rules)
     split: dict[str, dict] = {}
     for name, aspects in pairwise.items():
@@ -90,18 +153,15 @@ def judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     return per_request, split
 
 
-def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
+def _judge_scores(judgments: dict[str, ArmJudgments]) -> tuple[dict, dict]:
     per_request: dict[str, dict] = {}
     jurors: dict[tuple[str, str], dict] = {}  # (juror model, prompt digest) -> its scores (panel_raters.juror_raters)
     # (juror model, prompt digest) -> aspect -> (arm, row) -> score: a panel's juror scores pairwise completeness as
     # the request judge does, from its own verdicts on the row's requests.
     juror_pairs: dict[tuple[str, str], dict] = {}
     pairwise: dict[str, dict] = {}
-    for arm in sorted(arms):
-        try:
-            rj = lab.store.read_table(arm, Table.REQUEST_JUDGMENTS)
-        except FileNotFoundError:
-            rj = None
+    for arm in sorted(judgments):
+        rj = judgments[arm].request_judgments
         if rj is not None and rj.height:
             by_row: dict[str, list[dict]] = {}
             for r in rj.iter_rows(named=True):
@@ -143,9 +203,8 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
                     by_aspect.setdefault("completeness", {})[(arm, qid)] = share
                     if graded is not None:
                         by_aspect.setdefault("completeness" + ja.GRADED, {})[(arm, qid)] = graded
-        try:
-            jv = lab.store.read_table(arm, Table.JUDGE_VERDICTS)
-        except FileNotFoundError:
+        jv = judgments[arm].judge_verdicts
+        if jv is None:
             continue
         for r in jv.iter_rows(named=True):
             name = f"support judge {r[JV.judge_model]}"
@@ -157,12 +216,11 @@ def _judge_scores(lab: Lab, arms: set[str]) -> tuple[dict, dict]:
     return {**per_request, **juror_raters(jurors)}, pairwise
 
 
-def abstained_rows(lab: Lab, arm: str) -> dict[str, float]:
+def abstained_rows(judged: ArmJudgments) -> dict[str, float]:
     """question -> 0.0 for the rows whose answer abstained (every request `abstained` or judged not addressed):
     no request addressed, as `compare`'s completeness counts them and as a person labels them (not answered)."""
-    try:
-        rj = lab.store.read_table(arm, Table.REQUEST_JUDGMENTS)
-    except FileNotFoundError:
+    rj = judged.request_judgments
+    if rj is None:
         return {}
     by: dict[str, list[dict]] = {}
     for r in rj.iter_rows(named=True):
@@ -172,22 +230,23 @@ def abstained_rows(lab: Lab, arm: str) -> dict[str, float]:
             and all(r[RJ.status] == ABSTAINED or (r[RJ.status] == JUDGED and not r[RJ.addressed]) for r in rows)}
 
 
-def row_completeness(lab: Lab, arms: set[str], pairwise: dict | None = None) -> dict[str, dict[tuple, float | None]]:
+def row_completeness(judgments: dict[str, ArmJudgments], pairwise: dict | None = None
+                     ) -> dict[str, dict[tuple, float | None]]:
     """Each request judge's completeness of each row, read one way by every command that corrects it with human
     labels (`judge-agreement`, `accept`, `compare --labels`, the diagnosis): request judge name -> (arm, question) ->
     the share of the row's requests judged addressed where every request was judged, 0 where the answer abstained
     (abstained_rows: a person labels it not answered), None where a request's judgment failed (the row is left out
-    and counted). `pairwise` is judge_scores' second value when the caller has it already."""
+    and counted), over the arms of `judgments`. `pairwise` is judge_scores' second value when the caller has it."""
     if pairwise is None:
-        _, pairwise = judge_scores(lab, arms)
-    abstained = {arm: abstained_rows(lab, arm) for arm in arms}
+        _, pairwise = judge_scores(judgments)
+    abstained = {arm: abstained_rows(judged) for arm, judged in judgments.items()}
     return {name: {(a, q): abstained.get(a, {}).get(q) if s is None else s
                    for (a, q), s in aspects["completeness"].items()}
             for name, aspects in pairwise.items()
             if name.startswith("request judge") and not name.endswith(ja.GRADED) and "completeness" in aspects}
 
 
-def claim_scores(lab: Lab, labels: list[hl.ClaimLabel]) -> tuple[dict, dict]:
+def claim_scores(judgments: dict[str, ArmJudgments], labels: list[hl.ClaimLabel]) -> tuple[dict, dict]:
     """(per claim: support judge -> (arm, question, claim) -> {supported, reason} (core.claim_agreement.
     claim_verdicts), per answer: support judge -> (arm, question) -> its faithfulness), for the labelled answers.
     The support judge is `support judge <model>`, as in the pairwise faithfulness table."""
@@ -197,9 +256,8 @@ def claim_scores(lab: Lab, labels: list[hl.ClaimLabel]) -> tuple[dict, dict]:
     per_claim: dict[str, dict] = {}
     per_answer: dict[str, dict] = {}
     for arm in sorted({row[0] for row in claims}):
-        try:
-            jv = lab.store.read_table(arm, Table.JUDGE_VERDICTS)
-        except FileNotFoundError:
+        jv = judgments[arm].judge_verdicts
+        if jv is None:
             continue
         for r in jv.iter_rows(named=True):
             row = (arm, r[JV.query_id])
@@ -217,17 +275,16 @@ def claim_scores(lab: Lab, labels: list[hl.ClaimLabel]) -> tuple[dict, dict]:
     return per_claim, per_answer
 
 
-def reference_scores(lab: Lab, arms: set[str]) -> dict[tuple, float | None]:
+def reference_scores(rows: dict[str, ArmRows], arms: set[str]) -> dict[tuple, float | None]:
     """(arm, question) -> the plain content-word recall of the question's gold answer by the answer
     (core.judge_agreement.gold_answer_recall), for the answers the request judge would judge (contract-valid or free
     text); None for the others and for a question without a gold answer."""
     scores: dict[tuple, float | None] = {}
     for arm in sorted(arms):
-        try:
-            con = lab.store.read_table(arm, Table.CONTRACT_RESULTS)
-        except FileNotFoundError:
+        con = rows[arm].contract
+        if con is None:
             continue
-        gold = {q.id: q.gold_answer for q in ArmInputs(lab, arm).questions}
+        gold = {q.id: q.gold_answer for q in rows[arm].questions}
         for r in con.iter_rows(named=True):
             judged = r[CON.status] in (VALID, FREE_TEXT)
             scores[(arm, r[CON.query_id])] = (ja.gold_answer_recall(gold.get(r[CON.query_id]), r[CON.answer] or "")
@@ -235,16 +292,11 @@ def reference_scores(lab: Lab, arms: set[str]) -> dict[tuple, float | None]:
     return scores
 
 
-def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> AgreementReport:
-    """Read and check the labels, score every judge that measured their rows, and return the report."""
-    if not labels_path.is_file():
-        raise hl.LabelsError([hl.LabelProblem(str(labels_path), "(file)", "(file)", "file not found")])
-    cat = catalog(lab)
-    labels = hl.parse_labels(labels_path.read_text(encoding="utf-8"), str(labels_path), cat)
-    arms = ({lab_.arm for lab_ in labels.requests} | {side[0] for p in labels.pairs for side in (p.a, p.b)}
-            | {c.arm for c in labels.claims})
-    per_request, pairwise = judge_scores(lab, arms)
-    reference = reference_scores(lab, arms)
+def agreement(inputs: AgreementInputs, seed: int = 0) -> AgreementReport:
+    """Score every judge that measured the labelled rows (read_agreement_inputs) against the labels: the report."""
+    labels, labels_path, judgments, arms = inputs.labels, inputs.labels_file, inputs.judgments, set(inputs.judgments)
+    per_request, pairwise = judge_scores(judgments)
+    reference = reference_scores(inputs.rows, arms)
     request_labels = ja.request_agreement(labels.requests, per_request) if labels.requests else None
     request_completeness = (ja.completeness_agreement(labels.requests, per_request, seed,
                                                       references={ja.REFERENCE: reference})
@@ -254,9 +306,8 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> AgreementReport:
     # Prediction-powered completeness (core/ppi.py): each request judge's completeness corrected by the labels.
     from rag_ttc_assets.core import ppi  # late: numpy and scipy, which the code location never imports
 
-    records = [json.loads(x) for x in labels_path.read_text(encoding="utf-8").splitlines() if x.strip()]
-    estimates = ppi.arm_estimates(labels.requests, row_completeness(lab, arms, pairwise),
-                                  ppi.recorded_sampling(records)) if labels.requests else []
+    estimates = ppi.arm_estimates(labels.requests, row_completeness(judgments, pairwise),
+                                  ppi.recorded_sampling(inputs.records)) if labels.requests else []
     rl = validated(RequestLabels, request_labels)
     return AgreementReport(
         labels_file=str(labels_path), arms=sorted(arms), seed=seed,
@@ -265,10 +316,11 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> AgreementReport:
         request_labels=rl.model_copy(update={"rows": counted_aggregations(rl.rows)}) if rl is not None else None,
         request_completeness=validated(RequestCompleteness, request_completeness),
         pair_labels=None if pair_labels is None else {k: PairAspect.model_validate(v) for k, v in pair_labels.items()},
-        claim_labels=validated(ClaimLabels, claim_agreement(labels.claims, *claim_scores(lab, labels.claims), seed)
-                               if labels.claims else None),
+        claim_labels=validated(ClaimLabels, claim_agreement(labels.claims, *claim_scores(judgments, labels.claims),
+                                                            seed) if labels.claims else None),
         # Derived requests are labels too: say, per arm, whether the judged requests were derived and by what.
-        requests_derived={arm: requests_derived(lab.store, arm) for arm in sorted(arms)},
+        requests_derived={arm: i.requests_derived.model_dump() if (i := judgments[arm].request_judge) and
+                          i.requests_derived else None for arm in sorted(arms)},
         # The annotation page's request annotation: edits and the labels of edited requests, which no judge
         # measured, are counted and left out of every statistic.
         request_edits=RequestEdits(edits=labels.request_edits, labels_not_compared=labels.edited_request_labels),
@@ -278,8 +330,8 @@ def agreement(lab: Lab, labels_path: Path, seed: int = 0) -> AgreementReport:
         completeness_estimates=[CompletenessEstimate.model_validate(e) for e in estimates])
 
 
-def write(lab: Lab, report: AgreementReport) -> Path:
-    path = lab.store.root / "judge_agreement" / f"{Path(report.labels_file).stem}.json"
+def write(store: ArtifactStore, report: AgreementReport) -> Path:
+    path = store.root / "judge_agreement" / f"{Path(report.labels_file).stem}.json"
     if hasattr(path.parent, "mkdir"):
         path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, json.dumps(report.to_json(), indent=1, default=str).encode("utf-8"), mode=0o644)
@@ -446,8 +498,3 @@ def _confusion(c: Confusion | None) -> str:
     if not c:
         return "-"
     return " ".join(str(c[h][j]) for h in ("True", "False") for j in ("True", "False"))
-
-
-def disagreements(report: AgreementReport) -> list[RaterDisagreement]:
-    """Every listed disagreement of the per-request labels, with its rater."""
-    return report.disagreements()

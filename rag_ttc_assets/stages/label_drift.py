@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from rag_ttc_assets.adapters.store import ArtifactStore
 from rag_ttc_assets.core.dataset import sha256_digest
 from rag_ttc_assets.core.label_drift import LabelDrift
 from rag_ttc_assets.core.label_diff import label_differences
-from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.reports import labels_used
-from rag_ttc_assets.stages.run_record import runs_root
 
 SHOWN = 20  # lines the refusal prints; --json has every one
 
@@ -29,27 +30,44 @@ def find_version(digest: str, candidates: Iterable[Path]) -> Path | None:
     return None
 
 
-def _candidates(lab: Lab, arm: str) -> list[Path]:
-    """Where a labels version the arm ran with is kept: the dataset's evaluation.json, the versions `rag-ttc labels
-    update` keeps under labels/, and the copy each run record holds."""
-    folder = lab.dataset_dir(lab.arms[arm].dataset)
-    runs = runs_root(lab, arm)
-    return [folder / "evaluation.json", *sorted((folder / "labels").glob("evaluation.v*.json"), reverse=True),
+def _candidates(dataset: Path, runs: Path) -> list[Path]:
+    """Where a labels version the arm ran with is kept: its dataset's evaluation.json, the versions `rag-ttc labels
+    update` keeps under labels/, and the copy each of its run records holds (`runs`: stages.run_record.runs_root)."""
+    return [dataset / "evaluation.json", *sorted((dataset / "labels").glob("evaluation.v*.json"), reverse=True),
             *sorted(runs.glob("*/inputs/evaluation.json"), reverse=True)]
 
 
-def labels_that_differ(lab: Lab, a: str, b: str) -> LabelDrift:
+@dataclass(frozen=True)
+class LabelVersions:
+    """Two arms' labels versions: each one's digest, the file holding that version (None: kept nowhere the lab looks)
+    and, when both are found, the versions' contents (the evaluation files)."""
+
+    digests: dict[str, str]
+    files: dict[str, Path | None]
+    evaluations: dict[str, Any] | None
+
+
+def read_label_versions(store: ArtifactStore, folders: dict[str, tuple[Path, Path]]) -> LabelVersions:
+    """The labels versions of the arms of `folders` (arm -> its dataset's folder and its runs' folder), read where
+    the lab keeps them."""
+    digests = {arm: labels_used(store, arm)["evaluation_digest"] for arm in folders}
+    files = {arm: find_version(digests[arm], _candidates(*folders[arm])) for arm in folders}
+    both = all(path is not None for path in files.values())
+    return LabelVersions(digests, files, {arm: json.loads(path.read_text(encoding="utf-8")) for arm, path in
+                                          files.items() if path is not None} if both else None)
+
+
+def labels_that_differ(versions: LabelVersions, a: str, b: str) -> LabelDrift:
     """Each arm's labels digest and the file holding that version, and the labels that differ between them (None,
     with why, when a version is kept nowhere the lab looks)."""
-    digests = {arm: labels_used(lab.store, arm)["evaluation_digest"] for arm in (a, b)}
-    files = {arm: find_version(digests[arm], _candidates(lab, arm)) for arm in (a, b)}
-    named = {k: str(v) if v else None for k, v in files.items()}
-    found = {arm: path for arm, path in files.items() if path is not None}
-    if missing := [arm for arm in (a, b) if arm not in found]:
+    digests = {arm: versions.digests[arm] for arm in (a, b)}
+    named = {arm: str(versions.files[arm]) if versions.files[arm] else None for arm in (a, b)}
+    if versions.evaluations is None:
+        missing = [arm for arm in (a, b) if versions.files[arm] is None]
         return LabelDrift(digests=digests, files=named, differ=None,
                           why_not=f"the labels version of {' and '.join(missing)} is kept neither in the dataset "
                           "(evaluation.json, labels/) nor in a run record: the labels that differ cannot be named")
-    ev = {arm: json.loads(path.read_text(encoding="utf-8")) for arm, path in found.items()}
+    ev = versions.evaluations
     return LabelDrift(digests=digests, files=named, differ=label_differences(ev[a], ev[b]))
 
 

@@ -204,7 +204,7 @@ def test_a_juror_that_measures_nothing_is_said_in_the_run_table_and_judge_agreem
     from rag_ttc_assets.defs.graph import STAGES
     from rag_ttc_assets.definitions import build_definitions
     from rag_ttc_assets.lab import Lab
-    from rag_ttc_assets.stages.judge_agreement import agreement
+    from rag_ttc_assets.stages.judge_agreement import agreement, read_agreement_inputs
     from rag_ttc_assets.stages.reports import arm_report
 
     with socket.socket() as s:  # a free port, closed again: connections to it are refused
@@ -235,7 +235,7 @@ def test_a_juror_that_measures_nothing_is_said_in_the_run_table_and_judge_agreem
     labels.write_text("".join(json.dumps({"kind": "request", "question": r["query_id"], "request": r["request_id"],
                                           "arm": "panel-silent", "addressed": r["addressed"], "annotator": "a1"}) + "\n"
                               for r in judged))
-    report = agreement(lab, labels)
+    report = agreement(read_agreement_inputs(lab.store, lab.arms_file, lab.datasets_dir, lab.arms, labels))
     by_rater = {r["rater"]: r for r in report.to_json()["request_labels"]["rows"]}
     assert (by_rater["juror openai/silent"]["n"], by_rater["juror openai/silent"]["not_measured"]) == (0, len(judged))
     assert (by_rater["juror local/lexical"]["n"], by_rater["juror local/lexical"]["kappa"]) == (len(judged), 1.0)
