@@ -100,11 +100,14 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     write(Table.REQUEST_JUDGMENTS, request_judge.judge_requests(
         arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), arm.prompt("judge_requests_prompt"),
         role_caller(REQUEST_JUDGE, lab, arm.cfg)))
-    d = diagnostics.completeness(arm)
+    d = diagnostics.completeness(
+        diagnostics.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm)),
+        request_judge.instrument(arm.cfg, arm.prompt("judge_requests_prompt"), arm.questions))
     write(Table.REQUEST_OUTCOMES, d.requests)
     write(Table.QUESTION_COMPLETENESS, d.questions)
     write(Table.ABSTENTION_OUTCOMES, d.abstentions)
-    write(Table.FAILURE_FLOW, diagnostics.failure_flow(arm).flow)
+    write(Table.FAILURE_FLOW, diagnostics.failure_flow(
+        diagnostics.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm))).flow)
 
     # A tool arm's lookup cases, from the same rows: the rare cases made no lookup, the ordinary ones found theirs.
     tool = ArmInputs(lab, "tool")
@@ -117,7 +120,8 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     answers = arm.table(Table.ANSWERS).drop(Table.ANSWERS.c.trace_id)
     tool.write_table(Table.ANSWERS, answers.with_columns(pl.Series(
         "lookups", [calls.get(q, "[]") for q in answers[Table.ANSWERS.c.query_id]], dtype=pl.String)))
-    lookups = diagnostics.failure_flow(tool).lookup_cases
+    lookups = diagnostics.failure_flow(
+        diagnostics.read_inputs(tool.store, tool.arm, tool.cfg, tool.questions, supply.arm_coverage(tool))).lookup_cases
     tool.write_table(Table.LOOKUP_CASES, lookups)
     out[Table.LOOKUP_CASES] = lookups
     return out

@@ -192,7 +192,7 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
     # Untimed warm-up: imports, the model, the question embeddings (a fixed cost, not a growing one).
     torch_embeddings.load(cfg.embedding_model)
     dim = embeddings.dimension(cfg.embedding_model)
-    qemb = indexes.build_question_embeddings(lab, cfg, ingest.bind_dataset(lab, cfg))
+    qemb = indexes.build_question_embeddings(lab.store, cfg, ingest.bind_dataset(lab.datasets_dir, cfg))
     vectors._lancedb()  # lancedb's and tantivy's imports are a fixed cost, not a growing one
     import tantivy  # noqa: F401
     rss_base = harness.rss_mb()
@@ -210,10 +210,10 @@ def growth_child(spec_json: str, home: str, embed: bool, repeat: int = 3, seed: 
     for i in range(repeat):
         # Each round builds into a fresh store, so every build is a build, never a cache hit.
         lab_i = spec.lab(Path(home) / f"round-{i}")
-        ds = timed("dataset", lambda: ingest.bind_dataset(lab_i, cfg))
-        ch = timed("chunking", lambda: ingest.build_chunks(lab_i, cfg, ds))
-        reps = timed("representations", lambda: ingest.build_representations(lab_i, cfg, ds, ch))
-        bm = timed("tantivy", lambda: indexes.build_bm25(lab_i, cfg, ds, reps))
+        ds = timed("dataset", lambda: ingest.bind_dataset(lab_i.datasets_dir, cfg))
+        ch = timed("chunking", lambda: ingest.build_chunks(lab_i.store, cfg, ds))
+        reps = timed("representations", lambda: ingest.build_representations(lab_i.store, cfg, ds, ch))
+        bm = timed("tantivy", lambda: indexes.build_bm25(lab_i.store, cfg, reps))
         # Streamed: the representation rows are read in slices of vectors.BATCH_ROWS (IDs, and texts only when
         # embedding), and the random vectors are written to a file once and read back a slice at a time, so the
         # round never holds a whole-corpus Python list of IDs or texts, nor the whole float matrix (a million

@@ -128,12 +128,12 @@ def prepare(lab: Lab, arm: str = ARM) -> Prepared:
     from rag_ttc_assets.stages import indexes, ingest  # late: polars loads only when this runs
 
     cfg = lab.arms[arm]
-    ds = ingest.bind_dataset(lab, cfg)
-    ch = ingest.build_chunks(lab, cfg, ds)
-    reps = ingest.build_representations(lab, cfg, ds, ch)
-    bm = indexes.build_bm25(lab, cfg, ds, reps)
-    vec = indexes.build_vectors(lab, cfg, ds, reps)
-    qemb = indexes.build_question_embeddings(lab, cfg, ds)
+    ds = ingest.bind_dataset(lab.datasets_dir, cfg)
+    ch = ingest.build_chunks(lab.store, cfg, ds)
+    reps = ingest.build_representations(lab.store, cfg, ds, ch)
+    bm = indexes.build_bm25(lab.store, cfg, reps)
+    vec = indexes.build_vectors(lab.store, cfg, reps)
+    qemb = indexes.build_question_embeddings(lab.store, cfg, ds)
     chunk_docs = {c.chunk_id: c.doc_id for c in ingest.read_chunks(ch)}
     return Prepared(lab, cfg, ds, ch, reps, bm, vec, qemb, chunk_docs)
 

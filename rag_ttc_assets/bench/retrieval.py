@@ -118,8 +118,8 @@ def bench_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
 
     lab = spec.lab(base / "shared")
     cfg = lab.arms[ARM]
-    ds = ingest.bind_dataset(lab, cfg)
-    reps = ingest.build_representations(lab, cfg, ds, ingest.build_chunks(lab, cfg, ds))
+    ds = ingest.bind_dataset(lab.datasets_dir, cfg)
+    reps = ingest.build_representations(lab.store, cfg, ds, ingest.build_chunks(lab.store, cfg, ds))
     texts = ingest.read_representations(reps)["text"].to_list()
     model = torch_embeddings.load(cfg.embedding_model)  # the one model object both sides use
     # encode's own default batch size: build_vectors calls it without one.
@@ -165,8 +165,8 @@ def bench_onnx_embedding(spec: LabSpec, base: Path, repeat: int) -> dict:
     except oe.OnnxBackendUnavailable as e:
         return item("onnx_embedding", [], None, "throughput", None, "adapters.onnx_embeddings.encode", None,
                     notes=[str(e)], detail="skipped: the onnx extra is not installed")
-    ds = ingest.bind_dataset(lab, cfg)
-    reps = ingest.build_representations(lab, cfg, ds, ingest.build_chunks(lab, cfg, ds))
+    ds = ingest.bind_dataset(lab.datasets_dir, cfg)
+    reps = ingest.build_representations(lab.store, cfg, ds, ingest.build_chunks(lab.store, cfg, ds))
     texts = ingest.read_representations(reps)["text"].to_list()
     batch = inspect.signature(embeddings.encode).parameters["batch_size"].default
     built = {}

@@ -30,9 +30,10 @@ from rag_ttc_assets.report.text import p_adjust_text
 from rag_ttc_assets.defs.indexes import unused_result
 from rag_ttc_assets.stages import diagnosis_gather as gather
 from rag_ttc_assets.stages import diagnostics as stage
-from rag_ttc_assets.stages import imported
+from rag_ttc_assets.stages import imported, supply
 from rag_ttc_assets.stages.diagnostics_files import flow_bars
 from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
+from rag_ttc_assets.stages.request_judge import instrument
 
 GROUP = "diagnostics"
 FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
@@ -45,7 +46,10 @@ FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
 def request_completeness(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
     arm = lab.inputs(context)
-    d = stage.completeness(arm)
+    cfg = arm.cfg
+    inputs = stage.read_inputs(arm.store, arm.arm, cfg, arm.questions, supply.arm_coverage(arm))
+    entailment = arm.prompt("judge_entailment_prompt") if cfg.entailment_jurors else None
+    d = stage.completeness(inputs, instrument(cfg, arm.prompt("judge_requests_prompt"), arm.questions, entailment))
     arm.write_table(Table.REQUEST_OUTCOMES, d.requests)
     arm.write_table(Table.QUESTION_COMPLETENESS, d.questions)
     arm.write_table(Table.ABSTENTION_OUTCOMES, d.abstentions)
@@ -83,7 +87,7 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = lab.inputs(context)
-    d = stage.failure_flow(arm)
+    d = stage.failure_flow(stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm)))
     arm.write_table(Table.FAILURE_FLOW, d.flow)
     s = d.flow_summary
     if "lookup_flow" in s:

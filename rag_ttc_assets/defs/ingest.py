@@ -13,7 +13,7 @@ from rag_ttc_assets.core.arm_summaries import ImportMapping
 from rag_ttc_assets.core.dataset import dataset_counts, labels_line, sha256_digest
 from rag_ttc_assets.core.label_check import check_labels
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
-from rag_ttc_assets.core.roles import PROVIDER_POOL
+from rag_ttc_assets.core.roles import PROVIDER_POOL, REPRESENTATION_BUILDER
 from rag_ttc_assets.defs.meta import artifact_metadata, artifact_result, numbers, version_of
 from rag_ttc_assets.defs.indexes import unused_result
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
@@ -128,8 +128,9 @@ def representations(context: AssetExecutionContext, lab: LabResource, provider: 
     if artifacts.REPRESENTATIONS.name in arm.unused:  # (arm.representations would build it: this asset does)
         return unused_result(arm.unused[artifacts.REPRESENTATIONS.name])
     arm.check_vector_index()  # an index parameter this corpus cannot take fails before anything is built
-    built = ingest.build_representations(arm.lab, arm.cfg, arm.dataset, arm.chunks, progress=arm.progress,
-                                         retry_faults=True, caller_for=provider.caller)
+    built = ingest.build_representations(arm.store, arm.cfg, arm.dataset, arm.chunks, arm.builder_prompt,
+                                         lambda: provider.caller(REPRESENTATION_BUILDER, arm.lab, arm.cfg),
+                                         progress=arm.progress, retry_faults=True)
     info = built.manifest["info"]
     # What this arm's indexes were built from, so a comparison reads the era it ran with, not today's config.
     record = {k: info.get(k) for k in REPRESENTATION_RECORD}

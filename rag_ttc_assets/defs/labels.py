@@ -5,8 +5,10 @@ from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataVa
 from rag_ttc_assets.defs.meta import md_table
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.core.arms import ModelConfig
-from rag_ttc_assets.stages.derive_requests import derive
-from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.core.roles import REQUEST_DERIVER
+from rag_ttc_assets.stages.calls import role_caller
+from rag_ttc_assets.stages.derive_requests import PROMPT, derive
+from rag_ttc_assets.core.derive_requests import OFFLINE_MODEL, describe
 from rag_ttc_assets.stages import judge_agreement as stage
 
 GROUP = "labels"
@@ -31,7 +33,12 @@ def derived_requests(context: AssetExecutionContext, config: DerivedRequestsConf
     lab_ = lab.lab()
     names = config.datasets or sorted({cfg.dataset for cfg in lab_.arms.arms.values()})
     model = ModelConfig(model=config.model, api_base=config.api_base, api_key_env=config.api_key_env)
-    out = [derive(lab_, name, model, budget=config.budget) for name in names]
+    # A model other than the offline rule: its prompt, and per dataset its own Caller (each dataset its budget).
+    offline = model.model == OFFLINE_MODEL
+    prompt = None if offline else lab_.prompt(PROMPT, "derive_requests")
+    out = [derive(lab_.dataset_dir(name), name, model, prompt,
+                  None if offline else role_caller(REQUEST_DERIVER, lab_, model=model, budget=config.budget))
+           for name in names]
     rows = [{"dataset": o.dataset, "derived_by": o.derived_by, "questions": o.questions, "requests": o.requests,
              "with_evidence": o.requests_with_evidence, "not_derived": len(o.not_derived),
              "provider_calls": o.provider_calls, "cache_hits": o.cache_hits} for o in out]

@@ -80,10 +80,6 @@ def role_caller(role: ProviderRole, lab: Lab, cfg: ArmConfig | None = None, *, m
                   role=role.label(model, cfg), archive=lab.store.messages)
 
 
-# How a stage gets a role's Caller: `role_caller`, or the provider resource's `caller` (defs.resources).
-CallerFor = Callable[[ProviderRole, Lab, ArmConfig], "Caller"]
-
-
 def model_spec(cfg: ModelConfig) -> llm.ModelSpec:
     return llm.ModelSpec(model=cfg.model, params=dict(cfg.params), api_base=cfg.api_base,
                          api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s, max_retries=cfg.max_retries)

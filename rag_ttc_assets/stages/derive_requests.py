@@ -8,6 +8,7 @@ the dataset then names the question until a rerun (served from the cache for the
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -19,10 +20,9 @@ from rag_ttc_assets.core.arms import ModelConfig
 from rag_ttc_assets.core.contract import locate_json_object
 from rag_ttc_assets.core.derivation_result import DerivationResult
 from rag_ttc_assets.core.progress import NO_PROGRESS
+from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.records import Derivation, Question, Request
-from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.core.roles import REQUEST_DERIVER
-from rag_ttc_assets.stages.calls import pooled, role_caller
+from rag_ttc_assets.stages.calls import Caller, pooled
 
 PROMPT = "derive-requests-v1"
 DERIVED = "derived"
@@ -46,10 +46,14 @@ def _to_derive(questions: list[Question]) -> list[Question]:
     return [q for q in questions if q.requests and all(r.derived is not None for r in q.requests)]
 
 
-def derive(lab: Lab, dataset: str, model: ModelConfig, budget: int = 1000, workers: int = 4) -> DerivationResult:
-    """Derive `dataset`'s requests with `model` (dr.OFFLINE_MODEL: the rule), write derived_requests.json, and
-    return what was written: the derivation, per-status counts, requests, those with evidence, calls."""
-    folder = lab.dataset_dir(dataset)
+def derive(folder: Path, dataset: str, model: ModelConfig, prompt: Prompt | None = None, caller: Caller | None = None,
+           workers: int = 4) -> DerivationResult:
+    """Derive the requests of the dataset `dataset` (its folder `folder`) with `model`: dr.OFFLINE_MODEL, the rule;
+    any other model, its `prompt` (PROMPT) through its `caller` (the request deriver's, with its budget). Writes
+    derived_requests.json and returns what was written: the derivation, per-status counts, requests, those with
+    evidence, calls."""
+    if model.model != dr.OFFLINE_MODEL and (prompt is None or caller is None):
+        raise ValueError(f"deriving requests with {model.model!r} needs the prompt {PROMPT} and a Caller")
     ds = load_dataset(folder, dataset, use_derived=False)
     docs = ds.documents_by_id
     questions = _to_derive(ds.evaluation.questions)
@@ -60,9 +64,7 @@ def derive(lab: Lab, dataset: str, model: ModelConfig, budget: int = 1000, worke
                                    requests=[r.model_dump(mode="json") for r in dr.derive_offline(q, docs)])
                 for q in questions]
     else:
-        prompt = lab.prompt(PROMPT, "derive_requests")
         derivation = Derivation(method=dr.MODEL, model=model.model, prompt_digest=prompt.digest)
-        caller = role_caller(REQUEST_DERIVER, lab, model=model, budget=budget)
 
         def one(q: Question) -> QuestionDerivation:
             call = caller.call([{"role": "user", "content": prompt.render(question=q.text,

@@ -1,6 +1,7 @@
 """An arm's two diagnostics, computed: request-level completeness (with abstention and counterfactual outcomes) and
-the failure flow. Reads the arm's tables through its resolver (stages.resolve.ArmInputs) and calls the pure
-functions of core.completeness and core.flow; the assets in defs/diagnostics.py write what they return.
+the failure flow. `read_inputs` reads what they read from the store into a `DiagnosticInputs` record; `completeness`
+and `failure_flow` compute from it by the pure functions of core.completeness and core.flow, and the assets in
+defs/diagnostics.py write what they return.
 Comparisons between arms are in stages/comparisons.py, the plots in stages/diagnostics_files.py."""
 
 from __future__ import annotations
@@ -9,23 +10,39 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rag_ttc_assets.adapters.store import Table
+from rag_ttc_assets.adapters.store import ArtifactStore, Table
 from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core.completeness import (abstention_outcome, completeness_totals, question_completeness,
                                               request_outcomes)
 from rag_ttc_assets.core import panel
+from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.counterfactual import Planted, repeats
 from rag_ttc_assets.core.flow import flow_rows, flow_table, hit_rate
-from rag_ttc_assets.core.supply import lookup_cases, lookup_flow
+from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.supply import LookupCall, lookup_cases, lookup_flow
 from rag_ttc_assets.core.tables import QUERY_ID
-from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import supply
-from rag_ttc_assets.stages.request_judge import instrument
-from rag_ttc_assets.stages.resolve import ArmInputs
 
 if TYPE_CHECKING:
     import polars as pl
 
+
+
+@dataclass(frozen=True)
+class DiagnosticInputs:
+    """What an arm's two diagnostics read (`read_inputs`): its config and questions, its tables' rows by question
+    (per-request coverage, contract results, judge verdicts, request judgments), and the rows only some arms read:
+    a counterfactual arm's admitted contexts, an imported arm's retrieval status, a tool arm's lookups (else empty)."""
+
+    cfg: ArmConfig
+    questions: list[Question]
+    coverage: dict[str, list[dict]]
+    contracts: dict[str, dict]
+    judged: dict[str, dict]
+    judgments: dict[str, list[dict]]
+    contexts: dict[str, dict]
+    retrieval_status: dict[str, str]
+    lookups: dict[str, list[LookupCall]]
 
 
 @dataclass(frozen=True)
@@ -60,41 +77,42 @@ def rows_by_query(df: pl.DataFrame) -> dict[str, dict]:
     return {r[QUERY_ID.name]: r for r in df.iter_rows(named=True)}
 
 
-def _inputs(arm: ArmInputs):
-    """What both diagnostics read: the arm, its questions, per-request coverage, contract and judge rows."""
-    coverage = supply.arm_coverage(arm)
+def read_inputs(store: ArtifactStore, arm: str, cfg: ArmConfig, questions: list[Question],
+                coverage: pl.DataFrame) -> DiagnosticInputs:
+    """The arm `arm`'s diagnostic inputs from the store; `coverage` is its per-request coverage
+    (stages.supply.arm_coverage: a tool arm's is computed from its lookups)."""
     cov_by_q: dict[str, list[dict]] = {}
     for r in coverage.iter_rows(named=True):
         cov_by_q.setdefault(r[COV.query_id], []).append(r)
     judgments: dict[str, list[dict]] = {}
-    for r in arm.table(Table.REQUEST_JUDGMENTS).iter_rows(named=True):
+    for r in store.read_table(arm, Table.REQUEST_JUDGMENTS).iter_rows(named=True):
         judgments.setdefault(r[RJ.query_id], []).append(r)
-    return (arm.cfg, arm.questions, cov_by_q, rows_by_query(arm.table(Table.CONTRACT_RESULTS)),
-            rows_by_query(arm.table(Table.JUDGE_VERDICTS)), judgments)
+    contexts = ({r[CTX.query_id]: r for r in store.read_table(arm, Table.ADMITTED_CONTEXTS).iter_rows(named=True)}
+                if cfg.counterfactual != "none" else {})
+    retrieval_status = ({r[ROWS.query_id]: r[ROWS.retrieval_status] for r in store.read_table(
+        arm, Table.RETRIEVAL_ROWS).select(ROWS.query_id, ROWS.retrieval_status).iter_rows(named=True)}
+        if cfg.supply == "imported" else {})
+    lookups = supply.read_lookups(store.read_table(arm, Table.ANSWERS)) if cfg.supply == "tool" else {}
+    return DiagnosticInputs(cfg, questions, cov_by_q, rows_by_query(store.read_table(arm, Table.CONTRACT_RESULTS)),
+                            rows_by_query(store.read_table(arm, Table.JUDGE_VERDICTS)), judgments, contexts,
+                            retrieval_status, lookups)
 
 
-def request_instrument(lab: Lab, cfg, questions=None) -> dict:
-    """The request judge that measured an arm's completeness: its model and prompt digest, and how its requests were
-    derived (None: hand-written)."""
-    entailed = lab.prompt(cfg.judge_entailment_prompt, "judge_entailment") if cfg.entailment_jurors else None
-    return instrument(cfg, lab.prompt(cfg.judge_requests_prompt, "judge_requests"), questions, entailed)
-
-
-def completeness(arm: ArmInputs) -> CompletenessResult:
-    """Request and question completeness (from the request judge), abstention outcomes and totals for one arm
-    (`arm`: the asset's resolver)."""
-    cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
+def completeness(inputs: DiagnosticInputs, request_judge: dict) -> CompletenessResult:
+    """Request and question completeness (from the request judge), abstention outcomes and totals for one arm;
+    `request_judge` is the instrument that judged its requests (stages.request_judge.instrument)."""
+    cfg, questions, cov_by_q, contracts, judged, judgments = (inputs.cfg, inputs.questions, inputs.coverage,
+                                                              inputs.contracts, inputs.judged, inputs.judgments)
     outcomes, abstentions = [], []
     for q in questions:
         if q.answerable:
             outcomes += request_outcomes(q, cov_by_q.get(q.id, []), contracts.get(q.id), judgments.get(q.id, []))
         else:
             abstentions.append(abstention_outcome(q, contracts.get(q.id)))
-    totals = {**completeness_totals(outcomes, abstentions), "request_judge": request_instrument(arm.lab, cfg, questions),
+    totals = {**completeness_totals(outcomes, abstentions), "request_judge": request_judge,
               "label_use": cfg.label_use}
     if cfg.counterfactual != "none":
-        contexts = {r[CTX.query_id]: r for r in arm.table(Table.ADMITTED_CONTEXTS).iter_rows(named=True)}
-        totals["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, contexts, contracts,
+        totals["counterfactual"] = counterfactual_summary(cfg.counterfactual, outcomes, inputs.contexts, contracts,
                                                           cov_by_q, judged)
     return CompletenessResult(
         requests=table_frame(Table.REQUEST_OUTCOMES, [o.model_dump() for o in outcomes]),
@@ -103,13 +121,11 @@ def completeness(arm: ArmInputs) -> CompletenessResult:
         completeness=totals)
 
 
-def failure_flow(arm: ArmInputs) -> FlowResult:
-    """Flow rows (one per request of an answerable question), their totals, and a tool arm's lookup flow
-    (`arm`: the asset's resolver)."""
-    cfg, questions, cov_by_q, contracts, judged, judgments = _inputs(arm)
-    imported = cfg.supply == "imported"
-    retrieval_status = ({r[ROWS.query_id]: r[ROWS.retrieval_status] for r in arm.table(
-        Table.RETRIEVAL_ROWS).select(ROWS.query_id, ROWS.retrieval_status).iter_rows(named=True)} if imported else {})
+def failure_flow(inputs: DiagnosticInputs) -> FlowResult:
+    """Flow rows (one per request of an answerable question), their totals, and a tool arm's lookup flow."""
+    cfg, questions, cov_by_q, contracts, judged, judgments = (inputs.cfg, inputs.questions, inputs.coverage,
+                                                              inputs.contracts, inputs.judged, inputs.judgments)
+    imported, retrieval_status = cfg.supply == "imported", inputs.retrieval_status
     flows = [f for q in questions if q.answerable
              for f in flow_rows(q, cov_by_q.get(q.id, []), contracts.get(q.id), judged.get(q.id),
                                 judgments.get(q.id, []), imported, retrieval_status.get(q.id, "ok"))]
@@ -122,7 +138,7 @@ def failure_flow(arm: ArmInputs) -> FlowResult:
         qualities: dict[str, list[str]] = {}
         for f in flows:
             qualities.setdefault(f.query_id, []).append(f.quality)
-        cases = lookup_cases(questions, supply.read_lookups(arm.table(Table.ANSWERS)), qualities)
+        cases = lookup_cases(questions, inputs.lookups, qualities)
         summary["lookup_flow"] = lookup_flow(cases).model_dump()
     return FlowResult(flow=table_frame(Table.FAILURE_FLOW, [f.model_dump() for f in flows]),
                       lookup_cases=table_frame(Table.LOOKUP_CASES, [c.model_dump() for c in cases]),

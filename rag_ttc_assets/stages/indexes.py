@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters import bm25, embeddings, vectors
-from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.adapters.store import ArtifactStore, Built
 from rag_ttc_assets.core import ann, artifacts
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
-from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.ingest import read_representations
 
 if TYPE_CHECKING:  # numpy is imported where it is used: importing the code location does not load it
@@ -19,7 +18,7 @@ if TYPE_CHECKING:  # numpy is imported where it is used: importing the code loca
 BM25_VERSION = artifacts.BM25_INDEX.version
 
 
-def build_bm25(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built) -> Built:
+def build_bm25(store: ArtifactStore, cfg: ArmConfig, reps: Built) -> Built:
     key = artifacts.BM25_INDEX.key(cfg, representations=reps.content_digest)
 
     def builder(tmp):
@@ -29,17 +28,17 @@ def build_bm25(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built) -> Built:
                                            for row in part.iter_rows()))
         return {"documents": df.height, "analyzer": BM25_VERSION}
 
-    return lab.store.build_once(artifacts.BM25_INDEX.name, key, builder)
+    return store.build_once(artifacts.BM25_INDEX.name, key, builder)
 
 
-def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built, progress: Progress = NO_PROGRESS) -> Built:
+def build_vectors(store: ArtifactStore, cfg: ArmConfig, reps: Built, progress: Progress = NO_PROGRESS) -> Built:
     import numpy as np
     key = artifacts.VECTOR_INDEX.key(cfg, representations=reps.content_digest)
 
     def builder(tmp):
         df = read_representations(reps)
         with progress.task("embedding", "embedded", df.height, "chunks") as task:
-            vecs = embeddings.encode(df["text"].to_list(), cfg.embedding_model, store=lab.store, advance=task.advance)
+            vecs = embeddings.encode(df["text"].to_list(), cfg.embedding_model, store=store, advance=task.advance)
         np.save(tmp / "embeddings.npy", vecs)
         version = vectors.build_table(tmp / "lancedb", df["chunk_id"].to_list(), vecs)
         # The approximate index is built into the same temporary folder as the table: the store publishes the
@@ -51,7 +50,7 @@ def build_vectors(lab: Lab, cfg: ArmConfig, ds: Dataset, reps: Built, progress: 
                 "lancedb_version": index.get("lancedb_version", version), "vector_index": params,
                 **({"index": index} if index else {})}
 
-    return lab.store.build_once(artifacts.VECTOR_INDEX.name, key, builder)
+    return store.build_once(artifacts.VECTOR_INDEX.name, key, builder)
 
 
 def check_vector_index(cfg: ArmConfig, vectors_count: int, source: str) -> dict:
@@ -68,19 +67,20 @@ def check_vector_index(cfg: ArmConfig, vectors_count: int, source: str) -> dict:
         raise ann.IndexParamsError(f"{source}: field {e}") from None
 
 
-def build_question_embeddings(lab: Lab, cfg: ArmConfig, ds: Dataset, progress: Progress = NO_PROGRESS) -> Built:
+def build_question_embeddings(store: ArtifactStore, cfg: ArmConfig, ds: Dataset,
+                              progress: Progress = NO_PROGRESS) -> Built:
     import numpy as np
     key = artifacts.QUESTION_EMBEDDINGS.key(cfg, evaluation_digest=ds.evaluation_digest)
 
     def builder(tmp):
         qs = ds.evaluation.questions
         with progress.task("embedding", "embedded", len(qs), "questions") as task:
-            vecs = embeddings.encode([q.text for q in qs], cfg.embedding_model, store=lab.store, advance=task.advance)
+            vecs = embeddings.encode([q.text for q in qs], cfg.embedding_model, store=store, advance=task.advance)
         np.save(tmp / "questions.npy", vecs)
         (tmp / "question_ids.txt").write_text("\n".join(q.id for q in qs) + "\n", encoding="utf-8")
         return {"questions": len(qs), "embedding_calls": len(qs)}
 
-    return lab.store.build_once(artifacts.QUESTION_EMBEDDINGS.name, key, builder)
+    return store.build_once(artifacts.QUESTION_EMBEDDINGS.name, key, builder)
 
 
 def read_question_embeddings(built: Built) -> dict[str, np.ndarray]:

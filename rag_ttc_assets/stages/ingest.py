@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_ttc_assets.adapters.store import Built
+from rag_ttc_assets.adapters.store import ArtifactStore, Built
 from rag_ttc_assets.adapters.table_types import schema_frame, schema_of
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.arms import ArmConfig
@@ -13,11 +14,11 @@ from rag_ttc_assets.core.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
-from rag_ttc_assets.core.representations import BUILDERS
+from rag_ttc_assets.core.prompts import Prompt
+from rag_ttc_assets.core.representations import BUILDERS, MODEL_BUILT
 from rag_ttc_assets.core.tables import Table
-from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import representations
-from rag_ttc_assets.stages.calls import CallerFor, role_caller
+from rag_ttc_assets.stages.calls import Caller
 
 if TYPE_CHECKING:
     import polars as pl
@@ -26,9 +27,10 @@ if TYPE_CHECKING:
 BATCH_ROWS = 50_000
 
 
-def bind_dataset(lab: Lab, cfg: ArmConfig) -> Dataset:
-    """Load the arm's dataset; raises before any chunking when the digest binding fails."""
-    return load_dataset(lab.dataset_dir(cfg.dataset), cfg.dataset)
+def bind_dataset(datasets_dir: Path, cfg: ArmConfig) -> Dataset:
+    """Load the arm's dataset from the lab's datasets folder; raises before any chunking when the digest binding
+    fails."""
+    return load_dataset(datasets_dir / cfg.dataset, cfg.dataset)
 
 
 def chunk_schema() -> dict:
@@ -36,7 +38,7 @@ def chunk_schema() -> dict:
     return schema_of(Table.IMPORTED_CHUNKS, *Chunk.model_fields)
 
 
-def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
+def build_chunks(store: ArtifactStore, cfg: ArmConfig, ds: Dataset) -> Built:
     key = artifacts.CHUNKS.key(cfg, corpus_digest=ds.corpus_digest)
 
     def builder(tmp):
@@ -58,7 +60,7 @@ def build_chunks(lab: Lab, cfg: ArmConfig, ds: Dataset) -> Built:
         df.write_parquet(tmp / "chunks.parquet")
         return {"chunks": df.height, "documents": len(ds.corpus), "chunker": CHUNKER_VERSION}
 
-    return lab.store.build_once(artifacts.CHUNKS.name, key, builder)
+    return store.build_once(artifacts.CHUNKS.name, key, builder)
 
 
 def chunk_batches(built: Built, rows: int = BATCH_ROWS) -> Iterator[list[Chunk]]:
@@ -97,12 +99,19 @@ def chunk_count(built: Built) -> int:
     return int(built.manifest["info"]["chunks"])
 
 
-def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, progress: Progress = NO_PROGRESS,
-                          retry_faults: bool = False, caller_for: CallerFor = role_caller) -> Built:
-    """The arm's representations, built once per key (chunks, kind, builder, prompt digest, era). With
-    `retry_faults` (the representations asset itself), an artifact with rows the provider failed or the budget
-    stopped is rebuilt: the provider cache serves every reply it has, and only those rows are called again."""
-    prompt = representations.builder_prompt(lab, cfg)
+def build_representations(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chunks: Built,
+                          prompt: Prompt | None = None, builder_caller: Callable[[], Caller] | None = None,
+                          progress: Progress = NO_PROGRESS, retry_faults: bool = False) -> Built:
+    """The arm's representations, built once per key (chunks, kind, builder, prompt digest, era). A model-built kind
+    takes its builder's `prompt` (the arm's representation_prompt) and `builder_caller`, which makes the builder's
+    Caller when rows are built (the asset's provider resource; a store hit calls nothing). With `retry_faults` (the
+    representations asset itself), an artifact with rows the provider failed or the budget stopped is rebuilt: the
+    provider cache serves every reply it has, and only those rows are called again."""
+    model_built = cfg.representation in MODEL_BUILT
+    if (prompt is not None) != model_built or (model_built and builder_caller is None):
+        raise ValueError(f"representation {cfg.representation!r}: " + (
+            "a model-built kind needs its builder's prompt and Caller" if model_built
+            else "a template kind has no builder prompt"))
     key = artifacts.REPRESENTATIONS.key(cfg, chunks=chunks.content_digest, builder=BUILDERS[cfg.representation],
                                         prompt_digest=prompt.digest if prompt else None)
 
@@ -110,14 +119,14 @@ def build_representations(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: Built, 
         if prompt is None:  # a template: row for row from the chunks, a slice at a time
             out = representations.template_rows(cfg, ds, chunk_batches(chunks))
         else:
-            out = representations.build_rows(lab, cfg, ds, read_chunks(chunks), progress, caller_for)
+            out = representations.build_rows(cfg, ds, read_chunks(chunks), prompt, builder_caller(), progress)
         out.write_parquet(tmp / "representations.parquet")
         return {**representations.builder_identity(cfg, prompt), **representations.summary(out)}
 
     def reuse(manifest: dict) -> bool:
         return not (retry_faults and manifest.get("info", {}).get("retryable"))
 
-    return lab.store.build_once(artifacts.REPRESENTATIONS.name, key, builder, reuse=reuse)
+    return store.build_once(artifacts.REPRESENTATIONS.name, key, builder, reuse=reuse)
 
 
 def read_representations(built: Built) -> pl.DataFrame:

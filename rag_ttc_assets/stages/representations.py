@@ -21,11 +21,10 @@ from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt
-from rag_ttc_assets.core.representations import BUILT, MODEL_BUILT, PARSE_FAILURE, identity, represent
+from rag_ttc_assets.core.representations import BUILT, PARSE_FAILURE, identity, represent
 from rag_ttc_assets.core.roles import REPRESENTATION_BUILDER
-from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.core.summaries import is_offline_baseline
-from rag_ttc_assets.stages.calls import CallerFor, pooled, role_caller
+from rag_ttc_assets.stages.calls import Caller, pooled
 
 if TYPE_CHECKING:
     import polars as pl
@@ -43,10 +42,6 @@ def schema() -> dict:
             "offline_baseline": pl.Boolean, "provider_calls": pl.Int64, "cache_hit": pl.Boolean,
             "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64, "attempts": pl.Int64,
             "messages_digest": pl.String}
-
-
-def builder_prompt(lab: Lab, cfg: ArmConfig) -> Prompt | None:
-    return lab.prompt(cfg.representation_prompt, "representation") if cfg.representation in MODEL_BUILT else None
 
 
 def builder_identity(cfg: ArmConfig, prompt: Prompt | None) -> dict:
@@ -71,17 +66,13 @@ def _row(chunk: Chunk, ident: dict, **fields) -> dict:
     return {**base, **fields}
 
 
-def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progress: Progress = NO_PROGRESS,
-               caller_for: CallerFor = role_caller) -> pl.DataFrame:
-    """One representation row per chunk, in chunk order; a model-built kind calls its builder through
-    `caller_for` (the asset's provider resource)."""
-    prompt = builder_prompt(lab, cfg)
+def build_rows(cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], prompt: Prompt, caller: Caller,
+               progress: Progress = NO_PROGRESS) -> pl.DataFrame:
+    """A model-built kind's rows: one per chunk, in chunk order, each from its builder's reply to `prompt` through
+    `caller` (the builder's, from the asset's provider resource; its cache namespace is per era, core.roles).
+    A template kind's rows are made by template_rows."""
     ident = builder_identity(cfg, prompt)
     titles, texts = ds.corpus.values("title", (c.doc_id for c in chunks)), ds.corpus.texts
-    if prompt is None:
-        rows = [_row(c, ident, text=represent(c, titles[c.doc_id], cfg.representation)) for c in chunks]
-        return _frame(rows)
-    caller = caller_for(REPRESENTATION_BUILDER, lab, cfg)  # its cache namespace is per era (core.roles)
     counts = Counter(c.doc_id for c in chunks)
 
     def one(c: Chunk) -> dict:
@@ -106,7 +97,7 @@ def build_rows(lab: Lab, cfg: ArmConfig, ds: Dataset, chunks: list[Chunk], progr
 
 def template_rows(cfg: ArmConfig, ds: Dataset, batches: Iterable[list[Chunk]]) -> pl.DataFrame:
     """A template kind's rows (no builder call), from the chunks a batch at a time: each batch becomes a typed frame
-    before the next is read, and the frames are one table, the same rows build_rows makes."""
+    before the next is read, and the frames are one table, the rows a single pass over the chunks would make."""
     import polars as pl
 
     ident = builder_identity(cfg, None)

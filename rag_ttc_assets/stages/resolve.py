@@ -26,9 +26,12 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.records import Question
+from rag_ttc_assets.core.representations import MODEL_BUILT
+from rag_ttc_assets.core.roles import REPRESENTATION_BUILDER
 from rag_ttc_assets.core.usage import BM25_INDEX, CHUNKS, QUESTION_EMBEDDINGS, REPRESENTATIONS, VECTOR_INDEX, unused
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import imported, indexes, ingest
+from rag_ttc_assets.stages.calls import role_caller
 from rag_ttc_assets.stages.coverage import request_support
 from rag_ttc_assets.stages.retrieval import arm_questions
 
@@ -53,7 +56,7 @@ class ArmInputs:
     # --- the dataset ------------------------------------------------------------------------------------
     @cached_property
     def dataset(self) -> Dataset:
-        return ingest.bind_dataset(self.lab, self.cfg)
+        return ingest.bind_dataset(self.lab.datasets_dir, self.cfg)
 
     @cached_property
     def questions(self) -> list[Question]:
@@ -70,7 +73,7 @@ class ArmInputs:
         """The lab's chunks; None for an imported arm (its chunks are the imported documents: chunk_list)."""
         if CHUNKS in self.unused:
             return None
-        return ingest.build_chunks(self.lab, self.cfg, self.dataset)
+        return ingest.build_chunks(self.store, self.cfg, self.dataset)
 
     @cached_property
     def chunk_list(self) -> list[Chunk]:
@@ -105,7 +108,14 @@ class ArmInputs:
             return None
         # Before a representation is built or embedded: an index parameter this corpus cannot take fails here.
         self.check_vector_index()
-        return ingest.build_representations(self.lab, self.cfg, self.dataset, self.chunks)
+        return ingest.build_representations(self.store, self.cfg, self.dataset, self.chunks, self.builder_prompt,
+                                            lambda: role_caller(REPRESENTATION_BUILDER, self.lab, self.cfg))
+
+    @cached_property
+    def builder_prompt(self) -> Prompt | None:
+        """The representation builder's prompt (a model-built kind's, its `representation_prompt`); None for a
+        template kind."""
+        return self.prompt("representation_prompt") if self.cfg.representation in MODEL_BUILT else None
 
     @cached_property
     def unused(self) -> dict[str, str]:
@@ -116,14 +126,14 @@ class ArmInputs:
     def bm25(self) -> Built | None:
         if BM25_INDEX in self.unused:
             return None
-        return indexes.build_bm25(self.lab, self.cfg, self.dataset, self.representations)
+        return indexes.build_bm25(self.store, self.cfg, self.representations)
 
     @cached_property
     def vectors(self) -> Built | None:
         if VECTOR_INDEX in self.unused:
             return None
         self.check_vector_index()
-        return indexes.build_vectors(self.lab, self.cfg, self.dataset, self.representations, progress=self.progress)
+        return indexes.build_vectors(self.store, self.cfg, self.representations, progress=self.progress)
 
     def check_vector_index(self) -> None:
         """An approximate index's parameters against this corpus (stages.indexes.check_vector_index): an error
@@ -137,7 +147,7 @@ class ArmInputs:
     def question_embeddings(self) -> Built | None:
         if QUESTION_EMBEDDINGS in self.unused:
             return None
-        return indexes.build_question_embeddings(self.lab, self.cfg, self.dataset, progress=self.progress)
+        return indexes.build_question_embeddings(self.store, self.cfg, self.dataset, progress=self.progress)
 
     @cached_property
     def support(self) -> dict[str, list[str]]:

@@ -225,9 +225,9 @@ def test_stages_use_the_labs_own_store_for_the_onnx_export(mini_lab, store, tmp_
     dest = lab.store.root / "cache" / oe.KIND / fp32.path.name
     shutil.copytree(fp32.path, dest)
     cfg = lab.arms["baseline"].model_copy(update={"embedding_model": oe.ONNX_FP32})
-    ds = ingest.bind_dataset(lab, cfg)
-    reps = ingest.build_representations(lab, cfg, ds, ingest.build_chunks(lab, cfg, ds))
-    built = indexes.build_vectors(lab, cfg, ds, reps)
+    ds = ingest.bind_dataset(lab.datasets_dir, cfg)
+    reps = ingest.build_representations(lab.store, cfg, ds, ingest.build_chunks(lab.store, cfg, ds))
+    built = indexes.build_vectors(lab.store, cfg, reps)
     assert built.manifest["info"]["embedding_model"] == oe.ONNX_FP32
     assert sorted(p.name for p in dest.parent.iterdir()) == [fp32.path.name]  # found, not exported again
     assert not other.exists()

@@ -15,9 +15,9 @@ def _build(root, monkeypatch, rows):
     monkeypatch.setattr(ingest, "BATCH_ROWS", rows)
     lab = Lab.from_env()
     cfg = lab.arms["baseline"]
-    ds = ingest.bind_dataset(lab, cfg)
-    ch = ingest.build_chunks(lab, cfg, ds)
-    return ch, ingest.build_representations(lab, cfg, ds, ch)
+    ds = ingest.bind_dataset(lab.datasets_dir, cfg)
+    ch = ingest.build_chunks(lab.store, cfg, ds)
+    return ch, ingest.build_representations(lab.store, cfg, ds, ch)
 
 
 def test_chunks_and_representations_built_in_slices_are_the_single_pass_artifacts(tmp_path, monkeypatch):

@@ -9,11 +9,11 @@ from rag_ttc_assets_tests.conftest import mini_corpus, mini_questions, write_dat
 
 
 def _upstream(lab, cfg):
-    ds = ingest.bind_dataset(lab, cfg)
-    ch = ingest.build_chunks(lab, cfg, ds)
-    reps = ingest.build_representations(lab, cfg, ds, ch)
-    return (ds, ch, indexes.build_bm25(lab, cfg, ds, reps), indexes.build_vectors(lab, cfg, ds, reps),
-            indexes.build_question_embeddings(lab, cfg, ds))
+    ds = ingest.bind_dataset(lab.datasets_dir, cfg)
+    ch = ingest.build_chunks(lab.store, cfg, ds)
+    reps = ingest.build_representations(lab.store, cfg, ds, ch)
+    return (ds, ch, indexes.build_bm25(lab.store, cfg, reps), indexes.build_vectors(lab.store, cfg, reps),
+            indexes.build_question_embeddings(lab.store, cfg, ds))
 
 
 def _entries(lab) -> list[str]:

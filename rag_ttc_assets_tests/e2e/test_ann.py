@@ -208,15 +208,15 @@ def test_an_interrupted_index_build_leaves_no_half_index(mini_lab, monkeypatch):
 
     from rag_ttc_assets.stages import ingest
 
-    ds = ingest.bind_dataset(mini_lab, cfg)
-    reps = ingest.build_representations(mini_lab, cfg, ds, ingest.build_chunks(mini_lab, cfg, ds))
+    ds = ingest.bind_dataset(mini_lab.datasets_dir, cfg)
+    reps = ingest.build_representations(mini_lab.store, cfg, ds, ingest.build_chunks(mini_lab.store, cfg, ds))
     monkeypatch.setattr(vectors, "build_index", dies)
     with pytest.raises(KeyboardInterrupt):
-        indexes.build_vectors(mini_lab, cfg, ds, reps)
+        indexes.build_vectors(mini_lab.store, cfg, reps)
     root = mini_lab.store.root / "cache" / "vector_index"
     assert [p for p in root.iterdir()] == []  # neither a published folder nor the temporary one
     monkeypatch.setattr(vectors, "build_index", real)
-    built = indexes.build_vectors(mini_lab, cfg, ds, reps)
+    built = indexes.build_vectors(mini_lab.store, cfg, reps)
     assert not built.cache_hit and built.manifest["info"]["index"]["indexed_rows"] == 43
     assert vectors.VectorIndex(built.path / "lancedb").indexed
     shutil.rmtree(built.path)

@@ -82,7 +82,7 @@ def test_a_bm25_arm_never_embeds_its_corpus_and_ranks_as_tantivy_alone(lab, caps
     rows = lab.store.read_table("bm25-only", Table.RETRIEVAL_ROWS)
     bm25_dir = next(p for p in (lab.store.root / "cache" / "bm25_index").iterdir() if not p.name.startswith("."))
     tantivy = BM25Index(bm25_dir / "tantivy")
-    questions = arm_questions(cfg, ingest.bind_dataset(lab, cfg))
+    questions = arm_questions(cfg, ingest.bind_dataset(lab.datasets_dir, cfg))
     assert rows["query_id"].to_list() == [q.id for q in questions]
     for q, ranked in zip(questions, rows["ranked_chunk_ids"].to_list()):
         assert ranked == [c for c, _ in tantivy.search(q.text, _depth(cfg))][: cfg.retrieve_k], q.id
@@ -114,8 +114,9 @@ def test_a_vector_arm_builds_no_tantivy_index_and_compares_with_a_bm25_arm(lab, 
 
     cfg = lab.arms["vector-only"]
     rows = lab.store.read_table("vector-only", Table.RETRIEVAL_ROWS)
-    vec = indexes.build_vectors(lab, cfg, None, _reps(lab, cfg))
-    qemb = indexes.read_question_embeddings(indexes.build_question_embeddings(lab, cfg, ingest.bind_dataset(lab, cfg)))
+    vec = indexes.build_vectors(lab.store, cfg, _reps(lab, cfg))
+    qemb = indexes.read_question_embeddings(
+        indexes.build_question_embeddings(lab.store, cfg, ingest.bind_dataset(lab.datasets_dir, cfg)))
     assert vec.cache_hit  # the vector arm's own table, found, not built again
     table = VectorIndex(vec.path / "lancedb")
     for r in rows.iter_rows(named=True):
@@ -125,13 +126,13 @@ def test_a_vector_arm_builds_no_tantivy_index_and_compares_with_a_bm25_arm(lab, 
 
     # compare: both arms lack an index; the paired comparison still reads every case.
     out = json.loads(_run(capsys, "compare", "bm25-only", "vector-only", "--json"))
-    answerable = [q for q in arm_questions(cfg, ingest.bind_dataset(lab, cfg)) if q.answerable]
+    answerable = [q for q in arm_questions(cfg, ingest.bind_dataset(lab.datasets_dir, cfg)) if q.answerable]
     assert out["n"] == len(answerable) and out["changed_parameters"]["retrieval"] == ["bm25", "vector"]
 
 
 def _reps(lab, cfg):
-    ds = ingest.bind_dataset(lab, cfg)
-    return ingest.build_representations(lab, cfg, ds, ingest.build_chunks(lab, cfg, ds))
+    ds = ingest.bind_dataset(lab.datasets_dir, cfg)
+    return ingest.build_representations(lab.store, cfg, ds, ingest.build_chunks(lab.store, cfg, ds))
 
 
 def test_switching_a_bm25_arm_to_rrf_reruns_its_vector_side_only(lab, capsys, tmp_path):
