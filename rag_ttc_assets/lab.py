@@ -38,7 +38,7 @@ def prompt_fields(cfg) -> dict[str, str]:
         fields["citation_retry_prompt"] = "answer"
     if cfg.representation in MODEL_BUILT:
         fields["representation_prompt"] = "representation"
-    if cfg.entailment_jurors:  # a request judge or juror of kind entailment (core.entailment)
+    if cfg.entailment_jurors:  # a request judge or juror of kind entailment (judging.entailment)
         fields["judge_entailment_prompt"] = "judge_entailment"
     return fields
 

@@ -11,8 +11,8 @@ import pytest
 from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, SummaryError, declared_names, model_of
 from rag_ttc_assets.core import arm_summaries as S
 from rag_ttc_assets.core import judge_summaries as J
-from rag_ttc_assets.core.flow import FLOW_BRANCHES, QUALITIES
-from rag_ttc_assets.core.judging import REQUEST_VERDICTS
+from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES, QUALITIES
+from rag_ttc_assets.judging.statement_judge import REQUEST_VERDICTS
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 from rag_ttc_assets_tests.support.store_snapshot import VOLATILE

@@ -33,6 +33,9 @@ LAYERS: dict[str, frozenset[str]] = {
     "cli": BELOW_DEFS | {"definitions", "bench", "terminal", "cli"},
     "": frozenset(),  # the package's own __init__
 }
+# The concept folders (docs/architecture.md): a concept's pure logic and its stage side by side. A module's layer is
+# its name's: `<name>_stage` a stage, `<name>_page` a report, any other (and the folder's __init__) pure, as core.
+CONCEPTS = frozenset({"judging", "diagnosis", "imported"})
 LATE = re.compile(r"#\s*late:\s*\S")
 
 
@@ -164,6 +167,9 @@ def _cycle_in(g: dict[str, set[str]], component: set[str]) -> list[str]:
 
 def layer(module: str) -> str:
     parts = module.split(".")
+    if len(parts) > 1 and parts[1] in CONCEPTS:
+        name = parts[2] if len(parts) > 2 else ""
+        return "stages" if name.endswith("_stage") else "report" if name.endswith("_page") else "core"
     return parts[1] if len(parts) > 1 else ""
 
 
@@ -241,9 +247,42 @@ def test_the_architecture_table_names_every_layer_the_test_enforces() -> None:
     text = ARCHITECTURE.read_text(encoding="utf-8")
     table = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"`(?:rag_ttc_assets/)?([a-z_]+)(?:/|\.py)`", table))
-    assert {k for k in LAYERS if k} <= named, sorted({k for k in LAYERS if k} - named)
-    for name in {k for k in LAYERS if k} - {"definitions", "terminal"}:
+    assert {k for k in LAYERS if k} | CONCEPTS <= named, sorted(({k for k in LAYERS if k} | CONCEPTS) - named)
+    for name in ({k for k in LAYERS if k} | CONCEPTS) - {"definitions", "terminal"}:
         assert (PACKAGE / name).is_dir() or (PACKAGE / f"{name}.py").is_file(), name
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert folders <= set(LAYERS) | CONCEPTS, sorted(folders - set(LAYERS) - CONCEPTS)
+
+
+# Module names more than one folder uses (a layer pair: the asset module of a group and its stage, a file reader and
+# its parser, a command and its stage). The list only shrinks: a new module takes a name no other module has, and a
+# name that stops being shared leaves the list.
+SHARED_NAMES = frozenset({
+    "accept", "annotate", "claim_sets", "compare", "comparisons", "derive_requests", "files", "generation", "indexes",
+    "ingest", "label_check", "label_drift", "labels", "lfqa", "metrics", "progress", "pyramid", "realsumm", "records",
+    "registry", "report", "representations", "retrieval", "supply", "text", "wice"})
+
+
+def shared_names(root: Path) -> dict[str, list[str]]:
+    """Module name -> the folders holding a module of that name (package __init__ and __main__ left out)."""
+    by_name: dict[str, list[str]] = {}
+    for name, path in modules(root).items():
+        if path.name not in ("__init__.py", "__main__.py"):
+            by_name.setdefault(name.rsplit(".", 1)[1], []).append(path.parent.relative_to(root).as_posix())
+    return {n: sorted(f) for n, f in by_name.items() if len(f) > 1}
+
+
+def test_no_new_module_name_is_shared_across_folders() -> None:
+    shared = shared_names(PACKAGE)
+    assert not set(shared) - SHARED_NAMES, {n: shared[n] for n in set(shared) - SHARED_NAMES}
+    gone = sorted(SHARED_NAMES - set(shared))
+    assert not gone, f"no longer shared, take them off SHARED_NAMES: {gone}"
+
+
+def test_the_shared_name_scan_finds_a_planted_pair(tmp_path) -> None:
+    root = _write(tmp_path, {**CLEAN, "pkg/core/a.py": "", "pkg/stages/sub/__init__.py": "",
+                             "pkg/stages/sub/a.py": ""}) / "pkg"
+    assert shared_names(root) == {"a": ["core", "stages", "stages/sub"]}
 
 
 # --- the checks themselves, on a package with the fault planted --------------------------------------------------
@@ -312,6 +351,24 @@ def test_a_planted_upward_import_breaks_a_layer_rule(tmp_path) -> None:
         "core, lab, stages"]
     with pytest.raises(AssertionError, match="pkg.core.y"):
         assert_layered(root)
+
+
+def test_a_concept_folder_layers_its_modules_by_name(tmp_path) -> None:
+    """In a concept folder the pure module may not import its stage, nor a stage its page; the stage may import the
+    pure module, and a core module the concept's pure module."""
+    root = _write(tmp_path, {**CLEAN, "pkg/judging/__init__.py": "",
+                             "pkg/judging/verdicts.py": "from pkg.judging import verdicts_stage\n",
+                             "pkg/judging/verdicts_stage.py": "from pkg.judging import verdicts\nfrom pkg.stages import a\n",
+                             "pkg/judging/verdicts_page.py": "from pkg.judging import verdicts_stage\n",
+                             "pkg/core/z.py": "from pkg.judging import verdicts\n",
+                             "pkg/stages/e.py": "from pkg.judging import verdicts_page\n"}) / "pkg"
+    assert [layer(m) for m in ("pkg.judging", "pkg.judging.verdicts", "pkg.judging.verdicts_stage",
+                               "pkg.judging.verdicts_page")] == ["core", "core", "stages", "report"]
+    assert layer_violations(imports(root), LAYERS, root) == [
+        "pkg/judging/verdicts.py:1: pkg.judging.verdicts (core) imports pkg.judging.verdicts_stage (stages); "
+        "core may import only core",
+        "pkg/stages/e.py:1: pkg.stages.e (stages) imports pkg.judging.verdicts_page (report); stages may import only "
+        "adapters, core, lab, stages"]
 
 
 def test_a_planted_late_import_without_a_reason_fails(tmp_path) -> None:

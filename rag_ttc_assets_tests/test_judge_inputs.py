@@ -1,5 +1,5 @@
-"""The judge gets typed inputs (core.judge_inputs): each judge call of the statement judge (stages.statement_judge.judge)
-and the request judge (stages.request_judge.judge_requests) hands the caller the records its prompt is rendered
+"""The judge gets typed inputs (judging.judge_inputs): each judge call of the statement judge (judging.statement_judge_stage.judge)
+and the request judge (judging.request_judge_stage.judge_requests) hands the caller the records its prompt is rendered
 from. An offline judge reads those records; a model judge reads the prompt. Both see the same content: the prompt
 the stage sends, read back by the tagged-prompt parser (support.judge_prompts), holds what the records hold."""
 
@@ -12,11 +12,11 @@ import polars as pl
 import pytest
 
 from rag_ttc_assets.core.arms import ArmConfig, ModelConfig
-from rag_ttc_assets.core.judge_inputs import (ExtractStatements, JudgeInput, JudgeRequests, VerifyAgainstGold,
-                                              VerifyStatements)
+from rag_ttc_assets.judging.judge_inputs import (ExtractStatements, JudgeInput, JudgeRequests, VerifyAgainstGold,
+                                                 VerifyStatements)
 from rag_ttc_assets.core.prompts import parse_prompt
 from rag_ttc_assets.core.records import Evidence, Question, Request
-from rag_ttc_assets.stages import request_judge, statement_judge
+from rag_ttc_assets.judging import request_judge_stage, statement_judge_stage
 from rag_ttc_assets.stages.calls import Call, Caller
 from rag_ttc_assets_tests.support import judge_prompts
 
@@ -87,11 +87,11 @@ def offline_judges():
 def sent(tmp_path_factory, offline_judges) -> tuple[list[tuple[str, JudgeInput | None]], pl.DataFrame, pl.DataFrame]:
     caller = Recording(tmp_path_factory.mktemp("provider_cache"))
     cfg = ArmConfig()
-    prompts = statement_judge.JudgePrompts(statements=_prompt("judge-statements-v1", "judge_statements"),
+    prompts = statement_judge_stage.JudgePrompts(statements=_prompt("judge-statements-v1", "judge_statements"),
                                       verdicts=_prompt("judge-verdicts-v1", "judge_verdicts"),
                                       gold=_prompt("judge-gold-v1", "judge_gold"))
-    verdicts = statement_judge.judge(cfg, [QUESTION], CONTRACTS, CONTEXTS, CHUNK_TEXT, prompts, caller)
-    judgments = request_judge.judge_requests(cfg, [QUESTION], CONTRACTS,
+    verdicts = statement_judge_stage.judge(cfg, [QUESTION], CONTRACTS, CONTEXTS, CHUNK_TEXT, prompts, caller)
+    judgments = request_judge_stage.judge_requests(cfg, [QUESTION], CONTRACTS,
                                              _prompt("judge-requests-v1", "judge_requests"), caller)
     return caller.sent, verdicts, judgments
 

@@ -1,4 +1,6 @@
-"""rag_ttc_assets.core and rag_ttc_assets.adapters never import dagster (core/__init__.py promises it)."""
+"""rag_ttc_assets.core, the pure modules of the concept folders (judging/, diagnosis/, imported/: those not named
+`*_stage` or `*_page`) and rag_ttc_assets.adapters never import dagster (core/__init__.py promises it); the pure
+modules do no file I/O."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "rag_ttc_assets"
 PURE_PACKAGES = ("core", "adapters")
+CONCEPTS = ("judging", "diagnosis", "imported")  # tests/test_import_graph.py: the same folders, layered by name
 
 
 def _is_dagster(module: str) -> bool:
@@ -35,8 +38,13 @@ def dagster_imports(source: str, filename: str = "<source>") -> list[str]:
     return found
 
 
+def concept_pure_sources(package: Path = PACKAGE) -> list[Path]:
+    """The concept folders' pure modules: every one not named `*_stage` (a stage) or `*_page` (a report)."""
+    return sorted(p for c in CONCEPTS for p in (package / c).rglob("*.py") if not p.stem.endswith(("_stage", "_page")))
+
+
 def pure_sources(package: Path = PACKAGE) -> list[Path]:
-    return sorted(p for pkg in PURE_PACKAGES for p in (package / pkg).rglob("*.py"))
+    return sorted([p for pkg in PURE_PACKAGES for p in (package / pkg).rglob("*.py")] + concept_pure_sources(package))
 
 
 def pure_offenders(package: Path = PACKAGE) -> list[str]:
@@ -46,7 +54,9 @@ def pure_offenders(package: Path = PACKAGE) -> list[str]:
 
 def test_the_pure_packages_have_sources() -> None:
     names = {p.relative_to(PACKAGE).as_posix() for p in pure_sources()}
-    assert {"core/__init__.py", "core/chunking.py", "core/arms.py", "adapters/__init__.py"} <= names
+    assert {"core/__init__.py", "core/chunking.py", "core/arms.py", "adapters/__init__.py", "judging/request_judge.py",
+            "diagnosis/flow.py", "imported/import_source.py"} <= names
+    assert not names & {"judging/request_judge_stage.py", "diagnosis/diagnosis_page.py", "imported/import_stage.py"}
 
 
 def test_core_and_adapters_never_import_dagster() -> None:
@@ -90,8 +100,12 @@ def test_the_checker_fails_on_a_package_tree(tmp_path: Path) -> None:
                                                        encoding="utf-8")
     (tmp_path / "adapters" / "store.py").write_text("def f():\n    import dagster as dg\n", encoding="utf-8")
     (tmp_path / "defs" / "assets.py").write_text("import dagster\n", encoding="utf-8")  # allowed outside
+    (tmp_path / "judging").mkdir()
+    (tmp_path / "judging" / "verdicts.py").write_text("import dagster\n", encoding="utf-8")
+    (tmp_path / "judging" / "verdicts_stage.py").write_text("import dagster\n", encoding="utf-8")  # a stage: allowed
     assert pure_offenders(tmp_path) == ["adapters/store.py:2: import dagster as dg",
-                                        "core/sub/leaky.py:4: from dagster import asset"]
+                                        "core/sub/leaky.py:4: from dagster import asset",
+                                        "judging/verdicts.py:1: import dagster"]
 
 
 # --- core does no file I/O: reading the arms file and the datasets is adapters.files' -------------------------
@@ -121,7 +135,7 @@ def file_io(source: str, filename: str = "<source>") -> list[str]:
 
 
 def test_core_does_no_file_io() -> None:
-    core = sorted((PACKAGE / "core").rglob("*.py"))
+    core = sorted((PACKAGE / "core").rglob("*.py")) + concept_pure_sources()
     assert [hit for p in core for hit in file_io(p.read_text(encoding="utf-8"), p.relative_to(PACKAGE).as_posix())] == []
 
 
@@ -187,7 +201,7 @@ def test_the_cli_computes_no_metric_and_judges_no_staleness_of_its_own() -> None
             if isinstance(node, ast.Attribute) and node.attr in forbidden]
     assert hits == []
     # Constants (the flow's branch order for a table's columns) and error types are fine; computations are not.
-    computing = ("rag_ttc_assets.core.flow", "rag_ttc_assets.core.completeness", "rag_ttc_assets.core.admission",
+    computing = ("rag_ttc_assets.diagnosis.flow", "rag_ttc_assets.diagnosis.completeness", "rag_ttc_assets.core.admission",
                  "rag_ttc_assets.core.compare", "rag_ttc_assets.core.compare_guards",
                  "rag_ttc_assets.core.compare_metrics")
     assert [f"{m} {n}" for p in (PACKAGE / "cli").rglob("*.py") for _, m, names in _imports(p) if m in computing

@@ -1,11 +1,11 @@
-"""stages.request_judge.instrument: what must be equal for two arms' completeness to be comparable. The call
+"""judging.request_judge_stage.instrument: what must be equal for two arms' completeness to be comparable. The call
 parameters are part of it when set (an LLM judge's temperature changes its verdicts), absent otherwise, so an
 instrument recorded before they were read back is unchanged."""
 
 from types import SimpleNamespace
 
 from rag_ttc_assets.core.arms import ArmConfig
-from rag_ttc_assets.stages.request_judge import instrument
+from rag_ttc_assets.judging.request_judge_stage import instrument
 
 PROMPT = SimpleNamespace(name="judge-requests-v1", digest="sha256:abc")
 
@@ -26,7 +26,7 @@ def test_a_panels_params_are_listed_per_juror_when_any_is_set():
 
 
 def test_the_offline_judges_rules_version_is_part_of_the_instrument():
-    from rag_ttc_assets.core.request_judge import RULES
+    from rag_ttc_assets.judging.request_judge import RULES
 
     assert instrument(ArmConfig(), PROMPT)["rules"] == RULES == "request-judge-rules/5"
     assert "rules" not in instrument(ArmConfig(request_judge={"model": "openai/judge"}), PROMPT)

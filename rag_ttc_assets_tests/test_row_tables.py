@@ -58,7 +58,10 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     first RARE questions are all of one rare kind; each written through the store, which checks the declaration."""
     from rag_ttc_assets.core.roles import JUDGE, REQUEST_JUDGE
     from rag_ttc_assets.lab import Lab
-    from rag_ttc_assets.stages import diagnostics, imported, request_judge, retrieval, statement_judge, supply
+    from rag_ttc_assets.stages import retrieval, supply
+    from rag_ttc_assets.diagnosis import diagnostics_stage
+    from rag_ttc_assets.imported import import_stage
+    from rag_ttc_assets.judging import request_judge_stage, statement_judge_stage
     from rag_ttc_assets.stages.calls import role_caller
     from rag_ttc_assets.stages.resolve import ArmInputs
 
@@ -83,31 +86,31 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
         arm.write_table(name, df)
         out[name] = df
 
-    read = imported.read_import(lab.arms_file, arm.cfg, arm.dataset, arm.questions)
+    read = import_stage.read_import(lab.arms_file, arm.cfg, arm.dataset, arm.questions)
     write(Table.IMPORTED_CHUNKS, read.chunks)
     write(Table.IMPORTED_ROWS, read.rows)
-    write(Table.RETRIEVAL_ROWS, imported.retrieval_rows(arm.table(Table.IMPORTED_ROWS), arm.chunk_docs))
+    write(Table.RETRIEVAL_ROWS, import_stage.retrieval_rows(arm.table(Table.IMPORTED_ROWS), arm.chunk_docs))
     contexts, coverage, _ = retrieval.admitted_contexts(arm)
     write(Table.ADMITTED_CONTEXTS, contexts)
     write(Table.REQUEST_COVERAGE, coverage)
-    write(Table.ANSWERS, imported.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), read.mapping["source_digest"]))
-    write(Table.CONTRACT_RESULTS, imported.contract(arm.cfg, arm.table(Table.ANSWERS), arm.chunk_text))
-    prompts = statement_judge.JudgePrompts(statements=arm.prompt("judge_statements_prompt"),
+    write(Table.ANSWERS, import_stage.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), read.mapping["source_digest"]))
+    write(Table.CONTRACT_RESULTS, import_stage.contract(arm.cfg, arm.table(Table.ANSWERS), arm.chunk_text))
+    prompts = statement_judge_stage.JudgePrompts(statements=arm.prompt("judge_statements_prompt"),
                                       verdicts=arm.prompt("judge_verdicts_prompt"), gold=arm.prompt("judge_gold_prompt"))
-    write(Table.JUDGE_VERDICTS, statement_judge.judge(arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS),
+    write(Table.JUDGE_VERDICTS, statement_judge_stage.judge(arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS),
                                                  supply.arm_contexts(arm), arm.chunk_text, prompts,
                                                  role_caller(JUDGE, lab, arm.cfg)))
-    write(Table.REQUEST_JUDGMENTS, request_judge.judge_requests(
+    write(Table.REQUEST_JUDGMENTS, request_judge_stage.judge_requests(
         arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), arm.prompt("judge_requests_prompt"),
         role_caller(REQUEST_JUDGE, lab, arm.cfg)))
-    d = diagnostics.completeness(
-        diagnostics.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm)),
-        request_judge.instrument(arm.cfg, arm.prompt("judge_requests_prompt"), arm.questions))
+    d = diagnostics_stage.completeness(
+        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm)),
+        request_judge_stage.instrument(arm.cfg, arm.prompt("judge_requests_prompt"), arm.questions))
     write(Table.REQUEST_OUTCOMES, d.requests)
     write(Table.QUESTION_COMPLETENESS, d.questions)
     write(Table.ABSTENTION_OUTCOMES, d.abstentions)
-    write(Table.FAILURE_FLOW, diagnostics.failure_flow(
-        diagnostics.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm))).flow)
+    write(Table.FAILURE_FLOW, diagnostics_stage.failure_flow(
+        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm))).flow)
 
     # A tool arm's lookup cases, from the same rows: the rare cases made no lookup, the ordinary ones found theirs.
     tool = ArmInputs(lab, "tool")
@@ -120,8 +123,8 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     answers = arm.table(Table.ANSWERS).drop(Table.ANSWERS.c.trace_id)
     tool.write_table(Table.ANSWERS, answers.with_columns(pl.Series(
         "lookups", [calls.get(q, "[]") for q in answers[Table.ANSWERS.c.query_id]], dtype=pl.String)))
-    lookups = diagnostics.failure_flow(
-        diagnostics.read_inputs(tool.store, tool.arm, tool.cfg, tool.questions, supply.arm_coverage(tool))).lookup_cases
+    lookups = diagnostics_stage.failure_flow(
+        diagnostics_stage.read_inputs(tool.store, tool.arm, tool.cfg, tool.questions, supply.arm_coverage(tool))).lookup_cases
     tool.write_table(Table.LOOKUP_CASES, lookups)
     out[Table.LOOKUP_CASES] = lookups
     return out

@@ -1,7 +1,7 @@
 """`mypy --strict` on the typed records and the pure logic that is typed whole (issue 43): the models of what
 crosses a module boundary (an arm's JSON summaries, the judges' inputs, the arms file, the tables' columns) and the
-core modules whose every function is annotated. A module joins STRICT once it passes; none leaves. The rest of core
-is checked by the same command when it is named here; `--follow-imports=silent` reads what they import for its
+pure modules whose every function is annotated, in core/ and in the concept folders (judging/, diagnosis/, imported/).
+A module joins STRICT once it passes; none leaves. The rest is checked by the same command when it is named here; `--follow-imports=silent` reads what they import for its
 types without reporting on it."""
 
 import subprocess
@@ -14,22 +14,27 @@ from rag_ttc_assets_tests.conftest import REPO
 pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -c constraints.txt -e '.[test]'")
 
 STRICT = [
-    "accept_records", "derivation_result", "arm_summaries", "judge_summaries", "judge_inputs", "arms", "artifacts",
-    "tables", "contract", "records", "label_sampling", "compare_guards", "phoenix_source", "prompt_markup", "prompts",
-    "response_formats", "jsonl", "trec_files", "ann", "chunking", "contextual", "entailment", "eras", "fusion",
-    "metrics", "multiple_testing", "evidence_map", "lfqa", "progress", "pyramid", "representations", "usage", "wice",
-    "diagnosis_inputs", "ppi", "ppi_difference", "ppi_records", "human_labels", "judge_agreement", "claim_agreement",
-    "completeness", "measured", "annotation", "compare_records", "diagnosis", "diagnosis_decisions",
-    "diagnosis_findings", "diagnosis_sentences", "diagnosis_records", "inspect_view", "run_report", "import_mapping",
-    "judging", "beir", "judge_measurement", "lexical_judge", "transitions", "counterfactual", "claim_sets",
-    "label_diff", "answer_rows", "flow", "panel", "learned_judge", "compare_metrics", "admission", "derive_requests",
-    "agreement_records", "run_records", "juror_records", "convert_records", "label_log",
-    "label_drift",
+    "core/accept_records", "core/derivation_result", "core/arm_summaries", "core/judge_summaries",
+    "judging/judge_inputs", "core/arms", "core/artifacts", "core/tables", "core/contract", "core/records",
+    "core/label_sampling", "core/compare_guards", "imported/phoenix_source", "core/prompt_markup", "core/prompts",
+    "core/response_formats", "core/jsonl", "core/trec_files", "core/ann", "core/chunking", "core/contextual",
+    "judging/entailment", "core/eras", "core/fusion", "core/metrics", "core/multiple_testing", "core/evidence_map",
+    "core/lfqa", "core/progress", "core/pyramid", "core/representations", "core/usage", "core/wice",
+    "diagnosis/diagnosis_inputs", "core/ppi", "core/ppi_difference", "core/ppi_records", "core/human_labels",
+    "judging/judge_agreement", "judging/claim_agreement", "diagnosis/completeness", "core/measured",
+    "core/annotation", "core/compare_records", "diagnosis/diagnosis", "diagnosis/diagnosis_decisions",
+    "diagnosis/diagnosis_findings", "diagnosis/diagnosis_sentences", "diagnosis/diagnosis_records",
+    "core/inspect_view", "core/run_report", "imported/import_mapping", "judging/statement_judge", "core/beir",
+    "judging/judge_measurement", "judging/lexical_judge", "core/transitions", "core/counterfactual",
+    "core/claim_sets", "core/label_diff", "core/answer_rows", "diagnosis/flow", "judging/panel",
+    "judging/learned_judge", "core/compare_metrics", "core/admission", "core/derive_requests",
+    "judging/agreement_records", "core/run_records", "judging/juror_records", "core/convert_records",
+    "core/label_log", "core/label_drift",
 ]
 
 
 def test_the_typed_modules_pass_mypy_strict():
-    files = [str(REPO / "rag_ttc_assets" / "core" / f"{m}.py") for m in STRICT]
+    files = [str(REPO / "rag_ttc_assets" / f"{m}.py") for m in STRICT]
     proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
                            "--cache-dir=/dev/null", *files], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""Fit the learned juror (`local/learned`, core/learned_judge.py) on people's per-request labels, and measure it
+"""Fit the learned juror (`local/learned`, judging/learned_judge.py) on people's per-request labels, and measure it
 cross-set: fitted on one set, read on each of the others.
 
 Data: the SCU-presence labels of REALSumm and PyrXSum as the Lite2-3Pyramid repository ships them (its folders
@@ -38,9 +38,9 @@ import numpy as np
 
 from rag_ttc_assets.adapters.learned_juror import PARAMETERS, load_parameters
 from rag_ttc_assets.adapters.pyramid import read_pyramid
-from rag_ttc_assets.core import learned_judge as lj
-from rag_ttc_assets.core.judge_agreement import gold_answer_recall
-from rag_ttc_assets.core.request_judge import ADDRESS_RECALL, SOFT_ADDRESS_RECALL, LabelledRequest
+from rag_ttc_assets.judging import learned_judge as lj
+from rag_ttc_assets.judging.judge_agreement import gold_answer_recall
+from rag_ttc_assets.judging.request_judge import ADDRESS_RECALL, SOFT_ADDRESS_RECALL, LabelledRequest
 from rag_ttc_assets.core.summaries import REQUEST_JUDGE_RULES
 
 SETS = ("REALSumm", "PyrXSum")

@@ -1,4 +1,4 @@
-"""The learned juror's parameters file (core.learned_judge parses it): the one shipped in the package, or another
+"""The learned juror's parameters file (judging.learned_judge parses it): the one shipped in the package, or another
 named by $RAG_TTC_LEARNED_JUROR (a refit: scripts/train_learned_juror.py --out), read and checked once per version of
 the file. Its digest is part of the juror's instrument and of its replies' cache key."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rag_ttc_assets.core.learned_judge import LearnedJuror
+    from rag_ttc_assets.judging.learned_judge import LearnedJuror
 
 MODEL = "local/learned"
 PARAMETERS = Path(__file__).with_name("learned_juror.json")
@@ -32,8 +32,8 @@ def uses_learned_juror(cfg) -> bool:
 def load_parameters(path: Path | None = None) -> LearnedJuror:
     """The parameters file (parameters_path() by default), parsed and checked (a LearnedJurorError naming the file and
     the field), once per version of the file."""
-    # late: numpy (core.learned_judge), loaded only where an arm names the learned juror
-    from rag_ttc_assets.core.learned_judge import LearnedJurorError, parse_parameters
+    # late: numpy (judging.learned_judge), loaded only where an arm names the learned juror
+    from rag_ttc_assets.judging.learned_judge import LearnedJurorError, parse_parameters
 
     path = Path(path) if path else parameters_path()
     try:

@@ -27,14 +27,14 @@ from rag_ttc_assets.adapters import smollm2  # noqa: E402
 from rag_ttc_assets.adapters.embeddings import content_word_vectors, encode_memoized  # noqa: E402
 from rag_ttc_assets.core import contextual, prompt_markup  # noqa: E402
 from rag_ttc_assets.core.extractive import answer_extractively  # noqa: E402
-from rag_ttc_assets.core.judge_inputs import (ExtractStatements, JudgeInput, JudgeRequests,  # noqa: E402
+from rag_ttc_assets.judging.judge_inputs import (ExtractStatements, JudgeInput, JudgeRequests,  # noqa: E402
                                               VerifyStatements)
-from rag_ttc_assets.core.lexical_judge import extract_claims, verify_against_gold, verify_statements  # noqa: E402
+from rag_ttc_assets.judging.lexical_judge import extract_claims, verify_against_gold, verify_statements  # noqa: E402
 from rag_ttc_assets.core.summaries import OFFLINE_REQUEST_JUDGES, REQUEST_JUDGE_RULES  # noqa: E402
-from rag_ttc_assets.core.request_judge import (LabelledRequest, WordVectors, judge_requests,  # noqa: E402
+from rag_ttc_assets.judging.request_judge import (LabelledRequest, WordVectors, judge_requests,  # noqa: E402
                                                judge_requests_soft, judge_requests_whole)
 from rag_ttc_assets.adapters.learned_juror import load_parameters  # noqa: E402
-from rag_ttc_assets.core.learned_judge import judge_requests_learned  # noqa: E402
+from rag_ttc_assets.judging.learned_judge import judge_requests_learned  # noqa: E402
 from rag_ttc_assets.core.supply import lookup_queries  # noqa: E402
 
 PROVIDER = "local"
@@ -131,12 +131,12 @@ class ExtractiveAnswerer(_Baseline):
 
 
 class _RecordJudge(_Baseline):
-    """An offline judge: it reads the typed records the lab's judge stages build beside the prompt (core.judge_inputs,
+    """An offline judge: it reads the typed records the lab's judge stages build beside the prompt (judging.judge_inputs,
     handed in by stages.calls.Caller through `judge_call`), never the prompt. Reached through litellm with a prompt
     alone, it says so in plain text (a parse failure for the caller, as for a model that ignored the format)."""
 
     def respond(self, prompt: str) -> str:
-        raise ValueError("it judges the typed records the lab's judge stages hand it (core.judge_inputs), "
+        raise ValueError("it judges the typed records the lab's judge stages hand it (judging.judge_inputs), "
                          "not a prompt")
 
     def judge_records(self, case: JudgeInput) -> str:
@@ -160,7 +160,7 @@ def _passages(case: JudgeRequests) -> list[tuple[str, list[str]]]:
 
 
 class LexicalJudge(_RecordJudge):
-    """Judges by content-word recall and embedding cosine (core.lexical_judge, core.request_judge), on each task's
+    """Judges by content-word recall and embedding cosine (judging.lexical_judge, judging.request_judge), on each task's
     records: statements, verdicts, gold verdicts, request judgments."""
 
     name = LEXICAL
@@ -199,7 +199,7 @@ class _RequestJuror(_RecordJudge):
 
 
 class CoverageJuror(_RequestJuror):
-    """A second offline request judge for panels: whole-answer content-word coverage (core.request_judge.
+    """A second offline request judge for panels: whole-answer content-word coverage (judging.request_judge.
     judge_requests_whole)."""
 
     name = COVERAGE
@@ -211,7 +211,7 @@ class CoverageJuror(_RequestJuror):
 
 class BertScoreJuror(_RequestJuror):
     """A third offline request judge for panels, reading words in context: BERTScore recall with the bundled MiniLM's
-    token embeddings (core.request_judge.judge_requests_soft)."""
+    token embeddings (judging.request_judge.judge_requests_soft)."""
 
     name = BERTSCORE
 
@@ -226,7 +226,7 @@ class BertScoreJuror(_RequestJuror):
 
 class LearnedJuror(_RequestJuror):
     """A fourth offline request judge: a logistic regression fitted on people's labels over the other offline jurors'
-    measurements (core.learned_judge; its parameters file, shipped in the package or $RAG_TTC_LEARNED_JUROR)."""
+    measurements (judging.learned_judge; its parameters file, shipped in the package or $RAG_TTC_LEARNED_JUROR)."""
 
     name = LEARNED
 
@@ -423,7 +423,7 @@ def _handler() -> LocalProviders:
 
 def rules_of(model: str) -> str | None:
     """An offline baseline's rules version, part of its replies' cache key (adapters.provider_cache): the lexical
-    judge and the coverage and BERTScore jurors judge requests by core.request_judge's versioned rules, the learned juror
+    judge and the coverage and BERTScore jurors judge requests by judging.request_judge's versioned rules, the learned juror
     by those rules and its fitted parameters (their digest: a refit never serves the replies of another fit); None
     for the others."""
     if model == f"{PROVIDER}/{LEARNED}":

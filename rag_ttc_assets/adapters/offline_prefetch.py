@@ -27,7 +27,7 @@ import numpy as np
 from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters import local_providers as lp
 from rag_ttc_assets.adapters.vector_cache import VectorCache
-from rag_ttc_assets.core.judge_inputs import JudgeInput
+from rag_ttc_assets.judging.judge_inputs import JudgeInput
 from rag_ttc_assets.core.text import content_word_spans
 
 # The stand-in vectors' dimension: the rules only take cosines between the vectors they are handed.

@@ -1,6 +1,6 @@
 """A Phoenix server (Arize Phoenix), through Phoenix's own client (`phoenix.client.Client`, the
 `arize-phoenix-client` package of the `phoenix` extra): a project's spans read for an imported arm, and the lab's
-diagnosis written back as span annotations. Failures become core.import_source.ImportSourceError naming the server and
+diagnosis written back as span annotations. Failures become imported.import_source.ImportSourceError naming the server and
 the project."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rag_ttc_assets.core.import_source import ImportSourceError
+from rag_ttc_assets.imported.import_source import ImportSourceError
 
 MISSING = ("the Phoenix client is not installed (phoenix.client, the `arize-phoenix-client` package): "
            "pip install 'rag-ttc-assets[phoenix]'")

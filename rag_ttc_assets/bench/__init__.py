@@ -38,7 +38,7 @@ Measurements (``--only NAME``, repeatable):
 - ``report``: headless Chromium rendering the case report of 5,000 synthetic cases (first screen painted) vs a
   plain HTML table of the same rows, same browser (``bench/report.py``).  Target cost <= 2.
 - ``import``: an imported arm's OTLP JSON (10,000 traces of 20 documents) read, parsed and mapped to questions, corpus
-  and ranked / selected / in-the-prompt rows (``core.import_source``, ``core.import_mapping``) vs ``json.load`` of the
+  and ranked / selected / in-the-prompt rows (``imported.import_source``, ``imported.import_mapping``) vs ``json.load`` of the
   same file and one pass over its spans (``bench/import_reading.py``).  Target cost <= 3.
 
 One module per theme (``retrieval.py``: retrieval, embedding, onnx_embedding; ``dagster_jobs.py``: k_sweep,

@@ -1,4 +1,4 @@
-"""`rag-ttc bench --only import`: reading an imported arm's OTLP JSON (core.import_source: parse; core.import_mapping:
+"""`rag-ttc bench --only import`: reading an imported arm's OTLP JSON (imported.import_source: parse; imported.import_mapping:
 map traces to questions and documents to the corpus, the ranked / selected / in-the-prompt rows) against the floor of
 reading the same file with `json.load` and one pass over its spans' attributes. Target cost <= 3.
 
@@ -16,8 +16,8 @@ from types import SimpleNamespace
 
 from rag_ttc_assets.bench.harness import Target, alternate, item, timed
 from rag_ttc_assets.bench.registry import measurement
-from rag_ttc_assets.core import import_mapping as imap
-from rag_ttc_assets.core import import_source as imp
+from rag_ttc_assets.imported import import_mapping as imap
+from rag_ttc_assets.imported import import_source as imp
 
 TRACES, DOCS, SELECTED, CORPUS_DOCS = 10_000, 20, 5, 2_000
 WORDS = ("assert raise return yield import global pass break continue lambda class def with try except finally "
@@ -111,7 +111,7 @@ def bench_import(spec, base: Path, repeat: int) -> dict:
         raise RuntimeError(f"import: {len(rows)} rows, {admitted} admitted documents; expected {TRACES} and "
                            f"{TRACES * SELECTED}")
     return item("import", prod, ref, "cost", Target("<=", 3.0),
-                f"core.import_source, core.import_mapping: parse, map {TRACES} traces x {DOCS} documents to questions "
+                f"imported.import_source, imported.import_mapping: parse, map {TRACES} traces x {DOCS} documents to questions "
                 "and corpus, rows",
                 "json.load + one pass over the spans' attributes",
                 traces=TRACES, documents_per_trace=DOCS, file_mb=round(len(data) / 2**20, 1),

@@ -17,8 +17,8 @@ RAG_TTC_HUMAN_LABELS names, `lfqa-verification/`; skipped, naming the variable, 
 answers to its first LFQA_QUESTIONS questions. A row is a claim (an answer sentence), its human value the share of its
 three labels `supported`, the truth the mean over every measured claim of the slice (all its labels); n rows in
 {20, 50, 100} treated as labelled; the judge's score is the support judge `local/lexical`'s
-verdict on the claim (core.lexical_judge.verify_statements on the documents the claim was labelled against,
-core.claim_agreement.claim_verdicts), computed once and cached (`cache_dir()`): claims the judge drops are left out,
+verdict on the claim (judging.lexical_judge.verify_statements on the documents the claim was labelled against,
+judging.claim_agreement.claim_verdicts), computed once and cached (`cache_dir()`): claims the judge drops are left out,
 counted."""
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def cache_dir() -> Path:
 def _lfqa_key(root: Path, limit: int | None) -> str:
     """The cache key: the set's files' bytes, the judge's thresholds and embedding model."""
     from rag_ttc_assets.adapters.embeddings import DEFAULT_MODEL  # late: the embedding stack
-    from rag_ttc_assets.core import lexical_judge as lj  # late: only with the set at hand
+    from rag_ttc_assets.judging import lexical_judge as lj  # late: only with the set at hand
 
     h = hashlib.sha256()
     for p in sorted([*(root / "annotations").glob("annotations-*.json"), *(root / "docs").glob("docs-*.json")]):
@@ -233,9 +233,9 @@ def lfqa_rows(root: Path, limit: int | None = LFQA_QUESTIONS) -> LfqaRows:
         return LfqaRows.model_validate_json(path.read_text(encoding="utf-8"))
     from rag_ttc_assets.adapters.embeddings import encode_memoized  # late: loads the embedding model
     from rag_ttc_assets.adapters.lfqa import read_lfqa  # late: only with the set at hand
-    from rag_ttc_assets.core.claim_agreement import claim_verdicts  # late: only with the set at hand
+    from rag_ttc_assets.judging.claim_agreement import claim_verdicts  # late: only with the set at hand
     from rag_ttc_assets.core.claim_sets import answer_text  # late: only with the set at hand
-    from rag_ttc_assets.core.lexical_judge import extract_claims, verify_statements  # late: only with the set at hand
+    from rag_ttc_assets.judging.lexical_judge import extract_claims, verify_statements  # late: only with the set at hand
 
     cs = read_lfqa(root, limit=limit)
     y: list[float] = []

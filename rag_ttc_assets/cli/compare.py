@@ -73,7 +73,7 @@ def corrected_line(c: PairedDifference | IndependentDifference) -> str:
 
 def cmd_compare(args) -> int:
     from rag_ttc_assets.stages.comparisons import arm_title, compare_two, read_pair  # late: polars loads only when this runs
-    from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
+    from rag_ttc_assets.diagnosis.flow_plots_stage import pair_plots  # late: polars loads only when this runs
     from rag_ttc_assets.stages.label_drift import drift_text  # late: polars
 
     lab = lab_from_args(args)

@@ -21,12 +21,12 @@ from rag_ttc_assets.core.artifacts import fields_not_read
 from rag_ttc_assets.core.beir import BEIR_FILES, convert
 from rag_ttc_assets.core.convert_records import ConvertedSet, ImportCounts
 from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetError, dataset_counts,
-                                        dataset_name_problem, labels_line, parse_dataset, sha256_digest)
+                                         dataset_name_problem, labels_line, parse_dataset, sha256_digest)
 from rag_ttc_assets.core.derive_requests import DERIVED_FILE
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
 from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
-from rag_ttc_assets.core.import_mapping import dataset_from_rows
-from rag_ttc_assets.core.import_source import ImportSourceError, read_source
+from rag_ttc_assets.imported.import_mapping import dataset_from_rows
+from rag_ttc_assets.imported.import_source import ImportSourceError, read_source
 
 
 def cmd_validate(args) -> int:
@@ -67,7 +67,7 @@ def cmd_arms(args) -> int:
         if c.supply == "imported":
             imported.append(n)
             supply = f"imported: {c.source.label} ({c.source.format})"
-        # A juror of kind entailment (one request per call, core.entailment) is named with its kind.
+        # A juror of kind entailment (one request per call, judging.entailment) is named with its kind.
         named = [j.model + (f" [{j.kind}]" if j.kind == ENTAILMENT else "")
                  for j in c.request_judges or [c.request_judge]]
         panel = ", ".join(named) + f" ({c.request_judge_aggregation})" if c.request_judges else named[0]
@@ -129,7 +129,7 @@ def cmd_import_beir(args) -> int:
 
 def cmd_import_outputs(args) -> int:
     """RAGChecker or RAGAS rows as a dataset: the corpus from their retrieved contexts, their questions with gold
-    answers (core.import_mapping.dataset_from_rows); an imported arm over that dataset reads the same file. A question
+    answers (imported.import_mapping.dataset_from_rows); an imported arm over that dataset reads the same file. A question
     with a gold answer has no requests of its own: they are derived from its gold answer (the offline rule when the
     dataset loads; `rag-ttc derive-requests` writes them). Nothing is written unless the dataset it makes validates."""
 

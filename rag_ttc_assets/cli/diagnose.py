@@ -6,10 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 from rag_ttc_assets.cli.common import CliError, lab_from_args
-from rag_ttc_assets.core.diagnosis_records import DiagnosisFileError, read_diagnosis
-from rag_ttc_assets.stages.diagnosis_gather import DiagnosisError, select_arms
+from rag_ttc_assets.diagnosis.diagnosis_records import DiagnosisFileError, read_diagnosis
+from rag_ttc_assets.diagnosis.diagnosis_inputs_stage import DiagnosisError, select_arms
 from rag_ttc_assets.cli.materialize import materialize_diagnosis
-from rag_ttc_assets.report.diagnosis_page import arm_pages, diagnose_and_write
+from rag_ttc_assets.diagnosis.diagnosis_page import arm_pages, diagnose_and_write
 from rag_ttc_assets.stages.comparisons import compare_pairs
 
 

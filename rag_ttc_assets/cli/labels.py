@@ -8,8 +8,8 @@ import json
 from rag_ttc_assets.adapters.files import load_dataset
 from rag_ttc_assets.cli.common import CliError, dagster_home, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import failure_text, open_instance
-from rag_ttc_assets.core.agreement_records import read_report
-from rag_ttc_assets.stages.judge_agreement import tables
+from rag_ttc_assets.judging.agreement_records import read_report
+from rag_ttc_assets.judging.judge_agreement_stage import tables
 from rag_ttc_assets.core.derivation_result import DerivationResult
 from rag_ttc_assets.core.derive_requests import describe, nothing_to_derive
 

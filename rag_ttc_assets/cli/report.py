@@ -23,7 +23,7 @@ def _shown(path: Path) -> str:
 def cmd_report(args) -> int:
     from rag_ttc_assets.report.collect import ReportError  # late: polars loads only when this runs
     from rag_ttc_assets.stages.comparisons import compare_two, read_pair  # late: polars loads only when this runs
-    from rag_ttc_assets.stages.diagnostics_files import pair_plots  # late: polars loads only when this runs
+    from rag_ttc_assets.diagnosis.flow_plots_stage import pair_plots  # late: polars loads only when this runs
     from rag_ttc_assets.report import human  # late: reads the labels with polars tables when this runs
 
     lab = lab_from_args(args)

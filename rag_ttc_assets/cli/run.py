@@ -18,7 +18,7 @@ from rag_ttc_assets.cli.materialize import materialize_arms
 from rag_ttc_assets.core.contract import NO_ANSWER_SPAN, NO_TRACE
 from rag_ttc_assets.core.dataset import labels_line
 from rag_ttc_assets.core.eras import describe
-from rag_ttc_assets.core.flow import FLOW_BRANCHES, IMPORTED_BRANCHES
+from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES, IMPORTED_BRANCHES
 from rag_ttc_assets.core.judge_summaries import Share
 from rag_ttc_assets.core.measured import not_measured_text, reasons_text
 from rag_ttc_assets.core.run_report import (AdmissionView, ArmView, CallsSection, CallsView, CompletenessView,
@@ -106,10 +106,10 @@ def cmd_run(args) -> int:
 
 def check_learned_juror(lab, names: list[str]) -> None:
     """Before anything runs: an arm judged by the learned juror (`local/learned`) needs its parameters file readable
-    and whole; a bad one is an error naming the file and the field (core.learned_judge), not a failed run."""
+    and whole; a bad one is an error naming the file and the field (judging.learned_judge), not a failed run."""
     if not any(uses_learned_juror(lab.arms[n]) for n in names):
         return
-    from rag_ttc_assets.core.learned_judge import LearnedJurorError  # late: numpy, for arms that name it
+    from rag_ttc_assets.judging.learned_judge import LearnedJurorError  # late: numpy, for arms that name it
 
     try:
         load_parameters()
@@ -254,7 +254,7 @@ def run_tables(reports: dict[str, dict]) -> str:
                    + "\nrequest judge: " + "; ".join(f"{m} (prompt {d}…{p})" for m, d, p in sorted(judges, key=str))
                    + ("" if len(judges) == 1 else "  [instrument differs between arms: not comparable]"))
         # A branch only some arms can reach is a column when an arm in the table can: an imported arm's branches
-        # (core.flow.IMPORTED_BRANCHES) when one is imported, missed_by_ann when one searches an ANN index.
+        # (diagnosis.flow.IMPORTED_BRANCHES) when one is imported, missed_by_ann when one searches an ANN index.
         reach = set(FLOW_BRANCHES) - set(IMPORTED_BRANCHES) - {"missed_by_ann"}
         for rep in views.values():
             reach |= set(IMPORTED_BRANCHES) if rep.flow and rep.flow.supply == "imported" else set()

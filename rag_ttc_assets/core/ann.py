@@ -4,7 +4,7 @@ much of the exact list the approximate one kept.
 An approximate index (IVF-FLAT, IVF-SQ, IVF-RQ, IVF-PQ, IVF-HNSW) searches a part of the vectors, most of them
 compressed; its recall against an exact scan of the same vectors is below 1. For such an arm the retrieval rows hold
 both lists, so a request whose evidence the exact search would have ranked and the approximate one lost is
-`missed_by_ann`, not `not_retrieved` (core.flow).
+`missed_by_ann`, not `not_retrieved` (diagnosis.flow).
 
     ann_recall_k = |ANN top k  ∩  exact top k| / |exact top k|       (k = retrieve_k; undefined for an empty exact list)
 

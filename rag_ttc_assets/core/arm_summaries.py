@@ -97,7 +97,7 @@ class Labels(Summary):
     labels: LabelCounts
 
 
-# --- import_mapping.json, imported_spans.json (defs/ingest.py: imported_source; stages/imported.read_import) ------
+# --- import_mapping.json, imported_spans.json (defs/ingest.py: imported_source; imported/import_stage.read_import) ------
 
 class ImportMapping(Summary):
     """An imported arm's source (a file, or a Phoenix project: endpoint, project, spans), what matched what."""
@@ -133,7 +133,7 @@ class ImportMapping(Summary):
 
 class ImportedSpans(RootModel[list[dict[str, Any]]]):
     """A Phoenix project's span records as its REST API returned them (the server's shape, not the lab's:
-    core.import_source.phoenix_spans reads and checks them)."""
+    imported.import_source.phoenix_spans reads and checks them)."""
 
 
 # --- representations.json (defs/ingest.py: representations; core.representations.RECORD) -------------------------

@@ -43,7 +43,7 @@ class ModelConfig(Frozen):
 
 # The kinds of request judge (and juror): `requests` judges every request of a question in one call (prompt kind
 # judge_requests, or the offline rules of a `local/` judge); `entailment` judges one request per call (prompt kind
-# judge_entailment, core.entailment): whether the answer addresses it, is supported or contradicted by its gold
+# judge_entailment, judging.entailment): whether the answer addresses it, is supported or contradicted by its gold
 # material, and the span of the answer that says so.
 JUROR_KINDS = ("requests", "entailment")
 ENTAILMENT = "entailment"
@@ -79,7 +79,7 @@ def _as_juror(v: Any) -> Any:
 
 
 class ImportedSource(Frozen):
-    """Where an imported arm's retrieval rows, admitted contexts and answers come from (core.import_source): a file of
+    """Where an imported arm's retrieval rows, admitted contexts and answers come from (imported.import_source): a file of
     another system's traces (OTLP JSON of OpenInference spans) or rows (RAGChecker, RAGAS), relative to the arms
     file, or a running Phoenix server's project (`format: phoenix`, `endpoint`, `project`), and how to read its
     answers."""
@@ -232,11 +232,11 @@ class ArmConfig(Frozen):
     # never the generator's own request items or `supported` flags.
     request_judge: JurorConfig = JurorConfig(model="local/lexical")
     judge_requests_prompt: str = "judge-requests-v1"
-    # The prompt of a request judge or juror of `kind: entailment` (one request per call, core.entailment); read only
+    # The prompt of a request judge or juror of `kind: entailment` (one request per call, judging.entailment); read only
     # by an arm that has one.
     judge_entailment_prompt: str = "judge-entailment-v1"
     request_judge_budget: int = Field(default=20000, ge=0)
-    # A panel of request judges (core.panel), replacing request_judge when set: each juror's verdict per request is
+    # A panel of request judges (judging.panel), replacing request_judge when set: each juror's verdict per request is
     # kept and the panel's comes from request_judge_aggregation over the jurors that measured it. Default `all`:
     # the aggregation that agreed best with people across the public sets measured (docs/judges.md, "One calibrated
     # scale, and the aggregation chosen by agreement"); it was `majority` before panel-rules/2.

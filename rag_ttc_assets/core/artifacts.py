@@ -58,7 +58,7 @@ class Artifact:
     # A field of which only some keys count here: `vector_index`'s build parameters are the index's key, its query
     # parameters the retrieval rows' (an nprobes sweep shares one index build).
     parts: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # The lab's own build of what an imported arm takes from its source (stages.imported: its retrieval rows,
+    # The lab's own build of what an imported arm takes from its source (imported.import_stage: its retrieval rows,
     # admitted contexts and answers): for such an arm only the fields every arm reads count (READ_BY_EVERY_ARM, among
     # them `supply`, which is declared here for that reason), so a default it never reads (evidence_k, the
     # generator, the prompt) leaves it current.
@@ -122,7 +122,7 @@ CORPUS_BINDING = Artifact("corpus_binding", "binding/2", ("dataset",))
 # The dataset's labels (evaluation.json, derived_requests.json): their own digest, read only by the assets that
 # read labels (registry.arm_asset `reads`), so a `rag-ttc labels update` leaves the corpus side current.
 LABELS = Artifact("labels", "labels/1", ("dataset",))
-# An imported arm's source file (core.import_source), bound by the digest of its bytes; unused by every other arm.
+# An imported arm's source file (imported.import_source), bound by the digest of its bytes; unused by every other arm.
 IMPORTED_SOURCE = Artifact("imported_source", "imported/1", ("source",), ("source_digest", "evaluation_digest"),
                            optional=True, decided_by=("supply",))
 CHUNKS = Artifact("chunks", CHUNKER_VERSION, ("chunk_runes", "overlap_runes"), ("corpus_digest",),
@@ -169,7 +169,7 @@ JUDGE_VERDICTS = Artifact("judge_verdicts", "judge/4",
                            "judge_budget", "response_format"))
 # /5: each row's judge_cost_usd, and request judges (or jurors) of kind entailment, one call per request, whose
 # prompt (judge_entailment_prompt) counts only for an arm that has one; /6: a panel's jurors' calibrated coverages
-# (panel-rules/2, core.panel), the panel's coverage their mean.
+# (panel-rules/2, judging.panel), the panel's coverage their mean.
 REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/6",
                              ("request_judge", "judge_requests_prompt", "request_judge_budget", "response_format",
                               "request_judges", "request_judge_aggregation"),
@@ -177,7 +177,7 @@ REQUEST_JUDGMENTS = Artifact("request_judgments", "request-judge/6",
 JUDGE_SUMMARY = Artifact("judge_summary", "judge-summary/4")
 REQUEST_COMPLETENESS = Artifact("request_completeness", "completeness/7")
 FAILURE_FLOW = Artifact("failure_flow", "flow/5")
-# An arm imported from a Phoenix project logs its flow back there (core.phoenix_annotations); every other arm has
+# An arm imported from a Phoenix project logs its flow back there (imported.phoenix_annotations); every other arm has
 # nothing to annotate. What it reads (the source) is imported_source's field, upstream of it.
 PHOENIX_ANNOTATIONS = Artifact("phoenix_annotations", "phoenix-annotations/1")
 RUN_RECORD = Artifact("run_record", "run-record/3")

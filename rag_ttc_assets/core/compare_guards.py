@@ -42,9 +42,9 @@ def label_drift(digest_a: str, digest_b: str, allow: bool) -> bool:
 def instrument_drift(arm_a: str, instrument_a: Mapping[str, Any], arm_b: str, instrument_b: Mapping[str, Any],
                      allow: bool) -> list[str]:
     """The instrument fields (request judge model, prompt digest, call parameters, the offline judges' rules
-    version, a panel's rules version: core.panel.PANEL_RULES, the learned juror's fitted parameters) that differ
+    version, a panel's rules version: judging.panel.PANEL_RULES, the learned juror's fitted parameters) that differ
     between the arms; raise InstrumentDriftError naming both when any differs and it is not allowed."""
-    # `entailment`: which jurors are of kind entailment, and their prompt's digest (stages.request_judge.instrument).
+    # `entailment`: which jurors are of kind entailment, and their prompt's digest (judging.request_judge_stage.instrument).
     differ = [k for k in ("model", "prompt_digest", "params", "rules", "entailment", "panel_rules", "learned")
               if instrument_a.get(k) != instrument_b.get(k)]
     if differ and not allow:

@@ -1,6 +1,7 @@
 """The metrics two arms are compared on (core.compare): each one's per-case value for an arm (`case_values`, with
 the reason a value is undefined, core.measured's), its kind (`KINDS`: binary or continuous, which picks the paired
-test) and its direction (`DIRECTIONS`: whether a rise is a gain or a loss, read by `outcome`).
+test) and its direction (`DIRECTIONS`: whether a rise is a gain or a loss, read by the diagnosis' `outcome`,
+diagnosis.diagnosis_sentences).
 
 Pure: rows in (each table's rows read by its declared column names, core.tables), dicts out.
 """
@@ -11,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from rag_ttc_assets.core.answer_rows import Row
-from rag_ttc_assets.core.completeness import QuestionCompleteness, completeness_value, judge_grades
+from rag_ttc_assets.diagnosis.completeness import QuestionCompleteness, completeness_value, judge_grades
 from rag_ttc_assets.core.measured import MISSING_ROW, NO_COVERAGE, NO_TARGETS, NO_USAGE, UNANSWERABLE, reason_of
 from rag_ttc_assets.core.tables import Table
 
@@ -26,24 +27,13 @@ KINDS = {"valid": "binary", "completeness": "continuous", "graded_completeness":
 
 # Which way is better, declared once per compared metric: quality and retrieval measures are gains when they rise;
 # costs (input tokens, latency, provider calls) are losses when they rise. The case report colours deltas by it and
-# the diagnosis states a cost's rise as the price of a gain (core.diagnosis_findings).
+# the diagnosis states a cost's rise as the price of a gain (diagnosis.diagnosis_findings).
 Direction = Literal["higher_is_better", "lower_is_better"]
 DIRECTIONS: dict[str, Direction] = {
     "valid": "higher_is_better", "completeness": "higher_is_better", "graded_completeness": "higher_is_better",
     "faithfulness": "higher_is_better", "recip_rank": "higher_is_better", "recall_10": "higher_is_better", "ndcg_cut_10": "higher_is_better",
     "input_tokens": "lower_is_better", "latency_s": "lower_is_better", "provider_calls": "lower_is_better"}
 COSTS = tuple(m for m, d in DIRECTIONS.items() if d == "lower_is_better")
-
-
-def outcome(metric: str, delta: float | None, tie_eps: float = 1e-12) -> Literal["gain", "loss", "tie"] | None:
-    """Whether a change of `metric` by `delta` (b - a) is a gain or a loss, read by the metric's direction (a rise in
-    a cost is a loss); None when the delta is undefined. A metric without a direction raises KeyError."""
-    direction = DIRECTIONS[metric]
-    if delta is None:
-        return None
-    if abs(delta) <= tie_eps:
-        return "tie"
-    return "gain" if (delta > 0) == (direction == "higher_is_better") else "loss"
 
 
 def case_values(contract: Mapping[str, Row], answers: Mapping[str, Row], judge: Mapping[str, Row],

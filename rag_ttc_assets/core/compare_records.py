@@ -265,7 +265,7 @@ class PairReport(Record):
     evaluation_digests: dict[str, str | None]  # arm -> the labels' digest it was measured on
     labels_differ: LabelDrift | None = None  # `rag-ttc compare` with label drift: which labels differ
     completeness_corrected: CorrectedDifference | None = None  # `rag-ttc compare --labels`: corrected by people
-    plots: dict[str, str] | None = None  # stages.diagnostics_files.pair_plots: plot name -> path
+    plots: dict[str, str] | None = None  # diagnosis.flow_plots_stage.pair_plots: plot name -> path
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object written to `<a>--<b>.json`: every field in order, the optional ones (OPTIONAL) only when

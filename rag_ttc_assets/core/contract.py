@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED = "valid", "parse_failure", "contract_failure", "abstained"
 # Set by the citation check (stages.supply), not by check_contract: both attempts failed to cite what was supplied.
 ESCALATED = "escalated"
-# An imported arm's statuses (core.import_source): a free-text answer has no contract to check (`free_text`, its
+# An imported arm's statuses (imported.import_source): a free-text answer has no contract to check (`free_text`, its
 # citations read per the source's citation_style); a trace without an LLM span, or a question without a trace, has no answer.
 FREE_TEXT, NO_ANSWER_SPAN, NO_TRACE = "free_text", "no_answer_span", "no_trace"
 NO_ANSWER = (NO_ANSWER_SPAN, NO_TRACE)

@@ -1,7 +1,7 @@
 """What the input commands (`rag-ttc import-outputs`, `convert-realsumm`, `convert-pyramid`; cli/data.py) report
 about the dataset they wrote, one pydantic model each, its fields in the order of the JSON `--json` prints.
 
-`ImportCounts` is core.import_mapping.dataset_from_rows' counts, read into a record where the command reads them
+`ImportCounts` is imported.import_mapping.dataset_from_rows' counts, read into a record where the command reads them
 (a renamed count fails there, naming the field); `ConvertedSet` is what a convert-* command wrote: core.realsumm's
 counts of the set, the arms and the written dataset's corpus digest. `model_dump()` is the JSON object printed, key
 for key and in the same order as the dicts they replace.
@@ -21,7 +21,7 @@ class Record(BaseModel):
 
 
 class ImportCounts(Record):
-    """core.import_mapping.dataset_from_rows: what an import of RAGChecker or RAGAS rows made."""
+    """imported.import_mapping.dataset_from_rows: what an import of RAGChecker or RAGAS rows made."""
 
     documents: int  # distinct retrieved contexts: the corpus
     questions: int

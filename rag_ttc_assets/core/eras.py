@@ -45,7 +45,7 @@ class Built(Protocol):
 
 class Builder(BaseModel):
     """The builder fields of a representations record (ArmJson.REPRESENTATIONS, or an imported arm's
-    stages.imported.representations_record): None where the record has no such field; its other fields ignored."""
+    imported.import_stage.representations_record): None where the record has no such field; its other fields ignored."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 

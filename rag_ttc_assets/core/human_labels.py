@@ -17,7 +17,7 @@ A `request_edit` record (the annotation page's request edits, core.annotation) i
 per-request label of a request an annotator edited (`origin` not `dataset`) is counted, as no judge saw it.
 
 Pure: the caller reads the file and hands in what exists (the Catalog). What the labels are compared with is
-core.judge_agreement's (per-request and pairwise labels) and core.claim_agreement's (per-claim labels).
+judging.judge_agreement's (per-request and pairwise labels) and judging.claim_agreement's (per-claim labels).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ Row = tuple[str, str]  # an answer row: (arm, question)
 
 
 class Labelled(Protocol):
-    """What the per-item statistics (core.judge_agreement) read of a binary label: RequestLabel, ClaimLabel."""
+    """What the per-item statistics (judging.judge_agreement) read of a binary label: RequestLabel, ClaimLabel."""
     @property
     def annotator(self) -> str: ...
     @property
@@ -138,7 +138,7 @@ class ClaimLabel:
     @property
     def addressed(self) -> bool:
         """The binary reading, supported or not (partially supported: not), under the name the shared per-item
-        statistics (core.judge_agreement's majority_agreement, _annotator_pairs) read."""
+        statistics (judging.judge_agreement's majority_agreement, _annotator_pairs) read."""
         return self.support == "supported"
 
 

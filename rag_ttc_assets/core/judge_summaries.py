@@ -11,7 +11,7 @@ from pydantic import Field
 
 from rag_ttc_assets.core.arm_summaries import LookupCounts, Summary
 
-# --- the request judge as an instrument (stages/request_judge.instrument), and a panel's agreement ---------------
+# --- the request judge as an instrument (judging/request_judge_stage.instrument), and a panel's agreement ---------------
 
 class Derivation(Summary):
     """core.derive_requests.derivation_of: how the requests the judge judged were derived from gold answers."""
@@ -25,7 +25,7 @@ class Derivation(Summary):
 
 
 class LearnedParameters(Summary):
-    """core.learned_judge.LearnedJuror.instrument: the fitted juror's parameters file."""
+    """judging.learned_judge.LearnedJuror.instrument: the fitted juror's parameters file."""
 
     parameters: str
     digest: str
@@ -59,7 +59,7 @@ class Instrument(Summary):
 
 
 class PanelAgreement(Summary):
-    """stages/request_judge.panel_summary: the jurors' agreement (core.panel.agreement) and their faults."""
+    """judging/request_judge_stage.panel_summary: the jurors' agreement (judging.panel.agreement) and their faults."""
 
     jurors: list[str]
     requests: int
@@ -72,7 +72,7 @@ class PanelAgreement(Summary):
 
 
 class RequestVerdicts(Summary):
-    """core.judging.REQUEST_VERDICTS, each counted."""
+    """judging.statement_judge.REQUEST_VERDICTS, each counted."""
 
     consistent: int
     contradicts: int
@@ -101,7 +101,7 @@ class RequestJudgeSummary(Summary):
     panel: PanelAgreement | None = None  # a panel of request judges only
 
 
-# --- judge_summary.json (defs/evaluation.py: judge_summary; core.summaries.judge_summary, core.judge_measurement) --
+# --- judge_summary.json (defs/evaluation.py: judge_summary; core.summaries.judge_summary, judging.judge_measurement) --
 
 class Share(Summary):
     flagged: int
@@ -115,7 +115,7 @@ class JudgePair(Summary):
 
 
 class JudgeMeasurement(Summary):
-    """core.judge_measurement: sensitivity to planted falsehoods, false alarms on verbatim gold."""
+    """judging.judge_measurement: sensitivity to planted falsehoods, false alarms on verbatim gold."""
 
     sensitivity: JudgePair
     false_alarms: JudgePair
@@ -156,10 +156,10 @@ class JudgeSummary(Summary):
     request_judge_panel: PanelAgreement | None = None  # a panel of request judges only
 
 
-# --- request_completeness.json (defs/diagnostics.py: request_completeness; core.completeness.completeness_totals) --
+# --- request_completeness.json (defs/diagnostics.py: request_completeness; diagnosis.completeness.completeness_totals) --
 
 class WithheldRelevant(Summary):
-    """stages/diagnostics.counterfactual_summary of a withheld-relevant arm."""
+    """diagnosis/diagnostics_stage.counterfactual_summary of a withheld-relevant arm."""
 
     kind: Literal["withheld-relevant"]
     withheld_requests: int
@@ -168,7 +168,7 @@ class WithheldRelevant(Summary):
 
 
 class PlantedFalsehood(Summary):
-    """stages/diagnostics.counterfactual_summary of a planted-falsehood arm."""
+    """diagnosis/diagnostics_stage.counterfactual_summary of a planted-falsehood arm."""
 
     kind: Literal["planted-falsehood"]
     planted_claims: int
@@ -186,7 +186,7 @@ class RequestCompleteness(Summary):
     graded_completeness: float | None
     requests_support_measured: int
     requests_supported: int
-    # core.completeness.CASES, each counted
+    # diagnosis.completeness.CASES, each counted
     answered_supported: int
     answered_unsupported: int
     not_answered_evidence_admitted: int
@@ -219,10 +219,10 @@ class RequestCompleteness(Summary):
     counterfactual: WithheldRelevant | PlantedFalsehood | None = Field(default=None, discriminator="kind")
 
 
-# --- failure_flow.json (defs/diagnostics.py: failure_flow; core.flow, core.supply.lookup_flow, core.panel) --------
+# --- failure_flow.json (defs/diagnostics.py: failure_flow; diagnosis.flow, core.supply.lookup_flow, judging.panel) --------
 
 class Qualities(Summary):
-    """core.flow.QUALITIES: a branch's items by answer quality."""
+    """diagnosis.flow.QUALITIES: a branch's items by answer quality."""
 
     acceptable: int
     wrong: int
@@ -231,7 +231,7 @@ class Qualities(Summary):
 
 
 class FlowAccounting(Summary):
-    """Every branch of core.flow.FLOW_BRANCHES, by answer quality."""
+    """Every branch of diagnosis.flow.FLOW_BRANCHES, by answer quality."""
 
     no_trace: Qualities
     no_retrieval_span: Qualities
@@ -251,7 +251,7 @@ class FlowAccounting(Summary):
 
 
 class FlowHitRate(Summary):
-    """core.flow.hit_rate: question and request hit rates over every case, with their denominators."""
+    """diagnosis.flow.hit_rate: question and request hit rates over every case, with their denominators."""
 
     hits: int
     cases: int
@@ -268,7 +268,7 @@ class FlowHitRate(Summary):
 
 
 class JudgeSensitive(Summary):
-    """core.panel.judge_sensitive: the requests whose branch depends on which juror decided."""
+    """judging.panel.judge_sensitive: the requests whose branch depends on which juror decided."""
 
     requests: int
     of: int
@@ -296,7 +296,7 @@ class LookupFlow(LookupCounts):
 
 
 class FailureFlow(Summary):
-    """Requests per branch (core.flow.flow_table), the hit rate, and a panel's or a tool arm's extra."""
+    """Requests per branch (diagnosis.flow.flow_table), the hit rate, and a panel's or a tool arm's extra."""
 
     no_trace: int
     no_retrieval_span: int
@@ -323,7 +323,7 @@ class FailureFlow(Summary):
     lookup_flow: LookupFlow | None = None  # a tool arm's only
 
 
-# --- phoenix_annotations.json (defs/diagnostics.py: phoenix_annotations; core.phoenix_annotations) ----------------
+# --- phoenix_annotations.json (defs/diagnostics.py: phoenix_annotations; imported.phoenix_annotations) ----------------
 
 class AnnotationResult(Summary):
     label: str

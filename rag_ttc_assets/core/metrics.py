@@ -3,7 +3,7 @@
 The measures themselves are trec_eval's own, computed by ``adapters/trec_eval.py`` (pytrec_eval-terrier,
 which embeds trec_eval 9.0.8); nothing here computes one. What trec_eval has no measure for stays in core
 elsewhere: admission coverage (core/admission.py) and hit rates over all cases and at each boundary
-(core/flow.py, core/supply.py).
+(diagnosis/flow.py, core/supply.py).
 
 Names.  A measure is asked for as trec_eval's ``-m`` spells it, ``name`` or ``name.k1,k2`` (``P.5,10``,
 ``ndcg_cut.10``, ``iprec_at_recall.0.25``), or as one of trec_eval's sets (``official``, ``all_trec``); a

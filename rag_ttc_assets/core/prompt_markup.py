@@ -1,6 +1,6 @@
 """Parsing of the tagged prompt protocol (<question>, <requests>, <chunk>), as the offline answerer (local/extractive)
 and the contextual builder (local/contextual) read their prompts. The offline judges read no prompt: they are handed
-the records the prompt is rendered from (core.judge_inputs).
+the records the prompt is rendered from (judging.judge_inputs).
 Getters raise ValueError naming the missing tag, so a provider can say what its prompt lacked."""
 
 from __future__ import annotations

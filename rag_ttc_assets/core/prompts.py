@@ -22,7 +22,7 @@ KINDS = {
     "judge_gold": ({"question", "statements", "gold"}, {"statements", "gold"}),
     # The request judge: the labelled requests with their gold material, and the answer with its citations.
     "judge_requests": ({"question", "gold_requests", "answer"}, {"gold_requests", "answer"}),
-    # The entailment juror (core.entailment): ONE labelled request with its gold passages and gold answer, and the
+    # The entailment juror (judging.entailment): ONE labelled request with its gold passages and gold answer, and the
     # answer with its citations.
     "judge_entailment": ({"question", "request", "gold", "answer"}, {"request", "gold", "answer"}),
     # Requests derived from a gold answer (core.derive_requests): the question and its gold answer, a label.

@@ -4,7 +4,7 @@ An arm with `response_format: json_schema` (the default) sends one with every an
 that constrains decoding (llama.cpp's grammar, OpenAI's structured outputs) can only write an object of that shape;
 `response_format: none` sends none (free decoding). The schemas say what the prompts ask for and nothing about one
 question: no chunk IDs, no request IDs, so a constrained reply can still cite a chunk that was not admitted, and the
-contract still catches it. The parsers (core.contract, core.judging) check every reply either way: a schema is a
+contract still catches it. The parsers (core.contract, judging.statement_judge) check every reply either way: a schema is a
 request to the server, not a guarantee.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_ttc_assets.core.judging import REQUEST_VERDICTS
+from rag_ttc_assets.judging.statement_judge import REQUEST_VERDICTS
 
 JSON_SCHEMA, NONE = "json_schema", "none"
 
@@ -41,7 +41,7 @@ GOLD_VERDICTS = _object({"verdicts": {"type": "array", "items": _object(
 REQUEST_JUDGMENTS = _object({"requests": {"type": "array", "items": _object(
     {"request": _STRING, "addressed": _BOOLEAN, "excerpt": _STRING, "cited_chunk_ids": _STRINGS,
      "verdict": {"type": "string", "enum": list(REQUEST_VERDICTS)}, "reason": _STRING})}})
-# The entailment juror's reply for one request (core.entailment; prompt kind judge_entailment).
+# The entailment juror's reply for one request (judging.entailment; prompt kind judge_entailment).
 ENTAILMENT = _object({"addressed": _BOOLEAN, "supported": _BOOLEAN, "contradicts": _BOOLEAN, "quote": _STRING,
                       "coverage": {"type": "number"}, "reason": _STRING})  # coverage in [0, 1]: the parser checks
 

@@ -79,7 +79,7 @@ class AdmissionView:
 
 @dataclass(frozen=True)
 class RepresentationsView:
-    """core.arm_summaries.Representations (an imported arm's: stages.imported.representations_record)."""
+    """core.arm_summaries.Representations (an imported arm's: imported.import_stage.representations_record)."""
 
     representation: str | None = None
     builder: str | None = None
@@ -252,7 +252,7 @@ class LookupFlowView:
 
 @dataclass(frozen=True)
 class FlowView:
-    """core.judge_summaries.FailureFlow; `branches`: its counts by core.flow.FLOW_BRANCHES."""
+    """core.judge_summaries.FailureFlow; `branches`: its counts by diagnosis.flow.FLOW_BRANCHES."""
 
     supply: str | None = None
     hit_rate: HitRateView | None = None

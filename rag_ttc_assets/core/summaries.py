@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rag_ttc_assets.core import judging
+from rag_ttc_assets.judging import statement_judge
 from rag_ttc_assets.core.contract import (ABSTAINED, FREE_TEXT, NO_ANSWER, PARSED_FROM, VALID, contract_sums_close,
                                           summarize_contract)
 from rag_ttc_assets.core.measured import (NO_SUPPORT_JUDGE, MeasuredMean, denominator_fields, gold_reason,
@@ -19,7 +19,7 @@ CON, JV, RJ = Table.CONTRACT_RESULTS.c, Table.JUDGE_VERDICTS.c, Table.REQUEST_JU
 
 OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/contextual", "local/coverage",
                                "local/bertscore", "local/learned"})
-# The offline request judges' rules (core.request_judge), versioned: a change of rule is a change of instrument
+# The offline request judges' rules (judging.request_judge), versioned: a change of rule is a change of instrument
 # (core.compare_guards.instrument_drift) and of their replies' cache keys. Declared here, where no numpy loads,
 # because the code location's instrument reads it. /1: content-word recall >= 0.5; /2: topic-weighted recall >= 0.5,
 # and a contradicting sentence addresses the request (docs/judges.md, "A better offline judge"); /3: the verdicts of /2,
@@ -27,11 +27,11 @@ OFFLINE_BASELINES = frozenset({"local/extractive", "local/lexical", "local/conte
 # `local/bertscore` (a third juror, BERTScore recall) was added under /3: its rules are new, not a change of another's.
 # /4: names, numbers, dates and units normalised before matching (core.text.normalize), a number changed only when
 # each text states one the other does not, and the statement judge (local/lexical's statements) checks clauses.
-# /5: a statement in a gold quote's own words never contradicts the gold (core.lexical_judge.quoted_from_gold): under /4
+# /5: a statement in a gold quote's own words never contradicts the gold (judging.lexical_judge.quoted_from_gold): under /4
 # a clause of a quoted gold sentence matched another gold sentence and was flagged, the gold judge's false alarms rose.
 # These rules are also the cache key of local/lexical's statement and gold verdicts (adapters.local_providers.rules_of).
 REQUEST_JUDGE_RULES = "request-judge-rules/5"
-# `local/learned` (core.learned_judge) reads the other three's measurements through a fitted model: their rules are its
+# `local/learned` (judging.learned_judge) reads the other three's measurements through a fitted model: their rules are its
 # features, and its fitted parameters (a versioned file, its digest) are part of its instrument beside them.
 OFFLINE_REQUEST_JUDGES = frozenset({"local/lexical", "local/coverage", "local/bertscore",
                                     "local/learned"})  # the judges those rules are
@@ -161,7 +161,7 @@ def request_judge_summary(rows: list[dict]) -> dict:
     verdicts = Counter(r[RJ.verdict] for r in rows if r[RJ.verdict] is not None)
     return {"requests": len(rows), "judged": statuses.get(JUDGED, 0),
             "not_measured": sum(n for s, n in statuses.items() if s.startswith("judge_")),
-            "statuses": dict(statuses), "verdicts": {v: verdicts.get(v, 0) for v in judging.REQUEST_VERDICTS},
+            "statuses": dict(statuses), "verdicts": {v: verdicts.get(v, 0) for v in statement_judge.REQUEST_VERDICTS},
             "provider_calls": sum(r[RJ.judge_provider_calls] for r in rows),
             "cache_hits": sum(r[RJ.judge_cache_hits] for r in rows),
             # Tokens and cost as for the generator (stages.generation.calls_summary): summed over the calls made;

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.arm_summaries import LookupCounts
-from rag_ttc_assets.core.flow import branch_accounting
+from rag_ttc_assets.diagnosis.flow import branch_accounting
 from rag_ttc_assets.core.judge_summaries import LookupAccounting
 from rag_ttc_assets.core.records import Document, Question
 from rag_ttc_assets.core.text import split_requests

@@ -131,7 +131,7 @@ class Table:
     """
 
     IMPORTED_CHUNKS = TableName(
-        "imported_chunks", "an imported arm's documents, as its chunks (core.import_source)",
+        "imported_chunks", "an imported arm's documents, as its chunks (imported.import_source)",
         _("chunk_id", "str", "the chunk's id"), _("doc_id", "str", "the corpus document it was matched to"),
         _("ordinal", "int", "its position in the document's chunks"), _("text", "str", "the chunk's text"),
         _("runes", "int", "its length in runes"), _("start", "int", "its first rune in the document"),
@@ -264,7 +264,7 @@ class Table:
         _("answered_anyway", "bool", "answered an unanswerable question"))
     FAILURE_FLOW = TableName(
         "failure_flow", "per request: the first boundary at which its support disappeared (its branch)",
-        QUERY_ID, REQUEST_ID, _("branch", "str", "the flow branch (core.flow.FLOW_BRANCHES)"),
+        QUERY_ID, REQUEST_ID, _("branch", "str", "the flow branch (diagnosis.flow.FLOW_BRANCHES)"),
         _("admitted", "bool", "a supporting chunk was admitted"), _("answered", "bool", "answered"),
         _("supported", "bool", "supported"), _("contradicts_gold", "bool", "contradicts the gold material"),
         _("quality", "str", "the case's quality"))

@@ -90,7 +90,7 @@ def content_words(text: str) -> list[str]:
 
 def content_word_spans(text: str) -> list[tuple[str, int, int]]:
     """Each content word (content_words' rule) as (its stem, start, end) in `text`, in order, repeats kept: where a
-    token-embedding model's pieces for the word stand (core.request_judge.judge_requests_soft); the stem is of the
+    token-embedding model's pieces for the word stand (judging.request_judge.judge_requests_soft); the stem is of the
     word's canonical spelling (normal_word), diacritics folded."""
     folded = fold(text)  # same length: offsets into it are offsets into text
     return [(stem(normal_word(m.group())), m.start(), m.end()) for m in _TOKEN.finditer(folded)
@@ -192,7 +192,7 @@ def term_recall(terms: set[str], text: str) -> float:
     return len(terms & text_stems(text)) / len(terms)
 
 
-# --- normalisation for matching (the offline jurors and the statement judge: core.lexical_judge, core.request_judge)
+# --- normalisation for matching (the offline jurors and the statement judge: judging.lexical_judge, judging.request_judge)
 # Names, numbers, dates and units are written many ways; the jurors compare one canonical spelling of each, so "1,000",
 # "1000" and "one thousand" are one number, "5 km" and "5 kilometres" one length, "3rd March 2020", "March 3, 2020" and
 # "2020-03-03" one date, "U.S." and "US" one name, and "café" and "cafe" one word (case was never compared). The rules

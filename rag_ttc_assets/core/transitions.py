@@ -1,6 +1,6 @@
 """The failure flow read as a diff: for each request, its branch in arm a against its branch in arm b.
 
-A transition matrix has one row per branch of a and one column per branch of b (core.flow's FLOW_BRANCHES, in
+A transition matrix has one row per branch of a and one column per branch of b (diagnosis.flow's FLOW_BRANCHES, in
 the flow's order); cell (x, y) counts the requests whose branch is x in a and y in b.  Every request of either
 arm lands in exactly one cell, so the cells add up to the requests of either arm; a request that one arm has no
 flow row for (a different question set) is in the row or column ABSENT.  Each non-empty cell lists its requests
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
 
 ABSENT = "absent"  # the request has no flow row in that arm
 

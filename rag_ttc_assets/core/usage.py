@@ -8,7 +8,7 @@ metrics, so its retrieval mode decides as well. An index the arm does not read i
 records `used_by_arm: false` with the reason, and the artifact's fields are not part of the arm's keys or
 fingerprints (core.artifacts).
 
-An imported arm (supply: imported, core.import_source) reads none of the lab's corpus-side builds: its chunks are the
+An imported arm (supply: imported, imported.import_source) reads none of the lab's corpus-side builds: its chunks are the
 documents of the system it imports, ranked by that system. Its chunks, representations and indexes materialize
 with `used_by_arm: false`; every other arm does not read `imported_source`.
 """

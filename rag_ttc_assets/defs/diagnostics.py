@@ -14,26 +14,27 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.report_server import report_url
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.adapters.store import ArmJson, Table
-from rag_ttc_assets.core.diagnosis import diagnose, md_escape
-from rag_ttc_assets.core.diagnosis_inputs import DiagnosisInputs, LabelCorrections
-from rag_ttc_assets.core.diagnosis_records import Diagnosis
-from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.diagnosis.diagnosis import diagnose, md_escape
+from rag_ttc_assets.diagnosis.diagnosis_inputs import DiagnosisInputs, LabelCorrections
+from rag_ttc_assets.diagnosis.diagnosis_records import Diagnosis
+from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.measured import addressed_text, graded_text
 from rag_ttc_assets.core.measured import Counts, measured_text, reasons_text
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.report import diagnosis_page as page
+from rag_ttc_assets.diagnosis import diagnosis_page as page
 from rag_ttc_assets.report.comparisons import write_comparisons
 from rag_ttc_assets.report.text import p_adjust_text
 from rag_ttc_assets.defs.indexes import unused_result
-from rag_ttc_assets.stages import diagnosis_gather as gather
-from rag_ttc_assets.stages import diagnostics as stage
-from rag_ttc_assets.stages import imported, supply
-from rag_ttc_assets.stages.diagnostics_files import flow_bars
+from rag_ttc_assets.diagnosis import diagnosis_inputs_stage as gather
+from rag_ttc_assets.diagnosis import diagnostics_stage as stage
+from rag_ttc_assets.stages import supply
+from rag_ttc_assets.imported import import_stage
+from rag_ttc_assets.diagnosis.flow_plots_stage import flow_bars
 from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
-from rag_ttc_assets.stages.request_judge import instrument
+from rag_ttc_assets.judging.request_judge_stage import instrument
 
 GROUP = "diagnostics"
 FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
@@ -142,7 +143,7 @@ def phoenix_annotations(context: AssetExecutionContext, lab: LabResource) -> Mat
         return unused_result(f"supply: {arm.cfg.supply}" + (f", source format: {arm.cfg.source.format}"
                                                             if arm.imported else "")
                              + ": not read from a Phoenix server, so there is no trace there to annotate")
-    d = imported.annotate_phoenix(arm)
+    d = import_stage.annotate_phoenix(arm)
     digest = arm.write_arm_json(ArmJson.PHOENIX_ANNOTATIONS, d)
     a = arm.store.read_summary(arm.arm, ArmJson.PHOENIX_ANNOTATIONS)  # as written, through its model
     return MaterializeResult(

@@ -14,8 +14,9 @@ from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
 from rag_ttc_assets.defs.registry import arm_asset, arm_check, fingerprints
 from rag_ttc_assets.defs.resources import LabResource, ProviderResource
-from rag_ttc_assets.stages import statement_judge as stage
-from rag_ttc_assets.stages import request_judge, supply
+from rag_ttc_assets.judging import statement_judge_stage as stage
+from rag_ttc_assets.stages import supply
+from rag_ttc_assets.judging import request_judge_stage
 from rag_ttc_assets.stages import run_record as records
 
 GROUP = "evaluation"
@@ -61,20 +62,20 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource, provider
     cfg, prompt = arm.cfg, arm.prompt("judge_requests_prompt")
     # The prompt of the entailment jurors (or judge), one request per call; None when the arm has none.
     entailed = arm.prompt("judge_entailment_prompt") if cfg.entailment_jurors else None
-    # One request judge, or a panel's jurors (core.panel), each with its own budget.
+    # One request judge, or a panel's jurors (judging.panel), each with its own budget.
     callers = provider.callers(REQUEST_JUDGE, arm.lab, cfg)
     run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "request_judge")
     with stage.RowLog(run_dir / records.PARTIAL_REQUEST_JUDGE) as log:
         if cfg.request_judges:
-            df = request_judge.judge_panel(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt, callers,
+            df = request_judge_stage.judge_panel(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt, callers,
                                            log, progress=arm.progress, entailment_prompt=entailed)
         else:
-            df = request_judge.judge_requests(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt,
+            df = request_judge_stage.judge_requests(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt,
                                               callers[0], log, progress=arm.progress, entailment_prompt=entailed)
     digest = arm.write_table(Table.REQUEST_JUDGMENTS, df)
-    s = request_judge.request_judge_summary(df)
-    panel = request_judge.panel_summary(cfg, df)
-    instrument = request_judge.instrument(cfg, prompt, arm.questions, entailed)
+    s = request_judge_stage.request_judge_summary(df)
+    panel = request_judge_stage.panel_summary(cfg, df)
+    instrument = request_judge_stage.instrument(cfg, prompt, arm.questions, entailed)
     inst = Instrument.model_validate(instrument)  # the instrument as the summary's model reads it
     generators = generator_models(cfg, arm.table(Table.ANSWERS)[Table.ANSWERS.c.model].to_list())
     same = bool(set(generators) & set((inst.jurors or []) if panel else [inst.model]))

@@ -12,7 +12,8 @@ from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.core.roles import ANSWERS, PROVIDER_POOL
 from rag_ttc_assets.defs.resources import LabResource, ProviderResource
 from rag_ttc_assets.stages import generation as stage
-from rag_ttc_assets.stages import imported, supply
+from rag_ttc_assets.stages import supply
+from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.stages import run_record as records
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
     arm = lab.inputs(context)
     if arm.imported:  # the system's own answers, from its LLM spans: no provider call
         mapping = arm.arm_json(ArmJson.IMPORT_MAPPING)
-        df = imported.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), mapping["source_digest"])
+        df = import_stage.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), mapping["source_digest"])
         return imported_answers_result(arm, df, mapping, arm.write_table(Table.ANSWERS, df))
     cfg, prompt = arm.cfg, arm.prompt("prompt")
     caller = provider.caller(ANSWERS, arm.lab, cfg)
@@ -62,7 +63,7 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
 
 
 def imported_answers_result(arm, df: "pl.DataFrame", mapping: dict, digest: str) -> MaterializeResult:
-    """An imported arm's answers materialization: the system's LLM span outputs (core.import_source)."""
+    """An imported arm's answers materialization: the system's LLM span outputs (imported.import_source)."""
     statuses = dict(df.group_by(ANS.status).len().iter_rows())
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "provider_calls": 0, "supply": arm.cfg.supply,
@@ -86,7 +87,7 @@ def contract_results(context: AssetExecutionContext, lab: LabResource) -> Materi
 
     arm = lab.inputs(context)
     answers_df = arm.table(Table.ANSWERS)
-    df = (imported.contract(arm.cfg, answers_df, arm.chunk_text) if arm.imported else stage.contract(answers_df))
+    df = (import_stage.contract(arm.cfg, answers_df, arm.chunk_text) if arm.imported else stage.contract(answers_df))
     digest = arm.write_table(Table.CONTRACT_RESULTS, df)
     failures = df.filter(pl.col(CON.status) != "valid").head(10)
     return MaterializeResult(

@@ -19,7 +19,8 @@ from rag_ttc_assets.defs.indexes import unused_result
 from rag_ttc_assets.defs.registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource, ProviderResource
 from rag_ttc_assets.lab import LABELS_INPUT
-from rag_ttc_assets.stages import imported, ingest
+from rag_ttc_assets.stages import ingest
+from rag_ttc_assets.imported import import_stage
 
 GROUP = "ingest"
 
@@ -88,7 +89,7 @@ def imported_source(context: AssetExecutionContext, lab: LabResource) -> Materia
     if arm.cfg.supply != "imported":
         return unused_result(arm.unused[artifacts.IMPORTED_SOURCE.name])
     # Read, parsed and mapped before anything is written: a bad file fails here, naming file, trace and field.
-    read = imported.read_import(arm.lab.arms_file, arm.cfg, arm.dataset, arm.questions)
+    read = import_stage.read_import(arm.lab.arms_file, arm.cfg, arm.dataset, arm.questions)
     mapping = read.mapping
     m = ImportMapping.model_validate(mapping)  # the mapping as import_mapping.json's model reads it
     arm.write_table(Table.IMPORTED_CHUNKS, read.chunks)

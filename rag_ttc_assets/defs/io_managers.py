@@ -6,7 +6,7 @@ record (`diagnosis_inputs: DiagnosisInputs`), not the lab, and the file is there
   diagnosis_inputs.json). A file edited by hand or written by an older version fails on read, naming the file and
   the field (core.records.invalid_fields).
 - `DiagnosisIOManager` ("diagnosis_files"): the written diagnosis, diagnosis.md, diagnosis.json and the page
-  diagnosis.html (report.diagnosis_page.write_diagnosis); their paths and the page's URL go into the materialization.
+  diagnosis.html (diagnosis.diagnosis_page.write_diagnosis); their paths and the page's URL go into the materialization.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pydantic import BaseModel, ValidationError
 
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 from rag_ttc_assets.adapters.report_server import report_url
-from rag_ttc_assets.core.diagnosis_records import DiagnosisFileError, Diagnosis, read_diagnosis
+from rag_ttc_assets.diagnosis.diagnosis_records import DiagnosisFileError, Diagnosis, read_diagnosis
 from rag_ttc_assets.core.records import invalid_fields
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.report.diagnosis_page import write_diagnosis
+from rag_ttc_assets.diagnosis.diagnosis_page import write_diagnosis
 
 
 class RecordFileError(ValueError):

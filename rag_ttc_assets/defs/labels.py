@@ -9,7 +9,7 @@ from rag_ttc_assets.core.roles import REQUEST_DERIVER
 from rag_ttc_assets.stages.calls import role_caller
 from rag_ttc_assets.stages.derive_requests import PROMPT, derive
 from rag_ttc_assets.core.derive_requests import OFFLINE_MODEL, describe
-from rag_ttc_assets.stages import judge_agreement as stage
+from rag_ttc_assets.judging import judge_agreement_stage as stage
 
 GROUP = "labels"
 

@@ -9,7 +9,7 @@ from rag_ttc_assets.core.measured import measured_text
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.registry import arm_asset
 from rag_ttc_assets.defs.resources import LabResource
-from rag_ttc_assets.stages import imported
+from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.stages import retrieval as stage
 
 GROUP = "retrieval"
@@ -25,7 +25,7 @@ def retrieval_rows(context: AssetExecutionContext, lab: LabResource) -> Material
     arm = lab.inputs(context)
     cfg, bm, vec = arm.cfg, arm.bm25, arm.vectors
     if arm.imported:  # the system's own RETRIEVER span's documents, in rank order (imported_source)
-        df = imported.retrieval_rows(arm.table(Table.IMPORTED_ROWS), arm.chunk_docs)
+        df = import_stage.retrieval_rows(arm.table(Table.IMPORTED_ROWS), arm.chunk_docs)
     else:
         # Shared in the store: arms that differ only downstream of retrieval (a K sweep) retrieve once.
         df = stage.retrieve_once(arm.store, cfg, arm.dataset, arm.chunks, bm, vec, arm.question_embeddings)

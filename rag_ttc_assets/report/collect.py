@@ -16,9 +16,9 @@ from rag_ttc_assets.core.annotation import annotate_command, answer_sha256
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.compare_records import PairReport
 from rag_ttc_assets.core.compare_metrics import DIRECTIONS
-from rag_ttc_assets.core.completeness import judge_grades
+from rag_ttc_assets.diagnosis.completeness import judge_grades
 from rag_ttc_assets.core.derive_requests import describe
-from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.report import human, model

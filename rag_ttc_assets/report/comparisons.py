@@ -17,7 +17,7 @@ from rag_ttc_assets.report import human
 from rag_ttc_assets.report.files import pair_path, write_pair
 from rag_ttc_assets.report.text import era_text, paired_text, significant_metrics
 from rag_ttc_assets.stages.comparisons import arm_title, compare_pairs
-from rag_ttc_assets.stages.diagnostics_files import flow_bars, pair_plots, sweep_plots
+from rag_ttc_assets.diagnosis.flow_plots_stage import flow_bars, pair_plots, sweep_plots
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ def write_pair(lab, report: PairReport, path: Path, labels=None) -> Path:
 def write_arm(lab, arm: str, path: Path, labels=None) -> Path:
     """Render one arm's report (its failure-flow plot written beside it) to `path`; `labels` as in write_pair."""
     from rag_ttc_assets.report.collect import arm_views, human_labels, single_model  # late: polars, when it runs
-    from rag_ttc_assets.stages.diagnostics_files import flow_bars  # late: polars, as above
+    from rag_ttc_assets.diagnosis.flow_plots_stage import flow_bars  # late: polars, as above
 
     png = flow_bars(lab.store, {arm: lab.arms[arm]}, path.with_suffix(".flow.png"))
     hl = human_labels(lab, labels)

@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from rag_ttc_assets.core import human_labels as hl
-from rag_ttc_assets.core.diagnosis_inputs import HumanCorrection, Interval, LabelCorrections
+from rag_ttc_assets.diagnosis.diagnosis_inputs import HumanCorrection, Interval, LabelCorrections
 from rag_ttc_assets.core.jsonl import json_lines
 
 DEFAULT = Path("annotations") / "labels.jsonl"  # under the store's root, as `rag-ttc annotate` writes it
@@ -42,7 +42,7 @@ class HumanLabels:
     refused naming file, line and field), its records, and its sha256."""
 
     def __init__(self, lab, path: Path, strict: bool = True):
-        from rag_ttc_assets.stages.judge_agreement import catalog, read_arm_rows  # late: polars (never in the code location)
+        from rag_ttc_assets.judging.judge_agreement_stage import catalog, read_arm_rows  # late: polars (never in the code location)
 
         raw = path.read_bytes()
         self.path = path
@@ -152,7 +152,7 @@ def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> 
     """Per compared pair whose two arms both carry per-request labels, and per request judge that scored both: the
     judge's difference b - a over all its rows, and the difference corrected by the labels (core.ppi)."""
     from rag_ttc_assets.core import ppi  # late: numpy and scipy
-    from rag_ttc_assets.stages.judge_agreement import read_judgments, row_completeness  # late: polars
+    from rag_ttc_assets.judging.judge_agreement_stage import read_judgments, row_completeness  # late: polars
 
     labelled = {lab_.arm for lab_ in labels.labels.requests}
     wanted = [(a, b) for a, b in pairs if a in labelled and b in labelled]

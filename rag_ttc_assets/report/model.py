@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.compare_records import Bucket, CaseValues, PairReport, TransitionCell
-from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.tables import Table
 
@@ -40,7 +40,7 @@ MIN_SEGMENT = 40  # shorter chunk texts are left inline: a reference would not s
 
 
 class JurorVerdict(BaseModel):
-    """One juror of a request-judge panel as its judgments row keeps it (core.panel): what the case page shows."""
+    """One juror of a request-judge panel as its judgments row keeps it (judging.panel): what the case page shows."""
 
     model_config = ConfigDict(frozen=True)  # the row keeps more (coverage, calibrated): the page shows these three
 
@@ -158,7 +158,7 @@ def arm_case(retrieval: Mapping | None, context: Mapping | None, contract: Mappi
             "addressed": j.get(RJ.addressed), "verdict": j.get(RJ.verdict), "excerpt": j.get(RJ.excerpt),
             "excerpt_cites": j.get(RJ.cited_chunk_ids) or [],
             "reason": j.get(RJ.reason),
-            # A panel of request judges: every juror's verdict, side by side (core.panel).
+            # A panel of request judges: every juror's verdict, side by side (judging.panel).
             "jurors": [JurorVerdict.model_validate(x).model_dump() for x in _json_list(j.get(RJ.jurors))],
             "jurors_disagree": j.get(RJ.jurors_disagree),
             **({"coverage": coverage_of[f[FLOW.request_id]]} if f[FLOW.request_id] in coverage_of else {})}

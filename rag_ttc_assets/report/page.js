@@ -431,7 +431,7 @@
     return wrap;
   }
 
-  // -- the diagnosis page (core.diagnosis): sentences whose numbers link to the cases behind them -------------------
+  // -- the diagnosis page (diagnosis.diagnosis): sentences whose numbers link to the cases behind them --------------
   function href(link) {
     const f = link.filter || {};
     const frag = Object.keys(f).map((k) => `${k}=${encodeURIComponent(f[k])}`).join("&");

@@ -8,7 +8,7 @@ import random
 
 from rag_ttc_assets.core.compare import buckets
 from rag_ttc_assets.core.compare_records import CaseValues, Transitions
-from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.records import Question, Request
 from rag_ttc_assets.core.transitions import transitions
 from rag_ttc_assets.report import model

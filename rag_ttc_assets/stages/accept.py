@@ -22,7 +22,7 @@ from rag_ttc_assets.core import ppi, ppi_difference
 from rag_ttc_assets.core.accept_records import (CORRECTED_DIFFERENCE, AcceptReport, IndependentDifference,
                                                 PairedDifference, Projection)
 from rag_ttc_assets.core.arms_file import Arms
-from rag_ttc_assets.stages.judge_agreement import ArmJudgments, catalog, read_arm_rows, read_judgments, row_completeness
+from rag_ttc_assets.judging.judge_agreement_stage import ArmJudgments, catalog, read_arm_rows, read_judgments, row_completeness
 from rag_ttc_assets.stages.reports import labels_used
 
 WHAT = "completeness (the share of a row's requests addressed)"
@@ -42,7 +42,7 @@ class CorrectionInputs:
     """What corrected_difference reads for ARM - BASELINE: each arm's request judge as an instrument (as its request
     completeness summary recorded it), the labels digest each ran with (None: not read, no drift check), the labels
     file's text (None: no such file) and the catalog it is checked against (None: not read, the file being missing or
-    empty), and what the judges recorded of both arms (stages.judge_agreement.read_judgments)."""
+    empty), and what the judges recorded of both arms (judging.judge_agreement_stage.read_judgments)."""
 
     arm: str
     base: str
@@ -80,7 +80,7 @@ def checked_labels(path: Path, text: str | None, cat: hl.Catalog | None) -> tupl
 
 def _judge_rows(judgments: dict[str, ArmJudgments]) -> dict[str, tuple[str, dict[str, float], int]]:
     """arm -> (the request judge's rater name, question -> its completeness of the row, how many rows it did not
-    measure), as every labelled correction reads it (stages.judge_agreement.row_completeness: abstentions 0, a row
+    measure), as every labelled correction reads it (judging.judge_agreement_stage.row_completeness: abstentions 0, a row
     with a failed request left out and counted); of several request judges, the one that measured most rows."""
     judges = row_completeness(judgments)
     out = {}

@@ -19,7 +19,7 @@ from rag_ttc_assets.adapters.provider_cache import ProviderCache
 from rag_ttc_assets.core.arms import ArmConfig, ModelConfig
 from rag_ttc_assets.core.progress import Progress
 from rag_ttc_assets.core.roles import ProviderRole
-from rag_ttc_assets.core.judge_inputs import JudgeInput
+from rag_ttc_assets.judging.judge_inputs import JudgeInput
 from rag_ttc_assets.core.summaries import OFFLINE_REQUEST_JUDGES, is_offline_baseline
 from rag_ttc_assets.lab import Lab
 
@@ -94,7 +94,7 @@ class Caller:
                  allow_unpriced: bool = True, role: str = "generator", archive: MessageArchive | None = None):
         self.rules: str | None = None
         # An offline judge (local/lexical, the offline jurors) is called in process on the records the stage built
-        # beside the prompt (core.judge_inputs); every other model through litellm on the messages.
+        # beside the prompt (judging.judge_inputs); every other model through litellm on the messages.
         self._judge_records: Callable[[str, JudgeInput, list[dict]], llm.CallResult] | None = None
         if cfg.model.startswith(llm.LOCAL_PREFIX):
             from rag_ttc_assets.adapters import local_providers  # late: litellm, numpy load only when this runs

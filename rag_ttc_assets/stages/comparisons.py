@@ -1,5 +1,5 @@
 """Paired per-case comparisons between arms (core.compare over each arm's tables), the supply numbers beside
-them, and a sweep family's rows; computed only (the files: stages/diagnostics_files.py, report/comparisons.py)."""
+them, and a sweep family's rows; computed only (the files: diagnosis/flow_plots_stage.py, report/comparisons.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from rag_ttc_assets.core.compare_records import NotMeasured, PairReport
 from rag_ttc_assets.core.derive_requests import DerivationDriftError, derivation_drift, describe
 from rag_ttc_assets.core.measured import MISSING_ROW, NO_GOLD_QUOTES
 from rag_ttc_assets.core.transitions import flow_index, transitions
-from rag_ttc_assets.stages import imported, supply
-from rag_ttc_assets.stages.diagnostics import rows_by_query
+from rag_ttc_assets.stages import supply
+from rag_ttc_assets.imported import import_stage
+from rag_ttc_assets.diagnosis.diagnostics_stage import rows_by_query
 from rag_ttc_assets.stages.reports import labels_used, requests_derived
 
 # the declared column names (core.tables)
@@ -111,7 +112,7 @@ def read_compared_arm(store: ArtifactStore, arm: str, cfg: ArmConfig) -> Compare
     summary or table not written."""
     values, context = case_values(store, arm, cfg)
     completeness = store.read_arm_json(arm, ArmJson.REQUEST_COMPLETENESS)
-    representations = imported.representations_record(store, arm, cfg)
+    representations = import_stage.representations_record(store, arm, cfg)
     contexts = supply.supplied_contexts(cfg, store.read_table(arm, Table.ADMITTED_CONTEXTS),
                                         store.read_table(arm, Table.ANSWERS) if cfg.supply == "tool" else None)
     admitted = {r[CTX.query_id]: frozenset(r[CTX.admitted_chunk_ids]) for r in contexts.iter_rows(named=True)}
@@ -133,7 +134,7 @@ def compare_two(pair: ComparedPair, allow_label_drift: bool = False,
     """The paired per-case comparison of arms a and b (read_pair) (refused across label versions, across request
     judges or judge prompts, and across representation eras when chunking or the prompt changed too, unless
     allowed). p-values are adjusted over the report's metrics (p_adjust and alpha default to the arms file's); each
-    metric names, per arm, why its undefined cases were not measured. Its plots: stages.diagnostics_files.pair_plots."""
+    metric names, per arm, why its undefined cases were not measured. Its plots: diagnosis.flow_plots_stage.pair_plots."""
     side_a, side_b = pair.a, pair.b
     a, b = side_a.arm, side_b.arm
     va, ctx_a = side_a.values, side_a.context

@@ -1,5 +1,5 @@
 """Answers through litellm and the answer contract for one arm (the support judge of the answers:
-stages/statement_judge.py).
+judging/statement_judge_stage.py).
 
 Rows are appended to a JSONL file as they finish (flushed per row), so a run that dies keeps
 what it finished; the Parquet table is written once the stage completes.

@@ -16,9 +16,9 @@ from rag_ttc_assets.adapters.store import ArtifactStore, Table
 from rag_ttc_assets.core.counterfactual import Planted
 from rag_ttc_assets.core.inspect_view import (AnnLists, AnswerView, ContractView, InspectView, JudgeView, QuestionView,
                                               RankedChunk, RequestJudgeRow, RequestJudgeView, RequestView, Sent)
-from rag_ttc_assets.core.judging import StatementVerdict
-from rag_ttc_assets.core.juror_records import KeptJuror
-from rag_ttc_assets.core.panel import panel_name
+from rag_ttc_assets.judging.statement_judge import StatementVerdict
+from rag_ttc_assets.judging.juror_records import KeptJuror
+from rag_ttc_assets.judging.panel import panel_name
 from rag_ttc_assets.core.records import Target
 from rag_ttc_assets.core.summaries import NO_JUDGE
 from rag_ttc_assets.core.supply import LookupCall
@@ -212,7 +212,7 @@ def _coverage(value: float | None) -> str:
 
 
 def _jurors(jurors: list[dict[str, Any]]) -> list[KeptJuror]:
-    """A request's jurors, as the view holds the request_judgments row's `jurors` column (core.panel.combine)."""
+    """A request's jurors, as the view holds the request_judgments row's `jurors` column (judging.panel.combine)."""
     return [KeptJuror.model_validate(j) for j in jurors]
 
 
@@ -221,8 +221,8 @@ def _juror_coverage(value: float | None) -> str:
     juror's threshold (0.6499 is not shown "0.65" beside a not_addressed at 0.65)."""
     if value is None:
         return "-"
-    from rag_ttc_assets.core.lexical_judge import shown_beside  # late: numpy
-    from rag_ttc_assets.core.request_judge import ADDRESS_RECALL, REQUEST_TERM_RECALL, SOFT_ADDRESS_RECALL
+    from rag_ttc_assets.judging.lexical_judge import shown_beside  # late: numpy
+    from rag_ttc_assets.judging.request_judge import ADDRESS_RECALL, REQUEST_TERM_RECALL, SOFT_ADDRESS_RECALL
     return shown_beside(value, (ADDRESS_RECALL, REQUEST_TERM_RECALL, SOFT_ADDRESS_RECALL))
 
 
@@ -321,7 +321,7 @@ def to_markdown(view: InspectView) -> str:
         j = v.judge
         out += ["", f"**Judge** `{j.model}`: {j.status}, faithfulness {j.faithfulness}, "
                     f"contradicts_gold {j.contradicts_gold}", "", _sent_line(j), ""]
-        # The judge_verdicts row's verdicts (core.judging), as parsed.
+        # The judge_verdicts row's verdicts (judging.statement_judge), as parsed.
         out += [f"- [{x.statement}] {'supported' if x.supported else 'UNSUPPORTED'}: {x.text} — {x.reason}"
                 for x in map(StatementVerdict.model_validate, j.verdicts)]
     judged = [(r, r.request_judge) for r in v.requests if r.request_judge]
@@ -338,7 +338,7 @@ def to_markdown(view: InspectView) -> str:
                 # Not measured: the judge's fault or why its reply was refused (with the reply), in its place.
                 f"{rj.reason or rj.judge_error} |" for r, rj in judged]
         out += ["", completeness_line(v.requests)]
-        # A panel's jurors' kept verdicts, as the request_judgments row's `jurors` column holds them (core.panel).
+        # A panel's jurors' kept verdicts, as the request_judgments row's `jurors` column holds them (judging.panel).
         jurors = [j.model for j in _jurors(judged[0][1].jurors)]
         if jurors:  # a panel: every juror's verdict side by side, and where they disagree
             out += ["", "**Jurors** side by side (a juror's fault is its own not-measured, never a vote)", "",

@@ -60,7 +60,7 @@ def _retrieval(store: ArtifactStore, arm: str, cfg: ArmConfig, report: ArmReport
         report.retrieval.update(ann_recall_k=r.ann_recall_k, ann_recall_measured=r.ann_recall_measured,
                                 ann_recall_of=r.ann_recall_of)
     report.admission = store.read_arm_json(arm, ArmJson.ADMISSION_SUMMARY)
-    from rag_ttc_assets.stages.imported import representations_record  # late: polars; as in _answers below
+    from rag_ttc_assets.imported.import_stage import representations_record  # late: polars; as in _answers below
 
     report.representations = representations_record(store, arm, cfg)
 
@@ -131,7 +131,7 @@ SECTIONS = (("contract_summary", _answers), ("judge_summary", _judges), ("failur
 
 def recorded_request_judge(store: ArtifactStore, arm: str) -> dict:
     """The arm's request judge as an instrument, as its request judge summary recorded it when its request judgments
-    were written (stages.request_judge.instrument); {} when not judged yet."""
+    were written (judging.request_judge_stage.instrument); {} when not judged yet."""
     try:
         return store.read_arm_json(arm, ArmJson.REQUEST_JUDGE_SUMMARY).get("request_judge") or {}
     except FileNotFoundError:

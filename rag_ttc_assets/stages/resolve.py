@@ -30,7 +30,8 @@ from rag_ttc_assets.core.representations import MODEL_BUILT
 from rag_ttc_assets.core.roles import REPRESENTATION_BUILDER
 from rag_ttc_assets.core.usage import BM25_INDEX, CHUNKS, QUESTION_EMBEDDINGS, REPRESENTATIONS, VECTOR_INDEX, unused
 from rag_ttc_assets.lab import Lab, prompt_fields
-from rag_ttc_assets.stages import imported, indexes, ingest
+from rag_ttc_assets.stages import indexes, ingest
+from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.stages.calls import role_caller
 from rag_ttc_assets.stages.coverage import request_support
 from rag_ttc_assets.stages.retrieval import arm_questions
@@ -65,7 +66,7 @@ class ArmInputs:
     # --- shared artifacts ---------------------------------------------------------------------------------
     @property
     def imported(self) -> bool:
-        """Whether the arm's chunks, ranked lists and answers come from another system (core.import_source)."""
+        """Whether the arm's chunks, ranked lists and answers come from another system (imported.import_source)."""
         return self.cfg.supply == "imported"
 
     @cached_property
@@ -78,7 +79,7 @@ class ArmInputs:
     @cached_property
     def chunk_list(self) -> list[Chunk]:
         if self.imported:
-            return imported.chunk_list(self.table(Table.IMPORTED_CHUNKS))
+            return import_stage.chunk_list(self.table(Table.IMPORTED_CHUNKS))
         return ingest.read_chunks(self.chunks)
 
     @cached_property

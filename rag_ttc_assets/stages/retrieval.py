@@ -23,7 +23,8 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.measured import NO_TARGETS, measured_mean
 from rag_ttc_assets.core.records import Question
-from rag_ttc_assets.stages import imported, supply
+from rag_ttc_assets.stages import supply
+from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.stages.coverage import request_coverage
 from rag_ttc_assets.stages.indexes import open_vector_index, read_question_embeddings
 
@@ -50,7 +51,7 @@ def retrieve(cfg: ArmConfig, ds: Dataset, bm25_built: Built | None, vec_built: B
     With an approximate vector index (core.ann), the row also holds the exact search of the same table (a flat
     scan): `vector_chunk_ids` (the approximate list's top retrieve_k), `exact_vector_chunk_ids` (the exact one's),
     `ann_recall_k`, and `exact_ranked_chunk_ids`, the ranked list the arm would have had with the exact vector
-    list in its place (what `missed_by_ann` in core.flow reads). They are null for an exact (flat) arm."""
+    list in its place (what `missed_by_ann` in diagnosis.flow reads). They are null for an exact (flat) arm."""
     import numpy as np
     read = usage.SOURCES[cfg.retrieval]
     bm = BM25Index(bm25_built.path / "tantivy") if usage.BM25_INDEX in read else None
@@ -172,7 +173,7 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
         contexts = supply.tool_contexts(cfg, questions)
     elif cfg.supply == "imported":
 
-        contexts = imported.contexts(cfg, arm.table(Table.IMPORTED_ROWS), arm.chunk_text)
+        contexts = import_stage.contexts(cfg, arm.table(Table.IMPORTED_ROWS), arm.chunk_text)
     else:
         ranked = {c for ids in rows[ROWS.ranked_chunk_ids].to_list() for c in ids}
         contexts = admit(cfg, rows, arm.chunk_text_of(ranked), questions, arm.support)

@@ -33,7 +33,7 @@ from rag_ttc_assets.core.usage import unused
 from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import supply
 from rag_ttc_assets.stages.generation import calls_summary
-from rag_ttc_assets.stages.statement_judge import JUDGE_MEANS
+from rag_ttc_assets.judging.statement_judge_stage import JUDGE_MEANS
 from rag_ttc_assets.stages.retrieval import evidence_pairs
 from rag_ttc_assets.stages.row_log import count_rows, remove_rows
 

@@ -13,7 +13,7 @@ import litellm  # noqa: E402
 
 from rag_ttc_assets.adapters import local_providers  # noqa: E402
 from rag_ttc_assets.core.contract import check_contract  # noqa: E402
-from rag_ttc_assets.core.judge_inputs import (ExtractStatements, GoldRequest, JudgeRequests,  # noqa: E402
+from rag_ttc_assets.judging.judge_inputs import (ExtractStatements, GoldRequest, JudgeRequests,  # noqa: E402
                                               VerifyAgainstGold, VerifyStatements)
 from rag_ttc_assets.core.prompts import (  # noqa: E402
     evidence_block,
@@ -108,7 +108,7 @@ def test_prompt_without_tags_is_explained_in_plain_text() -> None:
     # An offline judge reads the records a judge stage hands it, never a prompt: a prompt alone is refused.
     raw = ask("local/lexical", "<task>verify_statements</task> and nothing else").choices[0].message.content
     assert raw == ("local/lexical (offline baseline) cannot answer this prompt: it judges the typed records the lab's "
-                   "judge stages hand it (core.judge_inputs), not a prompt.")
+                   "judge stages hand it (judging.judge_inputs), not a prompt.")
 
 
 def test_lexical_extract_statements() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 from rag_ttc_assets import cli
 from rag_ttc_assets.adapters import embeddings, offline_prefetch, torch_embeddings
 from rag_ttc_assets.adapters.local_providers import ExtractiveAnswerer, LexicalJudge
-from rag_ttc_assets.core.judge_inputs import VerifyStatements
+from rag_ttc_assets.judging.judge_inputs import VerifyStatements
 
 
 def _recording(monkeypatch) -> list[list[str]]:

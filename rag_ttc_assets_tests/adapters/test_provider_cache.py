@@ -83,9 +83,9 @@ def test_key_stability_and_what_it_covers(cache):
 
 
 def test_a_changed_offline_rule_never_serves_the_old_rules_replies(tmp_path):
-    """The Caller folds the offline request judges' rules version (core.request_judge.RULES) into its keys."""
+    """The Caller folds the offline request judges' rules version (judging.request_judge.RULES) into its keys."""
     from rag_ttc_assets.core.arms import ModelConfig
-    from rag_ttc_assets.core.request_judge import RULES
+    from rag_ttc_assets.judging.request_judge import RULES
     from rag_ttc_assets.stages.calls import Caller
 
     lexical = Caller(ModelConfig(model="local/lexical"), tmp_path, "request_judging", 10)

@@ -10,7 +10,7 @@ import pytest
 
 from rag_ttc_assets.core.compare_records import OPTIONAL, PairReport, PairReportError, read_pair_report
 from rag_ttc_assets.core.label_drift import LabelDrift
-from rag_ttc_assets_tests.core.test_diagnosis import report, values
+from rag_ttc_assets_tests.diagnosis.test_diagnosis import report, values
 
 FIRST = ["a", "b", "n", "metrics", "buckets", "catastrophic", "p_adjust", "transitions", "per_case",
          "per_case_graded", "changed_parameters", "not_read", "token_latency", "supply", "admitted_sets", "headline",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_ttc_assets.core import judging
+from rag_ttc_assets.judging import statement_judge
 from rag_ttc_assets.core.contract import CONTRACT_STATUSES, check_contract, locate_json_object
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "replies" / "smollm2-135m-instruct.jsonl"
@@ -100,15 +100,15 @@ JUDGES = [r for r in RECORDS if r["reply"] != "answer"]
 
 def _parse(r: dict):
     if r["reply"] == "statements":
-        return judging.parse_statements(r["raw_text"])
+        return statement_judge.parse_statements(r["raw_text"])
     if r["reply"] == "request_judgments":
-        return judging.parse_request_judgments(r["raw_text"], r["request_ids"])
-    return judging.parse_verdicts(r["raw_text"], r["n_statements"], gold=r["reply"] == "gold_verdicts")
+        return statement_judge.parse_request_judgments(r["raw_text"], r["request_ids"])
+    return statement_judge.parse_verdicts(r["raw_text"], r["n_statements"], gold=r["reply"] == "gold_verdicts")
 
 
 @pytest.mark.parametrize("r", JUDGES, ids=lambda r: f"{r['arm']}:{r['reply']}:{r['query_id']}")
 def test_every_recorded_judge_reply_parses_or_is_a_judge_parse_error(r: dict) -> None:
     try:
         _parse(r)
-    except judging.JudgeParseError as error:
+    except statement_judge.JudgeParseError as error:
         assert str(error).split(":", 1)[0] in ("statements", "verdicts", "requests")

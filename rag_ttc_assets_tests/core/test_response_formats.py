@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag_ttc_assets.core.contract import AnswerObject, RequestItem
-from rag_ttc_assets.core.judging import REQUEST_VERDICTS, RequestJudgment, StatementVerdict
+from rag_ttc_assets.judging.statement_judge import REQUEST_VERDICTS, RequestJudgment, StatementVerdict
 from rag_ttc_assets.core.response_formats import (ANSWER, ANSWER_WITH_REQUESTS, REQUEST_JUDGMENTS, SCHEMAS,
                                                   answer_reply, response_format)
 from rag_ttc_assets_tests.conftest import REPO

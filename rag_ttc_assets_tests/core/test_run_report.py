@@ -9,7 +9,7 @@ from rag_ttc_assets.core import arm_summaries as arm
 from rag_ttc_assets.core import judge_summaries as js
 from rag_ttc_assets.core import run_report as rr
 
-# Each view and the summary model whose fields it reads; `branches` is the counts by branch name (core.flow,
+# Each view and the summary model whose fields it reads; `branches` is the counts by branch name (diagnosis.flow,
 # core.supply), not a field.
 VIEWS = [
     (rr.RetrievalView, arm.RetrievalMeasures), (rr.AdmissionView, arm.AdmissionSummary),

@@ -1,6 +1,6 @@
 import pytest
 
-from rag_ttc_assets.core.flow import FLOW_BRANCHES
+from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.transitions import ABSENT, flow_index, transitions
 
 

@@ -21,7 +21,7 @@ BASE = ArmConfig()
 # Conditional fields count only where they apply: each field is changed against every base, and the union of what
 # moved must be exactly what declares it (core.artifacts.Artifact.conditional). A vector-only base reads no Tantivy
 # index: its `retrieval` changed (to bm25) moves both indexes between read and unread (core.usage). A request judge of
-# kind entailment reads judge_entailment_prompt (core.entailment).
+# kind entailment reads judge_entailment_prompt (judging.entailment).
 BASES = (BASE, ArmConfig(representation="contextual"), ArmConfig(retrieval="vector"),
          ArmConfig(request_judge={"model": "openai/judge", "kind": "entailment"}))
 
@@ -42,7 +42,7 @@ def other_value(field: str, base: ArmConfig = BASE):
         return value.model_copy(update={"model": value.model + "-other"})
     if field == "preloaded_documents":
         return ["doc-1"]
-    if field == "request_judges":  # a panel of two jurors (core.panel)
+    if field == "request_judges":  # a panel of two jurors (judging.panel)
         return [ModelConfig(model="local/lexical"), ModelConfig(model="local/coverage")]
     if value is None:  # an optional label (representation_era)
         return "other-era"
@@ -235,7 +235,7 @@ def test_an_imported_arm_moves_only_with_a_field_it_reads(field):
     from rag_ttc_assets.core.artifacts import fields_not_read
 
     inputs = {"dataset": "sha256:dataset-files"}
-    # The entailment prompt is read by an arm with an entailment judge (core.entailment), imported or not.
+    # The entailment prompt is read by an arm with an entailment judge (judging.entailment), imported or not.
     base = (IMPORTED.model_copy(update={"request_judge": BASES[3].request_judge})
             if field == "judge_entailment_prompt" else IMPORTED)
     before, after = fingerprints(base, inputs), fingerprints(changed(field, base), inputs)

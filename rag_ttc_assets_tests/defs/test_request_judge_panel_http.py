@@ -143,7 +143,7 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
     assert f"completeness of this answer: graded {graded:.2f} (mean coverage, {len(mine)} of {len(mine)} requests " \
            "judged)" in page
 
-    # One calibrated scale (core.panel.calibrate): each juror's own threshold (0.65 for the BERTScore juror, 0.5 for
+    # One calibrated scale (judging.panel.calibrate): each juror's own threshold (0.65 for the BERTScore juror, 0.5 for
     # the word-reading jurors on these gold-labelled requests) at 0.5, piecewise linear, by hand; the raw coverage
     # kept beside it; the panel's coverage the calibrated mean, and `mean` addressed when that mean is >= 0.5.
     def by_hand(j, t):
@@ -204,7 +204,7 @@ def test_a_juror_that_measures_nothing_is_said_in_the_run_table_and_judge_agreem
     from rag_ttc_assets.defs.graph import STAGES
     from rag_ttc_assets.definitions import build_definitions
     from rag_ttc_assets.lab import Lab
-    from rag_ttc_assets.stages.judge_agreement import agreement, read_agreement_inputs
+    from rag_ttc_assets.judging.judge_agreement_stage import agreement, read_agreement_inputs
     from rag_ttc_assets.stages.reports import arm_report
 
     with socket.socket() as s:  # a free port, closed again: connections to it are refused

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 from rag_ttc_assets.bench import import_reading as imported
-from rag_ttc_assets.core import import_mapping as imap
-from rag_ttc_assets.core import import_source as imp
+from rag_ttc_assets.imported import import_mapping as imap
+from rag_ttc_assets.imported import import_source as imp
 
 
 def test_the_synthetic_export_reads_back_as_its_traces():

@@ -340,7 +340,7 @@ def test_run_flow_table_shows_a_branch_only_an_arm_in_it_can_reach():
     """Lab arms' flow table keeps the lab's branches; an imported arm brings its own (cut_by_reranker, ...), an arm
     on an ANN index brings missed_by_ann, and a branch some arm landed in is always shown."""
     from rag_ttc_assets.cli.run import run_tables
-    from rag_ttc_assets.core.flow import FLOW_BRANCHES, IMPORTED_BRANCHES
+    from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES, IMPORTED_BRANCHES
 
     def report(supply: str = "retrieval", ann: bool = False, **counts) -> dict:
         flow = {b: counts.get(b, 0) for b in FLOW_BRANCHES} | {"supply": supply}

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_ttc_assets.core.diagnosis_decisions import OUTCOME_TEXT
+from rag_ttc_assets.diagnosis.diagnosis_decisions import OUTCOME_TEXT
 from rag_ttc_assets.core.ppi_difference import PAIRED
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
-from rag_ttc_assets_tests.core.test_diagnosis import _md_lines, _plain
+from rag_ttc_assets_tests.diagnosis.test_diagnosis import _md_lines, _plain
 from rag_ttc_assets_tests.support.reliability import cli, lab_env
 from rag_ttc_assets_tests.support.browser import BROWSER, CHROMIUM, CHROMIUM_ARGS, sync_api
 

@@ -1,4 +1,4 @@
-"""An entailment juror (`kind: entailment`, core.entailment) through `rag-ttc run`, against a real OpenAI-compatible
+"""An entailment juror (`kind: entailment`, judging.entailment) through `rag-ttc run`, against a real OpenAI-compatible
 server on 127.0.0.1: one call per request, carrying the request, its gold evidence and the answer; valid replies
 become the lab's verdicts with the juror's coverage; a 500, a reply outside the schema and a quote that is not in
 the answer are recorded row statuses; calls, tokens and cost are counted as for the generator; and the juror sits on

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 import yaml
 
-from rag_ttc_assets.core.flow import LAB_BOUNDARY
+from rag_ttc_assets.diagnosis.flow import LAB_BOUNDARY
 from rag_ttc_assets.stages.generation import calls_summary
 from rag_ttc_assets_tests.conftest import mini_corpus, mini_questions, write_mini_lab
 from rag_ttc_assets_tests.e2e.test_cli import REPO, rag_ttc
@@ -161,7 +161,7 @@ def test_an_imported_arms_generator_is_the_systems_model_as_its_traces_name_it_n
     summaries, the run record's model assignments (its post-run validation passing) and the diagnosis."""
     from rag_ttc_assets.lab import Lab
     from rag_ttc_assets.stages import run_record as records
-    from rag_ttc_assets.stages.diagnosis_gather import arm_record
+    from rag_ttc_assets.diagnosis.diagnosis_inputs_stage import arm_record
 
     root, srv, _, _ = traced
     source = {"file": "traces/app.json", "format": "otlp_json", "answer_format": "contract"}

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 from rag_ttc_assets.adapters import learned_juror as lf
-from rag_ttc_assets.core import learned_judge as lj
+from rag_ttc_assets.judging import learned_judge as lj
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.e2e.test_cli import REPO, rag_ttc
 from rag_ttc_assets_tests.e2e.test_pyramid import write_pyramid
@@ -182,7 +182,7 @@ def _vectors(texts):
 def test_a_verdict_is_its_probability_against_the_threshold_and_its_reason_says_so():
     import numpy as np
 
-    from rag_ttc_assets.core.request_judge import LabelledRequest
+    from rag_ttc_assets.judging.request_judge import LabelledRequest
 
     # A juror that reads the lexical coverage alone: probability = sigmoid(10 * (coverage - 0.5)).
     n = len(lj.FEATURES)

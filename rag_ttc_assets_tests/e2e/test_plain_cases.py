@@ -11,7 +11,7 @@
 2. Every verdict's reason agrees with its verdict: on that run and on the mini lab under the bundled sweep's judges
    (`local/lexical` statement judge, the three offline jurors; the planted-falsehood arm, so contradictions occur),
    each number a reason compares with a threshold lies on the side it says, and the comparison that decided is the
-   verdict's (core/test_judge_reasons.py's property, on the rows `rag-ttc run` wrote)."""
+   verdict's (judging/test_judge_reasons.py's property, on the rows `rag-ttc run` wrote)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ import re
 
 import polars as pl
 
-from rag_ttc_assets.core.juror_records import kept_jurors
-from rag_ttc_assets.core.lexical_judge import COSINE_THRESHOLD, RECALL_THRESHOLD
-from rag_ttc_assets.core.request_judge import ADDRESS_RECALL, REQUEST_TERM_RECALL, SOFT_ADDRESS_RECALL
+from rag_ttc_assets.judging.juror_records import kept_jurors
+from rag_ttc_assets.judging.lexical_judge import COSINE_THRESHOLD, RECALL_THRESHOLD
+from rag_ttc_assets.judging.request_judge import ADDRESS_RECALL, REQUEST_TERM_RECALL, SOFT_ADDRESS_RECALL
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
-from rag_ttc_assets_tests.core.test_judge_reasons import COMPARISON, SAME_CLAIM, _check_request_reason, _holds
+from rag_ttc_assets_tests.judging.test_judge_reasons import COMPARISON, SAME_CLAIM, _check_request_reason, _holds
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 
 JURORS = "  request_judges: [local/lexical, local/coverage, local/bertscore]\n"

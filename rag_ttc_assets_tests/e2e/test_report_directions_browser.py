@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_ttc_assets.core.compare_metrics import DIRECTIONS, KINDS, outcome
+from rag_ttc_assets.core.compare_metrics import DIRECTIONS, KINDS
+from rag_ttc_assets.diagnosis.diagnosis_sentences import outcome
 from rag_ttc_assets.report.html import render
 from rag_ttc_assets.report.synthetic import synthetic_pair_model
 from rag_ttc_assets_tests.support.browser import BROWSER, CHROMIUM, CHROMIUM_ARGS, sync_api
@@ -57,13 +58,13 @@ PLANT = '<img src="x" onerror="window.__pwned = 1"><script>window.__pwned = 2</s
 
 
 def test_the_diagnosis_page_puts_record_text_on_the_page_as_text(tmp_path):
-    from rag_ttc_assets.core.diagnosis_sentences import Sentence
-    from rag_ttc_assets.report.diagnosis_page import write_page
+    from rag_ttc_assets.diagnosis.diagnosis_sentences import Sentence
+    from rag_ttc_assets.diagnosis.diagnosis_page import write_page
 
     s = Sentence("exec.baseline_flow").t(f"arm {PLANT} loses ").n("lost", 3, "count", {
         "url": "pair.html", "filter": {"cases": PLANT}}).about([PLANT, "q-1"]).done("s1")
     s["snippet"] = f"arms:\n  x: {{prompt: '{PLANT}'}}\n"
-    from rag_ttc_assets.core.diagnosis_records import Diagnosis
+    from rag_ttc_assets.diagnosis.diagnosis_records import Diagnosis
 
     d = Diagnosis.model_validate({
         "baseline": "b", "arms": [], "families": [], "pairs": [], "p_adjust": None, "alpha": 0.05, "min_paired": 10,

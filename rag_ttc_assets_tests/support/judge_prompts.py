@@ -1,13 +1,13 @@
 """Reading a judge prompt back (<task>, <statements>, <evidence n>, <gold n>, <gold_requests>, <answer_text>): what a
 model judge reads in the prompt a judge stage sends, for the tests that compare it with the records an offline judge
-is handed (core.judge_inputs). The product reads no judge prompt; the tag syntax is core.prompt_markup's."""
+is handed (judging.judge_inputs). The product reads no judge prompt; the tag syntax is core.prompt_markup's."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from rag_ttc_assets.core.judge_inputs import TASK_EXTRACT, TASK_GOLD, TASK_REQUESTS, TASK_VERIFY
+from rag_ttc_assets.judging.judge_inputs import TASK_EXTRACT, TASK_GOLD, TASK_REQUESTS, TASK_VERIFY
 from rag_ttc_assets.core.prompt_markup import _ATTR_ID, _ATTR_N, _block_pattern, find_tag, require_tag
 
 _STATEMENT_LINE = re.compile(r"^\s*\[\s*(\d+)\s*\]\s*(.*)$")
