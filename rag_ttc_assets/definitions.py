@@ -8,11 +8,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from dagster import AssetSelection, Definitions, define_asset_job  # noqa: E402
 
-from rag_ttc_assets.defs import diagnostics, graph, labels  # noqa: E402
+from rag_ttc_assets.defs import diagnostics, graph, label_assets  # noqa: E402
 from rag_ttc_assets.defs.executors import executor_from_env  # noqa: E402
 from rag_ttc_assets.defs.io_managers import DiagnosisIOManager, RecordIOManager  # noqa: E402
 from rag_ttc_assets.defs.partitions import arm_partitions  # noqa: E402
-from rag_ttc_assets.defs.registry import build_assets, build_checks  # noqa: E402
+from rag_ttc_assets.defs.arm_registry import build_assets, build_checks  # noqa: E402
 from rag_ttc_assets.defs.resources import LabResource, ProviderResource  # noqa: E402
 from rag_ttc_assets.defs.staleness import config_sensor, config_specs  # noqa: E402
 from rag_ttc_assets.lab import Lab  # noqa: E402
@@ -26,7 +26,8 @@ def build_definitions(lab: Lab | None = None, provider: ProviderResource | None 
     lab = lab or Lab.from_env()
     partitions = arm_partitions(lab)
     graph.load()  # every defs module imported: every arm_asset registered, a new module's included
-    assets = [*build_assets(partitions), diagnostics.arm_comparisons, *diagnostics.DIAGNOSIS_ASSETS, *labels.ASSETS]
+    assets = [*build_assets(partitions), diagnostics.arm_comparisons, *diagnostics.DIAGNOSIS_ASSETS,
+              *label_assets.ASSETS]
     checks = build_checks(partitions)
     per_arm = [a for a in assets if a.partitions_def is not None]
     job = define_asset_job(JOB, selection=AssetSelection.assets(*per_arm) | AssetSelection.checks(*checks),
@@ -39,7 +40,8 @@ def build_definitions(lab: Lab | None = None, provider: ProviderResource | None 
     written = define_asset_job("diagnosis_job", selection=AssetSelection.assets(*diagnostics.DIAGNOSIS_ASSETS),
                                description="Write the diagnosis of every materialized arm and compared pair, and "
                                            "the case reports of the arms it links.")
-    label_jobs = [define_asset_job(f"{a.key.path[-1]}_job", selection=AssetSelection.assets(a)) for a in labels.ASSETS]
+    label_jobs = [define_asset_job(f"{a.key.path[-1]}_job", selection=AssetSelection.assets(a))
+                  for a in label_assets.ASSETS]
     return Definitions(assets=[*assets, *config_specs(partitions)], asset_checks=checks,
                        jobs=[job, comparisons, written, *label_jobs],
                        sensors=[config_sensor(lab, partitions)],

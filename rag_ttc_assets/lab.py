@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 
 from rag_ttc_assets.adapters import embeddings
-from rag_ttc_assets.adapters.files import file_digest, known_digest, load_arms, load_prompt
+from rag_ttc_assets.adapters.input_files import file_digest, known_digest, load_arms, load_prompt
 from rag_ttc_assets.adapters.learned_juror import parameters_path, uses_learned_juror
 from rag_ttc_assets.adapters.object_store import (ObjectArtifactStore, SCHEMES, is_object_uri, local_cache_dir,
                                                   remote_root)
@@ -149,7 +149,7 @@ class Lab:
         """The arms file, parsed and checked against the datasets and the prompts it names: once per process for the
         same bytes of the arms file and of those prompts and the same dataset folders (every asset step builds
         several Labs). Nothing is read to look the check up: the files' digests are the ones remembered when they
-        were read (adapters/files.py), so a file edited since is read and checked again."""
+        were read (adapters/input_files.py), so a file edited since is read and checked again."""
         key = (str(self.arms_file), known_digest(self.arms_file), str(self.datasets_dir), _listing(self.datasets_dir),
                str(self.prompts_dir))
         known = _CHECKED_ARMS.get(key) if key[1] is not None else None

@@ -144,7 +144,7 @@ def test_report_on_a_hand_edited_summary_says_file_and_field_in_one_line(mini_la
 
 
 def test_a_typed_reader_reads_what_the_dicts_held(mini_lab):
-    from rag_ttc_assets.stages.comparisons import sweep_rows  # late: polars, as the comparisons load it
+    from rag_ttc_assets.stages.arm_comparisons import sweep_rows  # late: polars, as the comparisons load it
 
     summaries = _golden_summaries()
     member = mini_lab.arms.family("context")[0]

@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "rag_ttc_assets"
 PURE_PACKAGES = ("core", "adapters")
-CONCEPTS = ("judging", "diagnosis", "imported")  # tests/test_import_graph.py: the same folders, layered by name
+CONCEPTS = ("judging", "diagnosis", "imported", "labelling")  # tests/test_import_graph.py: the same folders, layered by name
 
 
 def _is_dagster(module: str) -> bool:
@@ -108,7 +108,7 @@ def test_the_checker_fails_on_a_package_tree(tmp_path: Path) -> None:
                                         "judging/verdicts.py:1: import dagster"]
 
 
-# --- core does no file I/O: reading the arms file and the datasets is adapters.files' -------------------------
+# --- core does no file I/O: reading the arms file and the datasets is adapters.input_files' -------------------------
 
 FILE_IO_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "open", "is_file", "is_dir", "exists",
                    "iterdir", "glob", "rglob", "mkdir", "unlink", "rmdir", "touch", "stat"}
@@ -202,7 +202,7 @@ def test_the_cli_computes_no_metric_and_judges_no_staleness_of_its_own() -> None
     assert hits == []
     # Constants (the flow's branch order for a table's columns) and error types are fine; computations are not.
     computing = ("rag_ttc_assets.diagnosis.flow", "rag_ttc_assets.diagnosis.completeness", "rag_ttc_assets.core.admission",
-                 "rag_ttc_assets.core.compare", "rag_ttc_assets.core.compare_guards",
+                 "rag_ttc_assets.core.case_comparison", "rag_ttc_assets.core.compare_guards",
                  "rag_ttc_assets.core.compare_metrics")
     assert [f"{m} {n}" for p in (PACKAGE / "cli").rglob("*.py") for _, m, names in _imports(p) if m in computing
             for n in names if not n.isupper() and not n.endswith("Error")] == []

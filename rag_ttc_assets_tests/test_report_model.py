@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rag_ttc_assets.core.compare import buckets
+from rag_ttc_assets.core.case_comparison import buckets
 from rag_ttc_assets.core.compare_records import Bucket
 from rag_ttc_assets.report.html import render, script_json
 from rag_ttc_assets.report.model import bucket_of, chunk_state, differing_chunks, segments

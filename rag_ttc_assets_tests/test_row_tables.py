@@ -58,7 +58,7 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     first RARE questions are all of one rare kind; each written through the store, which checks the declaration."""
     from rag_ttc_assets.core.roles import JUDGE, REQUEST_JUDGE
     from rag_ttc_assets.lab import Lab
-    from rag_ttc_assets.stages import retrieval, supply
+    from rag_ttc_assets.stages import retrieval, arm_supply
     from rag_ttc_assets.diagnosis import diagnostics_stage
     from rag_ttc_assets.imported import import_stage
     from rag_ttc_assets.judging import request_judge_stage, statement_judge_stage
@@ -96,35 +96,36 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     write(Table.ANSWERS, import_stage.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), read.mapping["source_digest"]))
     write(Table.CONTRACT_RESULTS, import_stage.contract(arm.cfg, arm.table(Table.ANSWERS), arm.chunk_text))
     prompts = statement_judge_stage.JudgePrompts(statements=arm.prompt("judge_statements_prompt"),
-                                      verdicts=arm.prompt("judge_verdicts_prompt"), gold=arm.prompt("judge_gold_prompt"))
+                                                 verdicts=arm.prompt("judge_verdicts_prompt"),
+                                                 gold=arm.prompt("judge_gold_prompt"))
     write(Table.JUDGE_VERDICTS, statement_judge_stage.judge(arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS),
-                                                 supply.arm_contexts(arm), arm.chunk_text, prompts,
+                                                 arm_supply.arm_contexts(arm), arm.chunk_text, prompts,
                                                  role_caller(JUDGE, lab, arm.cfg)))
     write(Table.REQUEST_JUDGMENTS, request_judge_stage.judge_requests(
         arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), arm.prompt("judge_requests_prompt"),
         role_caller(REQUEST_JUDGE, lab, arm.cfg)))
     d = diagnostics_stage.completeness(
-        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm)),
+        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, arm_supply.arm_coverage(arm)),
         request_judge_stage.instrument(arm.cfg, arm.prompt("judge_requests_prompt"), arm.questions))
     write(Table.REQUEST_OUTCOMES, d.requests)
     write(Table.QUESTION_COMPLETENESS, d.questions)
     write(Table.ABSTENTION_OUTCOMES, d.abstentions)
     write(Table.FAILURE_FLOW, diagnostics_stage.failure_flow(
-        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm))).flow)
+        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, arm_supply.arm_coverage(arm))).flow)
 
     # A tool arm's lookup cases, from the same rows: the rare cases made no lookup, the ordinary ones found theirs.
     tool = ArmInputs(lab, "tool")
     for t in (Table.RETRIEVAL_ROWS, Table.REQUEST_COVERAGE, Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS,
               Table.REQUEST_JUDGMENTS):
         tool.write_table(t, arm.table(t))
-    tool.write_table(Table.ADMITTED_CONTEXTS, supply.tool_contexts(tool.cfg, tool.questions))
+    tool.write_table(Table.ADMITTED_CONTEXTS, arm_supply.tool_contexts(tool.cfg, tool.questions))
     calls = {f"q{i:04d}": json.dumps([{"call_id": "c1", "query": f"river {i}", "result_chunk_ids": [f"d{i}"],
                                        "result_doc_ids": [f"d{i}"], "error": None}]) for i in range(RARE, n)}
     answers = arm.table(Table.ANSWERS).drop(Table.ANSWERS.c.trace_id)
     tool.write_table(Table.ANSWERS, answers.with_columns(pl.Series(
         "lookups", [calls.get(q, "[]") for q in answers[Table.ANSWERS.c.query_id]], dtype=pl.String)))
-    lookups = diagnostics_stage.failure_flow(
-        diagnostics_stage.read_inputs(tool.store, tool.arm, tool.cfg, tool.questions, supply.arm_coverage(tool))).lookup_cases
+    inputs = diagnostics_stage.read_inputs(tool.store, tool.arm, tool.cfg, tool.questions, arm_supply.arm_coverage(tool))
+    lookups = diagnostics_stage.failure_flow(inputs).lookup_cases
     tool.write_table(Table.LOOKUP_CASES, lookups)
     out[Table.LOOKUP_CASES] = lookups
     return out

@@ -2,7 +2,7 @@
 
 import io
 
-from rag_ttc_assets.defs.progress import LogProgress
+from rag_ttc_assets.defs.progress_reporter import LogProgress
 from rag_ttc_assets.terminal import Terminal
 
 

@@ -11,7 +11,7 @@ own document. Each edit records the labels it must affect, from its span alone (
 - paragraph moved: a quote inside the paragraph is relocated to the destination document (one only partly inside
   needs a person); typo fixed: relocated in its own document; heading renamed: no label (titles are not quoted).
 
-Then it runs the check (core.label_check, as `rag-ttc labels check` does) and prints precision and recall of
+Then it runs the check (labelling.label_check, as `rag-ttc labels check` does) and prints precision and recall of
 "needs a person" and of "relocated", whether every relocation names the right document, and that the rest is fresh.
 Exit 0 when all are 1.0, else 1. The edited folder stays in OUT for `rag-ttc labels check`/`update` to read.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag_ttc_assets.core.label_check import check_labels, iter_labels  # noqa: E402
+from rag_ttc_assets.labelling.label_check import check_labels, iter_labels  # noqa: E402
 
 KINDS = ("number", "removed", "moved", "typo")
 NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")

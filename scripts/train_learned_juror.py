@@ -2,7 +2,7 @@
 cross-set: fitted on one set, read on each of the others.
 
 Data: the SCU-presence labels of REALSumm and PyrXSum as the Lite2-3Pyramid repository ships them (its folders
-`data/REALSumm` and `data/PyrXSum`, read by adapters/pyramid.py as `rag-ttc convert-pyramid` reads them). A request is
+`data/REALSumm` and `data/PyrXSum`, read by adapters/pyramid_reader.py as `rag-ttc convert-pyramid` reads them). A request is
 an SCU (its text its own gold material, as the conversion writes it), the answer a system's summary, the label
 whether the annotators found the SCU in it (the set's majority label).
 
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_ttc_assets.adapters.learned_juror import PARAMETERS, load_parameters
-from rag_ttc_assets.adapters.pyramid import read_pyramid
+from rag_ttc_assets.adapters.pyramid_reader import read_pyramid
 from rag_ttc_assets.judging import learned_judge as lj
 from rag_ttc_assets.judging.judge_agreement import gold_answer_recall
 from rag_ttc_assets.judging.request_judge import ADDRESS_RECALL, SOFT_ADDRESS_RECALL, LabelledRequest

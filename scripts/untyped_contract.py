@@ -15,8 +15,8 @@ from pathlib import Path
 
 # Where the lab reads files people write: string keys are the parsing itself.
 EDGES = ("adapters/", "core/dataset.py", "imported/import_source.py", "imported/import_mapping.py",
-         "imported/phoenix_source.py", "core/human_labels.py", "judging/judge_agreement.py",
-         "judging/claim_agreement.py", "core/annotation.py", "core/label_check.py", "core/beir.py", "core/arms.py",
+         "imported/phoenix_source.py", "labelling/human_labels.py", "judging/judge_agreement.py",
+         "judging/claim_agreement.py", "labelling/annotation.py", "labelling/label_check.py", "core/beir.py", "core/arms.py",
          "core/arms_file.py", "core/lfqa.py", "core/wice.py", "core/realsumm.py", "core/pyramid.py",
          "core/trec_files.py", "core/jsonl.py")
 

@@ -36,14 +36,14 @@ Measurements (``--only NAME``, repeatable):
   minimum cosine against the torch vectors and recall_10 / ndcg_cut_10 of the ``baseline``,
   ``embedding-onnx`` and ``embedding-onnx-int8`` arms (report only; skipped without the ``onnx`` extra).
 - ``report``: headless Chromium rendering the case report of 5,000 synthetic cases (first screen painted) vs a
-  plain HTML table of the same rows, same browser (``bench/report.py``).  Target cost <= 2.
+  plain HTML table of the same rows, same browser (``bench/report_render.py``).  Target cost <= 2.
 - ``import``: an imported arm's OTLP JSON (10,000 traces of 20 documents) read, parsed and mapped to questions, corpus
   and ranked / selected / in-the-prompt rows (``imported.import_source``, ``imported.import_mapping``) vs ``json.load`` of the
   same file and one pass over its spans (``bench/import_reading.py``).  Target cost <= 3.
 
-One module per theme (``retrieval.py``: retrieval, embedding, onnx_embedding; ``dagster_jobs.py``: k_sweep,
-dagster_overhead, code_location_import; ``metrics.py``, ``memory.py``, ``unused_index.py``, ``report.py``, ``import_reading.py``), each
-registering its measurements with ``registry.measurement``; the harness (``harness.py``), the labs (``labs.py``)
+One module per theme (``bench_retrieval.py``: retrieval, embedding, onnx_embedding; ``dagster_jobs.py``: k_sweep,
+dagster_overhead, code_location_import; ``bench_metrics.py``, ``memory.py``, ``unused_index.py``, ``report_render.py``, ``import_reading.py``), each
+registering its measurements with ``bench_registry.measurement``; the harness (``harness.py``), the labs (``labs.py``)
 and the command (``command.py``) beside them; ``--growth`` in ``growth.py``; ``--only scale --chunks N`` (Tantivy and
 each LanceDB index type at N generated chunks, the lab's calls against the libraries called directly; it runs alone,
 with its own table) in ``scale.py``.

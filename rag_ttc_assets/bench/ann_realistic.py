@@ -5,7 +5,7 @@ scale bench as the adversarial floor; a sweep of the query parameters drawn as a
 **The realistic vectors.** The public corpus is WiCE (Kamoi, Goyal, Rodriguez, Durrett, EMNLP 2023; annotations
 ODC-BY, text CC-BY-SA and Common Crawl's terms): the full text of the web articles its Wikipedia claims cite. It is
 read only from the folder the environment variable RAG_TTC_HUMAN_LABELS names (`wice/entailment_retrieval/claim`,
-through `adapters.wice`); without it the realistic part is skipped (the bench says so, naming the variable) and
+through `adapters.wice_reader`); without it the realistic part is skipped (the bench says so, naming the variable) and
 only the floor runs. The distinct articles are chunked with the lab's chunker (`core.chunking.chunk_corpus`,
 CHUNK_RUNES runes, OVERLAP_RUNES overlap) and embedded once with the bundled MiniLM (`adapters.embeddings.encode`,
 batches of 64); the vectors are cached as `.npy` under the cache folder (RAG_TTC_BENCH_CACHE, else
@@ -48,9 +48,9 @@ from typing import Any
 import numpy as np
 
 from rag_ttc_assets.adapters import embeddings, vectors
-from rag_ttc_assets.adapters.wice import WiceError, read_wice
+from rag_ttc_assets.adapters.wice_reader import WiceError, read_wice
 from rag_ttc_assets.bench import scale
-from rag_ttc_assets.bench.records import Record
+from rag_ttc_assets.bench.bench_records import Record
 from rag_ttc_assets.core.ann import resolve_build, resolve_query
 from rag_ttc_assets.core.arms import VectorIndexConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION, chunk_corpus

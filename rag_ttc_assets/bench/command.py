@@ -15,7 +15,7 @@ from rag_ttc_assets.bench import growth, scale, targets
 from rag_ttc_assets.bench.bench_report import BenchReport
 from rag_ttc_assets.bench.harness import fmt, log
 from rag_ttc_assets.bench.labs import bundled_spec, scaled_spec
-from rag_ttc_assets.bench.registry import measurements, names
+from rag_ttc_assets.bench.bench_registry import measurements, names
 
 
 def run_bench(only: list[str] | None = None, repeat: int = 3, home: str | Path | None = None,

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 from rag_ttc_assets.adapters import torch_embeddings
 from rag_ttc_assets.bench.harness import QUIET, Stopwatch, Target, Timing, alternate, fmt, fresh_home, item, log
 from rag_ttc_assets.bench.labs import ARM, K_FAMILY, LabSpec, materialize
-from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.bench.bench_registry import measurement
 from rag_ttc_assets.defs import graph
 from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab

@@ -58,7 +58,7 @@ from pydantic import Field
 from rag_ttc_assets.adapters import embeddings, torch_embeddings, vectors
 from rag_ttc_assets.adapters.store import Built
 from rag_ttc_assets.bench import harness, labs
-from rag_ttc_assets.bench.records import Record
+from rag_ttc_assets.bench.bench_records import Record
 from rag_ttc_assets.core.chunking import chunk_text
 from rag_ttc_assets.core.corpus_table import parse_corpus
 from rag_ttc_assets.core.tables import Table

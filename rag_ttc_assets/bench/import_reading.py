@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from rag_ttc_assets.bench.harness import Target, alternate, item, timed
-from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.bench.bench_registry import measurement
 from rag_ttc_assets.imported import import_mapping as imap
 from rag_ttc_assets.imported import import_source as imp
 

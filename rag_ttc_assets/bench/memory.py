@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rag_ttc_assets.bench.harness import QUIET, Stopwatch, fresh_home, item, log, maxrss_mb, rss_mb, run_child
 from rag_ttc_assets.bench.labs import ARM, LabSpec
-from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.bench.bench_registry import measurement
 
 
 def memory_child(spec_json: str, home: str, arm: str = ARM) -> dict:

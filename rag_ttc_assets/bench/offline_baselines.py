@@ -12,7 +12,7 @@ from pathlib import Path
 from rag_ttc_assets.adapters import embeddings, torch_embeddings
 from rag_ttc_assets.bench.harness import Stopwatch, Target, fresh_home, item
 from rag_ttc_assets.bench.labs import ARM, LabSpec, materialize
-from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.bench.bench_registry import measurement
 from rag_ttc_assets.defs.graph import STAGES
 
 TARGET = Target("<=", 1.3)

@@ -1,4 +1,4 @@
-"""`ppi_coverage` and `ppi_coverage_lfqa`: does the prediction-powered 95% interval (core/ppi.py) cover the truth, and
+"""`ppi_coverage` and `ppi_coverage_lfqa`: does the prediction-powered 95% interval (labelling/ppi.py) cover the truth, and
 is it narrower than the interval from the human labels alone? (issue 44, Validation.) Not a timing: for each setting,
 the share of 1,000 repeated samples whose interval holds the known truth (target >= 0.94) and the mean width of the
 prediction-powered interval over the mean width of the human-only (classical) interval at the same number of labels
@@ -8,7 +8,7 @@ prediction-powered interval over the mean width of the human-only (classical) in
 with probability p_i ~ Beta(2, 2), its true completeness Y_i the share addressed; the truth is the mean of Y over the
 N rows. Two judges read every row, biased by a known amount: f_i = clip(Y_i + 0.15 + e_i, 0, 1) with e_i ~ N(0, 0.05)
 ("+0.15") or N(0, 0.25) ("+0.15, noisy"). n rows in {20, 50, 100} are labelled by people (their Y read): drawn
-uniformly (core/ppi.py ppi_mean) or stratified (core/label_sampling.allocate: strata by the judge's score, Neyman
+uniformly (labelling/ppi.py ppi_mean) or stratified (labelling/label_sampling.allocate: strata by the judge's score, Neyman
 allocation, each row's inclusion probability n_h / N_h recorded) through the stratified estimator
 (ppi_mean_stratified; its human-only interval Cochran's stratified mean of the same labels, human_mean_stratified).
 
@@ -34,9 +34,9 @@ import numpy as np
 
 from rag_ttc_assets.bench.harness import log
 from rag_ttc_assets.bench.labs import LabSpec
-from rag_ttc_assets.bench.records import Record
-from rag_ttc_assets.bench.registry import measurement
-from rag_ttc_assets.core.label_sampling import allocate
+from rag_ttc_assets.bench.bench_records import Record
+from rag_ttc_assets.bench.bench_registry import measurement
+from rag_ttc_assets.labelling.label_sampling import allocate
 
 HUMAN_LABELS_ENV = "RAG_TTC_HUMAN_LABELS"
 CACHE_ENV = "RAG_TTC_PPI_COVERAGE_CACHE"  # where the LFQA judge's verdicts are kept (default ~/.cache/rag-ttc)
@@ -113,7 +113,7 @@ def _strata(f: np.ndarray) -> np.ndarray:
 
 def _stratified_samples(rng: np.random.Generator, f: np.ndarray, n: int, reps: int) -> tuple[np.ndarray, np.ndarray]:
     """(labelled (reps, N) booleans, probability (N,)): per repetition n_h rows drawn uniformly in each stratum h,
-    n_h by core.label_sampling.allocate (Neyman, the judge's sd per stratum), each row's probability n_h / N_h."""
+    n_h by labelling.label_sampling.allocate (Neyman, the judge's sd per stratum), each row's probability n_h / N_h."""
     strata = _strata(f)
     names = sorted(set(strata.tolist()))
     sizes = {str(h): int((strata == h).sum()) for h in names}
@@ -146,10 +146,10 @@ def study(y: np.ndarray, judges: dict[str, np.ndarray], sizes=SIZES, reps: int =
           stratified: bool = True, ppi: Callable | None = None, ppi_weighted: Callable | None = None) -> list[Setting]:
     """Per judge, n and sampling: coverage of the truth (the mean of `y` over every row) by the prediction-powered
     95% interval over `reps` samples, and its width over the human-only interval's at the same n (the classical
-    interval of n labels drawn uniformly). `ppi` / `ppi_weighted` replace core/ppi.py's uniform and stratified
+    interval of n labels drawn uniformly). `ppi` / `ppi_weighted` replace labelling/ppi.py's uniform and stratified
     estimators (a test plants a wrong one to see the check fail); `ppi_weighted(f, y, labelled, strata,
     probability)`."""
-    from rag_ttc_assets.core import ppi as core_ppi  # late: scipy loads only when the study runs
+    from rag_ttc_assets.labelling import ppi as core_ppi  # late: scipy loads only when the study runs
 
     ppi = ppi or core_ppi.ppi_mean
     ppi_weighted = ppi_weighted or core_ppi.ppi_mean_stratified
@@ -201,7 +201,7 @@ def bench_ppi_coverage(spec: LabSpec, base: Path, repeat: int) -> dict:
     t, c = time.perf_counter(), time.process_time()
     rows = constructed_study()
     return _item("ppi_coverage", rows, time.perf_counter() - t, time.process_time() - c,
-                 f"core.ppi on a constructed arm ({ROWS} rows, judges biased +{BIAS:g}), {REPEATS} samples per setting")
+                 f"labelling.ppi on a constructed arm ({ROWS} rows, judges biased +{BIAS:g}), {REPEATS} samples per setting")
 
 
 # --- LFQA-Verification -----------------------------------------------------------------------------------------------
@@ -232,7 +232,7 @@ def lfqa_rows(root: Path, limit: int | None = LFQA_QUESTIONS) -> LfqaRows:
     if path.is_file():
         return LfqaRows.model_validate_json(path.read_text(encoding="utf-8"))
     from rag_ttc_assets.adapters.embeddings import encode_memoized  # late: loads the embedding model
-    from rag_ttc_assets.adapters.lfqa import read_lfqa  # late: only with the set at hand
+    from rag_ttc_assets.adapters.lfqa_reader import read_lfqa  # late: only with the set at hand
     from rag_ttc_assets.judging.claim_agreement import claim_verdicts  # late: only with the set at hand
     from rag_ttc_assets.core.claim_sets import answer_text  # late: only with the set at hand
     from rag_ttc_assets.judging.lexical_judge import extract_claims, verify_statements  # late: only with the set at hand
@@ -278,7 +278,7 @@ def bench_ppi_coverage_lfqa(spec: LabSpec, base: Path, repeat: int) -> dict:
     if not root:
         why = (f"{HUMAN_LABELS_ENV} is not set: it names the folder of public human-labelled sets "
                "(lfqa-verification/)")
-        return {**_item("ppi_coverage_lfqa", [], 0.0, 0.0, "core.ppi on LFQA-Verification's claims"),
+        return {**_item("ppi_coverage_lfqa", [], 0.0, 0.0, "labelling.ppi on LFQA-Verification's claims"),
                 "product_s": None, "product_cpu_s": None, "product_runs": [], "product_cpu_runs": [], "ratio": None,
                 "verdict": "skipped", "notes": [why], "detail": "skipped"}
     t, c = time.perf_counter(), time.process_time()
@@ -287,7 +287,7 @@ def bench_ppi_coverage_lfqa(spec: LabSpec, base: Path, repeat: int) -> dict:
     except (OSError, ValueError) as e:  # the adapter's LfqaError names the file, the record and the field
         raise SystemExit(f"rag-ttc: error: bench ppi_coverage_lfqa: {HUMAN_LABELS_ENV}={root}: {e}") from None
     item = _item("ppi_coverage_lfqa", rows, time.perf_counter() - t, time.process_time() - c,
-                 "core.ppi on LFQA-Verification's claims, the support judge local/lexical", about)
+                 "labelling.ppi on LFQA-Verification's claims, the support judge local/lexical", about)
     item["notes"].insert(0, f"LFQA-Verification (Chen et al., 2023), the six systems' answers to its first "
                             f"{about.questions} questions: {about.answers} answers, {about.claims} claims "
                             f"measured ({about.dropped} dropped by the judge), {about.labels} labels; truth (the "

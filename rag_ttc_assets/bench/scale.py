@@ -39,7 +39,7 @@ import numpy as np
 
 from rag_ttc_assets.adapters import bm25, vectors
 from rag_ttc_assets.bench import harness
-from rag_ttc_assets.bench.records import Record
+from rag_ttc_assets.bench.bench_records import Record
 from rag_ttc_assets.core.ann import OVERFETCH, query_params, resolve_build
 from rag_ttc_assets.core.arms import VectorIndexConfig
 

@@ -29,8 +29,8 @@ from rag_ttc_assets.bench.ann_realistic import AnnReport
 from rag_ttc_assets.bench.growth import GrowthReport
 from rag_ttc_assets.bench.harness import log
 from rag_ttc_assets.bench.labs import LabSpec, bundled_spec
-from rag_ttc_assets.bench.records import Record
-from rag_ttc_assets.bench.registry import measurements
+from rag_ttc_assets.bench.bench_records import Record
+from rag_ttc_assets.bench.bench_registry import measurements
 
 OFFLINE = ("offline_answers", "offline_judging")
 DEFAULT_CHUNKS = 1_000_000

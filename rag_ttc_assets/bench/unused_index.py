@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_ttc_assets.bench.harness import QUIET, Stopwatch, Target, alternate, fresh_home, item
-from rag_ttc_assets.bench.registry import measurement
+from rag_ttc_assets.bench.bench_registry import measurement
 from rag_ttc_assets.core.usage import unused
 from rag_ttc_assets.defs.graph import upstream
 

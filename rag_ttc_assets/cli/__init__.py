@@ -11,11 +11,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from rag_ttc_assets.cli.common import CliError  # noqa: E402
 # The stages `run --stage` selects, derived from the asset registry (the stage names alone import no dagster).
 from rag_ttc_assets.bench import command as bench  # noqa: E402
-from rag_ttc_assets.cli import (accept, annotate, claim_sets, diagnose, label_versions, labels,  # noqa: E402
+from rag_ttc_assets.cli import (accept, annotate, convert_claims, diagnose, label_versions, labels,  # noqa: E402
                                local_llm, report, sample_labels, serve_reports, sweep)
 from rag_ttc_assets.cli.compare import cmd_compare  # noqa: E402
 from rag_ttc_assets.cli.data import (cmd_arms, cmd_convert_pyramid, cmd_convert_realsumm, cmd_import_beir,  # noqa: E402
-                                    cmd_import_outputs, cmd_metrics, cmd_validate)
+                                     cmd_import_outputs, cmd_metrics, cmd_validate)
 from rag_ttc_assets.cli.hitrate import cmd_hitrate  # noqa: E402
 from rag_ttc_assets.cli.inspection import cmd_inspect, cmd_runs  # noqa: E402
 from rag_ttc_assets.cli.run import cmd_run  # noqa: E402
@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     _convert_arguments(s, "comma-separated arm names or file stems (t5-large,ptgen)")
     s.set_defaults(fn=cmd_convert_pyramid)
 
-    claim_sets.add_parsers(sub, _convert_arguments)
+    convert_claims.add_parsers(sub, _convert_arguments)
 
     sweep.add_parser(sub)
     local_llm.add_parser(sub)

@@ -1,6 +1,6 @@
 """`rag-ttc accept ARM --against BASELINE`: can a few human labels replace the judge for an acceptance decision?
 The judge's completeness difference, the people's, the prediction-powered one with its interval, the decision, and
-how many more labels would make it (stages/accept.py, core/ppi.py)."""
+how many more labels would make it (labelling/accept_stage.py, labelling/ppi.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
-from rag_ttc_assets.core.accept_records import EstimateNFirst, EstimateNLast, JudgeInterval
+from rag_ttc_assets.labelling.accept_records import EstimateNFirst, EstimateNLast, JudgeInterval
 from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 
 DECIDED = {"accept": "ACCEPT: the {c}% interval lies above 0 ({arm} is more complete than {base})",
@@ -18,7 +18,7 @@ DECIDED = {"accept": "ACCEPT: the {c}% interval lies above 0 ({arm} is more comp
 
 def labels_path(lab, given: str | None) -> Path:
     """--labels FILE, or the store's annotations/labels.jsonl (where `rag-ttc annotate` writes)."""
-    from rag_ttc_assets.stages.accept import default_labels  # late: polars loads only when this runs
+    from rag_ttc_assets.labelling.accept_stage import default_labels  # late: polars loads only when this runs
 
     return Path(given).expanduser().resolve() if given else default_labels(lab.store)
 
@@ -30,7 +30,7 @@ def _iv(e: EstimateNFirst | EstimateNLast | JudgeInterval) -> str:
 
 
 def cmd_accept(args) -> int:
-    from rag_ttc_assets.stages.accept import accept, read_correction  # late: polars, numpy, matplotlib: only here
+    from rag_ttc_assets.labelling.accept_stage import accept, read_correction  # late: polars, numpy, matplotlib: only here
 
     lab = lab_from_args(args)
     if not 0 < args.alpha < 1:

@@ -4,7 +4,7 @@ Plain server-rendered HTML with a small script, served by the standard library's
 every text shown is escaped (answers and chunks are untrusted) and the page's Content-Security-Policy runs only its own
 script. Each change is one record appended to the change log (one write, fsynced, under a file lock, so two tabs or two
 servers on the same file lose nothing: the later label wins, both stay in the log); the current labels file is the log
-replayed (core.annotation), rewritten atomically after every change. `/labels-check` lists the dataset's gold quotes
+replayed (labelling.annotation), rewritten atomically after every change. `/labels-check` lists the dataset's gold quotes
 `rag-ttc labels check` finds changed or gone, each linked to its question for repair.
 """
 
@@ -26,7 +26,7 @@ from rag_ttc_assets.cli.annotate_session import Annotator, LabelFiles, log_path
 from rag_ttc_assets.cli.common import CliError, lab_from_args, serve_until_stopped
 from rag_ttc_assets.cli.label_versions import check_dataset
 from rag_ttc_assets.cli.sample_labels import write_sample
-from rag_ttc_assets.core.annotation import AnnotationError, parse_log, replay
+from rag_ttc_assets.labelling.annotation import AnnotationError, parse_log, replay
 
 DEFAULT_PORT = 3002
 E = html.escape
@@ -165,7 +165,7 @@ def cmd_annotate(args) -> int:
     labels = Path(args.labels).expanduser().resolve() if args.labels else lab.store.root / "annotations" / "labels.jsonl"
     if not isinstance(labels, Path):
         raise CliError("--labels: a local file (the store is remote)")
-    from rag_ttc_assets.stages.annotate import Source, SourceError  # late: polars loads only when this runs
+    from rag_ttc_assets.labelling.annotate_stage import Source, SourceError  # late: polars loads only when this runs
 
     sample = Path(args.sample) if args.sample else None
     if args.budget is not None:

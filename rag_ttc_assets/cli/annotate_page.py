@@ -10,7 +10,7 @@ import json
 import re
 from rag_ttc_assets.cli.annotate_session import Annotator
 from rag_ttc_assets.cli.annotate_view import RowView, ShownLabel, ShownPair
-from rag_ttc_assets.core.annotation import CASES, PAIR_SCALE, answer_sha256, replay
+from rag_ttc_assets.labelling.annotation import CASES, PAIR_SCALE, answer_sha256, replay
 from rag_ttc_assets.core.inspect_view import RequestView
 
 E = html.escape

@@ -18,13 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 from rag_ttc_assets.cli.annotate_view import RowView, ShownLabel, ShownPair
-from rag_ttc_assets.core.annotation import (CASES, EDIT, LABEL, PAIR, UNDO, AnnotationError, answer_sha256,
-                                            current_labels, edit_requests, locate_quote, pair_order, pair_value,
-                                            Record, parse_log, replay, requests_now)
+from rag_ttc_assets.labelling.annotation import (CASES, EDIT, LABEL, PAIR, UNDO, AnnotationError, answer_sha256,
+                                                 current_labels, edit_requests, locate_quote, pair_order, pair_value,
+                                                 Record, parse_log, replay, requests_now)
 
 
 class Request(BaseModel):
-    """One of a question's requests as the annotator sees it now (core.annotation.requests_now): the dataset's, or
+    """One of a question's requests as the annotator sees it now (labelling.annotation.requests_now): the dataset's, or
     one an edit made (`origin` split, merged, reworded, added; `sources` the requests it was made from)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

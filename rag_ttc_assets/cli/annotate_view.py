@@ -1,6 +1,6 @@
 """What the labelling page (cli/annotate_page.py, cli/annotate_session.py) reads, as records: a row's view
-(stages.annotate.Source.view: `inspect`'s view of the question, core.inspect_view.InspectView, plus the texts and
-documents of the chunks shown) and the labels it shows back (core.annotation's replayed label and pair changes)."""
+(labelling.annotate_stage.Source.view: `inspect`'s view of the question, core.inspect_view.InspectView, plus the texts and
+documents of the chunks shown) and the labels it shows back (labelling.annotation's replayed label and pair changes)."""
 
 from __future__ import annotations
 

@@ -9,15 +9,15 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import compare_all
-from rag_ttc_assets.core.accept_records import (EstimateNFirst, EstimateNLast, IndependentDifference, JudgeInterval,
-                                                PairedDifference)
+from rag_ttc_assets.labelling.accept_records import (EstimateNFirst, EstimateNLast, IndependentDifference,
+                                                     JudgeInterval, PairedDifference)
 from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
-from rag_ttc_assets.core.derive_requests import DerivationDriftError, describe
+from rag_ttc_assets.core.request_derivation import DerivationDriftError, describe
 from rag_ttc_assets.core.eras import EraChangeError
 from rag_ttc_assets.core.judge_summaries import Instrument
-from rag_ttc_assets.core.label_drift import LabelDrift
+from rag_ttc_assets.labelling.label_drift import LabelDrift
 from rag_ttc_assets.core.measured import NO_GOLD_QUOTES, addressed_text, graded_text, not_measured_text
-from rag_ttc_assets.report.text import p_adjust_text, paired_text
+from rag_ttc_assets.report.comparison_text import p_adjust_text, paired_text
 
 
 class ComparisonsRun(BaseModel):
@@ -40,19 +40,19 @@ def _num(value: float | None, spec: str, unit: str = "") -> str:
 
 def corrected(lab, args) -> PairedDifference | IndependentDifference:
     """B - A in completeness (the share of requests addressed) corrected by the human labels of `--labels`
-    (stages/accept.py): the judge's difference, the people's, and the prediction-powered one with its 95% interval.
+    (labelling/accept_stage.py): the judge's difference, the people's, and the prediction-powered one with its 95% interval.
     The drift checks were compare_two's."""
     from rag_ttc_assets.cli.accept import labels_path  # late: only with --labels
-    from rag_ttc_assets.stages.accept import corrected_difference, read_correction  # late: polars loads only here
+    from rag_ttc_assets.labelling.accept_stage import corrected_difference, read_correction  # late: polars loads only here
 
     return corrected_difference(read_correction(lab.store, lab.arms_file, lab.datasets_dir, lab.arms, args.b, args.a,
                                                 labels_path(lab, args.labels or None), check_drift=False), 0.05)
 
 
 def labels_differ(lab, a: str, b: str) -> LabelDrift:
-    """The labels that differ between two arms' labels versions (stages/label_drift.py), read where the lab keeps
+    """The labels that differ between two arms' labels versions (labelling/label_drift_stage.py), read where the lab keeps
     them: each arm's dataset folder and its run records."""
-    from rag_ttc_assets.stages.label_drift import labels_that_differ, read_label_versions  # late: polars
+    from rag_ttc_assets.labelling.label_drift_stage import labels_that_differ, read_label_versions  # late: polars
     from rag_ttc_assets.stages.run_record import runs_root  # late: the stages load only when this runs
 
     folders = {arm: (lab.dataset_dir(lab.arms[arm].dataset), runs_root(lab, arm)) for arm in (a, b)}
@@ -72,9 +72,9 @@ def corrected_line(c: PairedDifference | IndependentDifference) -> str:
 
 
 def cmd_compare(args) -> int:
-    from rag_ttc_assets.stages.comparisons import arm_title, compare_two, read_pair  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.arm_comparisons import arm_title, compare_two, read_pair  # late: polars loads only when this runs
     from rag_ttc_assets.diagnosis.flow_plots_stage import pair_plots  # late: polars loads only when this runs
-    from rag_ttc_assets.stages.label_drift import drift_text  # late: polars
+    from rag_ttc_assets.labelling.label_drift_stage import drift_text  # late: polars
 
     lab = lab_from_args(args)
     if args.all:

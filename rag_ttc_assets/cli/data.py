@@ -11,9 +11,9 @@ from pathlib import Path
 from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 import yaml
 
-from rag_ttc_assets.adapters.files import load_dataset, read_text
-from rag_ttc_assets.adapters.pyramid import PyramidError, read_pyramid
-from rag_ttc_assets.adapters.realsumm import RealSummError, read_realsumm
+from rag_ttc_assets.adapters.input_files import load_dataset, read_text
+from rag_ttc_assets.adapters.pyramid_reader import PyramidError, read_pyramid
+from rag_ttc_assets.adapters.realsumm_reader import RealSummError, read_realsumm
 from rag_ttc_assets.cli.common import CliError, lab_from_args, print_result, text_table
 from rag_ttc_assets.core import pyramid, realsumm
 from rag_ttc_assets.core.arms import ENTAILMENT
@@ -22,7 +22,7 @@ from rag_ttc_assets.core.beir import BEIR_FILES, convert
 from rag_ttc_assets.core.convert_records import ConvertedSet, ImportCounts
 from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, DatasetError, dataset_counts,
                                          dataset_name_problem, labels_line, parse_dataset, sha256_digest)
-from rag_ttc_assets.core.derive_requests import DERIVED_FILE
+from rag_ttc_assets.core.request_derivation import DERIVED_FILE
 from rag_ttc_assets.core.metrics import DEFAULT_MEASURES, MeasureError
 from rag_ttc_assets.core.trec_files import parse_qrels, parse_run
 from rag_ttc_assets.imported.import_mapping import dataset_from_rows

@@ -10,7 +10,7 @@ from rag_ttc_assets.diagnosis.diagnosis_records import DiagnosisFileError, read_
 from rag_ttc_assets.diagnosis.diagnosis_inputs_stage import DiagnosisError, select_arms
 from rag_ttc_assets.cli.materialize import materialize_diagnosis
 from rag_ttc_assets.diagnosis.diagnosis_page import arm_pages, diagnose_and_write
-from rag_ttc_assets.stages.comparisons import compare_pairs
+from rag_ttc_assets.stages.arm_comparisons import compare_pairs
 
 
 def stem_of(arms: list[str], family: str | None, all_: bool) -> str:
@@ -38,7 +38,7 @@ def cmd_diagnose(args) -> int:
         raise CliError(f"--baseline {args.baseline} is not among the diagnosed, materialized arms: {', '.join(arms)}")
     stem = stem_of(args.arms or [], args.family, args.all)
     if stem == "diagnosis" and args.labels:
-        stem = "diagnosis--all"  # the asset's own files read the store's default labels file only (report.human)
+        stem = "diagnosis--all"  # the asset's own files read the store's default labels file only (labelling.human_page)
     if stem == "diagnosis" and not args.baseline:
         # The whole sweep: the `diagnosis` asset itself, materialized in DAGSTER_HOME so the UI shows it.
 
@@ -59,7 +59,7 @@ def cmd_diagnose(args) -> int:
         print(json.dumps(result.to_json(), indent=1, ensure_ascii=False))
         return 0
     print(paths[0][1].read_text(), end="")
-    if result.human_labels:  # an input the diagnosis read (report.human): which file, which bytes
+    if result.human_labels:  # an input the diagnosis read (labelling.human_page): which file, which bytes
         h = result.human_labels
         print(f"\nhuman labels: {h.path} ({h.sha256}; {h.request_labels} per-request labels)"
               + (f"; not read, no pair corrected: {h.not_read}" if h.not_read else ""))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.input_files import load_dataset
 from rag_ttc_assets.adapters.store import ArmJson
 from rag_ttc_assets.core.arm_summaries import LookupCounts
 from rag_ttc_assets.core.dataset import labels_line

@@ -1,4 +1,4 @@
-"""`rag-ttc labels check` and `rag-ttc labels update`: a dataset's labels against its current corpus (core.label_check).
+"""`rag-ttc labels check` and `rag-ttc labels update`: a dataset's labels against its current corpus (labelling.label_check).
 
 Labels versions live in the dataset folder: `evaluation.json` is the version the lab reads; `labels update` keeps the
 version it read, byte for byte, as `labels/evaluation.v<N>.json` (never rewritten), writes the new one as
@@ -19,9 +19,9 @@ from rag_ttc_assets.adapters.atomic import atomic_write_bytes
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.core.dataset import (CORPUS_FILE, EVALUATION_FILE, Problem, _decode_json, _parse,
                                          sha256_digest)
-from rag_ttc_assets.core.label_check import (NEEDS_PERSON, PLACE_MIN, RELOCATE_MIN, CheckReport, LabelCheckError,
-                                             check_human_labels, check_labels, updated_evaluation)
-from rag_ttc_assets.core.label_log import places, relocated
+from rag_ttc_assets.labelling.label_check import (NEEDS_PERSON, PLACE_MIN, RELOCATE_MIN, CheckReport, LabelCheckError,
+                                                  check_human_labels, check_labels, updated_evaluation)
+from rag_ttc_assets.labelling.label_log import places, relocated
 from rag_ttc_assets.core.records import Corpus, Evaluation
 
 VERSIONS_DIR = "labels"

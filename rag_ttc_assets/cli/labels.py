@@ -1,17 +1,17 @@
-"""`rag-ttc derive-requests` and `rag-ttc judge-agreement`: materialize the label assets (defs/labels.py) as the UI
+"""`rag-ttc derive-requests` and `rag-ttc judge-agreement`: materialize the label assets (defs/label_assets.py) as the UI
 does, recorded in DAGSTER_HOME, and print what they wrote."""
 
 from __future__ import annotations
 
 import json
 
-from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.input_files import load_dataset
 from rag_ttc_assets.cli.common import CliError, dagster_home, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import failure_text, open_instance
 from rag_ttc_assets.judging.agreement_records import read_report
 from rag_ttc_assets.judging.judge_agreement_stage import tables
 from rag_ttc_assets.core.derivation_result import DerivationResult
-from rag_ttc_assets.core.derive_requests import describe, nothing_to_derive
+from rag_ttc_assets.core.request_derivation import describe, nothing_to_derive
 
 SHOWN_DISAGREEMENTS = 20  # a public set has tens of thousands; the report file keeps them all
 

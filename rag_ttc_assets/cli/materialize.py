@@ -16,7 +16,7 @@ from rag_ttc_assets.cli.executor_run import execute_with_executor
 from rag_ttc_assets.core.roles import PROVIDER_POOL
 from rag_ttc_assets.defs import executors
 from rag_ttc_assets.defs.graph import STAGES
-from rag_ttc_assets.defs.progress import reporting
+from rag_ttc_assets.defs.progress_reporter import reporting
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.terminal import StepEvents, Terminal, direct_stream
 
@@ -46,7 +46,7 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
     from dagster import AssetKey
 
     from rag_ttc_assets.defs.dagster_private import interruptible_waits  # late: dagster loads only when this runs
-    from rag_ttc_assets.defs.registry import CHECK_SPECS  # late: dagster loads only when this runs
+    from rag_ttc_assets.defs.arm_registry import CHECK_SPECS  # late: dagster loads only when this runs
     from rag_ttc_assets.defs.staleness import to_run  # late: dagster loads only when this runs
     from rag_ttc_assets.definitions import JOB, build_definitions  # late: dagster, polars load only when this runs
     from rag_ttc_assets.stages.run_record import FAILED, INTERRUPTED, record_unfinished  # late: polars

@@ -22,15 +22,15 @@ def _shown(path: Path) -> str:
 
 def cmd_report(args) -> int:
     from rag_ttc_assets.report.collect import ReportError  # late: polars loads only when this runs
-    from rag_ttc_assets.stages.comparisons import compare_two, read_pair  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.arm_comparisons import compare_two, read_pair  # late: polars loads only when this runs
     from rag_ttc_assets.diagnosis.flow_plots_stage import pair_plots  # late: polars loads only when this runs
-    from rag_ttc_assets.report import human  # late: reads the labels with polars tables when this runs
+    from rag_ttc_assets.labelling import human_page  # late: reads the labels with polars tables when this runs
 
     lab = lab_from_args(args)
     for arm in filter(None, (args.a, args.b)):
         lab.arms[arm]
     # The people's labels beside the judges: --labels, else the store's default labels file when it exists.
-    labels = human.read(lab, args.labels)
+    labels = human_page.read(lab, args.labels)
     try:
         if args.b is None:
             path = Path(args.out) if args.out else lab.store.root / "reports" / f"{args.a}.html"

@@ -29,7 +29,7 @@ from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.graph import STAGES
 from rag_ttc_assets.stages.reports import arm_report
-from rag_ttc_assets.core.derive_requests import describe as describe_derivation
+from rag_ttc_assets.core.request_derivation import describe as describe_derivation
 
 
 class ArmFailure(BaseModel):

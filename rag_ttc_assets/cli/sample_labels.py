@@ -1,4 +1,4 @@
-"""`rag-ttc sample-labels ARM --budget N`: which of an arm's answer rows people should label (core/label_sampling.py),
+"""`rag-ttc sample-labels ARM --budget N`: which of an arm's answer rows people should label (labelling/label_sampling.py),
 written as a sample file, one row per line, each with its stratum and inclusion probability."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from collections import Counter
 from pathlib import Path
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
-from rag_ttc_assets.core import label_sampling as ls
+from rag_ttc_assets.labelling import label_sampling as ls
 
 
 def write_sample(lab, arm: str, budget: int, seed: int, out: Path, append: bool = False) -> tuple[list, list]:
-    """Sample `budget` of `arm`'s judged rows (core/label_sampling.py) and write them to `out` as the sample file
+    """Sample `budget` of `arm`'s judged rows (labelling/label_sampling.py) and write them to `out` as the sample file
     `rag-ttc annotate --sample` reads (appended when `append`: one file for several arms). Returns (rows, picks)."""
     if budget < 1:
         raise CliError(f"--budget {budget}: label at least 1 row")
-    from rag_ttc_assets.stages.label_sample import NotJudged, arm_rows  # late: polars loads only when this runs
+    from rag_ttc_assets.labelling.label_sampling_stage import NotJudged, arm_rows  # late: polars loads only when this runs
 
     try:
         rows = arm_rows(lab, arm)

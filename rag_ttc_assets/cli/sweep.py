@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag_ttc_assets.adapters.files import load_arms
+from rag_ttc_assets.adapters.input_files import load_arms
 from rag_ttc_assets.cli.common import CliError, lab_from_args
 from rag_ttc_assets.cli.materialize import materialize_arms
 from rag_ttc_assets.core.arms_file import ArmsError

@@ -64,7 +64,7 @@ def problems(error: ValidationError, limit: int = 3) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
-# --- binding.json, labels.json (defs/ingest.py: corpus_binding, labels) -------------------------------------------
+# --- binding.json, labels.json (defs/ingest_assets.py: corpus_binding, labels) -------------------------------------------
 
 class Binding(Summary):
     """The corpus an arm ran against, bound by the digest of its bytes."""
@@ -97,7 +97,7 @@ class Labels(Summary):
     labels: LabelCounts
 
 
-# --- import_mapping.json, imported_spans.json (defs/ingest.py: imported_source; imported/import_stage.read_import) ------
+# --- import_mapping.json, imported_spans.json (defs/ingest_assets.py: imported_source; imported/import_stage.read_import) ------
 
 class ImportMapping(Summary):
     """An imported arm's source (a file, or a Phoenix project: endpoint, project, spans), what matched what."""
@@ -136,7 +136,7 @@ class ImportedSpans(RootModel[list[dict[str, Any]]]):
     imported.import_source.phoenix_spans reads and checks them)."""
 
 
-# --- representations.json (defs/ingest.py: representations; core.representations.RECORD) -------------------------
+# --- representations.json (defs/ingest_assets.py: representations; core.representations.RECORD) -------------------------
 
 class Representations(Summary):
     """What an arm's indexes were built from: the builder (kind, version, model, prompt, era) and the outcome."""
@@ -158,7 +158,7 @@ class Representations(Summary):
     key_digest: str
 
 
-# --- retrieval_summary.json (defs/retrieval.py: retrieval_summary; stages/retrieval.retrieval_metrics) ------------
+# --- retrieval_summary.json (defs/retrieval_assets.py: retrieval_summary; stages/retrieval.retrieval_metrics) ------------
 
 class RetrievalMeasures(Summary):
     """trec_eval's `all` row of stages.retrieval.RETRIEVAL_MEASURES, with its denominators; an approximate vector
@@ -200,7 +200,7 @@ class RetrievalSummary(Summary):
     per_query: dict[str, dict[str, float] | None]
 
 
-# --- admission_summary.json (defs/retrieval.py: admitted_contexts; core.admission, stages/retrieval) -------------
+# --- admission_summary.json (defs/retrieval_assets.py: admitted_contexts; core.admission, stages/retrieval) -------------
 
 class BoundaryHits(Summary):
     question_hits: int
@@ -220,7 +220,7 @@ class HitRates(Summary):
 
 
 class LookupCounts(Summary):
-    """A tool arm's lookups scored with no generation (stages.supply.question_lookups): core.supply.lookup_flow
+    """A tool arm's lookups scored with no generation (stages.arm_supply.question_lookups): core.supply.lookup_flow
     without its answer-quality accounting."""
 
     no_call: int
@@ -254,7 +254,7 @@ class AdmissionSummary(Summary):
     oracle_lookup: LookupCounts | None = None
 
 
-# --- contract_summary.json (defs/generation.py: contract_summary; core.summaries.contract_summary) ---------------
+# --- contract_summary.json (defs/generation_assets.py: contract_summary; core.summaries.contract_summary) ---------------
 
 class ContractSummary(contract.ContractSummary):
     """core.contract's counts (`summarize_contract`, its model reused: one declaration of the buckets) and what

@@ -152,7 +152,7 @@ def parse_arms(raw: Any, source: str = "arms.yaml") -> Arms:
 
 def parse_arms_file(data: bytes, source: str) -> Arms:
     """An arms file's bytes, parsed and validated; errors name `source` (the file) and the line or arm and field.
-    Reading the file is the caller's (adapters.files.load_arms)."""
+    Reading the file is the caller's (adapters.input_files.load_arms)."""
     import yaml  # local: core stays importable without yaml for pure callers
 
     try:

@@ -2,7 +2,7 @@
 
 One declaration feeds three things that must agree: the store's content key of a shared artifact
 (`Artifact.key`: arms that agree on it share the build), the fingerprint `rag-ttc run` and the UI use
-to tell an up-to-date asset from a stale one (`defs.registry.fingerprints`: the declared fields, the
+to tell an up-to-date asset from a stale one (`defs.arm_registry.fingerprints`: the declared fields, the
 files they name, the upstream fingerprints), and the asset's Dagster code version. An arm field read by
 an asset but declared by none of its artifacts would let two different arms share a result, or leave a
 changed result looking current: `test_artifacts` changes every `ArmConfig` field one at a time and checks

@@ -1,7 +1,7 @@
 """A set of claims labelled supported / partially supported / not supported against documents, as a lab folder:
 the documents as a dataset's corpus, one question per item, each system's answers (its claims, one a paragraph, as
 the people labelled them) as an imported arm whose retrieved context is the documents the labels were made against,
-and the labels in the lab's per-claim label format (core.human_labels, `kind: claim`), the setting of the lab's
+and the labels in the lab's per-claim label format (labelling.human_labels, `kind: claim`), the setting of the lab's
 support judge: is each statement of the answer supported by the evidence the answer was given?
 
 Used by core.lfqa (LFQA-Verification: real LLM answers to ELI5 questions, every sentence labelled by three people)
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from dataclasses import dataclass, field
 
-from rag_ttc_assets.core.human_labels import SUPPORT
+from rag_ttc_assets.labelling.human_labels import SUPPORT
 from rag_ttc_assets.core.realsumm import arms as summary_arms
 
 

@@ -1,4 +1,4 @@
-"""The metrics two arms are compared on (core.compare): each one's per-case value for an arm (`case_values`, with
+"""The metrics two arms are compared on (core.case_comparison): each one's per-case value for an arm (`case_values`, with
 the reason a value is undefined, core.measured's), its kind (`KINDS`: binary or continuous, which picks the paired
 test) and its direction (`DIRECTIONS`: whether a rise is a gain or a loss, read by the diagnosis' `outcome`,
 diagnosis.diagnosis_sentences).

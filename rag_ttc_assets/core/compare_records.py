@@ -1,6 +1,6 @@
-"""The paired comparison of two arms as records: core.compare's statistics of one metric (`MetricComparison`), of the
+"""The paired comparison of two arms as records: core.case_comparison's statistics of one metric (`MetricComparison`), of the
 headline's cases (`Bucket`, `Catastrophic`) and of the family its p-values were adjusted over (`PAdjustment`), the
-report core.compare.compare_arms returns (`ComparisonReport`), and the pair report `arm_comparisons` writes to
+report core.case_comparison.compare_arms returns (`ComparisonReport`), and the pair report `arm_comparisons` writes to
 `<a>--<b>.json` in the store's comparisons folder (`PairReport`: that report with, beside each metric, why its
 dropped cases were undefined, and the context a reader needs: the failure flow's transitions, the per-case values,
 the changed parameters, the supply numbers, the instruments and the guards' findings).
@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rag_ttc_assets.core.accept_records import CorrectedDifference
-from rag_ttc_assets.core.label_drift import LabelDrift
+from rag_ttc_assets.labelling.accept_records import CorrectedDifference
+from rag_ttc_assets.labelling.label_drift import LabelDrift
 from rag_ttc_assets.core.records import invalid_fields
 
 
@@ -33,10 +33,10 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-# -- core.compare's statistics ---------------------------------------------------------------------------------------
+# -- core.case_comparison's statistics ---------------------------------------------------------------------------------------
 
 class MetricComparison(Record):
-    """One metric compared case by case, delta_i = b_i - a_i over the cases defined in both arms (core.compare)."""
+    """One metric compared case by case, delta_i = b_i - a_i over the cases defined in both arms (core.case_comparison)."""
 
     n: int  # paired cases: defined (present, not None) in both arms
     mean_a: float | None  # over the paired cases; None when n == 0
@@ -94,7 +94,7 @@ class Catastrophic(Record):
 
 
 class ComparisonReport(Record):
-    """core.compare.compare_arms: every metric compared, the headline's buckets and catastrophic cases."""
+    """core.case_comparison.compare_arms: every metric compared, the headline's buckets and catastrophic cases."""
 
     a: str
     b: str
@@ -123,7 +123,7 @@ class NotMeasured(Record):
 
 
 class PairMetric(MetricComparison):
-    """One metric of a pair report: core.compare's statistics and why the dropped cases were not measured."""
+    """One metric of a pair report: core.case_comparison's statistics and why the dropped cases were not measured."""
 
     not_measured: NotMeasured
 
@@ -185,7 +185,7 @@ class TokenLatency(Record):
 
 
 class SupplyNumbers(Record):
-    """The second seed's numbers beside the per-case deltas, for one arm (stages.comparisons.supply_numbers)."""
+    """The second seed's numbers beside the per-case deltas, for one arm (stages.arm_comparisons.supply_numbers)."""
 
     supply: str  # supply mode
     hit_rate: float | None  # over all cases (the lookup flow's for tool arms)
@@ -236,8 +236,8 @@ OPTIONAL = ("labels_differ", "completeness_corrected", "plots")
 
 
 class PairReport(Record):
-    """The pair report `arm_comparisons` writes (stages.comparisons.compare_two, adjusted over the sweep by
-    core.compare.adjust_reports), which the case report, `rag-ttc compare` and the written diagnosis read: a
+    """The pair report `arm_comparisons` writes (stages.arm_comparisons.compare_two, adjusted over the sweep by
+    core.case_comparison.adjust_reports), which the case report, `rag-ttc compare` and the written diagnosis read: a
     ComparisonReport's fields first, then the context."""
 
     a: str
@@ -246,7 +246,7 @@ class PairReport(Record):
     metrics: dict[str, PairMetric]  # each with why its dropped cases were undefined
     buckets: list[Bucket]  # headline metric
     catastrophic: list[CatastrophicCase]  # headline metric, worst first, with each case's branches
-    p_adjust: PAdjustment  # over the report's metrics, or over the sweep (core.compare.adjust_reports)
+    p_adjust: PAdjustment  # over the report's metrics, or over the sweep (core.case_comparison.adjust_reports)
     transitions: Transitions
     per_case: dict[str, CaseValues]  # the headline's value per case in each arm
     per_case_graded: dict[str, CaseValues]  # completeness read graded per case (mean request coverage)

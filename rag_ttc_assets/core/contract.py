@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 VALID, PARSE_FAILURE, CONTRACT_FAILURE, ABSTAINED = "valid", "parse_failure", "contract_failure", "abstained"
-# Set by the citation check (stages.supply), not by check_contract: both attempts failed to cite what was supplied.
+# Set by the citation check (stages.arm_supply), not by check_contract: both attempts failed to cite what was supplied.
 ESCALATED = "escalated"
 # An imported arm's statuses (imported.import_source): a free-text answer has no contract to check (`free_text`, its
 # citations read per the source's citation_style); a trace without an LLM span, or a question without a trace, has no answer.

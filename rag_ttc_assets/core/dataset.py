@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from rag_ttc_assets.core.corpus_table import CorpusTable, parse_corpus
 from rag_ttc_assets.core.records import Corpus, Evaluation
-from rag_ttc_assets.core.derive_requests import apply_derivation, needs_derivation
+from rag_ttc_assets.core.request_derivation import apply_derivation, needs_derivation
 
 CORPUS_FILE = "corpus.json"
 EVALUATION_FILE = "evaluation.json"
@@ -225,8 +225,8 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
     listing every problem, each naming its file, record and field.
 
     The digest binding is checked first: a mismatch raises DigestMismatchError naming both digests and both
-    files, before anything else is trusted. Reading the files is the caller's (adapters.files.load_dataset).
-    A question with a gold answer and no requests gets derived ones (core.derive_requests): from `derived`
+    files, before anything else is trusted. Reading the files is the caller's (adapters.input_files.load_dataset).
+    A question with a gold answer and no requests gets derived ones (core.request_derivation): from `derived`
     (derived_requests.json's path and bytes) when it has them, else by the offline rule.
     """
     problems: list[Problem] = []

@@ -16,7 +16,7 @@ class DerivationResult(BaseModel):
 
     dataset: str
     file: str
-    derived: dict[str, Any]  # core.derive_requests.Derivation as the derived file records it
+    derived: dict[str, Any]  # core.request_derivation.Derivation as the derived file records it
     derived_by: str
     questions: int
     statuses: dict[str, int]  # status -> questions

@@ -1,6 +1,6 @@
 """The view `rag-ttc inspect` gives of one question of one arm (stages.inspect.inspect_question): every boundary's
 record of it, one frozen pydantic model per part, so the markdown (stages.inspect.to_markdown), the annotation page
-(stages.annotate) and `inspect --json` (the fields in this order) read one declared record. Pure: pydantic only.
+(labelling.annotate_stage) and `inspect --json` (the fields in this order) read one declared record. Pure: pydantic only.
 
 Strict: a value of another type than declared is an error here, never converted (the JSON stays what the tables hold).
 Payloads parsed from a table's JSON column or the message archive (jurors, verdicts, lookups, planted claims, the

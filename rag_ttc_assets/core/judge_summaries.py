@@ -14,7 +14,7 @@ from rag_ttc_assets.core.arm_summaries import LookupCounts, Summary
 # --- the request judge as an instrument (judging/request_judge_stage.instrument), and a panel's agreement ---------------
 
 class Derivation(Summary):
-    """core.derive_requests.derivation_of: how the requests the judge judged were derived from gold answers."""
+    """core.request_derivation.derivation_of: how the requests the judge judged were derived from gold answers."""
 
     method: str
     model: str

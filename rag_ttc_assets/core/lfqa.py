@@ -27,7 +27,7 @@ CITATION = ('Chen, Xu, Arora, Choi: "Understanding Retrieval Augmentation for Lo
 # annotation file stem -> the docs file its sentences were labelled against
 SYSTEMS = {"alpaca": "webgpt", "alpaca_wdoc": "webgpt", "gpt3": "webgpt", "gpt3_wdoc": "webgpt",
            "gpt3_whudoc": "human", "webgpt": "webgpt"}
-# the set's label -> the lab's (core.human_labels.SUPPORT)
+# the set's label -> the lab's (labelling.human_labels.SUPPORT)
 LABELS = {"supported": "supported", "partially": "partially_supported", "not_supported": "not_supported"}
 
 

@@ -25,7 +25,7 @@ KINDS = {
     # The entailment juror (judging.entailment): ONE labelled request with its gold passages and gold answer, and the
     # answer with its citations.
     "judge_entailment": ({"question", "request", "gold", "answer"}, {"request", "gold", "answer"}),
-    # Requests derived from a gold answer (core.derive_requests): the question and its gold answer, a label.
+    # Requests derived from a gold answer (core.request_derivation): the question and its gold answer, a label.
     "derive_requests": ({"question", "gold_answer"}, {"gold_answer"}),
     # A representation builder's (core.contextual): one chunk and its document, nothing of the evaluation.
     "representation": ({"title", "document", "chunk_id", "chunk", "position"}, {"document", "chunk"}),

@@ -8,7 +8,7 @@ imported arm, and the set's SCU-presence labels as per-request labels.
 The labels are the set's aggregated (majority) labels, one per (summary, SCU): every label's annotator is
 `majority`, and there is no second annotator to measure a ceiling with.
 
-Pure: the adapter (adapters/pyramid.py) reads and checks the files and hands in `core.realsumm.RealSumm`.
+Pure: the adapter (adapters/pyramid_reader.py) reads and checks the files and hands in `core.realsumm.RealSumm`.
 """
 
 from __future__ import annotations

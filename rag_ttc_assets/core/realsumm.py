@@ -5,7 +5,7 @@ each of its summarisation systems as an imported arm (RAGChecker rows: the artic
 system summary as a free-text answer), and the crowd's per-SCU present / absent labels in the lab's per-request
 label format (docs/judges.md).
 
-Pure: the adapter (adapters/realsumm.py) reads and checks the repository's files and hands in `RealSumm`.
+Pure: the adapter (adapters/realsumm_reader.py) reads and checks the repository's files and hands in `RealSumm`.
 
 The crowd files have no worker IDs: a label's annotator `a1`..`a4` is its row's position among the assignments of
 one HIT (one article and one system summary), not a person who labelled across HITs.

@@ -35,7 +35,7 @@ class Evidence(Record):
 
     `quote_sha256` and `corpus_digest` (the corpus the quote was made on or last verified against) let
     `rag-ttc labels check` tell a quote edited by hand from one the corpus moved; `stale` marks a label the check
-    found changed, gone or ambiguous (core.label_check): kept for a person, left out of every measurement."""
+    found changed, gone or ambiguous (labelling.label_check): kept for a person, left out of every measurement."""
 
     doc_id: str = Field(min_length=1)
     quote: str = Field(min_length=1)
@@ -45,7 +45,7 @@ class Evidence(Record):
 
 
 class Derivation(Record):
-    """How a request was derived from its question's gold answer (core.derive_requests): by a rule or a model."""
+    """How a request was derived from its question's gold answer (core.request_derivation): by a rule or a model."""
 
     method: Literal["rule", "model"]
     model: str = Field(min_length=1)

@@ -31,7 +31,7 @@ def represent(chunk: Chunk, title: str, representation: str) -> str:
         # The title carries the section's subject, which a mid-section chunk often never names.
         return f"{title}\n\n{chunk.text}" if title else chunk.text
     if representation in MODEL_BUILT:
-        raise ValueError(f"representation {representation!r} is built by a model (stages.representations), "
+        raise ValueError(f"representation {representation!r} is built by a model (stages.representation_rows), "
                          "not a template")
     raise ValueError(f"unknown representation {representation!r}; known: {', '.join(BUILDERS)}")
 

@@ -274,7 +274,7 @@ class ArmView:
     """One arm's report (stages.reports.arm_report), each section None where its asset has not run."""
 
     label_use: str | None = "none"
-    requests_derived: Mapping[str, Any] | None = None  # core.derive_requests.describe reads it
+    requests_derived: Mapping[str, Any] | None = None  # core.request_derivation.describe reads it
     labels: dict[str, Any] | None = None  # core.dataset.labels_line reads it
     retrieval: RetrievalView | None = None
     admission: AdmissionView | None = None

@@ -3,7 +3,7 @@
 Every arm ranks the evaluation's questions (its retrieval rows feed retrieval_summary, the comparisons and the
 run record, whatever its supply), with the sources its `retrieval` names: `bm25` searches Tantivy only, `vector`
 the LanceDB table and the question embeddings only, `rrf` both. A tool arm's `lookup` searches the same sources
-(stages.supply.Lookup), so supply never adds or removes one; a preloaded arm still ranks for its retrieval
+(stages.arm_supply.Lookup), so supply never adds or removes one; a preloaded arm still ranks for its retrieval
 metrics, so its retrieval mode decides as well. An index the arm does not read is never built for it: its asset
 records `used_by_arm: false` with the reason, and the artifact's fields are not part of the arm's keys or
 fingerprints (core.artifacts).

@@ -22,15 +22,15 @@ from rag_ttc_assets.core.measured import addressed_text, graded_text
 from rag_ttc_assets.core.measured import Counts, measured_text, reasons_text
 from rag_ttc_assets.core.supply import LOOKUP_BRANCHES
 from rag_ttc_assets.defs.meta import md_table, numbers, version_of
-from rag_ttc_assets.defs.registry import arm_asset, arm_check
+from rag_ttc_assets.defs.arm_registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.diagnosis import diagnosis_page as page
-from rag_ttc_assets.report.comparisons import write_comparisons
-from rag_ttc_assets.report.text import p_adjust_text
-from rag_ttc_assets.defs.indexes import unused_result
+from rag_ttc_assets.report.comparison_files import write_comparisons
+from rag_ttc_assets.report.comparison_text import p_adjust_text
+from rag_ttc_assets.defs.index_assets import unused_result
 from rag_ttc_assets.diagnosis import diagnosis_inputs_stage as gather
 from rag_ttc_assets.diagnosis import diagnostics_stage as stage
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import arm_supply
 from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.diagnosis.flow_plots_stage import flow_bars
 from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
@@ -48,7 +48,7 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
     arm = lab.inputs(context)
     cfg = arm.cfg
-    inputs = stage.read_inputs(arm.store, arm.arm, cfg, arm.questions, supply.arm_coverage(arm))
+    inputs = stage.read_inputs(arm.store, arm.arm, cfg, arm.questions, arm_supply.arm_coverage(arm))
     entailment = arm.prompt("judge_entailment_prompt") if cfg.entailment_jurors else None
     d = stage.completeness(inputs, instrument(cfg, arm.prompt("judge_requests_prompt"), arm.questions, entailment))
     arm.write_table(Table.REQUEST_OUTCOMES, d.requests)
@@ -88,7 +88,7 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = lab.inputs(context)
-    d = stage.failure_flow(stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supply.arm_coverage(arm)))
+    d = stage.failure_flow(stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, arm_supply.arm_coverage(arm)))
     arm.write_table(Table.FAILURE_FLOW, d.flow)
     s = d.flow_summary
     if "lookup_flow" in s:
@@ -185,7 +185,7 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
         # The adjustment is over every pair and metric above: significant is read on the adjusted p-value.
         "p_adjust": p_adjust_text(reports[0]) if reports else f"{lab_.arms.p_adjust} (no pair compared)",
         "sweep_plots": MetadataValue.json(sweeps), "folder": MetadataValue.path(str(out_dir)), **pages,
-        # The people's labels the pair reports show (the store's default labels file, report.human): an input.
+        # The people's labels the pair reports show (the store's default labels file, labelling.human_page): an input.
         "human_labels": MetadataValue.json(c.human_labels or {"path": None, "why": "no annotations/labels.jsonl"}),
         **({"failure_flow_plot": MetadataValue.md(_image(flow_png))} if flow_png else {}),
         **{f"sweep_{f}": MetadataValue.md(_image(Path(p), f"sweep {f}"))
@@ -205,7 +205,7 @@ def arm_reports(context: AssetExecutionContext, lab: LabResource) -> Materialize
         **{f"report/{a}": MetadataValue.path(str(p)) for a, p in pages.items()},
         **{f"report_url/{a}": MetadataValue.url(url) for a, p in pages.items()
            if (url := report_url("reports", p.name))},  # rag-ttc serve-reports
-        # The people's labels the pages show (the store's default annotations/labels.jsonl, report.human): an input.
+        # The people's labels the pages show (the store's default annotations/labels.jsonl, labelling.human_page): an input.
         "human_labels": MetadataValue.json(hl.summary() if hl else
                                            {"path": None, "why": "no annotations/labels.jsonl"})})
 
@@ -218,7 +218,7 @@ def label_corrections(context: AssetExecutionContext, lab: LabResource) -> Outpu
     lab_ = lab.lab()
     out = page.label_corrections(lab_, gather.select_arms(lab_.arms, lab_.store, all_=True))
     return Output(out, metadata={
-        # The people's labels it read (report.human): an input, its sha256 recorded.
+        # The people's labels it read (labelling.human_page): an input, its sha256 recorded.
         "human_labels": MetadataValue.json(out.human_labels or {"path": None, "why": "no annotations/labels.jsonl"}),
         "pairs_corrected": MetadataValue.json(sorted({f"{c.a} vs {c.b}" for c in out.corrections})),
         "corrections": MetadataValue.int(len(out.corrections))})
@@ -251,7 +251,7 @@ def diagnosis(context: AssetExecutionContext, diagnosis_inputs: DiagnosisInputs)
         "sentences": MetadataValue.int(len(sentences)),
         "claims": MetadataValue.int(sum(1 for s in sentences if s.p_adjusted is not None)),
         "summary": MetadataValue.md("\n".join(f"- {md_escape(s.text)}" for s in summary.sentences) if summary else ""),
-        # The people's labels it read (the store's default annotations/labels.jsonl, report.human): an input.
+        # The people's labels it read (the store's default annotations/labels.jsonl, labelling.human_page): an input.
         "human_labels": MetadataValue.json(d.human_labels.model_dump(exclude_unset=True) if d.human_labels
                                            else {"path": None, "why": "no annotations/labels.jsonl"})})
 

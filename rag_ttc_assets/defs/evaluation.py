@@ -6,16 +6,16 @@ from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutio
 from rag_ttc_assets.adapters.report_server import annotate_url
 from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.core import artifacts
-from rag_ttc_assets.core.annotation import annotate_command
-from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.labelling.annotation import annotate_command
+from rag_ttc_assets.core.request_derivation import describe
 from rag_ttc_assets.core.judge_summaries import Instrument
 from rag_ttc_assets.core.summaries import generator_models, has_support_judge
 from rag_ttc_assets.core.roles import JUDGE, PROVIDER_POOL, REQUEST_JUDGE
 from rag_ttc_assets.defs.meta import md_table, numbers, run_status_lookup, version_of
-from rag_ttc_assets.defs.registry import arm_asset, arm_check, fingerprints
+from rag_ttc_assets.defs.arm_registry import arm_asset, arm_check, fingerprints
 from rag_ttc_assets.defs.resources import LabResource, ProviderResource
 from rag_ttc_assets.judging import statement_judge_stage as stage
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import arm_supply
 from rag_ttc_assets.judging import request_judge_stage
 from rag_ttc_assets.stages import run_record as records
 
@@ -36,7 +36,7 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource, provider: P
     caller = provider.caller(JUDGE, arm.lab, cfg) if has_support_judge(cfg) else None
     run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "judge")
     with stage.RowLog(run_dir / records.PARTIAL_JUDGE) as log:
-        df = stage.judge(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), supply.arm_contexts(arm),
+        df = stage.judge(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), arm_supply.arm_contexts(arm),
                          arm.chunk_text, prompts, caller, log, progress=arm.progress)
     digest = arm.write_table(Table.JUDGE_VERDICTS, df)
     return MaterializeResult(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import rag_ttc_assets.defs as package
 
 if TYPE_CHECKING:
-    from rag_ttc_assets.defs.registry import ArmAssetSpec, ArmCheckSpec
+    from rag_ttc_assets.defs.arm_registry import ArmAssetSpec, ArmCheckSpec
 
 # Each stage adds the assets of its groups to the stage before it. `all` adds nothing: today it is `judge`
 # under the CLI's default name. A group no stage names fails `stage_assets` (and test_graph), not silently.
@@ -40,14 +40,14 @@ def load() -> list[ArmAssetSpec]:
     for m in pkgutil.iter_modules(package.__path__):
         if m.name != __name__.rsplit(".", 1)[-1]:
             importlib.import_module(f"{package.__name__}.{m.name}")
-    from rag_ttc_assets.defs.registry import SPECS  # late: dagster loads only when this runs
+    from rag_ttc_assets.defs.arm_registry import SPECS  # late: dagster loads only when this runs
 
     return SPECS
 
 
 def checks() -> list[ArmCheckSpec]:
     load()
-    from rag_ttc_assets.defs.registry import CHECK_SPECS  # late: dagster loads only when this runs
+    from rag_ttc_assets.defs.arm_registry import CHECK_SPECS  # late: dagster loads only when this runs
 
     return CHECK_SPECS
 

@@ -9,7 +9,7 @@ from rag_ttc_assets.core.arms import ArmConfig, ModelConfig
 from rag_ttc_assets.core.arms_file import ArmsError
 from rag_ttc_assets.core.progress import NO_PROGRESS
 from rag_ttc_assets.core.roles import ProviderRole
-from rag_ttc_assets.defs.progress import step_progress
+from rag_ttc_assets.defs.progress_reporter import step_progress
 from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages.calls import Caller, role_caller
 from rag_ttc_assets.stages.resolve import ArmInputs

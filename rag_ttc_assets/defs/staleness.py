@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.defs import graph
 from rag_ttc_assets.defs.dagster_private import stale_status_resolver
-from rag_ttc_assets.defs.registry import CONFIG_GROUP, FINGERPRINT, SPECS, config_key, fingerprints
+from rag_ttc_assets.defs.arm_registry import CONFIG_GROUP, FINGERPRINT, SPECS, config_key, fingerprints
 from rag_ttc_assets.lab import Lab
 
 REMOVED = "removed"  # the data version of an arm no longer in the arms file

@@ -4,7 +4,7 @@ and from their paired comparisons, never by a language model.
 Input, a `sweep` (diagnosis.diagnosis_inputs.DiagnosisInputs, which diagnosis.diagnosis_inputs_stage gathers from the arms file and
 the store): arms: {name: ArmRecord}; families: {name: Family (parameter, members, missing, value_of)}; comparisons: the
 pair reports `arm_comparisons` writes (core.compare_records.PairReport, adjusted over the sweep by
-core.compare.adjust_reports);
+core.case_comparison.adjust_reports);
 skipped: the pairs refused; baseline: the arm whose failure flow the summary reads; alpha, p_adjust; pages:
 {"pair:<a>--<b>" | "arm:<arm>": a link to that case report}; the human labels read and their pair corrections.
 
@@ -12,7 +12,7 @@ Output, a diagnosis.diagnosis_records.Diagnosis (diagnosis.json): sections of se
 sentence comes from one rule and carries the rule's name, its inputs, its numbers (raw and as shown), the test and
 its raw and adjusted p-value when it states an effect, and the cases (question ids) and requests behind it; each
 number links to those cases in a case report. An effect is stated only when its adjusted p-value is at most alpha
-(core.compare's `significant`); the raw p-value never decides. Oracle arms are an upper bound, never a
+(core.case_comparison's `significant`); the raw p-value never decides. Oracle arms are an upper bound, never a
 recommendation; counterfactual arms test the system, they are never a value to choose.
 
 The rules are diagnosis.diagnosis_findings' (the executive summary, each pair's and each family's findings) and

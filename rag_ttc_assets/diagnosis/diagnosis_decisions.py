@@ -221,7 +221,7 @@ OUTCOME_TEXT = {"removed": "the conclusion is removed (the corrected interval sp
 
 def rule_human_correction(c: HumanCorrection) -> Sentence:
     """A compared pair whose two arms both carry per-request human labels: the judge's own completeness difference
-    over all its rows against the difference corrected by the labels (prediction-powered, core.ppi), and what the
+    over all its rows against the difference corrected by the labels (prediction-powered, labelling.ppi), and what the
     correction does to the judge's conclusion (correction_outcome). Differences read toward the arm the judge
     alone finds more complete."""
     a, b, judge, corr = c.a, c.b, c.judge_difference, c.corrected

@@ -4,7 +4,7 @@ changes with a significant paired effect, the strongest demonstrated cause), eac
 trade-off against a cost, valid answers without completeness, the largest transitions between flow branches) and
 each sweep family (its members, trends, retrieval against admission, the admission mechanism, its power).
 
-An effect is stated only when its adjusted p-value is at most alpha (core.compare's `significant`) over enough
+An effect is stated only when its adjusted p-value is at most alpha (core.case_comparison's `significant`) over enough
 paired cases (MIN_PAIRED). Pure: records (diagnosis.diagnosis_inputs, core.compare_records) in, sentences out.
 """
 

@@ -4,8 +4,8 @@ and the per-arm summaries' numbers the rules use), each sweep family's (`Family`
 attributes, never string keys.
 
 The pair reports (`comparisons`) are core.compare_records.PairReport, the records `arm_comparisons` writes
-(adjusted over the sweep by core.compare.adjust_reports); the human labels' corrections of a pair are records too
-(`HumanCorrection`, report.human.pair_corrections), their summary the JSON object report.human makes.
+(adjusted over the sweep by core.case_comparison.adjust_reports); the human labels' corrections of a pair are records too
+(`HumanCorrection`, labelling.human_page.pair_corrections), their summary the JSON object labelling.human_page makes.
 
 Pure: pydantic only.
 """
@@ -66,24 +66,24 @@ class Interval(Record):
 
 class HumanCorrection(Record):
     """A compared pair whose two arms both carry per-request human labels, for one request judge that scored both
-    (report.human.pair_corrections): the judge's own completeness difference b - a over all its rows, the difference
-    corrected by the labels (core.ppi; None: not estimable), and what it rests on."""
+    (labelling.human_page.pair_corrections): the judge's own completeness difference b - a over all its rows, the difference
+    corrected by the labels (labelling.ppi; None: not estimable), and what it rests on."""
 
     a: str
     b: str
     judge: str
     judge_difference: Interval | None
     corrected: Interval | None
-    estimator: str | None  # paired or independent (core.ppi_difference); None when not estimable
+    estimator: str | None  # paired or independent (labelling.ppi_difference); None when not estimable
     labels: int  # the request labels of the two arms
     labelled: dict[str, int]  # rows labelled, per arm
     rows: dict[str, int]  # rows the judge measured whole, per arm
-    weighting: str | None  # how the labels were weighted (core.ppi_difference: uniform, inverse-probability, ...)
+    weighting: str | None  # how the labels were weighted (labelling.ppi_difference: uniform, inverse-probability, ...)
 
 
 class LabelCorrections(Record):
-    """What the `label_corrections` asset hands the diagnosis (report.human.corrections): the labels file read
-    (report.human's summary; None: no labels file) and, per compared pair whose arms both carry per-request labels and
+    """What the `label_corrections` asset hands the diagnosis (labelling.human_page.corrections): the labels file read
+    (labelling.human_page's summary; None: no labels file) and, per compared pair whose arms both carry per-request labels and
     per request judge that scored both, the judge's completeness difference corrected by the people's labels."""
 
     human_labels: dict[str, Any] | None = None
@@ -112,8 +112,8 @@ class DiagnosisInputs(Record):
     p_adjust: str
     pages: dict[str, str] = Field(default_factory=dict)  # "pair:<a>--<b>" | "arm:<arm>": a case report's link
     all_configs: dict[str, dict[str, Any]] = Field(default_factory=dict)  # every arm of the file: its flat config
-    human_labels: dict[str, Any] | None = None  # report.human's summary of the labels file read, if any
-    human_corrections: list[HumanCorrection] = Field(default_factory=list)  # report.human.pair_corrections
+    human_labels: dict[str, Any] | None = None  # labelling.human_page's summary of the labels file read, if any
+    human_corrections: list[HumanCorrection] = Field(default_factory=list)  # labelling.human_page.pair_corrections
 
 
 ArmRecords = Mapping[str, ArmRecord]  # the diagnosed arms' records by name (DiagnosisInputs.arms)

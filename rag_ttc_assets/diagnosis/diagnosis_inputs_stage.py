@@ -7,7 +7,7 @@ Each function takes what it reads (the arms file, the store, an arm's config), n
 files, p-values adjusted over every pair and metric of the arms file). The `diagnosis` asset reads only those: a
 pair whose JSON is missing is listed as not compared (materialize `arm_comparisons`). `rag-ttc diagnose` over some
 arms recomputes them when one is missing, exactly as that asset computes them (`recompute`:
-stages.comparisons.compare_pairs), never by a second statistics path.
+stages.arm_comparisons.compare_pairs), never by a second statistics path.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_ttc_assets.adapters.store import atomic_write_bytes
-from rag_ttc_assets.report import human
+from rag_ttc_assets.labelling import human_page
 from rag_ttc_assets.report.files import write_arm
 from rag_ttc_assets.report.html import render
 from rag_ttc_assets.report.model import finite_or_none
@@ -35,7 +35,7 @@ class WrittenDiagnosis:
 
 def arm_pages(lab, arms: list[str], labels=None) -> dict[str, Path]:
     """One arm's case report per arm, under the store's reports/ (`rag-ttc report ARM` writes the same file); the
-    people's labels beside the judges (`labels`, report.human)."""
+    people's labels beside the judges (`labels`, labelling.human_page)."""
 
     folder = lab.store.root / "reports"
     folder.mkdir(parents=True, exist_ok=True)
@@ -47,14 +47,14 @@ def linked_arms(arms_file: Arms, arms: list[str], base: str) -> list[str]:
     return sorted(({base} | {a for members in arms_file.families.values() for a in members}) & set(arms))
 
 
-ArmPages = Callable[[list[str], human.HumanLabels | None], object]  # writes the named arms' case reports
+ArmPages = Callable[[list[str], human_page.HumanLabels | None], object]  # writes the named arms' case reports
 
 
-def arm_reports(lab, arms: list[str]) -> tuple[dict[str, Path], human.HumanLabels | None]:
+def arm_reports(lab, arms: list[str]) -> tuple[dict[str, Path], human_page.HumanLabels | None]:
     """What the `arm_reports` asset writes: the case reports of the arms the sweep's diagnosis links (linked_arms,
     its baseline read as the diagnosis reads it from arm_comparisons' pair reports), with the store's default
     labels file beside the judges; the pages and the labels read."""
-    hl = human.read(lab, None)
+    hl = human_page.read(lab, None)
     compared = stage.comparisons(lab.arms, lab.store, arms)
     return arm_pages(lab, linked_arms(lab.arms, arms, stage.default_baseline(arms, compared[0])), hl), hl
 
@@ -69,15 +69,15 @@ def write_page(diagnosis: Diagnosis, path: Path, title: str) -> Path:
 
 
 def label_corrections(lab, arms: list[str]) -> LabelCorrections:
-    """What the `label_corrections` asset writes: the store's default labels file read (report.human) and the
+    """What the `label_corrections` asset writes: the store's default labels file read (labelling.human_page) and the
     judges' completeness differences it corrects, over the pairs `arm_comparisons` compared among `arms`."""
     reports, _ = stage.comparisons(lab.arms, lab.store, arms)
-    return human.corrections(lab, human.read(lab, None), [(r.a, r.b) for r in reports])
+    return human_page.corrections(lab, human_page.read(lab, None), [(r.a, r.b) for r in reports])
 
 
 def diagnosis_inputs(lab, arms: list[str], compared: stage.Compared, corrections: LabelCorrections,
                      baseline: str | None = None, pages: ArmPages | None = None,
-                     labels: human.HumanLabels | None = None) -> DiagnosisInputs:
+                     labels: human_page.HumanLabels | None = None) -> DiagnosisInputs:
     """The sweep a diagnosis reads (the `diagnosis_inputs` asset, `rag-ttc diagnose`): `arms`' records from the
     store, the pairs `compared` (stage.comparisons), the baseline, the links to the case reports that exist
     (`pages`, when given, writes those of the baseline and the families' members first, with `labels` beside the
@@ -114,13 +114,13 @@ def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: 
                        pages: ArmPages | None = None) -> WrittenDiagnosis:
     """`rag-ttc diagnose` over some arms: what the assets label_corrections, diagnosis_inputs and diagnosis do, in
     one call. `labels`: the human labels file (None: the store's default annotations/labels.jsonl when it exists,
-    report.human): the arm pages show them beside the judges, and each compared pair whose arms both carry labels
+    labelling.human_page): the arm pages show them beside the judges, and each compared pair whose arms both carry labels
     gets the judge's completeness difference corrected by them (limit.human_correction); the file's sha256 is
     recorded in the diagnosis. The pair reports are `arm_comparisons`' JSON files; a missing one is recomputed by
-    `recompute` when given (stages.comparisons.compare_pairs), else listed as not compared."""
+    `recompute` when given (stages.arm_comparisons.compare_pairs), else listed as not compared."""
 
-    hl = human.read(lab, labels)
+    hl = human_page.read(lab, labels)
     compared = stage.comparisons(lab.arms, lab.store, arms, recompute)
-    corrections = human.corrections(lab, hl, [(r.a, r.b) for r in compared[0]])
+    corrections = human_page.corrections(lab, hl, [(r.a, r.b) for r in compared[0]])
     sweep = diagnosis_inputs(lab, arms, compared, corrections, baseline, pages, hl)
     return write_diagnosis(diagnose(sweep), lab.store.comparisons_dir, stem, title)

@@ -51,7 +51,7 @@ class Section(Record):
 
 
 class HumanLabelsRead(Record):
-    """The people's labels file a diagnosis or a report read (report.human.HumanLabels.summary)."""
+    """The people's labels file a diagnosis or a report read (labelling.human_page.HumanLabels.summary)."""
 
     path: str
     sha256: str

@@ -2,7 +2,7 @@
 the failure flow. `read_inputs` reads what they read from the store into a `DiagnosticInputs` record; `completeness`
 and `failure_flow` compute from it by the pure functions of diagnosis.completeness and diagnosis.flow, and the assets in
 defs/diagnostics.py write what they return.
-Comparisons between arms are in stages/comparisons.py, the plots in diagnosis/flow_plots_stage.py."""
+Comparisons between arms are in stages/arm_comparisons.py, the plots in diagnosis/flow_plots_stage.py."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from rag_ttc_assets.diagnosis.flow import flow_rows, flow_table, hit_rate
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.core.supply import LookupCall, lookup_cases, lookup_flow
 from rag_ttc_assets.core.tables import QUERY_ID
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import arm_supply
 
 if TYPE_CHECKING:
     import polars as pl
@@ -80,7 +80,7 @@ def rows_by_query(df: pl.DataFrame) -> dict[str, dict]:
 def read_inputs(store: ArtifactStore, arm: str, cfg: ArmConfig, questions: list[Question],
                 coverage: pl.DataFrame) -> DiagnosticInputs:
     """The arm `arm`'s diagnostic inputs from the store; `coverage` is its per-request coverage
-    (stages.supply.arm_coverage: a tool arm's is computed from its lookups)."""
+    (stages.arm_supply.arm_coverage: a tool arm's is computed from its lookups)."""
     cov_by_q: dict[str, list[dict]] = {}
     for r in coverage.iter_rows(named=True):
         cov_by_q.setdefault(r[COV.query_id], []).append(r)
@@ -92,7 +92,7 @@ def read_inputs(store: ArtifactStore, arm: str, cfg: ArmConfig, questions: list[
     retrieval_status = ({r[ROWS.query_id]: r[ROWS.retrieval_status] for r in store.read_table(
         arm, Table.RETRIEVAL_ROWS).select(ROWS.query_id, ROWS.retrieval_status).iter_rows(named=True)}
         if cfg.supply == "imported" else {})
-    lookups = supply.read_lookups(store.read_table(arm, Table.ANSWERS)) if cfg.supply == "tool" else {}
+    lookups = arm_supply.read_lookups(store.read_table(arm, Table.ANSWERS)) if cfg.supply == "tool" else {}
     return DiagnosticInputs(cfg, questions, cov_by_q, rows_by_query(store.read_table(arm, Table.CONTRACT_RESULTS)),
                             rows_by_query(store.read_table(arm, Table.JUDGE_VERDICTS)), judgments, contexts,
                             retrieval_status, lookups)

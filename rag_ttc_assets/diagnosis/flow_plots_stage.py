@@ -1,5 +1,5 @@
 """The diagnostics' plots, written: an arm's (or every arm's) failure-flow bars, a compared pair's delta
-histogram and bucket plot, a sweep family's curves (drawn by adapters/plots.py from what stages/comparisons.py and
+histogram and bucket plot, a sweep family's curves (drawn by adapters/plots.py from what stages/arm_comparisons.py and
 the arms' failure_flow.json hold)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.arms_file import Arms
 from rag_ttc_assets.core.compare_records import PairReport
 from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
-from rag_ttc_assets.stages.comparisons import arm_title, sweep_rows
+from rag_ttc_assets.stages.arm_comparisons import arm_title, sweep_rows
 
 SWEEP_SERIES = ["valid", "recall_10", "requests_supported", "graded_completeness", "omitted_chunks"]
 
@@ -33,12 +33,12 @@ def flow_bars(store: ArtifactStore, arms: Mapping[str, ArmConfig], path: Path) -
 
 
 def pair_plots(report: PairReport, plots_dir: Path) -> PairReport:
-    """Draw a comparison's (stages.comparisons.compare_two) headline deltas and its buckets into `plots_dir`; returns
+    """Draw a comparison's (stages.arm_comparisons.compare_two) headline deltas and its buckets into `plots_dir`; returns
     the report with their paths in its `plots`."""
     from rag_ttc_assets.adapters import plots  # late: matplotlib, only when a plot is drawn
 
     a, b, headline = report.a, report.b, report.headline
-    # The paired cases (both arms defined), in case order: core.compare.paired's deltas.
+    # The paired cases (both arms defined), in case order: core.case_comparison.paired's deltas.
     deltas = [float(v.b) - float(v.a) for v in report.per_case.values() if v.a is not None and v.b is not None]
     drawn = {
         "delta_histogram": str(plots.delta_histogram(plots_dir / f"{a}--{b}-deltas.png", deltas, headline, a, b)),

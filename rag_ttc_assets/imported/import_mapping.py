@@ -21,7 +21,7 @@ from typing import Any
 
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.contract import NO_TRACE
-from rag_ttc_assets.core.derive_requests import split_claims
+from rag_ttc_assets.core.request_derivation import split_claims
 from rag_ttc_assets.imported.import_source import ImportedTrace, ImportSourceError, SourceDocument
 
 # Row statuses of an imported question (beside the contract's own): no LLM span, no RETRIEVER span, no trace at all.
@@ -305,7 +305,7 @@ def dataset_from_rows(traces: Sequence[ImportedTrace], source: str, fmt: str = "
     """For row formats without a corpus (RAGChecker, RAGAS): the corpus from the retrieved contexts (one document
     per distinct text, its ID the row's doc_id when it names one text, else `text-<sha12>`), and the questions.
     A question with a gold answer gets it and no requests, so its requests are derived from the gold answer
-    (core.derive_requests: the offline rule when the dataset loads, or `rag-ttc derive-requests`); a question
+    (core.request_derivation: the offline rule when the dataset loads, or `rag-ttc derive-requests`); a question
     without one gets one request, the whole question. No gold quotes: the rows have none, so requests have no
     supporting chunk until quotes are added. Returns (corpus, evaluation without its digest, counts). A question's
     ID is its RAGChecker query_id, else `q-<n>` in row order.

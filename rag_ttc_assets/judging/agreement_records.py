@@ -1,6 +1,6 @@
 """The judge-agreement report as records: what `judge-agreement` writes to the store's judge_agreement folder
 (`<labels file stem>.json`), what its tables and the command read back, and the rows of its parts, as
-judging.judge_agreement, judging.claim_agreement and core.ppi compute them.
+judging.judge_agreement, judging.claim_agreement and labelling.ppi compute them.
 
   AgreementReport        the whole report (judging.judge_agreement_stage.agreement)
   RequestLabels          per-request `addressed` labels: a RequestRow per judge and annotator pair, and Majority
@@ -8,7 +8,7 @@ judging.judge_agreement, judging.claim_agreement and core.ppi compute them.
   PairAspect             one aspect of the pairwise preferences: CorrelationRows
   ClaimLabels            per-claim support labels: ClaimRows, Majority, and ClaimAnswers (faithfulness per answer)
   PanelAggregation       a panel's candidate aggregations (AggregationRow), judging.judge_agreement.aggregation_choice
-  CompletenessEstimate   one arm's and judge's completeness corrected by the labels (core.ppi.arm_estimates)
+  CompletenessEstimate   one arm's and judge's completeness corrected by the labels (labelling.ppi.arm_estimates)
 
 Every record is frozen and declares every field; `to_json()` is the JSON object written, key for key and in the
 order of the dicts the core modules build (the fields a record lists in OMIT_WHEN_NONE are absent, never null, when
@@ -269,7 +269,7 @@ class PanelAggregation(Record):
     best: str | None
 
 
-# -- completeness corrected by the labels (core.ppi) -------------------------------------------------------------------
+# -- completeness corrected by the labels (labelling.ppi) -------------------------------------------------------------------
 
 class JudgeMean(Record):
     mean: float | None
@@ -289,7 +289,7 @@ class Estimate(Record):
 
 class CompletenessEstimate(Record):
     """One arm's completeness by one judge: the judge's over every row, the labels', the prediction-powered
-    estimate (core.ppi.arm_estimates)."""
+    estimate (labelling.ppi.arm_estimates)."""
 
     arm: str
     rater: str

@@ -7,7 +7,7 @@
                against the share of the answer's claims the majority finds supported, beside one annotator's share
                against the majority of the others' (claim_agreement).
 
-The labels are read by core.human_labels (`kind: claim`); the statistics are judging.judge_agreement's. Pure: the
+The labels are read by labelling.human_labels (`kind: claim`); the statistics are judging.judge_agreement's. Pure: the
 caller hands in the labels and each support judge's verdicts.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
-from rag_ttc_assets.core.human_labels import SUPPORT, ClaimLabel, Item, Row, flat
+from rag_ttc_assets.labelling.human_labels import SUPPORT, ClaimLabel, Item, Row, flat
 from rag_ttc_assets.judging.judge_agreement import (JsonObject, _annotator_pairs, _share, _unshared_pairs,
                                                     categorical_agreement, correlation, majority, majority_agreement)
 

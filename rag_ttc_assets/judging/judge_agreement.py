@@ -1,5 +1,5 @@
 """Judges measured against people: each judge's agreement with the human labels (read and checked by
-core.human_labels) beside the annotators' agreement with each other (the ceiling).
+labelling.human_labels) beside the annotators' agreement with each other (the ceiling).
 
   per-request  Cohen's kappa, accuracy and the confusion matrix of the judge's `addressed` against each human label
                (sklearn.metrics), with the disagreeing requests listed; the same for `verdict` where labels give one.
@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from typing import Any, SupportsFloat, TypeVar
 
-from rag_ttc_assets.core.human_labels import VERDICTS, Item, Labelled, PairLabel, RequestLabel, Row
+from rag_ttc_assets.labelling.human_labels import VERDICTS, Item, Labelled, PairLabel, RequestLabel, Row
 from rag_ttc_assets.judging.panel import AGGREGATIONS
 from rag_ttc_assets.core.text import content_words, stem, term_recall
 

@@ -1,4 +1,4 @@
-"""The judges of the arms a labels file names, measured against its human labels (core.human_labels,
+"""The judges of the arms a labels file names, measured against its human labels (labelling.human_labels,
 judging.judge_agreement, judging.claim_agreement).
 
 Every judge that scored those rows: each arm's request judge (per-request labels; pairwise `completeness`: the share
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.input_files import load_dataset
 from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Table, atomic_write_bytes
-from rag_ttc_assets.core import human_labels as hl
+from rag_ttc_assets.labelling import human_labels as hl
 from rag_ttc_assets.judging import judge_agreement as ja
 from rag_ttc_assets.judging import panel
 from rag_ttc_assets.judging.agreement_records import (AgreementReport, Bootstrap, ClaimLabels, CompletenessEstimate,
@@ -303,8 +303,8 @@ def agreement(inputs: AgreementInputs, seed: int = 0) -> AgreementReport:
                             if labels.requests else None)
     pair_labels = (ja.pair_agreement(labels.pairs, pairwise, seed,
                                      references={ja.REFERENCE: {"completeness": reference}}) if labels.pairs else None)
-    # Prediction-powered completeness (core/ppi.py): each request judge's completeness corrected by the labels.
-    from rag_ttc_assets.core import ppi  # late: numpy and scipy, which the code location never imports
+    # Prediction-powered completeness (labelling/ppi.py): each request judge's completeness corrected by the labels.
+    from rag_ttc_assets.labelling import ppi  # late: numpy and scipy, which the code location never imports
 
     estimates = ppi.arm_estimates(labels.requests, row_completeness(judgments, pairwise),
                                   ppi.recorded_sampling(inputs.records)) if labels.requests else []
@@ -429,7 +429,7 @@ def _interval(e: Estimate | None) -> str:
 
 
 def estimate_tables(report: AgreementReport) -> list[Shown]:
-    """The judge's completeness corrected by the labels, per arm and judge (core/ppi.py)."""
+    """The judge's completeness corrected by the labels, per arm and judge (labelling/ppi.py)."""
     est = report.completeness_estimates
     if not est:
         return []

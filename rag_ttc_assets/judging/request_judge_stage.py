@@ -26,7 +26,7 @@ from rag_ttc_assets.core.summaries import (JUDGED, OFFLINE_REQUEST_JUDGES, REQUE
 from rag_ttc_assets.core.roles import REQUEST_JUDGE
 from rag_ttc_assets.stages.calls import Caller, pooled
 from rag_ttc_assets.judging import panel
-from rag_ttc_assets.core.derive_requests import derivation_of
+from rag_ttc_assets.core.request_derivation import derivation_of
 from rag_ttc_assets.judging.juror_records import kept_jurors
 from rag_ttc_assets.judging.panel import panel_name
 from rag_ttc_assets.adapters.learned_juror import MODEL as LEARNED, load_parameters, uses_learned_juror
@@ -235,7 +235,7 @@ def panel_summary(cfg: ArmConfig, df: pl.DataFrame) -> dict | None:
 def instrument(cfg: ArmConfig, prompt: Prompt, questions: list[Question] | None = None,
                entailment_prompt: Prompt | None = None) -> dict:
     """The request judge as an instrument: what must be equal for two arms' completeness to be comparable, with
-    how the requests it judged were derived from gold answers (core.derive_requests; None: hand-written). An arm
+    how the requests it judged were derived from gold answers (core.request_derivation; None: hand-written). An arm
     with entailment jurors (or judge) adds `entailment`: which jurors, and their prompt's name and digest."""
     entailed = [j.model for j in cfg.entailment_jurors]
     if entailed and entailment_prompt is None:

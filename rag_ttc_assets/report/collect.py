@@ -12,18 +12,19 @@ from rag_ttc_assets.adapters.message_archive import MessageArchiveError
 from rag_ttc_assets.adapters.report_server import annotate_url
 from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Built, Table
 from rag_ttc_assets.core.arms import ArmConfig
-from rag_ttc_assets.core.annotation import annotate_command, answer_sha256
+from rag_ttc_assets.labelling.annotation import annotate_command, answer_sha256
 from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.compare_records import PairReport
 from rag_ttc_assets.core.compare_metrics import DIRECTIONS
 from rag_ttc_assets.diagnosis.completeness import judge_grades
-from rag_ttc_assets.core.derive_requests import describe
+from rag_ttc_assets.core.request_derivation import describe
 from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.records import Question
 from rag_ttc_assets.lab import Lab, prompt_fields
-from rag_ttc_assets.report import human, model
-from rag_ttc_assets.stages import supply
-from rag_ttc_assets.stages.comparisons import arm_title
+from rag_ttc_assets.labelling import human_page
+from rag_ttc_assets.report import model
+from rag_ttc_assets.stages import arm_supply
+from rag_ttc_assets.stages.arm_comparisons import arm_title
 from rag_ttc_assets.core.tables import QUERY_ID
 from rag_ttc_assets.stages.resolve import ArmInputs
 
@@ -69,13 +70,13 @@ def _sent(store: ArtifactStore, arm: str, qid: str, digests) -> list[dict]:
     return sent
 
 
-def human_labels(lab: Lab, labels) -> human.HumanLabels | None:
+def human_labels(lab: Lab, labels) -> human_page.HumanLabels | None:
     """The human labels a report shows: those given (a HumanLabels, read once for many pages), the file named, or
-    the store's default file when it exists (report.human.resolve)."""
-    return labels if isinstance(labels, human.HumanLabels) else human.read(lab, labels)
+    the store's default file when it exists (labelling.human_page.resolve)."""
+    return labels if isinstance(labels, human_page.HumanLabels) else human_page.read(lab, labels)
 
 
-def _human_of(arm: str, labels: human.HumanLabels | None, run_id: str | None, views: dict) -> None:
+def _human_of(arm: str, labels: human_page.HumanLabels | None, run_id: str | None, views: dict) -> None:
     """Each case's people's labels beside its judges (view["human"]: request -> labels), each flagged when made on
     an older run (the arm's rows now come from run `run_id`) or another answer of the arm."""
     if labels is None:
@@ -85,10 +86,10 @@ def _human_of(arm: str, labels: human.HumanLabels | None, run_id: str | None, vi
         if view is None:
             continue
         sha = answer_sha256(view)
-        view["human"] = {rid: human.case_labels(labs, run_id, sha) for rid, labs in by_request.items()}
+        view["human"] = {rid: human_page.case_labels(labs, run_id, sha) for rid, labs in by_request.items()}
 
 
-def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> ArmSide:
+def arm_views(lab: Lab, arm: str, labels: human_page.HumanLabels | None = None) -> ArmSide:
     """Every case of one arm as `model.arm_case` sees it, the arm's questions and chunks, and its instruments; with
     `labels`, the people's labels of its cases beside the judges."""
     inputs = ArmInputs(lab, arm)
@@ -96,13 +97,13 @@ def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> Ar
     chunks = list(inputs.chunk_list)
     texts = {c.chunk_id: c.text for c in chunks}
     retrieval = _one(store.read_table(arm, Table.RETRIEVAL_ROWS).iter_rows(named=True))
-    contexts = _one(supply.arm_contexts(inputs).iter_rows(named=True))
+    contexts = _one(arm_supply.arm_contexts(inputs).iter_rows(named=True))
     answers = _one(store.read_table(arm, Table.ANSWERS).iter_rows(named=True))
     contracts = _one(store.read_table(arm, Table.CONTRACT_RESULTS).iter_rows(named=True))
     judges = _one(store.read_table(arm, Table.JUDGE_VERDICTS).iter_rows(named=True))
     flows = _by(store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True))
     judgments = _by(store.read_table(arm, Table.REQUEST_JUDGMENTS).iter_rows(named=True))
-    coverage = _by(supply.arm_coverage(inputs).iter_rows(named=True))
+    coverage = _by(arm_supply.arm_coverage(inputs).iter_rows(named=True))
     rows = list(store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True))
     if not judge_grades(rows):  # a judge that reports no coverage grades nothing: no request shows a 0
         rows = [{**r, Table.REQUEST_OUTCOMES.c.coverage: None} for r in rows]
@@ -116,7 +117,7 @@ def arm_views(lab: Lab, arm: str, labels: human.HumanLabels | None = None) -> Ar
             flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
             _sent(store, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k,
             outcomes.get(q.id, []))
-    _human_of(arm, labels, human.current_run_id(lab, arm) if labels is not None else None, views)
+    _human_of(arm, labels, human_page.current_run_id(lab, arm) if labels is not None else None, views)
     prompts = {}
     for field, kind in prompt_fields(cfg).items():
         p = lab.prompt(getattr(cfg, field), kind)
@@ -148,7 +149,7 @@ def arm_info(store: ArtifactStore, arm: str, cfg: ArmConfig, prompts: dict[str, 
                             "request_judge_model": judge.model,
                             "request_judge_prompt_digest": judge.prompt_digest,
                             "label_use": cfg.label_use, "prompts": prompts,
-                            # Requests derived from gold answers (core.derive_requests) are labels: say by what.
+                            # Requests derived from gold answers (core.request_derivation) are labels: say by what.
                             "requests_derived": describe(derived and derived.model_dump())},
             "flow": {b: getattr(flow, b) for b in FLOW_BRANCHES}, "flow_total": flow.total,
             "hit_rate": flow.hit_rate.model_dump(),
@@ -180,7 +181,7 @@ def _chunk_sets(sides: list[ArmSide], cases: list[dict]) -> tuple[list[dict], li
     return sets, index
 
 
-def pair_model(report: PairReport, side_a: ArmSide, side_b: ArmSide, hl: human.HumanLabels | None) -> dict:
+def pair_model(report: PairReport, side_a: ArmSide, side_b: ArmSide, hl: human_page.HumanLabels | None) -> dict:
     """The page model of a pair report (`compare_two`'s or `arm_comparisons`'), the JSON written beside it shown
     whole; its arms a and b as arm_views read them, with the human labels `hl` (human_labels)."""
     a, b = report.a, report.b
@@ -199,7 +200,7 @@ def pair_model(report: PairReport, side_a: ArmSide, side_b: ArmSide, hl: human.H
                   "graded_delta_histogram": png_data(plots.get("graded_delta_histogram"))}})
 
 
-def single_model(side: ArmSide, flow_png: str | Path | None = None, hl: human.HumanLabels | None = None) -> dict:
+def single_model(side: ArmSide, flow_png: str | Path | None = None, hl: human_page.HumanLabels | None = None) -> dict:
     """The page model of one arm's report (`side`, as arm_views read it): its failure flow (and plot), hit rate, and
     its cases by branch; with human labels `hl` (human_labels), the people's label of each labelled request beside
     the judges."""

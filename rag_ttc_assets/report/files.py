@@ -19,7 +19,7 @@ def pair_path(comparisons_dir: Path, a: str, b: str) -> Path:
 
 def write_pair(lab, report: PairReport, path: Path, labels=None) -> Path:
     """Render the pair report `report` (compare_two's, as written to `<a>--<b>.json`) to `path`;
-    `labels`: the human labels shown beside the judges (report.human: a HumanLabels, a file, or None for the
+    `labels`: the human labels shown beside the judges (labelling.human_page: a HumanLabels, a file, or None for the
     store's default file when it exists)."""
     from rag_ttc_assets.report.collect import arm_views, human_labels, pair_model  # late: polars, when it runs
 

@@ -218,7 +218,7 @@ def differing_chunks(view_a: Mapping, view_b: Mapping) -> list[str]:
 
 
 def bucket_of(delta: float | None, buckets: Sequence[Bucket], tie_eps: float = 1e-12) -> str | None:
-    """The label of the core.compare bucket a delta falls in: the tie row when |delta| <= tie_eps, else the row
+    """The label of the core.case_comparison bucket a delta falls in: the tie row when |delta| <= tie_eps, else the row
     of its side with low < |delta| <= high (high None: the open top row)."""
     if delta is None:
         return None

@@ -40,7 +40,7 @@
   // A real number (mean, delta, p-value, sum): always four decimals, so 1 reads 1.0000 as the terminal prints it.
   function real(x) { return x === null || x === undefined ? "–" : Number(x).toFixed(4); }
   function numr(x, attrs) { return el("td", Object.assign({ class: "num" }, attrs || {}), real(x)); }
-  // Gain or loss by the metric's direction (core.compare.DIRECTIONS): a rise in a cost (tokens, latency) is a loss.
+  // Gain or loss by the metric's direction (core.case_comparison.DIRECTIONS): a rise in a cost (tokens, latency) is a loss.
   function outcome(metric, delta) {
     if (delta === null || delta === undefined || delta === 0) return "";
     const lower = (D.directions || {})[metric] === "lower_is_better";

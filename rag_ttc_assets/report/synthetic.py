@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from rag_ttc_assets.core.compare import buckets
+from rag_ttc_assets.core.case_comparison import buckets
 from rag_ttc_assets.core.compare_records import CaseValues, Transitions
 from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.records import Question, Request

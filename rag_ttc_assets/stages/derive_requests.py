@@ -1,6 +1,6 @@
 """Derive a dataset's requests from its gold answers and write them beside its evaluation (derived_requests.json).
 
-The offline rule (core.derive_requests, model `local/claims-v1`) calls nothing; any other litellm model gets the
+The offline rule (core.request_derivation, model `local/claims-v1`) calls nothing; any other litellm model gets the
 versioned prompt derive-requests-v1 per question through the provider cache (stages.calls.Caller). A provider fault
 or an unusable reply is that question's recorded status in the file, never a crash that loses the others; loading
 the dataset then names the question until a rerun (served from the cache for the finished ones) derives it.
@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.input_files import load_dataset
 from rag_ttc_assets.adapters.store import atomic_write_bytes
-from rag_ttc_assets.core import derive_requests as dr
+from rag_ttc_assets.core import request_derivation as dr
 from rag_ttc_assets.core.arms import ModelConfig
 from rag_ttc_assets.core.contract import locate_json_object
 from rag_ttc_assets.core.derivation_result import DerivationResult

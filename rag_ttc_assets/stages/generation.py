@@ -21,7 +21,7 @@ from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.summaries import is_offline_baseline
 from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core.tables import Table
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import arm_supply
 from rag_ttc_assets.stages.answer_table import GENERATOR_ROLE
 from rag_ttc_assets.core.roles import ANSWERS
 from rag_ttc_assets.stages.calls import BUDGET_EXHAUSTED, Caller, pooled
@@ -45,9 +45,9 @@ def answer_messages(prompt: Prompt, q: Question, evidence: list[tuple[str, str]]
 
 def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, chunk_text: dict[str, str],
              prompt: Prompt, caller: Caller, log: RowLog | None = None,
-             tools: supply.SupplyTools = supply.SupplyTools(), progress: Progress = NO_PROGRESS) -> pl.DataFrame:
+             tools: arm_supply.SupplyTools = arm_supply.SupplyTools(), progress: Progress = NO_PROGRESS) -> pl.DataFrame:
     """One row per question. Retrieval and preloaded arms answer over their admitted contexts in one call; tool
-    arms run the lookup conversation (stages.supply) and record each call's query and results in `lookups`.
+    arms run the lookup conversation (stages.arm_supply) and record each call's query and results in `lookups`.
     With citation_check on, a row that fails it is retried once and otherwise marked `escalated`."""
     ctx = {r[CTX.query_id]: r for r in contexts.iter_rows(named=True)}
     if cfg.supply == "tool" and tools.lookup is None:
@@ -55,7 +55,7 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
 
     def one(q: Question) -> dict:
         if cfg.supply == "tool":
-            calls, lookups, admitted = supply.tool_conversation(cfg, q, prompt, tools.index_text, caller,
+            calls, lookups, admitted = arm_supply.tool_conversation(cfg, q, prompt, tools.index_text, caller,
                                                                 tools.lookup, chunk_text)
             evidence = [(c, chunk_text[c]) for c in admitted]
         else:
@@ -63,11 +63,11 @@ def generate(cfg: ArmConfig, questions: list[Question], contexts: pl.DataFrame, 
             evidence = evidence_pairs(ctx[q.id], chunk_text)
             calls = [caller.call(answer_messages(prompt, q, evidence, tools.index_text, cfg.requests_in_prompt),
                                  response_format=response_format(cfg.response_format, answer_reply(prompt.text)))]
-        check, retry = supply.citation_check(cfg, q, calls[-1], evidence, tools.retry_prompt, caller)
+        check, retry = arm_supply.citation_check(cfg, q, calls[-1], evidence, tools.retry_prompt, caller)
         row = {"query_id": q.id, "prompt": prompt.name, "prompt_digest": prompt.digest, "model": cfg.generator.model,
                "provider_role": GENERATOR_ROLE, "offline_baseline": is_offline_baseline(cfg.generator.model),
-               "supply": cfg.supply, "admitted_chunk_ids": admitted, "lookups": supply.lookups_json(lookups),
-               "lookup_calls": len(lookups), "citation_check": check, **supply.merge_calls(calls + retry)}
+               "supply": cfg.supply, "admitted_chunk_ids": admitted, "lookups": arm_supply.lookups_json(lookups),
+               "lookup_calls": len(lookups), "citation_check": check, **arm_supply.merge_calls(calls + retry)}
         if log is not None:
             log.write(row)
         return row
@@ -104,7 +104,7 @@ def contract(answers: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for a in answers.iter_rows(named=True):
         res = check_contract(a[ANS.raw_text], a[ANS.admitted_chunk_ids], a[ANS.status])
-        if a.get(ANS.citation_check) == supply.ESCALATED and res.status not in (VALID, ABSTAINED):
+        if a.get(ANS.citation_check) == arm_supply.ESCALATED and res.status not in (VALID, ABSTAINED):
             # The second seed's escalation: both attempts failed the citation check; no answer is delivered.
             res = ContractResult(status=ESCALATED, reason=f"escalated after one retry: {res.reason}")
         ans = res.answer

@@ -11,13 +11,13 @@ from rag_ttc_assets.adapters.table_types import schema_frame, schema_of
 from rag_ttc_assets.core import artifacts
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.chunking import CHUNKER_VERSION, Chunk, chunk_text
-from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.input_files import load_dataset
 from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.progress import NO_PROGRESS, Progress
 from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.representations import BUILDERS, MODEL_BUILT
 from rag_ttc_assets.core.tables import Table
-from rag_ttc_assets.stages import representations
+from rag_ttc_assets.stages import representation_rows
 from rag_ttc_assets.stages.calls import Caller
 
 if TYPE_CHECKING:
@@ -117,11 +117,11 @@ def build_representations(store: ArtifactStore, cfg: ArmConfig, ds: Dataset, chu
 
     def builder(tmp):
         if prompt is None:  # a template: row for row from the chunks, a slice at a time
-            out = representations.template_rows(cfg, ds, chunk_batches(chunks))
+            out = representation_rows.template_rows(cfg, ds, chunk_batches(chunks))
         else:
-            out = representations.build_rows(cfg, ds, read_chunks(chunks), prompt, builder_caller(), progress)
+            out = representation_rows.build_rows(cfg, ds, read_chunks(chunks), prompt, builder_caller(), progress)
         out.write_parquet(tmp / "representations.parquet")
-        return {**representations.builder_identity(cfg, prompt), **representations.summary(out)}
+        return {**representation_rows.builder_identity(cfg, prompt), **representation_rows.summary(out)}
 
     def reuse(manifest: dict) -> bool:
         return not (retry_faults and manifest.get("info", {}).get("retryable"))

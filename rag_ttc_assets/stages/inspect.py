@@ -23,7 +23,7 @@ from rag_ttc_assets.core.records import Target
 from rag_ttc_assets.core.summaries import NO_JUDGE
 from rag_ttc_assets.core.supply import LookupCall
 from rag_ttc_assets.lab import Lab
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import arm_supply
 from rag_ttc_assets.stages.resolve import ArmInputs
 
 if TYPE_CHECKING:
@@ -81,13 +81,13 @@ def inspect_question(lab: Lab, arm: str, qid: str) -> InspectView:
     retrieval = _row(store.read_table(arm, Table.RETRIEVAL_ROWS), Table.RETRIEVAL_ROWS, qid)
     if retrieval is None:
         raise InspectError(f"arm {arm!r} has no retrieval row for {qid!r} (question_set {cfg.question_set!r})")
-    ctx = _row(supply.arm_contexts(inputs), Table.ADMITTED_CONTEXTS, qid)
+    ctx = _row(arm_supply.arm_contexts(inputs), Table.ADMITTED_CONTEXTS, qid)
     chunks = {c.chunk_id: c for c in inputs.chunk_list}
     optional = {}
     for name in (Table.ANSWERS, Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS, Table.REQUEST_JUDGMENTS,
                  Table.REQUEST_OUTCOMES, Table.FAILURE_FLOW, Table.REQUEST_COVERAGE):
         try:
-            df = (supply.arm_coverage(inputs, qid) if name == Table.REQUEST_COVERAGE
+            df = (arm_supply.arm_coverage(inputs, qid) if name == Table.REQUEST_COVERAGE
                   else store.read_table(arm, name))
         except FileNotFoundError:
             continue
@@ -288,7 +288,7 @@ def to_markdown(view: InspectView) -> str:
                                                  if v.supply == "preloaded" else "")]
     if v.supply == "tool":
         out += ["", f"**Lookups** ({len(v.lookups)} calls)" if v.lookups else "**Lookups**: no call", ""]
-        if v.lookups:  # the answers row's lookups, as the tool loop recorded them (stages.supply)
+        if v.lookups:  # the answers row's lookups, as the tool loop recorded them (stages.arm_supply)
             out += ["| call | query | results | documents |", "|---|---|---|---|"]
             out += [f"| {c.call_id} | {c.query} | {', '.join(c.result_chunk_ids) or '(empty)'} | "
                     f"{', '.join(c.result_doc_ids)} |" for c in map(LookupCall.model_validate, v.lookups)]

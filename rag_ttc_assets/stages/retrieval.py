@@ -23,7 +23,7 @@ from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.fusion import rrf
 from rag_ttc_assets.core.measured import NO_TARGETS, measured_mean
 from rag_ttc_assets.core.records import Question
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import arm_supply
 from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.stages.coverage import request_coverage
 from rag_ttc_assets.stages.indexes import open_vector_index, read_question_embeddings
@@ -167,10 +167,10 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
     cfg, questions = arm.cfg, arm.questions
     rows = arm.table(Table.RETRIEVAL_ROWS)
     if cfg.supply == "preloaded":
-        contexts = supply.preloaded_contexts(cfg, questions, supply.preloaded_chunks(
+        contexts = arm_supply.preloaded_contexts(cfg, questions, arm_supply.preloaded_chunks(
             cfg, arm.dataset, arm.chunk_list, arm.source))
     elif cfg.supply == "tool":
-        contexts = supply.tool_contexts(cfg, questions)
+        contexts = arm_supply.tool_contexts(cfg, questions)
     elif cfg.supply == "imported":
 
         contexts = import_stage.contexts(cfg, arm.table(Table.IMPORTED_ROWS), arm.chunk_text)
@@ -191,8 +191,8 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
         # Nothing is admitted before a tool arm answers: its boundary is the lookup hit rate of the queries the
         # product sends (the question's own split). The annotated request texts as queries are an oracle figure,
         # reported beside it, never gated on.
-        summary["lookup"] = supply.question_lookups(arm)
-        summary["oracle_lookup"] = supply.oracle_request_lookups(arm)
+        summary["lookup"] = arm_supply.question_lookups(arm)
+        summary["oracle_lookup"] = arm_supply.oracle_request_lookups(arm)
     return contexts, coverage, summary
 
 

@@ -31,7 +31,7 @@ from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
 from rag_ttc_assets.core.summaries import generator_label, generator_models
 from rag_ttc_assets.core.usage import unused
 from rag_ttc_assets.lab import Lab, prompt_fields
-from rag_ttc_assets.stages import supply
+from rag_ttc_assets.stages import arm_supply
 from rag_ttc_assets.stages.generation import calls_summary
 from rag_ttc_assets.judging.statement_judge_stage import JUDGE_MEANS
 from rag_ttc_assets.stages.retrieval import evidence_pairs
@@ -340,7 +340,7 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     tables = {n: store.read_table(arm, n) for n in (Table.RETRIEVAL_ROWS, Table.ANSWERS, Table.CONTRACT_RESULTS,
                                                     Table.JUDGE_VERDICTS)}
     # What each row had in context (tool arms: its lookup results), from the answers already read above.
-    tables[Table.ADMITTED_CONTEXTS] = supply.supplied_contexts(
+    tables[Table.ADMITTED_CONTEXTS] = arm_supply.supplied_contexts(
         cfg, store.read_table(arm, Table.ADMITTED_CONTEXTS), tables[Table.ANSWERS] if cfg.supply == "tool" else None)
     chunk_text = dict(zip(chunks["chunk_id"].to_list(), chunks["text"].to_list()))
     if cfg.supply == "preloaded" and tables[Table.ADMITTED_CONTEXTS].height:

@@ -7,7 +7,7 @@ import time
 
 from dagster import AssetKey, DagsterInstance
 
-from rag_ttc_assets.adapters import files
+from rag_ttc_assets.adapters import input_files
 from rag_ttc_assets import lab as lab_module
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab
 
@@ -27,21 +27,21 @@ def _counting(monkeypatch) -> dict[str, list[str]]:
     # parse_prompt(name, text, kind, path).
     for name, kind, at in (("parse_arms_file", "arms", 1), ("parse_dataset", "dataset", 1),
                            ("parse_prompt", "prompt", 3)):
-        real = getattr(files, name)
+        real = getattr(input_files, name)
 
         def parse(*args, _real=real, _kind=kind, _at=at, **kwargs):
             seen[_kind].append(str(args[_at]))
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(files, name, parse)
-    real_read = files._bytes_digest
+        monkeypatch.setattr(input_files, name, parse)
+    real_read = input_files._bytes_digest
 
     def read(path):
         seen["read"].append(str(path))
         return real_read(path)
 
-    monkeypatch.setattr(files, "_bytes_digest", read)
-    for cache in (files._ARMS, files._DATASETS, files._PROMPTS, files._DIGESTS, lab_module._CHECKED_ARMS):
+    monkeypatch.setattr(input_files, "_bytes_digest", read)
+    for cache in (input_files._ARMS, input_files._DATASETS, input_files._PROMPTS, input_files._DIGESTS, lab_module._CHECKED_ARMS):
         cache.clear()  # a cold process
     return seen
 
@@ -96,10 +96,10 @@ def test_a_recently_written_file_is_never_trusted_to_its_stat(tmp_path):
     last two seconds is hashed again on every ask."""
     path = tmp_path / "p.txt"
     path.write_text("aaaa")
-    first = files.file_digest(path)
+    first = input_files.file_digest(path)
     stat = path.stat()
     path.write_text("bbbb")
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the same signature as the first write
-    assert files.file_digest(path) != first
-    assert files.file_digest(tmp_path / "missing.txt") is None
-    assert files.file_digest(PROJECT_ROOT / "arms.yaml") == files.file_digest(PROJECT_ROOT / "arms.yaml")
+    assert input_files.file_digest(path) != first
+    assert input_files.file_digest(tmp_path / "missing.txt") is None
+    assert input_files.file_digest(PROJECT_ROOT / "arms.yaml") == input_files.file_digest(PROJECT_ROOT / "arms.yaml")

@@ -152,7 +152,7 @@ def test_missing_optional_packages_are_named(monkeypatch):
 
 
 def test_repository_onnx_arms_differ_from_baseline_only_in_embedding_model():
-    from rag_ttc_assets.adapters.files import load_arms
+    from rag_ttc_assets.adapters.input_files import load_arms
     from rag_ttc_assets.core.artifacts import QUESTION_EMBEDDINGS, VECTOR_INDEX
 
     arms = load_arms(REPO / "arms.yaml")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_ttc_assets.adapters.files import load_arms
+from rag_ttc_assets.adapters.input_files import load_arms
 from rag_ttc_assets.core.arms import ArmConfig, ModelConfig, config_digest
 from rag_ttc_assets.core.arms_file import ArmsError, parse_arms
 

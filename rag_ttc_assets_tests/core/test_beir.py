@@ -152,7 +152,7 @@ def test_converted_dataset_with_answers_loads(tmp_path) -> None:
     import hashlib
     import json
 
-    from rag_ttc_assets.adapters.files import load_dataset
+    from rag_ttc_assets.adapters.input_files import load_dataset
     from rag_ttc_assets.core.dataset import dataset_counts
 
     corpus, evaluation, _ = convert(texts("q1\td1\t1\nq2\td2\t1\nq3\td3\t1\n", queries=ANSWERED), "src")
@@ -171,7 +171,7 @@ def test_converted_dataset_loads(tmp_path) -> None:
     import hashlib
     import json
 
-    from rag_ttc_assets.adapters.files import load_dataset
+    from rag_ttc_assets.adapters.input_files import load_dataset
     from rag_ttc_assets.core.dataset import dataset_counts
 
     corpus, evaluation, _ = convert(texts("q1\td1\t1\nq1\td2\t0\nq3\td3\t2\n"), "src")

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from rag_ttc_assets.core.compare import (
+from rag_ttc_assets.core.case_comparison import (
     Bucket,
     ComparisonReport,
     adjust_reports,

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from rag_ttc_assets.core.compare_records import OPTIONAL, PairReport, PairReportError, read_pair_report
-from rag_ttc_assets.core.label_drift import LabelDrift
+from rag_ttc_assets.labelling.label_drift import LabelDrift
 from rag_ttc_assets_tests.diagnosis.test_diagnosis import report, values
 
 FIRST = ["a", "b", "n", "metrics", "buckets", "catastrophic", "p_adjust", "transitions", "per_case",

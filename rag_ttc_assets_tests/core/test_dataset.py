@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.input_files import load_dataset
 from rag_ttc_assets.core.dataset import (
     DatasetError,
     DigestMismatchError,

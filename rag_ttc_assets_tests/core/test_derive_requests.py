@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rag_ttc_assets.core import derive_requests as dr
+from rag_ttc_assets.core import request_derivation as dr
 from rag_ttc_assets.core.dataset import DatasetError, parse_dataset, sha256_digest
 from rag_ttc_assets.core.records import Derivation, Question
 from rag_ttc_assets_tests.conftest import mini_corpus
@@ -164,6 +164,6 @@ def test_derivation_drift_refuses_different_derivations_and_names_both():
 def test_the_offline_rule_leaves_out_what_real_gold_answers_carry_besides_claims(gold, claims):
     """Found deriving ExpertQA's revised answers: 144 of 834 claims kept an attached '[1]', and '[', '<Answer>',
     '<Evidences>', 'In the U.S' were claims of their own."""
-    from rag_ttc_assets.core.derive_requests import split_claims
+    from rag_ttc_assets.core.request_derivation import split_claims
 
     assert split_claims(gold) == claims

@@ -15,7 +15,7 @@ import rag_ttc_assets.definitions  # noqa: F401  (registers every asset)
 from rag_ttc_assets.core.arms import ArmConfig, ImportedSource, ModelConfig, VectorIndexConfig
 from rag_ttc_assets.core.artifacts import ANSWERS, ARTIFACTS, EXECUTION_ONLY, Artifact, declaring
 from rag_ttc_assets.defs import graph
-from rag_ttc_assets.defs.registry import SPECS, fingerprints
+from rag_ttc_assets.defs.arm_registry import SPECS, fingerprints
 
 BASE = ArmConfig()
 # Conditional fields count only where they apply: each field is changed against every base, and the union of what

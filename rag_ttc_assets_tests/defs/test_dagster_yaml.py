@@ -36,7 +36,7 @@ def test_instance_from_dagster_yaml_has_its_run_and_pool_limits(tmp_path):
 def test_provider_is_the_only_pool_and_holds_the_provider_bound_assets():
     """So `pools.default_limit` is the provider limit, and nothing else is limited by it."""
     import rag_ttc_assets.definitions  # noqa: F401  (registers the per-arm assets)
-    from rag_ttc_assets.defs.registry import SPECS
+    from rag_ttc_assets.defs.arm_registry import SPECS
 
     pools = {s.fn.__name__: s.pool for s in SPECS if s.pool}
     # representations: a contextual arm's builder model is called there (a template arm's step takes a slot briefly).

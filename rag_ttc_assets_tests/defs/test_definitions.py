@@ -4,7 +4,7 @@ import json
 
 from dagster import DagsterInstance
 
-from rag_ttc_assets.adapters.files import load_arms
+from rag_ttc_assets.adapters.input_files import load_arms
 from rag_ttc_assets_tests.conftest import REPO
 
 
@@ -156,7 +156,7 @@ def test_counterfactual_arms_withhold_and_plant_and_are_scored(mini_lab):
     baseline_jm = store.read_arm_json("baseline", "judge_summary.json")["judge_measurement"]
     assert baseline_jm["sensitivity"]["gold_judge"] == {"flagged": 0, "of": 0, "share": None}  # nothing planted
 
-    from rag_ttc_assets.stages.comparisons import compare_two, read_pair
+    from rag_ttc_assets.stages.arm_comparisons import compare_two, read_pair
 
     rep = compare_two(read_pair(mini_lab.store, mini_lab.arms, "baseline", "reversed"))
     assert rep.admitted_sets.model_dump() == {"identical": 8, "questions": 8, "position_only": True}

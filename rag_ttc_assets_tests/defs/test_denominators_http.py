@@ -110,7 +110,7 @@ def test_every_mean_carries_its_denominator_and_the_reasons(lab_dir):
     assert stored["faithfulness_not_measured"] == reasons
 
     # The comparison report: faithfulness paired over 2 of 8 cases, the 6 others undefined in both arms, and why.
-    from rag_ttc_assets.stages.comparisons import compare_two, read_pair
+    from rag_ttc_assets.stages.arm_comparisons import compare_two, read_pair
 
     rep = compare_two(read_pair(lab.store, lab.arms, ARM, ARM))
     f = rep.metrics["faithfulness"]

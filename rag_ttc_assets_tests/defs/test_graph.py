@@ -10,8 +10,8 @@ import pytest
 import rag_ttc_assets
 from rag_ttc_assets.adapters.store import ArmJson, Table, declared_names
 from rag_ttc_assets.definitions import JOB, build_definitions
-from rag_ttc_assets.defs import graph, registry
-from rag_ttc_assets.defs.registry import ArmAssetSpec
+from rag_ttc_assets.defs import graph, arm_registry
+from rag_ttc_assets.defs.arm_registry import ArmAssetSpec
 from rag_ttc_assets_tests.conftest import REPO
 
 
@@ -28,7 +28,7 @@ def test_the_graph_is_the_jobs_graph(mini_lab):
 
 def test_the_order_is_topological_and_covers_every_asset():
     order = graph.order()
-    assert sorted(order) == sorted(s.name for s in registry.SPECS)
+    assert sorted(order) == sorted(s.name for s in arm_registry.SPECS)
     for i, n in enumerate(order):
         assert set(graph.deps()[n]) <= set(order[:i]), n
 
@@ -37,7 +37,7 @@ def test_every_asset_is_in_exactly_one_stage_increment_and_all_is_every_asset():
     increments = graph.stage_increments()
     placed = [n for names in increments.values() for n in names]
     assert sorted(placed) == sorted(graph.order())  # each once
-    assert set(graph.STAGES["all"]) == set(graph.STAGES["judge"]) == {s.name for s in registry.SPECS}
+    assert set(graph.STAGES["all"]) == set(graph.STAGES["judge"]) == {s.name for s in arm_registry.SPECS}
 
 
 def test_each_stage_holds_the_one_before_it_and_the_upstream_of_its_assets():
@@ -76,23 +76,23 @@ def _spec(name, group, deps):
 
 
 def test_an_asset_in_a_group_no_stage_names_fails_loudly(monkeypatch):
-    monkeypatch.setattr(registry, "SPECS", [*registry.SPECS, _spec("extra", "reports", ("failure_flow",))])
+    monkeypatch.setattr(arm_registry, "SPECS", [*arm_registry.SPECS, _spec("extra", "reports", ("failure_flow",))])
     with pytest.raises(graph.GraphError, match="asset 'extra': group 'reports' is in no stage"):
         graph.STAGES["all"]
 
 
 def test_a_stage_whose_asset_needs_a_later_stage_fails_loudly(monkeypatch):
-    monkeypatch.setattr(registry, "SPECS", [*registry.SPECS, _spec("early", "retrieval", ("answers",))])
+    monkeypatch.setattr(arm_registry, "SPECS", [*arm_registry.SPECS, _spec("early", "retrieval", ("answers",))])
     with pytest.raises(graph.GraphError, match="stage 'retrieval': asset 'early' needs \\['answers'\\]"):
         graph.STAGES["retrieval"]
     assert "early" in graph.STAGES["all"]
 
 
 def test_an_undeclared_upstream_or_a_cycle_fails_loudly(monkeypatch):
-    monkeypatch.setattr(registry, "SPECS", [*registry.SPECS, _spec("orphan", "diagnostics", ("missing",))])
+    monkeypatch.setattr(arm_registry, "SPECS", [*arm_registry.SPECS, _spec("orphan", "diagnostics", ("missing",))])
     with pytest.raises(graph.GraphError, match="asset 'orphan' depends on \\['missing'\\]"):
         graph.order()
-    monkeypatch.setattr(registry, "SPECS", [_spec("a", "ingest", ("b",)), _spec("b", "ingest", ("a",))])
+    monkeypatch.setattr(arm_registry, "SPECS", [_spec("a", "ingest", ("b",)), _spec("b", "ingest", ("a",))])
     with pytest.raises(graph.GraphError, match="dependency cycle"):
         graph.order()
 

@@ -132,7 +132,7 @@ def test_request_judge_faults_are_not_measured_and_a_rerun_resends_only_them(lab
         assert meta["completeness/addressed"].value == f"{share:.4f} (5 of 11 requests measured)"
         from rag_ttc_assets.core.compare_metrics import question_graded
         from rag_ttc_assets.diagnosis.diagnosis_decisions import rule_completeness_readings
-        from rag_ttc_assets.adapters.files import load_arms
+        from rag_ttc_assets.adapters.input_files import load_arms
         from rag_ttc_assets.diagnosis.diagnosis_inputs_stage import arm_record
         record = arm_record(store, load_arms(lab_dir / "arms.yaml")["judged-remotely"], "judged-remotely")
         assert record.requests_graded == 0 and record.graded_completeness is None

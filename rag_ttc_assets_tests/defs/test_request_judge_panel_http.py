@@ -43,7 +43,7 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
     from rag_ttc_assets.core.compare_guards import InstrumentDriftError
     from rag_ttc_assets.definitions import build_definitions
     from rag_ttc_assets.lab import Lab
-    from rag_ttc_assets.stages.comparisons import compare_two, read_pair
+    from rag_ttc_assets.stages.arm_comparisons import compare_two, read_pair
     from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
 
     write_mini_lab(tmp_path, monkeypatch, {"mini-03": " FAULT:bad_request"})  # the lenient juror faults there

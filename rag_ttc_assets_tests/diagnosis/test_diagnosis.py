@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from rag_ttc_assets.core import compare, compare_metrics
+from rag_ttc_assets.core import case_comparison, compare_metrics
 from rag_ttc_assets.diagnosis import diagnosis as dg
 from rag_ttc_assets.diagnosis import diagnosis_decisions, diagnosis_sentences
 from rag_ttc_assets.core.compare_records import NotMeasured, PairReport
@@ -44,10 +44,10 @@ def values(n: int, completeness, valid, tokens=100.0) -> dict:
 def report(a: str, b: str, va: dict, vb: dict, branches_a, branches_b, changed: dict) -> PairReport:
     """The pair report of a and b as compare_two makes it, its context the rules read built from the values given
     (the rest of it empty)."""
-    core = compare.compare_arms(a, b, va, vb, METRICS, "completeness", n_boot=200, n_perm=2000)
+    core = case_comparison.compare_arms(a, b, va, vb, METRICS, "completeness", n_boot=200, n_perm=2000)
     cases = sorted(va["completeness"])
     none = NotMeasured(a={}, b={})
-    return compare.pair_report(
+    return case_comparison.pair_report(
         core, {m: none for m in core.metrics}, {c.case_id: ([], []) for c in core.catastrophic},
         transitions=transitions({f"{c}.r1": (c, branches_a(i)) for i, c in enumerate(cases)},
                                 {f"{c}.r1": (c, branches_b(i)) for i, c in enumerate(cases)}),
@@ -66,8 +66,8 @@ def report(a: str, b: str, va: dict, vb: dict, branches_a, branches_b, changed: 
 def sweep(reports: list[PairReport], arms: dict, families: dict | None = None, baseline: str = "base",
           **more) -> DiagnosisInputs:
     return DiagnosisInputs(arms=arms, families=families or {},
-                           comparisons=compare.adjust_reports(reports, "holm", 0.05), skipped=[], baseline=baseline,
-                           alpha=0.05, p_adjust="holm",
+                           comparisons=case_comparison.adjust_reports(reports, "holm", 0.05), skipped=[],
+                           baseline=baseline, alpha=0.05, p_adjust="holm",
                            pages={f"pair:{r.a}--{r.b}": f"{r.a}--{r.b}.html" for r in reports}, **more)
 
 

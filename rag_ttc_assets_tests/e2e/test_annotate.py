@@ -50,7 +50,7 @@ def lab(tmp_path_factory):
 def _annotator(root: Path, labels: Path, name: str, sample: Path | None = None, seed: int = 0):
     from rag_ttc_assets.cli.annotate import _labels_check
     from rag_ttc_assets.cli.annotate_session import Annotator, LabelFiles
-    from rag_ttc_assets.stages.annotate import Source
+    from rag_ttc_assets.labelling.annotate_stage import Source
     from rag_ttc_assets.lab import Lab
 
     lab = Lab.from_env(arms_file=root / "arms.yaml", datasets_dir=root / "datasets", home=root / "home")
@@ -160,7 +160,7 @@ def test_request_edits_split_merge_reword_add(served, tmp_path):
     assert call("POST", "/api/edit", {"item": 0, "edit": "add", "from": [], "texts": ["one more"]})[0] == 200
     status, out, _ = call("POST", "/api/edit", {"item": 0, "edit": "split", "from": [reqs[0]], "texts": ["x", "y"]})
     assert status == 400 and f"has no request {reqs[0]!r} (now)" in out["error"]  # split away already
-    from rag_ttc_assets.core.annotation import replay
+    from rag_ttc_assets.labelling.annotation import replay
     now = ann.requests(0, replay(ann.files.read()))
     assert [(r.id, r.origin) for r in now[:2]] == [(f"{q}.m1", "merged"), (f"{reqs[1]}.r1", "reworded")]
     assert (now[-1].id, now[-1].text) == (f"{q}.a1", "one more")
@@ -179,7 +179,7 @@ def test_pairwise_view_hides_the_arms_writes_pair_labels_as_displayed_and_judge_
     root, env = lab
     # One pair per question both arms answered; A/B drawn per question from the seed: both orders occur, and the
     # order is the same whichever way round the arms are given.
-    from rag_ttc_assets.core.annotation import pair_order
+    from rag_ttc_assets.labelling.annotation import pair_order
     assert [p.question for p in ann.pairs] == [it.question for it in ann.source.items if it.arm == "baseline"]
     assert {p.a for p in ann.pairs} == {"baseline", "tight"}
     assert all(pair_order(0, p.question, ("tight", "baseline")) == (p.a, p.b) for p in ann.pairs)
@@ -423,7 +423,7 @@ def test_label_in_the_browser_resume_two_annotators_and_judge_agreement(lab, tmp
     assert [(e["edit"], e["from"], [x["text"] for x in e["into"]]) for e in edits] == [
         ("split", [split], ["first part of it", "second part of it"])]
     got = [r for r in recs if r["kind"] == "request"]
-    from rag_ttc_assets.core.annotation import CASES
+    from rag_ttc_assets.labelling.annotation import CASES
     by_key = {d["key"]: c for c, d in CASES.items()}
     assert len(got) == 10
     seen = {(r["request"]): r for r in got}
@@ -479,7 +479,7 @@ def test_ui_metadata_names_the_command_and_the_case_report_links_the_page(lab, t
 
 def t95(*terms) -> float:
     """Student's t quantile of a 95% interval, with the Welch-Satterthwaite degrees of freedom of the variance
-    terms (v, d): (sum v)^2 / sum (v^2 / d), as core/ppi.py draws every interval from labels."""
+    terms (v, d): (sum v)^2 / sum (v^2 / d), as labelling/ppi.py draws every interval from labels."""
     from scipy.stats import t
 
     return float(t.ppf(0.975, sum(v for v, _ in terms) ** 2 / sum(v ** 2 / d for v, d in terms)))

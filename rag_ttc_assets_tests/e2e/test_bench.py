@@ -47,7 +47,7 @@ def test_bench_reports_retrieval_and_metrics_as_json(tmp_path):
 
 def test_scaled_dataset_is_valid_and_digest_bound(tmp_path):
     from rag_ttc_assets.bench.labs import write_scaled_dataset
-    from rag_ttc_assets.adapters.files import load_dataset
+    from rag_ttc_assets.adapters.input_files import load_dataset
 
     a = load_dataset(write_scaled_dataset(tmp_path / "a", 40))
     b = load_dataset(write_scaled_dataset(tmp_path / "b", 40))

@@ -1,4 +1,4 @@
-"""`rag-ttc bench --only ppi_coverage` (issue 44, Validation): the prediction-powered 95% interval of core/ppi.py, on
+"""`rag-ttc bench --only ppi_coverage` (issue 44, Validation): the prediction-powered 95% interval of labelling/ppi.py, on
 a constructed arm whose judges are biased by a known amount, covers the truth in at least 94% of 1,000 samples and is
 narrower than the human-only interval at the same number of labels; an estimator that drops the rectifier fails the
 same check. Every setting is held to the target, n = 20 included: the intervals take Student's t with the
@@ -39,13 +39,13 @@ def test_bench_prints_coverage_and_width_ratio_per_setting_and_meets_the_target(
 
 def test_an_estimator_without_the_rectifier_fails_the_same_check():
     def judge_only(f_all, y, f_lab, alpha=0.05):  # the judge's mean, the PPI interval's width: no correction
-        from rag_ttc_assets.core.ppi import ppi_mean
+        from rag_ttc_assets.labelling.ppi import ppi_mean
         theta, lo, hi = ppi_mean(f_all, y, f_lab, alpha)
         mean = np.broadcast_to(np.asarray(f_all).mean(axis=-1), theta.shape)
         return mean, mean - (theta - lo), mean + (hi - theta)
 
     def judge_only_weighted(f, y, labelled, strata, probability, alpha=0.05):
-        from rag_ttc_assets.core.ppi import ppi_mean_stratified
+        from rag_ttc_assets.labelling.ppi import ppi_mean_stratified
         theta, lo, hi = ppi_mean_stratified(f, y, labelled, strata, probability, alpha)
         mean = np.broadcast_to(np.asarray(f).mean(axis=-1), theta.shape)
         return mean, mean - (theta - lo), mean + (hi - theta)

@@ -11,7 +11,7 @@ from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
 from rag_ttc_assets.adapters.table_types import schema_of
 from rag_ttc_assets.core.tables import ONLY_IMPORTED, ONLY_JURY, Table
 from rag_ttc_assets.defs import graph
-from rag_ttc_assets.defs.registry import COLUMN_SCHEMA, column_schema
+from rag_ttc_assets.defs.arm_registry import COLUMN_SCHEMA, column_schema
 from rag_ttc_assets_tests.e2e.test_cli import rag_ttc
 from rag_ttc_assets_tests.support.store_snapshot import arm_files, differences, write_golden
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rag_ttc_assets.diagnosis.diagnosis_decisions import OUTCOME_TEXT
-from rag_ttc_assets.core.ppi_difference import PAIRED
+from rag_ttc_assets.labelling.ppi_difference import PAIRED
 from rag_ttc_assets_tests.conftest import MINI_DEFAULTS, mini_corpus, mini_questions, write_dataset
 from rag_ttc_assets_tests.diagnosis.test_diagnosis import _md_lines, _plain
 from rag_ttc_assets_tests.support.reliability import cli, lab_env
@@ -167,7 +167,7 @@ def test_the_page_links_a_number_to_exactly_its_cases(diagnosed):
 
 def test_a_missing_comparison_is_recomputed_by_the_command_and_listed_by_the_asset(diagnosed):
     """A comparison JSON removed (and put back after). `rag-ttc diagnose A B` recomputes every pair as
-    arm_comparisons does (stages.comparisons.compare_pairs, adjusted over the same family), so its numbers are the
+    arm_comparisons does (stages.arm_comparisons.compare_pairs, adjusted over the same family), so its numbers are the
     asset's; the `diagnosis` asset (`diagnose --all`) reads only what arm_comparisons wrote: the pair is a limitation
     naming what to materialize, never recomputed by the asset."""
     root, env, _ = diagnosed
@@ -352,7 +352,7 @@ def test_compare_all_leads_with_graded_then_the_share_addressed(diagnosed):
     assert (row["graded_p"], row["graded_p_adj"]) == (f"{g['p_value']:.4f}", f"{g['p_adjusted']:.4f}")
 
 
-# -- the people's labels beside the judges (report.human), read last: they write report pages and diagnoses -------
+# -- the people's labels beside the judges (labelling.human_page), read last: they write report pages and diagnoses -------
 
 MEASURED = {"mini-01": ["mini-01.r1", "mini-01.r2"], "mini-02": ["mini-02.r1", "mini-02.r2"],
             "mini-03": ["mini-03.r1", "mini-03.r2"], "mini-04": ["mini-04.r1", "mini-04.r2"],

@@ -30,7 +30,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
-from rag_ttc_assets.adapters.files import load_dataset
+from rag_ttc_assets.adapters.input_files import load_dataset
 from rag_ttc_assets.cli import main
 from rag_ttc_assets_tests.conftest import REPO
 

@@ -78,7 +78,7 @@ def test_judge_agreement_through_the_command(tmp_path):
     # ann1 and ann2 disagree on exactly the three flipped requests.
     ann = [(h1, h2) for (h1, _), (h2, _) in zip(pairs_judge[:len(rows)], pairs_judge[len(rows):])]
     assert ceiling["rater"] == "ann1 vs ann2" and ceiling["kappa"] == __import__("pytest").approx(_kappa(ann))
-    # Prediction-powered completeness (core/ppi.py): the judge's over the arm's rows (an answer that abstained counts
+    # Prediction-powered completeness (labelling/ppi.py): the judge's over the arm's rows (an answer that abstained counts
     # 0, as every labelled correction reads it: judging.judge_agreement_stage.row_completeness), the people's over the
     # labelled rows (per request the share of its two labels addressed, per row their mean), corrected; the rows
     # labelled without a sampling probability: uniform, said so.

@@ -138,7 +138,7 @@ def test_invalid_supply_settings_are_refused_naming_arm_and_field(supply_lab, tm
 
 def test_question_lookups_send_the_questions_split_never_the_annotated_request_texts(supply_lab, tmp_path,
                                                                                      monkeypatch):
-    from rag_ttc_assets.stages import supply
+    from rag_ttc_assets.stages import arm_supply
     from rag_ttc_assets.stages.resolve import ArmInputs
 
     # Annotated request texts that differ from the question's split: these labels must not reach the lookups.
@@ -149,19 +149,19 @@ def test_question_lookups_send_the_questions_split_never_the_annotated_request_t
             r["text"] = f"annotator label {r['id']}"
     evaluation.write_text(json.dumps(ev), encoding="utf-8")
     sent = []
-    search = supply.Lookup.search
-    monkeypatch.setattr(supply.Lookup, "search", lambda self, query: sent.append(query) or search(self, query))
+    search = arm_supply.Lookup.search
+    monkeypatch.setattr(arm_supply.Lookup, "search", lambda self, query: sent.append(query) or search(self, query))
     arm = ArmInputs(supply_lab, "tool")
     questions = arm.questions
 
-    product = supply.question_lookups(arm)
+    product = arm_supply.question_lookups(arm)
     assert sent[:2] == ["What does the assert statement do?", "What does the raise statement do?"]
     assert sent == [query for q in questions for query in lookup_queries(q.text)]
     assert len(sent) == 12 and not any("annotator label" in query for query in sent)  # 11 requests + mini-99
     assert product["cases"] == 7 and product["lookup_calls"] == 11  # mini-99 is unanswerable: not a case
 
     sent.clear()
-    oracle = supply.oracle_request_lookups(arm)
+    oracle = arm_supply.oracle_request_lookups(arm)
     assert sent[:2] == ["annotator label mini-01.r1", "annotator label mini-01.r2"]
     assert sent == [r.text for q in questions for r in q.requests]
     assert oracle["cases"] == 7 and oracle["lookup_calls"] == 11

@@ -112,7 +112,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
     arms_text = MINI_ARMS.replace("  - [baseline, evidence-k-5]", f"  - [{ARMS[0]}, {ARMS[1]}]")
     assert arms_text != MINI_ARMS and f"{FAMILY}:" in arms_text
     mini_lab.arms_file.write_text(arms_text, encoding="utf-8")
-    from rag_ttc_assets.adapters.files import load_arms
+    from rag_ttc_assets.adapters.input_files import load_arms
 
     assert load_arms(mini_lab.arms_file).family(FAMILY) == ARMS
 
@@ -220,7 +220,7 @@ def test_sweep_as_a_backfill_from_the_ui_then_compare_the_arms(mini_lab, screens
         cells = [c.strip() for c in rows.first.get_by_role("cell").all_inner_texts()]
         m, read, g = report["metrics"], report["completeness_measured"], report["metrics"]["graded_completeness"]
         from rag_ttc_assets.core.measured import addressed_text, graded_text
-        from rag_ttc_assets.report.text import era_text, paired_text, significant_metrics
+        from rag_ttc_assets.report.comparison_text import era_text, paired_text, significant_metrics
 
         read = typed.completeness_measured
         assert cells == [ARMS[0], ARMS[1], str(report["n"]), graded_text(read[ARMS[0]]), graded_text(read[ARMS[1]]),

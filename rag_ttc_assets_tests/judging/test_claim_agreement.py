@@ -6,7 +6,7 @@ import json
 import pytest
 
 from rag_ttc_assets.judging import claim_agreement as ca
-from rag_ttc_assets.core import human_labels as hl
+from rag_ttc_assets.labelling import human_labels as hl
 
 ANSWER = "Cats purr.\n\nCats purr.\n\nThey purr at 25 hertz. They purr when fed."
 CAT = hl.Catalog(questions={"arm": {"q1": set()}}, rows={"arm": {"q1"}}, answers={"arm": {"q1": ANSWER}})

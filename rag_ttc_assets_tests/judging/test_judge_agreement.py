@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from rag_ttc_assets.core import human_labels as hl
+from rag_ttc_assets.labelling import human_labels as hl
 from rag_ttc_assets.judging import judge_agreement as ja
 
 REQS = [f"q{i}.r1" for i in range(1, 11)]
