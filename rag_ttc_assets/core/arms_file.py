@@ -153,7 +153,7 @@ def parse_arms(raw: Any, source: str = "arms.yaml") -> Arms:
 def parse_arms_file(data: bytes, source: str) -> Arms:
     """An arms file's bytes, parsed and validated; errors name `source` (the file) and the line or arm and field.
     Reading the file is the caller's (adapters.input_files.load_arms)."""
-    import yaml  # local: core stays importable without yaml for pure callers
+    import yaml  # type: ignore[import-untyped]  # local: core stays importable without yaml; PyYAML has no stubs
 
     try:
         raw = _load_yaml(data.decode("utf-8"), source)
@@ -164,7 +164,7 @@ def parse_arms_file(data: bytes, source: str) -> Arms:
     return parse_arms(raw, source)
 
 
-def _load_yaml(text: str, p) -> Any:
+def _load_yaml(text: str, p: str) -> Any:
     """Safe-load `text` in one pass (libyaml's parser when available), rejecting duplicate keys:
     YAML silently keeps the last of two equal keys; a duplicated arm must be an error instead."""
     loader = _duplicate_rejecting_loader()(text)
@@ -175,18 +175,18 @@ def _load_yaml(text: str, p) -> Any:
         loader.dispose()
 
 
-_LOADER = None
+_LOADER: type[Any] | None = None  # a yaml loader class (PyYAML has no stubs: types-PyYAML is no dependency)
 
 
-def _duplicate_rejecting_loader():
+def _duplicate_rejecting_loader() -> type[Any]:
     global _LOADER
     if _LOADER is None:
         import yaml
 
-        class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # a base chosen at run time
             arms_path = None
 
-        def construct(loader, node, deep=False):
+        def construct(loader: Any, node: Any, deep: bool = False) -> Any:
             seen = set()
             for key_node, _ in node.value:
                 key = loader.construct_object(key_node, deep=deep)
