@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from rag_ttc_assets.core import multiple_testing
 from rag_ttc_assets.core.compare_records import (Bucket, Catastrophic, CatastrophicCase, ComparisonReport,
@@ -84,7 +84,8 @@ def paired(a: Mapping[CaseId, float | None], b: Mapping[CaseId, float | None]) -
     for arm, values in (("a", a), ("b", b)):
         for case_id, v in values.items():
             _check_value(arm, case_id, v)
-    return [(c, float(a[c]), float(b[c])) for c in sorted(a.keys() & b.keys())
+    # cast: the condition has just seen a[c] and b[c] not None (mypy does not narrow a Mapping's lookups)
+    return [(c, float(cast(float, a[c])), float(cast(float, b[c]))) for c in sorted(a.keys() & b.keys())
             if a[c] is not None and b[c] is not None]
 
 
@@ -153,7 +154,8 @@ def mcnemar_exact_p(b01: int, b10: int) -> float:
         return 1.0
     k = min(b01, b10)
     # Integer numerator over 2**m: Python's int / int is correctly rounded, however large m is.
-    return min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2 ** m)
+    p: float = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2 ** m)  # int ** int is Any to mypy
+    return p
 
 
 def _check_binary(pairs: list[tuple[CaseId, float, float]]) -> None:
@@ -191,7 +193,9 @@ def compare_metric(
         zero = 0 if kind == "binary" else None
         return MetricComparison(n=0, mean_a=None, mean_b=None, mean_delta=None, ci_low=None, ci_high=None,
                                 p_value=None, test=None, gains=0, losses=0, ties=0, sum_gains=0.0,
-                                sum_losses=0.0, undefined=undefined, b01=zero, b10=zero, of=undefined, **drops)
+                                sum_losses=0.0, undefined=undefined, b01=zero, b10=zero, of=undefined,
+                                undefined_a=drops["undefined_a"], undefined_b=drops["undefined_b"],
+                                undefined_both=drops["undefined_both"])
     deltas = [y - x for _, x, y in pairs]
     gains = [d for d in deltas if d > tie_eps]
     losses = [d for d in deltas if d < -tie_eps]
@@ -222,7 +226,9 @@ def compare_metric(
         b01=b01,
         b10=b10,
         of=n + undefined,
-        **drops,
+        undefined_a=drops["undefined_a"],
+        undefined_b=drops["undefined_b"],
+        undefined_both=drops["undefined_both"],
     )
 
 
