@@ -20,14 +20,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from rag_ttc_assets.core.records import Corpus, Document
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type stubs (pyarrow-stubs: no dependency)
 
 SLICE_ROWS = 10_000  # documents validated, and held as Python objects, at a time
 COLUMNS = ("id", "title", "text", "metadata")
@@ -54,11 +54,11 @@ def _array(values: list[str | None]) -> pa.Array:
         return pa.array([v if v is None else v.encode("utf-8", _ENC) for v in values], type=pa.large_binary())
 
 
-def _strings(array: pa.Array) -> list:
+def _strings(array: pa.Array) -> list[Any]:
     """The values of an `_array` as Python str (None stays None)."""
     import pyarrow as pa
 
-    values = array.to_pylist()
+    values: list[Any] = array.to_pylist()  # str, or bytes in a large_binary array; None in metadata's
     if pa.types.is_large_binary(array.type):
         return [v if v is None else v.decode("utf-8", _ENC) for v in values]
     return values
