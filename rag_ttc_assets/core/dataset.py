@@ -11,8 +11,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from rag_ttc_assets.core.corpus_table import CorpusTable, parse_corpus
 from rag_ttc_assets.core.records import Corpus, Evaluation
@@ -22,6 +23,7 @@ CORPUS_FILE = "corpus.json"
 EVALUATION_FILE = "evaluation.json"
 # A dataset's name is its folder in the datasets folder and a value in arms files and store rows: a plain name.
 DATASET_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+M = TypeVar("M", bound=BaseModel)  # the model a file is read into (Corpus, Evaluation)
 
 
 def dataset_name_problem(name: str) -> str | None:
@@ -76,7 +78,7 @@ class Dataset:
     evaluation_digest: str
     # Labels a check marked stale (changed, gone, ambiguous): their requests, and questions left without any, are
     # out of `evaluation` (every measurement); counted here so every table can say what it left out.
-    labels: dict = dc_field(default_factory=dict)
+    labels: dict[str, Any] = dc_field(default_factory=dict)  # without_stale_labels' counts
 
     @property
     def documents_by_id(self) -> Mapping[str, str]:
@@ -112,7 +114,7 @@ def _decode_json(path: Path, data: bytes | None, problems: list[Problem]) -> tup
         return data, None
 
 
-def _record_name(raw: object, loc: tuple, list_key: str) -> tuple[str, str]:
+def _record_name(raw: object, loc: tuple[int | str, ...], list_key: str) -> tuple[str, str]:
     """Turn a pydantic error location into (record, field), naming the record by its id when it has one."""
     if len(loc) >= 2 and loc[0] == list_key and isinstance(loc[1], int):
         items = raw.get(list_key) if isinstance(raw, dict) else None
@@ -124,7 +126,7 @@ def _record_name(raw: object, loc: tuple, list_key: str) -> tuple[str, str]:
     return "(top level)", ".".join(str(p) for p in loc) or "(record)"
 
 
-def _parse(model, raw: object, path: Path, list_key: str, problems: list[Problem]):
+def _parse(model: type[M], raw: object, path: Path, list_key: str, problems: list[Problem]) -> M | None:
     try:
         return model.model_validate(raw)
     except ValidationError as e:
@@ -134,7 +136,8 @@ def _parse(model, raw: object, path: Path, list_key: str, problems: list[Problem
         return None
 
 
-def _read_model(model, path: Path, data: bytes | None, list_key: str, problems: list[Problem]):
+def _read_model(model: type[M], path: Path, data: bytes | None, list_key: str,
+                problems: list[Problem]) -> tuple[M | None, bytes | None]:
     """(`model` read from the file's bytes, the bytes), or (None, bytes) with the problems named. A valid file is
     validated from its bytes in one pass (pydantic's JSON parser: no decoded copy of the text, no parsed JSON tree
     beside the models, which at a million chunks' corpus were gigabytes at once); a file that fails it is read again
@@ -257,7 +260,7 @@ def parse_dataset(name: str, cpath: Path, epath: Path, corpus_bytes: bytes | Non
     return Dataset(name, cpath, epath, corpus, evaluation, cdigest, sha256_digest(ebytes), labels)
 
 
-def without_stale_labels(ev: Evaluation) -> tuple[Evaluation, dict]:
+def without_stale_labels(ev: Evaluation) -> tuple[Evaluation, dict[str, Any]]:
     """`ev` without the requests that hold a stale gold quote (`rag-ttc labels update` marks those changed, gone or
     ambiguous: a gold answer written from that quote is stale too), without questions left with no request, and
     without targets whose document was removed; and the count of gold quotes and targets: {"labels", "current",
@@ -265,8 +268,8 @@ def without_stale_labels(ev: Evaluation) -> tuple[Evaluation, dict]:
     total = sum(len(r.evidence) for q in ev.questions for r in q.requests) + sum(len(q.targets) for q in ev.questions)
     stale = (sum(e.stale is not None for q in ev.questions for r in q.requests for e in r.evidence)
              + sum(t.stale is not None for q in ev.questions for t in q.targets))
-    out = {"labels": total, "current": total - stale, "excluded": stale, "requests_excluded": [],
-           "questions_excluded": []}
+    out: dict[str, Any] = {"labels": total, "current": total - stale, "excluded": stale, "requests_excluded": [],
+                           "questions_excluded": []}
     if not stale:
         return ev, out
     questions = []
@@ -282,7 +285,7 @@ def without_stale_labels(ev: Evaluation) -> tuple[Evaluation, dict]:
     return ev.model_copy(update={"questions": questions, "pilot": pilot}), out
 
 
-def labels_line(labels: dict) -> str:
+def labels_line(labels: Mapping[str, Any]) -> str:
     """"N of M labels current, K excluded as changed or gone" (what every table that measures against them says)."""
     return (f"{labels['current']} of {labels['labels']} labels current, {labels['excluded']} excluded as changed or "
             f"gone ({len(labels['requests_excluded'])} requests, {len(labels['questions_excluded'])} questions "
