@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,8 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     b = np.asarray(b, dtype=np.float64)
     a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
     b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
-    return a @ b.T
+    cosines: np.ndarray = a @ b.T
+    return cosines
 
 
 def request_terms(request: str) -> set[str]:
@@ -86,7 +88,7 @@ def answer_extractively(
     embed: Embed,
     requests: Sequence[tuple[str, str]] | None = None,
     threshold: float = DEFAULT_THRESHOLD,
-) -> dict:
+) -> dict[str, Any]:
     """The structured answer object: per-request quoted answers with chunk citations, or an abstention.
 
     Each request item's "request" is the request id when `requests` are given (as the multipart prompt
@@ -101,7 +103,7 @@ def answer_extractively(
     sentences = _evidence_sentences(evidence)
     score, _, _ = score_sentences(request_texts, [s.text for s in sentences], embed)
 
-    per_request = []
+    per_request: list[dict[str, Any]] = []
     for row, request in enumerate(request_labels):
         # Ties break towards earlier evidence so the answer is deterministic.
         order = sorted(range(len(sentences)), key=lambda j: (-round(float(score[row, j]), 6), j))
