@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 DATASET = "realsumm"
 INSTRUCTION = "Summarize the key facts of this news article."
@@ -72,17 +73,18 @@ def clean(text: str) -> str:
 
 
 def dataset(rs: RealSumm, source: str = "REALSumm (CNN/DailyMail)", instruction: str = INSTRUCTION
-            ) -> tuple[dict, dict, dict]:
+            ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(corpus, evaluation without its corpus digest, counts). A request's gold material is its SCU (the fact of the
     reference it stands for); an evidence quote only where the SCU occurs verbatim in the article. `source` is each
     document's metadata source, `instruction` every question's text (core.pyramid passes its own)."""
     corpus = {"documents": [{"id": a, "title": "", "text": text, "metadata": {"source": source}}
                             for a, text in rs.articles.items()]}
+    questions: list[dict[str, Any]]
     questions, quoted = [], 0
     for a in rs.articles:
-        requests = []
+        requests: list[dict[str, Any]] = []
         for s in rs.scus.get(a, []):
-            r = {"id": request_id(a, s.id), "text": s.text, "gold_answer": s.text, "evidence": []}
+            r: dict[str, Any] = {"id": request_id(a, s.id), "text": s.text, "gold_answer": s.text, "evidence": []}
             if s.text in rs.articles[a]:
                 r["evidence"] = [{"doc_id": a, "quote": s.text}]
                 quoted += 1
@@ -95,7 +97,7 @@ def dataset(rs: RealSumm, source: str = "REALSumm (CNN/DailyMail)", instruction:
     return corpus, {"pilot": [], "questions": questions}, counts
 
 
-def system_rows(rs: RealSumm, system: SystemSummaries, instruction: str = INSTRUCTION) -> dict:
+def system_rows(rs: RealSumm, system: SystemSummaries, instruction: str = INSTRUCTION) -> dict[str, Any]:
     """One system's summaries as RAGChecker input rows: the article is what the system read (its retrieved context),
     the summary its answer."""
     return {"results": [{"query_id": a, "query": instruction, "gt_answer": rs.references[a], "response": text,
@@ -103,7 +105,7 @@ def system_rows(rs: RealSumm, system: SystemSummaries, instruction: str = INSTRU
                         for a, text in system.summaries.items()]}
 
 
-def labels(rs: RealSumm, annotator: str | None = None) -> list[dict]:
+def labels(rs: RealSumm, annotator: str | None = None) -> list[dict[str, Any]]:
     """Every crowd label as a per-request label; annotator = the assignment's position within its HIT, or
     `annotator` for every label (a set of aggregated labels: core.pyramid)."""
     return [{"kind": "request", "question": a, "request": request_id(a, lab.request), "arm": s.arm,
@@ -112,9 +114,9 @@ def labels(rs: RealSumm, annotator: str | None = None) -> list[dict]:
 
 
 def arms(systems: Sequence[SystemSummaries], source_dir: str, request_judges: Sequence[str] = (),
-         dataset_name: str = DATASET) -> dict:
+         dataset_name: str = DATASET) -> dict[str, Any]:
     """The arms file: every system an imported arm over the dataset, the offline baseline judges."""
-    defaults: dict = {"dataset": dataset_name, "judge": {"model": "local/lexical"}}
+    defaults: dict[str, Any] = {"dataset": dataset_name, "judge": {"model": "local/lexical"}}
     if len(request_judges) > 1:
         defaults["request_judges"] = list(request_judges)
         defaults["request_judge_aggregation"] = "all"  # core.arms' default, written out (docs/judges.md)
@@ -129,8 +131,8 @@ def arms(systems: Sequence[SystemSummaries], source_dir: str, request_judges: Se
                      for s in systems}}
 
 
-def counts(rs: RealSumm, label_rows: Sequence[Mapping]) -> dict:
-    per_item: dict[tuple, int] = {}
+def counts(rs: RealSumm, label_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    per_item: dict[tuple[str, str, str], int] = {}  # (arm, question, request) -> its labels
     for r in label_rows:
         key = (r["arm"], r["question"], r["request"])
         per_item[key] = per_item.get(key, 0) + 1
@@ -143,7 +145,7 @@ def counts(rs: RealSumm, label_rows: Sequence[Mapping]) -> dict:
             "present_share": (sum(1 for r in label_rows if r["addressed"]) / len(label_rows)) if label_rows else None}
 
 
-def readme(rs: RealSumm, c: Mapping, source: str) -> str:
+def readme(rs: RealSumm, c: Mapping[str, Any], source: str) -> str:
     arms_list = ", ".join(s.arm for s in rs.systems)
     return f"""# REALSumm as a lab folder
 
