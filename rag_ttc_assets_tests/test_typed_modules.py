@@ -14,7 +14,8 @@ from rag_ttc_assets_tests.conftest import REPO
 pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -c constraints.txt -e '.[test]'")
 
 STRICT = [
-    "core/arms_file", "core/case_comparison", "core/corpus_table", "core/dataset", "core/extractive", "core/realsumm",
+    "core/arms_file", "core/case_comparison", "core/corpus_table", "core/dataset", "core/extractive",
+    "core/realsumm", "core/roles",
     "labelling/accept_records", "core/derivation_result", "core/arm_summaries", "core/judge_summaries",
     "judging/judge_inputs", "core/arms", "core/artifacts", "core/tables", "core/contract", "core/records",
     "labelling/label_sampling", "core/compare_guards", "imported/phoenix_source", "core/prompt_markup", "core/prompts",

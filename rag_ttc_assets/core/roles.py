@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import cast
 
 from rag_ttc_assets.core.arms import ArmConfig, ModelConfig
 
@@ -32,18 +33,20 @@ class ProviderRole:
     panel_field: str | None = None  # an ArmConfig list of models replacing `model_field` (a panel's jurors)
     era_field: str | None = None  # the cache namespace is per era: a new era gets fresh replies
 
+    # The *_field each method reads is a str for a role that runs in an arm; for a command's role (None) getattr
+    # raises TypeError: the casts only tell mypy the field's type.
     def model(self, cfg: ArmConfig) -> ModelConfig:
-        return getattr(cfg, self.model_field)
+        return cast(ModelConfig, getattr(cfg, cast(str, self.model_field)))
 
     def models(self, cfg: ArmConfig) -> list[ModelConfig]:
         """The models the role calls for `cfg`: a panel's jurors when it has them, else its one model."""
         return list(getattr(cfg, self.panel_field) or [self.model(cfg)]) if self.panel_field else [self.model(cfg)]
 
     def budget(self, cfg: ArmConfig) -> int:
-        return getattr(cfg, self.budget_field)
+        return cast(int, getattr(cfg, cast(str, self.budget_field)))
 
     def workers(self, cfg: ArmConfig) -> int:
-        return getattr(cfg, self.workers_field)
+        return cast(int, getattr(cfg, cast(str, self.workers_field)))
 
     def cache_namespace(self, cfg: ArmConfig | None = None) -> str:
         """The namespace, with the era's digest for a per-era role (a provider that changed the model behind its
