@@ -32,6 +32,8 @@ STRICT = [
     "judging/learned_judge", "core/compare_metrics", "core/admission", "core/request_derivation",
     "judging/agreement_records", "core/run_records", "judging/juror_records", "core/convert_records",
     "labelling/label_log", "labelling/label_drift",
+    "core/summaries", "core/supply", "core/text", "judging/request_judge", "imported/import_source",
+    "imported/phoenix_annotations", "labelling/label_check",
 ]
 
 

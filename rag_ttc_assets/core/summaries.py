@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from rag_ttc_assets.judging import statement_judge
 from rag_ttc_assets.core.contract import (ABSTAINED, FREE_TEXT, NO_ANSWER, PARSED_FROM, VALID, contract_sums_close,
@@ -42,7 +43,26 @@ JUDGED = "judged"
 NO_JUDGE = "none"
 
 
-def has_support_judge(cfg) -> bool:
+class _Model(Protocol):
+    @property
+    def model(self) -> str: ...
+
+
+class ArmModels(Protocol):
+    """What these summaries read of an arm's config (a core.arms.ArmConfig, which imports this module lazily, so it is
+    named by its shape here): its supply, generator and judge."""
+
+    @property
+    def supply(self) -> str: ...
+
+    @property
+    def generator(self) -> _Model: ...
+
+    @property
+    def judge(self) -> _Model: ...
+
+
+def has_support_judge(cfg: ArmModels) -> bool:
     """Whether the arm's support judge (statements, faithfulness, gold) runs: not with `judge: none`."""
     return cfg.judge.model != NO_JUDGE
 
@@ -55,11 +75,11 @@ def is_offline_baseline(model: str) -> bool:
     return model in OFFLINE_BASELINES
 
 
-def _mean(values: list) -> float:
+def _mean(values: list[Any]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
 
-def contract_summary(results: list[dict]) -> dict:
+def contract_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Total, valid, parse failures, contract failures by reason, abstentions, provider faults, and whether they
     add up to the total."""
     s = summarize_contract([(r[CON.status], r[CON.reason]) for r in results])
@@ -83,7 +103,7 @@ class JudgeDenominators:
     gold_supported: MeasuredMean
 
 
-def judge_denominators(verdicts: list[dict]) -> JudgeDenominators:
+def judge_denominators(verdicts: list[dict[str, Any]]) -> JudgeDenominators:
     """core.measured.measured_mean of faithfulness, relevance and gold support over every answer row, each
     unmeasured row counted under the reason its status gives (invalid, abstained, judge_error, budget, ...)."""
     rows = {r[JV.query_id]: r for r in verdicts}
@@ -97,7 +117,7 @@ def judge_denominators(verdicts: list[dict]) -> JudgeDenominators:
     )
 
 
-def generator_models(cfg, answer_models: Iterable[str | None]) -> tuple[str, ...]:
+def generator_models(cfg: ArmModels, answer_models: Iterable[str | None]) -> tuple[str, ...]:
     """The models that wrote an arm's answers: its generator; for an imported arm, the system's own as its traces
     name them on the answer rows (`answer_models`, self-reported), never the lab's generator setting, which an
     imported arm does not read."""
@@ -106,7 +126,7 @@ def generator_models(cfg, answer_models: Iterable[str | None]) -> tuple[str, ...
     return tuple(sorted({m for m in answer_models if m}))
 
 
-def generator_label(cfg, answer_models: Iterable[str | None]) -> str:
+def generator_label(cfg: ArmModels, answer_models: Iterable[str | None]) -> str:
     """generator_models as one name: an imported arm's as `imported: <its traces' models>`, or `imported (model not
     recorded)` when its source names none."""
     if cfg.supply != "imported":
@@ -115,7 +135,8 @@ def generator_label(cfg, answer_models: Iterable[str | None]) -> str:
     return "imported: " + ", ".join(models) if models else "imported (model not recorded)"
 
 
-def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]) -> dict:
+def judge_summary(cfg: ArmModels, verdicts: list[dict[str, Any]],
+                  answer_models: Iterable[str | None]) -> dict[str, Any]:
     """Judged, abstained and invalid rows, the means with their denominators, the judge and generator models
     (`answer_models`: the answer rows' models, which name an imported arm's generator; generator_models)."""
     answer_models = list(answer_models)
@@ -155,7 +176,7 @@ def judge_summary(cfg, verdicts: list[dict], answer_models: Iterable[str | None]
     }
 
 
-def request_judge_summary(rows: list[dict]) -> dict:
+def request_judge_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The request judge's rows: judged, not measured (judge_* statuses), verdicts, provider calls."""
     statuses = Counter(r[RJ.status] for r in rows)
     verdicts = Counter(r[RJ.verdict] for r in rows if r[RJ.verdict] is not None)

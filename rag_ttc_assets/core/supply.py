@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.core.arm_summaries import LookupCounts
+from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.diagnosis.flow import branch_accounting
 from rag_ttc_assets.core.judge_summaries import LookupAccounting
 from rag_ttc_assets.core.records import Document, Question
@@ -77,7 +78,7 @@ class ToolCall(BaseModel):
     arguments: Any  # the JSON text the model wrote (parse_lookup_arguments reads it), sent back as it came
 
 
-def parse_lookup_arguments(arguments: str | dict | None) -> tuple[str | None, str | None]:
+def parse_lookup_arguments(arguments: str | dict[str, Any] | None) -> tuple[str | None, str | None]:
     """(query, None), or (None, why the arguments are unusable): the tool answers a bad call with the error."""
     if isinstance(arguments, dict):
         obj = arguments
@@ -121,17 +122,17 @@ def title_index(documents: Iterable[Document]) -> str:
     return "\n".join(f"- [{d.id}] {d.title or d.id}: {one_line_summary(d.text)}" for d in documents)
 
 
-def seamless_offsets(chunks: Sequence) -> list[int]:
+def seamless_offsets(chunks: Sequence[Chunk]) -> list[int]:
     """For chunks pasted in document order: runes to drop from each so the overlap at seams is not repeated.
 
     With these offsets the pasted pieces of one document concatenate to exactly its text, so a preloaded
     document is pasted whole, once, while each piece keeps its chunk ID for citation.
     """
     offsets = []
-    previous = None
+    previous: Chunk | None = None
     for c in chunks:
         same_doc = previous is not None and previous.doc_id == c.doc_id and previous.end > c.start
-        offsets.append(previous.end - c.start if same_doc else 0)
+        offsets.append(previous.end - c.start if same_doc and previous is not None else 0)
         previous = c
     return offsets
 
@@ -142,6 +143,7 @@ def governing_documents(question: Question) -> dict[str, set[str]]:
 
 
 LookupBranch = Literal["no_call", "empty_results", "wrong_document", "correct_document"]
+CaseQuality = Literal["acceptable", "wrong", "unanswered", "not_measured"]
 
 
 class LookupCase(BaseModel):
@@ -152,10 +154,10 @@ class LookupCase(BaseModel):
     calls: int
     results: int
     missing_requests: list[str]
-    quality: Literal["acceptable", "wrong", "unanswered", "not_measured"]
+    quality: CaseQuality
 
 
-def lookup_branch(question: Question, calls: Sequence[LookupCall]) -> tuple[str, list[str]]:
+def lookup_branch(question: Question, calls: Sequence[LookupCall]) -> tuple[LookupBranch, list[str]]:
     """The case's branch and the requests whose governing document the lookups never returned."""
     if not calls:
         return "no_call", sorted(governing_documents(question))
@@ -166,7 +168,7 @@ def lookup_branch(question: Question, calls: Sequence[LookupCall]) -> tuple[str,
     return ("wrong_document" if missing else "correct_document"), missing
 
 
-def case_quality(request_qualities: Sequence[str]) -> str:
+def case_quality(request_qualities: Sequence[str]) -> CaseQuality:
     """A case is wrong when any request is wrong, not measured when the request judge could not measure one of
     its requests, unanswered when none was answered, else acceptable."""
     if "wrong" in request_qualities:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 
 # Abbreviations whose trailing dot never ends a sentence.
@@ -220,7 +221,8 @@ _DATES = [
 # The canonical date: 2020-03-03, 2020-03 (month and year), --03-03 (day and month), ISO 8601's forms.
 DATE_TOKEN = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|--\d{2}-\d{2}")
 
-_UNIT_WORDS = [  # full spellings, anywhere; singular and plural, British and American: one canonical word
+# Full spellings, anywhere; singular and plural, British and American: one canonical word.
+_UNIT_WORDS: list[tuple[str, str | Callable[[re.Match[str]], str]]] = [
     (r"(kilo|centi|milli|nano|micro)?met(?:er|re)s?", lambda m: (m.group(1) or "").lower() + "metre"),
     (r"(milli)?lit(?:er|re)s?", lambda m: (m.group(1) or "").lower() + "litre"),
     (r"(kilo|milli)?grammes?|(kilo|milli)?grams?", lambda m: (m.group(1) or m.group(2) or "").lower() + "gram"),
@@ -284,7 +286,7 @@ def _canonical_number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.6f}".rstrip("0").rstrip(".")
 
 
-def _number_run(match: re.Match) -> str:
+def _number_run(match: re.Match[str]) -> str:
     words = [w.lower() for w in re.split(r"\s+and\s+|\s+|-", match.group(0)) if w]
     if len(words) == 1 and words[0] == "one":
         return match.group(0)  # "one" alone is as often a pronoun ("one of the rivers") as a number
@@ -308,7 +310,7 @@ def _number_run(match: re.Match) -> str:
     return _canonical_number(total + current)
 
 
-def _date(match: re.Match) -> str:
+def _date(match: re.Match[str]) -> str:
     groups = match.groupdict()
     month = groups.get("m")
     m = int(month) if month and month.isdigit() else _MONTHS.get(month) if month else None
@@ -335,8 +337,8 @@ def normalize(text: str) -> str:
     text = _NUMBER_RUN.sub(_number_run, text)
     text = _CURRENCY.sub(lambda m: f"{m.group(2)} {_CURRENCY_NAMES[m.group(1)]}", text)
     text = _UNIT_AFTER_NUMBER.sub(lambda m: f"{m.group(1)} {_UNIT_ABBREVIATIONS[m.group(2)]}", text)
-    for pattern, name in _UNIT_WORD:
-        text = pattern.sub(name, text)
+    for pattern, unit in _UNIT_WORD:
+        text = pattern.sub(unit, text)
     return text
 
 

@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from rag_ttc_assets.core.contract import NO_ANSWER_SPAN
 from rag_ttc_assets.core.jsonl import json_lines
@@ -247,7 +247,7 @@ def _query_text(value: Any) -> str | None:
         if isinstance(obj, dict):
             for k in ("query", "question", "input", "user_input"):
                 if isinstance(obj.get(k), str):
-                    return obj[k]
+                    return cast(str, obj[k])
     return value
 
 
@@ -258,7 +258,7 @@ def trace_record(trace_id: str, spans: Sequence[Span], source: str, question_att
     spans = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
     ids = {s.span_id for s in spans}
     roots = [s for s in spans if not s.parent_span_id or s.parent_span_id not in ids]
-    by_kind: dict[str, list[Span]] = {}
+    by_kind: dict[str, list[Span | None]] = {}  # holds spans; `| None` types the `or [None]` fallbacks below
     for s in spans:
         by_kind.setdefault(_kind(s) or "", []).append(s)
     retriever = (by_kind.get(RETRIEVER) or [None])[0]
@@ -349,7 +349,7 @@ def _answer(row: Mapping[str, Any], key: str, where: str) -> str:
     """A row's answer: a string; null is a system that answered nothing (read as an empty answer, judged as one)."""
     if key in row and row[key] is None:
         return ""
-    return _field(row, key, (str,), where, "a string (null when the system answered nothing)")
+    return cast(str, _field(row, key, (str,), where, "a string (null when the system answered nothing)"))
 
 
 def ragchecker_rows(data: bytes, source: str) -> list[ImportedTrace]:

@@ -12,7 +12,8 @@ Pure: rows in (the failure_flow and request_judgments tables, the imported rows'
 annotation records out (phoenix.client's SpanAnnotationData); the caller logs them.
 """
 
-from __future__ import annotations
+# Postponed annotations under another name: this module's own `annotations` (below) is a function.
+from __future__ import annotations as _postponed_annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any

@@ -349,6 +349,7 @@ def judge_requests_soft(requests: Sequence[LabelledRequest], answer_text: str, c
                               reason=f"no answer sentence soft-covers {SOFT_ADDRESS_RECALL:.2f} of {against} "
                                      f"(best {compared(covered, SOFT_ADDRESS_RECALL)})"))
             continue
+        assert best is not None  # covered >= SOFT_ADDRESS_RECALL > 0: some window scored it
         excerpt = windows[best]
         verdict, reason = _verdict(r, excerpt, f"soft-covers {shown(covered, SOFT_ADDRESS_RECALL)} of {against} "
                                                f"(>= {SOFT_ADDRESS_RECALL:.2f}; BERTScore recall, MiniLM)", embed)

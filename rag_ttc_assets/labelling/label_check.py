@@ -32,7 +32,9 @@ import copy
 import difflib
 import hashlib
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from typing import Any, TypedDict
 
 from rag_ttc_assets.core.dataset import Problem, ProblemsError
 from rag_ttc_assets.core.jsonl import json_lines, malformed
@@ -73,7 +75,7 @@ class LabelResult:
     new_doc_id: str | None = None
     new_quote: str | None = None  # the text at the new place (relocated) or at the old place (changed)
     diff: str | None = None  # changed: the difference, [-removed-] {+added+}
-    places: list[dict] = field(default_factory=list)  # ambiguous: every place found
+    places: list[dict[str, object]] = field(default_factory=list)  # ambiguous: every place found
     text_only: bool = False  # no quote_sha256 / corpus_digest: checked by text alone
     made_on: str | None = None  # the label's corpus_digest
     kind: str = "quote"  # "quote" (a request's evidence) or "target" (a question's retrieval target: its document)
@@ -107,7 +109,7 @@ class CheckReport:
                 f"{c['ambiguous']} ambiguous" + (f"; {text_only} checked by text alone (no quote_sha256/"
                                                  "corpus_digest: made before label checking)" if text_only else ""))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "corpus_digest": self.corpus_digest,
                 "evaluation_corpus_digest": self.evaluation_corpus_digest,
                 "corpus_changed": self.corpus_digest != self.evaluation_corpus_digest,
@@ -188,7 +190,7 @@ class CorpusIndex:
     def exact(self, quote: str, skip: str | None = None) -> list[tuple[str, int, str]]:
         return [(d, i, quote) for d in self.candidates(quote) if d != skip for i in _find_all(self.texts[d], quote)]
 
-    def normalized(self, quote: str, doc_ids) -> list[tuple[str, int, str]]:
+    def normalized(self, quote: str, doc_ids: Iterable[str]) -> list[tuple[str, int, str]]:
         nq = _normalized(quote)[0]
         if not nq:
             return []
@@ -258,7 +260,24 @@ def mark_difference(old: str, new: str) -> str:
     return "".join(out)
 
 
-def classify(doc_id: str, quote: str, corpus: CorpusIndex) -> dict:
+class _Found(TypedDict, total=False):
+    """What classify found besides the status (LabelResult's fields of it), each key set only when it has one."""
+
+    score: float | None
+    new_doc_id: str
+    new_quote: str
+    diff: str
+    places: list[dict[str, object]]
+
+
+class Classified(_Found):
+    """classify's answer: the fields of LabelResult it sets (status and how always)."""
+
+    status: str
+    how: str
+
+
+def classify(doc_id: str, quote: str, corpus: CorpusIndex) -> Classified:
     """One quote's status against the corpus (the fields of LabelResult it sets)."""
     own = corpus.texts.get(doc_id)
     if own is not None and quote in own:
@@ -287,7 +306,7 @@ def classify(doc_id: str, quote: str, corpus: CorpusIndex) -> dict:
                 "score": round(hit[0], 1) if hit else None}
     score, start, end = hit
     passage = own[start:end]
-    base = {"score": round(score, 1), "new_doc_id": doc_id, "new_quote": passage}
+    base: _Found = {"score": round(score, 1), "new_doc_id": doc_id, "new_quote": passage}
     if _meaning(quote) != _meaning(passage):
         return {**base, "status": "changed", "how": "a number or meaning word changed",
                 "diff": mark_difference(quote, passage)}
@@ -300,12 +319,12 @@ def classify(doc_id: str, quote: str, corpus: CorpusIndex) -> dict:
             "diff": mark_difference(quote, passage)}
 
 
-def _ambiguous(how: str, found: list[tuple[str, int, str]]) -> dict:
+def _ambiguous(how: str, found: list[tuple[str, int, str]]) -> Classified:
     return {"status": "ambiguous", "how": how,
             "places": [{"doc_id": d, "start": i, "text": t} for d, i, t in found]}
 
 
-def check_corpus(documents: list[dict], corpus_file: str) -> None:
+def check_corpus(documents: list[dict[str, Any]], corpus_file: str) -> None:
     """Raise LabelCheckError naming every duplicate document ID (a label's document would be a guess)."""
     seen: dict[str, int] = {}
     problems = []
@@ -319,7 +338,8 @@ def check_corpus(documents: list[dict], corpus_file: str) -> None:
         raise LabelCheckError(problems)
 
 
-def iter_labels(evaluation: dict):
+def iter_labels(evaluation: dict[str, Any]
+                ) -> Iterator[tuple[int, dict[str, Any], dict[str, Any], int, dict[str, Any]]]:
     """(question index, question, request, evidence index, evidence) for every gold quote of a raw evaluation."""
     for qi, q in enumerate(evaluation.get("questions", [])):
         for r in q.get("requests", []):
@@ -327,7 +347,7 @@ def iter_labels(evaluation: dict):
                 yield qi, q, r, k, e
 
 
-def check_labels(dataset: str, evaluation: dict, evaluation_file: str, documents: list[dict],
+def check_labels(dataset: str, evaluation: dict[str, Any], evaluation_file: str, documents: list[dict[str, Any]],
                  corpus_file: str, corpus_digest: str) -> CheckReport:
     """Every gold quote of `evaluation` (its parsed JSON) against `documents` (the corpus's, parsed)."""
     check_corpus(documents, corpus_file)
@@ -356,7 +376,7 @@ def check_labels(dataset: str, evaluation: dict, evaluation_file: str, documents
     return CheckReport(dataset, corpus_digest, evaluation["corpus_digest"], results, problems)
 
 
-def updated_evaluation(evaluation: dict, report: CheckReport) -> tuple[dict, list[dict]]:
+def updated_evaluation(evaluation: dict[str, Any], report: CheckReport) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The next labels version and the log of what moved.
 
     Fresh labels get their quote hash and the current corpus digest (verified against it); relocated ones their new
@@ -389,7 +409,7 @@ def updated_evaluation(evaluation: dict, report: CheckReport) -> tuple[dict, lis
     return out, log
 
 
-def check_human_labels(dataset: str, text: str, path: str, documents: list[dict], corpus_file: str,
+def check_human_labels(dataset: str, text: str, path: str, documents: list[dict[str, Any]], corpus_file: str,
                        corpus_digest: str) -> CheckReport:
     """The gold quotes of a human labels file (judge-agreement's JSON Lines, as the annotation page writes it: a
     `request` label's `quote`, `quote_doc_id`, `quote_sha256`, `corpus_digest`) against `documents`; a label without a
