@@ -1,5 +1,5 @@
-"""rag_ttc_assets.core, the pure modules of the concept folders (judging/, diagnosis/, imported/: those not named
-`*_stage` or `*_page`) and rag_ttc_assets.adapters never import dagster (core/__init__.py promises it); the pure
+"""rag_ttc_assets.core, the pure modules of the concept folders (judging/, diagnosis/, imported/, labelling/: those
+not named `*_stage` or `*_page`) and rag_ttc_assets.adapters never import dagster (core/__init__.py promises it); the pure
 modules do no file I/O."""
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ server's Content-Security-Policy runs only the script whose nonce it gave."""
 from __future__ import annotations
 
 import html
-import json
 import re
 from rag_ttc_assets.cli.annotate_session import Annotator
 from rag_ttc_assets.cli.annotate_view import RowView, ShownLabel, ShownPair

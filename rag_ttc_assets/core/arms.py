@@ -103,7 +103,7 @@ class ImportedSource(Frozen):
             missing = [f for f in ("endpoint", "project") if getattr(self, f) is None]
             if missing or self.file is not None:
                 raise ValueError("format: phoenix reads a Phoenix server's project: it takes `endpoint` and "
-                                 f"`project`, no `file`" + (f" (missing: {', '.join(missing)})" if missing else ""))
+                                 "`project`, no `file`" + (f" (missing: {', '.join(missing)})" if missing else ""))
         elif self.file is None or self.endpoint is not None or self.project is not None:
             raise ValueError(f"format: {self.format} reads a file: it takes `file`, no `endpoint` or `project` "
                              "(for a Phoenix server set format: phoenix)")

@@ -9,7 +9,7 @@ Pure: rows in (each table's rows read by its declared column names, core.tables)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from rag_ttc_assets.core.answer_rows import Row
 from rag_ttc_assets.diagnosis.completeness import QuestionCompleteness, completeness_value, judge_grades

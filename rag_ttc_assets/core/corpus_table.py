@@ -22,8 +22,6 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from rag_ttc_assets.core.records import Corpus, Document
 
 if TYPE_CHECKING:
@@ -140,8 +138,6 @@ def parse_corpus(data: bytes, rows: int | None = None) -> CorpusTable | None:
 
 
 def _arrays(documents: list[Document]) -> dict[str, pa.Array]:
-    import pyarrow as pa
-
     return {"id": _array([d.id for d in documents]), "title": _array([d.title for d in documents]),
             "text": _array([d.text for d in documents]),
             "metadata": _array([json.dumps(d.metadata) if d.metadata else None for d in documents])}
