@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 
 from rag_ttc_assets.core import multiple_testing
 from rag_ttc_assets.core.compare_records import (Bucket, Catastrophic, CatastrophicCase, ComparisonReport,
@@ -94,16 +94,23 @@ def count_undefined(a: Mapping[CaseId, float | None], b: Mapping[CaseId, float |
 
     A case missing from an arm is undefined there, the same as None: neither can be compared.
     """
-    return sum(dropped(a, b).values())
+    return sum(dropped(a, b))
 
 
-def dropped(a: Mapping[CaseId, float | None], b: Mapping[CaseId, float | None]) -> dict[str, int]:
+class Dropped(NamedTuple):
+    """The cases paired() drops, by where they are undefined (MetricComparison's fields of the same names)."""
+    undefined_a: int  # in a only
+    undefined_b: int  # in b only
+    undefined_both: int  # in both
+
+
+def dropped(a: Mapping[CaseId, float | None], b: Mapping[CaseId, float | None]) -> Dropped:
     """The cases paired() drops, by where they are undefined: {"undefined_a": in a only, "undefined_b": in b only,
     "undefined_both": in both}."""
     union = a.keys() | b.keys()
     in_a = {c for c in union if a.get(c) is None}
     in_b = {c for c in union if b.get(c) is None}
-    return {"undefined_a": len(in_a - in_b), "undefined_b": len(in_b - in_a), "undefined_both": len(in_a & in_b)}
+    return Dropped(undefined_a=len(in_a - in_b), undefined_b=len(in_b - in_a), undefined_both=len(in_a & in_b))
 
 
 # -- significance ------------------------------------------------------------------------------
@@ -185,17 +192,15 @@ def compare_metric(
         raise ValueError(f"tie_eps must be >= 0, got {tie_eps}")
     pairs = paired(a, b)
     drops = dropped(a, b)
-    undefined = sum(drops.values())
+    undefined = sum(drops)
     n = len(pairs)
     if kind == "binary":
         _check_binary(pairs)
     if n == 0:
         zero = 0 if kind == "binary" else None
         return MetricComparison(n=0, mean_a=None, mean_b=None, mean_delta=None, ci_low=None, ci_high=None,
-                                p_value=None, test=None, gains=0, losses=0, ties=0, sum_gains=0.0,
-                                sum_losses=0.0, undefined=undefined, b01=zero, b10=zero, of=undefined,
-                                undefined_a=drops["undefined_a"], undefined_b=drops["undefined_b"],
-                                undefined_both=drops["undefined_both"])
+                                p_value=None, test=None, gains=0, losses=0, ties=0, sum_gains=0.0, sum_losses=0.0,
+                                undefined=undefined, b01=zero, b10=zero, of=undefined, **drops._asdict())
     deltas = [y - x for _, x, y in pairs]
     gains = [d for d in deltas if d > tie_eps]
     losses = [d for d in deltas if d < -tie_eps]
@@ -226,9 +231,7 @@ def compare_metric(
         b01=b01,
         b10=b10,
         of=n + undefined,
-        undefined_a=drops["undefined_a"],
-        undefined_b=drops["undefined_b"],
-        undefined_both=drops["undefined_both"],
+        **drops._asdict(),
     )
 
 
