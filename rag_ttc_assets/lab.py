@@ -19,6 +19,7 @@ from rag_ttc_assets.adapters.object_store import (ObjectArtifactStore, SCHEMES, 
 from rag_ttc_assets.adapters.provider_cache import remote_filesystem
 from rag_ttc_assets.adapters.store import ArtifactStore
 from rag_ttc_assets.core.arms_file import Arms, ArmsError
+from rag_ttc_assets.core.run_records import RunFolders
 from rag_ttc_assets.core.prompts import GENERATION_KINDS, LABEL_PLACEHOLDER, ORACLE, Prompt, PromptError
 from rag_ttc_assets.core.representations import MODEL_BUILT
 
@@ -138,6 +139,11 @@ class Lab:
         if self.provider_cache is not None:
             return self.provider_cache
         return self.home / "provider_cache" if self.local else str(self.home / "provider_cache")
+
+    @property
+    def runs(self) -> RunFolders:
+        """Where the run records live: `home/runs/<arm>/<run>` (stages.run_record)."""
+        return RunFolders(self.home / "runs", self.local)
 
     @property
     def local(self) -> bool:

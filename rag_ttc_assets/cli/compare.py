@@ -53,9 +53,8 @@ def labels_differ(lab, a: str, b: str) -> LabelDrift:
     """The labels that differ between two arms' labels versions (labelling/label_drift_stage.py), read where the lab keeps
     them: each arm's dataset folder and its run records."""
     from rag_ttc_assets.labelling.label_drift_stage import labels_that_differ, read_label_versions  # late: polars
-    from rag_ttc_assets.stages.run_record import runs_root  # late: the stages load only when this runs
 
-    folders = {arm: (lab.dataset_dir(lab.arms[arm].dataset), runs_root(lab, arm)) for arm in (a, b)}
+    folders = {arm: (lab.dataset_dir(lab.arms[arm].dataset), lab.runs.of(arm)) for arm in (a, b)}
     return labels_that_differ(read_label_versions(lab.store, folders), a, b)
 
 

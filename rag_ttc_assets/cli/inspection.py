@@ -35,7 +35,7 @@ def cmd_runs(args) -> int:
             run = instance.get_run_by_id(run_id)
             return run.status.value if run else None
 
-        runs = list_runs(lab, args.arm, status_of)
+        runs = list_runs(lab.runs, args.arm, status_of)
     if args.json:
         print(json.dumps([r.to_json() for r in runs], indent=2))
         return 0

@@ -90,7 +90,7 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
                                                         run_config=_console_config(verbose))
                 if not result.success and (where := interrupted(result, waited)):
                     # SIGINT or SIGTERM: no arm after this one starts.
-                    record = record_unfinished(lab, arm, result.run_id, stage, INTERRUPTED, {
+                    record = record_unfinished(lab.runs, arm, result.run_id, stage, INTERRUPTED, {
                         **run_failure(result), "reason": f"interrupted (SIGINT or SIGTERM) {where}"})
                     rest = arm_names[arm_names.index(arm) + 1:]
                     raise RunInterrupted(f"arm {arm!r}: run {result.run_id} interrupted {where}; Dagster records it "
@@ -99,7 +99,7 @@ def materialize_arms(arm_names: list[str], stage: str, force: bool = False, verb
                                          + (f"; not started: {', '.join(rest)}" if rest else ""))
                 if not result.success:
                     failure = run_failure(result)
-                    failure["run_record"] = str(record_unfinished(lab, arm, result.run_id, stage, FAILED, failure))
+                    failure["run_record"] = str(record_unfinished(lab.runs, arm, result.run_id, stage, FAILED, failure))
                     failure["text"] = failure_text(result)
                     if not keep_going:
                         raise CliError(f"arm {arm!r}: run {result.run_id} failed:\n{failure_text(result)}")

@@ -19,7 +19,7 @@ def write_sample(lab, arm: str, budget: int, seed: int, out: Path, append: bool 
     from rag_ttc_assets.labelling.label_sampling_stage import NotJudged, arm_rows  # late: polars loads only when this runs
 
     try:
-        rows = arm_rows(lab, arm)
+        rows = arm_rows(lab.store, lab.runs, arm)
     except NotJudged as e:
         raise CliError(str(e)) from None
     if not rows:

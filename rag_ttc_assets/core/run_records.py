@@ -3,18 +3,34 @@ gives, `config.json`, the post-run validation's checks.
 
 `status.json` is rewritten as a run goes (opened, marked interrupted, failed, complete), each writer adding its fields
 after those already written: `RunStatus` keeps the order its file had, `with_` appends the fields it sets as a dict
-update would, and `to_json` gives the fields in that order, so the file stays what the writers wrote. `ProviderCalls`: a role's
-calls, which the run record's provenance and `rag-ttc run`'s report read. Pure: pydantic.
+update would, and `to_json` gives the fields in that order, so the file stays what the writers wrote. `RunFolders`:
+where the run directories live. `ProviderCalls`: a role's calls, which the run record's provenance and `rag-ttc run`'s
+report read. Pure: pydantic.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from rag_ttc_assets.core.judge_summaries import JudgeSummary
+
+
+@dataclass(frozen=True)
+class RunFolders:
+    """Where the run directories live: `<root>/<arm>/<run>`, root `<home>/runs` (a folder, or an object store's
+    UPath: `local` False, and a run named by its URI is opened there, stages.run_record.run_path)."""
+
+    root: Path
+    local: bool
+
+    def of(self, arm: str) -> Path:
+        """The arm's run directories' folder."""
+        return self.root / arm
 
 
 class ProviderCalls(BaseModel):

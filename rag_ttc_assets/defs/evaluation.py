@@ -34,7 +34,7 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource, provider: P
                                  verdicts=arm.prompt("judge_verdicts_prompt"), gold=arm.prompt("judge_gold_prompt"))
     # Statements, verdicts and the gold judge's verdicts; none with `judge: none` (no support judge is called).
     caller = provider.caller(JUDGE, arm.lab, cfg) if has_support_judge(cfg) else None
-    run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "judge")
+    run_dir = records.open_run(arm.lab.runs, arm.arm, context.run.run_id, run_status_lookup(context), "judge")
     with stage.RowLog(run_dir / records.PARTIAL_JUDGE) as log:
         df = stage.judge(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), arm_supply.arm_contexts(arm),
                          arm.chunk_text, prompts, caller, log, progress=arm.progress)
@@ -64,7 +64,7 @@ def request_judgments(context: AssetExecutionContext, lab: LabResource, provider
     entailed = arm.prompt("judge_entailment_prompt") if cfg.entailment_jurors else None
     # One request judge, or a panel's jurors (judging.panel), each with its own budget.
     callers = provider.callers(REQUEST_JUDGE, arm.lab, cfg)
-    run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "request_judge")
+    run_dir = records.open_run(arm.lab.runs, arm.arm, context.run.run_id, run_status_lookup(context), "request_judge")
     with stage.RowLog(run_dir / records.PARTIAL_REQUEST_JUDGE) as log:
         if cfg.request_judges:
             df = request_judge_stage.judge_panel(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), prompt, callers,
@@ -157,9 +157,11 @@ def run_record(context: AssetExecutionContext, lab: LabResource) -> MaterializeR
     cfg = arm.cfg
     built = {"chunks": arm.chunks, "representations": arm.representations, "bm25_index": arm.bm25,
              "vector_index": arm.vectors}
-    run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "run_record")
-    counts = records.write_run_record(arm.lab, arm.arm, cfg, run_dir, arm.dataset, built,
-                                      fingerprints(cfg, arm.lab.fingerprint_inputs(cfg)))
+    run_dir = records.open_run(arm.lab.runs, arm.arm, context.run.run_id, run_status_lookup(context), "run_record")
+    counts = records.write_run_record(arm.store, arm.arm, cfg, run_dir, arm.dataset, built,
+                                      fingerprints(cfg, arm.lab.fingerprint_inputs(cfg)),
+                                      prompts={field: arm.prompt(field) for field in records.recorded_prompts(cfg)},
+                                      arms_file=arm.lab.arms_file, provider_cache=arm.lab.provider_cache_root)
     return MaterializeResult(metadata={"run_dir": MetadataValue.path(str(run_dir)), **numbers(counts),
                                        "summary": MetadataValue.md((run_dir / "summary.md").read_text())})
 
@@ -168,12 +170,12 @@ def run_record(context: AssetExecutionContext, lab: LabResource) -> MaterializeR
 def post_run_validation(context: AssetCheckExecutionContext, lab: LabResource) -> AssetCheckResult:
     arm = lab.inputs(context)
     cfg = arm.cfg
-    runs = [r for r in records.list_runs(arm.lab, arm.arm) if r.status == records.COMPLETE]
+    runs = [r for r in records.list_runs(arm.lab.runs, arm.arm) if r.status == records.COMPLETE]
     if not runs:
         return AssetCheckResult(passed=False, metadata={"detail": "no complete run record"})
     expected = len(arm.questions)
 
-    results = records.validate_run_record(records.run_path(arm.lab, runs[-1].run_dir), expected,
+    results = records.validate_run_record(records.run_path(arm.lab.runs, runs[-1].run_dir), expected,
                                           None if cfg.supply == "imported" else cfg.generator.model, cfg.judge.model)
     return AssetCheckResult(passed=all(r.passed for r in results),
                             metadata={"run_dir": MetadataValue.path(runs[-1].run_dir),

@@ -35,7 +35,7 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
         return imported_answers_result(arm, df, mapping, arm.write_table(Table.ANSWERS, df))
     cfg, prompt = arm.cfg, arm.prompt("prompt")
     caller = provider.caller(ANSWERS, arm.lab, cfg)
-    run_dir = records.open_run(arm.lab, arm.arm, context.run.run_id, run_status_lookup(context), "answers")
+    run_dir = records.open_run(arm.lab.runs, arm.arm, context.run.run_id, run_status_lookup(context), "answers")
     with stage.RowLog(run_dir / records.PARTIAL_ANSWERS) as log:
         df = stage.generate(cfg, arm.questions, arm.table(Table.ADMITTED_CONTEXTS), arm.chunk_text, prompt,
                             caller, log, arm_supply.supply_tools(arm), progress=arm.progress)

@@ -13,7 +13,8 @@ from rag_ttc_assets.adapters.store import ArmJson, Table
 from rag_ttc_assets.labelling.annotation import AnnotationError, parse_sample
 from rag_ttc_assets.stages.inspect import inspect_question
 from rag_ttc_assets.stages.resolve import ArmInputs
-from rag_ttc_assets.stages.run_record import read_status, runs_root
+from rag_ttc_assets.core.run_records import RunFolders
+from rag_ttc_assets.stages.run_record import read_status
 
 
 class SourceError(RuntimeError):
@@ -46,7 +47,7 @@ class Source:
             except FileNotFoundError:
                 raise SourceError(f"arm {a!r} has no answers yet: run `rag-ttc run {a}` first") from None
             self.rows[a] = set(contract["query_id"].to_list())
-            self.run_ids[a] = _current_run_id(lab, a)
+            self.run_ids[a] = current_run_id(lab.runs, a)
             self.corpus[a] = (lab.store.read_arm_json(a, ArmJson.BINDING) or {}).get("corpus_digest")
         if sample is not None:
             try:
@@ -80,9 +81,9 @@ class Source:
             return self._views[i]
 
 
-def _current_run_id(lab, arm: str) -> str | None:
+def current_run_id(runs: RunFolders, arm: str) -> str | None:
     """The Dagster run id of the arm's last complete run record (the run whose rows the page shows)."""
-    root = runs_root(lab, arm)
+    root = runs.of(arm)
     done = [read_status(d) for d in sorted(root.glob("*"))] if root.is_dir() else []
     done = [s for s in done if s.status == "complete"]
     return done[-1].dagster_run_id if done else None

@@ -18,6 +18,7 @@ from pathlib import Path
 from rag_ttc_assets.labelling import human_labels as hl
 from rag_ttc_assets.diagnosis.diagnosis_inputs import HumanCorrection, Interval, LabelCorrections
 from rag_ttc_assets.core.jsonl import json_lines
+from rag_ttc_assets.core.run_records import RunFolders
 
 DEFAULT = Path("annotations") / "labels.jsonl"  # under the store's root, as `rag-ttc annotate` writes it
 
@@ -91,11 +92,11 @@ def read(lab, path: str | Path | None) -> HumanLabels | None:
     return HumanLabels(lab, p, strict=path is not None) if p is not None else None
 
 
-def current_run_id(lab, arm: str) -> str | None:
+def current_run_id(runs: RunFolders, arm: str) -> str | None:
     """The run the arm's rows now come from, as the labelling page reads it (labelling.annotate_stage)."""
-    from rag_ttc_assets.labelling.annotate_stage import _current_run_id  # late: polars (stages.inspect); the page's reading
+    from rag_ttc_assets.labelling.annotate_stage import current_run_id  # late: polars (stages.inspect)
 
-    return _current_run_id(lab, arm)
+    return current_run_id(runs, arm)
 
 
 def case_labels(labels: list[hl.RequestLabel], run_id: str | None, answer_sha256: str | None) -> list[dict]:

@@ -32,7 +32,7 @@ def find_version(digest: str, candidates: Iterable[Path]) -> Path | None:
 
 def _candidates(dataset: Path, runs: Path) -> list[Path]:
     """Where a labels version the arm ran with is kept: its dataset's evaluation.json, the versions `rag-ttc labels
-    update` keeps under labels/, and the copy each of its run records holds (`runs`: stages.run_record.runs_root)."""
+    update` keeps under labels/, and the copy each of its run records holds (`runs`: core.run_records.RunFolders)."""
     return [dataset / "evaluation.json", *sorted((dataset / "labels").glob("evaluation.v*.json"), reverse=True),
             *sorted(runs.glob("*/inputs/evaluation.json"), reverse=True)]
 

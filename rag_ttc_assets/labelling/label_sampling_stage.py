@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from rag_ttc_assets.adapters.store import Table
+from rag_ttc_assets.adapters.store import ArtifactStore, Table
+from rag_ttc_assets.core.run_records import RunFolders
 from rag_ttc_assets.labelling import label_sampling as ls
 from rag_ttc_assets.stages.run_record import list_runs
 
@@ -14,21 +15,21 @@ class NotJudged(ValueError):
     pass
 
 
-def arm_rows(lab, arm: str) -> list[ls.Row]:
+def arm_rows(store: ArtifactStore, runs: RunFolders, arm: str) -> list[ls.Row]:
     """The arm's answer rows: the judge's completeness (share of the row's requests addressed), the row's failure-flow
     branch (the branch most of its requests land in; ties by name) and, for a panel, whether its jurors split on any
     of the row's requests."""
     RJ, FLOW = Table.REQUEST_JUDGMENTS.c, Table.FAILURE_FLOW.c
     try:
-        rj = lab.store.read_table(arm, Table.REQUEST_JUDGMENTS)
+        rj = store.read_table(arm, Table.REQUEST_JUDGMENTS)
     except FileNotFoundError:
         raise NotJudged(f"arm {arm!r} has no request judgments (run it first: rag-ttc run {arm})") from None
     try:
         flow = {(r[FLOW.query_id], r[FLOW.request_id]): r[FLOW.branch]
-                for r in lab.store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True)}
+                for r in store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True)}
     except FileNotFoundError:
         flow = {}
-    runs = [r.dagster_run_id for r in list_runs(lab, arm) if r.dagster_run_id]
+    runs = [r.dagster_run_id for r in list_runs(runs, arm) if r.dagster_run_id]
     run_id = runs[-1] if runs else ""
     by_q: dict[str, list[dict]] = {}
     for r in rj.iter_rows(named=True):

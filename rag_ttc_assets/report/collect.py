@@ -117,7 +117,7 @@ def arm_views(lab: Lab, arm: str, labels: human_page.HumanLabels | None = None) 
             flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
             _sent(store, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k,
             outcomes.get(q.id, []))
-    _human_of(arm, labels, human_page.current_run_id(lab, arm) if labels is not None else None, views)
+    _human_of(arm, labels, human_page.current_run_id(lab.runs, arm) if labels is not None else None, views)
     prompts = {}
     for field, kind in prompt_fields(cfg).items():
         p = lab.prompt(getattr(cfg, field), kind)

@@ -13,24 +13,26 @@ import json
 import os
 import socket
 from datetime import datetime, timezone
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from rag_ttc_assets.adapters.object_store import remote_root
-from rag_ttc_assets.adapters.store import ArmJson, Table, atomic_write_bytes, atomic_write_json
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Built, Table, atomic_write_bytes, atomic_write_json
 from rag_ttc_assets.core.arm_summaries import ContractSummary, RetrievalMeasures, RetrievalSummary, problems
 from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.dataset import Dataset
 from rag_ttc_assets.core.judge_summaries import JudgeSummary, RequestCompleteness, RequestJudgeSummary
 from rag_ttc_assets.core.measured import Counts, measured_text, reasons_text
+from rag_ttc_assets.core.prompts import Prompt
 from rag_ttc_assets.core.run_records import (AnswerRole, ModelAssignments, RunCheck, RunConfig, RunEntry, RunFailure,
-                                             RunJudgeSummary, RunStatus)
+                                             RunFolders, RunJudgeSummary, RunStatus)
 from rag_ttc_assets.core.representations import RECORD as REPRESENTATION_RECORD
 from rag_ttc_assets.core.summaries import generator_label, generator_models
 from rag_ttc_assets.core.usage import unused
-from rag_ttc_assets.lab import Lab, prompt_fields
+from rag_ttc_assets.lab import prompt_fields
 from rag_ttc_assets.stages import arm_supply
 from rag_ttc_assets.stages.generation import calls_summary
 from rag_ttc_assets.judging.statement_judge_stage import JUDGE_MEANS
@@ -49,10 +51,6 @@ PARTIAL_REQUEST_JUDGE = "results/request-judgments.partial.jsonl"
 ROWS, CTX = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c
 ANS, CON, JV = Table.ANSWERS.c, Table.CONTRACT_RESULTS.c, Table.JUDGE_VERDICTS.c
 PARTIALS = (PARTIAL_ANSWERS, PARTIAL_JUDGE, PARTIAL_REQUEST_JUDGE)
-
-
-def runs_root(lab: Lab, arm: str) -> Path:
-    return lab.home / "runs" / arm
 
 
 def _now() -> str:
@@ -86,7 +84,7 @@ def _alive(pid: int | None, host: str | None) -> bool:
     return True
 
 
-def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
+def mark_interrupted(runs: RunFolders, arm: str, current_run_id: str | None = None,
                      status_of: Callable[[str], str | None] | None = None) -> list[Path]:
     """Run directories left `running` by a process that is gone: say so, keep their partial rows.
 
@@ -95,7 +93,7 @@ def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
     is `interrupted` (killed before it could say so).
     """
     marked = []
-    root = runs_root(lab, arm)
+    root = runs.of(arm)
     for d in sorted(root.glob("*")) if root.is_dir() else []:
         st = read_status(d)
         if st.status != RUNNING or st.dagster_run_id == current_run_id:
@@ -118,15 +116,15 @@ def mark_interrupted(lab: Lab, arm: str, current_run_id: str | None = None,
     return marked
 
 
-def open_run(lab: Lab, arm: str, dagster_run_id: str, status_of, stage: str) -> Path:
+def open_run(runs: RunFolders, arm: str, dagster_run_id: str, status_of, stage: str) -> Path:
     """The run directory of this Dagster run (created on first use, status running)."""
-    root = runs_root(lab, arm)
+    root = runs.of(arm)
     for d in root.glob(f"*-{dagster_run_id[:8]}") if root.is_dir() else []:
         st = read_status(d)
         if st.dagster_run_id == dagster_run_id:
             _write_status(d, st.with_(stage=stage, updated_at=_now()))
             return d
-    mark_interrupted(lab, arm, dagster_run_id, status_of)
+    mark_interrupted(runs, arm, dagster_run_id, status_of)
     d = root / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{dagster_run_id[:8]}"
     (d / "results").mkdir(parents=True, exist_ok=True)
     _write_status(d, RunStatus.of({"status": RUNNING, "arm": arm, "dagster_run_id": dagster_run_id,
@@ -135,13 +133,13 @@ def open_run(lab: Lab, arm: str, dagster_run_id: str, status_of, stage: str) -> 
     return d
 
 
-def record_unfinished(lab: Lab, arm: str, dagster_run_id: str, stage: str, status: str, failure: dict) -> Path:
+def record_unfinished(runs: RunFolders, arm: str, dagster_run_id: str, stage: str, status: str, failure: dict) -> Path:
     """The run directory of a run that ended unfinished (the one its steps opened, or a new one when it ended before
     any step opened it) says so: `failed` (a step raised) or `interrupted` (SIGINT, SIGTERM), the step, the
     exception and its message, the steps that succeeded, and the rows its per-row logs kept. Those rows' provider
     results stay in the provider cache, so a rerun serves them from there; the assets that succeeded are not
     stale and are not run again."""
-    root = runs_root(lab, arm)
+    root = runs.of(arm)
     run_dir = next((d for d in (root.glob(f"*-{dagster_run_id[:8]}") if root.is_dir() else [])
                     if read_status(d).dagster_run_id == dagster_run_id), None)
     if run_dir is None:
@@ -162,17 +160,17 @@ def record_unfinished(lab: Lab, arm: str, dagster_run_id: str, stage: str, statu
     return run_dir
 
 
-def run_path(lab: Lab, run_dir: str):
+def run_path(runs: RunFolders, run_dir: str) -> Path:
     """The run directory named by `list_runs`'s `run_dir` (a folder, or a URI in an object store)."""
-    return Path(run_dir) if lab.local else remote_root(run_dir)
+    return Path(run_dir) if runs.local else remote_root(run_dir)
 
 
-def list_runs(lab: Lab, arm: str | None = None, status_of=None) -> list[RunEntry]:
-    arms = [arm] if arm else sorted(p.name for p in (lab.home / "runs").glob("*") if p.is_dir())
+def list_runs(runs: RunFolders, arm: str | None = None, status_of=None) -> list[RunEntry]:
+    arms = [arm] if arm else sorted(p.name for p in runs.root.glob("*") if p.is_dir())
     out = []
     for a in arms:
-        mark_interrupted(lab, a, status_of=status_of)
-        for d in sorted(runs_root(lab, a).glob("*")):
+        mark_interrupted(runs, a, status_of=status_of)
+        for d in sorted(runs.of(a).glob("*")):
             st = read_status(d)
             failed = st.status in (FAILED, INTERRUPTED)
             out.append(RunEntry(arm=a, run_dir=str(d), status=st.status, started_at=st.started_at,
@@ -272,12 +270,12 @@ class Provenance(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: JudgeSummary,
+def result_provenance(provider_cache: str | Path, answers: pl.DataFrame, judge_summary: JudgeSummary,
                       request_judge: RequestJudgeSummary | None = None) -> Provenance:
     """Per role: provider calls, cache hits and which of the two the metrics were generated from; and the cache."""
     a = calls_summary(answers)
     return Provenance(
-        provider_cache=str(lab.provider_cache_root),
+        provider_cache=str(provider_cache),
         answers=RoleProvenance.of(a.provider_calls, a.cache_hits, False),
         judge=RoleProvenance.of(judge_summary.provider_calls, judge_summary.cache_hits,
                                 judge_summary.offline_baseline_judge),
@@ -285,11 +283,21 @@ def result_provenance(lab: Lab, answers: pl.DataFrame, judge_summary: JudgeSumma
             request_judge.provider_calls, request_judge.cache_hits, request_judge.request_judge.offline_baseline))
 
 
-def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, built: dict, fingerprints: dict) -> dict:
-    """Fill `run_dir` with the seed's layout and mark it complete; return the counts written."""
+def recorded_prompts(cfg: ArmConfig) -> dict[str, str]:
+    """The prompts a run record copies (field -> kind, core.prompts): every prompt the arm names, except an imported
+    arm's answer prompt (the system's own prompt is in its traces, copied with them)."""
+    return {field: kind for field, kind in prompt_fields(cfg).items()
+            if not (field == "prompt" and cfg.supply == "imported")}
+
+
+def write_run_record(store: ArtifactStore, arm: str, cfg: ArmConfig, run_dir: Path, ds: Dataset,
+                     built: dict[str, Built | None], fingerprints: dict[str, Any], *, prompts: Mapping[str, Prompt],
+                     arms_file: Path, provider_cache: str | Path) -> dict:
+    """Fill `run_dir` with the seed's layout and mark it complete; return the counts written. `prompts`: the arm's
+    prompts the record copies (field -> prompt, recorded_prompts), `arms_file` and `provider_cache` where the arm
+    was declared and where its provider results were cached."""
     import polars as pl
 
-    store = lab.store
     answer_models = store.read_table(arm, Table.ANSWERS)[ANS.model].to_list()  # an imported arm's generator
     (run_dir / "inputs" / "prompts").mkdir(parents=True, exist_ok=True)
     atomic_write_json(run_dir / "config.json", RunConfig(
@@ -300,15 +308,12 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
                                            same_model=cfg.judge.model in generator_models(cfg, answer_models)),
         # What of the evaluation's labels reached the generator: none, oracle, or counterfactual:<kind>.
         label_use=cfg.label_use,
-        arms_file=str(lab.arms_file),
+        arms_file=str(arms_file),
         # Where the answers and verdicts were cached: another store's cache (RAG_TTC_PROVIDER_CACHE) may have served them.
-        provider_cache=str(lab.provider_cache_root)).model_dump(mode="json"))
+        provider_cache=str(provider_cache)).model_dump(mode="json"))
     atomic_write_bytes(run_dir / "inputs" / "corpus.json", Path(ds.corpus_path).read_bytes())
     atomic_write_bytes(run_dir / "inputs" / "evaluation.json", Path(ds.evaluation_path).read_bytes())
-    for field, kind in prompt_fields(cfg).items():
-        if field == "prompt" and cfg.supply == "imported":
-            continue  # the system's own prompt is in its traces (copied below), not one of the lab's
-        p = lab.prompt(getattr(cfg, field), kind)
+    for field, p in prompts.items():
         target = run_dir / "inputs" / ("prompt.txt" if field == "prompt" else f"prompts/{p.name}.txt")
         atomic_write_bytes(target, p.text.encode("utf-8"))
     (run_dir / "preparation").mkdir(exist_ok=True)
@@ -371,7 +376,7 @@ def write_run_record(lab: Lab, arm: str, cfg: ArmConfig, run_dir: Path, ds, buil
     counts = {"questions": len(per_query), "answer_rows": tables[Table.ANSWERS].height,
               "judge_rows": tables[Table.JUDGE_VERDICTS].height, "valid": contract.valid,
               "judged": judge_summary.judged}
-    source = result_provenance(lab, tables[Table.ANSWERS], judge_summary,
+    source = result_provenance(provider_cache, tables[Table.ANSWERS], judge_summary,
                                store.read_summary(arm, ArmJson.REQUEST_JUDGE_SUMMARY))
     atomic_write_json(results / "provider-provenance.json", source.to_json())
     atomic_write_bytes(run_dir / "summary.md", summary_markdown(arm, cfg, retrieval.summary, contract,

@@ -43,7 +43,7 @@ def test_two_stores_share_one_fsspec_provider_cache(mini_lab, tmp_path, monkeypa
         with DagsterInstance.ephemeral() as instance:
             assert job.execute_in_process(partition_key="baseline", instance=instance).success
         runs[home] = _answers_and_judge_calls(lab, "baseline")
-        (record,) = [r for r in list_runs(lab, "baseline") if r.status == COMPLETE]
+        (record,) = [r for r in list_runs(lab.runs, "baseline") if r.status == COMPLETE]
         run_dir = Path(record.run_dir)
         assert json.loads((run_dir / "config.json").read_text())["provider_cache"] == uri
         # The run record states where its metrics came from (the seed's section 10.2).

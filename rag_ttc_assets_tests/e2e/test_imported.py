@@ -189,8 +189,9 @@ def test_an_imported_arms_generator_is_the_systems_model_as_its_traces_name_it_n
         assert (judge["generator_model"], judge["same_model_as_generator"]) == ("imported: openai/fake-model", same)
         # The request judge (local/lexical in both) is never the system's model.
         assert lab.store.read_arm_json(arm, "request_judge_summary.json")["same_model_as_generator"] is False
-        [run] = [r for r in records.list_runs(lab, arm) if r.status == records.COMPLETE]
-        assigned = json.loads((records.run_path(lab, run.run_dir) / "config.json").read_text())["model_assignments"]
+        [run] = [r for r in records.list_runs(lab.runs, arm) if r.status == records.COMPLETE]
+        config = json.loads((records.run_path(lab.runs, run.run_dir) / "config.json").read_text())
+        assigned = config["model_assignments"]
         assert (assigned["generator"], assigned["same_model"]) == ("imported: openai/fake-model", same)
         record = arm_record(lab.store, lab.arms[arm], arm)
         assert (record.generator_model, record.same_model, record.offline_generator) == (
