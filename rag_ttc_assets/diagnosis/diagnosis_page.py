@@ -72,7 +72,7 @@ def label_corrections(lab, arms: list[str]) -> LabelCorrections:
     """What the `label_corrections` asset writes: the store's default labels file read (labelling.human_page) and the
     judges' completeness differences it corrects, over the pairs `arm_comparisons` compared among `arms`."""
     reports, _ = stage.comparisons(lab.arms, lab.store, arms)
-    return human_page.corrections(lab, human_page.read(lab, None), [(r.a, r.b) for r in reports])
+    return human_page.corrections(lab.store, human_page.read(lab, None), [(r.a, r.b) for r in reports])
 
 
 def diagnosis_inputs(lab, arms: list[str], compared: stage.Compared, corrections: LabelCorrections,
@@ -121,6 +121,6 @@ def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: 
 
     hl = human_page.read(lab, labels)
     compared = stage.comparisons(lab.arms, lab.store, arms, recompute)
-    corrections = human_page.corrections(lab, hl, [(r.a, r.b) for r in compared[0]])
+    corrections = human_page.corrections(lab.store, hl, [(r.a, r.b) for r in compared[0]])
     sweep = diagnosis_inputs(lab, arms, compared, corrections, baseline, pages, hl)
     return write_diagnosis(diagnose(sweep), lab.store.comparisons_dir, stem, title)

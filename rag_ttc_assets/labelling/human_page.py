@@ -14,11 +14,15 @@ from __future__ import annotations
 import hashlib
 import statistics
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.labelling import human_labels as hl
 from rag_ttc_assets.diagnosis.diagnosis_inputs import HumanCorrection, Interval, LabelCorrections
 from rag_ttc_assets.core.jsonl import json_lines
 from rag_ttc_assets.core.run_records import RunFolders
+
+if TYPE_CHECKING:
+    from rag_ttc_assets.adapters.store import ArtifactStore
 
 DEFAULT = Path("annotations") / "labels.jsonl"  # under the store's root, as `rag-ttc annotate` writes it
 
@@ -149,7 +153,7 @@ def judge_difference(judge_a: list[float], judge_b: list[float], z: float = 1.95
     return {"mean": d, "low": d - z * se, "high": d + z * se}
 
 
-def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> list[HumanCorrection]:
+def pair_corrections(store: ArtifactStore, labels: HumanLabels, pairs: list[tuple[str, str]]) -> list[HumanCorrection]:
     """Per compared pair whose two arms both carry per-request labels, and per request judge that scored both: the
     judge's difference b - a over all its rows, and the difference corrected by the labels (labelling.ppi)."""
     from rag_ttc_assets.labelling import ppi  # late: numpy and scipy
@@ -160,7 +164,7 @@ def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> 
     if not wanted:
         return []
     # The judge's completeness of each row as `accept` and `judge-agreement` read it (abstentions 0).
-    judges = row_completeness(read_judgments(lab.store, {x for p in wanted for x in p}))
+    judges = row_completeness(read_judgments(store, {x for p in wanted for x in p}))
     human = ppi.human_row_completeness(labels.labels.requests)
     sampling = ppi.recorded_sampling(labels.records)
     out = []
@@ -182,9 +186,9 @@ def pair_corrections(lab, labels: HumanLabels, pairs: list[tuple[str, str]]) -> 
     return out
 
 
-def corrections(lab, labels: HumanLabels | None, pairs: list[tuple[str, str]]) -> LabelCorrections:
+def corrections(store: ArtifactStore, labels: HumanLabels | None, pairs: list[tuple[str, str]]) -> LabelCorrections:
     """What a diagnosis reads of the labels (the `label_corrections` asset, `rag-ttc diagnose`): the file read and
     the corrected differences of the compared `pairs` (pair_corrections); nothing when there is no labels file."""
     if labels is None:
         return LabelCorrections()
-    return LabelCorrections(human_labels=labels.summary(), corrections=pair_corrections(lab, labels, pairs))
+    return LabelCorrections(human_labels=labels.summary(), corrections=pair_corrections(store, labels, pairs))
