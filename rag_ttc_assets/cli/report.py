@@ -30,7 +30,8 @@ def cmd_report(args) -> int:
     for arm in filter(None, (args.a, args.b)):
         lab.arms[arm]
     # The people's labels beside the judges: --labels, else the store's default labels file when it exists.
-    labels = human_page.read(lab, args.labels)
+    labels = human_page.read(lab.store, args.labels, arms=lab.arms, arms_file=lab.arms_file,
+                             datasets_dir=lab.datasets_dir)
     try:
         if args.b is None:
             path = Path(args.out) if args.out else lab.store.root / "reports" / f"{args.a}.html"

@@ -54,7 +54,7 @@ def arm_reports(lab, arms: list[str]) -> tuple[dict[str, Path], human_page.Human
     """What the `arm_reports` asset writes: the case reports of the arms the sweep's diagnosis links (linked_arms,
     its baseline read as the diagnosis reads it from arm_comparisons' pair reports), with the store's default
     labels file beside the judges; the pages and the labels read."""
-    hl = human_page.read(lab, None)
+    hl = human_page.read(lab.store, None, arms=lab.arms, arms_file=lab.arms_file, datasets_dir=lab.datasets_dir)
     compared = stage.comparisons(lab.arms, lab.store, arms)
     return arm_pages(lab, linked_arms(lab.arms, arms, stage.default_baseline(arms, compared[0])), hl), hl
 
@@ -72,7 +72,8 @@ def label_corrections(lab, arms: list[str]) -> LabelCorrections:
     """What the `label_corrections` asset writes: the store's default labels file read (labelling.human_page) and the
     judges' completeness differences it corrects, over the pairs `arm_comparisons` compared among `arms`."""
     reports, _ = stage.comparisons(lab.arms, lab.store, arms)
-    return human_page.corrections(lab.store, human_page.read(lab, None), [(r.a, r.b) for r in reports])
+    labels = human_page.read(lab.store, None, arms=lab.arms, arms_file=lab.arms_file, datasets_dir=lab.datasets_dir)
+    return human_page.corrections(lab.store, labels, [(r.a, r.b) for r in reports])
 
 
 def diagnosis_inputs(lab, arms: list[str], compared: stage.Compared, corrections: LabelCorrections,
@@ -119,7 +120,7 @@ def diagnose_and_write(lab, arms: list[str], stem: str = "diagnosis", baseline: 
     recorded in the diagnosis. The pair reports are `arm_comparisons`' JSON files; a missing one is recomputed by
     `recompute` when given (stages.arm_comparisons.compare_pairs), else listed as not compared."""
 
-    hl = human_page.read(lab, labels)
+    hl = human_page.read(lab.store, labels, arms=lab.arms, arms_file=lab.arms_file, datasets_dir=lab.datasets_dir)
     compared = stage.comparisons(lab.arms, lab.store, arms, recompute)
     corrections = human_page.corrections(lab.store, hl, [(r.a, r.b) for r in compared[0]])
     sweep = diagnosis_inputs(lab, arms, compared, corrections, baseline, pages, hl)

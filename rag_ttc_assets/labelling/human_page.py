@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import statistics
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.labelling import human_labels as hl
@@ -23,40 +24,39 @@ from rag_ttc_assets.core.run_records import RunFolders
 
 if TYPE_CHECKING:
     from rag_ttc_assets.adapters.store import ArtifactStore
+    from rag_ttc_assets.core.arms_file import Arms
 
 DEFAULT = Path("annotations") / "labels.jsonl"  # under the store's root, as `rag-ttc annotate` writes it
 
 
-def default_path(lab) -> Path:
-    return lab.store.root / DEFAULT
+def default_path(store: ArtifactStore) -> Path:
+    return store.root / DEFAULT
 
 
-def resolve(lab, path: str | Path | None) -> Path | None:
+def resolve(store: ArtifactStore, path: str | Path | None) -> Path | None:
     """The labels file to read: `path` when given (it must exist), else the store's default when it exists."""
     if path is not None:
         p = Path(path)
         if not p.is_file():
             raise hl.LabelsError([hl.LabelProblem(str(p), "(file)", "(file)", "file not found")])
         return p
-    p = default_path(lab)
+    p = default_path(store)
     return p if p.is_file() else None
 
 
 class HumanLabels:
-    """A labels file read and checked once (labelling.human_labels.parse_labels against the lab's arms: a bad file is
-    refused naming file, line and field), its records, and its sha256."""
+    """A labels file read and checked once (labelling.human_labels.parse_labels against the catalog of the arms it
+    may name, `catalog_of()`, built only when the file is UTF-8 text: a bad file is refused naming file, line and
+    field), its records, and its sha256."""
 
-    def __init__(self, lab, path: Path, strict: bool = True):
-        from rag_ttc_assets.judging.judge_agreement_stage import catalog, read_arm_rows  # late: polars (never in the code location)
-
+    def __init__(self, path: Path, catalog_of: Callable[[], hl.Catalog], strict: bool = True):
         raw = path.read_bytes()
         self.path = path
         self.sha256 = "sha256:" + hashlib.sha256(raw).hexdigest()
         self.not_read: str | None = None
         try:
             text = raw.decode("utf-8")
-            self.labels = hl.parse_labels(text, str(path), catalog(read_arm_rows(lab.store, lab.datasets_dir, lab.arms),
-                                                                  lab.arms_file))
+            self.labels = hl.parse_labels(text, str(path), catalog_of())
         except (hl.LabelsError, UnicodeDecodeError) as e:
             if strict:
                 if isinstance(e, UnicodeDecodeError):
@@ -88,12 +88,22 @@ class HumanLabels:
         return out
 
 
-def read(lab, path: str | Path | None) -> HumanLabels | None:
-    """The labels a report or diagnosis reads (resolve), checked; None when there are none. A file named is refused
-    when bad (LabelsError naming file, line and field); the default file, when bad, is kept unread with `not_read`
-    saying why, so an asset or a report that did not ask for it still runs."""
-    p = resolve(lab, path)
-    return HumanLabels(lab, p, strict=path is not None) if p is not None else None
+def read(store: ArtifactStore, path: str | Path | None, *, arms: Arms, arms_file: Path,
+         datasets_dir: Path) -> HumanLabels | None:
+    """The labels a report or diagnosis reads (resolve), checked against the `arms` of `arms_file`, their questions
+    (under `datasets_dir`) and the answer rows in `store`; None when there are none. A file named is refused when bad
+    (LabelsError naming file, line and field); the default file, when bad, is kept unread with `not_read` saying why,
+    so an asset or a report that did not ask for it still runs."""
+    p = resolve(store, path)
+    if p is None:
+        return None
+
+    def catalog_of() -> hl.Catalog:
+        from rag_ttc_assets.judging.judge_agreement_stage import catalog, read_arm_rows  # late: polars
+
+        return catalog(read_arm_rows(store, datasets_dir, arms), arms_file)
+
+    return HumanLabels(p, catalog_of, strict=path is not None)
 
 
 def current_run_id(runs: RunFolders, arm: str) -> str | None:

@@ -73,7 +73,9 @@ def _sent(store: ArtifactStore, arm: str, qid: str, digests) -> list[dict]:
 def human_labels(lab: Lab, labels) -> human_page.HumanLabels | None:
     """The human labels a report shows: those given (a HumanLabels, read once for many pages), the file named, or
     the store's default file when it exists (labelling.human_page.resolve)."""
-    return labels if isinstance(labels, human_page.HumanLabels) else human_page.read(lab, labels)
+    if isinstance(labels, human_page.HumanLabels):
+        return labels
+    return human_page.read(lab.store, labels, arms=lab.arms, arms_file=lab.arms_file, datasets_dir=lab.datasets_dir)
 
 
 def _human_of(arm: str, labels: human_page.HumanLabels | None, run_id: str | None, views: dict) -> None:

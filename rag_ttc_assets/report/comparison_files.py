@@ -42,7 +42,7 @@ def write_comparisons(lab: Lab, out_dir: Path) -> Comparisons:
     out_dir.mkdir(parents=True, exist_ok=True)
     reports, skipped = compare_pairs(lab.store, lab.arms)
     # The people's labels shown in the pair reports: the store's default labels file when it exists (labelling.human_page).
-    labels = human_page.read(lab, None)
+    labels = human_page.read(lab.store, None, arms=lab.arms, arms_file=lab.arms_file, datasets_dir=lab.datasets_dir)
     summary, pages = [], {}
     drawn = []
     for rep in reports:
