@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
-from rag_ttc_assets.labelling.accept_records import EstimateNFirst, EstimateNLast, JudgeInterval
+from rag_ttc_assets.labelling.estimate_records import Estimate, EstimateNLast, JudgeInterval
 from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 
 DECIDED = {"accept": "ACCEPT: the {c}% interval lies above 0 ({arm} is more complete than {base})",
@@ -23,7 +23,7 @@ def labels_path(lab, given: str | None) -> Path:
     return Path(given).expanduser().resolve() if given else default_labels(lab.store)
 
 
-def _iv(e: EstimateNFirst | EstimateNLast | JudgeInterval) -> str:
+def _iv(e: Estimate | EstimateNLast | JudgeInterval) -> str:
     if e.low is None:
         return "-"
     return f"{e.mean:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"

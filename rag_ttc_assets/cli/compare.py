@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_ttc_assets.cli.common import CliError, lab_from_args, text_table
 from rag_ttc_assets.cli.materialize import compare_all
-from rag_ttc_assets.labelling.accept_records import (EstimateNFirst, EstimateNLast, IndependentDifference,
-                                                     JudgeInterval, PairedDifference)
+from rag_ttc_assets.labelling.accept_records import IndependentDifference, PairedDifference
+from rag_ttc_assets.labelling.estimate_records import Estimate, EstimateNLast, JudgeInterval
 from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.core.request_derivation import DerivationDriftError, describe
 from rag_ttc_assets.core.eras import EraChangeError
@@ -58,7 +58,7 @@ def labels_differ(lab, a: str, b: str) -> LabelDrift:
     return labels_that_differ(read_label_versions(lab.store, folders), a, b)
 
 
-def _iv(e: EstimateNFirst | EstimateNLast | JudgeInterval) -> str:
+def _iv(e: Estimate | EstimateNLast | JudgeInterval) -> str:
     return f"{e.mean:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
 
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, Valid
 
 from rag_ttc_assets.judging.judge_agreement import AGGREGATION, AGGREGATION_MEASURES
 from rag_ttc_assets.core.records import invalid_fields
+from rag_ttc_assets.labelling.estimate_records import Estimate, JudgeMean
 
 # The confusion matrix of two raters: the first's label -> the second's label -> count, labels as strings
 # ("True"/"False"; a verdict's or a support label's own names).
@@ -270,22 +271,6 @@ class PanelAggregation(Record):
 
 
 # -- completeness corrected by the labels (labelling.ppi) -------------------------------------------------------------------
-
-class JudgeMean(Record):
-    mean: float | None
-    n: int
-
-
-class Estimate(Record):
-    """An estimate with its interval; low, high and se None for a single labelled row."""
-
-    mean: float
-    low: float | None
-    high: float | None
-    n: int
-    se: float | None
-    df: float | None
-
 
 class CompletenessEstimate(Record):
     """One arm's completeness by one judge: the judge's over every row, the labels', the prediction-powered

@@ -25,9 +25,10 @@ from rag_ttc_assets.labelling import human_labels as hl
 from rag_ttc_assets.judging import judge_agreement as ja
 from rag_ttc_assets.judging import panel
 from rag_ttc_assets.judging.agreement_records import (AgreementReport, Bootstrap, ClaimLabels, CompletenessEstimate,
-                                                      Confusion, CorrelationRow, Estimate, Majority, PairAspect,
+                                                      Confusion, CorrelationRow, Majority, PairAspect,
                                                       PanelAggregation, RequestCompleteness, RequestEdits,
                                                       RequestLabels, counted_aggregations, validated)
+from rag_ttc_assets.labelling.estimate_records import Estimate
 from rag_ttc_assets.judging.claim_agreement import claim_agreement, claim_verdicts
 from rag_ttc_assets.core.arms_file import Arms
 from rag_ttc_assets.core.contract import ABSTAINED, FREE_TEXT, VALID

@@ -6,12 +6,15 @@ labelling/ppi_difference.py always gave: each model's fields in the order the fi
 The two estimators order an estimate's keys differently (the paired one as labelling.ppi.estimate_of: mean, low, high,
 n, se, df; the independent one as labelling.ppi.difference_of and then n: mean, low, high, se, df, n), and the paired
 estimator's `variance.fixed_df` is an int (N - 1) where the independent one's is a float (Satterthwaite): one model
-per estimator keeps the JSON as it was. No logic."""
+per estimator keeps the JSON as it was (labelling.estimate_records declares them, and every report's estimate). No
+logic."""
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from rag_ttc_assets.labelling.estimate_records import DifferenceVariance, Estimate, EstimateNLast, JudgeInterval
 
 
 class _Record(BaseModel):
@@ -20,53 +23,6 @@ class _Record(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The JSON object as written: every field in declaration order, values as the estimators gave them."""
         return self.model_dump()
-
-
-class _Estimate(_Record):
-    """An estimate of the difference, in one of its two key orders."""
-
-
-class EstimateNFirst(_Estimate):
-    """The people's or the prediction-powered difference of the paired estimator (labelling.ppi.estimate_of)."""
-
-    mean: float
-    low: float | None
-    high: float | None
-    n: int
-    se: float | None
-    df: float | None
-
-
-class EstimateNLast(_Estimate):
-    """The people's or the prediction-powered difference of the independent estimator (labelling.ppi.difference_of, then
-    the labelled rows n)."""
-
-    mean: float
-    low: float | None
-    high: float | None
-    se: float | None
-    df: float | None
-    n: int
-
-
-class JudgeInterval(_Record):
-    """The judge's own interval of the difference: every row, no label."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-
-
-class DifferenceVariance(_Record):
-    """The terms of the difference's se^2: var_N(d), var_n(r), var_n(Y), var_N(d)/N and its degrees of freedom (an
-    int N - 1 when paired, a float by Satterthwaite when independent)."""
-
-    judge: float
-    rectifier: float
-    human: float
-    fixed: float
-    fixed_df: int | float
 
 
 class _Difference(_Record):
@@ -89,8 +45,8 @@ class _Difference(_Record):
     labelled: int
     weighting: str
     judge: JudgeInterval
-    human: _Estimate
-    ppi: _Estimate
+    human: Estimate | EstimateNLast
+    ppi: Estimate | EstimateNLast
     variance: DifferenceVariance
     decision: str
     judge_decision: str
@@ -101,8 +57,8 @@ class PairedDifference(_Difference):
     """Both arms answer the same questions, at least two labelled in both: per-question differences."""
 
     estimator: Literal["paired"]
-    human: EstimateNFirst
-    ppi: EstimateNFirst
+    human: Estimate
+    ppi: Estimate
 
 
 class IndependentDifference(_Difference):

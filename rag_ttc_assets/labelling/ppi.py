@@ -65,6 +65,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm  # type: ignore[import-untyped]
 from scipy.stats import t as student_t
 
+from rag_ttc_assets.labelling.estimate_records import Estimate
 from rag_ttc_assets.labelling.ppi_records import (ArmEstimate, CompletenessEstimates, DifferenceRecord, EstimateRecord,
                                                   JudgeMean)
 
@@ -77,35 +78,6 @@ Stat = Union[float, NDArray[np.float64]]
 TSD = tuple[Stat, Stat, Union[Stat, None]]
 # An interval's (mean, low, high).
 Interval = tuple[Stat, Stat, Stat]
-
-
-@dataclass(frozen=True)
-class Estimate:
-    mean: float
-    low: float
-    high: float
-    n: int  # rows the estimate read labels of (human, PPI) or scores of (judge)
-    se: float | None = None  # the standard error the interval was drawn from
-    df: float | None = None  # its effective degrees of freedom (None: the normal quantile)
-
-    @property
-    def width(self) -> float:
-        return self.high - self.low
-
-    def as_dict(self) -> EstimateRecord:
-        return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n, "se": self.se, "df": self.df}
-
-
-@dataclass(frozen=True)
-class Stored:
-    """An estimate as a report stores it (EstimateRecord), read by attribute: low, high and se are None for a single
-    labelled row, df None where the normal quantile applies."""
-    mean: float
-    low: float | None
-    high: float | None
-    n: int
-    se: float | None
-    df: float | None
 
 
 def _z(alpha: float) -> float:
@@ -319,7 +291,7 @@ def estimate_of(tsd: TSD, n: int, alpha: float) -> EstimateRecord:
     (None: normal)."""
     theta, se, df = float(tsd[0]), float(tsd[1]), None if tsd[2] is None else float(tsd[2])
     q = float(quantile(alpha, df))
-    return Estimate(theta, theta - q * se, theta + q * se, n, se, _finite(df)).as_dict()
+    return {"mean": theta, "low": theta - q * se, "high": theta + q * se, "n": n, "se": se, "df": _finite(df)}
 
 
 STRATIFIED = "stratified by the recorded strata"
@@ -400,7 +372,7 @@ def difference_estimate(a: CompletenessEstimates, b: CompletenessEstimates,
 def difference_of(ea: EstimateRecord, eb: EstimateRecord, alpha: float) -> DifferenceRecord:
     """a - b of two independent estimates (estimate_of records): se in quadrature, df by Satterthwaite. ValueError
     when either has no standard error (a single labelled row)."""
-    a, b = Stored(**ea), Stored(**eb)
+    a, b = Estimate.model_validate(ea), Estimate.model_validate(eb)
     if a.se is None or b.se is None:
         raise ValueError("an estimate of one labelled row has no standard error: no difference to draw")
     va, vb = a.se ** 2, b.se ** 2
