@@ -90,7 +90,9 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     write(Table.IMPORTED_CHUNKS, read.chunks)
     write(Table.IMPORTED_ROWS, read.rows)
     write(Table.RETRIEVAL_ROWS, import_stage.retrieval_rows(arm.table(Table.IMPORTED_ROWS), arm.chunk_docs))
-    contexts, coverage, _ = retrieval.admitted_contexts(arm)
+    contexts, coverage, _ = retrieval.admitted_contexts(
+        arm.cfg, arm.questions, arm.table(Table.RETRIEVAL_ROWS), arm.support, arm.chunk_text_of, preloaded=None,
+        imported_rows=arm.table(Table.IMPORTED_ROWS), lookup=None)
     write(Table.ADMITTED_CONTEXTS, contexts)
     write(Table.REQUEST_COVERAGE, coverage)
     write(Table.ANSWERS, import_stage.answers(arm.cfg, arm.table(Table.IMPORTED_ROWS), read.mapping["source_digest"]))
@@ -99,19 +101,20 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
                                                  verdicts=arm.prompt("judge_verdicts_prompt"),
                                                  gold=arm.prompt("judge_gold_prompt"))
     write(Table.JUDGE_VERDICTS, statement_judge_stage.judge(arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS),
-                                                 arm_supply.arm_contexts(arm), arm.chunk_text, prompts,
-                                                 role_caller(JUDGE, lab, arm.cfg)))
+                                                 arm_supply.arm_contexts(arm.store, arm.arm, arm.cfg), arm.chunk_text,
+                                                 prompts, role_caller(JUDGE, lab, arm.cfg)))
     write(Table.REQUEST_JUDGMENTS, request_judge_stage.judge_requests(
         arm.cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), arm.prompt("judge_requests_prompt"),
         role_caller(REQUEST_JUDGE, lab, arm.cfg)))
+    supplied_coverage = arm_supply.arm_coverage(arm.store, arm.arm, arm.cfg, arm.questions, lambda: arm.support)
     d = diagnostics_stage.completeness(
-        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, arm_supply.arm_coverage(arm)),
+        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supplied_coverage),
         request_judge_stage.instrument(arm.cfg, arm.prompt("judge_requests_prompt"), arm.questions))
     write(Table.REQUEST_OUTCOMES, d.requests)
     write(Table.QUESTION_COMPLETENESS, d.questions)
     write(Table.ABSTENTION_OUTCOMES, d.abstentions)
     write(Table.FAILURE_FLOW, diagnostics_stage.failure_flow(
-        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, arm_supply.arm_coverage(arm))).flow)
+        diagnostics_stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, supplied_coverage)).flow)
 
     # A tool arm's lookup cases, from the same rows: the rare cases made no lookup, the ordinary ones found theirs.
     tool = ArmInputs(lab, "tool")
@@ -124,7 +127,8 @@ def built(request, tmp_path_factory) -> dict[str, pl.DataFrame]:
     answers = arm.table(Table.ANSWERS).drop(Table.ANSWERS.c.trace_id)
     tool.write_table(Table.ANSWERS, answers.with_columns(pl.Series(
         "lookups", [calls.get(q, "[]") for q in answers[Table.ANSWERS.c.query_id]], dtype=pl.String)))
-    inputs = diagnostics_stage.read_inputs(tool.store, tool.arm, tool.cfg, tool.questions, arm_supply.arm_coverage(tool))
+    tool_coverage = arm_supply.arm_coverage(tool.store, tool.arm, tool.cfg, tool.questions, lambda: tool.support)
+    inputs = diagnostics_stage.read_inputs(tool.store, tool.arm, tool.cfg, tool.questions, tool_coverage)
     lookups = diagnostics_stage.failure_flow(inputs).lookup_cases
     tool.write_table(Table.LOOKUP_CASES, lookups)
     out[Table.LOOKUP_CASES] = lookups

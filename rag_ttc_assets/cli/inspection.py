@@ -11,11 +11,12 @@ from rag_ttc_assets.cli.materialize import open_instance, reap_dead_runs
 def cmd_inspect(args) -> int:
     # late: polars loads only when this runs
     from rag_ttc_assets.stages.inspect import InspectError, inspect_question, to_markdown
+    from rag_ttc_assets.stages.resolve import ArmInputs  # late: polars, as above
 
     lab = lab_from_args(args)
     lab.arms[args.arm]
     try:
-        view = inspect_question(lab, args.arm, args.question_id)
+        view = inspect_question(lab.store, ArmInputs(lab, args.arm).inspected(), args.question_id)
     except InspectError as e:
         raise CliError(str(e)) from None
     print(json.dumps(view.model_dump(), indent=2, default=str) if args.json else to_markdown(view))

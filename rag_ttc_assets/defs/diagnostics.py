@@ -7,13 +7,14 @@ corrections (`label_corrections`), what it reads (`diagnosis_inputs`: every mate
 
 import base64
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue, Output, asset)
 
 from rag_ttc_assets.adapters.report_server import report_url
 from rag_ttc_assets.core import artifacts
-from rag_ttc_assets.adapters.store import ArmJson, Table
+from rag_ttc_assets.adapters.store import ArmJson, ArtifactStore, Table
 from rag_ttc_assets.diagnosis.diagnosis import diagnose, md_escape
 from rag_ttc_assets.diagnosis.diagnosis_inputs import DiagnosisInputs, LabelCorrections
 from rag_ttc_assets.diagnosis.diagnosis_records import Diagnosis
@@ -33,8 +34,11 @@ from rag_ttc_assets.diagnosis import diagnostics_stage as stage
 from rag_ttc_assets.stages import arm_supply
 from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.diagnosis.flow_plots_stage import flow_bars
-from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
+from rag_ttc_assets.stages.inspect import InspectedArm, inspect_question, to_markdown
 from rag_ttc_assets.judging.request_judge_stage import instrument
+
+if TYPE_CHECKING:
+    import polars as pl
 
 GROUP = "diagnostics"
 FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
@@ -48,7 +52,8 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
     """Per request, by the request judge: answered, supported by cited admitted evidence, the seed's case."""
     arm = lab.inputs(context)
     cfg = arm.cfg
-    inputs = stage.read_inputs(arm.store, arm.arm, cfg, arm.questions, arm_supply.arm_coverage(arm))
+    inputs = stage.read_inputs(arm.store, arm.arm, cfg, arm.questions,
+                               arm_supply.arm_coverage(arm.store, arm.arm, cfg, arm.questions, lambda: arm.support))
     entailment = arm.prompt("judge_entailment_prompt") if cfg.entailment_jurors else None
     d = stage.completeness(inputs, instrument(cfg, arm.prompt("judge_requests_prompt"), arm.questions, entailment))
     arm.write_table(Table.REQUEST_OUTCOMES, d.requests)
@@ -88,7 +93,9 @@ def request_completeness(context: AssetExecutionContext, lab: LabResource) -> Ma
 def failure_flow(context: AssetExecutionContext, lab: LabResource) -> MaterializeResult:
     """Per request, the first boundary at which its support disappeared; branches add up to the total."""
     arm = lab.inputs(context)
-    d = stage.failure_flow(stage.read_inputs(arm.store, arm.arm, arm.cfg, arm.questions, arm_supply.arm_coverage(arm)))
+    cfg = arm.cfg
+    coverage = arm_supply.arm_coverage(arm.store, arm.arm, cfg, arm.questions, lambda: arm.support)
+    d = stage.failure_flow(stage.read_inputs(arm.store, arm.arm, cfg, arm.questions, coverage))
     arm.write_table(Table.FAILURE_FLOW, d.flow)
     s = d.flow_summary
     if "lookup_flow" in s:
@@ -104,7 +111,7 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
     png = flow_bars(arm.store, {arm.arm: arm.cfg}, arm.store.arm_path(arm.arm, "failure-flow.png"))
     accounting = fs.accounting.model_dump()  # branch -> its answers' qualities, by the branch's name
     rows = [{"branch": b, "requests": s[b], **accounting[b]} for b in FLOW_BRANCHES]
-    worst = _worst_cases(arm.lab, arm.arm, d.flow)
+    worst = _worst_cases(arm.store, arm.inspected(), d.flow)
     hit = fs.hit_rate
     return MaterializeResult(
         metadata={**numbers({b: s[b] for b in FLOW_BRANCHES}), "total": fs.total,
@@ -119,7 +126,7 @@ def failure_flow(context: AssetExecutionContext, lab: LabResource) -> Materializ
     )
 
 
-def _worst_cases(lab_, arm: str, flow, n: int = 3) -> str:
+def _worst_cases(store: ArtifactStore, arm: InspectedArm, flow: "pl.DataFrame", n: int = 3) -> str:
     """The `inspect` view of the questions with the most requests that did not end `ok`."""
     if flow.height == 0:
         return ""
@@ -127,7 +134,7 @@ def _worst_cases(lab_, arm: str, flow, n: int = 3) -> str:
     for r in flow.iter_rows(named=True):
         failing[r[FLOW.query_id]] = failing.get(r[FLOW.query_id], 0) + (r[FLOW.branch] != "ok")
     ranked = sorted((q for q, k in failing.items() if k), key=lambda q: (-failing[q], q))[:n]
-    return "\n\n---\n\n".join(to_markdown(inspect_question(lab_, arm, q)) for q in ranked)
+    return "\n\n---\n\n".join(to_markdown(inspect_question(store, arm, q)) for q in ranked)
 
 
 def _image(path, alt: str = "failure flow") -> str:
@@ -143,7 +150,7 @@ def phoenix_annotations(context: AssetExecutionContext, lab: LabResource) -> Mat
         return unused_result(f"supply: {arm.cfg.supply}" + (f", source format: {arm.cfg.source.format}"
                                                             if arm.imported else "")
                              + ": not read from a Phoenix server, so there is no trace there to annotate")
-    d = import_stage.annotate_phoenix(arm)
+    d = import_stage.annotate_phoenix(arm.store, arm.arm, arm.cfg, arm.source)
     digest = arm.write_arm_json(ArmJson.PHOENIX_ANNOTATIONS, d)
     a = arm.store.read_summary(arm.arm, ArmJson.PHOENIX_ANNOTATIONS)  # as written, through its model
     return MaterializeResult(

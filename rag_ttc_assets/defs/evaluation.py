@@ -36,8 +36,9 @@ def judge_verdicts(context: AssetExecutionContext, lab: LabResource, provider: P
     caller = provider.caller(JUDGE, arm.lab, cfg) if has_support_judge(cfg) else None
     run_dir = records.open_run(arm.lab.runs, arm.arm, context.run.run_id, run_status_lookup(context), "judge")
     with stage.RowLog(run_dir / records.PARTIAL_JUDGE) as log:
-        df = stage.judge(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS), arm_supply.arm_contexts(arm),
-                         arm.chunk_text, prompts, caller, log, progress=arm.progress)
+        df = stage.judge(cfg, arm.questions, arm.table(Table.CONTRACT_RESULTS),
+                         arm_supply.arm_contexts(arm.store, arm.arm, cfg), arm.chunk_text, prompts, caller, log,
+                         progress=arm.progress)
     digest = arm.write_table(Table.JUDGE_VERDICTS, df)
     return MaterializeResult(
         metadata={"dagster/row_count": df.height, "judge_model": cfg.judge.model,

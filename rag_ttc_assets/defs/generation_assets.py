@@ -38,7 +38,8 @@ def answers(context: AssetExecutionContext, lab: LabResource, provider: Provider
     run_dir = records.open_run(arm.lab.runs, arm.arm, context.run.run_id, run_status_lookup(context), "answers")
     with stage.RowLog(run_dir / records.PARTIAL_ANSWERS) as log:
         df = stage.generate(cfg, arm.questions, arm.table(Table.ADMITTED_CONTEXTS), arm.chunk_text, prompt,
-                            caller, log, arm_supply.supply_tools(arm), progress=arm.progress)
+                            caller, log, arm_supply.supply_tools(cfg, arm.dataset, arm.lookup, arm.retry_prompt),
+                            progress=arm.progress)
     digest = arm.write_table(Table.ANSWERS, df)
     calls = stage.calls_summary(df)
     statuses = dict(df.group_by(ANS.status).len().iter_rows())

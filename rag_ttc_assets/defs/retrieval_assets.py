@@ -78,7 +78,10 @@ def admitted_contexts(context: AssetExecutionContext, lab: LabResource) -> Mater
 
     arm = lab.inputs(context)
     cfg = arm.cfg
-    contexts, coverage, summary = stage.admitted_contexts(arm)
+    contexts, coverage, summary = stage.admitted_contexts(
+        cfg, arm.questions, arm.table(Table.RETRIEVAL_ROWS), arm.support, arm.chunk_text_of,
+        preloaded=arm.preloaded_chunks, imported_rows=arm.table(Table.IMPORTED_ROWS) if arm.imported else None,
+        lookup=arm.lookup)
     digest = arm.write_table(Table.ADMITTED_CONTEXTS, contexts)
     arm.write_table(Table.REQUEST_COVERAGE, coverage)
     arm.write_arm_json(ArmJson.ADMISSION_SUMMARY, summary)

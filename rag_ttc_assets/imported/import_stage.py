@@ -188,16 +188,18 @@ def representations_record(store: ArtifactStore, arm: str, cfg: ArmConfig) -> di
             "prompt_digest": None, "era": f"imported:{cfg.source.file}", "offline_baseline": False}
 
 
-def annotate_phoenix(arm) -> dict:
+def annotate_phoenix(store: ArtifactStore, arm: str, cfg: ArmConfig, declared: str) -> dict:
     """An arm imported from a Phoenix project: each request's flow branch and request verdict logged back to that
-    project as an annotation on its trace's root span (imported.phoenix_annotations). Returns what was logged."""
-    src = arm.cfg.source
-    where = f"{arm.lab.arms_file}: arm {arm.arm!r}: {src.label}"
-    roots = phoenix_annotations.root_spans(phoenix_spans(arm.arm_json(ArmJson.IMPORTED_SPANS), where))
-    trace_of = {r[IMP.query_id]: r[IMP.trace_id] for r in arm.table(Table.IMPORTED_ROWS).iter_rows(named=True)}
+    project as an annotation on its trace's root span (imported.phoenix_annotations). Returns what was logged.
+    `declared`: where the arm is declared (`<arms file>: arm '<name>'`), for error messages."""
+    src = cfg.source
+    where = f"{declared}: {src.label}"
+    roots = phoenix_annotations.root_spans(phoenix_spans(store.read_arm_json(arm, ArmJson.IMPORTED_SPANS), where))
+    trace_of = {r[IMP.query_id]: r[IMP.trace_id]
+                for r in store.read_table(arm, Table.IMPORTED_ROWS).iter_rows(named=True)}
     records, skipped = phoenix_annotations.annotations(
-        arm.arm, arm.table(Table.FAILURE_FLOW).to_dicts(), arm.table(Table.REQUEST_JUDGMENTS).to_dicts(),
-        trace_of, roots)
+        arm, store.read_table(arm, Table.FAILURE_FLOW).to_dicts(),
+        store.read_table(arm, Table.REQUEST_JUDGMENTS).to_dicts(), trace_of, roots)
     logged = phoenix.annotate_spans(src.endpoint, src.project, records, where)
     return {"endpoint": src.endpoint, "project": src.project, "name": phoenix_annotations.NAME,
             "annotations": len(records), "logged": logged, "not_annotated": len(skipped),

@@ -70,7 +70,8 @@ class Source:
         with self._lock:
             if i not in self._views:
                 item = self.items[i]
-                inspected = inspect_question(self.lab, item.arm, item.question)
+                inspected = inspect_question(self.lab.store, ArmInputs(self.lab, item.arm).inspected(),
+                                             item.question)
                 text = self.inputs[item.arm].chunk_text
                 docs = self.inputs[item.arm].chunk_docs
                 shown = [c.chunk_id for c in inspected.ranked if c.state in ("admitted", "omitted", "selected")]

@@ -99,13 +99,14 @@ def arm_views(lab: Lab, arm: str, labels: human_page.HumanLabels | None = None) 
     chunks = list(inputs.chunk_list)
     texts = {c.chunk_id: c.text for c in chunks}
     retrieval = _one(store.read_table(arm, Table.RETRIEVAL_ROWS).iter_rows(named=True))
-    contexts = _one(arm_supply.arm_contexts(inputs).iter_rows(named=True))
+    contexts = _one(arm_supply.arm_contexts(store, arm, cfg).iter_rows(named=True))
     answers = _one(store.read_table(arm, Table.ANSWERS).iter_rows(named=True))
     contracts = _one(store.read_table(arm, Table.CONTRACT_RESULTS).iter_rows(named=True))
     judges = _one(store.read_table(arm, Table.JUDGE_VERDICTS).iter_rows(named=True))
     flows = _by(store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True))
     judgments = _by(store.read_table(arm, Table.REQUEST_JUDGMENTS).iter_rows(named=True))
-    coverage = _by(arm_supply.arm_coverage(inputs).iter_rows(named=True))
+    coverage = _by(arm_supply.arm_coverage(store, arm, cfg, inputs.questions,
+                                           lambda: inputs.support).iter_rows(named=True))
     rows = list(store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True))
     if not judge_grades(rows):  # a judge that reports no coverage grades nothing: no request shows a 0
         rows = [{**r, Table.REQUEST_OUTCOMES.c.coverage: None} for r in rows]

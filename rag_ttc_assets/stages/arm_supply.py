@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rag_ttc_assets.adapters import embeddings
 from rag_ttc_assets.adapters.bm25 import BM25Index
-from rag_ttc_assets.adapters.store import Built, Table
+from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core.arms import ArmConfig
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
@@ -25,14 +25,14 @@ from rag_ttc_assets.core.response_formats import answer_reply, response_format
 from rag_ttc_assets.core.supply import (LOOKUP_TOOL, LOOKUP_TOOL_NAME, LookupCall, ToolCall, lookup_cases, lookup_flow,
                                         lookup_queries, parse_lookup_arguments, seamless_offsets, title_index)
 from rag_ttc_assets.stages.calls import Call, Caller
-from rag_ttc_assets.stages.coverage import request_coverage, request_support
+from rag_ttc_assets.stages.coverage import request_coverage
 from rag_ttc_assets.stages.indexes import open_vector_index
 
 if TYPE_CHECKING:
     import polars as pl
 
 # the declared column names (core.tables)
-CTX, COV, ANS = Table.ADMITTED_CONTEXTS.c, Table.REQUEST_COVERAGE.c, Table.ANSWERS.c
+CTX, ANS = Table.ADMITTED_CONTEXTS.c, Table.ANSWERS.c
 NO_RESULTS = "No results."
 CITATION_OFF, CITATION_PASSED, CITATION_RETRIED, ESCALATED = "off", "passed", "retried_passed", "escalated"
 
@@ -232,55 +232,50 @@ def read_lookups(answers: pl.DataFrame) -> dict[str, list[LookupCall]]:
             for r in answers.iter_rows(named=True)}
 
 
-def supply_tools(arm) -> SupplyTools:
-    """Build what `generate` needs for an arm (`arm`: stages.resolve.ArmInputs): the title index, the lookup over
-    the arm's indexes (tool arms: the same representations, Tantivy index and LanceDB table as its retrieval
-    rows), the retry prompt."""
-    cfg = arm.cfg
-    lookup = Lookup(cfg, arm.bm25, arm.vectors, arm.chunk_docs, arm.store) if cfg.supply == "tool" else None
-    return SupplyTools(index_text=title_index(arm.dataset.corpus.documents()) if cfg.title_index else "",
-                       lookup=lookup, retry_prompt=arm.prompt("citation_retry_prompt") if cfg.citation_check else None)
+def supply_tools(cfg: ArmConfig, dataset: Dataset, lookup: Lookup | None, retry_prompt: Prompt | None) -> SupplyTools:
+    """What `generate` needs for an arm beyond its admitted contexts: the title index of the dataset's corpus (when
+    the arm sets `title_index`), its `lookup` (a tool arm's, over the same representations, Tantivy index and
+    LanceDB table as its retrieval rows; None otherwise) and the citation check's retry prompt (None when off)."""
+    return SupplyTools(index_text=title_index(dataset.corpus.documents()) if cfg.title_index else "",
+                       lookup=lookup, retry_prompt=retry_prompt)
 
 
-def arm_contexts(arm) -> pl.DataFrame:
-    """What every row had in context, for the judge and the diagnostics (tool arms: the lookup results)."""
-    contexts = arm.table(Table.ADMITTED_CONTEXTS)
-    return supplied_contexts(arm.cfg, contexts, arm.table(Table.ANSWERS) if arm.cfg.supply == "tool" else None)
+def arm_contexts(store: ArtifactStore, arm: str, cfg: ArmConfig) -> pl.DataFrame:
+    """What every row of `arm` had in context, for the judge and the diagnostics (supplied_contexts): its
+    admitted_contexts table; a tool arm's answers table is read too, for its lookup results."""
+    contexts = store.read_table(arm, Table.ADMITTED_CONTEXTS)
+    return supplied_contexts(cfg, contexts, store.read_table(arm, Table.ANSWERS) if cfg.supply == "tool" else None)
 
 
-def arm_coverage(arm, qid: str | None = None) -> pl.DataFrame:
+def arm_coverage(store: ArtifactStore, arm: str, cfg: ArmConfig, questions: list[Question],
+                 support: Callable[[], dict[str, list[str]]]) -> pl.DataFrame:
     """Per-request coverage: the request_coverage table, except for tool arms, whose supply is only known after
-    the answers (a supporting chunk counts when a lookup returned it). `qid`: that question's rows only (a tool
-    arm's coverage is then computed for that question alone, as `inspect` needs it)."""
-    import polars as pl
-
-    if arm.cfg.supply != "tool":
-        table = arm.table(Table.REQUEST_COVERAGE)
-        return table if qid is None else table.filter(pl.col(COV.query_id) == qid)
-    questions = [q for q in arm.questions if qid is None or q.id == qid]
-    support = arm.support if qid is None else request_support(arm.dataset, questions, arm.chunk_list)
-    return request_coverage(questions, support, arm.table(Table.RETRIEVAL_ROWS), arm_contexts(arm), arm.cfg.supply)
+    the answers (a supporting chunk counts when a lookup returned it): computed for `questions` (the arm's, or the
+    one question `inspect` shows) from `support()`, their requests' supporting chunks, called only then."""
+    if cfg.supply != "tool":
+        return store.read_table(arm, Table.REQUEST_COVERAGE)
+    return request_coverage(questions, support(), store.read_table(arm, Table.RETRIEVAL_ROWS),
+                            arm_contexts(store, arm, cfg), cfg.supply)
 
 
-def question_lookups(arm) -> dict:
+def question_lookups(questions: list[Question], lookup: Lookup) -> dict:
     """A tool arm's lookup hit rate with no generation, on the queries the product sends: per question, its own
     split (core.supply.lookup_queries of the question text, the offline answerer's `lookup` queries; a model may
     phrase its own), scored against the governing documents. The CI gate of `rag-ttc hitrate` on a tool arm."""
-    return _scored_lookups(arm, lambda q: [(f"{q.id}.lookup_{i}", text)
-                                           for i, text in enumerate(lookup_queries(q.text))])
+    return _scored_lookups(questions, lookup, lambda q: [(f"{q.id}.lookup_{i}", text)
+                                                         for i, text in enumerate(lookup_queries(q.text))])
 
 
-def oracle_request_lookups(arm) -> dict:
+def oracle_request_lookups(questions: list[Question], lookup: Lookup) -> dict:
     """An oracle figure, not something the product sends: each annotated request looked up with the annotator's
     request text (the evaluation file's labels), scored like question_lookups. Reported beside it, never gated on."""
-    return _scored_lookups(arm, lambda q: [(r.id, r.text) for r in q.requests])
+    return _scored_lookups(questions, lookup, lambda q: [(r.id, r.text) for r in q.requests])
 
 
-def _scored_lookups(arm, queries_of) -> dict:
-    """Look up `queries_of(question)` ((call id, query) pairs) for every arm question with the arm's own `lookup`
+def _scored_lookups(questions: list[Question], lookup: Lookup,
+                    queries_of: Callable[[Question], list[tuple[str, str]]]) -> dict:
+    """Look up `queries_of(question)` ((call id, query) pairs) for every question with the arm's own `lookup`
     and return the lookup flow's branch counts and hit rate (no answers, so no answer-quality figures)."""
-    lookup = supply_tools(arm).lookup
-    questions = arm.questions
     logs = {}
     for q in questions:
         calls = []

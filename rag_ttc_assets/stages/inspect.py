@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rag_ttc_assets.adapters.message_archive import MessageArchiveError
@@ -19,12 +21,14 @@ from rag_ttc_assets.core.inspect_view import (AnnLists, AnswerView, ContractView
 from rag_ttc_assets.judging.statement_judge import StatementVerdict
 from rag_ttc_assets.judging.juror_records import KeptJuror
 from rag_ttc_assets.judging.panel import panel_name
-from rag_ttc_assets.core.records import Target
+from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.chunking import Chunk
+from rag_ttc_assets.core.dataset import Dataset
+from rag_ttc_assets.core.records import Question, Target
 from rag_ttc_assets.core.summaries import NO_JUDGE
 from rag_ttc_assets.core.supply import LookupCall
-from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.stages import arm_supply
-from rag_ttc_assets.stages.resolve import ArmInputs
+from rag_ttc_assets.stages.coverage import request_support
 
 if TYPE_CHECKING:
     import polars as pl
@@ -69,26 +73,41 @@ def _request_judge_row(r: dict) -> RequestJudgeRow:
                            jurors_disagree=r.get(RJ.jurors_disagree), jurors=json.loads(r.get(RJ.jurors) or "[]"))
 
 
-def inspect_question(lab: Lab, arm: str, qid: str) -> InspectView:
+@dataclass(frozen=True)
+class InspectedArm:
+    """What `inspect` reads of one arm besides its tables in the store, loaded by its caller
+    (stages.resolve.ArmInputs.inspected): its name and config, its dataset and question set, and its chunks, read
+    only once the question and its rows are found (`chunk_list()`)."""
+
+    name: str
+    cfg: ArmConfig
+    dataset: Dataset
+    questions: list[Question]
+    chunk_list: Callable[[], list[Chunk]]
+
+
+def inspect_question(store: ArtifactStore, inspected: InspectedArm, qid: str) -> InspectView:
     import polars as pl
 
-    inputs = ArmInputs(lab, arm)
-    cfg, ds = inputs.cfg, inputs.dataset
+    arm, cfg, ds = inspected.name, inspected.cfg, inspected.dataset
     q = next((q for q in ds.evaluation.questions if q.id == qid), None)
     if q is None:
         raise InspectError(f"{ds.evaluation_path}: no question with id {qid!r}")
-    store = lab.store
     retrieval = _row(store.read_table(arm, Table.RETRIEVAL_ROWS), Table.RETRIEVAL_ROWS, qid)
     if retrieval is None:
         raise InspectError(f"arm {arm!r} has no retrieval row for {qid!r} (question_set {cfg.question_set!r})")
-    ctx = _row(arm_supply.arm_contexts(inputs), Table.ADMITTED_CONTEXTS, qid)
-    chunks = {c.chunk_id: c for c in inputs.chunk_list}
+    ctx = _row(arm_supply.arm_contexts(store, arm, cfg), Table.ADMITTED_CONTEXTS, qid)
+    chunk_list = inspected.chunk_list()
+    chunks = {c.chunk_id: c for c in chunk_list}
+    # A tool arm's coverage is computed for this question alone (from its lookups): its requests' support only.
+    questions = [x for x in inspected.questions if x.id == qid]
     optional = {}
     for name in (Table.ANSWERS, Table.CONTRACT_RESULTS, Table.JUDGE_VERDICTS, Table.REQUEST_JUDGMENTS,
                  Table.REQUEST_OUTCOMES, Table.FAILURE_FLOW, Table.REQUEST_COVERAGE):
         try:
-            df = (arm_supply.arm_coverage(inputs, qid) if name == Table.REQUEST_COVERAGE
-                  else store.read_table(arm, name))
+            df = (arm_supply.arm_coverage(store, arm, cfg, questions,
+                                          lambda: request_support(ds, questions, chunk_list))
+                  if name == Table.REQUEST_COVERAGE else store.read_table(arm, name))
         except FileNotFoundError:
             continue
         optional[name] = df.filter(pl.col(name.c.query_id) == qid).to_dicts()

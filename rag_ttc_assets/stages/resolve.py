@@ -6,7 +6,10 @@ opened at most once, whatever the asset body asks for first.
     arm.chunks, arm.chunk_list, arm.chunk_text
     arm.representations, arm.bm25, arm.vectors, arm.question_embeddings   # shared artifacts (store hits)
     arm.unused                              # the indexes the arm never reads (None above), with the reason
+    arm.preloaded_chunks, arm.lookup, arm.retry_prompt   # what one supply reads (None for the others)
     arm.table(Table.RETRIEVAL_ROWS)         # the arm's own tables
+
+The stage functions take these values, never the resolver: the asset hands in what each reads.
 
 Every shared artifact comes through the store's `build_once` with its declared key (core.artifacts), so an
 asset downstream of `chunks` opens the same chunks its upstream asset built, never a rebuild.
@@ -30,10 +33,11 @@ from rag_ttc_assets.core.representations import MODEL_BUILT
 from rag_ttc_assets.core.roles import REPRESENTATION_BUILDER
 from rag_ttc_assets.core.usage import BM25_INDEX, CHUNKS, QUESTION_EMBEDDINGS, REPRESENTATIONS, VECTOR_INDEX, unused
 from rag_ttc_assets.lab import Lab, prompt_fields
-from rag_ttc_assets.stages import indexes, ingest
+from rag_ttc_assets.stages import arm_supply, indexes, ingest
 from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.stages.calls import role_caller
 from rag_ttc_assets.stages.coverage import request_support
+from rag_ttc_assets.stages.inspect import InspectedArm
 from rag_ttc_assets.stages.retrieval import arm_questions
 
 if TYPE_CHECKING:
@@ -151,6 +155,21 @@ class ArmInputs:
         return indexes.build_question_embeddings(self.store, self.cfg, self.dataset, progress=self.progress)
 
     @cached_property
+    def preloaded_chunks(self) -> list[Chunk] | None:
+        """A preloaded arm's chunks, in its document set's order (stages.arm_supply.preloaded_chunks: a document the
+        corpus does not have is a PreloadError naming the arms file and arm); None for the other supplies."""
+        if self.cfg.supply != "preloaded":
+            return None
+        return arm_supply.preloaded_chunks(self.cfg, self.dataset, self.chunk_list, self.source)
+
+    @cached_property
+    def lookup(self) -> arm_supply.Lookup | None:
+        """A tool arm's `lookup` tool over its own indexes (stages.arm_supply.Lookup); None for the other supplies."""
+        if self.cfg.supply != "tool":
+            return None
+        return arm_supply.Lookup(self.cfg, self.bm25, self.vectors, self.chunk_docs, self.store)
+
+    @cached_property
     def support(self) -> dict[str, list[str]]:
         """Per request with gold evidence, the chunk IDs (this arm's chunking) that support it (evaluation side)."""
         if self.imported:
@@ -175,3 +194,15 @@ class ArmInputs:
     def prompt(self, field: str) -> Prompt:
         """The prompt the arm names in `field` (prompt, judge_gold_prompt, ...), parsed for its kind."""
         return self.lab.prompt(getattr(self.cfg, field), prompt_fields(self.cfg)[field])
+
+    @cached_property
+    def retry_prompt(self) -> Prompt | None:
+        """The citation check's retry prompt (`citation_retry_prompt`); None when the arm's check is off."""
+        return self.prompt("citation_retry_prompt") if self.cfg.citation_check else None
+
+    # --- what one stage function reads, as its typed record ----------------------------------------------
+    def inspected(self) -> InspectedArm:
+        """What `inspect` reads of this arm besides its tables (stages.inspect.inspect_question), the chunks read
+        only when it asks for them."""
+        return InspectedArm(name=self.arm, cfg=self.cfg, dataset=self.dataset, questions=self.questions,
+                            chunk_list=lambda: self.chunk_list)

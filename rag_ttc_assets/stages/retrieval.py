@@ -8,6 +8,7 @@ under the rune budget. Retrieval metrics read only the ranked list, so evidence_
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from rag_ttc_assets.adapters.store import ArtifactStore, Built, Table
 from rag_ttc_assets.adapters.table_types import table_frame
 from rag_ttc_assets.core import admission, ann, artifacts, metrics, usage
 from rag_ttc_assets.core.arms import ArmConfig
+from rag_ttc_assets.core.chunking import Chunk
 from rag_ttc_assets.core.artifacts import SOURCE_DEPTH
 from rag_ttc_assets.core.counterfactual import Planted
 from rag_ttc_assets.core.dataset import Dataset
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 
 # the declared column names (core.tables)
 ROWS, CTX, COV = Table.RETRIEVAL_ROWS.c, Table.ADMITTED_CONTEXTS.c, Table.REQUEST_COVERAGE.c
+IMP = Table.IMPORTED_ROWS.c
 
 
 def arm_questions(cfg: ArmConfig, ds: Dataset) -> list[Question]:
@@ -159,25 +162,31 @@ def _digest(built: Built | None) -> str | None:
     return None if built is None else built.content_digest
 
 
-def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+def admitted_contexts(cfg: ArmConfig, questions: list[Question], retrieval_rows: pl.DataFrame,
+                      support: dict[str, list[str]], chunk_text_of: Callable[[Collection[str]], dict[str, str]], *,
+                      preloaded: list[Chunk] | None, imported_rows: pl.DataFrame | None,
+                      lookup: arm_supply.Lookup | None) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
     """An arm's admitted contexts (retrieval, preloaded or tool supply), its per-request coverage and the
-    admission summary. `arm` is the asset's resolver (stages.resolve.ArmInputs)."""
+    admission summary. `support`: each request's supporting chunks; `chunk_text_of(ids)`: the texts of those chunks
+    (only the ranked lists' chunks are read). What one supply mode alone reads is None for the others: `preloaded`
+    (arm_supply.preloaded_chunks), an imported arm's `imported_rows`, a tool arm's `lookup`."""
     import polars as pl
 
-    cfg, questions = arm.cfg, arm.questions
-    rows = arm.table(Table.RETRIEVAL_ROWS)
     if cfg.supply == "preloaded":
-        contexts = arm_supply.preloaded_contexts(cfg, questions, arm_supply.preloaded_chunks(
-            cfg, arm.dataset, arm.chunk_list, arm.source))
+        if preloaded is None:
+            raise ValueError("a preloaded arm needs its preloaded chunks")
+        contexts = arm_supply.preloaded_contexts(cfg, questions, preloaded)
     elif cfg.supply == "tool":
         contexts = arm_supply.tool_contexts(cfg, questions)
     elif cfg.supply == "imported":
-
-        contexts = import_stage.contexts(cfg, arm.table(Table.IMPORTED_ROWS), arm.chunk_text)
+        if imported_rows is None:
+            raise ValueError("an imported arm needs its imported rows")
+        admitted = {c for ids in imported_rows[IMP.admitted_chunk_ids].to_list() for c in ids}
+        contexts = import_stage.contexts(cfg, imported_rows, chunk_text_of(admitted))
     else:
-        ranked = {c for ids in rows[ROWS.ranked_chunk_ids].to_list() for c in ids}
-        contexts = admit(cfg, rows, arm.chunk_text_of(ranked), questions, arm.support)
-    coverage = request_coverage(questions, arm.support, rows, contexts,
+        ranked = {c for ids in retrieval_rows[ROWS.ranked_chunk_ids].to_list() for c in ids}
+        contexts = admit(cfg, retrieval_rows, chunk_text_of(ranked), questions, support)
+    coverage = request_coverage(questions, support, retrieval_rows, contexts,
                                 "retrieval" if cfg.supply == "imported" else cfg.supply)
     if cfg.supply == "imported":
         # An imported arm's chunks are only the documents its traces hold: a request whose gold evidence no trace
@@ -191,8 +200,10 @@ def admitted_contexts(arm) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
         # Nothing is admitted before a tool arm answers: its boundary is the lookup hit rate of the queries the
         # product sends (the question's own split). The annotated request texts as queries are an oracle figure,
         # reported beside it, never gated on.
-        summary["lookup"] = arm_supply.question_lookups(arm)
-        summary["oracle_lookup"] = arm_supply.oracle_request_lookups(arm)
+        if lookup is None:
+            raise ValueError("a tool arm needs its lookup tool (arm_supply.Lookup)")
+        summary["lookup"] = arm_supply.question_lookups(questions, lookup)
+        summary["oracle_lookup"] = arm_supply.oracle_request_lookups(questions, lookup)
     return contexts, coverage, summary
 
 

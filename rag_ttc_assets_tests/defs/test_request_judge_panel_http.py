@@ -45,6 +45,7 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
     from rag_ttc_assets.lab import Lab
     from rag_ttc_assets.stages.arm_comparisons import compare_two, read_pair
     from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
+    from rag_ttc_assets.stages.resolve import ArmInputs
 
     write_mini_lab(tmp_path, monkeypatch, {"mini-03": " FAULT:bad_request"})  # the lenient juror faults there
     instance = DagsterInstance.ephemeral()
@@ -103,7 +104,7 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
     assert set(differ) <= set(disagree)
 
     # The case report shows the jurors side by side.
-    page = to_markdown(inspect_question(lab, "panel-all", disagree[0].split(".")[0]))
+    page = to_markdown(inspect_question(lab.store, ArmInputs(lab, "panel-all").inspected(), disagree[0].split(".")[0]))
     assert "| request | local/lexical | openai/lenient | jurors disagree |" in page
     # Each juror's verdict with its coverage where the juror reports one (the offline lexical judge does; the
     # lenient model juror reports none).
@@ -135,7 +136,8 @@ def test_a_panel_keeps_every_jurors_verdict_and_measures_their_agreement(tmp_pat
                                                                      bert["verdict"] == "contradicts")
         assert "soft-covers" in bert["reason"] and f"{bert['coverage']:.2f}" in bert["reason"]
         assert offline[rid]["addressed"] == all(j["addressed"] for j in jurors.values())
-    page = to_markdown(inspect_question(lab, "offline-panel", measured[0].split(".")[0]))
+    page = to_markdown(inspect_question(lab.store, ArmInputs(lab, "offline-panel").inspected(),
+                                        measured[0].split(".")[0]))
     assert "| request | local/lexical | local/coverage | local/bertscore | jurors disagree |" in page
     mine = [r for rid, r in offline.items() if rid.startswith(measured[0].split(".")[0] + ".")
             and r["status"] == "judged"]

@@ -149,8 +149,10 @@ def test_an_entailment_juror_judges_one_request_per_call_and_records_its_faults(
 
     # The case report says why a request was not measured, the refused reply with it.
     from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
+    from rag_ttc_assets.stages.resolve import ArmInputs
 
-    view = inspect_question(Lab.from_env(), "entail", "mini-02")
+    lab = Lab.from_env()
+    view = inspect_question(lab.store, ArmInputs(lab, "entail").inspected(), "mini-02")
     # The messages as sent: one call per request, each kept.
     sent = [m["messages"][-1]["content"] for m in view.request_judge.messages_sent or []]
     assert [re.search(r"<request>\s*\[([^\]]+)\]", c).group(1) for c in sent] == ["mini-02.r1", "mini-02.r2"]

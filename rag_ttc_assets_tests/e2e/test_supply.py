@@ -154,14 +154,15 @@ def test_question_lookups_send_the_questions_split_never_the_annotated_request_t
     arm = ArmInputs(supply_lab, "tool")
     questions = arm.questions
 
-    product = arm_supply.question_lookups(arm)
+    lookup = arm.lookup
+    product = arm_supply.question_lookups(questions, lookup)
     assert sent[:2] == ["What does the assert statement do?", "What does the raise statement do?"]
     assert sent == [query for q in questions for query in lookup_queries(q.text)]
     assert len(sent) == 12 and not any("annotator label" in query for query in sent)  # 11 requests + mini-99
     assert product["cases"] == 7 and product["lookup_calls"] == 11  # mini-99 is unanswerable: not a case
 
     sent.clear()
-    oracle = arm_supply.oracle_request_lookups(arm)
+    oracle = arm_supply.oracle_request_lookups(questions, lookup)
     assert sent[:2] == ["annotator label mini-01.r1", "annotator label mini-01.r2"]
     assert sent == [r.text for q in questions for r in q.requests]
     assert oracle["cases"] == 7 and oracle["lookup_calls"] == 11
