@@ -7,7 +7,7 @@ Run the same arms on the same dataset with the code before and after the change,
 
 It prints one line per table or JSON summary that differs (its first difference), or that every file of every arm is
 the same, and exits 1 on a difference. Fields that vary between two identical runs (a call's latency, where the
-dataset's files were) are left out; floats compare to a relative 1e-6 (rag_ttc_assets_tests/support/store_snapshot.py).
+dataset's files were) are left out; floats compare to a relative 1e-5 (rag_ttc_assets_tests/support/store_snapshot.py).
 A store is the folder holding `arms/` (RAG_TTC_HOME/store).
 """
 from __future__ import annotations

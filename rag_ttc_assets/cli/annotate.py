@@ -166,6 +166,7 @@ def cmd_annotate(args) -> int:
     if not isinstance(labels, Path):
         raise CliError("--labels: a local file (the store is remote)")
     from rag_ttc_assets.labelling.annotate_stage import Source, SourceError  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.resolve import ArmInputs  # late: as above
 
     sample = Path(args.sample) if args.sample else None
     if args.budget is not None:
@@ -178,7 +179,7 @@ def cmd_annotate(args) -> int:
                   f"juror disagreement (seed {args.sample_seed}); sample: "
                   f"{(Path(args.labels) if args.labels else labels).with_name(sample.name)}", flush=True)
     try:
-        source = Source(lab, args.arms, sample)
+        source = Source(lab.store, lab.runs, {a: ArmInputs(lab, a).inspected() for a in args.arms}, sample)
     except SourceError as e:
         raise CliError(str(e)) from None
     if args.pairwise and len(args.arms) != 2:

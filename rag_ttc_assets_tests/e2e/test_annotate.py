@@ -52,10 +52,11 @@ def _annotator(root: Path, labels: Path, name: str, sample: Path | None = None, 
     from rag_ttc_assets.cli.annotate_session import Annotator, LabelFiles
     from rag_ttc_assets.labelling.annotate_stage import Source
     from rag_ttc_assets.lab import Lab
+    from rag_ttc_assets.stages.resolve import ArmInputs
 
     lab = Lab.from_env(arms_file=root / "arms.yaml", datasets_dir=root / "datasets", home=root / "home")
-    return Annotator(Source(lab, ["baseline", "tight"], sample), LabelFiles(labels), name,
-                     _labels_check(lab, ["baseline", "tight"]), seed=seed)
+    source = Source(lab.store, lab.runs, {a: ArmInputs(lab, a).inspected() for a in ("baseline", "tight")}, sample)
+    return Annotator(source, LabelFiles(labels), name, _labels_check(lab, ["baseline", "tight"]), seed=seed)
 
 
 @pytest.fixture
@@ -105,7 +106,7 @@ def test_endpoints_write_the_log_and_the_labels_two_tabs_keep_both_and_bad_chang
     import hashlib
     assert rec["quote_sha256"] == "sha256:" + hashlib.sha256(b"rewrites the loop").hexdigest()
     assert rec["chunk_ids"] == v["admitted_chunk_ids"] and rec["run_id"] == ann.source.run_ids["baseline"]
-    binding = json.loads((ann.source.lab.store.root / "arms" / "baseline" / "binding.json").read_text())
+    binding = json.loads((ann.source.store.root / "arms" / "baseline" / "binding.json").read_text())
     assert rec["corpus_digest"] == binding["corpus_digest"] and rec["log_seq"] == 2
     # A highlight outside any chunk (across two, or in the answer): refused with a message, nothing written.
     for bad in ({"quote": "rewrites the loop", "quote_chunk_id": None},
@@ -221,7 +222,7 @@ def test_pairwise_view_hides_the_arms_writes_pair_labels_as_displayed_and_judge_
         assert rec["labels"] == {"completeness": values[k]} and rec["order_seed"] == 0
         assert rec["note"] == ("B lists more steps" if k == 1 else "")
         for side, arm, row in zip(("a", "b"), (p.a, p.b), p.rows):
-            binding = json.loads((ann.source.lab.store.root / "arms" / arm / "binding.json").read_text())
+            binding = json.loads((ann.source.store.root / "arms" / arm / "binding.json").read_text())
             answer = (ann.source.view(row).get("contract") or {}).get("answer")
             import hashlib
             assert rec[side] == {"arm": arm, "row": p.question, "run_id": ann.source.run_ids[arm],
