@@ -25,9 +25,9 @@ from rag_ttc_assets.labelling import human_labels as hl
 from rag_ttc_assets.judging import judge_agreement as ja
 from rag_ttc_assets.judging import panel
 from rag_ttc_assets.judging.agreement_records import (AgreementReport, Bootstrap, ClaimLabels, CompletenessEstimate,
-                                                      Confusion, CorrelationRow, Majority, PairAspect,
-                                                      PanelAggregation, RequestCompleteness, RequestEdits,
-                                                      RequestLabels, counted_aggregations, validated)
+                                                      Confusion, CorrelationRow, Majority, PairAspect, PanelAggregation,
+                                                      RequestCompleteness, RequestEdits, RequestLabels,
+                                                      counted_aggregations, validated)
 from rag_ttc_assets.labelling.estimate_records import Estimate
 from rag_ttc_assets.judging.claim_agreement import claim_agreement, claim_verdicts
 from rag_ttc_assets.core.arms_file import Arms
@@ -422,10 +422,8 @@ def tables(report: AgreementReport) -> list[Shown]:
 
 
 def _interval(e: Estimate | None) -> str:
-    if e is None:
-        return "-"
-    if e.low is None:
-        return f"{_f(e.mean)} (one row: no interval)"
+    if e is None or e.low is None:
+        return "-" if e is None else f"{_f(e.mean)} (one row: no interval)"
     return f"{_f(e.mean)} [{_f(e.low)}, {_f(e.high)}]"
 
 
