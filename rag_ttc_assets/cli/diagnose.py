@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import TYPE_CHECKING
+
 from rag_ttc_assets.cli.common import CliError, lab_from_args
 from rag_ttc_assets.diagnosis.diagnosis_records import DiagnosisFileError, read_diagnosis
 from rag_ttc_assets.diagnosis.diagnosis_inputs_stage import DiagnosisError, select_arms
 from rag_ttc_assets.cli.materialize import materialize_diagnosis
 from rag_ttc_assets.diagnosis.diagnosis_page import arm_pages, diagnose_and_write
+from rag_ttc_assets.labelling import human_page
 from rag_ttc_assets.stages.arm_comparisons import compare_pairs
+from rag_ttc_assets.stages.resolve import ArmInputs, case_sources
+
+if TYPE_CHECKING:
+    from rag_ttc_assets.report.collect import ArmSide
 
 
 def stem_of(arms: list[str], family: str | None, all_: bool) -> str:
@@ -52,8 +59,15 @@ def cmd_diagnose(args) -> int:
         paths = [(k, out_dir / f"diagnosis.{k}") for k in ("md", "json", "html")]
     else:
 
-        out = diagnose_and_write(lab, arms, stem, args.baseline, labels=args.labels,
-                                 recompute=lambda: compare_pairs(lab.store, lab.arms), pages=lambda a, hl: arm_pages(lab, a, hl))
+        from rag_ttc_assets.report.collect import arm_views  # late: polars loads only when this runs
+
+        def views(arm: str, hl: human_page.HumanLabels | None) -> ArmSide:
+            return arm_views(case_sources(ArmInputs(lab, arm)), lab.store, lab.runs, hl)
+
+        out = diagnose_and_write(lab.store, lab.arms, arms, stem, args.baseline,
+                                 labels=human_page.read(lab, args.labels),
+                                 recompute=lambda: compare_pairs(lab.store, lab.arms),
+                                 pages=lambda a, hl: arm_pages(lab.store, lab.arms, a, views, hl))
         result, paths = out.diagnosis, list(out.paths())
     if args.json:
         print(json.dumps(result.to_json(), indent=1, ensure_ascii=False))

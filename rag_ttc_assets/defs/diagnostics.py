@@ -7,6 +7,7 @@ corrections (`label_corrections`), what it reads (`diagnosis_inputs`: every mate
 
 import base64
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, MaterializeResult,
                      MetadataValue, Output, asset)
@@ -25,19 +26,33 @@ from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.arm_registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.diagnosis import diagnosis_page as page
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.labelling import human_page
 from rag_ttc_assets.report.comparison_files import write_comparisons
 from rag_ttc_assets.report.comparison_text import p_adjust_text
 from rag_ttc_assets.defs.index_assets import unused_result
 from rag_ttc_assets.diagnosis import diagnosis_inputs_stage as gather
 from rag_ttc_assets.diagnosis import diagnostics_stage as stage
 from rag_ttc_assets.stages import arm_supply
+from rag_ttc_assets.stages.resolve import ArmInputs, case_sources
 from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.diagnosis.flow_plots_stage import flow_bars
 from rag_ttc_assets.stages.inspect import inspect_question, to_markdown
 from rag_ttc_assets.judging.request_judge_stage import instrument
 
+if TYPE_CHECKING:
+    from rag_ttc_assets.report.collect import ArmViews
+
 GROUP = "diagnostics"
 FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
+
+
+def _views(lab_: Lab) -> "ArmViews":
+    """How the case reports read each arm they show: its CaseSources resolved from `lab_` (stages.resolve), its
+    tables from the store and its current run from the runs (report.collect.arm_views)."""
+    from rag_ttc_assets.report.collect import arm_views  # late: polars, when the asset runs
+
+    return lambda arm, labels: arm_views(case_sources(ArmInputs(lab_, arm)), lab_.store, lab_.runs, labels)
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_judgments", "judge_verdicts", "admitted_contexts"),
@@ -175,7 +190,9 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
     out_dir = lab_.store.comparisons_dir
-    c = write_comparisons(lab_, out_dir)
+    # The people's labels shown in the pair reports: the store's default labels file when it exists
+    # (labelling.human_page).
+    c = write_comparisons(lab_.store, lab_.arms, out_dir, _views(lab_), human_page.read(lab_, None))
     reports, summary, sweeps, flow_png = c.reports, c.summary, c.sweeps, c.flow_png
     pages = {f"report/{name}": MetadataValue.path(str(path)) for name, path in c.pages.items()}
     pages.update({f"report_url/{name}": MetadataValue.url(url) for name, path in c.pages.items()
@@ -199,7 +216,8 @@ def arm_reports(context: AssetExecutionContext, lab: LabResource) -> Materialize
 
     lab_ = lab.lab()
     arms = gather.select_arms(lab_.arms, lab_.store, all_=True)
-    pages, hl = page.arm_reports(lab_, arms)
+    hl = human_page.read(lab_, None)
+    pages = page.arm_reports(lab_.store, lab_.arms, arms, _views(lab_), hl)
     return MaterializeResult(metadata={
         "arms": MetadataValue.json(sorted(pages)),
         **{f"report/{a}": MetadataValue.path(str(p)) for a, p in pages.items()},
@@ -216,7 +234,8 @@ def label_corrections(context: AssetExecutionContext, lab: LabResource) -> Outpu
     """The people's labels read (the store's annotations/labels.jsonl) and the judges' differences they correct."""
 
     lab_ = lab.lab()
-    out = page.label_corrections(lab_, gather.select_arms(lab_.arms, lab_.store, all_=True))
+    arms = gather.select_arms(lab_.arms, lab_.store, all_=True)
+    out = page.label_corrections(lab_.store, lab_.arms, arms, human_page.read(lab_, None))
     return Output(out, metadata={
         # The people's labels it read (labelling.human_page): an input, its sha256 recorded.
         "human_labels": MetadataValue.json(out.human_labels or {"path": None, "why": "no annotations/labels.jsonl"}),
@@ -232,7 +251,8 @@ def diagnosis_inputs(context: AssetExecutionContext, lab: LabResource,
 
     lab_ = lab.lab()
     arms = gather.select_arms(lab_.arms, lab_.store, all_=True)
-    sweep = page.diagnosis_inputs(lab_, arms, gather.comparisons(lab_.arms, lab_.store, arms), label_corrections)
+    sweep = page.diagnosis_inputs(lab_.store, lab_.arms, arms, gather.comparisons(lab_.arms, lab_.store, arms),
+                                  label_corrections)
     return Output(sweep, metadata={
         "arms": MetadataValue.json(sorted(sweep.arms)), "baseline": MetadataValue.text(sweep.baseline),
         "pairs": MetadataValue.json([f"{r.a} vs {r.b}" for r in sweep.comparisons]),

@@ -7,6 +7,7 @@ opened at most once, whatever the asset body asks for first.
     arm.representations, arm.bm25, arm.vectors, arm.question_embeddings   # shared artifacts (store hits)
     arm.unused                              # the indexes the arm never reads (None above), with the reason
     arm.table(Table.RETRIEVAL_ROWS)         # the arm's own tables
+    case_sources(arm)                       # what a case report reads of the arm besides its tables
 
 Every shared artifact comes through the store's `build_once` with its declared key (core.artifacts), so an
 asset downstream of `chunks` opens the same chunks its upstream asset built, never a rebuild.
@@ -14,7 +15,8 @@ asset downstream of `chunks` opens the same chunks its upstream asset built, nev
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 from typing import TYPE_CHECKING
@@ -30,7 +32,7 @@ from rag_ttc_assets.core.representations import MODEL_BUILT
 from rag_ttc_assets.core.roles import REPRESENTATION_BUILDER
 from rag_ttc_assets.core.usage import BM25_INDEX, CHUNKS, QUESTION_EMBEDDINGS, REPRESENTATIONS, VECTOR_INDEX, unused
 from rag_ttc_assets.lab import Lab, prompt_fields
-from rag_ttc_assets.stages import indexes, ingest
+from rag_ttc_assets.stages import arm_supply, indexes, ingest
 from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.stages.calls import role_caller
 from rag_ttc_assets.stages.coverage import request_support
@@ -175,3 +177,28 @@ class ArmInputs:
     def prompt(self, field: str) -> Prompt:
         """The prompt the arm names in `field` (prompt, judge_gold_prompt, ...), parsed for its kind."""
         return self.lab.prompt(getattr(self.cfg, field), prompt_fields(self.cfg)[field])
+
+
+@dataclass(frozen=True)
+class CaseSources:
+    """What a case report reads of one arm besides the arm's own tables in the store (report.collect.arm_views):
+    its config, questions, chunks (an imported arm's: its documents) and the built chunks they came from (None for an
+    imported arm), the prompts it names (field -> prompt, in prompt_fields' order), and its contexts and per-request
+    coverage (stages.arm_supply), computed when the report reaches them."""
+
+    arm: str
+    cfg: ArmConfig
+    questions: list[Question]
+    chunks: list[Chunk]
+    built_chunks: Built | None
+    prompts: dict[str, Prompt]
+    contexts: Callable[[], pl.DataFrame]
+    coverage: Callable[[], pl.DataFrame]
+
+
+def case_sources(arm: ArmInputs) -> CaseSources:
+    """The CaseSources of the arm `arm` resolves, each read once through it."""
+    chunks = list(arm.chunk_list)
+    return CaseSources(arm.arm, arm.cfg, arm.questions, chunks, arm.chunks,
+                       {field: arm.prompt(field) for field in prompt_fields(arm.cfg)},
+                       lambda: arm_supply.arm_contexts(arm), lambda: arm_supply.arm_coverage(arm))
