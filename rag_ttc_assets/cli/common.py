@@ -6,12 +6,35 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_ttc_assets.lab import PROJECT_ROOT, Lab
+
+if TYPE_CHECKING:
+    from rag_ttc_assets.labelling.human_page import HumanLabels
+    from rag_ttc_assets.report.collect import ArmViews
 
 
 class CliError(Exception):
     pass
+
+
+def read_labels(lab: Lab, path: str | Path | None) -> HumanLabels | None:
+    """The people's labels a command reads (labelling.human_page.read): the file `path` (refused when bad), else the
+    store's default labels file when it exists; checked against the lab's arms, their questions and answer rows."""
+    from rag_ttc_assets.labelling import human_page  # late: reads the labels with polars tables when this runs
+
+    return human_page.read(lab.store, path, arms=lab.arms, arms_file=lab.arms_file, datasets_dir=lab.datasets_dir)
+
+
+def case_views(lab: Lab) -> ArmViews:
+    """How a command's case reports read each arm they show: its CaseSources loaded from the lab
+    (stages.resolve.case_sources), its tables from the store, its current run from the run folders
+    (report.collect.arm_views)."""
+    from rag_ttc_assets.report.collect import arm_views  # late: polars loads only when this runs
+    from rag_ttc_assets.stages.resolve import ArmInputs, case_sources  # late: as above
+
+    return lambda arm, labels: arm_views(case_sources(ArmInputs(lab, arm)), lab.store, lab.runs, labels)
 
 
 def lab_from_args(args):

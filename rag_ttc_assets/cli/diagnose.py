@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from rag_ttc_assets.cli.common import CliError, lab_from_args
+
+from rag_ttc_assets.cli.common import CliError, case_views, lab_from_args, read_labels
 from rag_ttc_assets.diagnosis.diagnosis_records import DiagnosisFileError, read_diagnosis
 from rag_ttc_assets.diagnosis.diagnosis_inputs_stage import DiagnosisError, select_arms
 from rag_ttc_assets.cli.materialize import materialize_diagnosis
@@ -51,9 +52,10 @@ def cmd_diagnose(args) -> int:
             raise CliError(str(e)) from None
         paths = [(k, out_dir / f"diagnosis.{k}") for k in ("md", "json", "html")]
     else:
-
-        out = diagnose_and_write(lab, arms, stem, args.baseline, labels=args.labels,
-                                 recompute=lambda: compare_pairs(lab.store, lab.arms), pages=lambda a, hl: arm_pages(lab, a, hl))
+        views = case_views(lab)
+        out = diagnose_and_write(lab.store, lab.arms, arms, stem, args.baseline, labels=read_labels(lab, args.labels),
+                                 recompute=lambda: compare_pairs(lab.store, lab.arms),
+                                 pages=lambda a, hl: arm_pages(lab.store, lab.arms, a, views, hl))
         result, paths = out.diagnosis, list(out.paths())
     if args.json:
         print(json.dumps(result.to_json(), indent=1, ensure_ascii=False))

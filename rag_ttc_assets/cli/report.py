@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rag_ttc_assets.cli.common import CliError, lab_from_args
+from rag_ttc_assets.cli.common import CliError, case_views, lab_from_args, read_labels
 from rag_ttc_assets.core.compare_guards import InstrumentDriftError, LabelDriftError
 from rag_ttc_assets.report.files import pair_path, write_arm, write_pair
 
@@ -24,18 +24,17 @@ def cmd_report(args) -> int:
     from rag_ttc_assets.report.collect import ReportError  # late: polars loads only when this runs
     from rag_ttc_assets.stages.arm_comparisons import compare_two, read_pair  # late: polars loads only when this runs
     from rag_ttc_assets.diagnosis.flow_plots_stage import pair_plots  # late: polars loads only when this runs
-    from rag_ttc_assets.labelling import human_page  # late: reads the labels with polars tables when this runs
 
     lab = lab_from_args(args)
     for arm in filter(None, (args.a, args.b)):
         lab.arms[arm]
     # The people's labels beside the judges: --labels, else the store's default labels file when it exists.
-    labels = human_page.read(lab.store, args.labels, arms=lab.arms, arms_file=lab.arms_file,
-                             datasets_dir=lab.datasets_dir)
+    labels = read_labels(lab, args.labels)
+    views = case_views(lab)
     try:
         if args.b is None:
             path = Path(args.out) if args.out else lab.store.root / "reports" / f"{args.a}.html"
-            write_arm(lab, args.a, path, labels)
+            write_arm(lab.store, args.a, lab.arms[args.a], path, views, labels)
         else:
             out_dir = lab.store.comparisons_dir
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -46,7 +45,7 @@ def cmd_report(args) -> int:
             json_path = out_dir / f"{args.a}--{args.b}.json"
             written = rep.to_json()
             json_path.write_text(json.dumps(written, indent=1, default=str))
-            path = write_pair(lab, rep, Path(args.out) if args.out else pair_path(out_dir, args.a, args.b), labels)
+            path = write_pair(rep, Path(args.out) if args.out else pair_path(out_dir, args.a, args.b), views, labels)
             print(f"comparison: {_shown(json_path)}")
     except (LabelDriftError, InstrumentDriftError, ReportError) as e:
         raise CliError(str(e)) from None

@@ -26,12 +26,15 @@ from rag_ttc_assets.defs.meta import md_table, numbers, version_of
 from rag_ttc_assets.defs.arm_registry import arm_asset, arm_check
 from rag_ttc_assets.defs.resources import LabResource
 from rag_ttc_assets.diagnosis import diagnosis_page as page
+from rag_ttc_assets.lab import Lab
+from rag_ttc_assets.labelling import human_page
 from rag_ttc_assets.report.comparison_files import write_comparisons
 from rag_ttc_assets.report.comparison_text import p_adjust_text
 from rag_ttc_assets.defs.index_assets import unused_result
 from rag_ttc_assets.diagnosis import diagnosis_inputs_stage as gather
 from rag_ttc_assets.diagnosis import diagnostics_stage as stage
 from rag_ttc_assets.stages import arm_supply
+from rag_ttc_assets.stages.resolve import ArmInputs, case_sources
 from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.diagnosis.flow_plots_stage import flow_bars
 from rag_ttc_assets.stages.inspect import InspectedArm, inspect_question, to_markdown
@@ -40,8 +43,24 @@ from rag_ttc_assets.judging.request_judge_stage import instrument
 if TYPE_CHECKING:
     import polars as pl
 
+    from rag_ttc_assets.report.collect import ArmViews
+
 GROUP = "diagnostics"
 FLOW = Table.FAILURE_FLOW.c  # the declared column names (core.tables)
+
+
+def _views(lab_: Lab) -> "ArmViews":
+    """How the case reports read each arm they show: its CaseSources resolved from `lab_` (stages.resolve), its
+    tables from the store and its current run from the runs (report.collect.arm_views)."""
+    from rag_ttc_assets.report.collect import arm_views  # late: polars, when the asset runs
+
+    return lambda arm, labels: arm_views(case_sources(ArmInputs(lab_, arm)), lab_.store, lab_.runs, labels)
+
+
+def _labels(lab_: Lab) -> human_page.HumanLabels | None:
+    """The store's default labels file, read and checked against the lab's arms (labelling.human_page.read): the
+    people's labels the sweep's assets show and correct by; None when there is none."""
+    return human_page.read(lab_.store, None, arms=lab_.arms, arms_file=lab_.arms_file, datasets_dir=lab_.datasets_dir)
 
 
 @arm_asset(group=GROUP, kinds={"python", "parquet"}, deps=("request_judgments", "judge_verdicts", "admitted_contexts"),
@@ -182,7 +201,9 @@ def arm_comparisons(context: AssetExecutionContext, lab: LabResource) -> Materia
     """Paired per-case comparisons for every pair in `comparisons`, and sweep curves for every family."""
     lab_ = lab.lab()
     out_dir = lab_.store.comparisons_dir
-    c = write_comparisons(lab_, out_dir)
+    # The people's labels shown in the pair reports: the store's default labels file when it exists
+    # (labelling.human_page).
+    c = write_comparisons(lab_.store, lab_.arms, out_dir, _views(lab_), _labels(lab_))
     reports, summary, sweeps, flow_png = c.reports, c.summary, c.sweeps, c.flow_png
     pages = {f"report/{name}": MetadataValue.path(str(path)) for name, path in c.pages.items()}
     pages.update({f"report_url/{name}": MetadataValue.url(url) for name, path in c.pages.items()
@@ -206,7 +227,8 @@ def arm_reports(context: AssetExecutionContext, lab: LabResource) -> Materialize
 
     lab_ = lab.lab()
     arms = gather.select_arms(lab_.arms, lab_.store, all_=True)
-    pages, hl = page.arm_reports(lab_, arms)
+    hl = _labels(lab_)
+    pages = page.arm_reports(lab_.store, lab_.arms, arms, _views(lab_), hl)
     return MaterializeResult(metadata={
         "arms": MetadataValue.json(sorted(pages)),
         **{f"report/{a}": MetadataValue.path(str(p)) for a, p in pages.items()},
@@ -223,7 +245,8 @@ def label_corrections(context: AssetExecutionContext, lab: LabResource) -> Outpu
     """The people's labels read (the store's annotations/labels.jsonl) and the judges' differences they correct."""
 
     lab_ = lab.lab()
-    out = page.label_corrections(lab_, gather.select_arms(lab_.arms, lab_.store, all_=True))
+    arms = gather.select_arms(lab_.arms, lab_.store, all_=True)
+    out = page.label_corrections(lab_.store, lab_.arms, arms, _labels(lab_))
     return Output(out, metadata={
         # The people's labels it read (labelling.human_page): an input, its sha256 recorded.
         "human_labels": MetadataValue.json(out.human_labels or {"path": None, "why": "no annotations/labels.jsonl"}),
@@ -239,7 +262,8 @@ def diagnosis_inputs(context: AssetExecutionContext, lab: LabResource,
 
     lab_ = lab.lab()
     arms = gather.select_arms(lab_.arms, lab_.store, all_=True)
-    sweep = page.diagnosis_inputs(lab_, arms, gather.comparisons(lab_.arms, lab_.store, arms), label_corrections)
+    sweep = page.diagnosis_inputs(lab_.store, lab_.arms, arms, gather.comparisons(lab_.arms, lab_.store, arms),
+                                  label_corrections)
     return Output(sweep, metadata={
         "arms": MetadataValue.json(sorted(sweep.arms)), "baseline": MetadataValue.text(sweep.baseline),
         "pairs": MetadataValue.json([f"{r.a} vs {r.b}" for r in sweep.comparisons]),

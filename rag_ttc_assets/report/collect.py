@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,13 +21,12 @@ from rag_ttc_assets.diagnosis.completeness import judge_grades
 from rag_ttc_assets.core.request_derivation import describe
 from rag_ttc_assets.diagnosis.flow import FLOW_BRANCHES
 from rag_ttc_assets.core.records import Question
-from rag_ttc_assets.lab import Lab, prompt_fields
+from rag_ttc_assets.core.run_records import RunFolders
 from rag_ttc_assets.labelling import human_page
 from rag_ttc_assets.report import model
-from rag_ttc_assets.stages import arm_supply
 from rag_ttc_assets.stages.arm_comparisons import arm_title
 from rag_ttc_assets.core.tables import QUERY_ID
-from rag_ttc_assets.stages.resolve import ArmInputs
+from rag_ttc_assets.stages.resolve import CaseSources
 
 ANS = Table.ANSWERS.c  # the declared column names (core.tables)
 
@@ -70,14 +70,6 @@ def _sent(store: ArtifactStore, arm: str, qid: str, digests) -> list[dict]:
     return sent
 
 
-def human_labels(lab: Lab, labels) -> human_page.HumanLabels | None:
-    """The human labels a report shows: those given (a HumanLabels, read once for many pages), the file named, or
-    the store's default file when it exists (labelling.human_page.resolve)."""
-    if isinstance(labels, human_page.HumanLabels):
-        return labels
-    return human_page.read(lab.store, labels, arms=lab.arms, arms_file=lab.arms_file, datasets_dir=lab.datasets_dir)
-
-
 def _human_of(arm: str, labels: human_page.HumanLabels | None, run_id: str | None, views: dict) -> None:
     """Each case's people's labels beside its judges (view["human"]: request -> labels), each flagged when made on
     an older run (the arm's rows now come from run `run_id`) or another answer of the arm."""
@@ -91,27 +83,32 @@ def _human_of(arm: str, labels: human_page.HumanLabels | None, run_id: str | Non
         view["human"] = {rid: human_page.case_labels(labs, run_id, sha) for rid, labs in by_request.items()}
 
 
-def arm_views(lab: Lab, arm: str, labels: human_page.HumanLabels | None = None) -> ArmSide:
-    """Every case of one arm as `model.arm_case` sees it, the arm's questions and chunks, and its instruments; with
-    `labels`, the people's labels of its cases beside the judges."""
-    inputs = ArmInputs(lab, arm)
-    cfg, store = inputs.cfg, lab.store
-    chunks = list(inputs.chunk_list)
+ArmViews = Callable[[str, human_page.HumanLabels | None], ArmSide]
+"""One arm's ArmSide, read when called, with the people's labels given beside the judges (arm_views over the arm's
+CaseSources, stages.resolve.case_sources): how a page writer reads the arms it shows."""
+
+
+def arm_views(sources: CaseSources, store: ArtifactStore, runs: RunFolders,
+              labels: human_page.HumanLabels | None = None) -> ArmSide:
+    """Every case of one arm as `model.arm_case` sees it, the arm's questions and chunks (`sources`), its tables read
+    from `store`, and its instruments; with `labels`, the people's labels of its cases beside the judges, flagged
+    against the arm's current run (read from `runs`)."""
+    arm, cfg = sources.arm, sources.cfg
+    chunks = sources.chunks
     texts = {c.chunk_id: c.text for c in chunks}
     retrieval = _one(store.read_table(arm, Table.RETRIEVAL_ROWS).iter_rows(named=True))
-    contexts = _one(arm_supply.arm_contexts(store, arm, cfg).iter_rows(named=True))
+    contexts = _one(sources.contexts().iter_rows(named=True))
     answers = _one(store.read_table(arm, Table.ANSWERS).iter_rows(named=True))
     contracts = _one(store.read_table(arm, Table.CONTRACT_RESULTS).iter_rows(named=True))
     judges = _one(store.read_table(arm, Table.JUDGE_VERDICTS).iter_rows(named=True))
     flows = _by(store.read_table(arm, Table.FAILURE_FLOW).iter_rows(named=True))
     judgments = _by(store.read_table(arm, Table.REQUEST_JUDGMENTS).iter_rows(named=True))
-    coverage = _by(arm_supply.arm_coverage(store, arm, cfg, inputs.questions,
-                                           lambda: inputs.support).iter_rows(named=True))
+    coverage = _by(sources.coverage().iter_rows(named=True))
     rows = list(store.read_table(arm, Table.REQUEST_OUTCOMES).iter_rows(named=True))
     if not judge_grades(rows):  # a judge that reports no coverage grades nothing: no request shows a 0
         rows = [{**r, Table.REQUEST_OUTCOMES.c.coverage: None} for r in rows]
     outcomes = _by(rows)
-    questions = inputs.questions
+    questions = sources.questions
     views = {}
     for q in questions:
         answer = answers.get(q.id)
@@ -120,13 +117,11 @@ def arm_views(lab: Lab, arm: str, labels: human_page.HumanLabels | None = None) 
             flows.get(q.id, []), judgments.get(q.id, []), coverage.get(q.id, []),
             _sent(store, arm, q.id, answer.get(ANS.messages_digests)) if answer else [], texts, cfg.evidence_k,
             outcomes.get(q.id, []))
-    _human_of(arm, labels, human_page.current_run_id(lab.runs, arm) if labels is not None else None, views)
-    prompts = {}
-    for field, kind in prompt_fields(cfg).items():
-        p = lab.prompt(getattr(cfg, field), kind)
-        prompts[field] = {"name": p.name, "digest": p.digest}
+    _human_of(arm, labels, human_page.current_run_id(runs, arm) if labels is not None else None, views)
+    prompts = {field: {"name": p.name, "digest": p.digest} for field, p in sources.prompts.items()}
     info = arm_info(store, arm, cfg, prompts)
-    return ArmSide(arm, list(questions), views, chunks, _chunks_digest(inputs.chunks, chunks), info, info["title"])
+    return ArmSide(arm, list(questions), views, chunks, _chunks_digest(sources.built_chunks, chunks), info,
+                   info["title"])
 
 
 def _chunks_digest(built: Built | None, chunks: list[Chunk]) -> str:
@@ -186,7 +181,7 @@ def _chunk_sets(sides: list[ArmSide], cases: list[dict]) -> tuple[list[dict], li
 
 def pair_model(report: PairReport, side_a: ArmSide, side_b: ArmSide, hl: human_page.HumanLabels | None) -> dict:
     """The page model of a pair report (`compare_two`'s or `arm_comparisons`'), the JSON written beside it shown
-    whole; its arms a and b as arm_views read them, with the human labels `hl` (human_labels)."""
+    whole; its arms a and b as arm_views read them, with the human labels `hl` (labelling.human_page.read)."""
     a, b = report.a, report.b
     questions = {q.id: q for q in side_a.questions + side_b.questions}
     cases = model.pair_cases(list(questions.values()), side_a.views, side_b.views, model.PairFacts.of(report))
@@ -205,8 +200,8 @@ def pair_model(report: PairReport, side_a: ArmSide, side_b: ArmSide, hl: human_p
 
 def single_model(side: ArmSide, flow_png: str | Path | None = None, hl: human_page.HumanLabels | None = None) -> dict:
     """The page model of one arm's report (`side`, as arm_views read it): its failure flow (and plot), hit rate, and
-    its cases by branch; with human labels `hl` (human_labels), the people's label of each labelled request beside
-    the judges."""
+    its cases by branch; with human labels `hl` (labelling.human_page.read), the people's label of each labelled
+    request beside the judges."""
     arm = side.arm
     cases = model.arm_cases(side.questions, side.views)
     sets, index = _chunk_sets([side], cases)

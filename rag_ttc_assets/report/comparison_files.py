@@ -8,16 +8,20 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rag_ttc_assets.adapters.store import ArtifactStore
+from rag_ttc_assets.core.arms_file import Arms
 from rag_ttc_assets.core.compare_records import PairReport
 from rag_ttc_assets.core.measured import addressed_text, graded_text
-from rag_ttc_assets.lab import Lab
 from rag_ttc_assets.labelling import human_page
 from rag_ttc_assets.report.files import pair_path, write_pair
 from rag_ttc_assets.report.comparison_text import era_text, paired_text, significant_metrics
 from rag_ttc_assets.stages.arm_comparisons import arm_title, compare_pairs
 from rag_ttc_assets.diagnosis.flow_plots_stage import flow_bars, pair_plots, sweep_plots
+
+if TYPE_CHECKING:
+    from rag_ttc_assets.report.collect import ArmViews
 
 
 @dataclass(frozen=True)
@@ -35,14 +39,15 @@ class Comparisons:
     human_labels: dict[str, Any] | None
 
 
-def write_comparisons(lab: Lab, out_dir: Path) -> Comparisons:
-    """What `arm_comparisons` writes into `out_dir`: every pair's comparison JSON and its case report, the sweep
-    curves of every family and the failure-flow bars of every arm; returns the reports, the pairs refused, one
-    summary row per pair, the pages and plots written."""
+def write_comparisons(store: ArtifactStore, arms: Arms, out_dir: Path, views: ArmViews,
+                      labels: human_page.HumanLabels | None) -> Comparisons:
+    """What `arm_comparisons` writes into `out_dir`: every pair of the arms file `arms` compared from `store`, its
+    comparison JSON and its case report (its arms read by `views`, report.collect.ArmViews, the people's `labels`
+    beside the judges: the store's default labels file when it exists, labelling.human_page.read), the sweep curves of
+    every family and the failure-flow bars of every arm; returns the reports, the pairs refused, one summary row per
+    pair, the pages and plots written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    reports, skipped = compare_pairs(lab.store, lab.arms)
-    # The people's labels shown in the pair reports: the store's default labels file when it exists (labelling.human_page).
-    labels = human_page.read(lab.store, None, arms=lab.arms, arms_file=lab.arms_file, datasets_dir=lab.datasets_dir)
+    reports, skipped = compare_pairs(store, arms)
     summary, pages = [], {}
     drawn = []
     for rep in reports:
@@ -51,11 +56,11 @@ def write_comparisons(lab: Lab, out_dir: Path) -> Comparisons:
         written = rep.to_json()
         (out_dir / f"{rep.a}--{rep.b}.json").write_text(json.dumps(written, indent=1, default=str))
         # The clickable case report of the pair, made from the JSON just written.
-        pages[f"{rep.a}--{rep.b}"] = write_pair(lab, rep, pair_path(out_dir, rep.a, rep.b), labels)
-        summary.append(summary_row(rep, {arm: arm_title(lab.store, arm, lab.arms[arm]) for arm in (rep.a, rep.b)}))
-    sweeps = sweep_plots(lab.store, lab.arms, out_dir)
+        pages[f"{rep.a}--{rep.b}"] = write_pair(rep, pair_path(out_dir, rep.a, rep.b), views, labels)
+        summary.append(summary_row(rep, {arm: arm_title(store, arm, arms[arm]) for arm in (rep.a, rep.b)}))
+    sweeps = sweep_plots(store, arms, out_dir)
     return Comparisons(reports=drawn, skipped=skipped, summary=summary, pages=pages, sweeps=sweeps,
-                       flow_png=flow_bars(lab.store, {n: lab.arms[n] for n in lab.arms.names},
+                       flow_png=flow_bars(store, {n: arms[n] for n in arms.names},
                                           out_dir / "failure-flow-all-arms.png"),
                        human_labels=labels.summary() if labels else None)
 

@@ -8,6 +8,7 @@ opened at most once, whatever the asset body asks for first.
     arm.unused                              # the indexes the arm never reads (None above), with the reason
     arm.preloaded_chunks, arm.lookup, arm.retry_prompt   # what one supply reads (None for the others)
     arm.table(Table.RETRIEVAL_ROWS)         # the arm's own tables
+    case_sources(arm)                       # what a case report reads of the arm besides its tables
 
 The stage functions take these values, never the resolver: the asset hands in what each reads.
 
@@ -17,7 +18,8 @@ asset downstream of `chunks` opens the same chunks its upstream asset built, nev
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 from typing import TYPE_CHECKING
@@ -206,3 +208,29 @@ class ArmInputs:
         only when it asks for them."""
         return InspectedArm(name=self.arm, cfg=self.cfg, dataset=self.dataset, questions=self.questions,
                             chunk_list=lambda: self.chunk_list)
+
+
+@dataclass(frozen=True)
+class CaseSources:
+    """What a case report reads of one arm besides the arm's own tables in the store (report.collect.arm_views):
+    its config, questions, chunks (an imported arm's: its documents) and the built chunks they came from (None for an
+    imported arm), the prompts it names (field -> prompt, in prompt_fields' order), and its contexts and per-request
+    coverage (stages.arm_supply), computed when the report reaches them."""
+
+    arm: str
+    cfg: ArmConfig
+    questions: list[Question]
+    chunks: list[Chunk]
+    built_chunks: Built | None
+    prompts: dict[str, Prompt]
+    contexts: Callable[[], pl.DataFrame]
+    coverage: Callable[[], pl.DataFrame]
+
+
+def case_sources(arm: ArmInputs) -> CaseSources:
+    """The CaseSources of the arm `arm` resolves, each read once through it."""
+    chunks = list(arm.chunk_list)
+    return CaseSources(arm.arm, arm.cfg, arm.questions, chunks, arm.chunks,
+                       {field: arm.prompt(field) for field in prompt_fields(arm.cfg)},
+                       lambda: arm_supply.arm_contexts(arm.store, arm.arm, arm.cfg),
+                       lambda: arm_supply.arm_coverage(arm.store, arm.arm, arm.cfg, arm.questions, lambda: arm.support))
