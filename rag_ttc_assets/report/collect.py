@@ -26,7 +26,7 @@ from rag_ttc_assets.labelling import human_page
 from rag_ttc_assets.report import model
 from rag_ttc_assets.stages.arm_comparisons import arm_title
 from rag_ttc_assets.core.tables import QUERY_ID
-from rag_ttc_assets.stages.resolve import CaseSources
+from rag_ttc_assets.stages.case_sources import CaseSources
 
 ANS = Table.ANSWERS.c  # the declared column names (core.tables)
 

@@ -18,8 +18,7 @@ asset downstream of `chunks` opens the same chunks its upstream asset built, nev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Collection
 from functools import cached_property
 from typing import Any
 from typing import TYPE_CHECKING
@@ -38,6 +37,7 @@ from rag_ttc_assets.lab import Lab, prompt_fields
 from rag_ttc_assets.stages import arm_supply, indexes, ingest
 from rag_ttc_assets.imported import import_stage
 from rag_ttc_assets.stages.calls import role_caller
+from rag_ttc_assets.stages.case_sources import CaseSources
 from rag_ttc_assets.stages.coverage import request_support
 from rag_ttc_assets.stages.inspect import InspectedArm
 from rag_ttc_assets.stages.retrieval import arm_questions
@@ -208,23 +208,6 @@ class ArmInputs:
         only when it asks for them."""
         return InspectedArm(name=self.arm, cfg=self.cfg, dataset=self.dataset, questions=self.questions,
                             chunk_list=lambda: self.chunk_list)
-
-
-@dataclass(frozen=True)
-class CaseSources:
-    """What a case report reads of one arm besides the arm's own tables in the store (report.collect.arm_views):
-    its config, questions, chunks (an imported arm's: its documents) and the built chunks they came from (None for an
-    imported arm), the prompts it names (field -> prompt, in prompt_fields' order), and its contexts and per-request
-    coverage (stages.arm_supply), computed when the report reaches them."""
-
-    arm: str
-    cfg: ArmConfig
-    questions: list[Question]
-    chunks: list[Chunk]
-    built_chunks: Built | None
-    prompts: dict[str, Prompt]
-    contexts: Callable[[], pl.DataFrame]
-    coverage: Callable[[], pl.DataFrame]
 
 
 def case_sources(arm: ArmInputs) -> CaseSources:

@@ -344,7 +344,7 @@ def test_label_in_the_browser_resume_two_annotators_and_judge_agreement(lab, tmp
                 with page.expect_navigation():
                     page.keyboard.press(keys[len(labelled)])
                 labelled.append((int(page.locator("body").get_attribute("data-item")), rid, keys[len(labelled)]))
-            assert f"10 of" in page.locator("#progress").inner_text()
+            assert "10 of" in page.locator("#progress").inner_text()
             # The judge's verdict: present now, revealed by the toggle only.
             done = page.locator(".req[data-labelled='1']").first
             assert not done.locator(".judge").is_visible()
